@@ -1,0 +1,41 @@
+/**
+ * Builds the whole HTTP app from its services. No socket here: tests call `app.handle()`, and
+ * `server.ts` puts it behind Bun.serve.
+ *
+ * @example
+ *   const app = buildApp({ config, log, db, health: { db: () => db.get(sql`select 1`) } })
+ *   const res = await app.handle(new Request("http://local/healthz"))
+ */
+import { Elysia } from "elysia";
+import { openapi } from "@elysiajs/openapi";
+import type { Config } from "./config.ts";
+import type { Logger } from "./log.ts";
+import type { Db } from "./db/open.ts";
+import { errorHandler } from "./http/error-handler.ts";
+import { healthRoutes, type HealthCheck } from "./http/health.ts";
+import { version } from "./version.ts";
+
+export interface AppServices {
+  config: Config;
+  log: Logger;
+  db: Db;
+  health: Record<string, HealthCheck>;
+}
+
+export const OPENAPI_PATH = "/openapi";
+
+export function buildApp(services: AppServices) {
+  return new Elysia()
+    .use(errorHandler(services.log))
+    .use(
+      openapi({
+        path: OPENAPI_PATH,
+        documentation: {
+          info: { title: "Stowage", version, description: "Storage middleware (DID login, files on dfs and ipfs, quota) and account API (/v2)." },
+        },
+      }),
+    )
+    .use(healthRoutes(services.health, version));
+}
+
+export type App = ReturnType<typeof buildApp>;

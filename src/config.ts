@@ -1,0 +1,192 @@
+/**
+ * Every setting of Stowage in one typed place.
+ *
+ * A setting comes from a command-line flag, else from its environment variable, else from its
+ * default. The catalog below is data: `--help`, the README table and the parser all read it.
+ *
+ * @example
+ *   const config = parseConfig(["--port", "9000"], process.env)
+ *   config.port // 9000
+ */
+import { resolve } from "node:path";
+
+export class ConfigError extends Error {
+  override name = "ConfigError";
+}
+
+type Kind = "port" | "int" | "bytes" | "duration" | "string" | "url" | "list" | "address" | "addressList" | "key";
+
+interface Setting<K extends Kind = Kind> {
+  kind: K;
+  env: string;
+  /** Flag of `stowage serve`; secrets have none, so they never show in a process list. */
+  flag?: string;
+  default?: string;
+  help: string;
+}
+
+const setting = <const S extends Setting>(s: S) => s;
+
+/** The catalog. Order is the order of `--help` and of the README table. */
+export const settings = {
+  port: setting({ kind: "port", env: "STOWAGE_PORT", flag: "--port", default: "8080", help: "HTTP port (0 picks a free one)" }),
+  host: setting({ kind: "string", env: "STOWAGE_HOST", flag: "--host", default: "0.0.0.0", help: "Address to listen on" }),
+  dataDir: setting({ kind: "string", env: "STOWAGE_DATA_DIR", flag: "--data-dir", default: "./data", help: "Data directory (database, files, chain, secrets)" }),
+  publicUrl: setting({ kind: "url", env: "STOWAGE_PUBLIC_URL", flag: "--public-url", help: "Address clients are told to use for downloads (default http://HOST:PORT)" }),
+  logLevel: setting({ kind: "string", env: "STOWAGE_LOG_LEVEL", flag: "--log-level", default: "info", help: "debug | info | warn | error" }),
+  shutdownTimeout: setting({ kind: "duration", env: "STOWAGE_SHUTDOWN_TIMEOUT", flag: "--shutdown-timeout", default: "8s", help: "How long SIGTERM waits for in-flight requests" }),
+  maxBody: setting({ kind: "bytes", env: "STOWAGE_MAX_BODY", flag: "--max-body", default: "10GiB", help: "Largest upload body" }),
+  corsOrigins: setting({ kind: "list", env: "STOWAGE_CORS_ORIGINS", flag: "--cors-origins", default: "", help: "Comma-separated origins allowed by CORS (empty: none)" }),
+  trustProxy: setting({ kind: "int", env: "STOWAGE_TRUST_PROXY", flag: "--trust-proxy", default: "0", help: "Number of reverse proxies whose X-Forwarded-For is trusted" }),
+  chainRpc: setting({ kind: "url", env: "STOWAGE_CHAIN_RPC", flag: "--chain-rpc", help: "EVM JSON-RPC URL (unset: embedded chain)" }),
+  chainId: setting({ kind: "int", env: "STOWAGE_CHAIN_ID", flag: "--chain-id", default: "985", help: "Chain id" }),
+  chainConfirmations: setting({ kind: "int", env: "STOWAGE_CHAIN_CONFIRMATIONS", flag: "--chain-confirmations", help: "Blocks an event waits before it is indexed (default 0 embedded, 6 external)" }),
+  indexerPoll: setting({ kind: "duration", env: "STOWAGE_INDEXER_POLL", flag: "--indexer-poll", default: "2s", help: "How often the event indexer polls the chain" }),
+  proxyAddress: setting({ kind: "address", env: "STOWAGE_PROXY_ADDRESS", flag: "--proxy-address", help: "Proxy contract (external chain)" }),
+  didRegistryAddress: setting({ kind: "address", env: "STOWAGE_DID_REGISTRY_ADDRESS", flag: "--did-registry-address", help: "DID registry contract (external chain)" }),
+  directoryAddress: setting({ kind: "address", env: "STOWAGE_DIRECTORY_ADDRESS", flag: "--directory-address", help: "Directory contract (external chain)" }),
+  operatorKey: setting({ kind: "key", env: "STOWAGE_OPERATOR_KEY", help: "Operator private key (default: generated in data/secrets)" }),
+  adminKey: setting({ kind: "key", env: "STOWAGE_ADMIN_KEY", help: "Admin private key for the CLI (default: generated in data/secrets)" }),
+  ipfsListen: setting({ kind: "list", env: "STOWAGE_IPFS_LISTEN", flag: "--ipfs-listen", default: "/ip4/0.0.0.0/tcp/4001", help: "libp2p listen multiaddrs, comma-separated" }),
+  smtpUrl: setting({ kind: "url", env: "STOWAGE_SMTP_URL", help: "SMTP URL for mail (unset: dev mailbox in data/mail)" }),
+  mailFrom: setting({ kind: "string", env: "STOWAGE_MAIL_FROM", flag: "--mail-from", default: "Stowage <no-reply@localhost>", help: "Sender of login codes" }),
+  allowedOrigins: setting({ kind: "list", env: "STOWAGE_ALLOWED_ORIGINS", flag: "--allowed-origins", default: "http://localhost:8080", help: "Origins allowed in EVM sign-in messages" }),
+  messengerBotToken: setting({ kind: "string", env: "STOWAGE_MESSENGER_BOT_TOKEN", help: "Messenger bot token for init data checks" }),
+  messengerMaxAge: setting({ kind: "duration", env: "STOWAGE_MESSENGER_MAX_AGE", flag: "--messenger-max-age", default: "1d", help: "Oldest messenger init data accepted" }),
+  browserJwksUrl: setting({ kind: "url", env: "STOWAGE_BROWSER_JWKS_URL", flag: "--browser-jwks-url", help: "JWKS of the browser wallet provider" }),
+  browserIssuer: setting({ kind: "string", env: "STOWAGE_BROWSER_ISSUER", flag: "--browser-issuer", help: "Expected issuer of browser wallet tokens" }),
+  browserAudience: setting({ kind: "string", env: "STOWAGE_BROWSER_AUDIENCE", flag: "--browser-audience", help: "Expected audience of browser wallet tokens" }),
+  adminAddresses: setting({ kind: "addressList", env: "ADMIN_ADDRESSES", flag: "--admin-addresses", default: "", help: "Comma-separated addresses whose accounts are admin" }),
+  accessTokenTtl: setting({ kind: "duration", env: "STOWAGE_ACCESS_TOKEN_TTL", flag: "--access-token-ttl", default: "15m", help: "Access token lifetime" }),
+  refreshTokenTtl: setting({ kind: "duration", env: "STOWAGE_REFRESH_TOKEN_TTL", flag: "--refresh-token-ttl", default: "30d", help: "Refresh token lifetime" }),
+  renewalDays: setting({ kind: "int", env: "STOWAGE_RENEWAL_DAYS", flag: "--renewal-days", default: "30", help: "Days between liveness-check renewals (action 6)" }),
+  rateLimits: setting({ kind: "string", env: "STOWAGE_RATE_LIMITS", flag: "--rate-limits", default: "on", help: "on | off: rate limits of login and code endpoints" }),
+} as const;
+
+export type SettingName = keyof typeof settings;
+
+type ValueOf<K extends Kind> = K extends "port" | "int" | "bytes" | "duration"
+  ? number
+  : K extends "list" | "addressList"
+    ? string[]
+    : K extends "address" | "key"
+      ? `0x${string}`
+      : string;
+
+type Catalog = typeof settings;
+type HasDefault<S> = S extends { default: string } ? true : false;
+
+export type Config = {
+  readonly [N in SettingName]: HasDefault<Catalog[N]> extends true
+    ? ValueOf<Catalog[N]["kind"]>
+    : ValueOf<Catalog[N]["kind"]> | undefined;
+} & { readonly publicUrl: string };
+
+const UNITS: Record<string, number> = { "": 1, b: 1, k: 1e3, kb: 1e3, m: 1e6, mb: 1e6, g: 1e9, gb: 1e9, t: 1e12, tb: 1e12, kib: 2 ** 10, mib: 2 ** 20, gib: 2 ** 30, tib: 2 ** 40 };
+const SECONDS: Record<string, number> = { ms: 0.001, s: 1, m: 60, h: 3600, d: 86400 };
+
+/** Parsers by kind; durations are returned in milliseconds. */
+const parsers: { [K in Kind]: (raw: string) => ValueOf<K> } = {
+  port: (raw) => {
+    const n = parseInteger(raw);
+    if (n > 65535) throw new ConfigError("must be a port number 0-65535");
+    return n;
+  },
+  int: parseInteger,
+  bytes: (raw) => {
+    const m = /^(\d+(?:\.\d+)?)\s*([a-z]*)$/i.exec(raw.trim());
+    const unit = UNITS[(m?.[2] ?? "").toLowerCase()];
+    if (!m || unit === undefined) throw new ConfigError("must be a size such as 1048576, 512MiB or 10GiB");
+    return Math.floor(Number(m[1]) * unit);
+  },
+  duration: (raw) => {
+    const m = /^(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?$/.exec(raw.trim());
+    if (!m) throw new ConfigError("must be a duration such as 500ms, 30s, 15m, 12h or 30d");
+    return Math.round(Number(m[1]) * (SECONDS[m[2] ?? "s"] ?? 1) * 1000);
+  },
+  string: (raw) => raw,
+  url: (raw) => {
+    try {
+      return new URL(raw).toString().replace(/\/$/, "");
+    } catch {
+      throw new ConfigError("must be an absolute URL");
+    }
+  },
+  list: splitList,
+  address: (raw) => {
+    if (!/^0x[0-9a-fA-F]{40}$/.test(raw)) throw new ConfigError("must be a 0x-prefixed 20-byte hex address");
+    return raw as `0x${string}`;
+  },
+  addressList: (raw) => splitList(raw).map((a) => a.toLowerCase()),
+  key: (raw) => {
+    if (!/^0x[0-9a-fA-F]{64}$/.test(raw)) throw new ConfigError("must be a 0x-prefixed 32-byte hex private key");
+    return raw as `0x${string}`;
+  },
+};
+
+function parseInteger(raw: string): number {
+  if (!/^\d+$/.test(raw.trim())) throw new ConfigError("must be a non-negative integer");
+  const n = Number(raw);
+  if (!Number.isSafeInteger(n)) throw new ConfigError("is too large");
+  return n;
+}
+
+function splitList(raw: string): string[] {
+  return raw.split(",").map((s) => s.trim()).filter(Boolean);
+}
+
+const byFlag = new Map<string, SettingName>(
+  Object.entries(settings).flatMap(([name, s]) => ("flag" in s && s.flag ? [[s.flag, name as SettingName]] : [])),
+);
+
+/** Splits `--name value` and `--name=value` flags into a map; anything unknown is an error. */
+export function parseFlags(argv: readonly string[]): Map<SettingName, string> {
+  const out = new Map<SettingName, string>();
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i] ?? "";
+    const eq = arg.indexOf("=");
+    const flag = eq > 0 ? arg.slice(0, eq) : arg;
+    const name = byFlag.get(flag);
+    if (!name) throw new ConfigError(`unknown option ${flag}`);
+    const value = eq > 0 ? arg.slice(eq + 1) : argv[++i];
+    if (value === undefined) throw new ConfigError(`${flag} needs a value`);
+    out.set(name, value);
+  }
+  return out;
+}
+
+/** Builds the config from flags (first) and the environment (second). Throws ConfigError. */
+export function parseConfig(argv: readonly string[], env: Record<string, string | undefined>): Config {
+  const flags = parseFlags(argv);
+  const values: Record<string, unknown> = {};
+  for (const [name, s] of Object.entries(settings) as [SettingName, Setting][]) {
+    const raw = flags.get(name) ?? nonEmpty(env[s.env]) ?? s.default;
+    if (raw === undefined) continue;
+    try {
+      values[name] = parsers[s.kind](raw);
+    } catch (err) {
+      const where = flags.has(name) ? s.flag : s.env;
+      throw new ConfigError(`${where}: ${(err as Error).message} (got ${JSON.stringify(s.kind === "key" ? "…" : raw)})`);
+    }
+  }
+  if (!["debug", "info", "warn", "error"].includes(values.logLevel as string)) {
+    throw new ConfigError(`STOWAGE_LOG_LEVEL: must be debug, info, warn or error`);
+  }
+  if (!["on", "off"].includes(values.rateLimits as string)) throw new ConfigError(`STOWAGE_RATE_LIMITS: must be on or off`);
+  values.dataDir = resolve(values.dataDir as string);
+  values.publicUrl ??= `http://${values.host === "0.0.0.0" ? "localhost" : values.host}:${values.port}`;
+  return values as Config;
+}
+
+function nonEmpty(v: string | undefined): string | undefined {
+  return v === undefined || v === "" ? undefined : v;
+}
+
+/** Lines for `--help` and the README: flag, variable, default, meaning. */
+export function describeSettings(): string[] {
+  return Object.values(settings).map((s: Setting) => {
+    const flag = s.flag ? `${s.flag} ` : "";
+    const def = s.default !== undefined ? ` [default: ${s.default === "" ? "empty" : s.default}]` : "";
+    return `  ${`${flag}(${s.env})`.padEnd(52)} ${s.help}${def}`;
+  });
+}

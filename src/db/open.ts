@@ -1,0 +1,48 @@
+/**
+ * Opens the SQLite database: pragmas in the order that works (busy_timeout before WAL), then the
+ * embedded migrations, each in its own transaction.
+ *
+ * @example
+ *   const { db, close } = openDatabase("data/stowage.db")
+ */
+import { Database } from "bun:sqlite";
+import { drizzle, type BunSQLiteDatabase } from "drizzle-orm/bun-sqlite";
+import type { MigrationMeta } from "drizzle-orm/migrator";
+import { embeddedMigrations } from "./migrations.macro.ts" with { type: "macro" };
+import * as schema from "./schema.ts";
+
+export type Db = BunSQLiteDatabase<typeof schema>;
+export interface OpenDatabase {
+  db: Db;
+  sqlite: Database;
+  close(): void;
+}
+
+/** Same table and columns as drizzle-kit's migrator, so `drizzle-kit` tooling reads our history. */
+const MIGRATIONS_TABLE = "__drizzle_migrations";
+
+export function openDatabase(file: string, migrations: MigrationMeta[] = embeddedMigrations()): OpenDatabase {
+  const sqlite = new Database(file, { create: true, strict: true });
+  // busy_timeout must come first: switching to WAL itself can meet a lock held by another process.
+  sqlite.exec("PRAGMA busy_timeout = 5000");
+  sqlite.exec("PRAGMA journal_mode = WAL");
+  sqlite.exec("PRAGMA synchronous = FULL");
+  sqlite.exec("PRAGMA foreign_keys = ON");
+  migrate(sqlite, migrations);
+  return { db: drizzle({ client: sqlite, schema }), sqlite, close: () => sqlite.close() };
+}
+
+/** Applies every migration newer than the last one applied; returns how many ran. */
+export function migrate(sqlite: Database, migrations: MigrationMeta[]): number {
+  sqlite.exec(`CREATE TABLE IF NOT EXISTS ${MIGRATIONS_TABLE} (id INTEGER PRIMARY KEY, hash TEXT NOT NULL, created_at NUMERIC)`);
+  const apply = sqlite.transaction(() => {
+    const last = sqlite.query<{ created_at: number }, []>(`SELECT created_at FROM ${MIGRATIONS_TABLE} ORDER BY created_at DESC LIMIT 1`).get();
+    const pending = migrations.filter((m) => !last || Number(last.created_at) < m.folderMillis);
+    for (const m of pending) {
+      for (const stmt of m.sql) if (stmt.trim()) sqlite.exec(stmt);
+      sqlite.query(`INSERT INTO ${MIGRATIONS_TABLE} (hash, created_at) VALUES (?, ?)`).run(m.hash, m.folderMillis);
+    }
+    return pending.length;
+  });
+  return apply.immediate();
+}

@@ -1,0 +1,12 @@
+/**
+ * The database schema. Each capability keeps its tables in its own folder's `schema.ts`; this file
+ * gathers them so drizzle-kit generates one migration history and `Db` knows every table.
+ */
+import { sqliteTable, text, integer } from "drizzle-orm/sqlite-core";
+
+/** Small facts about this installation (schema-independent key/value pairs). */
+export const appState = sqliteTable("app_state", {
+  key: text("key").primaryKey(),
+  value: text("value").notNull(),
+  updatedAt: integer("updated_at").notNull(),
+});

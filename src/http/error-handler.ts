@@ -1,0 +1,45 @@
+/**
+ * Maps every failure to its API's error model in one place (DESIGN.md D11).
+ *
+ * Typed errors keep their status; validation and parse failures become 400 in the right shape;
+ * anything else is a 500 that says nothing of its cause to the client and is logged in full.
+ */
+import { Elysia, ValidationError } from "elysia";
+import type { Logger } from "../log.ts";
+import { AccountError, StorageError, accountError, isAccountPath, storageError } from "./errors.ts";
+
+/** A readable one-line reason for a validation failure, such as `email: Expected string`. */
+export function describeValidation(err: ValidationError): string {
+  const first = err.valueError ?? err.all[0];
+  if (!first) return `Invalid ${err.type}`;
+  const field = first.path.replace(/^\//, "").replaceAll("/", ".");
+  return field ? `${field}: ${first.message}` : `${err.type}: ${first.message}`;
+}
+
+function toTyped(code: string | number, error: unknown, path: string): StorageError | AccountError | undefined {
+  if (error instanceof StorageError || error instanceof AccountError) return error;
+  const account = isAccountPath(path);
+  const bad = (msg: string) => (account ? accountError("PARAM_ERROR", msg) : storageError.badRequest(msg));
+  if (error instanceof ValidationError) return bad(describeValidation(error));
+  switch (code) {
+    case "PARSE":
+      return bad("Malformed request body");
+    case "NOT_FOUND":
+      return account ? accountError("NOT_FOUND", "No such endpoint") : storageError.notFound("No such endpoint");
+    case "INVALID_FILE_TYPE":
+    case "INVALID_COOKIE_SIGNATURE":
+      return bad("Invalid request");
+  }
+  return undefined;
+}
+
+export const errorHandler = (log: Logger) =>
+  new Elysia({ name: "error-handler" }).onError({ as: "global" }, ({ code, error, path, request }) => {
+    let typed = toTyped(code, error, path);
+    if (!typed) {
+      log.error("unhandled error", { method: request.method, path, err: error instanceof Error ? (error.stack ?? error.message) : String(error) });
+      typed = isAccountPath(path) ? accountError("INTERNAL_ERROR", "Internal error, try again") : storageError.internal();
+    }
+    const headers = typed instanceof StorageError ? typed.extra.headers : typed.headers;
+    return Response.json(typed.body, { status: typed.status, headers });
+  });

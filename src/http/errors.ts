@@ -1,0 +1,104 @@
+/**
+ * The two error models of the API (DESIGN.md D11), as typed errors.
+ *
+ * Storage routes answer `{ Code, Description, HTTPStatusCode }`; account routes (`/v2/...`)
+ * answer `{ result: -1, error, message }`. Services throw these; `errorHandler` maps them.
+ *
+ * @example
+ *   throw storageError.unauthorized("Token is null")
+ *   throw accountError("PARAM_ERROR", "email is required")
+ */
+
+/** Storage error codes by HTTP status: the spec's codes (401, 500, 516, 517, 518) and D11's. */
+export const storageCodes = {
+  400: "InvalidArgument",
+  401: "Authentication",
+  402: "PaymentRequired",
+  403: "AccessDenied",
+  404: "NotFound",
+  405: "MethodNotAllowed",
+  413: "EntityTooLarge",
+  416: "InvalidRange",
+  429: "RateLimited",
+  500: "InternalError",
+  503: "Unavailable",
+  516: "Storage",
+  517: "Address",
+  518: "Storage",
+} as const;
+
+export type StorageStatus = keyof typeof storageCodes;
+
+export class StorageError extends Error {
+  override name = "StorageError";
+  constructor(
+    readonly status: StorageStatus,
+    readonly description: string,
+    /** Extra fields of the body, such as delete's `Status: "Failure"`, and headers such as Retry-After. */
+    readonly extra: { body?: Record<string, unknown>; headers?: Record<string, string> } = {},
+  ) {
+    super(description);
+  }
+
+  get body() {
+    return { ...this.extra.body, Code: storageCodes[this.status], Description: this.description, HTTPStatusCode: this.status };
+  }
+}
+
+/** One constructor per failure the spec names, so routes read like the spec's error table. */
+export const storageError = {
+  badRequest: (what: string) => new StorageError(400, what),
+  unauthorized: (what: string) => new StorageError(401, what),
+  quota: (what: string) => new StorageError(402, what),
+  forbidden: (what = "Permission denied") => new StorageError(403, what),
+  notFound: (what = "Not found") => new StorageError(404, what),
+  tooLarge: (limit: number) => new StorageError(413, `Request body is larger than ${limit} bytes`),
+  rateLimited: (retryAfterSeconds: number) =>
+    new StorageError(429, "Too many requests", { headers: { "Retry-After": String(retryAfterSeconds) } }),
+  internal: () => new StorageError(500, "Internal error, try again"),
+  listFailed: (detail: string) => new StorageError(516, `list object error: ${detail}`),
+  address: (what = "Address parameter missing or invalid") => new StorageError(517, what),
+  unsupportedType: () => new StorageError(518, "Storage type not supported"),
+};
+
+/** Account error names and their HTTP status. */
+export const accountErrors = {
+  PARAM_ERROR: 400,
+  CODE_INVALID: 400,
+  UNAUTHORIZED: 401,
+  FORBIDDEN: 403,
+  NOT_FOUND: 404,
+  CONFLICT: 409,
+  VERIFY_ACTION_FAILED: 400,
+  USER_ADD_ACTION_FAILED: 409,
+  RATE_LIMITED: 429,
+  INTERNAL_ERROR: 500,
+  NOT_CONFIGURED: 503,
+} as const;
+
+export type AccountErrorName = keyof typeof accountErrors;
+
+export class AccountError extends Error {
+  override name = "AccountError";
+  constructor(
+    readonly error: AccountErrorName,
+    message: string,
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(message);
+  }
+
+  get status(): number {
+    return accountErrors[this.error];
+  }
+
+  get body() {
+    return { result: -1, error: this.error, message: this.message };
+  }
+}
+
+export const accountError = (name: AccountErrorName, message: string, headers?: Record<string, string>) =>
+  new AccountError(name, message, headers);
+
+/** Which model a path answers in: the account API lives under `/v2/`. */
+export const isAccountPath = (path: string) => path === "/v2" || path.startsWith("/v2/");

@@ -1,0 +1,50 @@
+/**
+ * The fetch handler around the app: request id, client address, CORS allow-list and one log
+ * line per request (method, path without its query, status, ms, id). The query is never logged:
+ * it can carry tokens, signatures and vouchers.
+ */
+import type { Server } from "bun";
+import type { Logger } from "../log.ts";
+import { rememberClientIp, resolveClientIp } from "./client-ip.ts";
+
+export interface HandlerOptions {
+  handle: (request: Request) => Promise<Response>;
+  log: Logger;
+  corsOrigins: readonly string[];
+  trustProxy: number;
+}
+
+const CORS_METHODS = "GET, HEAD, POST, OPTIONS";
+const CORS_EXPOSE = "Content-Length, Content-Range, Content-Disposition, ETag, Retry-After, X-Request-Id";
+
+export function createHandler({ handle, log, corsOrigins, trustProxy }: HandlerOptions) {
+  const allowed = new Set(corsOrigins);
+  return async (request: Request, server?: Server<unknown>): Promise<Response> => {
+    const started = performance.now();
+    const id = crypto.randomUUID();
+    rememberClientIp(request, resolveClientIp(server?.requestIP(request)?.address, request.headers.get("x-forwarded-for"), trustProxy));
+    const origin = request.headers.get("origin");
+    const corsOk = origin !== null && allowed.has(origin);
+
+    let response: Response;
+    if (request.method === "OPTIONS" && request.headers.has("access-control-request-method")) {
+      response = new Response(null, { status: corsOk ? 204 : 403 });
+      if (corsOk) {
+        response.headers.set("access-control-allow-methods", CORS_METHODS);
+        response.headers.set("access-control-allow-headers", request.headers.get("access-control-request-headers") ?? "");
+        response.headers.set("access-control-max-age", "600");
+      }
+    } else {
+      response = await handle(request);
+    }
+    if (corsOk) {
+      response.headers.set("access-control-allow-origin", origin);
+      response.headers.set("access-control-expose-headers", CORS_EXPOSE);
+      response.headers.append("vary", "Origin");
+    }
+    response.headers.set("x-request-id", id);
+    const path = new URL(request.url).pathname;
+    log.info("request", { id, method: request.method, path, status: response.status, ms: Math.round((performance.now() - started) * 100) / 100 });
+    return response;
+  };
+}

@@ -1,0 +1,53 @@
+/**
+ * `GET /healthz`: one entry per component, each checked with a time limit.
+ * 200 when every component is ok, 503 otherwise, so a load balancer can read the status alone.
+ *
+ * @example
+ *   app.use(healthRoutes({ db: () => { sqlite.query("select 1").get() } }))
+ */
+import { Elysia, t } from "elysia";
+
+/** Resolves with details when healthy; throws (or times out) when not. */
+export type HealthCheck = () => unknown | Promise<unknown>;
+
+const TIME_LIMIT_MS = 2000;
+
+type ComponentHealth = { ok: boolean; ms: number; error?: string } & Record<string, unknown>;
+
+async function runCheck(check: HealthCheck): Promise<ComponentHealth> {
+  const started = performance.now();
+  let timer: Timer | undefined;
+  try {
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`no answer within ${TIME_LIMIT_MS} ms`)), TIME_LIMIT_MS);
+    });
+    const details = await Promise.race([Promise.resolve().then(check), timeout]);
+    return { ok: true, ms: elapsed(started), ...(typeof details === "object" && details ? details : {}) };
+  } catch (err) {
+    return { ok: false, ms: elapsed(started), error: (err as Error).message };
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+const elapsed = (since: number) => Math.round((performance.now() - since) * 100) / 100;
+
+const component = t.Object({ ok: t.Boolean(), ms: t.Number(), error: t.Optional(t.String()) }, { additionalProperties: true });
+const report = t.Object({ status: t.Union([t.Literal("ok"), t.Literal("degraded")]), version: t.String(), components: t.Record(t.String(), component) });
+
+export const healthRoutes = (checks: Record<string, HealthCheck>, version: string) =>
+  new Elysia({ name: "health" }).get(
+    "/healthz",
+    async ({ set }) => {
+      const entries = await Promise.all(Object.entries(checks).map(async ([name, check]) => [name, await runCheck(check)] as const));
+      const components: Record<string, ComponentHealth> = Object.fromEntries(entries);
+      const ok = entries.every(([, r]) => r.ok);
+      set.status = ok ? 200 : 503;
+      set.headers["cache-control"] = "no-store";
+      return { status: ok ? ("ok" as const) : ("degraded" as const), version, components };
+    },
+    {
+      detail: { summary: "Health of each component", tags: ["operations"] },
+      response: { 200: report, 503: report },
+    },
+  );

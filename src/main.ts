@@ -1,0 +1,107 @@
+#!/usr/bin/env bun
+/**
+ * The `stowage` command line. Exit codes: 0 done, 1 failed, 2 bad usage or configuration.
+ *
+ * @example
+ *   stowage serve --port 8080 --data-dir ./data
+ */
+import { ConfigError, describeSettings, parseConfig } from "./config.ts";
+import { createLogger } from "./log.ts";
+import { startServer } from "./server.ts";
+import { version } from "./version.ts";
+
+const EXIT_FAILED = 1;
+const EXIT_USAGE = 2;
+
+interface Command {
+  summary: string;
+  help: () => string;
+  run: (args: string[]) => Promise<number>;
+}
+
+const commands: Record<string, Command> = {
+  serve: {
+    summary: "Start the server (embedded database, storage, IPFS node and chain by default)",
+    help: () => ["Usage: stowage serve [options]", "", "Every option can also be set by its environment variable:", ...describeSettings()].join("\n"),
+    run: serve,
+  },
+};
+
+function mainHelp(): string {
+  const names = Object.keys(commands);
+  return [
+    `stowage ${version}: self-hosted storage middleware and account API`,
+    "",
+    "Usage: stowage <command> [options]",
+    "",
+    "Commands:",
+    ...names.map((n) => `  ${n.padEnd(14)} ${commands[n]?.summary}`),
+    `  ${"help".padEnd(14)} Show this help, or a command's with: stowage <command> --help`,
+    "",
+    "Settings (flags of `stowage serve`, or environment variables):",
+    ...describeSettings(),
+  ].join("\n");
+}
+
+async function serve(args: string[]): Promise<number> {
+  const config = parseConfig(args, process.env);
+  const log = createLogger(config.logLevel as "info");
+  const server = await startServer(config, log);
+  console.log(`stowage listening on ${server.url}`);
+  return new Promise<number>((resolve) => {
+    let stopping = false;
+    const stop = (signal: string) => {
+      if (stopping) {
+        log.warn("second signal: exiting now", { signal });
+        process.exit(EXIT_FAILED);
+      }
+      stopping = true;
+      log.info("stopping", { signal });
+      server.stop().then(
+        () => resolve(0),
+        (err) => {
+          log.error("stop failed", { err: (err as Error).message });
+          resolve(EXIT_FAILED);
+        },
+      );
+    };
+    process.on("SIGTERM", () => stop("SIGTERM"));
+    process.on("SIGINT", () => stop("SIGINT"));
+  });
+}
+
+export async function main(argv: string[]): Promise<number> {
+  const [name, ...rest] = argv;
+  if (name === undefined || name === "help" || name === "--help" || name === "-h") {
+    const target = name === "help" && rest[0] ? commands[rest[0]] : undefined;
+    console.log(target ? target.help() : mainHelp());
+    return 0;
+  }
+  if (name === "--version" || name === "-v") {
+    console.log(version);
+    return 0;
+  }
+  const command = commands[name];
+  if (!command) {
+    console.error(`stowage: unknown command "${name}"\n\n${mainHelp()}`);
+    return EXIT_USAGE;
+  }
+  if (rest.includes("--help") || rest.includes("-h")) {
+    console.log(command.help());
+    return 0;
+  }
+  try {
+    return await command.run(rest);
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      console.error(`stowage ${name}: ${err.message}\nSee: stowage ${name} --help`);
+      return EXIT_USAGE;
+    }
+    console.error(`stowage ${name}: ${(err as Error).message}`);
+    return EXIT_FAILED;
+  }
+}
+
+if (import.meta.main) {
+  process.exit(await main(process.argv.slice(2)));
+}

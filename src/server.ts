@@ -1,0 +1,92 @@
+/**
+ * `stowage serve`: prepares the data directory, starts every component, listens, and on stop
+ * drains in-flight requests before closing the components in reverse order.
+ */
+import { mkdirSync } from "node:fs";
+import { join } from "node:path";
+import type { Config } from "./config.ts";
+import type { Logger } from "./log.ts";
+import { acquireLock } from "./datadir/lock.ts";
+import { loadSecrets } from "./datadir/secrets.ts";
+import { openDatabase } from "./db/open.ts";
+import { installationId } from "./db/installation.ts";
+import { buildApp } from "./app.ts";
+import { createHandler } from "./http/handler.ts";
+
+export interface RunningServer {
+  /** The address it listens on, with the real port when 0 was asked for. */
+  url: string;
+  stop(): Promise<void>;
+}
+
+/** Multipart framing around a file: allowed on top of STOWAGE_MAX_BODY so a max-size file fits. */
+const FRAMING_SLACK = 1024 * 1024;
+
+export async function startServer(config: Config, log: Logger): Promise<RunningServer> {
+  mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
+  const cleanup: (() => unknown)[] = [];
+  const closeAll = async () => {
+    for (const close of cleanup.splice(0).reverse()) {
+      try {
+        await close();
+      } catch (err) {
+        log.error("shutdown step failed", { err: (err as Error).message });
+      }
+    }
+  };
+  try {
+    const lock = acquireLock(config.dataDir);
+    cleanup.push(() => lock.release());
+    loadSecrets(config.dataDir, config);
+    const database = openDatabase(join(config.dataDir, "stowage.db"));
+    cleanup.push(() => database.close());
+
+    const installation = installationId(database.db);
+    const app = buildApp({
+      config,
+      log,
+      db: database.db,
+      health: {
+        database: () => {
+          database.sqlite.query("select 1").get();
+          return { installation };
+        },
+      },
+    });
+    const server = Bun.serve({
+      hostname: config.host,
+      port: config.port,
+      maxRequestBodySize: config.maxBody + FRAMING_SLACK,
+      fetch: createHandler({ handle: (r) => app.handle(r), log, corsOrigins: config.corsOrigins, trustProxy: config.trustProxy }),
+      error(err) {
+        log.error("server error", { err: err.message });
+        return Response.json({ Code: "InternalError", Description: "Internal error, try again", HTTPStatusCode: 500 }, { status: 500 });
+      },
+    });
+    const url = `http://${config.host}:${server.port}`;
+    return {
+      url,
+      async stop() {
+        await drain(server, config.shutdownTimeout, log);
+        await closeAll();
+      },
+    };
+  } catch (err) {
+    await closeAll();
+    throw err;
+  }
+}
+
+/** Stops accepting, waits for in-flight requests up to the limit, then cuts what is left. */
+async function drain(server: Bun.Server<unknown>, limitMs: number, log: Logger) {
+  let timer: Timer | undefined;
+  const cut = new Promise<"cut">((ok) => {
+    timer = setTimeout(() => ok("cut"), limitMs);
+  });
+  const outcome = await Promise.race([server.stop(false).then(() => "drained" as const), cut]);
+  clearTimeout(timer);
+  if (outcome === "cut") {
+    log.warn("shutdown: cutting connections still open", { pending: server.pendingRequests });
+    await server.stop(true);
+  }
+}

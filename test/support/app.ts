@@ -1,0 +1,28 @@
+/** An app over a real SQLite file in a temp dir, for `app.handle()` tests. */
+import { join } from "node:path";
+import { afterAll } from "bun:test";
+import { buildApp } from "../../src/app.ts";
+import { parseConfig } from "../../src/config.ts";
+import { openDatabase } from "../../src/db/open.ts";
+import { silentLogger, type Logger } from "../../src/log.ts";
+import { tempDir } from "./tmp.ts";
+
+export function testApp(opts: { env?: Record<string, string>; log?: Logger } = {}) {
+  const dataDir = tempDir("app");
+  const config = parseConfig([], { STOWAGE_DATA_DIR: dataDir, ...opts.env });
+  const database = openDatabase(join(dataDir, "stowage.db"));
+  afterAll(() => database.close());
+  const log = opts.log ?? silentLogger;
+  const app = buildApp({ config, log, db: database.db, health: { database: () => void database.sqlite.query("select 1").get() } });
+  return { app, config, database, log, dataDir };
+}
+
+export const get = (path: string, init?: RequestInit) => new Request(`http://stowage.test${path}`, init);
+
+export function postJson(path: string, body: unknown, headers: Record<string, string> = {}) {
+  return new Request(`http://stowage.test${path}`, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify(body) });
+}
+
+// biome-ignore lint: tests read arbitrary JSON bodies field by field; `any` keeps those reads short.
+export type Json = any;
+export const readJson = async (r: Response): Promise<Json> => r.json();

@@ -1,0 +1,64 @@
+/**
+ * Runs the compiled `dist/stowage` the way an operator would: a data dir, a port, signals.
+ * `bun run build` (part of the README's test command) makes the binary first.
+ */
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import type { Subprocess } from "bun";
+
+export const BINARY = join(import.meta.dir, "..", "..", "dist", "stowage");
+
+export interface RunningBinary {
+  proc: Subprocess<"ignore", "pipe", "pipe">;
+  url: string;
+  output: () => string;
+  /** Sends a signal and resolves with the exit code. */
+  stop(signal?: NodeJS.Signals): Promise<number>;
+}
+
+export function requireBinary() {
+  if (!existsSync(BINARY)) throw new Error(`${BINARY} is missing: run \`bun run build\` first`);
+}
+
+/** Starts the binary and resolves once it prints its listening line (or rejects with its output). */
+export async function startBinary(args: string[], env: Record<string, string> = {}, timeoutMs = 30_000): Promise<RunningBinary> {
+  requireBinary();
+  // A clean environment: nothing from this shell, not even PATH to a Bun, reaches the binary.
+  const proc = Bun.spawn([BINARY, ...args], { env: { HOME: "/tmp", ...env }, stdin: "ignore", stdout: "pipe", stderr: "pipe" });
+  let out = "";
+  const collect = async (stream: ReadableStream<Uint8Array>) => {
+    for await (const chunk of stream) out += new TextDecoder().decode(chunk);
+  };
+  const done = Promise.all([collect(proc.stdout), collect(proc.stderr)]);
+  const deadline = Date.now() + timeoutMs;
+  let url: string | undefined;
+  while (!url) {
+    url = /stowage listening on (http:\/\/\S+)/.exec(out)?.[1];
+    if (url) break;
+    if (proc.exitCode !== null || Date.now() > deadline) {
+      proc.kill("SIGKILL");
+      await done;
+      throw new Error(`stowage did not start (exit ${proc.exitCode}):\n${out}`);
+    }
+    await Bun.sleep(20);
+  }
+  return {
+    proc,
+    url: url.replace("0.0.0.0", "127.0.0.1"),
+    output: () => out,
+    async stop(signal = "SIGTERM") {
+      proc.kill(signal);
+      const code = await proc.exited;
+      await done;
+      return code;
+    },
+  };
+}
+
+/** Runs the binary to completion (for commands such as --help). */
+export async function runBinary(args: string[], env: Record<string, string> = {}) {
+  requireBinary();
+  const proc = Bun.spawn([BINARY, ...args], { env: { HOME: "/tmp", ...env }, stdout: "pipe", stderr: "pipe" });
+  const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
+  return { stdout, stderr, code };
+}

@@ -1,0 +1,82 @@
+import { describe, expect, test } from "bun:test";
+import { ConfigError, parseConfig, settings } from "../../src/config.ts";
+
+describe("config", () => {
+  test("defaults match the design's fixed names and values", () => {
+    const c = parseConfig([], {});
+    expect(c.port).toBe(8080);
+    expect(c.host).toBe("0.0.0.0");
+    expect(c.dataDir.endsWith("/data")).toBe(true);
+    expect(c.chainId).toBe(985);
+    expect(c.chainRpc).toBeUndefined();
+    expect(c.smtpUrl).toBeUndefined();
+    expect(c.maxBody).toBe(10 * 2 ** 30);
+    expect(c.publicUrl).toBe("http://localhost:8080");
+    expect(c.adminAddresses).toEqual([]);
+    expect(c.accessTokenTtl).toBe(15 * 60_000);
+    expect(c.refreshTokenTtl).toBe(30 * 86_400_000);
+  });
+
+  test("environment variables override defaults", () => {
+    const c = parseConfig([], {
+      STOWAGE_PORT: "9001",
+      STOWAGE_CHAIN_RPC: "http://127.0.0.1:8545",
+      STOWAGE_MAX_BODY: "512MiB",
+      ADMIN_ADDRESSES: "0xAbC0000000000000000000000000000000000001, 0xdef0000000000000000000000000000000000002",
+      STOWAGE_ALLOWED_ORIGINS: "https://a.example,https://b.example",
+    });
+    expect(c.port).toBe(9001);
+    expect(c.chainRpc).toBe("http://127.0.0.1:8545");
+    expect(c.maxBody).toBe(512 * 2 ** 20);
+    expect(c.adminAddresses).toEqual(["0xabc0000000000000000000000000000000000001", "0xdef0000000000000000000000000000000000002"]);
+    expect(c.allowedOrigins).toEqual(["https://a.example", "https://b.example"]);
+    expect(c.publicUrl).toBe("http://localhost:9001");
+  });
+
+  test("flags override the environment, in both --flag value and --flag=value forms", () => {
+    const c = parseConfig(["--port", "7000", "--data-dir=/tmp/x", "--public-url", "https://files.example/"], { STOWAGE_PORT: "9001" });
+    expect(c.port).toBe(7000);
+    expect(c.dataDir).toBe("/tmp/x");
+    expect(c.publicUrl).toBe("https://files.example");
+  });
+
+  test("an empty environment variable counts as unset", () => {
+    expect(parseConfig([], { STOWAGE_PORT: "" }).port).toBe(8080);
+  });
+
+  const bad: [string[], Record<string, string>, RegExp][] = [
+    [["--port", "http"], {}, /--port: must be a non-negative integer/],
+    [[], { STOWAGE_PORT: "70000" }, /STOWAGE_PORT: must be a port number/],
+    [[], { STOWAGE_MAX_BODY: "lots" }, /STOWAGE_MAX_BODY: must be a size/],
+    [[], { STOWAGE_CHAIN_RPC: "not a url" }, /STOWAGE_CHAIN_RPC: must be an absolute URL/],
+    [[], { STOWAGE_PROXY_ADDRESS: "0x12" }, /STOWAGE_PROXY_ADDRESS: must be a 0x-prefixed 20-byte hex address/],
+    [[], { STOWAGE_ACCESS_TOKEN_TTL: "soon" }, /must be a duration/],
+    [[], { STOWAGE_LOG_LEVEL: "loud" }, /STOWAGE_LOG_LEVEL/],
+    [["--nope", "1"], {}, /unknown option --nope/],
+    [["--port"], {}, /--port needs a value/],
+  ];
+  for (const [argv, env, message] of bad) {
+    test(`bad value is a ConfigError: ${JSON.stringify([argv, env])}`, () => {
+      expect(() => parseConfig(argv, env)).toThrow(ConfigError);
+      expect(() => parseConfig(argv, env)).toThrow(message);
+    });
+  }
+
+  test("a bad private key is reported without echoing it", () => {
+    const secret = "0xdeadbeef";
+    try {
+      parseConfig([], { STOWAGE_OPERATOR_KEY: secret });
+      throw new Error("should have failed");
+    } catch (err) {
+      expect(err).toBeInstanceOf(ConfigError);
+      expect((err as Error).message).toContain("STOWAGE_OPERATOR_KEY");
+      expect((err as Error).message).not.toContain(secret);
+    }
+  });
+
+  test("secrets have no command-line flag", () => {
+    expect("flag" in settings.operatorKey).toBe(false);
+    expect("flag" in settings.adminKey).toBe(false);
+    expect("flag" in settings.messengerBotToken).toBe(false);
+  });
+});
