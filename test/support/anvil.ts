@@ -11,6 +11,7 @@ import {
   createTestClient,
   createWalletClient,
   defineChain,
+  getAddress,
   type Hash,
   http,
   type HttpTransport,
@@ -158,7 +159,8 @@ export interface ContractAddresses {
 async function deployed(publicClient: PublicClient<Transport, Chain>, hash: Hash, name: string): Promise<Address> {
   const receipt = await publicClient.waitForTransactionReceipt({ hash });
   if (receipt.status !== "success" || !receipt.contractAddress) throw new Error(`deploying ${name} failed`);
-  return receipt.contractAddress;
+  // Checksummed, like every address viem decodes from logs and return values.
+  return getAddress(receipt.contractAddress);
 }
 
 /** Deploys Proxy (owned by the wallet's account, with `operator`), DIDRegistry and Directory. */
@@ -212,7 +214,8 @@ export async function expectRevert(action: Promise<unknown>, errorName: string, 
     throw new Error(`expected a revert with ${errorName}, got: ${String(failure)}`);
   }
   expect(reverted.data?.errorName).toBe(errorName);
-  if (args !== undefined) expect(reverted.data?.args).toEqual(args);
+  // viem leaves `args` undefined for errors without parameters.
+  if (args !== undefined) expect(reverted.data?.args ?? []).toEqual(args);
 }
 
 /** The ETH spent on gas by a mined transaction, to compare balances exactly. */
