@@ -23,7 +23,14 @@ import {
   type WalletClient,
 } from "viem";
 import { generatePrivateKey, type PrivateKeyAccount, privateKeyToAccount } from "viem/accounts";
-import { didRegistryAbi, didRegistryBytecode, directoryAbi, directoryBytecode, proxyAbi, proxyBytecode } from "../../src/chain/artifacts/index.ts";
+import {
+  didRegistryAbi,
+  didRegistryBytecode,
+  directoryAbi,
+  directoryBytecode,
+  proxyAbi,
+  proxyBytecode,
+} from "../../src/chain/artifacts/index.ts";
 
 export const ANVIL_BIN = Bun.resolveSync("@foundry-rs/anvil-linux-amd64/bin/anvil", import.meta.dir);
 
@@ -63,6 +70,8 @@ async function answersChainId(url: string): Promise<number | undefined> {
       method: "POST",
       headers: { "content-type": "application/json" },
       body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "eth_chainId", params: [] }),
+      // A half-started node must not stall the poll past the overall deadline.
+      signal: AbortSignal.timeout(1000),
     });
     const body = (await res.json()) as { result?: string };
     return body.result === undefined ? undefined : Number(body.result);
