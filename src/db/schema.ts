@@ -10,3 +10,5 @@ export const appState = sqliteTable("app_state", {
   value: text("value").notNull(),
   updatedAt: integer("updated_at").notNull(),
 });
+
+export * from "../accounts/schema.ts";
