@@ -12,3 +12,5 @@ export const appState = sqliteTable("app_state", {
 });
 
 export * from "../accounts/schema.ts";
+
+export * from "../chain/schema.ts";
