@@ -14,12 +14,16 @@ import type { Db } from "./db/open.ts";
 import { errorHandler } from "./http/error-handler.ts";
 import { healthRoutes, type HealthCheck } from "./http/health.ts";
 import { version } from "./version.ts";
+import { chainRoutes } from "./chain/routes.ts";
+import type { ChainContext } from "./chain/types.ts";
 
 export interface AppServices {
   config: Config;
   log: Logger;
   db: Db;
   health: Record<string, HealthCheck>;
+  /** Absent only in tests of parts that need no chain. */
+  chain?: ChainContext;
 }
 
 export const OPENAPI_PATH = "/openapi";
@@ -35,7 +39,8 @@ export function buildApp(services: AppServices) {
         },
       }),
     )
-    .use(healthRoutes(services.health, version));
+    .use(healthRoutes(services.health, version))
+    .use(services.chain ? chainRoutes({ chain: services.chain, publicUrl: services.config.publicUrl, log: services.log }) : new Elysia());
 }
 
 export type App = ReturnType<typeof buildApp>;

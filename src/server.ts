@@ -12,6 +12,7 @@ import { openDatabase } from "./db/open.ts";
 import { installationId } from "./db/installation.ts";
 import { buildApp } from "./app.ts";
 import { createHandler } from "./http/handler.ts";
+import { startChain } from "./chain/start.ts";
 
 export interface RunningServer {
   /** The address it listens on, with the real port when 0 was asked for. */
@@ -37,16 +38,20 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
   try {
     const lock = acquireLock(config.dataDir);
     cleanup.push(() => lock.release());
-    loadSecrets(config.dataDir, config);
+    const secrets = loadSecrets(config.dataDir, config);
     const database = openDatabase(join(config.dataDir, "stowage.db"));
     cleanup.push(() => database.close());
 
     const installation = installationId(database.db);
+    const chain = await startChain(config, secrets, log);
+    cleanup.push(() => chain.stop());
     const app = buildApp({
       config,
       log,
       db: database.db,
+      chain: chain.context,
       health: {
+        chain: () => chain.health(),
         database: () => {
           database.sqlite.query("select 1").get();
           return { installation };

@@ -1,0 +1,51 @@
+/**
+ * Chain routes: `POST /rpc` (the public JSON-RPC filter) and `GET /chain` (D1), which tells SDKs
+ * the chain id, the public RPC, the contracts and the seller (operator) address.
+ */
+import { Elysia, t } from "elysia";
+import type { Logger } from "../log.ts";
+import { BodyTooLarge, readTextCapped } from "../http/body.ts";
+import { MAX_RPC_BODY, filterRpc, rpcError, upstreamForwarder } from "./rpc-filter.ts";
+import type { ChainContext } from "./types.ts";
+
+const address = t.String({ pattern: "^0x[0-9a-fA-F]{40}$" });
+
+export const chainRoutes = ({ chain, publicUrl, log }: { chain: ChainContext; publicUrl: string; log: Logger }) => {
+  const forward = upstreamForwarder(chain.upstreamUrl);
+  const info = {
+    chainId: chain.chain.id,
+    rpcUrl: `${publicUrl}/rpc`,
+    contracts: chain.contracts,
+    seller: chain.operator.account.address,
+  };
+  return new Elysia({ name: "chain" })
+    .get("/chain", () => info, {
+      detail: { summary: "Chain id, public RPC, contract addresses and seller of this gateway", tags: ["chain"] },
+      response: t.Object({ chainId: t.Number(), rpcUrl: t.String(), contracts: t.Object({ proxy: address, didRegistry: address, directory: address }), seller: address }),
+    })
+    .post(
+      "/rpc",
+      async ({ request }) => {
+        let body: unknown;
+        try {
+          body = JSON.parse(await readTextCapped(request, MAX_RPC_BODY));
+        } catch (err) {
+          if (err instanceof BodyTooLarge) return Response.json(rpcError(null, -32600, err.message), { status: 413 });
+          return Response.json(rpcError(null, -32700, "Parse error"));
+        }
+        try {
+          return Response.json(await filterRpc(body, forward));
+        } catch (err) {
+          log.warn("rpc upstream failed", { err: (err as Error).message });
+          return Response.json(rpcError(null, -32603, "The chain did not answer"), { status: 502 });
+        }
+      },
+      {
+        parse: "none",
+        detail: {
+          summary: "Public JSON-RPC of the chain: standard reads and eth_sendRawTransaction only (single or batch)",
+          tags: ["chain"],
+        },
+      },
+    );
+};
