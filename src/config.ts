@@ -10,6 +10,11 @@
  */
 import { resolve } from "node:path";
 
+export type Env = Record<string, string | undefined>;
+
+/** The process environment; read here and nowhere else. */
+export const processEnv: Env = process.env;
+
 export class ConfigError extends Error {
   override name = "ConfigError";
 }
@@ -93,12 +98,7 @@ const parsers: { [K in Kind]: (raw: string) => ValueOf<K> } = {
     return n;
   },
   int: parseInteger,
-  bytes: (raw) => {
-    const m = /^(\d+(?:\.\d+)?)\s*([a-z]*)$/i.exec(raw.trim());
-    const unit = UNITS[(m?.[2] ?? "").toLowerCase()];
-    if (!m || unit === undefined) throw new ConfigError("must be a size such as 1048576, 512MiB or 10GiB");
-    return Math.floor(Number(m[1]) * unit);
-  },
+  bytes: parseBytes,
   duration: (raw) => {
     const m = /^(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?$/.exec(raw.trim());
     if (!m) throw new ConfigError("must be a duration such as 500ms, 30s, 15m, 12h or 30d");
@@ -123,6 +123,14 @@ const parsers: { [K in Kind]: (raw: string) => ValueOf<K> } = {
     return raw as `0x${string}`;
   },
 };
+
+/** A byte count with an optional unit: 1048576, 512MiB, 10GiB, 1.5GB. */
+export function parseBytes(raw: string): number {
+  const m = /^(\d+(?:\.\d+)?)\s*([a-z]*)$/i.exec(raw.trim());
+  const unit = UNITS[(m?.[2] ?? "").toLowerCase()];
+  if (!m || unit === undefined) throw new ConfigError("must be a size such as 1048576, 512MiB or 10GiB");
+  return Math.floor(Number(m[1]) * unit);
+}
 
 function parseInteger(raw: string): number {
   if (!/^\d+$/.test(raw.trim())) throw new ConfigError("must be a non-negative integer");
@@ -156,7 +164,7 @@ export function parseFlags(argv: readonly string[]): Map<SettingName, string> {
 }
 
 /** Builds the config from flags (first) and the environment (second). Throws ConfigError. */
-export function parseConfig(argv: readonly string[], env: Record<string, string | undefined>): Config {
+export function parseConfig(argv: readonly string[], env: Env = processEnv): Config {
   const flags = parseFlags(argv);
   const values: Record<string, unknown> = {};
   for (const [name, s] of Object.entries(settings) as [SettingName, Setting][]) {

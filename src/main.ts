@@ -5,10 +5,12 @@
  * @example
  *   stowage serve --port 8080 --data-dir ./data
  */
-import { ConfigError, describeSettings, parseConfig } from "./config.ts";
+import { ConfigError, describeSettings, parseConfig, processEnv } from "./config.ts";
 import { createLogger } from "./log.ts";
 import { startServer } from "./server.ts";
 import { version } from "./version.ts";
+import { adminHelp, runAdmin } from "./cli/admin.ts";
+import { chainHelp, runChain } from "./cli/chain.ts";
 
 const EXIT_FAILED = 1;
 const EXIT_USAGE = 2;
@@ -24,6 +26,16 @@ const commands: Record<string, Command> = {
     summary: "Start the server (embedded database, storage, IPFS node and chain by default)",
     help: () => ["Usage: stowage serve [options]", "", "Every option can also be set by its environment variable:", ...describeSettings()].join("\n"),
     run: serve,
+  },
+  admin: {
+    summary: "Free quota grants, prices and (embedded chain) funding, with the admin key",
+    help: () => adminHelp,
+    run: (args) => runAdmin(args, processEnv),
+  },
+  chain: {
+    summary: "Deploy the contracts to an external chain",
+    help: () => chainHelp,
+    run: (args) => runChain(args, processEnv),
   },
 };
 
@@ -44,7 +56,7 @@ function mainHelp(): string {
 }
 
 async function serve(args: string[]): Promise<number> {
-  const config = parseConfig(args, process.env);
+  const config = parseConfig(args, processEnv);
   const log = createLogger(config.logLevel as "info");
   const server = await startServer(config, log);
   console.log(`stowage listening on ${server.url}`);

@@ -70,3 +70,18 @@ export function loadSecrets(dataDir: string, config: Pick<Config, "operatorKey" 
     adminKey: config.adminKey ?? readOrCreate(dir, files.admin),
   };
 }
+
+/** Reads an existing chain key for the command line; never creates one. */
+export function readChainKey(dataDir: string, which: "admin" | "operator"): `0x${string}` {
+  const path = join(secretsDir(dataDir), files[which].name);
+  try {
+    checkPrivate(secretsDir(dataDir));
+    checkPrivate(path);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "ENOENT") {
+      throw new InsecureSecrets(`no ${which} key at ${path}: start \`stowage serve\` once with this data dir, or set STOWAGE_${which.toUpperCase()}_KEY`);
+    }
+    throw err;
+  }
+  return readOrCreate(secretsDir(dataDir), files[which]);
+}

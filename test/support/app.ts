@@ -6,14 +6,15 @@ import { parseConfig } from "../../src/config.ts";
 import { openDatabase } from "../../src/db/open.ts";
 import { silentLogger, type Logger } from "../../src/log.ts";
 import { tempDir } from "./tmp.ts";
+import type { ChainContext } from "../../src/chain/types.ts";
 
-export function testApp(opts: { env?: Record<string, string>; log?: Logger } = {}) {
+export function testApp(opts: { env?: Record<string, string>; log?: Logger; chain?: ChainContext } = {}) {
   const dataDir = tempDir("app");
   const config = parseConfig([], { STOWAGE_DATA_DIR: dataDir, ...opts.env });
   const database = openDatabase(join(dataDir, "stowage.db"));
   afterAll(() => database.close());
   const log = opts.log ?? silentLogger;
-  const app = buildApp({ config, log, db: database.db, health: { database: () => void database.sqlite.query("select 1").get() } });
+  const app = buildApp({ config, log, db: database.db, health: { database: () => void database.sqlite.query("select 1").get() }, chain: opts.chain });
   return { app, config, database, log, dataDir };
 }
 

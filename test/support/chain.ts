@@ -14,13 +14,15 @@ export interface TestChain {
   context: ChainContext;
   admin: ReturnType<typeof privateKeyToAccount>;
   operator: ReturnType<typeof privateKeyToAccount>;
+  adminKey: `0x${string}`;
   deployBlock: bigint;
 }
 
 export async function testChain(): Promise<TestChain> {
   const anvil = await startAnvil();
   afterAll(() => anvil.stop());
-  const admin = privateKeyToAccount(generatePrivateKey());
+  const adminKey = generatePrivateKey();
+  const admin = privateKeyToAccount(adminKey);
   const operator = privateKeyToAccount(generatePrivateKey());
   await anvil.fund(admin.address, parseEther("1000000"));
   await anvil.fund(operator.address, parseEther("1000"));
@@ -33,5 +35,5 @@ export async function testChain(): Promise<TestChain> {
     contracts: deployment.contracts,
     embedded: true,
   };
-  return { anvil, context, admin, operator, deployBlock: BigInt(deployment.block) };
+  return { anvil, context, admin, adminKey, operator, deployBlock: BigInt(deployment.block) };
 }

@@ -1,0 +1,134 @@
+/**
+ * `stowage admin …` (D13): free quota grants, prices and (embedded chain only) funding, signed with
+ * the admin key. Each prints the transaction hash once it is mined with success.
+ *
+ * @example
+ *   stowage admin grant --did did:ethr:0x3d9:0xAb… --space 5GiB --days 30
+ *   stowage admin prices --space 1000000000 --traffic 100000000
+ *   stowage admin fund 0xAb… 10
+ */
+import { formatEther, parseEther, isAddress, getAddress, type Hash } from "viem";
+import { ConfigError, parseBytes, parseConfig } from "../config.ts";
+import { proxyAbi } from "../chain/artifacts/index.ts";
+import { explainChainError } from "../chain/explain.ts";
+import { parseDidOrAddress } from "../identity/did.ts";
+import { parseArgs } from "./args.ts";
+import { CliError, adminAccess } from "./chain-access.ts";
+
+type Access = Awaited<ReturnType<typeof adminAccess>>;
+type Out = (line: string) => void;
+
+const KIND = { space: 0, traffic: 1 } as const;
+
+export const adminHelp = `Usage: stowage admin <grant | prices | fund> [options]
+
+  grant --did DID (--space BYTES | --traffic BYTES) [--days N]
+        Grant free storage space or traffic to a DID (or address). BYTES takes units (5GiB).
+        --days sets how long it is valid (default: the contract's validity, 3 years).
+  prices [--space WEI] [--traffic WEI]
+        Show the unit prices (wei per byte); with an option, set them.
+  fund ADDRESS AMOUNT_ETH
+        Embedded chain only: send currency from the admin account to ADDRESS.
+
+Common options:
+  --data-dir DIR   the server's data dir (default ./data, or STOWAGE_DATA_DIR): holds the admin key,
+                   the contract addresses and, for the embedded chain, where it runs.
+The chain is STOWAGE_CHAIN_RPC when set, else the embedded chain of the running server.`;
+
+async function confirm(access: Access, hash: Hash, out: Out): Promise<Hash> {
+  const receipt = await access.publicClient.waitForTransactionReceipt({ hash });
+  if (receipt.status !== "success") throw new CliError(`transaction ${hash} reverted`);
+  out(hash);
+  return hash;
+}
+
+async function grant(access: Access, flags: Map<string, string>, out: Out, log: Out) {
+  const did = flags.get("--did");
+  if (!did) throw new ConfigError("grant needs --did");
+  const kinds = (["space", "traffic"] as const).filter((k) => flags.has(`--${k}`));
+  if (kinds.length !== 1) throw new ConfigError("grant needs exactly one of --space BYTES or --traffic BYTES");
+  const kind = kinds[0] as "space" | "traffic";
+  const bytes = BigInt(parseFlag(flags, `--${kind}`, parseBytes));
+  if (bytes <= 0n) throw new ConfigError(`--${kind} must be more than 0`);
+  const days = flags.has("--days") ? parseFlag(flags, "--days", (v) => (/^\d+$/.test(v) && Number(v) > 0 ? Number(v) : fail("must be a whole number of days"))) : 0;
+  const user = parseDidOrAddress(did, access.deployment.chainId);
+  log(`granting ${bytes} bytes of free ${kind} to ${user.canonical}${days ? ` for ${days} days` : ""} …`);
+  const { request } = await access.publicClient.simulateContract({
+    account: access.admin,
+    address: access.deployment.contracts.proxy,
+    abi: proxyAbi,
+    functionName: "grantFree",
+    args: [user.address, KIND[kind], bytes, BigInt(days * 86400)],
+  });
+  await confirm(access, await access.wallet.writeContract(request), out);
+  const record = await access.publicClient.readContract({ address: access.deployment.contracts.proxy, abi: proxyAbi, functionName: kind === "space" ? "spaceRecord" : "trafficRecord", args: [user.address] });
+  log(`${kind} of ${user.canonical}: free ${record[3]} bytes, purchased ${record[2]} bytes, expires ${new Date(Number(record[4]) * 1000).toISOString()}`);
+}
+
+async function prices(access: Access, flags: Map<string, string>, out: Out, log: Out) {
+  const { proxy } = access.deployment.contracts;
+  const read = async () => ({
+    space: await access.publicClient.readContract({ address: proxy, abi: proxyAbi, functionName: "spacePrice" }),
+    traffic: await access.publicClient.readContract({ address: proxy, abi: proxyAbi, functionName: "trafficPrice" }),
+  });
+  const current = await read();
+  if (!flags.has("--space") && !flags.has("--traffic")) {
+    out(`space ${current.space} wei/byte\ntraffic ${current.traffic} wei/byte`);
+    return;
+  }
+  const wei = (v: string) => (/^\d+$/.test(v) && BigInt(v) < 2n ** 64n ? BigInt(v) : fail("must be a whole number of wei below 2^64"));
+  const space = flags.has("--space") ? parseFlag(flags, "--space", wei) : current.space;
+  const traffic = flags.has("--traffic") ? parseFlag(flags, "--traffic", wei) : current.traffic;
+  log(`setting prices: space ${space} wei/byte, traffic ${traffic} wei/byte …`);
+  const { request } = await access.publicClient.simulateContract({ account: access.admin, address: proxy, abi: proxyAbi, functionName: "setPrices", args: [space, traffic] });
+  await confirm(access, await access.wallet.writeContract(request), out);
+}
+
+async function fund(access: Access, positionals: string[], out: Out, log: Out) {
+  const [to, amount] = positionals;
+  if (!to || !amount || positionals.length !== 2) throw new ConfigError("fund needs ADDRESS AMOUNT_ETH");
+  if (!isAddress(to, { strict: false })) throw new ConfigError(`not an address: ${to}`);
+  if (!/^\d+(\.\d{1,18})?$/.test(amount) || parseEther(amount) === 0n) throw new ConfigError(`AMOUNT_ETH must be a positive number: ${amount}`);
+  if (!access.embedded) throw new CliError("fund works only on the embedded chain; on a real chain, send currency with a wallet");
+  log(`sending ${amount} ETH to ${getAddress(to)} …`);
+  await confirm(access, await access.wallet.sendTransaction({ to: getAddress(to), value: parseEther(amount) }), out);
+  log(`balance of ${getAddress(to)}: ${formatEther(await access.publicClient.getBalance({ address: getAddress(to) }))} ETH`);
+}
+
+function fail(message: string): never {
+  throw new ConfigError(message);
+}
+
+function parseFlag<T>(flags: Map<string, string>, name: string, parse: (v: string) => T): T {
+  try {
+    return parse(flags.get(name) as string);
+  } catch (err) {
+    throw new ConfigError(`${name}: ${(err as Error).message}`);
+  }
+}
+
+const subcommands = {
+  grant: { flags: ["--did", "--space", "--traffic", "--days"] },
+  prices: { flags: ["--space", "--traffic"] },
+  fund: { flags: [] },
+} as const;
+
+export async function runAdmin(argv: string[], env: Record<string, string | undefined>, out: Out = console.log, log: Out = (l) => console.error(l)): Promise<number> {
+  const [sub, ...rest] = argv;
+  if (!sub || !(sub in subcommands)) throw new ConfigError(sub ? `unknown admin command "${sub}"` : "admin needs a command: grant, prices or fund");
+  const spec = subcommands[sub as keyof typeof subcommands];
+  const { flags, positionals } = parseArgs(rest, [...spec.flags, "--data-dir"]);
+  if (sub !== "fund" && positionals.length) throw new ConfigError(`unexpected argument ${positionals[0]}`);
+  const config = parseConfig(flags.has("--data-dir") ? ["--data-dir", flags.get("--data-dir") as string] : [], env);
+  flags.delete("--data-dir");
+  try {
+    const access = await adminAccess(config);
+    if (sub === "grant") await grant(access, flags, out, log);
+    else if (sub === "prices") await prices(access, flags, out, log);
+    else await fund(access, positionals, out, log);
+    return 0;
+  } catch (err) {
+    if (err instanceof ConfigError || err instanceof CliError) throw err;
+    throw new CliError(explainChainError(err));
+  }
+}
