@@ -13,6 +13,9 @@ interface Health {
 }
 const health = async (url: string) => (await (await fetch(`${url}/healthz`)).json()) as Health;
 
+/** Each start also starts the embedded chain; give a slow machine room. */
+const timeout = 60_000;
+
 describe("stowage binary", () => {
   test("--help lists commands and every setting; serve --help too", async () => {
     const top = await runBinary(["--help"]);
@@ -22,7 +25,7 @@ describe("stowage binary", () => {
     const serve = await runBinary(["serve", "--help"]);
     expect(serve.code).toBe(0);
     expect(serve.stdout).toContain("--data-dir");
-  });
+  }, timeout);
 
   test("a bad setting exits 2 with a clear message", async () => {
     const r = await runBinary(["serve", "--port", "nope"]);
@@ -31,11 +34,11 @@ describe("stowage binary", () => {
     const env = await runBinary(["serve"], { STOWAGE_MAX_BODY: "huge" });
     expect(env.code).toBe(2);
     expect(env.stderr).toContain("STOWAGE_MAX_BODY");
-  });
+  }, timeout);
 
   test("an unknown command exits 2", async () => {
     expect((await runBinary(["frobnicate"])).code).toBe(2);
-  });
+  }, timeout);
 
   test("starts on an empty data dir, serves, stops on SIGTERM with 0, keeps its data across restarts", async () => {
     const dataDir = join(tempDir("bin"), "data");
@@ -60,7 +63,7 @@ describe("stowage binary", () => {
     const h2 = await health(second.url);
     expect(h2.components.database.installation).toBe(h1.components.database.installation);
     expect(await second.stop("SIGINT")).toBe(0);
-  });
+  }, timeout);
 
   test("after kill -9 the next start takes over the stale lock", async () => {
     const dataDir = join(tempDir("bin"), "data");
@@ -71,5 +74,5 @@ describe("stowage binary", () => {
     const second = await startBinary(args);
     expect((await health(second.url)).components.database.installation).toBe(id);
     expect(await second.stop()).toBe(0);
-  });
+  }, timeout);
 });
