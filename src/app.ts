@@ -16,6 +16,7 @@ import { healthRoutes, type HealthCheck } from "./http/health.ts";
 import { version } from "./version.ts";
 import { chainRoutes } from "./chain/routes.ts";
 import type { ChainContext } from "./chain/types.ts";
+import { accountRoutes, type AccountServices } from "./accounts/index.ts";
 
 export interface AppServices {
   config: Config;
@@ -24,6 +25,8 @@ export interface AppServices {
   health: Record<string, HealthCheck>;
   /** Absent only in tests of parts that need no chain. */
   chain?: ChainContext;
+  /** The account API (/v2): built by `createAccountServices`. */
+  accounts: AccountServices;
 }
 
 export const OPENAPI_PATH = "/openapi";
@@ -40,6 +43,7 @@ export function buildApp(services: AppServices) {
       }),
     )
     .use(healthRoutes(services.health, version))
+    .use(accountRoutes(services.accounts))
     .use(services.chain ? chainRoutes({ chain: services.chain, publicUrl: services.config.publicUrl, log: services.log }) : new Elysia());
 }
 

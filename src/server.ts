@@ -13,6 +13,7 @@ import { installationId } from "./db/installation.ts";
 import { buildApp } from "./app.ts";
 import { createHandler } from "./http/handler.ts";
 import { startChain } from "./chain/start.ts";
+import { createAccountServices } from "./accounts/index.ts";
 
 export interface RunningServer {
   /** The address it listens on, with the real port when 0 was asked for. */
@@ -45,11 +46,13 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     const installation = installationId(database.db);
     const chain = await startChain(config, secrets, log);
     cleanup.push(() => chain.stop());
+    const accounts = createAccountServices({ config, db: database.db, log, secrets, publicClient: chain.context.publicClient });
     const app = buildApp({
       config,
       log,
       db: database.db,
       chain: chain.context,
+      accounts,
       health: {
         chain: () => chain.health(),
         database: () => {

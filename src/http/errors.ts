@@ -74,6 +74,8 @@ export const accountErrors = {
   RATE_LIMITED: 429,
   INTERNAL_ERROR: 500,
   NOT_CONFIGURED: 503,
+  /** A service the request needs (mail, the chain, a JWKS) did not answer. */
+  UNAVAILABLE: 503,
 } as const;
 
 export type AccountErrorName = keyof typeof accountErrors;

@@ -7,15 +7,19 @@ import { openDatabase } from "../../src/db/open.ts";
 import { silentLogger, type Logger } from "../../src/log.ts";
 import { tempDir } from "./tmp.ts";
 import type { ChainContext } from "../../src/chain/types.ts";
+import { createAccountServices, type AccountDeps } from "../../src/accounts/index.ts";
 
-export function testApp(opts: { env?: Record<string, string>; log?: Logger; chain?: ChainContext } = {}) {
+/** `accounts` overrides parts of the account services: a clock, a mailer, a chain client, limits. */
+export function testApp(opts: { env?: Record<string, string>; log?: Logger; chain?: ChainContext; accounts?: Partial<AccountDeps> } = {}) {
   const dataDir = tempDir("app");
   const config = parseConfig([], { STOWAGE_DATA_DIR: dataDir, ...opts.env });
   const database = openDatabase(join(dataDir, "stowage.db"));
   afterAll(() => database.close());
   const log = opts.log ?? silentLogger;
-  const app = buildApp({ config, log, db: database.db, health: { database: () => void database.sqlite.query("select 1").get() }, chain: opts.chain });
-  return { app, config, database, log, dataDir };
+  const secrets = { jwtKey: crypto.getRandomValues(new Uint8Array(32)) };
+  const accounts = createAccountServices({ config, db: database.db, log, secrets, publicClient: opts.chain?.publicClient, ...opts.accounts });
+  const app = buildApp({ config, log, db: database.db, health: { database: () => void database.sqlite.query("select 1").get() }, chain: opts.chain, accounts });
+  return { app, config, database, log, dataDir, accounts, secrets };
 }
 
 export const get = (path: string, init?: RequestInit) => new Request(`http://stowage.test${path}`, init);

@@ -1,0 +1,71 @@
+/**
+ * Every failure the account API names, with its error name (D11) and the text a client shows.
+ * Services throw `fail("CODE_WRONG")`; tests and the SDK can match on the same table.
+ */
+import { accountError, type AccountError, type AccountErrorName } from "../http/errors.ts";
+
+type Entry = { error: AccountErrorName; message: string };
+
+export const ACCOUNT_ERROR_CODES = {
+  // tokens
+  TOKEN_MISSING: { error: "UNAUTHORIZED", message: "An access token is required (Authorization: Bearer <token>)" },
+  TOKEN_INVALID: { error: "UNAUTHORIZED", message: "The token is invalid" },
+  TOKEN_EXPIRED: { error: "UNAUTHORIZED", message: "The token has expired" },
+  TOKEN_NOT_ACCESS: { error: "UNAUTHORIZED", message: "This is not an access token" },
+  TOKEN_NOT_REFRESH: { error: "UNAUTHORIZED", message: "This is not a refresh token" },
+  REFRESH_MISSING: { error: "UNAUTHORIZED", message: "A refresh token is required in the Authorization header" },
+  REFRESH_REVOKED: { error: "UNAUTHORIZED", message: "This session was revoked; log in again" },
+  REFRESH_REUSED: { error: "UNAUTHORIZED", message: "This refresh token was already replaced; the session is revoked, log in again" },
+  ACCOUNT_GONE: { error: "UNAUTHORIZED", message: "The account of this token no longer exists" },
+  // email and password
+  EMAIL_INVALID: { error: "PARAM_ERROR", message: "email is not a valid address" },
+  PASSWORD_LENGTH: { error: "PARAM_ERROR", message: "The password must be 8 to 128 characters long" },
+  CODE_WRONG: { error: "CODE_INVALID", message: "The code is wrong or expired; ask for a new one if needed" },
+  CODE_TOO_SOON: { error: "RATE_LIMITED", message: "A code was sent less than a minute ago; use it or wait" },
+  PASSWORD_WRONG: { error: "UNAUTHORIZED", message: "Email or password is wrong" },
+  ALREADY_HAS_PASSWORD: { error: "CONFLICT", message: "This account already has a password; log in, or reset it" },
+  MAIL_FAILED: { error: "UNAVAILABLE", message: "The code could not be sent; try again later" },
+  // messenger
+  MESSENGER_NOT_CONFIGURED: { error: "NOT_CONFIGURED", message: "Messenger login is not configured on this server (STOWAGE_MESSENGER_BOT_TOKEN)" },
+  INITDATA_NO_HASH: { error: "UNAUTHORIZED", message: "initdata carries no hash" },
+  INITDATA_BAD_HASH: { error: "UNAUTHORIZED", message: "initdata is not signed by this server's bot" },
+  INITDATA_TOO_OLD: { error: "UNAUTHORIZED", message: "initdata is too old; reopen the app" },
+  INITDATA_NO_USER: { error: "PARAM_ERROR", message: "initdata carries no valid user or auth_date" },
+  // browser wallet
+  BROWSER_NOT_CONFIGURED: {
+    error: "NOT_CONFIGURED",
+    message: "Browser wallet login is not configured on this server (STOWAGE_BROWSER_JWKS_URL, STOWAGE_BROWSER_ISSUER, STOWAGE_BROWSER_AUDIENCE)",
+  },
+  BROWSER_TOKEN_MISSING: { error: "UNAUTHORIZED", message: "The browser wallet token is required in the Authorization header" },
+  BROWSER_TOKEN_INVALID: { error: "UNAUTHORIZED", message: "The browser wallet token is invalid" },
+  BROWSER_JWKS_UNAVAILABLE: { error: "UNAVAILABLE", message: "The browser wallet provider's keys could not be fetched; try again later" },
+  // EVM
+  ORIGIN_MISSING: { error: "PARAM_ERROR", message: "The Origin header is required" },
+  ORIGIN_NOT_ALLOWED: { error: "FORBIDDEN", message: "This origin may not ask for sign-in messages (STOWAGE_ALLOWED_ORIGINS)" },
+  ADDRESS_INVALID: { error: "PARAM_ERROR", message: "address is not a valid EVM address" },
+  CHAIN_UNSUPPORTED: { error: "PARAM_ERROR", message: "chainid is not the chain of this server" },
+  MESSAGE_MALFORMED: { error: "PARAM_ERROR", message: "message is not a sign-in message issued by this server" },
+  NONCE_UNKNOWN: { error: "UNAUTHORIZED", message: "The message's nonce was not issued by this server" },
+  NONCE_USED: { error: "UNAUTHORIZED", message: "The message's nonce was already used; ask for a new challenge" },
+  MESSAGE_EXPIRED: { error: "UNAUTHORIZED", message: "The sign-in message has expired; ask for a new challenge" },
+  MESSAGE_TAMPERED: { error: "UNAUTHORIZED", message: "The message differs from the challenge issued for its nonce" },
+  WRONG_DOMAIN: { error: "UNAUTHORIZED", message: "The message's domain or URI is not an allowed origin" },
+  WRONG_CHAIN: { error: "UNAUTHORIZED", message: "The message's chain id is not the chain of this server" },
+  WRONG_ADDRESS: { error: "UNAUTHORIZED", message: "The message's address is not the one the challenge was issued to" },
+  SIGNATURE_INVALID: { error: "UNAUTHORIZED", message: "The signature does not match the message's address" },
+  CHAIN_UNAVAILABLE: { error: "UNAVAILABLE", message: "The chain did not answer in time to check the signature; try again" },
+  // points
+  ACTION_INVALID: { error: "PARAM_ERROR", message: "actionID must be a positive integer" },
+  ACTION_UNKNOWN: { error: "PARAM_ERROR", message: "There is no action with this id" },
+  ACTION_NEEDS: { error: "VERIFY_ACTION_FAILED", message: "This action needs another action first" },
+  ACTION_TOO_SOON: { error: "VERIFY_ACTION_FAILED", message: "This action was recorded too recently" },
+  ACTION_DONE: { error: "USER_ADD_ACTION_FAILED", message: "This action is already recorded" },
+} as const satisfies Record<string, Entry>;
+
+export type AccountErrorCode = keyof typeof ACCOUNT_ERROR_CODES;
+
+/** The error for `code`; `detail` is appended to its message when the case needs it. */
+export function fail(code: AccountErrorCode, detail?: string, headers?: Record<string, string>): AccountError {
+  const e: Entry = ACCOUNT_ERROR_CODES[code];
+  return accountError(e.error, detail ? `${e.message}: ${detail}` : e.message, headers);
+}

@@ -1,0 +1,141 @@
+/**
+ * EVM wallet login (DESIGN.md D12): an EIP-4361 challenge for an allowed `Origin`, then a login
+ * with the signed message. The nonce is single use, bound to the address and kept in SQLite; the
+ * signed text must be exactly the challenge issued for that nonce. Signatures are checked for
+ * plain keys locally and for smart wallets (EIP-1271, undeployed ERC-6492) on the chain, with a
+ * gas and time cap. The account is the address: uid = EIP-55 address, did = did:ethr:<chain>:<address>.
+ */
+import { and, eq, isNull, lt } from "drizzle-orm";
+import { getAddress, isAddress, isHex, verifyMessage as verifyEoaMessage, type Address, type Hex } from "viem";
+import { createSiweMessage, generateSiweNonce, parseSiweMessage } from "viem/siwe";
+import { siweNonces } from "./schema.ts";
+import { fail } from "./error-codes.ts";
+import { enforce } from "./limits.ts";
+import type { TokenService } from "./tokens.ts";
+import type { UserService } from "./users.ts";
+import type { ClientInfo, Ctx, SignatureVerifier, TokenPair } from "./types.ts";
+
+export const CHALLENGE_TTL_MS = 10 * 60_000;
+/** A smart wallet's check is one eth_call; a chain slower than this is treated as down. */
+export const VERIFY_TIMEOUT_MS = 10_000;
+/** Gas for that call: ample for a wallet's isValidSignature plus an ERC-6492 deployment. */
+export const VERIFY_GAS = 5_000_000n;
+/** Spent nonces are kept a day after expiry, so a late replay still reads "used" and not "unknown". */
+const NONCE_RETENTION_MS = 24 * 60 * 60_000;
+const STATEMENT = "Sign in to Stowage with this wallet.";
+
+export interface EvmLogin extends TokenPair {
+  did: string;
+  number: string;
+}
+
+export interface EvmService {
+  challenge(input: { address: string; chainid?: number | undefined; origin: string | null }, ip: string): string;
+  login(input: { message: string; signature: string } & ClientInfo, ip: string): Promise<EvmLogin>;
+}
+
+/** D2: `did:ethr:0x3d9:<EIP-55 address>`, chain id in lower-case hex. */
+export const didFor = (chainId: number, address: Address) => `did:ethr:0x${chainId.toString(16)}:${getAddress(address)}`;
+
+/** `scheme://host[:port]` of an origin (or a page URL), or undefined when it is none. */
+function originOf(raw: string | null | undefined): string | undefined {
+  if (!raw) return undefined;
+  try {
+    const url = new URL(raw);
+    return url.origin === "null" ? undefined : url.origin;
+  } catch {
+    return undefined;
+  }
+}
+
+function withTimeout<T>(work: Promise<T>, ms: number): Promise<T | "timeout"> {
+  let timer: Timer | undefined;
+  const timeout = new Promise<"timeout">((ok) => {
+    timer = setTimeout(() => ok("timeout"), ms);
+  });
+  return Promise.race([work, timeout]).finally(() => clearTimeout(timer));
+}
+
+export function createEvmService(ctx: Ctx, deps: { tokens: TokenService; users: UserService; publicClient?: SignatureVerifier | undefined }): EvmService {
+  const { config, db, now, limits, log } = ctx;
+  const allowed = new Set(config.allowedOrigins.map(originOf).filter((o): o is string => o !== undefined));
+
+  async function signatureIsValid(address: Address, message: string, signature: Hex): Promise<boolean> {
+    // A plain key needs no chain; only a signature that is not the address's own key goes on chain.
+    if (await verifyEoaMessage({ address, message, signature }).catch(() => false)) return true;
+    if (!deps.publicClient) return false;
+    const args = { address, message, signature, gas: VERIFY_GAS };
+    const verdict = await withTimeout(deps.publicClient.verifyMessage(args), VERIFY_TIMEOUT_MS).catch((err: unknown) => {
+      log.warn("smart wallet signature check failed", { address, err: (err as Error).message });
+      throw fail("CHAIN_UNAVAILABLE");
+    });
+    if (verdict === "timeout") throw fail("CHAIN_UNAVAILABLE");
+    return verdict;
+  }
+
+  return {
+    challenge({ address, chainid, origin }, ip) {
+      if (!origin) throw fail("ORIGIN_MISSING");
+      const uri = originOf(origin);
+      if (!uri || !allowed.has(uri)) throw fail("ORIGIN_NOT_ALLOWED");
+      if (!isAddress(address, { strict: false })) throw fail("ADDRESS_INVALID");
+      const chainId = chainid ?? config.chainId;
+      if (chainId !== config.chainId) throw fail("CHAIN_UNSUPPORTED", `this server signs in on chain ${config.chainId}`);
+      enforce(ctx, limits.challengesPerIp, ip);
+
+      const url = new URL(uri);
+      const t = now();
+      const nonce = generateSiweNonce();
+      const checksummed = getAddress(address);
+      const message = createSiweMessage({
+        scheme: url.protocol.slice(0, -1),
+        domain: url.host,
+        address: checksummed,
+        statement: STATEMENT,
+        uri,
+        version: "1",
+        chainId,
+        nonce,
+        issuedAt: new Date(t),
+        expirationTime: new Date(t + CHALLENGE_TTL_MS),
+      });
+      db.delete(siweNonces).where(lt(siweNonces.expiresAt, t - NONCE_RETENTION_MS)).run();
+      db.insert(siweNonces).values({ nonce, address: checksummed, chainId, message, issuedAt: t, expiresAt: t + CHALLENGE_TTL_MS }).run();
+      return message;
+    },
+
+    async login({ message, signature, ...client }, ip) {
+      enforce(ctx, limits.loginsPerIp, ip);
+      const fields = parseSiweMessage(message);
+      if (!fields.nonce || !fields.address || !fields.domain || !fields.uri || fields.chainId === undefined) throw fail("MESSAGE_MALFORMED");
+      const issued = db.select().from(siweNonces).where(eq(siweNonces.nonce, fields.nonce)).get();
+      if (!issued) throw fail("NONCE_UNKNOWN");
+      if (issued.usedAt !== null) throw fail("NONCE_USED");
+      const t = now();
+      if (issued.expiresAt <= t || (fields.expirationTime && fields.expirationTime.getTime() <= t)) throw fail("MESSAGE_EXPIRED");
+      if (fields.notBefore && fields.notBefore.getTime() > t) throw fail("MESSAGE_EXPIRED", "it is not valid yet");
+      if (fields.chainId !== config.chainId) throw fail("WRONG_CHAIN");
+      const uri = originOf(fields.uri);
+      if (!uri || !allowed.has(uri) || new URL(uri).host !== fields.domain) throw fail("WRONG_DOMAIN");
+      if (!isAddress(fields.address, { strict: false }) || getAddress(fields.address) !== issued.address) throw fail("WRONG_ADDRESS");
+      if (message !== issued.message) throw fail("MESSAGE_TAMPERED");
+      if (!isHex(signature) || signature.length < 4) throw fail("SIGNATURE_INVALID");
+
+      // Spent before the (slow) signature check, so two racing logins cannot both use it.
+      const spent = db
+        .update(siweNonces)
+        .set({ usedAt: t })
+        .where(and(eq(siweNonces.nonce, issued.nonce), isNull(siweNonces.usedAt)))
+        .returning({ nonce: siweNonces.nonce })
+        .get();
+      if (!spent) throw fail("NONCE_USED");
+
+      const address = issued.address as Address;
+      if (!(await signatureIsValid(address, message, signature))) throw fail("SIGNATURE_INVALID");
+
+      const did = didFor(config.chainId, address);
+      const user = deps.users.upsert(address, { refresh: { address, did } });
+      return { did, number: String(user.number), ...(await deps.tokens.issue(user, "evm", client)) };
+    },
+  };
+}

@@ -1,0 +1,63 @@
+/**
+ * Outgoing mail: SMTP through nodemailer when `STOWAGE_SMTP_URL` is set, else the dev mailbox,
+ * where each message becomes `DATA_DIR/mail/<unix-ms>-<seq>.eml` (names sort by time). Logs name
+ * the recipient and never the content: the content is a login code.
+ *
+ * @example
+ *   const mailer = createMailer(config, log)
+ *   await mailer.send({ to: "a@example.com", subject: "Your code", text: "…" })
+ */
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import nodemailer from "nodemailer";
+import type { Config } from "../config.ts";
+import type { Logger } from "../log.ts";
+
+export interface Mail {
+  to: string;
+  subject: string;
+  text: string;
+}
+
+export interface Mailer {
+  send(mail: Mail): Promise<void>;
+}
+
+/** SMTP answers slower than this count as a failure, so a dead relay cannot hang a request. */
+const SMTP_TIMEOUT_MS = 15_000;
+
+export function smtpMailer(url: string, from: string, log: Logger): Mailer {
+  const transport = nodemailer.createTransport({
+    url,
+    connectionTimeout: SMTP_TIMEOUT_MS,
+    greetingTimeout: SMTP_TIMEOUT_MS,
+    socketTimeout: SMTP_TIMEOUT_MS,
+  });
+  return {
+    async send(mail) {
+      const info = await transport.sendMail({ from, ...mail });
+      log.info("mail sent", { to: mail.to, messageId: info.messageId });
+    },
+  };
+}
+
+export function devMailbox(dir: string, from: string, log: Logger): Mailer {
+  // nodemailer renders the RFC 5322 message (headers, encodings) without sending it anywhere.
+  const render = nodemailer.createTransport({ streamTransport: true, buffer: true, newline: "unix" });
+  let seq = 0;
+  return {
+    async send(mail) {
+      const info = await render.sendMail({ from, ...mail });
+      mkdirSync(dir, { recursive: true, mode: 0o700 });
+      seq = (seq + 1) % 1_000_000;
+      const file = join(dir, `${Date.now()}-${String(seq).padStart(6, "0")}.eml`);
+      // `buffer: true` makes the message a Buffer rather than a stream.
+      writeFileSync(file, info.message as Buffer, { mode: 0o600 });
+      log.info("mail written to the dev mailbox", { to: mail.to, file });
+    },
+  };
+}
+
+export function createMailer(config: Pick<Config, "smtpUrl" | "mailFrom" | "dataDir">, log: Logger): Mailer {
+  return config.smtpUrl ? smtpMailer(config.smtpUrl, config.mailFrom, log) : devMailbox(join(config.dataDir, "mail"), config.mailFrom, log);
+}

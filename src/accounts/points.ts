@@ -1,0 +1,101 @@
+/**
+ * Point-earning actions (spec 4.2 rows 13, 14; DESIGN.md D12). The catalog is data: an action's
+ * points, whether it happens once, which actions it needs first, and how far apart repeats must
+ * be. A record and the points it earns are written in one transaction, and a unique index on
+ * (user, action, slot) is what makes "once" hold however many requests race.
+ *
+ * @example
+ *   points.add(user, 5)     // first liveness-check subscription: +100
+ *   points.latest(user, 5)  // { action: 5, points: 100, time: 1767225600 }
+ */
+import { and, desc, eq, sql } from "drizzle-orm";
+import type { Config } from "../config.ts";
+import { actionRecords, users } from "./schema.ts";
+import { fail } from "./error-codes.ts";
+import type { Ctx, UserRow } from "./types.ts";
+
+export interface ActionRule {
+  id: number;
+  name: string;
+  points: number;
+  once: boolean;
+  /** Actions the user must have recorded first. */
+  needs?: readonly number[];
+  /** Least time between two records of a repeatable action. */
+  minGapMs?: (config: Config) => number;
+}
+
+const DAY_MS = 24 * 60 * 60_000;
+
+export const actionCatalog: readonly ActionRule[] = [
+  { id: 5, name: "first liveness-check subscription", points: 100, once: true },
+  { id: 6, name: "liveness-check renewal", points: 50, once: false, needs: [5], minGapMs: (c) => c.renewalDays * DAY_MS },
+];
+
+/** Spec 2.13. */
+export interface ActionRecord {
+  action: number;
+  points: number;
+  time: number;
+}
+
+export interface PointsService {
+  /** The user's latest record of the action, or null. */
+  latest(user: UserRow, actionId: number): ActionRecord | null;
+  add(user: UserRow, actionId: number, opts?: unknown): ActionRecord;
+}
+
+export function createPointsService(ctx: Ctx, catalog: readonly ActionRule[] = actionCatalog): PointsService {
+  const { db, now, config } = ctx;
+  const rules = new Map(catalog.map((r) => [r.id, r]));
+  const rule = (id: number) => {
+    const r = rules.get(id);
+    if (!r) throw fail("ACTION_UNKNOWN", String(id));
+    return r;
+  };
+
+  const latestRow = (userId: number, action: number) =>
+    db
+      .select()
+      .from(actionRecords)
+      .where(and(eq(actionRecords.userId, userId), eq(actionRecords.action, action)))
+      .orderBy(desc(actionRecords.time), desc(actionRecords.id))
+      .get();
+
+  const view = (r: { action: number; points: number; time: number }): ActionRecord => ({ action: r.action, points: r.points, time: r.time });
+
+  return {
+    latest(user, actionId) {
+      rule(actionId);
+      const row = latestRow(user.id, actionId);
+      return row ? view(row) : null;
+    },
+
+    add(user, actionId) {
+      const r = rule(actionId);
+      const t = now();
+      const outcome = db.transaction((tx) => {
+        const missing = (r.needs ?? []).filter((need) => !latestRow(user.id, need));
+        if (missing.length) return { ok: false as const, fail: "ACTION_NEEDS" as const, detail: `record action ${missing.join(", ")} first` };
+        const previous = r.once ? undefined : latestRow(user.id, r.id);
+        const gap = r.minGapMs?.(config) ?? 0;
+        if (previous && t - previous.time * 1000 < gap) {
+          const nextAt = new Date(previous.time * 1000 + gap).toISOString();
+          return { ok: false as const, fail: "ACTION_TOO_SOON" as const, detail: `action ${r.id} can be recorded again from ${nextAt}` };
+        }
+        // "once", or the record this one follows: two requests that saw the same state collide here.
+        const slot = r.once ? "once" : `after:${previous?.id ?? 0}`;
+        const record = { userId: user.id, action: r.id, points: r.points, time: Math.floor(t / 1000), slot };
+        const inserted = tx.insert(actionRecords).values(record).onConflictDoNothing().returning({ id: actionRecords.id }).get();
+        if (!inserted) return { ok: false as const, fail: "ACTION_DONE" as const, detail: `action ${r.id}, ${r.name}` };
+        tx.update(users)
+          .set({ points: sql`${users.points} + ${r.points}`, updatedAt: t })
+          .where(eq(users.id, user.id))
+          .run();
+        return { ok: true as const, record: view(record) };
+      });
+      if (!outcome.ok) throw fail(outcome.fail, outcome.detail);
+      return outcome.record;
+    },
+  };
+}

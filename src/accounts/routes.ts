@@ -1,0 +1,222 @@
+/**
+ * The account API (spec 4.2): fourteen `/v2` routes, each a thin call into a service. Failures
+ * are thrown as account errors and answered `{ result: -1, error, message }` by the global
+ * handler; `/v2/auth/me` alone answers `{ success: false, error }` (spec 7 rule 2).
+ */
+import { Elysia, t } from "elysia";
+import { clientIp } from "../http/client-ip.ts";
+import { AccountError } from "../http/errors.ts";
+import { fail } from "./error-codes.ts";
+import { PASSWORD_MAX } from "./email.ts";
+import type { AccountServices } from "./services.ts";
+import { TokenError, tokenFailure } from "./tokens.ts";
+import type { UserRow } from "./types.ts";
+
+const TAG = ["accounts"];
+
+const email = t.String({ maxLength: 320, description: "Email address" });
+const code = t.String({ maxLength: 32, description: "The 6-digit code from the mail" });
+/** Longer than any valid password, so a wrong-length one reads as wrong, not as malformed. */
+const password = t.String({ maxLength: PASSWORD_MAX * 4, description: "8 to 128 characters" });
+const client = {
+  source: t.String({ maxLength: 256, description: "Identifier of the client kind" }),
+  useragent: t.Optional(t.String({ maxLength: 1024, description: "The client's user agent" })),
+};
+
+const tokenPair = t.Object({ accessToken: t.String(), refreshToken: t.String() });
+const ok = <T extends Parameters<typeof t.Object>[0]>(fields: T) => t.Object({ result: t.Literal(1), ...fields });
+const accountTokens = ok({
+  data: t.Object({ uid: t.Optional(t.String()), number: t.Optional(t.String()), accessToken: t.String(), refreshToken: t.String() }),
+  error: t.String(),
+});
+const info = t.Record(t.String(), t.String());
+const userInfo = t.Object({
+  name: t.String(),
+  icon: t.String(),
+  address: t.String(),
+  did: t.String(),
+  email: t.Optional(t.String()),
+  points: t.Integer(),
+  browser_info: t.Optional(info),
+  microblog_info: t.Optional(info),
+  messenger_info: t.Optional(info),
+  community_info: t.Optional(info),
+  social_info: t.Boolean(),
+});
+const actionRecord = t.Object({ action: t.Integer(), points: t.Integer(), time: t.Integer() });
+const me = t.Union([
+  t.Object({
+    success: t.Literal(true),
+    data: t.Object({ uid: t.String(), email: t.Optional(t.String()), username: t.Optional(t.String()), role: t.Union([t.Literal("user"), t.Literal("admin")]) }),
+  }),
+  t.Object({ success: t.Literal(false), error: t.String() }),
+]);
+
+const bearer = (authorization: string | undefined) => /^Bearer\s+(\S+)\s*$/i.exec(authorization ?? "")?.[1];
+
+/** A positive integer below 2^31, from a path segment or a JSON value. */
+function actionId(raw: string | number): number {
+  const n = typeof raw === "number" ? raw : /^\d{1,10}$/.test(raw) ? Number(raw) : Number.NaN;
+  if (!Number.isInteger(n) || n < 1 || n > 2 ** 31 - 1) throw fail("ACTION_INVALID");
+  return n;
+}
+
+export function accountRoutes(s: AccountServices) {
+  /** The account behind an access token, or the account error saying why not. */
+  async function account(token: string | undefined): Promise<UserRow> {
+    try {
+      const { uid } = await s.tokens.verifyAccessToken(token);
+      return s.users.require(uid);
+    } catch (err) {
+      throw err instanceof TokenError ? tokenFailure(err) : err;
+    }
+  }
+  const withBearer = ({ headers }: { headers: Record<string, string | undefined> }) => account(bearer(headers.authorization));
+
+  return new Elysia({ name: "accounts" })
+    .post(
+      "/v2/login/email/code",
+      async ({ body, request }) => ({ result: 1 as const, ...(await s.email.sendCode(body.email, clientIp(request))) }),
+      {
+        body: t.Object({ email }),
+        response: ok({ message: t.String() }),
+        detail: { summary: "Send a login code to an email address (the answer is the same whether or not it has an account)", tags: TAG },
+      },
+    )
+    .post("/v2/login/email", async ({ body, request }) => ({ result: 1 as const, data: await s.email.loginWithCode(body, clientIp(request)) }), {
+      body: t.Object({ email, code, ...client }),
+      response: ok({ data: tokenPair }),
+      detail: { summary: "Log in with an email code (makes the account on first use)", tags: TAG },
+    })
+    .post(
+      "/v2/login/messenger",
+      async ({ body, request }) => ({ result: 1 as const, data: await s.messenger.login(body, clientIp(request)) }),
+      {
+        body: t.Object({ initdata: t.String({ maxLength: 8192, description: "The messenger Mini App's init data" }), ...client }),
+        response: ok({ data: tokenPair }),
+        detail: { summary: "Log in with messenger Mini App init data", tags: TAG },
+      },
+    )
+    .post(
+      "/v2/login/browser",
+      async ({ body, headers, request }) => ({ result: 1 as const, data: await s.browser.login(headers.authorization, body, clientIp(request)) }),
+      {
+        body: t.Object(client),
+        response: ok({ data: tokenPair }),
+        detail: { summary: "Log in with a browser wallet token (raw JWT in Authorization, no Bearer prefix)", tags: TAG },
+      },
+    )
+    .post("/v2/login/refresh", async ({ headers }) => ({ result: 1 as const, data: await s.tokens.refresh(headers.authorization?.trim() ?? "") }), {
+      response: ok({ data: tokenPair }),
+      detail: {
+        summary: "New access token (and a new refresh token) for a refresh token in Authorization, no prefix",
+        description: "The old refresh token stays usable until the new one is first used; using it after that revokes the session.",
+        tags: TAG,
+      },
+    })
+    .get(
+      "/v2/auth/me",
+      async ({ headers, query, set }) => {
+        try {
+          const user = await account(bearer(headers.authorization) ?? query.token);
+          return { success: true as const, data: s.users.current(user) };
+        } catch (err) {
+          if (!(err instanceof AccountError)) throw err;
+          set.status = err.status;
+          return { success: false as const, error: err.message };
+        }
+      },
+      {
+        query: t.Object({ token: t.Optional(t.String({ description: "Access token, when no Authorization header is sent" })) }),
+        response: { 200: me, 401: me },
+        detail: { summary: "The current user (Bearer access token, or ?token=)", tags: TAG },
+      },
+    )
+    .post(
+      "/v2/login/email/register",
+      async ({ body, request }) => ({ result: 1 as const, data: await s.email.register(body, clientIp(request)), error: "" }),
+      {
+        body: t.Object({ email, code, password, ...client }),
+        response: accountTokens,
+        detail: { summary: "Register an email account with a code and a password", tags: TAG },
+      },
+    )
+    .post(
+      "/v2/login/email/password",
+      async ({ body, request }) => ({ result: 1 as const, data: await s.email.loginWithPassword(body, clientIp(request)), error: "" }),
+      {
+        body: t.Object({ email, password }),
+        response: accountTokens,
+        detail: { summary: "Log in with email and password", tags: TAG },
+      },
+    )
+    .post(
+      "/v2/login/email/password/reset",
+      async ({ body, request }) => {
+        await s.email.resetPassword({ email: body.email, code: body.code, newPassword: body.new_password }, clientIp(request));
+        return { result: 1 as const };
+      },
+      {
+        body: t.Object({ email, code, new_password: password }),
+        response: ok({}),
+        detail: { summary: "Set a new password with an email code; ends every session of the account", tags: TAG },
+      },
+    )
+    .get(
+      "/v2/login/evm/challenge",
+      ({ query, headers, request }) => ({
+        result: 1 as const,
+        // Browsers send no Origin on same-origin GETs; the page's Referer then says where it is.
+        data: s.evm.challenge({ address: query.address, chainid: query.chainid, origin: headers.origin ?? headers.referer ?? null }, clientIp(request)),
+      }),
+      {
+        query: t.Object({
+          address: t.String({ maxLength: 64, description: "Wallet address" }),
+          chainid: t.Optional(t.Integer({ minimum: 1, description: "Chain id (default: this server's, 985)" })),
+        }),
+        response: ok({ data: t.String({ description: "EIP-4361 message to sign" }) }),
+        detail: { summary: "EIP-4361 sign-in message for a wallet address (Origin header required)", tags: TAG },
+      },
+    )
+    .post("/v2/login/evm", async ({ body, request }) => ({ result: 1 as const, data: await s.evm.login(body, clientIp(request)) }), {
+      body: t.Object({
+        message: t.String({ maxLength: 4096, description: "The challenge message, unchanged" }),
+        signature: t.String({ maxLength: 65536, description: "0x-hex signature (EOA, EIP-1271 or ERC-6492)" }),
+        ...client,
+      }),
+      response: ok({ data: t.Object({ did: t.String(), number: t.String(), accessToken: t.String(), refreshToken: t.String() }) }),
+      detail: { summary: "Log in with a signed sign-in message", tags: TAG },
+    })
+    .get("/v2/user/info", async (c) => ({ result: 1 as const, data: s.users.info(await withBearer(c)) }), {
+      response: ok({ data: userInfo }),
+      detail: { summary: "The current user's info (Bearer access token)", tags: TAG },
+    })
+    .get(
+      "/v2/data/record/:actionID",
+      async (c) => {
+        const user = await withBearer(c);
+        return { result: 1 as const, data: s.points.latest(user, actionId(c.params.actionID)) };
+      },
+      {
+        params: t.Object({ actionID: t.String({ description: "Action id (positive integer)" }) }),
+        response: ok({ data: t.Union([actionRecord, t.Null()]) }),
+        detail: { summary: "The user's latest record of an action (null when none)", tags: TAG },
+      },
+    )
+    .post(
+      "/v2/data/record/add",
+      async (c) => {
+        const user = await withBearer(c);
+        s.points.add(user, actionId(c.body.actionid), c.body.opts);
+        return { result: 1 as const };
+      },
+      {
+        body: t.Object({
+          actionid: t.Union([t.Number(), t.String()], { description: "Action id" }),
+          opts: t.Optional(t.Unknown({ description: "Extra validation parameters of the action" })),
+        }),
+        response: ok({}),
+        detail: { summary: "Record a completed action and add its points", tags: TAG },
+      },
+    );
+}

@@ -1,0 +1,54 @@
+/**
+ * The account API's services, built once per server from its parts.
+ *
+ * @example
+ *   const accounts = createAccountServices({ config, db, log, secrets, publicClient: chain.publicClient })
+ *   app.use(accountRoutes(accounts))
+ *   await accounts.tokens.verifyAccessToken(bearer) // { uid, did? }, for other route groups
+ */
+import { createRateLimiter } from "../http/rate-limit.ts";
+import { createBrowserService, type BrowserService } from "./browser.ts";
+import { createEmailService, type EmailService } from "./email.ts";
+import { createEvmService, type EvmService } from "./evm.ts";
+import { defaultLimits } from "./limits.ts";
+import { createMailer } from "./mailer.ts";
+import { createMessengerService, type MessengerService } from "./messenger.ts";
+import { createPointsService, type PointsService } from "./points.ts";
+import { createTokenService, type RefreshGuard, type TokenService } from "./tokens.ts";
+import type { AccountDeps, Ctx, LoginMethod } from "./types.ts";
+import { createUserService, type UserService } from "./users.ts";
+
+export interface AccountServices {
+  tokens: TokenService;
+  users: UserService;
+  email: EmailService;
+  messenger: MessengerService;
+  browser: BrowserService;
+  evm: EvmService;
+  points: PointsService;
+}
+
+export function createAccountServices(deps: AccountDeps & { refreshGuards?: Partial<Record<LoginMethod, RefreshGuard>> }): AccountServices {
+  const now = deps.now ?? Date.now;
+  const ctx: Ctx = {
+    config: deps.config,
+    db: deps.db,
+    log: deps.log,
+    now,
+    limits: { ...defaultLimits, ...deps.limits },
+    limiter: createRateLimiter({ now, enabled: deps.config.rateLimits !== "off" }),
+  };
+  const jwtKey = deps.secrets.jwtKey;
+  const tokens = createTokenService(ctx, jwtKey, deps.refreshGuards);
+  const users = createUserService(ctx);
+  const mailer = deps.mailer ?? createMailer(deps.config, deps.log);
+  return {
+    tokens,
+    users,
+    email: createEmailService(ctx, { jwtKey, mailer, tokens, users }),
+    messenger: createMessengerService(ctx, { tokens, users }),
+    browser: createBrowserService(ctx, { tokens, users }),
+    evm: createEvmService(ctx, { tokens, users, publicClient: deps.publicClient }),
+    points: createPointsService(ctx),
+  };
+}

@@ -1,0 +1,60 @@
+/** Types shared by the account services and their routes. */
+import type { Address, Hex } from "viem";
+import type { Config } from "../config.ts";
+import type { Db } from "../db/open.ts";
+import type { Logger } from "../log.ts";
+import type { Secrets } from "../datadir/secrets.ts";
+import type { RateLimiter } from "../http/rate-limit.ts";
+import type { users } from "./schema.ts";
+import type { Limits } from "./limits.ts";
+import type { Mailer } from "./mailer.ts";
+
+export type UserRow = typeof users.$inferSelect;
+
+/** Spec 2.10. */
+export interface TokenPair {
+  accessToken: string;
+  refreshToken: string;
+}
+
+/** What the client said about itself at login (spec 4.2 `source`, `useragent`). */
+export interface ClientInfo {
+  source: string;
+  useragent?: string | undefined;
+}
+
+/** How a session began; refresh-time checks key off it (D3). */
+export type LoginMethod = "email" | "password" | "messenger" | "browser" | "evm" | "did";
+
+/**
+ * The one viem call the account API needs from the chain. Any viem PublicClient has it; with none,
+ * only plain-key (EOA) signatures can be checked.
+ */
+export interface SignatureVerifier {
+  verifyMessage(args: { address: Address; message: string; signature: Hex }): Promise<boolean>;
+}
+
+export interface AccountDeps {
+  config: Config;
+  db: Db;
+  log: Logger;
+  secrets: Pick<Secrets, "jwtKey">;
+  /** The chain's public client: EIP-1271 and ERC-6492 wallets need it. */
+  publicClient?: SignatureVerifier | undefined;
+  /** Default: SMTP when `config.smtpUrl` is set, else the dev mailbox in DATA_DIR/mail. */
+  mailer?: Mailer | undefined;
+  /** Milliseconds since the epoch; tests move time instead of sleeping. */
+  now?: () => number;
+  /** Overrides of the default rate limits (D12). */
+  limits?: Partial<Limits>;
+}
+
+/** What every service gets: the deps with their defaults filled in. */
+export interface Ctx {
+  config: Config;
+  db: Db;
+  log: Logger;
+  now: () => number;
+  limiter: RateLimiter;
+  limits: Limits;
+}

@@ -1,0 +1,75 @@
+/**
+ * Keyed fixed-window counters in memory: enough for one server per data directory (DESIGN.md §4),
+ * and forgotten on restart, which only ever lets a client in earlier.
+ *
+ * @example
+ *   const limiter = createRateLimiter()
+ *   const perIp = { name: "login-ip", max: 30, windowMs: 60_000 }
+ *   const verdict = limiter.hit(perIp, clientIp(request))
+ *   if (!verdict.ok) throw accountError("RATE_LIMITED", "Too many attempts", { "Retry-After": String(verdict.retryAfter) })
+ */
+
+export interface Limit {
+  /** Namespace of the counter, so two limits can share a key (an IP, an email). */
+  name: string;
+  max: number;
+  windowMs: number;
+}
+
+export type Verdict = { ok: true } | { ok: false; retryAfter: number };
+
+export interface RateLimiter {
+  /** Counts one event and says whether it is within the limit; an event over the limit is not counted. */
+  hit(limit: Limit, key: string): Verdict;
+  /** Says whether one more event would be within the limit, counting nothing (for "count failures only" limits). */
+  check(limit: Limit, key: string): Verdict;
+  /** Forgets a key's count (a success may clear its failures). */
+  reset(limit: Limit, key: string): void;
+}
+
+interface Window {
+  start: number;
+  count: number;
+}
+
+/** Expired windows are swept when the map grows past this, so memory stays bounded by live keys. */
+const SWEEP_AT = 10_000;
+
+export function createRateLimiter(opts: { now?: () => number; enabled?: boolean } = {}): RateLimiter {
+  const now = opts.now ?? Date.now;
+  if (opts.enabled === false) return { hit: () => ({ ok: true }), check: () => ({ ok: true }), reset() {} };
+
+  const windows = new Map<string, Window & { windowMs: number }>();
+  const sweep = (t: number) => {
+    for (const [k, w] of windows) if (t - w.start >= w.windowMs) windows.delete(k);
+  };
+  const current = (limit: Limit, key: string, t: number) => {
+    const id = `${limit.name}\u0000${key}`;
+    let w = windows.get(id);
+    if (!w || t - w.start >= limit.windowMs) {
+      if (windows.size >= SWEEP_AT) sweep(t);
+      w = { start: t, count: 0, windowMs: limit.windowMs };
+      windows.set(id, w);
+    }
+    return w;
+  };
+  const verdict = (limit: Limit, w: Window, t: number): Verdict =>
+    w.count < limit.max ? { ok: true } : { ok: false, retryAfter: Math.max(1, Math.ceil((w.start + limit.windowMs - t) / 1000)) };
+
+  return {
+    hit(limit, key) {
+      const t = now();
+      const w = current(limit, key, t);
+      const v = verdict(limit, w, t);
+      if (v.ok) w.count++;
+      return v;
+    },
+    check(limit, key) {
+      const t = now();
+      return verdict(limit, current(limit, key, t), t);
+    },
+    reset(limit, key) {
+      windows.delete(`${limit.name}\u0000${key}`);
+    },
+  };
+}

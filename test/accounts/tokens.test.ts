@@ -1,0 +1,178 @@
+/**
+ * Tokens (D3), /v2/auth/me (spec 2.11, 7.2) and /v2/user/info (2.12), through app.handle().
+ * Logins here are EVM logins with plain keys: they need no chain.
+ */
+import { describe, expect, test } from "bun:test";
+import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
+import { refreshTokens } from "../../src/accounts/schema.ts";
+import { accountsApp, bearer, claimsOf, evmLogin } from "../support/accounts.ts";
+
+const MINUTE = 60_000;
+const newKey = () => privateKeyToAccount(generatePrivateKey());
+
+describe("tokens", () => {
+  const t = accountsApp();
+  const { call, clock } = t;
+
+  test("a login answers an access and a refresh token with the claims of D3", async () => {
+    const key = newKey();
+    const r = await evmLogin(call, key);
+    expect(r.status).toBe(200);
+    const { accessToken, refreshToken, did } = r.body.data;
+    const access = claimsOf(accessToken);
+    const refresh = claimsOf(refreshToken);
+    expect(access).toMatchObject({ sub: key.address, did, typ: "access" });
+    expect(refresh).toMatchObject({ sub: key.address, did, typ: "refresh" });
+    expect(access.exp - access.iat).toBe(15 * 60);
+    expect(refresh.exp - refresh.iat).toBe(30 * 24 * 3600);
+    expect(access.iat).toBe(clock.now() / 1000);
+    expect(access.jti).not.toBe(refresh.jti);
+  });
+
+  test("refresh tokens are stored only as hashes", async () => {
+    const { refreshToken } = (await evmLogin(call, newKey())).body.data;
+    const rows = t.database.db.select().from(refreshTokens).all();
+    expect(rows.length).toBeGreaterThan(0);
+    const dump = JSON.stringify(rows);
+    expect(dump).not.toContain(refreshToken);
+    expect(dump).not.toContain(refreshToken.split(".")[2]);
+  });
+
+  test("refresh answers a new pair; the old token works until the new one is used, then reuse revokes the session", async () => {
+    const r1 = (await evmLogin(call, newKey())).body.data.refreshToken;
+    const first = await call("POST", "/v2/login/refresh", { headers: { authorization: r1 } });
+    expect(first.status).toBe(200);
+    expect(first.body.result).toBe(1);
+    const { accessToken: a2, refreshToken: r2 } = first.body.data;
+    expect((await call("GET", "/v2/auth/me", { headers: bearer(a2) })).body.success).toBe(true);
+
+    // r2 not used yet: r1 still refreshes (a client that lost the answer can retry).
+    const retry = await call("POST", "/v2/login/refresh", { headers: { authorization: r1 } });
+    expect(retry.status).toBe(200);
+
+    const second = await call("POST", "/v2/login/refresh", { headers: { authorization: r2 } });
+    expect(second.status).toBe(200);
+    const r3 = second.body.data.refreshToken;
+    // r2 stays valid until r3 is used.
+    expect((await call("POST", "/v2/login/refresh", { headers: { authorization: r2 } })).status).toBe(200);
+
+    const reuse = await call("POST", "/v2/login/refresh", { headers: { authorization: r1 } });
+    expect(reuse.status).toBe(401);
+    expect(reuse.body).toMatchObject({ result: -1, error: "UNAUTHORIZED" });
+    expect(reuse.body.message).toContain("revoked");
+    // The whole family is gone, the newest token included.
+    const after = await call("POST", "/v2/login/refresh", { headers: { authorization: r3 } });
+    expect(after.status).toBe(401);
+    expect(after.body.message).toContain("revoked");
+  });
+
+  test("a sibling token issued from an old token dies once the other sibling is used", async () => {
+    const r1 = (await evmLogin(call, newKey())).body.data.refreshToken;
+    const a = (await call("POST", "/v2/login/refresh", { headers: { authorization: r1 } })).body.data.refreshToken;
+    const b = (await call("POST", "/v2/login/refresh", { headers: { authorization: r1 } })).body.data.refreshToken;
+    expect((await call("POST", "/v2/login/refresh", { headers: { authorization: a } })).status).toBe(200);
+    const stolen = await call("POST", "/v2/login/refresh", { headers: { authorization: b } });
+    expect(stolen.status).toBe(401);
+    expect(stolen.body.message).toContain("already replaced");
+  });
+
+  test("reuse in one session leaves the account's other sessions alone", async () => {
+    const key = newKey();
+    const s1 = (await evmLogin(call, key)).body.data.refreshToken;
+    const s2 = (await evmLogin(call, key)).body.data.refreshToken;
+    const next = (await call("POST", "/v2/login/refresh", { headers: { authorization: s1 } })).body.data.refreshToken;
+    await call("POST", "/v2/login/refresh", { headers: { authorization: next } });
+    expect((await call("POST", "/v2/login/refresh", { headers: { authorization: s1 } })).status).toBe(401);
+    expect((await call("POST", "/v2/login/refresh", { headers: { authorization: s2 } })).status).toBe(200);
+  });
+
+  test("only typ refresh refreshes, only typ access opens endpoints", async () => {
+    const { accessToken, refreshToken } = (await evmLogin(call, newKey())).body.data;
+    const refreshWithAccess = await call("POST", "/v2/login/refresh", { headers: { authorization: accessToken } });
+    expect(refreshWithAccess.status).toBe(401);
+    expect(refreshWithAccess.body.message).toBe("This is not a refresh token");
+    const meWithRefresh = await call("GET", "/v2/auth/me", { headers: bearer(refreshToken) });
+    expect(meWithRefresh).toMatchObject({ status: 401, body: { success: false, error: "This is not an access token" } });
+    expect((await call("GET", "/v2/user/info", { headers: bearer(refreshToken) })).status).toBe(401);
+  });
+
+  test("refresh without a token, with garbage, or with a token of another server is refused", async () => {
+    for (const authorization of [undefined, "nonsense", "a.b.c"]) {
+      const r = await call("POST", "/v2/login/refresh", { headers: authorization ? { authorization } : {} });
+      expect(r.status).toBe(401);
+      expect(r.body.error).toBe("UNAUTHORIZED");
+    }
+    const other = accountsApp();
+    const foreign = (await evmLogin(other.call, newKey())).body.data.refreshToken;
+    expect((await call("POST", "/v2/login/refresh", { headers: { authorization: foreign } })).status).toBe(401);
+  });
+
+  test("tokens expire: access after 15 minutes, refresh after 30 days", async () => {
+    const { accessToken, refreshToken } = (await evmLogin(call, newKey())).body.data;
+    clock.advance(15 * MINUTE - 1000);
+    expect((await call("GET", "/v2/auth/me", { headers: bearer(accessToken) })).status).toBe(200);
+    clock.advance(1000);
+    const me = await call("GET", "/v2/auth/me", { headers: bearer(accessToken) });
+    expect(me).toMatchObject({ status: 401, body: { success: false, error: "The token has expired" } });
+    // Refreshing slides the session on; an unused refresh token runs out.
+    expect((await call("POST", "/v2/login/refresh", { headers: { authorization: refreshToken } })).status).toBe(200);
+    clock.advance(30 * 24 * 60 * MINUTE);
+    const late = await call("POST", "/v2/login/refresh", { headers: { authorization: refreshToken } });
+    expect(late.status).toBe(401);
+    expect(late.body.message).toBe("The token has expired");
+  });
+});
+
+describe("/v2/auth/me and /v2/user/info", () => {
+  const admin = newKey();
+  const { call } = accountsApp({ env: { ADMIN_ADDRESSES: `0x0000000000000000000000000000000000000001, ${admin.address.toLowerCase()}` } });
+
+  test("me takes a Bearer header or ?token= and answers the current user", async () => {
+    const key = newKey();
+    const { accessToken } = (await evmLogin(call, key)).body.data;
+    const viaHeader = await call("GET", "/v2/auth/me", { headers: bearer(accessToken) });
+    expect(viaHeader).toMatchObject({ status: 200, body: { success: true, data: { uid: key.address, role: "user" } } });
+    const viaQuery = await call("GET", `/v2/auth/me?token=${accessToken}`);
+    expect(viaQuery.body).toEqual(viaHeader.body);
+  });
+
+  test("role is admin for an address in ADMIN_ADDRESSES, whatever its letter case", async () => {
+    const { accessToken } = (await evmLogin(call, admin)).body.data;
+    expect((await call("GET", "/v2/auth/me", { headers: bearer(accessToken) })).body.data).toEqual({ uid: admin.address, role: "admin" });
+  });
+
+  test("me with no, a malformed or a forged token answers success false and an error", async () => {
+    const cases: [Record<string, string>, string][] = [
+      [{}, "An access token is required (Authorization: Bearer <token>)"],
+      [{ authorization: "Bearer not-a-jwt" }, "The token is invalid"],
+      [{ authorization: "Basic dXNlcjpwYXNz" }, "An access token is required (Authorization: Bearer <token>)"],
+    ];
+    for (const [headers, error] of cases) {
+      expect(await call("GET", "/v2/auth/me", { headers })).toMatchObject({ status: 401, body: { success: false, error } });
+    }
+    const { accessToken } = (await evmLogin(call, newKey())).body.data;
+    // The same signature over claims that name someone else.
+    const [head, , sig] = accessToken.split(".");
+    const forged = `${head}.${Buffer.from(JSON.stringify({ ...claimsOf(accessToken), sub: admin.address })).toString("base64url")}.${sig}`;
+    expect((await call("GET", "/v2/auth/me", { headers: bearer(forged) })).body).toEqual({ success: false, error: "The token is invalid" });
+  });
+
+  test("user info answers every field of spec 2.12 the account has", async () => {
+    const key = newKey();
+    const login = (await evmLogin(call, key)).body.data;
+    const r = await call("GET", "/v2/user/info", { headers: bearer(login.accessToken) });
+    expect(r.status).toBe(200);
+    expect(r.body).toEqual({
+      result: 1,
+      data: { name: "", icon: "", address: key.address, did: `did:ethr:0x3d9:${key.address}`, points: 0, social_info: false },
+    });
+    expect(login.did).toBe(`did:ethr:0x3d9:${key.address}`);
+  });
+
+  test("user info without a valid token is UNAUTHORIZED in the account error shape", async () => {
+    const r = await call("GET", "/v2/user/info");
+    expect(r).toMatchObject({ status: 401, body: { result: -1, error: "UNAUTHORIZED" } });
+    const q = await call("GET", "/v2/user/info", { headers: bearer("x.y.z") });
+    expect(q.body).toEqual({ result: -1, error: "UNAUTHORIZED", message: "The token is invalid" });
+  });
+});
