@@ -1,0 +1,46 @@
+/**
+ * What a storage back-end (`dfs` or `ipfs`) does for the storage routes. Routes own files, buckets,
+ * names, quota and permissions (in SQLite); a back-end owns content by Cid and how many references
+ * to it exist.
+ *
+ * Cids are the same on both back-ends for the same bytes (D9): UnixFS CIDv1, raw leaves, fixed
+ * 1 MiB chunks, balanced layout with 1024 links per node — `hello world\n` gives
+ * bafkreifjjcie6lypi6ny7amxnfftagclbuxndqonfipmb64f2km2devei4.
+ *
+ * Upload protocol: `put` streams the bytes in and makes them durable but unreferenced; the route
+ * checks the payload hash and quota, then calls `commit()` (the content now has one more
+ * reference) or `abort()` (nothing kept). A crash before `commit` leaves nothing that a start-up
+ * sweep does not remove.
+ */
+export type BackendKind = "dfs" | "ipfs";
+
+export interface PendingPut {
+  cid: string;
+  size: number;
+  /** Adds one reference to the content. Idempotent per PendingPut. */
+  commit(): Promise<void>;
+  /** Drops what `put` wrote, unless other references hold it. Idempotent. */
+  abort(): Promise<void>;
+}
+
+/** Inclusive byte range, as HTTP Range gives it. */
+export interface ByteRange {
+  start: number;
+  end: number;
+}
+
+export interface Backend {
+  readonly kind: BackendKind;
+  /** Reads the whole stream; rejects (keeping nothing) if the stream errors or `signal` aborts. */
+  put(source: ReadableStream<Uint8Array>, opts?: { signal?: AbortSignal }): Promise<PendingPut>;
+  /** Size in bytes of content this back-end holds (committed), or undefined. */
+  stat(cid: string): Promise<{ size: number } | undefined>;
+  /** Streams the content, or a range of it; a damaged chunk errors the stream instead of
+   * serving wrong bytes. */
+  read(cid: string, range?: ByteRange): ReadableStream<Uint8Array>;
+  /** Drops one reference; content with none left is removed (dfs) or unpinned (ipfs). */
+  release(cid: string): Promise<void>;
+  /** Component health for /healthz. */
+  health(): Promise<Record<string, unknown>>;
+  stop(): Promise<void>;
+}
