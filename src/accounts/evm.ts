@@ -70,6 +70,10 @@ export function createEvmService(ctx: Ctx, deps: { tokens: TokenService; users: 
       throw fail("CHAIN_UNAVAILABLE");
     });
     if (verdict === "timeout") throw fail("CHAIN_UNAVAILABLE");
+    if (!verdict) {
+      const alive = await withTimeout(deps.publicClient.getChainId(), VERIFY_TIMEOUT_MS).catch(() => "down" as const);
+      if (alive === "down" || alive === "timeout") throw fail("CHAIN_UNAVAILABLE");
+    }
     return verdict;
   }
 

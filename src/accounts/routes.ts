@@ -106,14 +106,18 @@ export function accountRoutes(s: AccountServices) {
         detail: { summary: "Log in with a browser wallet token (raw JWT in Authorization, no Bearer prefix)", tags: TAG },
       },
     )
-    .post("/v2/login/refresh", async ({ headers }) => ({ result: 1 as const, data: await s.tokens.refresh(headers.authorization?.trim() ?? "") }), {
-      response: ok({ data: tokenPair }),
-      detail: {
-        summary: "New access token (and a new refresh token) for a refresh token in Authorization, no prefix",
-        description: "The old refresh token stays usable until the new one is first used; using it after that revokes the session.",
-        tags: TAG,
+    .post(
+      "/v2/login/refresh",
+      async ({ headers, request }) => ({ result: 1 as const, data: await s.tokens.refresh(headers.authorization?.trim() ?? "", clientIp(request)) }),
+      {
+        response: ok({ data: tokenPair }),
+        detail: {
+          summary: "New access token (and a new refresh token) for a refresh token in Authorization, no prefix",
+          description: "The old refresh token stays usable until the new one is first used; using it after that revokes the session.",
+          tags: TAG,
+        },
       },
-    })
+    )
     .get(
       "/v2/auth/me",
       async ({ headers, query, set }) => {

@@ -16,6 +16,7 @@ import { SignJWT, errors as joseErrors, jwtVerify, type JWTPayload } from "jose"
 import { refreshFamilies, refreshTokens, users } from "./schema.ts";
 import { fail, type AccountErrorCode } from "./error-codes.ts";
 import { keyedHash, safeEqual } from "./hash.ts";
+import { enforce } from "./limits.ts";
 import type { ClientInfo, Ctx, LoginMethod, TokenPair, UserRow } from "./types.ts";
 
 export type TokenType = "access" | "refresh";
@@ -44,7 +45,8 @@ export type RefreshGuard = (session: { method: string; userId: number; uid: stri
 
 export interface TokenService {
   issue(user: UserRow, method: LoginMethod, client?: ClientInfo): Promise<TokenPair>;
-  refresh(refreshToken: string): Promise<TokenPair>;
+  /** `ip` counts the call against the per-IP refresh limit. */
+  refresh(refreshToken: string, ip?: string): Promise<TokenPair>;
   /** Resolves with the claims of a valid `typ: access` token, or throws TokenError. */
   verifyAccessToken(token: string | undefined | null): Promise<AccessClaims>;
   revokeAll(userId: number, reason: string): void;
@@ -118,7 +120,8 @@ export function createTokenService(ctx: Ctx, jwtKey: Uint8Array, guards: Partial
       return { accessToken, refreshToken };
     },
 
-    async refresh(presented) {
+    async refresh(presented, ip) {
+      if (ip !== undefined) enforce(ctx, ctx.limits.refreshesPerIp, ip);
       let claims: Awaited<ReturnType<typeof decode>>;
       try {
         claims = await decode(presented, "refresh");

@@ -27,11 +27,13 @@ export interface ClientInfo {
 export type LoginMethod = "email" | "password" | "messenger" | "browser" | "evm" | "did";
 
 /**
- * The one viem call the account API needs from the chain. Any viem PublicClient has it; with none,
+ * The viem calls the account API needs from the chain. Any viem PublicClient has them; with none,
  * only plain-key (EOA) signatures can be checked.
  */
 export interface SignatureVerifier {
   verifyMessage(args: { address: Address; message: string; signature: Hex }): Promise<boolean>;
+  /** viem answers "invalid" when the chain is unreachable too; this tells the two apart. */
+  getChainId(): Promise<number>;
 }
 
 export interface AccountDeps {

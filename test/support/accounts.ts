@@ -4,6 +4,8 @@
  */
 import type { AccountDeps } from "../../src/accounts/index.ts";
 import type { Mail, Mailer } from "../../src/accounts/mailer.ts";
+import { rememberClientIp } from "../../src/http/client-ip.ts";
+import type { Logger } from "../../src/log.ts";
 import { testApp, type Json } from "./app.ts";
 
 export interface Clock {
@@ -52,19 +54,26 @@ export interface Reply {
   body: Json;
 }
 
-export type Call = (method: string, path: string, opts?: { body?: unknown; headers?: Record<string, string> }) => Promise<Reply>;
+/**
+ * `ip` is the client address the server sees, as the socket would have told it; without one, each
+ * call comes from an address of its own, so only tests about per-IP limits meet them.
+ */
+export type Call = (method: string, path: string, opts?: { body?: unknown; headers?: Record<string, string>; ip?: string }) => Promise<Reply>;
 
-export function accountsApp(opts: { env?: Record<string, string>; accounts?: Partial<AccountDeps>; clock?: Clock } = {}) {
+export function accountsApp(opts: { env?: Record<string, string>; accounts?: Partial<AccountDeps>; clock?: Clock; log?: Logger } = {}) {
   const clock = opts.clock ?? testClock();
   const mail = memoryMailer();
-  const made = testApp({ env: opts.env, accounts: { now: clock.now, mailer: mail.mailer, ...opts.accounts } });
-  const call: Call = async (method, path, { body, headers = {} } = {}) => {
+  const made = testApp({ env: opts.env, log: opts.log, accounts: { now: clock.now, mailer: mail.mailer, ...opts.accounts } });
+  let calls = 0;
+  const call: Call = async (method, path, { body, headers = {}, ip } = {}) => {
     const init: RequestInit = { method, headers: { ...headers } };
     if (body !== undefined) {
       init.body = JSON.stringify(body);
       (init.headers as Record<string, string>)["content-type"] = "application/json";
     }
-    const res = await made.app.handle(new Request(`http://stowage.test${path}`, init));
+    const request = new Request(`http://stowage.test${path}`, init);
+    rememberClientIp(request, ip ?? `client-${++calls}`);
+    const res = await made.app.handle(request);
     const text = await res.text();
     return { status: res.status, headers: res.headers, body: text ? JSON.parse(text) : undefined };
   };
