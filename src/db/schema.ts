@@ -14,3 +14,5 @@ export const appState = sqliteTable("app_state", {
 export * from "../accounts/schema.ts";
 
 export * from "../chain/schema.ts";
+
+export * from "../storage/dfs/schema.ts";
