@@ -16,3 +16,5 @@ export * from "../accounts/schema.ts";
 export * from "../chain/schema.ts";
 
 export * from "../storage/dfs/schema.ts";
+
+export * from "../storage/ipfs/schema.ts";
