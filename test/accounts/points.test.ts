@@ -122,3 +122,15 @@ describe("action records", () => {
     expect((await add(bearer(refresh), 5)).status).toBe(401);
   });
 });
+
+test("STOWAGE_RENEWAL_DAYS sets the gap between renewals", async () => {
+  const { call, clock } = accountsApp({ env: { STOWAGE_RENEWAL_DAYS: "7", STOWAGE_ACCESS_TOKEN_TTL: "30d" } });
+  const auth = bearer((await evmLogin(call, privateKeyToAccount(generatePrivateKey()))).body.data.accessToken);
+  const add = (actionid: number) => call("POST", "/v2/data/record/add", { body: { actionid }, headers: auth });
+  await add(5);
+  expect((await add(6)).status).toBe(200);
+  clock.advance(7 * DAY - 1000);
+  expect((await add(6)).body.error).toBe("VERIFY_ACTION_FAILED");
+  clock.advance(1000);
+  expect((await add(6)).status).toBe(200);
+});

@@ -5,9 +5,11 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
+import { createPublicClient, createWalletClient, defineChain, encodeFunctionData, getAddress, http, keccak256, serializeErc6492Signature, toHex } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { createAccountClient } from "../../src/sdk/account.ts";
-import { startBinary, type RunningBinary } from "../support/binary.ts";
+import { testWalletFactoryAbi, testWalletFactoryBytecode } from "../support/artifacts/test-wallets.ts";
+import { runBinary, startBinary, type RunningBinary } from "../support/binary.ts";
 import { tempDir } from "../support/tmp.ts";
 
 const APP_ORIGIN = "https://app.stowage.test";
@@ -71,6 +73,39 @@ describe("account API of the binary", () => {
   test("an origin outside STOWAGE_ALLOWED_ORIGINS gets no challenge", async () => {
     const client = createAccountClient({ baseUrl: server.url, origin: "https://evil.test" });
     await expect(client.loginWithEvmAccount(privateKeyToAccount(generatePrivateKey()))).rejects.toMatchObject({ status: 403, error: "FORBIDDEN" });
+  });
+
+  test("smart wallets on the embedded chain: a deployed EIP-1271 wallet and an undeployed ERC-6492 one", async () => {
+    // A deployer funded by the admin CLI puts the test wallet factory on the chain via the public RPC.
+    const deployer = privateKeyToAccount(generatePrivateKey());
+    expect((await runBinary(["admin", "fund", deployer.address, "1", "--data-dir", dataDir])).code).toBe(0);
+    const chain = defineChain({ id: 985, name: "stowage", nativeCurrency: { name: "Ether", symbol: "ETH", decimals: 18 }, rpcUrls: { default: { http: [`${server.url}/rpc`] } } });
+    const transport = http(`${server.url}/rpc`);
+    const reader = createPublicClient({ chain, transport, pollingInterval: 50 });
+    const writer = createWalletClient({ account: deployer, chain, transport });
+    const deployed = await reader.waitForTransactionReceipt({ hash: await writer.deployContract({ abi: testWalletFactoryAbi, bytecode: testWalletFactoryBytecode }) });
+    const factory = getAddress(deployed.contractAddress!);
+
+    const owner = privateKeyToAccount(generatePrivateKey());
+    const salt = keccak256(toHex("e2e-wallet"));
+    const wallet = await reader.readContract({ address: factory, abi: testWalletFactoryAbi, functionName: "predict", args: [owner.address, salt] });
+    const deployData = encodeFunctionData({ abi: testWalletFactoryAbi, functionName: "deploy", args: [owner.address, salt] });
+
+    // Undeployed: the owner's signature wrapped per ERC-6492.
+    const client = createAccountClient({ baseUrl: server.url, origin: APP_ORIGIN });
+    const counterfactual = {
+      address: wallet,
+      signMessage: async (args: { message: string }) => serializeErc6492Signature({ address: factory, data: deployData, signature: await owner.signMessage(args) }),
+    };
+    const before = await client.loginWithEvmAccount(counterfactual);
+    expect(before.did).toBe(`did:ethr:0x3d9:${wallet}`);
+
+    // Deployed: the owner's plain signature, checked by the wallet's isValidSignature.
+    await reader.waitForTransactionReceipt({ hash: await writer.writeContract({ address: factory, abi: testWalletFactoryAbi, functionName: "deploy", args: [owner.address, salt] }) });
+    const after = await client.loginWithEvmAccount({ address: wallet, signMessage: (args) => owner.signMessage(args) });
+    expect(after.number).toBe(before.number);
+    const stranger = privateKeyToAccount(generatePrivateKey());
+    await expect(client.loginWithEvmAccount({ address: wallet, signMessage: (args) => stranger.signMessage(args) })).rejects.toMatchObject({ status: 401 });
   });
 
   test("email code through the dev mailbox in DATA_DIR/mail", async () => {
