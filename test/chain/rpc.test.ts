@@ -67,8 +67,8 @@ describe("POST /rpc", () => {
 
   test("eth_sendRawTransaction of a transaction signed by the user passes", async () => {
     const user = await chain.anvil.newAccount();
-    const request = await chain.anvil.wallet(user).prepareTransactionRequest({ to: someone, value: parseEther("1") });
-    const raw = await user.signTransaction(request);
+    const wallet = chain.anvil.wallet(user);
+    const raw = await wallet.signTransaction(await wallet.prepareTransactionRequest({ to: someone, value: parseEther("1") }));
     const r = await rpc(call("eth_sendRawTransaction", [raw]));
     expect(r.body.result).toMatch(/^0x[0-9a-f]{64}$/);
     await chain.anvil.publicClient.waitForTransactionReceipt({ hash: r.body.result });

@@ -11,7 +11,7 @@ const chain = await testChain();
 const BASE = "https://gw.example";
 const { app } = testApp({ chain: chain.context, env: { STOWAGE_PUBLIC_URL: BASE } });
 // Every SDK call, RPC included, goes through the app as it would over the network.
-const viaApp = ((input: RequestInfo | URL, init?: RequestInit) => app.handle(new Request(input, init))) as typeof fetch;
+const viaApp = ((input: string | URL | Request, init?: RequestInit) => app.handle(new Request(input instanceof URL ? input.href : input, init))) as typeof fetch;
 
 test("discovers the gateway through GET /chain", async () => {
   const info = await discoverGateway(`${BASE}/`, { fetch: viaApp });
