@@ -4,14 +4,14 @@ import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { didRegistryAbi } from "../../src/chain/artifacts/index.ts";
 import { DELEGATE_TYPES } from "../../src/identity/delegates.ts";
 import { connectGateway, discoverGateway } from "../../src/sdk/chain.ts";
-import { testApp } from "../support/app.ts";
+import { appFetch, testApp } from "../support/app.ts";
 import { testChain } from "../support/chain.ts";
 
 const chain = await testChain();
 const BASE = "https://gw.example";
 const { app } = testApp({ chain: chain.context, env: { STOWAGE_PUBLIC_URL: BASE } });
 // Every SDK call, RPC included, goes through the app as it would over the network.
-const viaApp = ((input: string | URL | Request, init?: RequestInit) => app.handle(new Request(input instanceof URL ? input.href : input, init))) as typeof fetch;
+const viaApp = appFetch(app);
 
 test("discovers the gateway through GET /chain", async () => {
   const info = await discoverGateway(`${BASE}/`, { fetch: viaApp });

@@ -31,3 +31,10 @@ export function postJson(path: string, body: unknown, headers: Record<string, st
 // biome-ignore lint: tests read arbitrary JSON bodies field by field; `any` keeps those reads short.
 export type Json = any;
 export const readJson = async (r: Response): Promise<Json> => r.json();
+
+/** A `fetch` that hands every request to the app, for SDK tests without a socket. */
+export function appFetch(app: { handle(request: Request): Promise<Response> }): typeof fetch {
+  const toRequest = (input: string | URL | Request, init?: RequestInit) =>
+    input instanceof Request ? new Request(input, init) : new Request(input instanceof URL ? input.href : input, init);
+  return ((input: string | URL | Request, init?: RequestInit) => app.handle(toRequest(input, init))) as typeof fetch;
+}
