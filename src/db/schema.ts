@@ -18,3 +18,4 @@ export * from "../chain/schema.ts";
 export * from "../storage/dfs/schema.ts";
 
 export * from "../storage/ipfs/schema.ts";
+export * from "../storage/schema.ts";

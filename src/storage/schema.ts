@@ -1,0 +1,74 @@
+/**
+ * Storage state: DID login sessions and their restricted-call ids (D4, D5), buckets and files
+ * (D9), and the traffic voucher counter (D6). Content itself belongs to the back-ends.
+ */
+import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
+
+/** The newest accepted login timestamp per DID: a login must be newer (no replay). */
+export const didLogins = sqliteTable("did_logins", {
+  did: text("did").primaryKey(),
+  lastTimestamp: integer("last_timestamp").notNull(),
+});
+
+/** One session per (did, token): several devices can be logged in at once. */
+export const storageSessions = sqliteTable(
+  "storage_sessions",
+  {
+    did: text("did").notNull(),
+    token: text("token").notNull(),
+    timestamp: integer("timestamp").notNull(),
+    /** Highest requestID accepted in this session (0 after login). */
+    highestRequest: integer("highest_request").notNull().default(0),
+    createdAt: integer("created_at").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.did, t.token] }), index("storage_sessions_latest").on(t.did, t.timestamp)],
+);
+
+/** requestIDs claimed in a session; the primary key makes each one usable once. */
+export const sessionRequests = sqliteTable(
+  "session_requests",
+  {
+    did: text("did").notNull(),
+    token: text("token").notNull(),
+    requestId: integer("request_id").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.did, t.token, t.requestId] })],
+);
+
+export const buckets = sqliteTable("buckets", {
+  did: text("did").primaryKey(),
+  createdAt: integer("created_at").notNull(),
+});
+
+export const files = sqliteTable(
+  "files",
+  {
+    id: integer("id").primaryKey({ autoIncrement: true }),
+    did: text("did").notNull().references(() => buckets.did),
+    backend: text("backend", { enum: ["dfs", "ipfs"] }).notNull(),
+    name: text("name").notNull(),
+    cid: text("cid").notNull(),
+    size: integer("size").notNull(),
+    encryption: text("encryption").notNull().default(""),
+    modTime: integer("mod_time").notNull(),
+  },
+  (t) => [uniqueIndex("files_name").on(t.did, t.backend, t.name), index("files_cid").on(t.backend, t.cid, t.did)],
+);
+
+/** All-time bytes moved per payer at this seller, and vouchers already accepted (D6). */
+export const voucherCounters = sqliteTable("voucher_counters", {
+  payer: text("payer").primaryKey(),
+  used: integer("used").notNull().default(0),
+});
+
+export const vouchersUsed = sqliteTable(
+  "vouchers_used",
+  {
+    payer: text("payer").notNull(),
+    size: integer("size").notNull(),
+    /** The counter when the voucher was accepted: the transfer may move size − base bytes. */
+    base: integer("base").notNull(),
+    usedAt: integer("used_at").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.payer, t.size] })],
+);
