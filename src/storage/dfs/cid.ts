@@ -1,0 +1,61 @@
+/**
+ * How a file's Cid is computed (D9): UnixFS CIDv1, raw leaves, fixed 1 MiB chunks, balanced layout
+ * with at most 1024 links per node — what @helia/unixfs 8 does by default. Every option is passed
+ * explicitly because bare ipfs-unixfs-importer defaults differ (256 KiB chunks, 174 links).
+ *
+ * @example
+ *   const cid = await cidOf([new TextEncoder().encode("hello world\n")])
+ *   // "bafkreifjjcie6lypi6ny7amxnfftagclbuxndqonfipmb64f2km2devei4"
+ */
+import { importFile, type ByteStream, type ImporterOptions, type WritableStorage } from "ipfs-unixfs-importer";
+import { fixedSize } from "ipfs-unixfs-importer/chunker";
+import { balanced } from "ipfs-unixfs-importer/layout";
+import type { CID } from "multiformats/cid";
+import * as raw from "multiformats/codecs/raw";
+import { sha256 } from "multiformats/hashes/sha2";
+
+export const CHUNK_SIZE = 1_048_576;
+export const MAX_CHILDREN_PER_NODE = 1024;
+
+/**
+ * Importer options for D9 Cids. `blockWriteConcurrency: 1` makes the importer hand raw leaves to
+ * the blockstore one at a time, in file order, and hold no more than one chunk it has cut: the dfs
+ * store relies on that order for its manifest and does its own bounded write-behind. It does not
+ * change the Cid.
+ */
+export function importerOptions(): ImporterOptions {
+  return {
+    cidVersion: 1,
+    rawLeaves: true,
+    reduceSingleLeafToSelf: true,
+    chunker: fixedSize({ chunkSize: CHUNK_SIZE }),
+    layout: balanced({ maxChildrenPerNode: MAX_CHILDREN_PER_NODE }),
+    blockWriteConcurrency: 1,
+  };
+}
+
+/** Runs the importer over `content`, giving every block (leaves and inner nodes) to `blocks`. */
+export async function importContent(content: ByteStream, blocks: WritableStorage): Promise<CID> {
+  const entry = await importFile({ content }, blocks, importerOptions());
+  return entry.cid;
+}
+
+/** A blockstore that keeps nothing: the Cid alone. */
+const discard: WritableStorage = { put: async (cid) => cid };
+
+/** The D9 Cid of some bytes, computed without storing them. */
+export async function cidOf(content: ByteStream): Promise<string> {
+  return (await importContent(content, discard)).toString();
+}
+
+/** True for a raw leaf (a chunk's bytes as they are); false for a dag-pb inner node. */
+export function isRawLeaf(cid: CID): boolean {
+  return cid.code === raw.code;
+}
+
+/** Lower-case hex SHA-256 of a raw leaf: its Cid's digest, which the importer computed. */
+export function leafHash(cid: CID): string {
+  if (cid.multihash.code !== sha256.code) throw new Error(`unexpected multihash 0x${cid.multihash.code.toString(16)}`);
+  const d = cid.multihash.digest;
+  return Buffer.from(d.buffer, d.byteOffset, d.byteLength).toString("hex");
+}

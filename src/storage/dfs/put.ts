@@ -1,0 +1,178 @@
+/**
+ * Upload: the source streams through ipfs-unixfs-importer (which cuts 1 MiB chunks and hashes them
+ * for the raw-leaf Cids); each raw leaf reaches `ChunkSink.put` in file order, is pinned, and is
+ * written durably behind the importer, at most WRITE_QUEUE chunks waiting. Memory holds the chunk
+ * being cut plus the chunks queued — a few MiB whatever the file size — and the manifest (one
+ * hash per MiB). Inner dag-pb nodes are not stored: the Cid is all we need of them.
+ *
+ * Nothing is referenced until `commit()` writes the manifest, in one transaction, after every
+ * chunk is durable. A failure or `abort()` unpins the chunks and deletes those nobody else needs.
+ */
+import type { WritableStorage } from "ipfs-unixfs-importer";
+import type { CID } from "multiformats/cid";
+import type { PendingPut } from "../backend.ts";
+import { importContent, isRawLeaf, leafHash } from "./cid.ts";
+import type { DfsContext } from "./context.ts";
+import { AbortedPutError, StoppedError } from "./errors.ts";
+import { collect } from "./gc.ts";
+import type { ChunkRef } from "./rows.ts";
+
+/**
+ * Chunks an upload may have handed over and not yet made durable. Writes (write with fsync, rename)
+ * run one at a time behind the importer: on a 2-core VM, concurrent fsyncs of one upload were
+ * measured slower than a single writer, while overlapping the writer with the importer's hashing
+ * is what pays. Folders are fsync'd once per upload, in `finish()`.
+ */
+const WRITE_QUEUE = 2;
+
+export async function put(ctx: DfsContext, source: ReadableStream<Uint8Array>, opts: { signal?: AbortSignal } = {}): Promise<PendingPut> {
+  if (ctx.stopping.signal.aborted) throw new StoppedError("dfs store is stopped");
+  const signal = opts.signal ? AbortSignal.any([opts.signal, ctx.stopping.signal]) : ctx.stopping.signal;
+  const run = upload(ctx, source, signal);
+  ctx.active.add(run);
+  const forget = () => void ctx.active.delete(run);
+  run.then(forget, forget);
+  return run;
+}
+
+async function upload(ctx: DfsContext, source: ReadableStream<Uint8Array>, signal: AbortSignal): Promise<PendingPut> {
+  const sink = new ChunkSink(ctx);
+  const read = { bytes: 0 };
+  try {
+    const root = await importContent(pieces(source, signal, read), sink);
+    // The manifest is built from the order in which leaves arrive; a short count would mean the
+    // importer changed how it hands them over. Never commit such a manifest.
+    if (read.bytes !== sink.size) throw new Error(`dfs: importer handed over ${sink.size} of ${read.bytes} bytes`);
+    await sink.finish();
+    signal.throwIfAborted();
+    const cid = root.toString();
+    ctx.log.debug("dfs: put", { cid, size: sink.size, chunks: sink.manifest.length, written: sink.written });
+    return pending(ctx, cid, sink);
+  } catch (e) {
+    await sink.settle();
+    await discard(ctx, sink.pinned);
+    throw e;
+  }
+}
+
+/** The importer's blockstore: keeps raw leaves as chunk files, drops inner nodes. */
+class ChunkSink implements WritableStorage {
+  readonly manifest: ChunkRef[] = [];
+  /** Distinct chunks of this upload, each pinned once. */
+  readonly pinned = new Set<string>();
+  size = 0;
+  /** Chunks whose bytes this upload wrote (the rest were on disk already). */
+  written = 0;
+  /** Writes handed over and not finished, oldest first; each starts when the one before ends. */
+  private readonly queue: Promise<void>[] = [];
+  private failure: { error: unknown } | undefined;
+
+  constructor(private readonly ctx: DfsContext) {}
+
+  async put(cid: CID, bytes: Uint8Array): Promise<CID> {
+    if (!isRawLeaf(cid)) return cid;
+    this.throwIfFailed();
+    const hash = leafHash(cid);
+    this.manifest.push({ hash, size: bytes.byteLength });
+    this.size += bytes.byteLength;
+    if (!this.pinned.has(hash)) {
+      this.pinned.add(hash);
+      this.ctx.pins.pin(hash); // before store() looks for an existing file (pins.ts)
+      this.enqueue(hash, bytes);
+    }
+    while (this.queue.length >= WRITE_QUEUE) await this.queue[0];
+    this.throwIfFailed();
+    return cid;
+  }
+
+  /** Waits for every write and makes the renames durable; throws the first failure. */
+  async finish(): Promise<void> {
+    await this.settle();
+    this.throwIfFailed();
+    await this.ctx.files.syncDirs(new Set([...this.pinned].map((hash) => this.ctx.files.dirOf(hash))));
+  }
+
+  /** Waits for every write, failed or not. */
+  async settle(): Promise<void> {
+    while (this.queue.length > 0) await this.queue.at(-1);
+  }
+
+  private enqueue(hash: string, bytes: Uint8Array): void {
+    const before = this.queue.at(-1) ?? Promise.resolve();
+    // Never rejects: a failure is kept and thrown from the next put() or finish(); later writes
+    // are skipped.
+    const write = before.then(async () => {
+      try {
+        if (!this.failure && (await this.ctx.files.store(hash, bytes))) this.written++;
+      } catch (error) {
+        this.failure ??= { error };
+      } finally {
+        this.queue.shift(); // writes end in order, so the one ending is the oldest
+      }
+    });
+    this.queue.push(write);
+  }
+
+  private throwIfFailed(): void {
+    if (this.failure) throw this.failure.error;
+  }
+}
+
+function pending(ctx: DfsContext, cid: string, sink: ChunkSink): PendingPut {
+  let state: "open" | "committed" | "aborted" = "open";
+  let manifest: ChunkRef[] = sink.manifest;
+  const size = sink.size;
+  return {
+    cid,
+    size,
+    async commit() {
+      if (state === "committed") return;
+      if (state === "aborted") throw new AbortedPutError(`put of ${cid} was aborted`);
+      ctx.rows.commit(cid, size, manifest);
+      state = "committed";
+      manifest = []; // the rows have it; a PendingPut kept around by a caller should not hold it
+      for (const hash of sink.pinned) ctx.pins.unpin(hash); // the rows keep the chunks now
+    },
+    async abort() {
+      if (state !== "open") return;
+      state = "aborted";
+      await discard(ctx, sink.pinned);
+    },
+  };
+}
+
+/** Unpins an upload's chunks and deletes those no other upload or row needs. */
+async function discard(ctx: DfsContext, pinned: Set<string>): Promise<void> {
+  const hashes = [...pinned];
+  pinned.clear();
+  for (const hash of hashes) ctx.pins.unpin(hash);
+  await collect(ctx, hashes);
+}
+
+/**
+ * The source's pieces, ending early (with the signal's reason) when `signal` aborts, and cancelling
+ * the source when the importer stops reading (a failed write), so the sender is not left hanging.
+ */
+async function* pieces(source: ReadableStream<Uint8Array>, signal: AbortSignal, read: { bytes: number }): AsyncGenerator<Uint8Array> {
+  const reader = source.getReader();
+  const cancel = () => void reader.cancel(signal.reason).catch(() => {});
+  signal.addEventListener("abort", cancel, { once: true });
+  let ended = false;
+  try {
+    for (;;) {
+      signal.throwIfAborted();
+      const next = await reader.read();
+      signal.throwIfAborted();
+      if (next.done) {
+        ended = true;
+        return;
+      }
+      read.bytes += next.value.byteLength;
+      if (next.value.byteLength > 0) yield next.value;
+    }
+  } finally {
+    signal.removeEventListener("abort", cancel);
+    if (!ended) await reader.cancel().catch(() => {});
+    reader.releaseLock();
+  }
+}
