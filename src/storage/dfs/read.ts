@@ -58,7 +58,10 @@ async function readPart(ctx: DfsContext, cid: string, plan: Plan): Promise<Uint8
   try {
     bytes = await ctx.files.load(chunk.hash, chunk.size);
   } catch (e) {
-    if (e instanceof CorruptChunkError) ctx.log.error("dfs: damaged chunk", { cid, idx, hash: chunk.hash, reason: e.message });
+    if (!(e instanceof CorruptChunkError)) throw e;
+    // A release between the row lookup and the read takes the file: that is no damage.
+    if (!ctx.rows.object(cid)) throw new NotFoundError(`dfs content ${cid} was released while being read`);
+    ctx.log.error("dfs: damaged chunk", { cid, idx, hash: chunk.hash, reason: e.message });
     throw e;
   }
   plan.next++;

@@ -6,7 +6,7 @@ import { describe, expect, test } from "bun:test";
 import { writeFileSync, mkdirSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { createLogger } from "../../../src/log.ts";
-import { CorruptChunkError } from "../../../src/storage/dfs/index.ts";
+import { CorruptChunkError, NotFoundError } from "../../../src/storage/dfs/index.ts";
 import { MiB, bytesOf, chunkPath, filesIn, openStore, readAll, rowCounts, sha256, streamOf } from "./support.ts";
 
 describe("dfs damage", () => {
@@ -150,6 +150,25 @@ describe("dfs uploads beside sweeps and releases", () => {
     expect(filesIn(store.dir).chunks.length).toBe(3);
     await second.commit();
     expect(Buffer.compare(await readAll(store.dfs.read(second.cid)), bytes)).toBe(0);
+    await store.close();
+  });
+
+  test("a release during a read ends the read with NotFoundError, not a damage report", async () => {
+    const lines: string[] = [];
+    const store = await openStore(undefined, createLogger("error", (l) => lines.push(l)));
+    const bytes = bytesOf(4 * MiB, 45);
+    const up = await store.dfs.put(streamOf(bytes));
+    await up.commit();
+    const reader = store.dfs.read(up.cid).getReader();
+    const first = await reader.read();
+    expect(Buffer.compare(first.value!, bytes.subarray(0, MiB))).toBe(0);
+    await store.dfs.release(up.cid);
+    await expect(
+      (async () => {
+        for (let r = await reader.read(); !r.done; r = await reader.read());
+      })(),
+    ).rejects.toBeInstanceOf(NotFoundError);
+    expect(lines).toEqual([]);
     await store.close();
   });
 

@@ -27,6 +27,7 @@ describe("dfs dedup and references", () => {
     expect(filesIn(store.dir).chunks.length).toBe(4);
     expect(rowCounts(store)).toEqual({ objects: 1, chunks: 4, manifest: 4 });
     expect(store.database.sqlite.query("SELECT refs FROM dfs_objects").get()).toEqual({ refs: 2 });
+    expect(await store.dfs.health()).toMatchObject({ ok: true, objects: 1, chunks: 4, bytes: bytes.length, uploads: 0, pinnedChunks: 0 });
 
     await store.dfs.release(a.cid);
     expect(Buffer.compare(await readAll(store.dfs.read(a.cid)), bytes)).toBe(0);
