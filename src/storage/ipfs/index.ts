@@ -1,0 +1,167 @@
+/**
+ * The `ipfs` storage back-end: an embedded Helia node (see node.ts) whose uploads are pinned by
+ * reference count, so another IPFS node can fetch them by Cid over bitswap.
+ *
+ * Pinning: `put` imports without pinning and returns a PendingPut holding the lock shared;
+ * `commit()` adds a reference in `ipfs_pins` (the content is pinned while it has one), `abort()`
+ * adds nothing. `release()` drops a reference; at zero the row goes and the blocks become
+ * garbage. Garbage collection runs once, at open, before the node listens, with the lock held
+ * exclusively: a kill -9 mid-upload leaves unpinned blocks that the next start removes.
+ *
+ * @example
+ *   const ipfs = await openIpfs({ dir: join(dataDir, "ipfs"), listen: config.ipfsListen, db, log })
+ *   const pending = await ipfs.put(body)
+ *   await pending.commit()
+ *   return new Response(ipfs.read(pending.cid, { start: 0, end: 99 }))
+ */
+import type { Db } from "../../db/open.ts";
+import type { Logger } from "../../log.ts";
+import type { Backend, ByteRange, PendingPut } from "../backend.ts";
+import { cidKey, parseCid, tryCidKey } from "./cids.ts";
+import { IpfsError } from "./errors.ts";
+import { collectGarbage, type GcResult } from "./gc.ts";
+import { SharedExclusiveLock } from "./lock.ts";
+import { startIpfsNode, type IpfsHelia } from "./node.ts";
+import { addRef, dropRef, pinned, pinnedCount, pinnedRoots } from "./pins.ts";
+import { importStream, type Imported } from "./put.ts";
+import { readContent } from "./read.ts";
+
+export { IpfsError, isIpfsError, type IpfsErrorCode } from "./errors.ts";
+export { d9ImporterOptions } from "./importer-options.ts";
+export type { GcResult } from "./gc.ts";
+export type { IpfsHelia } from "./node.ts";
+
+export interface OpenIpfsOptions {
+  /** The back-end's folder, normally DATA_DIR/ipfs: `blocks/`, `datastore/`, `peer.key`. */
+  dir: string;
+  /** libp2p listen multiaddrs (config `ipfsListen`, STOWAGE_IPFS_LISTEN). */
+  listen: readonly string[];
+  db: Db;
+  log: Logger;
+  /** Peer ids allowed to connect, and so to fetch over bitswap (D9); unset = anyone. */
+  allowPeers?: readonly string[];
+}
+
+export interface IpfsBackend extends Backend {
+  readonly kind: "ipfs";
+  readonly peerId: string;
+  /** Addresses other nodes can dial, each ending in `/p2p/<peerId>`. */
+  multiaddrs(): string[];
+  readonly helia: IpfsHelia;
+  /** What the start-up gc did. */
+  readonly startGc: GcResult;
+}
+
+export async function openIpfs(opts: OpenIpfsOptions): Promise<IpfsBackend> {
+  const { db, log } = opts;
+  const lock = new SharedExclusiveLock();
+  let startGc: GcResult = { kept: 0, removed: 0, broken: 0, missingLeaves: 0 };
+  const began = performance.now();
+  const node = await startIpfsNode({
+    dir: opts.dir,
+    listen: opts.listen,
+    allowPeers: opts.allowPeers,
+    async beforeStart(blocks) {
+      const release = await lock.exclusive();
+      try {
+        startGc = await collectGarbage(blocks, pinnedRoots(db), log);
+      } finally {
+        release();
+      }
+    },
+  });
+  const { helia, blocks } = node;
+  const peerId = helia.libp2p.peerId.toString();
+  const multiaddrs = () => helia.libp2p.getMultiaddrs().map(String);
+  log.info("ipfs node started", { peerId, listen: multiaddrs(), gc: startGc, ms: Math.round(performance.now() - began) });
+
+  let stopping: Promise<void> | undefined;
+  const running = () => {
+    if (stopping) throw new IpfsError("IPFS_STOPPED", "the ipfs back-end is stopped");
+  };
+
+  return {
+    kind: "ipfs",
+    peerId,
+    multiaddrs,
+    helia,
+    startGc,
+
+    async put(source: ReadableStream<Uint8Array>, putOpts?: { signal?: AbortSignal }): Promise<PendingPut> {
+      running();
+      // Held until commit or abort: gc must not sweep these blocks before they are pinned.
+      const release = await lock.shared();
+      let imported: Imported;
+      try {
+        imported = await importStream(helia, source, putOpts?.signal);
+      } catch (err) {
+        release();
+        throw err;
+      }
+      const cid = cidKey(imported.cid);
+      const size = imported.size;
+      let settled: "committed" | "aborted" | undefined;
+      return {
+        cid,
+        size,
+        async commit() {
+          if (settled === "committed") return;
+          if (settled === "aborted") throw new IpfsError("IPFS_ABORTED", `upload of ${cid} was aborted`);
+          addRef(db, cid, size);
+          settled = "committed";
+          release();
+        },
+        async abort() {
+          if (settled) return;
+          settled = "aborted";
+          // Nothing to undo: unpinned blocks (perhaps shared with pinned content) go at the next gc.
+          release();
+        },
+      };
+    },
+
+    async stat(cid: string) {
+      const key = tryCidKey(cid);
+      const row = key === undefined ? undefined : pinned(db, key);
+      return row ? { size: row.size } : undefined;
+    },
+
+    read(cid: string, range?: ByteRange): ReadableStream<Uint8Array> {
+      return readContent(
+        {
+          blocks,
+          pinnedSize: (key) => {
+            running();
+            return pinned(db, key)?.size;
+          },
+        },
+        cid,
+        range,
+      );
+    },
+
+    async release(cid: string) {
+      const key = cidKey(parseCid(cid));
+      const left = dropRef(db, key);
+      if (left === undefined) log.warn("ipfs release of a Cid with no reference", { cid: key });
+      else if (left === 0) log.info("ipfs content unpinned; its blocks go at the next start", { cid: key });
+    },
+
+    async health() {
+      return {
+        kind: "ipfs",
+        status: helia.status,
+        peerId,
+        multiaddrs: stopping ? [] : multiaddrs(),
+        connections: stopping ? 0 : helia.libp2p.getConnections().length,
+        pinned: pinnedCount(db),
+      };
+    },
+
+    stop() {
+      // Bun keeps the process alive about 1 s after the TCP listener closes; nothing to wait for.
+      stopping ??= node.stop().then(() => log.info("ipfs node stopped", { peerId }));
+      return stopping;
+    },
+  };
+}

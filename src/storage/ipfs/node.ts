@@ -1,0 +1,99 @@
+/**
+ * Builds the embedded Helia node the way DESIGN.md's pitfalls say: `createHeliaLight` +
+ * `withLibp2pLight` + `withBitswap`, with stores we open ourselves. `createHelia` would pull in
+ * UPnP, whose SSDP module reads `../../package.json` at load and kills the compiled binary.
+ *
+ * libp2p: TCP only, noise with the WASM ChaCha20-Poly1305 (Bun's node:crypto has none, and noise
+ * would fail every message of 1200 bytes or more), yamux, identify and ping. No DHT, no mDNS, no
+ * bootstrap list, no UPnP: this node is dialled by the peers that need it (D9).
+ *
+ * Layout of `dir` (the back-end's folder, normally DATA_DIR/ipfs): `blocks/`, `datastore/`,
+ * `peer.key`. Also used by the out-of-process test peer, so both ends are built the same way.
+ */
+import { withBitswap } from "@helia/bitswap";
+import { withLibp2pLight, type HeliaWithLibp2p } from "@helia/libp2p";
+import { identify, type Identify } from "@libp2p/identify";
+import { noise } from "@libp2p/noise";
+import { asCrypto, defaultCrypto } from "@libp2p/noise/crypto";
+import { ping, type Ping } from "@libp2p/ping";
+import { tcp } from "@libp2p/tcp";
+import { yamux } from "@libp2p/yamux";
+import { FsDatastore } from "datastore-fs";
+import { createHeliaLight } from "helia";
+import { mkdirSync } from "node:fs";
+import { join } from "node:path";
+import { DurableFsBlockstore } from "./durable-blockstore.ts";
+import { allowListGater } from "./gater.ts";
+import { loadOrCreatePeerKey } from "./peer-key.ts";
+
+export interface NodeOptions {
+  /** The back-end's folder (created 0700 if missing). */
+  dir: string;
+  /** libp2p listen multiaddrs, e.g. `/ip4/0.0.0.0/tcp/4001`. */
+  listen: readonly string[];
+  /** When set, only these peer ids may connect (and so be served by bitswap). */
+  allowPeers?: readonly string[];
+  /** Runs on the opened stores before the node starts listening (the start-up gc). */
+  beforeStart?(blocks: DurableFsBlockstore): Promise<void>;
+}
+
+export type IpfsServices = { identify: Identify; ping: Ping };
+export type IpfsHelia = HeliaWithLibp2p<IpfsServices>;
+
+export interface IpfsNode {
+  helia: IpfsHelia;
+  /** The raw on-disk blockstore under Helia (no network): reads and gc use it directly. */
+  blocks: DurableFsBlockstore;
+  /** Stops Helia, then closes the stores. */
+  stop(): Promise<void>;
+}
+
+/** Noise crypto for Bun: node:crypto for X25519 and SHA-256, WASM for ChaCha20-Poly1305. */
+const noiseCrypto = {
+  ...defaultCrypto,
+  chaCha20Poly1305Encrypt: asCrypto.chaCha20Poly1305Encrypt,
+  chaCha20Poly1305Decrypt: asCrypto.chaCha20Poly1305Decrypt,
+};
+
+export async function startIpfsNode(opts: NodeOptions): Promise<IpfsNode> {
+  mkdirSync(opts.dir, { recursive: true, mode: 0o700 });
+  const blocks = new DurableFsBlockstore(join(opts.dir, "blocks"));
+  const datastore = new FsDatastore(join(opts.dir, "datastore"));
+  await blocks.open();
+  await datastore.open();
+  const closeStores = async () => {
+    await datastore.close();
+    await blocks.close();
+  };
+
+  let helia: IpfsHelia | undefined;
+  try {
+    await opts.beforeStart?.(blocks);
+    const privateKey = await loadOrCreatePeerKey(join(opts.dir, "peer.key"));
+    helia = withBitswap(
+      withLibp2pLight(createHeliaLight({ blockstore: blocks, datastore }), {
+        privateKey,
+        addresses: { listen: [...opts.listen] },
+        transports: [tcp()],
+        connectionEncrypters: [noise({ crypto: noiseCrypto })],
+        streamMuxers: [yamux()],
+        connectionGater: allowListGater(opts.allowPeers),
+        services: { identify: identify(), ping: ping() },
+      }),
+    );
+    await helia.start();
+  } catch (err) {
+    await helia?.stop().catch(() => {});
+    await closeStores();
+    throw err;
+  }
+  const started = helia;
+  return {
+    helia: started,
+    blocks,
+    async stop() {
+      await started.stop();
+      await closeStores();
+    },
+  };
+}
