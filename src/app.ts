@@ -17,6 +17,9 @@ import { version } from "./version.ts";
 import { chainRoutes } from "./chain/routes.ts";
 import type { ChainContext } from "./chain/types.ts";
 import { accountRoutes, type AccountServices } from "./accounts/index.ts";
+import { bodyLimit } from "./http/body-limit.ts";
+import { storageRoutes } from "./storage/routes.ts";
+import type { Storage } from "./storage/service.ts";
 
 export interface AppServices {
   config: Config;
@@ -27,6 +30,8 @@ export interface AppServices {
   chain?: ChainContext;
   /** The account API (/v2): built by `createAccountServices`. */
   accounts: AccountServices;
+  /** Absent only in tests of parts that need no storage. */
+  storage?: Storage;
 }
 
 export const OPENAPI_PATH = "/openapi";
@@ -34,6 +39,7 @@ export const OPENAPI_PATH = "/openapi";
 export function buildApp(services: AppServices) {
   return new Elysia()
     .use(errorHandler(services.log))
+    .use(bodyLimit)
     .use(
       openapi({
         path: OPENAPI_PATH,
@@ -44,7 +50,8 @@ export function buildApp(services: AppServices) {
     )
     .use(healthRoutes(services.health, version))
     .use(accountRoutes(services.accounts))
-    .use(services.chain ? chainRoutes({ chain: services.chain, publicUrl: services.config.publicUrl, log: services.log }) : new Elysia());
+    .use(services.chain ? chainRoutes({ chain: services.chain, publicUrl: services.config.publicUrl, log: services.log }) : new Elysia())
+    .use(services.storage ? storageRoutes(services.storage) : new Elysia());
 }
 
 export type App = ReturnType<typeof buildApp>;

@@ -14,6 +14,7 @@ import { buildApp } from "./app.ts";
 import { createHandler } from "./http/handler.ts";
 import { startChain } from "./chain/start.ts";
 import { createAccountServices } from "./accounts/index.ts";
+import { startStorage } from "./storage/start.ts";
 
 export interface RunningServer {
   /** The address it listens on, with the real port when 0 was asked for. */
@@ -47,13 +48,17 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     const chain = await startChain(config, secrets, log);
     cleanup.push(() => chain.stop());
     const accounts = createAccountServices({ config, db: database.db, log, secrets, publicClient: chain.context.publicClient });
+    const stored = await startStorage({ config, db: database.db, log, chain: chain.context, accounts });
+    cleanup.push(() => stored.stop());
     const app = buildApp({
       config,
       log,
       db: database.db,
       chain: chain.context,
       accounts,
+      storage: stored.storage,
       health: {
+        ...stored.health,
         chain: () => chain.health(),
         database: () => {
           database.sqlite.query("select 1").get();

@@ -124,7 +124,7 @@ export async function startDevnet({ dataDir, chainId, log }: { dataDir: string; 
     }
     let stopping = false;
     void proc.exited.then((code) => {
-      if (!stopping) log.error("the embedded chain exited unexpectedly", { code });
+      if (!stopping) log.error("the embedded chain exited unexpectedly", { exitCode: code });
     });
     log.info("embedded chain ready", { url, chainId, resumed });
     return {

@@ -6,6 +6,7 @@
 import type { Server } from "bun";
 import type { Logger } from "../log.ts";
 import { rememberClientIp, resolveClientIp } from "./client-ip.ts";
+import { needsLength } from "./body-limit.ts";
 
 export interface HandlerOptions {
   handle: (request: Request) => Promise<Response>;
@@ -34,6 +35,8 @@ export function createHandler({ handle, log, corsOrigins, trustProxy }: HandlerO
         response.headers.set("access-control-allow-headers", request.headers.get("access-control-request-headers") ?? "");
         response.headers.set("access-control-max-age", "600");
       }
+    } else if (needsLength(request, new URL(request.url).pathname)) {
+      response = Response.json({ Code: "InvalidArgument", Description: "Content-Length is required for this body", HTTPStatusCode: 411 }, { status: 411 });
     } else {
       response = await handle(request);
     }

@@ -7,10 +7,22 @@ import { openDatabase } from "../../src/db/open.ts";
 import { silentLogger, type Logger } from "../../src/log.ts";
 import { tempDir } from "./tmp.ts";
 import type { ChainContext } from "../../src/chain/types.ts";
-import { createAccountServices, type AccountDeps } from "../../src/accounts/index.ts";
+import { createAccountServices, type AccountDeps, type AccountServices } from "../../src/accounts/index.ts";
+import type { Config } from "../../src/config.ts";
+import type { Db } from "../../src/db/open.ts";
+import type { Storage } from "../../src/storage/service.ts";
 
 /** `accounts` overrides parts of the account services: a clock, a mailer, a chain client, limits. */
-export function testApp(opts: { env?: Record<string, string>; log?: Logger; chain?: ChainContext; accounts?: Partial<AccountDeps> } = {}) {
+export interface TestAppOptions {
+  env?: Record<string, string>;
+  log?: Logger;
+  chain?: ChainContext;
+  accounts?: Partial<AccountDeps>;
+  /** Builds the storage service over this app's database and account services. */
+  storage?: (ctx: { config: Config; db: Db; log: Logger; accounts: AccountServices; dataDir: string }) => Storage;
+}
+
+export function testApp(opts: TestAppOptions = {}) {
   const dataDir = tempDir("app");
   const config = parseConfig([], { STOWAGE_DATA_DIR: dataDir, ...opts.env });
   const database = openDatabase(join(dataDir, "stowage.db"));
@@ -18,8 +30,9 @@ export function testApp(opts: { env?: Record<string, string>; log?: Logger; chai
   const log = opts.log ?? silentLogger;
   const secrets = { jwtKey: crypto.getRandomValues(new Uint8Array(32)) };
   const accounts = createAccountServices({ config, db: database.db, log, secrets, publicClient: opts.chain?.publicClient, ...opts.accounts });
-  const app = buildApp({ config, log, db: database.db, health: { database: () => void database.sqlite.query("select 1").get() }, chain: opts.chain, accounts });
-  return { app, config, database, log, dataDir, accounts, secrets };
+  const storage = opts.storage?.({ config, db: database.db, log, accounts, dataDir });
+  const app = buildApp({ config, log, db: database.db, health: { database: () => void database.sqlite.query("select 1").get() }, chain: opts.chain, accounts, storage });
+  return { app, config, database, log, dataDir, accounts, secrets, storage };
 }
 
 export const get = (path: string, init?: RequestInit) => new Request(`http://stowage.test${path}`, init);

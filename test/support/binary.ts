@@ -8,6 +8,10 @@ import type { Subprocess } from "bun";
 
 export const BINARY = join(import.meta.dir, "..", "..", "dist", "stowage");
 
+/** A clean environment: nothing from this shell (not even a PATH to Bun) reaches the binary; the
+ * IPFS node takes a free loopback port so servers of parallel tests don't collide. */
+const BASE_ENV = { HOME: "/tmp", STOWAGE_IPFS_LISTEN: "/ip4/127.0.0.1/tcp/0" };
+
 export interface RunningBinary {
   proc: Subprocess<"ignore", "pipe", "pipe">;
   url: string;
@@ -23,8 +27,7 @@ export function requireBinary() {
 /** Starts the binary and resolves once it prints its listening line (or rejects with its output). */
 export async function startBinary(args: string[], env: Record<string, string> = {}, timeoutMs = 30_000): Promise<RunningBinary> {
   requireBinary();
-  // A clean environment: nothing from this shell, not even PATH to a Bun, reaches the binary.
-  const proc = Bun.spawn([BINARY, ...args], { env: { HOME: "/tmp", ...env }, stdin: "ignore", stdout: "pipe", stderr: "pipe" });
+  const proc = Bun.spawn([BINARY, ...args], { env: { ...BASE_ENV, ...env }, stdin: "ignore", stdout: "pipe", stderr: "pipe" });
   let out = "";
   const collect = async (stream: ReadableStream<Uint8Array>) => {
     for await (const chunk of stream) out += new TextDecoder().decode(chunk);
@@ -58,7 +61,7 @@ export async function startBinary(args: string[], env: Record<string, string> = 
 /** Runs the binary to completion (for commands such as --help). */
 export async function runBinary(args: string[], env: Record<string, string> = {}) {
   requireBinary();
-  const proc = Bun.spawn([BINARY, ...args], { env: { HOME: "/tmp", ...env }, stdout: "pipe", stderr: "pipe" });
+  const proc = Bun.spawn([BINARY, ...args], { env: { ...BASE_ENV, ...env }, stdout: "pipe", stderr: "pipe" });
   const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
   return { stdout, stderr, code };
 }

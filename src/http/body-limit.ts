@@ -1,0 +1,40 @@
+/**
+ * Caps bodies that are parsed whole (JSON, forms, text) at 64 KiB (D9), before anything reads
+ * them, by their Content-Length. (Over a socket such bodies must declare it: the server's fetch
+ * handler refuses chunked ones, see `needsLength`.) Streaming routes (uploads) register a
+ * matcher and are left alone: they stream and enforce their own limit.
+ */
+import { Elysia } from "elysia";
+import { accountError, isAccountPath, storageError } from "./errors.ts";
+
+export const MAX_PARSED_BODY = 64 * 1024;
+
+type Matcher = (method: string, path: string) => boolean;
+const streamed: Matcher[] = [];
+
+/** Marks requests that a route streams itself (e.g. `POST /:type` uploads). */
+export function streamsBody(matcher: Matcher) {
+  streamed.push(matcher);
+}
+
+const PARSED = /^(application\/json|application\/x-www-form-urlencoded|multipart\/form-data|text\/plain)/i;
+
+/** A body that will be parsed whole: JSON or a form, on a route that does not stream it. */
+export function isParsedBody(request: Request, path: string): boolean {
+  if (request.method === "GET" || request.method === "HEAD" || !request.body) return false;
+  if (!PARSED.test(request.headers.get("content-type") ?? "")) return false;
+  return !streamed.some((m) => m(request.method, path));
+}
+
+/** Over a socket, a parsed body without Content-Length (chunked) could grow without bound. */
+export const needsLength = (request: Request, path: string) => isParsedBody(request, path) && request.headers.get("content-length") === null;
+
+export const bodyLimit = new Elysia({ name: "body-limit" }).onRequest(({ request }) => {
+  const path = new URL(request.url).pathname;
+  if (!isParsedBody(request, path)) return;
+  const length = request.headers.get("content-length");
+  const account = isAccountPath(path);
+  if (length !== null && Number(length) > MAX_PARSED_BODY) {
+    throw account ? accountError("PAYLOAD_TOO_LARGE", `Body larger than ${MAX_PARSED_BODY} bytes`) : storageError.tooLarge(MAX_PARSED_BODY);
+  }
+});

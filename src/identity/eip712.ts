@@ -1,0 +1,63 @@
+/**
+ * The EIP-712 messages of the storage protocol (D4, D6). One domain per gateway —
+ * `{ name: "Stowage", version: "1", chainId, verifyingContract: <Proxy> }` — so a signature made
+ * for one gateway is worthless at another.
+ *
+ * @example
+ *   const signer = await recoverLogin(domain, { did, token, timestamp }, signature)
+ */
+import { hashTypedData, recoverTypedDataAddress, type Address, type Hex, type TypedDataDomain } from "viem";
+
+export const storageTypes = {
+  Login: [
+    { name: "did", type: "string" },
+    { name: "token", type: "bytes" },
+    { name: "timestamp", type: "uint64" },
+  ],
+  Request: [
+    { name: "did", type: "string" },
+    { name: "token", type: "bytes" },
+    { name: "requestID", type: "uint64" },
+    { name: "action", type: "string" },
+    { name: "payload", type: "string" },
+  ],
+  Voucher: [
+    { name: "seller", type: "address" },
+    { name: "size", type: "uint64" },
+  ],
+} as const;
+
+export interface LoginMessage {
+  did: string;
+  token: Hex;
+  timestamp: bigint;
+}
+
+export interface RequestMessage {
+  did: string;
+  token: Hex;
+  requestID: bigint;
+  action: "upload" | "delete";
+  payload: string;
+}
+
+export interface VoucherMessage {
+  seller: Address;
+  size: bigint;
+}
+
+export const storageDomain = (chainId: number, proxy: Address): TypedDataDomain => ({ name: "Stowage", version: "1", chainId, verifyingContract: proxy });
+
+export const recoverLogin = (domain: TypedDataDomain, message: LoginMessage, signature: Hex) =>
+  recoverTypedDataAddress({ domain, types: storageTypes, primaryType: "Login", message, signature });
+
+export const recoverRequest = (domain: TypedDataDomain, message: RequestMessage, signature: Hex) =>
+  recoverTypedDataAddress({ domain, types: storageTypes, primaryType: "Request", message, signature });
+
+export const voucherHash = (domain: TypedDataDomain, message: VoucherMessage) => hashTypedData({ domain, types: storageTypes, primaryType: "Voucher", message });
+
+export const recoverVoucher = (domain: TypedDataDomain, message: VoucherMessage, signature: Hex) =>
+  recoverTypedDataAddress({ domain, types: storageTypes, primaryType: "Voucher", message, signature });
+
+/** 65-byte signatures only (v 27/28 or 0/1): a malformed one is refused before any curve work. */
+export const isSignature = (s: unknown): s is Hex => typeof s === "string" && /^0x[0-9a-fA-F]{130}$/.test(s);

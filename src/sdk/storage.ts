@@ -1,0 +1,194 @@
+/**
+ * SDK: the storage middleware. Logs in with a private key (EIP-712, D4), keeps the session's
+ * requestIDs, hashes a file and then streams it up as multipart (the signed SHA-256 must come
+ * before the file part, D5), signs a fresh traffic voucher per transfer (D6), downloads with Range,
+ * lists and deletes.
+ *
+ * @example
+ *   const store = await connectStorage({ baseUrl: "https://gw.example", account })
+ *   await store.login()
+ *   const entry = await store.upload("dfs", Bun.file("photo.jpg"))
+ *   const res = await store.download("dfs", entry.Cid, { range: [0, 1023] })
+ */
+import { createHash } from "node:crypto";
+import type { Address, Hex, LocalAccount } from "viem";
+import { canonicalDid } from "../identity/did.ts";
+import { storageDomain, storageTypes } from "../identity/eip712.ts";
+import { discoverGateway, type GatewayInfo } from "./chain.ts";
+
+export type StorageKind = "dfs" | "ipfs" | (string & {});
+
+export interface FileEntry {
+  ID: number;
+  Name: string;
+  Size: number;
+  Cid: string;
+  ModTime: string;
+  Public: boolean;
+  UserDefined: { encryption: string; etag: string };
+}
+
+export interface FileList {
+  Address: string;
+  Storage: string;
+  Object: FileEntry[];
+}
+
+/** A failed call: the storage error body (spec 7, D11) and its status. */
+export class StorageApiError extends Error {
+  override name = "StorageApiError";
+  constructor(
+    readonly status: number,
+    readonly body: { Code?: string; Description?: string; HTTPStatusCode?: number; Status?: string },
+  ) {
+    super(`${status} ${body.Code ?? ""}: ${body.Description ?? ""}`);
+  }
+}
+
+export interface StorageOptions {
+  baseUrl: string;
+  /** Signs logins, restricted calls and vouchers: the DID's owner or a delegate key. */
+  account: LocalAccount;
+  /** The DID to act for (default: the account's own did:ethr). */
+  did?: string;
+  fetch?: typeof fetch;
+  /** The account API's access token; `login()` fills it. */
+  accessToken?: string;
+}
+
+type Source = Blob | Uint8Array | string;
+
+const randomHex = (bytes: number): Hex => `0x${Buffer.from(crypto.getRandomValues(new Uint8Array(bytes))).toString("hex")}`;
+
+async function sha256Of(blob: Blob): Promise<string> {
+  const hasher = createHash("sha256");
+  for await (const chunk of blob.stream()) hasher.update(chunk);
+  return hasher.digest("hex");
+}
+
+function toBlob(source: Source): Blob {
+  if (typeof source === "string") return Bun.file(source);
+  return source instanceof Blob ? source : new Blob([source]);
+}
+
+/** A multipart body streamed from its parts: fields first, then the file's bytes as they are read. */
+function multipart(fields: Record<string, string>, file: { name: string; blob: Blob }) {
+  const boundary = `----stowage${randomHex(12).slice(2)}`;
+  const esc = (s: string) => s.replace(/["\r\n\\]/g, "_");
+  const head =
+    Object.entries(fields)
+      .map(([k, v]) => `--${boundary}\r\nContent-Disposition: form-data; name="${k}"\r\n\r\n${v}\r\n`)
+      .join("") +
+    `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="${esc(file.name)}"; filename*=UTF-8''${encodeURIComponent(file.name)}\r\nContent-Type: application/octet-stream\r\n\r\n`;
+  const tail = `\r\n--${boundary}--\r\n`;
+  const enc = new TextEncoder();
+  const [h, t] = [enc.encode(head), enc.encode(tail)];
+  const body = new Blob([h, file.blob, t]);
+  return { body, type: `multipart/form-data; boundary=${boundary}` };
+}
+
+export async function connectStorage(opts: StorageOptions) {
+  const base = opts.baseUrl.replace(/\/$/, "");
+  const doFetch = opts.fetch ?? fetch;
+  const info: GatewayInfo = await discoverGateway(base, { fetch: doFetch });
+  const domain = storageDomain(info.chainId, info.contracts.proxy);
+  const did = opts.did ?? canonicalDid(opts.account.address, info.chainId);
+  let accessToken = opts.accessToken;
+  let session: { token: Hex; next: bigint } | undefined;
+
+  const auth = (): Record<string, string> => {
+    if (!accessToken) throw new Error("log in first: store.login()");
+    return { authorization: `Bearer ${accessToken}` };
+  };
+  async function call<T>(path: string, init: RequestInit = {}): Promise<T> {
+    const res = await doFetch(`${base}${path}`, init);
+    const text = await res.text();
+    const body = text ? JSON.parse(text) : {};
+    if (!res.ok) throw new StorageApiError(res.status, body);
+    return body as T;
+  }
+
+  /** Signs a restricted call (D5) with the next requestID of the session. */
+  async function signed(action: "upload" | "delete", payload: string) {
+    if (!session) throw new Error("log in first: store.login()");
+    const requestID = session.next++;
+    const signature = await opts.account.signTypedData({ domain, types: storageTypes, primaryType: "Request", message: { did, token: session.token, requestID, action, payload } });
+    return { did, token: session.token, requestID: String(requestID), payload, signature };
+  }
+
+  /** A fresh voucher for a transfer of `bytes` (D6): the counter so far, plus the bytes, plus a
+   * random offset so parallel transfers sign different vouchers. */
+  async function voucher(bytes: number) {
+    const { used } = await call<{ used: string }>(`/traffichash?size=0`, { headers: auth() });
+    const size = BigInt(used) + BigInt(bytes) + BigInt(Math.floor(Math.random() * 4096) + 1);
+    const sign = await opts.account.signTypedData({ domain, types: storageTypes, primaryType: "Voucher", message: { seller: info.seller, size } });
+    return { size: String(size), sign };
+  }
+
+  return {
+    info,
+    did,
+    get accessToken() {
+      return accessToken;
+    },
+
+    /** POST /login: opens a session (requestID back to 1) and takes the account API's tokens. */
+    async login() {
+      const token = randomHex(32);
+      const timestamp = BigInt(Math.floor(Date.now() / 1000));
+      const signature = await opts.account.signTypedData({ domain, types: storageTypes, primaryType: "Login", message: { did, token, timestamp } });
+      const answer = await call<{ data: { accessToken: string; refreshToken: string; did: string } }>("/login", {
+        method: "POST",
+        headers: { "content-type": "application/json", accept: "application/json" },
+        body: JSON.stringify({ did, token, timestamp: Number(timestamp), signature }),
+      });
+      accessToken = answer.data.accessToken;
+      session = { token, next: 1n };
+      return answer.data;
+    },
+
+    /** GET /login?did=: the latest session's token, timestamp and requestID. */
+    loginInfo: (forDid = did) => call<{ token: string; timestamp: number; requestID: string }>(`/login?did=${encodeURIComponent(forDid)}`),
+
+    trafficHash: (size: number | bigint) => call<{ hash: Hex; seller: Address; size: string; used: string; remaining: string }>(`/traffichash?size=${size}`, { headers: auth() }),
+
+    /** Uploads a file (a Blob, bytes, or a path on disk) to `kind`; answers its entry. */
+    async upload(kind: StorageKind, source: Source, o: { name?: string; encryption?: string } = {}): Promise<FileEntry> {
+      const blob = toBlob(source);
+      const name = o.name ?? (typeof source === "string" ? (source.split("/").pop() as string) : blob instanceof File ? blob.name : "file");
+      const payload = await sha256Of(blob);
+      const fields = { ...(await signed("upload", payload)), ...(await voucher(blob.size)), ...(o.encryption ? { encryption: o.encryption } : {}) };
+      const { body, type } = multipart(fields, { name, blob });
+      return call<FileEntry>(`/${kind}/`, { method: "POST", headers: { ...auth(), "content-type": type }, body });
+    },
+
+    /** Downloads by Cid; `range` is inclusive. Resolves with the Response to stream from. */
+    async download(kind: StorageKind, cid: string, o: { range?: [number, number]; size?: number; method?: "GET" | "HEAD" } = {}): Promise<Response> {
+      const bytes = o.range ? o.range[1] - o.range[0] + 1 : (o.size ?? (await this.sizeOf(kind, cid)));
+      const v = await voucher(o.method === "HEAD" ? 0 : bytes);
+      const headers: Record<string, string> = o.range ? { range: `bytes=${o.range[0]}-${o.range[1]}` } : {};
+      const res = await doFetch(`${base}/${kind}/${cid}?size=${v.size}&sign=${v.sign}`, { method: o.method ?? "GET", headers });
+      if (!res.ok) throw new StorageApiError(res.status, res.headers.get("content-type")?.includes("json") ? ((await res.json()) as StorageApiError["body"]) : {});
+      return res;
+    },
+
+    /** The size of a readable file, from a HEAD (which charges nothing). */
+    async sizeOf(kind: StorageKind, cid: string): Promise<number> {
+      const res = await this.download(kind, cid, { method: "HEAD", size: 0 });
+      return Number(res.headers.get("content-length"));
+    },
+
+    list: (kind: StorageKind, page: { limit?: number; after?: number } = {}) => {
+      const q = new URLSearchParams(Object.entries(page).map(([k, v]): [string, string] => [k, String(v)]));
+      return call<FileList>(`/${kind}/listobjects${q.size ? `?${q}` : ""}`, { headers: auth() });
+    },
+
+    /** Deletes a dfs file by its ID (a signed restricted call). */
+    async delete(id: number, kind: StorageKind = "dfs") {
+      const q = new URLSearchParams({ id: String(id), ...(await signed("delete", String(id))) });
+      return call<{ Status: string }>(`/${kind}/delete?${q}`, { headers: auth() });
+    },
+  };
+}
+
+export type StorageClient = Awaited<ReturnType<typeof connectStorage>>;

@@ -1,0 +1,81 @@
+/**
+ * Streams a multipart body: fields first, then one file part whose bytes are handed on as they
+ * arrive (never the whole file in memory; busboy under Bun). A file part before the fields it
+ * needs, a second file, or too many fields are refused.
+ */
+import busboy from "busboy";
+import type { Readable } from "node:stream";
+import { storageError } from "../http/errors.ts";
+
+export interface FilePart {
+  fields: Record<string, string>;
+  filename: string;
+  stream: Readable;
+  /** Stops reading the request (after a refusal). */
+  stop(): void;
+}
+
+const LIMITS = { files: 1, fields: 16, fieldSize: 8 * 1024, parts: 17, fieldNameSize: 100 };
+
+export function readFilePart(request: Request): Promise<FilePart> {
+  const type = request.headers.get("content-type") ?? "";
+  if (!/^multipart\/form-data/i.test(type) || !request.body) throw storageError.badRequest("upload needs a multipart/form-data body");
+  let bb: busboy.Busboy;
+  try {
+    bb = busboy({ headers: { "content-type": type }, limits: LIMITS });
+  } catch {
+    throw storageError.badRequest("malformed multipart Content-Type");
+  }
+  const reader = request.body.getReader();
+  let stopped = false;
+  const stop = () => {
+    stopped = true;
+    reader.cancel().catch(() => {});
+  };
+  const fields: Record<string, string> = {};
+
+  return new Promise<FilePart>((resolve, reject) => {
+    let settled = false;
+    const fail = (err: unknown) => {
+      if (!settled) {
+        settled = true;
+        stop();
+        reject(err);
+      }
+    };
+    bb.on("field", (name, value, info) => {
+      if (info.valueTruncated || info.nameTruncated) fail(storageError.badRequest(`form field ${name.slice(0, 40)} is too long`));
+      else fields[name] = value;
+    });
+    bb.on("file", (_name, stream, info) => {
+      if (settled) {
+        stream.resume();
+        return;
+      }
+      settled = true;
+      resolve({ fields: { ...fields }, filename: info.filename ?? "", stream, stop });
+    });
+    bb.on("fieldsLimit", () => fail(storageError.badRequest("too many form fields")));
+    bb.on("filesLimit", () => fail(storageError.badRequest("one file per upload")));
+    bb.on("partsLimit", () => fail(storageError.badRequest("too many form parts")));
+    bb.on("error", (err) => fail(storageError.badRequest(`malformed multipart body: ${(err as Error).message}`)));
+    bb.on("close", () => fail(storageError.badRequest("the form has no file part")));
+
+    void (async () => {
+      try {
+        while (!stopped) {
+          const { done, value } = await reader.read();
+          if (done) {
+            bb.end();
+            return;
+          }
+          if (!bb.write(value)) await new Promise((r) => bb.once("drain", r));
+        }
+      } catch (err) {
+        // The client went away, or we stopped reading: the file stream (if any) fails with it.
+        bb.destroy(err as Error);
+        fail(storageError.badRequest("the upload was interrupted"));
+      }
+    })();
+  });
+}

@@ -1,0 +1,210 @@
+/**
+ * The storage middleware's operations (spec 4.1 rows 1–8): login, upload, download, list and
+ * delete over the `dfs` and `ipfs` back-ends. Routes parse; this file decides.
+ *
+ * @example
+ *   const storage = createStorage({ db, backends, tokens, users, resolver, domain, seller, … })
+ *   const entry = await storage.upload(request, "dfs")
+ */
+import { CID } from "multiformats/cid";
+import type { Address, TypedDataDomain } from "viem";
+import type { TokenService } from "../accounts/tokens.ts";
+import type { UserService } from "../accounts/users.ts";
+import type { Db } from "../db/open.ts";
+import { StorageError, storageError } from "../http/errors.ts";
+import { canonicalDid } from "../identity/did.ts";
+import type { DidResolver } from "../identity/resolver.ts";
+import type { Logger } from "../log.ts";
+import { requireCaller, type Caller } from "./auth.ts";
+import type { Backend, BackendKind } from "./backend.ts";
+import { cleanName, createFiles, fileEntry } from "./files.ts";
+import { readFilePart } from "./multipart.ts";
+import { createSessions, type LoginInput } from "./sessions.ts";
+import { contentDisposition, meterDownload, meterUpload, parseRange } from "./transfer.ts";
+import { createVouchers } from "./vouchers.ts";
+
+export const BACKEND_KINDS = ["dfs", "ipfs"] as const;
+
+/** Who else may read a Cid: the directory's grants (D9, D10). */
+export type ReadGrant = (reader: Address, kind: BackendKind, cid: string) => Promise<boolean>;
+
+export interface StorageDeps {
+  db: Db;
+  log: Logger;
+  chainId: number;
+  maxBody: number;
+  backends: Partial<Record<BackendKind, Backend>>;
+  tokens: Pick<TokenService, "verifyAccessToken" | "issue">;
+  users: Pick<UserService, "upsert">;
+  resolver: DidResolver;
+  domain: TypedDataDomain;
+  seller: Address;
+  readGrant?: ReadGrant;
+  /** Whether the caller's own directory entry for a Cid is public (listobjects' `Public`). */
+  isPublic?: (owner: Address, cid: string) => boolean;
+  now?: () => number;
+}
+
+const HEX64 = /^(0x)?[0-9a-fA-F]{64}$/;
+
+export function createStorage(deps: StorageDeps) {
+  const { db, log, chainId, backends } = deps;
+  const sessions = createSessions({ db, resolver: deps.resolver, domain: deps.domain, chainId, now: deps.now });
+  const vouchers = createVouchers({ db, domain: deps.domain, seller: deps.seller, now: deps.now });
+  const files = createFiles(db, deps.now);
+  const caller = (request: Request) => requireCaller(request, deps.tokens, chainId);
+
+  function backend(kind: string): Backend {
+    const b = (BACKEND_KINDS as readonly string[]).includes(kind) ? backends[kind as BackendKind] : undefined;
+    if (!b) throw storageError.unsupportedType();
+    return b;
+  }
+
+  /** Releases content a file row no longer references, without failing the request. */
+  async function release(b: Backend, cid: string) {
+    await b.release(cid).catch((err) => log.error("releasing content failed", { backend: b.kind, cid, err: (err as Error).message }));
+  }
+
+  async function upload(request: Request, kind: string) {
+    const b = backend(kind);
+    const who = await caller(request);
+    const declared = Number(request.headers.get("content-length") ?? 0);
+    if (declared > deps.maxBody + 1024 * 1024) throw storageError.tooLarge(deps.maxBody);
+
+    const part = await readFilePart(request);
+    try {
+      const name = cleanName(part.filename);
+      const payload = String(part.fields.payload ?? "");
+      if (!HEX64.test(payload)) throw storageError.badRequest("payload must be the file's SHA-256 in hex");
+      await sessions.restricted({ ...part.fields, payload }, "upload", who.did);
+      const voucher = await vouchers.payerOf(part.fields);
+      if (voucher.payer !== who.did.address && !(await deps.resolver.canSign(who.did, voucher.payer))) {
+        throw storageError.address("the voucher's payer is not the Bearer account or one of its keys");
+      }
+      const accepted = vouchers.accept(voucher);
+      const limit = Math.min(accepted.allowance, deps.maxBody);
+      const { stream, meter } = meterUpload(part.stream, limit, () =>
+        limit === deps.maxBody ? storageError.tooLarge(deps.maxBody) : storageError.quota(`the voucher allows ${accepted.allowance} more bytes`),
+      );
+      let pending: Awaited<ReturnType<Backend["put"]>>;
+      try {
+        pending = await b.put(stream);
+      } catch (err) {
+        throw meter.failure ?? (err instanceof StorageError ? err : storageError.badRequest("the upload was interrupted"));
+      }
+      if (meter.sha256() !== payload.toLowerCase().replace(/^0x/, "")) {
+        await pending.abort();
+        throw storageError.badRequest("payload does not match the file's SHA-256: nothing was kept");
+      }
+      await pending.commit();
+      let added: ReturnType<typeof files.add>;
+      try {
+        added = files.add({ did: who.did.canonical, backend: b.kind, name, cid: pending.cid, size: pending.size, encryption: String(part.fields.encryption ?? "") });
+      } catch (err) {
+        await release(b, pending.cid);
+        throw err;
+      }
+      if (added.replaced) await release(b, added.replaced);
+      vouchers.settle(accepted, meter.bytes);
+      return fileEntry(added.row, deps.isPublic?.(who.did.address, added.row.cid));
+    } finally {
+      part.stream.resume();
+      part.stop();
+    }
+  }
+
+  async function canRead(payer: Address, kind: BackendKind, cid: string) {
+    if (files.owns(canonicalDid(payer, chainId), kind, cid)) return true;
+    return (await deps.readGrant?.(payer, kind, cid)) ?? false;
+  }
+
+  async function download(request: Request, kind: string, cidParam: string, query: { size?: string; sign?: string }) {
+    const b = backend(kind);
+    const { payer, size } = await vouchers.payerOf(query);
+    let cid: string;
+    try {
+      cid = CID.parse(cidParam).toV1().toString();
+    } catch {
+      throw storageError.badRequest("not a Cid");
+    }
+    if (!(await canRead(payer, b.kind, cid))) throw storageError.forbidden("Permission denied: this voucher's payer may not read this file");
+    const stat = await b.stat(cid);
+    const row = files.owns(canonicalDid(payer, chainId), b.kind, cid) ?? files.anyWithCid(b.kind, cid);
+    if (!stat || !row) throw storageError.notFound("File not found");
+
+    const range = parseRange(request.headers.get("range"), stat.size);
+    const headers: Record<string, string> = {
+      "content-type": Bun.file(row.name).type || "application/octet-stream",
+      "content-disposition": contentDisposition(row.name),
+      etag: `"${cid}"`,
+      "accept-ranges": "bytes",
+      "cache-control": "no-store",
+      "referrer-policy": "no-referrer",
+    };
+    if (range === "unsatisfiable") {
+      return new Response(null, { status: 416, headers: { ...headers, "content-range": `bytes */${stat.size}` } });
+    }
+    const length = range ? range.end - range.start + 1 : stat.size;
+    headers["content-length"] = String(length);
+    if (range) headers["content-range"] = `bytes ${range.start}-${range.end}/${stat.size}`;
+    const status = range ? 206 : 200;
+    if (request.method === "HEAD") return new Response(null, { status, headers });
+
+    const accepted = vouchers.accept({ payer, size }, length);
+    const body = meterDownload(b.read(cid, range), (sent) => vouchers.settle(accepted, sent));
+    return new Response(body, { status, headers });
+  }
+
+  async function list(request: Request, kind: string, page: { limit?: string; after?: string }) {
+    const b = backend(kind);
+    const who = await caller(request);
+    const limit = page.limit === undefined ? undefined : Number(page.limit);
+    const after = page.after === undefined ? undefined : Number(page.after);
+    if (limit !== undefined && !(Number.isInteger(limit) && limit >= 1 && limit <= 1000)) throw storageError.badRequest("limit must be 1 to 1000");
+    if (after !== undefined && !(Number.isInteger(after) && after >= 0)) throw storageError.badRequest("after must be a file ID");
+    let rows: ReturnType<typeof files.list>;
+    try {
+      rows = files.list(who.did.canonical, b.kind, { limit, after });
+    } catch (err) {
+      throw storageError.listFailed((err as Error).message);
+    }
+    return { Address: who.did.address, Storage: b.kind, Object: rows.map((r) => fileEntry(r, deps.isPublic?.(who.did.address, r.cid))) };
+  }
+
+  /** Delete (spec 4.1 rule 4): dfs only; failures carry `Status: "Failure"` (D9). */
+  async function remove(request: Request, kind: string, query: Record<string, string | undefined>) {
+    try {
+      if (kind !== "dfs") throw storageError.unsupportedType();
+      const b = backend(kind);
+      const who: Caller = await caller(request);
+      const idText = query.id ?? "";
+      await sessions.restricted({ ...query, payload: query.payload }, "delete", who.did);
+      if (query.payload !== idText) throw storageError.unauthorized("payload must be the file id");
+      if (!/^\d{1,15}$/.test(idText)) throw storageError.notFound("File not found");
+      const row = files.remove(who.did.canonical, b.kind, Number(idText));
+      await release(b, row.cid);
+      return { Status: "Success" as const };
+    } catch (err) {
+      if (err instanceof StorageError) throw new StorageError(err.status, err.description, { ...err.extra, body: { ...err.extra.body, Status: "Failure" } });
+      throw err;
+    }
+  }
+
+  /** POST /login; with `json`, the answer carries the account API's tokens for this DID. */
+  async function login(input: LoginInput, json: boolean) {
+    const { did } = await sessions.login(input);
+    if (!json) return undefined;
+    const user = deps.users.upsert(did.address, { refresh: { address: did.address, did: did.canonical } });
+    const pair = await deps.tokens.issue(user, "did");
+    return { did: did.canonical, accessToken: pair.accessToken, refreshToken: pair.refreshToken };
+  }
+
+  async function trafficHash(request: Request, size: unknown) {
+    const who = await caller(request);
+    return vouchers.hashFor(who.did.address, size);
+  }
+
+  return { upload, download, list, remove, login, loginInfo: sessions.info, trafficHash, backend, files, vouchers };
+}
+
+export type Storage = ReturnType<typeof createStorage>;

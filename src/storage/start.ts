@@ -1,0 +1,49 @@
+/**
+ * Starts the storage part of the server: the `dfs` store and the embedded IPFS node under the
+ * data dir, the DID resolver over the chain's registry, and the storage service.
+ */
+import { join } from "node:path";
+import type { AccountServices } from "../accounts/index.ts";
+import type { ChainContext } from "../chain/types.ts";
+import type { Config } from "../config.ts";
+import type { Db } from "../db/open.ts";
+import { storageDomain } from "../identity/eip712.ts";
+import { ethrResolver } from "../identity/resolver.ts";
+import type { Logger } from "../log.ts";
+import type { Backend, BackendKind } from "./backend.ts";
+import { openDfs } from "./dfs/index.ts";
+import { openIpfs } from "./ipfs/index.ts";
+import { createStorage, type StorageDeps } from "./service.ts";
+
+export async function startStorage(deps: { config: Config; db: Db; log: Logger; chain: ChainContext; accounts: AccountServices; extra?: Partial<StorageDeps> }) {
+  const { config, db, log, chain, accounts } = deps;
+  const backends: Partial<Record<BackendKind, Backend>> = {};
+  const stop = async () => {
+    for (const b of Object.values(backends)) await b.stop();
+  };
+  try {
+    backends.dfs = await openDfs({ dir: join(config.dataDir, "dfs"), db, log });
+    const ipfs = await openIpfs({ dir: join(config.dataDir, "ipfs"), listen: config.ipfsListen, db, log });
+    backends.ipfs = ipfs;
+    log.info("ipfs node ready", { peerId: ipfs.peerId, addresses: ipfs.multiaddrs() });
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+  const resolver = ethrResolver({ publicClient: chain.publicClient, registry: chain.contracts.didRegistry });
+  const storage = createStorage({
+    db,
+    log,
+    chainId: config.chainId,
+    maxBody: config.maxBody,
+    backends,
+    tokens: accounts.tokens,
+    users: accounts.users,
+    resolver,
+    domain: storageDomain(config.chainId, chain.contracts.proxy),
+    seller: chain.operator.account.address,
+    ...deps.extra,
+  });
+  const health = Object.fromEntries(Object.entries(backends).map(([kind, b]) => [kind, () => b.health()]));
+  return { storage, backends, resolver, health, stop };
+}

@@ -1,0 +1,99 @@
+/**
+ * Byte streams with a meter: counts and hashes an upload as it flows (stopping it past a limit),
+ * or counts a download as it is sent, calling `done` with the real count however it ends.
+ */
+import type { Readable } from "node:stream";
+import type { ByteRange } from "./backend.ts";
+import type { StorageError } from "../http/errors.ts";
+
+export interface UploadMeter {
+  bytes: number;
+  sha256(): string;
+  /** Why the stream was stopped, if the meter stopped it. */
+  failure?: StorageError;
+}
+
+/** The file part as a web stream that hashes and counts; errors once more than `limit` bytes came. */
+export function meterUpload(file: Readable, limit: number, overLimit: () => StorageError): { stream: ReadableStream<Uint8Array>; meter: UploadMeter } {
+  const hasher = new Bun.CryptoHasher("sha256");
+  const meter: UploadMeter = { bytes: 0, sha256: () => hasher.digest("hex") };
+  const it = file[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
+  const stream = new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      const { value, done } = await it.next();
+      if (done) return controller.close();
+      meter.bytes += value.byteLength;
+      if (meter.bytes > limit) {
+        meter.failure = overLimit();
+        file.destroy();
+        return controller.error(meter.failure);
+      }
+      hasher.update(value);
+      controller.enqueue(new Uint8Array(value.buffer, value.byteOffset, value.byteLength));
+    },
+    cancel() {
+      file.destroy();
+    },
+  });
+  return { stream, meter };
+}
+
+/** Passes a download through, reporting how many bytes went out when it ends, fails or is cancelled. */
+export function meterDownload(source: ReadableStream<Uint8Array>, done: (bytes: number) => void): ReadableStream<Uint8Array> {
+  let bytes = 0;
+  let reported = false;
+  const report = () => {
+    if (!reported) {
+      reported = true;
+      done(bytes);
+    }
+  };
+  const reader = source.getReader();
+  return new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      try {
+        const { value, done: end } = await reader.read();
+        if (end) {
+          report();
+          return controller.close();
+        }
+        bytes += value.byteLength;
+        controller.enqueue(value);
+      } catch (err) {
+        report();
+        controller.error(err);
+      }
+    },
+    cancel(reason) {
+      report();
+      return reader.cancel(reason);
+    },
+  });
+}
+
+/**
+ * The one range of a `Range: bytes=…` header, `"unsatisfiable"` (416), or undefined for the whole
+ * body (no header, several ranges or a malformed one: RFC 9110 lets the server ignore it).
+ */
+export function parseRange(header: string | null, size: number): ByteRange | "unsatisfiable" | undefined {
+  if (!header) return undefined;
+  const m = /^bytes=(\d*)-(\d*)$/.exec(header.trim());
+  if (!m || (m[1] === "" && m[2] === "")) return undefined;
+  if (m[1] === "") {
+    const suffix = Number(m[2]);
+    if (suffix === 0 || size === 0) return "unsatisfiable";
+    return { start: Math.max(0, size - suffix), end: size - 1 };
+  }
+  const start = Number(m[1]);
+  const end = m[2] === "" ? size - 1 : Math.min(Number(m[2]), size - 1);
+  if (start >= size) return "unsatisfiable";
+  if (end < start) return undefined;
+  return { start, end };
+}
+
+/** RFC 6266 Content-Disposition: an ASCII fallback and the exact UTF-8 name. */
+export function contentDisposition(name: string): string {
+  const ascii = name.replace(/[^\x20-\x7e]|["\\%]/g, "_");
+  const encoded = encodeURIComponent(name).replace(/['()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
+  return `attachment; filename="${ascii}"; filename*=UTF-8''${encoded}`;
+}

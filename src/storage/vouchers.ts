@@ -1,0 +1,94 @@
+/**
+ * Traffic vouchers (D6). A voucher `Voucher(seller, size)` signed by the payer authorises a
+ * cumulative count of bytes moved at this seller. Each (payer, size) is accepted once; a transfer
+ * may move up to `size − used` bytes, `used` being the payer's all-time count when the voucher
+ * was accepted. Bytes really moved are added to the count when the transfer ends.
+ *
+ * @example
+ *   const v = await vouchers.accept({ size, sign }, { needs: length })
+ *   … stream …
+ *   vouchers.settle(v, sentBytes)
+ */
+import { eq, sql } from "drizzle-orm";
+import { getAddress, type Address, type TypedDataDomain } from "viem";
+import type { Db } from "../db/open.ts";
+import { storageError } from "../http/errors.ts";
+import { isSignature, recoverVoucher, voucherHash } from "../identity/eip712.ts";
+import { voucherCounters, vouchersUsed } from "./schema.ts";
+
+export interface AcceptedVoucher {
+  payer: Address;
+  size: number;
+  /** Bytes this transfer may move. */
+  allowance: number;
+}
+
+const MAX_SIZE = Number.MAX_SAFE_INTEGER;
+
+function parseSize(raw: unknown): number | undefined {
+  const s = String(raw ?? "").trim();
+  if (!/^\d{1,16}$/.test(s)) return undefined;
+  const n = Number(s);
+  return n <= MAX_SIZE ? n : undefined;
+}
+
+export function createVouchers({ db, domain, seller, now = Date.now }: { db: Db; domain: TypedDataDomain; seller: Address; now?: () => number }) {
+  const usedBy = (payer: string) => db.select().from(voucherCounters).where(eq(voucherCounters.payer, payer)).get()?.used ?? 0;
+
+  /** GET /traffichash: the digest to sign for `size`, with the payer's counter. */
+  function hashFor(payer: Address, rawSize: unknown) {
+    const size = parseSize(rawSize);
+    if (size === undefined) throw storageError.badRequest("size must be a whole number of bytes");
+    const used = usedBy(getAddress(payer));
+    return {
+      hash: voucherHash(domain, { seller, size: BigInt(size) }),
+      seller,
+      size: String(size),
+      chainId: Number(domain.chainId),
+      verifyingContract: domain.verifyingContract as Address,
+      used: String(used),
+      remaining: String(Math.max(0, size - used)),
+    };
+  }
+
+  /** The payer of a voucher; 517 when it is missing or cannot be recovered. */
+  async function payerOf(input: { size?: unknown; sign?: unknown }): Promise<{ payer: Address; size: number }> {
+    const size = parseSize(input.size);
+    if (size === undefined || !isSignature(input.sign)) throw storageError.address("Address parameter missing or invalid: size and sign (a voucher) are required");
+    try {
+      return { payer: getAddress(await recoverVoucher(domain, { seller, size: BigInt(size) }, input.sign)), size };
+    } catch {
+      throw storageError.address("Address parameter missing or invalid: the voucher signature cannot be recovered");
+    }
+  }
+
+  /** Accepts a voucher once, for a transfer of `needs` bytes (unknown for uploads until the end). */
+  function accept(v: { payer: Address; size: number }, needs?: number): AcceptedVoucher {
+    return db.transaction(
+      (tx) => {
+        const used = tx.select().from(voucherCounters).where(eq(voucherCounters.payer, v.payer)).get()?.used ?? 0;
+        const allowance = v.size - used;
+        if (allowance <= 0 || (needs !== undefined && needs > allowance)) {
+          throw storageError.quota(`the voucher covers up to ${v.size} bytes in all; ${used} are used${needs !== undefined ? `, this transfer needs ${needs}` : ""}: sign a new one (GET /traffichash)`);
+        }
+        const fresh = tx.insert(vouchersUsed).values({ payer: v.payer, size: v.size, base: used, usedAt: now() }).onConflictDoNothing().returning().get();
+        if (!fresh) throw storageError.quota("this voucher was already used: sign a new one (GET /traffichash)");
+        return { payer: v.payer, size: v.size, allowance };
+      },
+      { behavior: "immediate" },
+    );
+  }
+
+  /** Adds what really moved to the payer's all-time count. */
+  function settle(v: AcceptedVoucher, bytes: number) {
+    if (bytes <= 0) return;
+    db.insert(voucherCounters)
+      .values({ payer: v.payer, used: bytes })
+      .onConflictDoUpdate({ target: voucherCounters.payer, set: { used: sql`${voucherCounters.used} + ${bytes}` } })
+      .run();
+  }
+
+  return { hashFor, payerOf, accept, settle, usedBy };
+}
+
+export type Vouchers = ReturnType<typeof createVouchers>;
