@@ -15,6 +15,7 @@ import { createHandler } from "./http/handler.ts";
 import { startChain } from "./chain/start.ts";
 import { createAccountServices } from "./accounts/index.ts";
 import { startStorage } from "./storage/start.ts";
+import { createIndexer } from "./chain/indexer.ts";
 
 export interface RunningServer {
   /** The address it listens on, with the real port when 0 was asked for. */
@@ -50,6 +51,16 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     const accounts = createAccountServices({ config, db: database.db, log, secrets, publicClient: chain.context.publicClient });
     const stored = await startStorage({ config, db: database.db, log, chain: chain.context, accounts });
     cleanup.push(() => stored.stop());
+    const indexer = createIndexer({
+      db: database.db,
+      publicClient: chain.context.publicClient,
+      confirmations: config.chainConfirmations ?? (chain.context.embedded ? 0 : 6),
+      pollMs: config.indexerPoll,
+      log,
+    });
+    // Capabilities that follow chain events add their consumers here.
+    indexer.start();
+    cleanup.push(() => indexer.stop());
     const app = buildApp({
       config,
       log,
