@@ -20,3 +20,4 @@ export * from "../storage/dfs/schema.ts";
 export * from "../storage/ipfs/schema.ts";
 export * from "../storage/schema.ts";
 export * from "../quota/schema.ts";
+export * from "../directory/schema.ts";
