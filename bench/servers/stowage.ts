@@ -1,0 +1,58 @@
+/**
+ * Stowage as a benchmark subject: the real `startServer` (the same app, handler and components
+ * that `stowage serve` runs) in its own process, on 127.0.0.1 and a free port, over a fresh
+ * temporary data dir that is removed on exit. Prints "listening on URL" once ready.
+ *
+ * Stops on SIGTERM/SIGINT and on EOF of stdin: the harness holds stdin open, so the server goes
+ * away even when the harness is killed without a chance to clean up.
+ *
+ * Run: bun bench/servers/stowage.ts [--log-level error|warn|info|debug]
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { parseArgs } from "node:util";
+import { parseConfig } from "../../src/config.ts";
+import { createLogger, type Level } from "../../src/log.ts";
+import { startServer } from "../../src/server.ts";
+
+const { values } = parseArgs({ options: { "log-level": { type: "string", default: "error" } }, strict: true });
+const dataDir = mkdtempSync(join(tmpdir(), "stowage-bench-"));
+const config = parseConfig([], {
+  STOWAGE_DATA_DIR: dataDir,
+  STOWAGE_HOST: "127.0.0.1",
+  STOWAGE_PORT: "0",
+  // "error" by default, so the benchmark measures the request path rather than log writing
+  // (at "info" each request also writes one JSON line: see bench/README.md for its cost).
+  STOWAGE_LOG_LEVEL: values["log-level"],
+  // Once the embedded IPFS node exists it must not listen on every interface (or on 4001, which
+  // a second run would find taken): loopback and a free port.
+  STOWAGE_IPFS_LISTEN: "/ip4/127.0.0.1/tcp/0",
+});
+
+let server: Awaited<ReturnType<typeof startServer>> | undefined;
+let stopping = false;
+async function shutdown(code: number) {
+  if (stopping) return;
+  stopping = true;
+  try {
+    await server?.stop();
+  } finally {
+    rmSync(dataDir, { recursive: true, force: true });
+    process.exit(code);
+  }
+}
+process.on("SIGTERM", () => void shutdown(0));
+process.on("SIGINT", () => void shutdown(0));
+
+try {
+  server = await startServer(config, createLogger(config.logLevel as Level));
+} catch (err) {
+  console.error(`stowage did not start: ${(err as Error).message}`);
+  await shutdown(1);
+}
+console.log(`listening on ${server?.url}`);
+for await (const _ of Bun.stdin.stream()) {
+  // Nothing is ever written; the loop only ends at EOF, when the harness is gone.
+}
+await shutdown(0);
