@@ -20,6 +20,7 @@ import { accountRoutes, type AccountServices } from "./accounts/index.ts";
 import { bodyLimit } from "./http/body-limit.ts";
 import { storageRoutes } from "./storage/routes.ts";
 import type { Storage } from "./storage/service.ts";
+import { directoryRoutes, type Directory } from "./directory/index.ts";
 
 export interface AppServices {
   config: Config;
@@ -32,6 +33,8 @@ export interface AppServices {
   accounts: AccountServices;
   /** Absent only in tests of parts that need no storage. */
   storage?: Storage;
+  /** The file directory's search (GET /challenge); absent in tests that need none. */
+  directory?: Pick<Directory, "search">;
 }
 
 export const OPENAPI_PATH = "/openapi";
@@ -51,6 +54,7 @@ export function buildApp(services: AppServices) {
     .use(healthRoutes(services.health, version))
     .use(accountRoutes(services.accounts))
     .use(services.chain ? chainRoutes({ chain: services.chain, publicUrl: services.config.publicUrl, log: services.log }) : new Elysia())
+    .use(services.directory ? directoryRoutes(services.directory) : new Elysia())
     .use(services.storage ? storageRoutes(services.storage) : new Elysia());
 }
 

@@ -15,6 +15,7 @@ import { createHandler } from "./http/handler.ts";
 import { startChain } from "./chain/start.ts";
 import { createAccountServices } from "./accounts/index.ts";
 import { startStorage } from "./storage/start.ts";
+import { createDirectory } from "./directory/index.ts";
 import { createIndexer } from "./chain/indexer.ts";
 
 export interface RunningServer {
@@ -49,7 +50,8 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     const chain = await startChain(config, secrets, log);
     cleanup.push(() => chain.stop());
     const accounts = createAccountServices({ config, db: database.db, log, secrets, publicClient: chain.context.publicClient });
-    const stored = await startStorage({ config, db: database.db, log, chain: chain.context, accounts });
+    const directory = createDirectory({ sqlite: database.sqlite, chainId: config.chainId, address: chain.context.contracts.directory, fromBlock: BigInt(chain.deployment.block) });
+    const stored = await startStorage({ config, db: database.db, log, chain: chain.context, accounts, extra: { readGrant: directory.readGrant, isPublic: directory.isPublic } });
     cleanup.push(() => stored.stop());
     const indexer = createIndexer({
       db: database.db,
@@ -59,6 +61,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
       log,
     });
     // Capabilities that follow chain events add their consumers here.
+    indexer.add(directory.consumer);
     indexer.start();
     cleanup.push(() => indexer.stop());
     const app = buildApp({
@@ -68,6 +71,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
       chain: chain.context,
       accounts,
       storage: stored.storage,
+      directory,
       health: {
         ...stored.health,
         chain: () => chain.health(),

@@ -78,6 +78,9 @@ export async function connectGateway(baseUrl: string, opts: ConnectOptions = {})
   return {
     info,
     publicClient,
+    /** For the other SDK modules (directory): the account's wallet client and the receipt wait. */
+    wallet,
+    confirm,
     deposit: async (wei: bigint) =>
       confirm(publicClient.simulateContract({ account: account(), address: proxy, abi: proxyAbi, functionName: "deposit", value: wei }).then(({ request }) => wallet().writeContract(request))),
     withdraw: async (wei: bigint) =>

@@ -1,0 +1,137 @@
+/**
+ * SDK: the file directory (D10). Publishing, updating, granting, revoking, buying and unpublishing
+ * are Directory contract calls signed with the user's own key and sent through the gateway's
+ * public RPC — there is no HTTP API for them (spec 4.1 rule 7). Searching is `GET /challenge`.
+ * Every call is simulated first, so a revert comes back with its reason and nothing is sent; it
+ * resolves with the transaction hash once the transaction is mined with success.
+ *
+ * @example
+ *   const dir = await connectDirectory("https://gw.example", { account })
+ *   const file = await store.upload("dfs", Bun.file("atlas.pdf"))
+ *   await dir.publish({ cid: file.Cid, name: file.Name, size: file.Size, price: 5_000n, keywords: ["maps"] })
+ *   const [hit] = await dir.search("atlas")
+ *   await reader.buyRead(hit.Owner, hit.Mid)   // pays 5000 gwei to the owner
+ */
+import { parseGwei, type Address } from "viem";
+import { directoryAbi } from "../chain/artifacts/index.ts";
+import { connectGateway, type ConnectOptions } from "./chain.ts";
+import { StorageApiError } from "./storage.ts";
+
+/** One search hit (spec 2.7, plus `Owner`, which buyRead needs). */
+export interface SearchResult {
+  Mid: string;
+  Name: string;
+  Size: number;
+  Public: boolean;
+  /** Gwei. */
+  Price: number;
+  keywords: string[];
+  Owner: Address;
+}
+
+export interface EntryFields {
+  name: string;
+  /** Bytes. */
+  size: bigint;
+  /** Gwei to buy read permission; 0 with `isPublic: false` means only grants open it. */
+  price: bigint;
+  isPublic: boolean;
+  keywords: string[];
+}
+
+export interface PublishInput {
+  /** The Cid of a file the publisher stores at this gateway (the entry's Mid). */
+  cid: string;
+  name: string;
+  size: number | bigint;
+  /** Gwei (default 0). */
+  price?: number | bigint;
+  /** Free to read for anyone (default false). */
+  isPublic?: boolean;
+  keywords?: string[];
+}
+
+export type EntryChanges = Partial<Omit<PublishInput, "cid">>;
+
+const UINT64_MAX = 2n ** 64n - 1n;
+function uint64(name: string, v: number | bigint): bigint {
+  const n = typeof v === "bigint" ? v : Number.isSafeInteger(v) ? BigInt(v) : -1n;
+  if (n < 0n || n > UINT64_MAX) throw new RangeError(`${name} must be a whole number from 0 to 2^64-1`);
+  return n;
+}
+
+const fieldsOf = (x: Omit<PublishInput, "cid">): readonly [string, bigint, bigint, boolean, string[]] => [
+  x.name,
+  uint64("size", x.size),
+  uint64("price", x.price ?? 0),
+  x.isPublic ?? false,
+  x.keywords ?? [],
+];
+
+export async function connectDirectory(baseUrl: string, opts: ConnectOptions = {}) {
+  const base = baseUrl.replace(/\/$/, "");
+  const doFetch = opts.fetch ?? fetch;
+  const gw = await connectGateway(base, opts);
+  const { publicClient } = gw;
+  const address = gw.info.contracts.directory;
+  const me = () => gw.wallet().account;
+
+  /** The entry as the contract holds it, or undefined when (owner, cid) is not published. */
+  async function entry(owner: Address, cid: string): Promise<EntryFields | undefined> {
+    if (!(await publicClient.readContract({ address, abi: directoryAbi, functionName: "exists", args: [owner, cid] }))) return undefined;
+    const e = await publicClient.readContract({ address, abi: directoryAbi, functionName: "getEntry", args: [owner, cid] });
+    return { name: e.name, size: e.size, price: e.price, isPublic: e.isPublic, keywords: [...e.keywords] };
+  }
+
+  return {
+    gateway: gw,
+    entry,
+
+    /** Publishes a stored file under its Cid. */
+    publish: (input: PublishInput) =>
+      gw.confirm(publicClient.simulateContract({ account: me(), address, abi: directoryAbi, functionName: "publish", args: [input.cid, ...fieldsOf(input)] }).then(({ request }) => gw.wallet().writeContract(request))),
+
+    /** Changes any of the entry's fields; the others keep their current values. */
+    async update(cid: string, changes: EntryChanges) {
+      const current = await entry(me().address, cid);
+      if (!current) throw new Error(`nothing published under ${cid} by ${me().address}`);
+      const merged = { ...current, ...Object.fromEntries(Object.entries(changes).filter(([, v]) => v !== undefined)) } as Omit<PublishInput, "cid">;
+      return gw.confirm(publicClient.simulateContract({ account: me(), address, abi: directoryAbi, functionName: "update", args: [cid, ...fieldsOf(merged)] }).then(({ request }) => gw.wallet().writeContract(request)));
+    },
+
+    grantRead: (cid: string, reader: Address) =>
+      gw.confirm(publicClient.simulateContract({ account: me(), address, abi: directoryAbi, functionName: "grantRead", args: [cid, reader] }).then(({ request }) => gw.wallet().writeContract(request))),
+
+    /** Withdraws a grant (a purchase stays: the reader paid for it). */
+    revokeRead: (cid: string, reader: Address) =>
+      gw.confirm(publicClient.simulateContract({ account: me(), address, abi: directoryAbi, functionName: "revokeRead", args: [cid, reader] }).then(({ request }) => gw.wallet().writeContract(request))),
+
+    /** Buys read permission on `owner`'s entry for `cid`, paying its current price (× 1 gwei) to
+     * the owner. `maxPrice` (gwei) refuses to pay more than the caller expects. */
+    async buyRead(owner: Address, cid: string, o: { maxPrice?: number | bigint } = {}) {
+      const current = await entry(owner, cid);
+      if (!current) throw new Error(`${owner} has not published ${cid}`);
+      if (o.maxPrice !== undefined && current.price > uint64("maxPrice", o.maxPrice)) throw new Error(`the price is ${current.price} gwei, above maxPrice ${o.maxPrice}`);
+      const value = parseGwei(current.price.toString());
+      return gw.confirm(publicClient.simulateContract({ account: me(), address, abi: directoryAbi, functionName: "buyRead", args: [owner, cid], value }).then(({ request }) => gw.wallet().writeContract(request)));
+    },
+
+    /** Removes the entry with all its grants and purchases. */
+    unpublish: (cid: string) => gw.confirm(publicClient.simulateContract({ account: me(), address, abi: directoryAbi, functionName: "unpublish", args: [cid] }).then(({ request }) => gw.wallet().writeContract(request))),
+
+    /** What the contract says (the gateway's index follows within one poll). */
+    canRead: (owner: Address, cid: string, reader: Address = me().address) =>
+      publicClient.readContract({ address, abi: directoryAbi, functionName: "canRead", args: [owner, cid, reader] }),
+
+    /** GET /challenge: published files stored at this gateway, best match first; page from 1. */
+    async search(query: string, page?: number, size?: number): Promise<SearchResult[]> {
+      const q = new URLSearchParams({ query, ...(page !== undefined ? { page: String(page) } : {}), ...(size !== undefined ? { size: String(size) } : {}) });
+      const res = await doFetch(`${base}/challenge?${q}`);
+      const body = (await res.json()) as unknown;
+      if (!res.ok) throw new StorageApiError(res.status, body as StorageApiError["body"]);
+      return body as SearchResult[];
+    },
+  };
+}
+
+export type DirectoryClient = Awaited<ReturnType<typeof connectDirectory>>;
