@@ -1,0 +1,123 @@
+/**
+ * GET /challenge over a corpus published on a real chain and indexed by the real consumer: bm25
+ * ranking, prefixes, accents, case, names vs keywords, paging and its limits, and user input that
+ * looks like FTS5 syntax.
+ */
+import { beforeAll, describe, expect, test } from "bun:test";
+import { directoryAbi } from "../../src/chain/artifacts/index.ts";
+import type { SearchResult } from "../../src/sdk/directory.ts";
+import { mined } from "../support/anvil.ts";
+import { readJson } from "../support/app.ts";
+import { directoryGateway } from "./support.ts";
+
+const dg = await directoryGateway({ ipfs: false });
+const { anvil, context } = dg.gw.chain;
+
+const CORPUS: [name: string, keywords: string[]][] = [
+  // Published (and so numbered) before the entries that must outrank them: ties break by entry
+  // id, so only the ranking itself can put the later ones first.
+  ["Harbour chart", ["sunset", "nautical"]],
+  ["Sunset harbour", ["photo", "evening"]],
+  ["Red bicycle", ["vehicle"]],
+  ["Red car", ["vehicle"]],
+  ["Résumé café", ["cv"]],
+  ["resume template", ["docs"]],
+  ["Orchard notes", ["apples"]],
+  ["Nearby shops", ["town"]],
+  ...Array.from({ length: 14 }, (_, i): [string, string[]] => [`Paging item ${String(i + 1).padStart(2, "0")}`, ["paging"]]),
+];
+
+beforeAll(async () => {
+  const owner = await dg.user();
+  const wallet = anvil.wallet(owner.account);
+  for (const [name, keywords] of CORPUS) {
+    const file = await owner.store.upload("dfs", new TextEncoder().encode(`${name} ${crypto.randomUUID()}`), { name: `${name}.bin` });
+    await mined(anvil.publicClient, wallet.writeContract({ address: context.contracts.directory, abi: directoryAbi, functionName: "publish", args: [file.Cid, name, BigInt(file.Size), 0n, true, keywords] }));
+  }
+  await dg.sync();
+});
+
+async function search(params: Record<string, string>): Promise<SearchResult[]> {
+  const res = await dg.challenge(`?${new URLSearchParams(params)}`);
+  expect(res.status).toBe(200);
+  return readJson(res);
+}
+const names = async (query: string, more: Record<string, string> = {}) => (await search({ query, ...more })).map((r) => r.Name);
+
+describe("directory search", () => {
+  test("a name match ranks above a keyword match; more matching words rank first", async () => {
+    expect(await names("sunset")).toEqual(["Sunset harbour", "Harbour chart"]);
+    expect(await names("red car")).toEqual(["Red car", "Red bicycle"]);
+    expect(await names("vehicle car")).toEqual(["Red car", "Red bicycle"]);
+  });
+
+  test("prefixes, accents both ways, and case", async () => {
+    expect(await names("harb")).toEqual(expect.arrayContaining(["Sunset harbour", "Harbour chart"]));
+    expect(await names("sun")).toEqual(await names("sunset"));
+    expect((await names("resume")).sort()).toEqual(["Résumé café", "resume template"]);
+    expect((await names("résumé")).sort()).toEqual(["Résumé café", "resume template"]);
+    expect((await names("RÉSU")).sort()).toEqual(["Résumé café", "resume template"]);
+    expect(await names("cafe")).toEqual(["Résumé café"]);
+    expect(await names("ＣＡＦＥ")).toEqual(["Résumé café"]); // full-width letters fold too
+    expect(await names("SUNSET")).toEqual(await names("sunset"));
+  });
+
+  test("keywords are searched as well as names", async () => {
+    expect((await names("vehicle")).sort()).toEqual(["Red bicycle", "Red car"]);
+    expect(await names("apples")).toEqual(["Orchard notes"]);
+    expect(await names("nautical")).toEqual(["Harbour chart"]);
+    expect(await names("nothing-like-this")).toEqual([]);
+  });
+
+  test("answers spec 2.7 objects (plus Owner)", async () => {
+    const [hit] = await search({ query: "orchard" });
+    expect(Object.keys(hit as object).sort()).toEqual(["Mid", "Name", "Owner", "Price", "Public", "Size", "keywords"]);
+    expect(hit).toMatchObject({ Name: "Orchard notes", Public: true, Price: 0, keywords: ["apples"] });
+    expect(typeof hit?.Size).toBe("number");
+  });
+
+  test("pages are 1-based and do not overlap; size defaults to 20", async () => {
+    const pages = [await names("paging", { size: "5", page: "1" }), await names("paging", { size: "5", page: "2" }), await names("paging", { size: "5", page: "3" })];
+    expect(pages.map((p) => p.length)).toEqual([5, 5, 4]);
+    const all = pages.flat();
+    expect(new Set(all).size).toBe(14);
+    expect(all.sort()).toEqual(CORPUS.filter(([n]) => n.startsWith("Paging")).map(([n]) => n));
+    expect(await names("paging", { size: "5", page: "4" })).toEqual([]);
+    expect(await names("paging", { size: "5" })).toEqual(pages[0] as string[]);
+    // No query lists everything stored, newest first: 22 entries, 20 on the first page.
+    expect(await search({})).toHaveLength(20);
+    expect(await search({ page: "2" })).toHaveLength(2);
+    expect((await search({ size: "1" }))[0]?.Name).toBe("Paging item 14");
+    expect(await search({ page: "1000", size: "100" })).toEqual([]);
+  });
+
+  test("page and size out of bounds or not numbers answer 400 in the storage error shape", async () => {
+    const bad = ["page=0", "page=1001", "page=abc", "page=1.5", "page=-1", "page=1e2", "size=0", "size=101", "size=x", "size=%201", "page=99999999999999999999"];
+    for (const q of bad) {
+      const res = await dg.challenge(`?query=red&${q}`);
+      expect({ q, status: res.status }).toEqual({ q, status: 400 });
+      const body = await readJson(res);
+      expect(body).toMatchObject({ Code: "InvalidArgument", HTTPStatusCode: 400 });
+      expect(typeof body.Description).toBe("string");
+    }
+    const long = await dg.challenge(`?query=${"a".repeat(1025)}`);
+    expect(long.status).toBe(400);
+  });
+
+  test("FTS5 syntax in the query is taken as plain words, never as operators", async () => {
+    const harmless = ['"', "*", "-", "(", ")", ":", "^", "+", "'", '""', "{}", ";DROP TABLE directory_entries;--"];
+    for (const query of harmless) expect({ query, hits: await names(query) }).toEqual({ query, hits: [] });
+    // Operators are words like any other: "OR" is the prefix of "Orchard", "NEAR" of "Nearby".
+    expect(await names("OR")).toEqual(["Orchard notes"]);
+    expect(await names("NEAR")).toEqual(["Nearby shops"]);
+    expect(await names("AND")).toEqual([]);
+    // Quotes, stars, minus signs, column filters and NOT do not change what is found.
+    expect(await names('"sunset')).toEqual(["Sunset harbour", "Harbour chart"]);
+    expect(await names("sunset*")).toEqual(["Sunset harbour", "Harbour chart"]);
+    expect(await names("-sunset")).toEqual(["Sunset harbour", "Harbour chart"]);
+    expect(await names("keywords:sunset")).toEqual(["Sunset harbour", "Harbour chart"]);
+    expect(await names("red NOT car")).toEqual(expect.arrayContaining(["Red car", "Red bicycle", "Orchard notes"]));
+    expect(await names('NEAR(red car, 1)')).toEqual(expect.arrayContaining(["Red car", "Red bicycle", "Nearby shops"]));
+    expect(dg.sqlite.query("SELECT count(*) AS n FROM directory_entries").get()).toEqual({ n: CORPUS.length });
+  });
+});

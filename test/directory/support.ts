@@ -1,0 +1,76 @@
+/**
+ * A whole gateway with the directory wired in as the server wires it: `testGateway` (anvil,
+ * SQLite, dfs, Helia) whose storage asks the directory's `readGrant`/`isPublic`, an app built by
+ * `buildApp` with the directory's routes, and an indexer with the directory's consumer over the
+ * same database. Users get a storage client and a directory client, both talking to the app.
+ */
+import { afterAll } from "bun:test";
+import type { Database } from "bun:sqlite";
+import type { LocalAccount } from "viem";
+import { buildApp } from "../../src/app.ts";
+import { createIndexer } from "../../src/chain/indexer.ts";
+import { createDirectory, type Directory } from "../../src/directory/index.ts";
+import { silentLogger } from "../../src/log.ts";
+import { connectDirectory } from "../../src/sdk/directory.ts";
+import { connectStorage, StorageApiError } from "../../src/sdk/storage.ts";
+import { appFetch } from "../support/app.ts";
+import { BASE, testGateway } from "../support/storage.ts";
+
+export async function directoryGateway(o: { ipfs?: boolean; pollMs?: number } = {}) {
+  // The storage service is built inside testGateway, before the directory can be: late binding.
+  let directory: Directory | undefined;
+  const gw = await testGateway({
+    ipfs: o.ipfs,
+    extra: {
+      readGrant: (reader, kind, cid) => (directory as Directory).readGrant(reader, kind, cid),
+      isPublic: (owner, cid) => (directory as Directory).isPublic(owner, cid),
+    },
+  });
+  const sqlite = gw.database.sqlite;
+  directory = createDirectory({ sqlite, chainId: gw.config.chainId, address: gw.chain.context.contracts.directory, fromBlock: gw.chain.deployBlock });
+  const app = buildApp({ config: gw.config, log: gw.log, db: gw.database.db, health: {}, chain: gw.chain.context, accounts: gw.accounts, storage: gw.storage, directory });
+  const fetch = appFetch(app);
+  const indexer = createIndexer({ db: gw.database.db, publicClient: gw.chain.anvil.publicClient, confirmations: 0, log: silentLogger, pollMs: o.pollMs ?? 60_000 });
+  indexer.add(directory.consumer);
+  afterAll(() => indexer.stop());
+
+  /** A funded user, logged in to storage, with a directory client. */
+  async function user(account?: LocalAccount) {
+    const acct = account ?? (await gw.chain.anvil.newAccount());
+    const store = await connectStorage({ baseUrl: BASE, account: acct, fetch });
+    await store.login();
+    const dir = await connectDirectory(BASE, { account: acct, fetch });
+    return { account: acct, address: acct.address, store, dir };
+  }
+
+  /** GET /challenge as any client would send it. */
+  const challenge = (query: string) => fetch(`${BASE}/challenge${query}`);
+
+  /** The status a download by `reader` gets (403 refused, 200 read), consuming the body. */
+  async function downloadStatus(reader: Awaited<ReturnType<typeof user>>, kind: "dfs" | "ipfs", cid: string, size: number) {
+    try {
+      const res = await reader.store.download(kind, cid, { size });
+      await res.arrayBuffer();
+      return res.status;
+    } catch (err) {
+      if (err instanceof StorageApiError) return err.status;
+      throw err;
+    }
+  }
+
+  return { gw, sqlite, directory, app, fetch, indexer, user, challenge, downloadStatus, sync: () => indexer.syncOnce() };
+}
+
+export type DirectoryGateway = Awaited<ReturnType<typeof directoryGateway>>;
+
+/** Everything the index holds, without row ids (which a rebuild may renumber), in a stable order;
+ * plus whether the FTS5 rows are exactly the entries. */
+export function indexState(sqlite: Database) {
+  const entries = sqlite.query("SELECT owner, mid, did, cid, name, size, price, public, keywords, block FROM directory_entries ORDER BY owner, mid").all();
+  const grants = sqlite.query("SELECT owner, mid, reader, block FROM directory_grants ORDER BY owner, mid, reader").all();
+  const purchases = sqlite.query("SELECT owner, mid, reader, paid, block, tx FROM directory_purchases ORDER BY owner, mid, reader").all();
+  const events = sqlite.query("SELECT block, log_index, tx, kind, owner, mid, data FROM directory_events ORDER BY block, log_index").all();
+  const ids = sqlite.query<{ id: number }, []>("SELECT id FROM directory_entries ORDER BY id").all().map((r) => r.id);
+  const ftsIds = sqlite.query<{ rowid: number }, []>("SELECT rowid FROM directory_fts ORDER BY rowid").all().map((r) => r.rowid);
+  return { entries, grants, purchases, events, ftsInStep: JSON.stringify(ids) === JSON.stringify(ftsIds) };
+}
