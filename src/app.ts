@@ -21,6 +21,7 @@ import { bodyLimit } from "./http/body-limit.ts";
 import { storageRoutes } from "./storage/routes.ts";
 import type { Storage } from "./storage/service.ts";
 import { directoryRoutes, type Directory } from "./directory/index.ts";
+import { quotaRoutes, type Quota } from "./quota/index.ts";
 
 export interface AppServices {
   config: Config;
@@ -35,6 +36,8 @@ export interface AppServices {
   storage?: Storage;
   /** The file directory's search (GET /challenge); absent in tests that need none. */
   directory?: Pick<Directory, "search">;
+  /** Quota records, enforcement and purchases; absent in tests that need none. */
+  quota?: Quota;
 }
 
 export const OPENAPI_PATH = "/openapi";
@@ -54,6 +57,7 @@ export function buildApp(services: AppServices) {
     .use(healthRoutes(services.health, version))
     .use(accountRoutes(services.accounts))
     .use(services.chain ? chainRoutes({ chain: services.chain, publicUrl: services.config.publicUrl, log: services.log }) : new Elysia())
+    .use(services.quota ? quotaRoutes({ ...services.quota, tokens: services.accounts.tokens, chainId: services.config.chainId }) : new Elysia())
     .use(services.directory ? directoryRoutes(services.directory) : new Elysia())
     .use(services.storage ? storageRoutes(services.storage) : new Elysia());
 }

@@ -16,6 +16,7 @@ import { startChain } from "./chain/start.ts";
 import { createAccountServices } from "./accounts/index.ts";
 import { startStorage } from "./storage/start.ts";
 import { createDirectory } from "./directory/index.ts";
+import { createQuota } from "./quota/index.ts";
 import { createIndexer } from "./chain/indexer.ts";
 
 export interface RunningServer {
@@ -50,8 +51,10 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     const chain = await startChain(config, secrets, log);
     cleanup.push(() => chain.stop());
     const accounts = createAccountServices({ config, db: database.db, log, secrets, publicClient: chain.context.publicClient });
+    const quota = createQuota({ db: database.db, chain: chain.context, log });
+    quota.meter.clearStale();
     const directory = createDirectory({ sqlite: database.sqlite, chainId: config.chainId, address: chain.context.contracts.directory, fromBlock: BigInt(chain.deployment.block) });
-    const stored = await startStorage({ config, db: database.db, log, chain: chain.context, accounts, extra: { readGrant: directory.readGrant, isPublic: directory.isPublic } });
+    const stored = await startStorage({ config, db: database.db, log, chain: chain.context, accounts, extra: { readGrant: directory.readGrant, isPublic: directory.isPublic, meter: quota.meter } });
     cleanup.push(() => stored.stop());
     const indexer = createIndexer({
       db: database.db,
@@ -72,6 +75,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
       accounts,
       storage: stored.storage,
       directory,
+      quota,
       health: {
         ...stored.health,
         chain: () => chain.health(),

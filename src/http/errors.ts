@@ -17,6 +17,7 @@ export const storageCodes = {
   403: "AccessDenied",
   404: "NotFound",
   405: "MethodNotAllowed",
+  409: "Conflict",
   413: "EntityTooLarge",
   416: "InvalidRange",
   429: "RateLimited",
@@ -51,6 +52,7 @@ export const storageError = {
   unauthorized: (what: string) => new StorageError(401, what),
   quota: (what: string) => new StorageError(402, what),
   forbidden: (what = "Permission denied") => new StorageError(403, what),
+  conflict: (what: string) => new StorageError(409, what),
   notFound: (what = "Not found") => new StorageError(404, what),
   tooLarge: (limit: number) => new StorageError(413, `Request body is larger than ${limit} bytes`),
   rateLimited: (retryAfterSeconds: number) =>

@@ -28,6 +28,15 @@ export interface FileEntry {
   UserDefined: { encryption: string; etag: string };
 }
 
+/** Spec 2.6: `Balance` is the deposit in gwei, `Expire` unix seconds. */
+export interface QuotaRecord {
+  Nonce: number;
+  Balance: number;
+  SizeByte: number;
+  FreeByte: number;
+  Expire: number;
+}
+
 export interface FileList {
   Address: string;
   Storage: string;
@@ -83,8 +92,25 @@ function multipart(fields: Record<string, string>, file: { name: string; blob: B
   const tail = `\r\n--${boundary}--\r\n`;
   const enc = new TextEncoder();
   const [h, t] = [enc.encode(head), enc.encode(tail)];
-  const body = new Blob([h, file.blob, t]);
-  return { body, type: `multipart/form-data; boundary=${boundary}` };
+  // A stream, not `new Blob([h, file.blob, t])`: Bun drops a Bun.file() inside a composed Blob
+  // (its bytes vanish and the body is the framing alone). The length is known, so it is declared.
+  async function* parts() {
+    yield h;
+    yield* file.blob.stream();
+    yield t;
+  }
+  const it = parts();
+  const body = new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      const next = await it.next();
+      if (next.done) controller.close();
+      else controller.enqueue(next.value);
+    },
+    async cancel() {
+      await it.return(undefined);
+    },
+  });
+  return { body, type: `multipart/form-data; boundary=${boundary}`, length: h.byteLength + file.blob.size + t.byteLength };
 }
 
 export async function connectStorage(opts: StorageOptions) {
@@ -116,13 +142,34 @@ export async function connectStorage(opts: StorageOptions) {
     return { did, token: session.token, requestID: String(requestID), payload, signature };
   }
 
-  /** A fresh voucher for a transfer of `bytes` (D6): the counter so far, plus the bytes, plus a
-   * random offset so parallel transfers sign different vouchers. */
+  /**
+   * A fresh voucher for a transfer of `bytes` (D6): the server's counter, plus this client's
+   * transfers still in flight (so parallel transfers each stay covered, whatever order they are
+   * accepted in), plus the bytes; never the same size twice.
+   * `accepted()` must be called once the server has taken the voucher (its answer arrived).
+   */
+  let inFlight = 0n;
+  let lastSigned = 0n;
   async function voucher(bytes: number) {
     const { used } = await call<{ used: string }>(`/traffichash?size=0`, { headers: auth() });
-    const size = BigInt(used) + BigInt(bytes) + BigInt(Math.floor(Math.random() * 4096) + 1);
+    // Strictly increasing per client, so no two of its vouchers are alike (each is single-use);
+    // the random part keeps two devices of one payer apart.
+    const wanted = BigInt(used) + inFlight + BigInt(bytes) + BigInt(Math.floor(Math.random() * 1024));
+    const size = wanted > lastSigned ? wanted : lastSigned + 1n;
+    lastSigned = size;
+    inFlight += BigInt(bytes);
     const sign = await opts.account.signTypedData({ domain, types: storageTypes, primaryType: "Voucher", message: { seller: info.seller, size } });
-    return { size: String(size), sign };
+    let open = true;
+    const accepted = () => {
+      if (open) inFlight -= BigInt(bytes);
+      open = false;
+    };
+    return { fields: { size: String(size), sign }, accepted };
+  }
+
+  function buy(what: "buyspace" | "buytraffic", o: { size?: number; idempotencyKey?: string; kind?: StorageKind }) {
+    const headers = { ...auth(), ...(o.idempotencyKey ? { "idempotency-key": o.idempotencyKey } : {}) };
+    return call<{ tx: Hex }>(`/${o.kind ?? "dfs"}/${what}${o.size !== undefined ? `?size=${o.size}` : ""}`, { headers });
   }
 
   return {
@@ -135,7 +182,10 @@ export async function connectStorage(opts: StorageOptions) {
     /** POST /login: opens a session (requestID back to 1) and takes the account API's tokens. */
     async login() {
       const token = randomHex(32);
-      const timestamp = BigInt(Math.floor(Date.now() / 1000));
+      // D4: a login must be newer than the DID's last one, which may be ours or another device's
+      // from this same second: sign one second past it (GET /login?did= is public).
+      const last = await call<{ timestamp: number }>(`/login?did=${encodeURIComponent(did)}`).then((i) => i.timestamp, () => 0);
+      const timestamp = BigInt(Math.max(Math.floor(Date.now() / 1000), last + 1));
       const signature = await opts.account.signTypedData({ domain, types: storageTypes, primaryType: "Login", message: { did, token, timestamp } });
       const answer = await call<{ data: { accessToken: string; refreshToken: string; did: string } }>("/login", {
         method: "POST",
@@ -157,9 +207,14 @@ export async function connectStorage(opts: StorageOptions) {
       const blob = toBlob(source);
       const name = o.name ?? (typeof source === "string" ? (source.split("/").pop() as string) : blob instanceof File ? blob.name : "file");
       const payload = await sha256Of(blob);
-      const fields = { ...(await signed("upload", payload)), ...(await voucher(blob.size)), ...(o.encryption ? { encryption: o.encryption } : {}) };
-      const { body, type } = multipart(fields, { name, blob });
-      return call<FileEntry>(`/${kind}/`, { method: "POST", headers: { ...auth(), "content-type": type }, body });
+      const v = await voucher(blob.size);
+      const fields = { ...(await signed("upload", payload)), ...v.fields, ...(o.encryption ? { encryption: o.encryption } : {}) };
+      const { body, type, length } = multipart(fields, { name, blob });
+      try {
+        return await call<FileEntry>(`/${kind}/`, { method: "POST", headers: { ...auth(), "content-type": type, "content-length": String(length) }, body });
+      } finally {
+        v.accepted();
+      }
     },
 
     /** Downloads by Cid; `range` is inclusive. Resolves with the Response to stream from. */
@@ -167,7 +222,7 @@ export async function connectStorage(opts: StorageOptions) {
       const bytes = o.range ? o.range[1] - o.range[0] + 1 : (o.size ?? (await this.sizeOf(kind, cid)));
       const v = await voucher(o.method === "HEAD" ? 0 : bytes);
       const headers: Record<string, string> = o.range ? { range: `bytes=${o.range[0]}-${o.range[1]}` } : {};
-      const res = await doFetch(`${base}/${kind}/${cid}?size=${v.size}&sign=${v.sign}`, { method: o.method ?? "GET", headers });
+      const res = await doFetch(`${base}/${kind}/${cid}?size=${v.fields.size}&sign=${v.fields.sign}`, { method: o.method ?? "GET", headers }).finally(v.accepted);
       if (!res.ok) throw new StorageApiError(res.status, res.headers.get("content-type")?.includes("json") ? ((await res.json()) as StorageApiError["body"]) : {});
       return res;
     },
@@ -182,6 +237,14 @@ export async function connectStorage(opts: StorageOptions) {
       const q = new URLSearchParams(Object.entries(page).map(([k, v]): [string, string] => [k, String(v)]));
       return call<FileList>(`/${kind}/listobjects${q.size ? `?${q}` : ""}`, { headers: auth() });
     },
+
+    /** Remaining storage space (spec 2.6); `dfs` and `ipfs` share one pool. */
+    space: (kind: StorageKind = "dfs") => call<QuotaRecord>(`/${kind}/space`, { headers: auth() }),
+    /** Remaining traffic (spec 2.6). */
+    traffic: (kind: StorageKind = "dfs") => call<QuotaRecord>(`/${kind}/traffic`, { headers: auth() }),
+    /** Buys space with the deposit (D8); the same `idempotencyKey` buys once. */
+    buySpace: (o: { size?: number; idempotencyKey?: string; kind?: StorageKind } = {}) => buy("buyspace", o),
+    buyTraffic: (o: { size?: number; idempotencyKey?: string; kind?: StorageKind } = {}) => buy("buytraffic", o),
 
     /** Deletes a dfs file by its ID (a signed restricted call). */
     async delete(id: number, kind: StorageKind = "dfs") {

@@ -52,6 +52,11 @@ export function readFilePart(request: Request): Promise<FilePart> {
         stream.resume();
         return;
       }
+      if (Object.keys(fields).length === 0) {
+        stream.resume();
+        fail(storageError.badRequest("the form fields (did, token, requestID, payload, signature, size, sign) must come before the file part"));
+        return;
+      }
       settled = true;
       resolve({ fields: { ...fields }, filename: info.filename ?? "", stream, stop });
     });

@@ -31,6 +31,9 @@ function checkNotAccount(path: string) {
   if (isAccountPath(path)) throw accountError("NOT_FOUND", "No such endpoint");
 }
 
+/** Second path segments that are routes of their own, not Cids. */
+const RESERVED = new Set(["listobjects", "delete", "space", "traffic", "buyspace", "buytraffic"]);
+
 const wantsJson = (request: Request) => (request.headers.get("accept") ?? "").includes("application/json");
 
 // Uploads: POST /:type (one path segment) other than the fixed single-segment routes.
@@ -88,8 +91,12 @@ export const storageRoutes = (storage: Storage) =>
       query: voucherQuery,
       detail: { summary: "Download a file by Cid with a traffic voucher (size, sign); Range, HEAD, ETag", tags: ["storage"] },
     })
-    .head("/:type/:cid", ({ request, params, query, path }) => (checkNotAccount(path), storage.download(request, params.type, params.cid, query)), {
-      params: t.Object({ type: t.String(), cid: t.String() }),
-      query: voucherQuery,
-      detail: { summary: "Headers of a download; needs a valid voucher but uses none", tags: ["storage"] },
+    // Elysia answers HEAD on a dynamic route with the GET handler and then sets Content-Length to
+    // the (empty) body's length; a download's HEAD must tell the file's length, so it is served here.
+    .onRequest(({ request }) => {
+      if (request.method !== "HEAD") return;
+      const m = /^\/([^/]+)\/([^/]+)\/?$/.exec(new URL(request.url).pathname);
+      if (!m || isAccountPath(`/${m[1]}`) || RESERVED.has(m[2] as string)) return;
+      const query = Object.fromEntries(new URL(request.url).searchParams);
+      return storage.download(request, decodeURIComponent(m[1] as string), decodeURIComponent(m[2] as string), query);
     });

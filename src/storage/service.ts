@@ -12,6 +12,7 @@ import type { TokenService } from "../accounts/tokens.ts";
 import type { UserService } from "../accounts/users.ts";
 import type { Db } from "../db/open.ts";
 import { StorageError, storageError } from "../http/errors.ts";
+import { isHead } from "../http/head.ts";
 import { canonicalDid } from "../identity/did.ts";
 import type { DidResolver } from "../identity/resolver.ts";
 import type { Logger } from "../log.ts";
@@ -22,6 +23,7 @@ import { readFilePart } from "./multipart.ts";
 import { createSessions, type LoginInput } from "./sessions.ts";
 import { contentDisposition, meterDownload, meterUpload, parseRange } from "./transfer.ts";
 import { createVouchers } from "./vouchers.ts";
+import type { Meter } from "../quota/meter.ts";
 
 export const BACKEND_KINDS = ["dfs", "ipfs"] as const;
 
@@ -42,6 +44,8 @@ export interface StorageDeps {
   readGrant?: ReadGrant;
   /** Whether the caller's own directory entry for a Cid is public (listobjects' `Public`). */
   isPublic?: (owner: Address, cid: string) => boolean;
+  /** Quota enforcement (D7); absent, only the vouchers bound use. */
+  meter?: Meter;
   now?: () => number;
 }
 
@@ -72,6 +76,7 @@ export function createStorage(deps: StorageDeps) {
     if (declared > deps.maxBody + 1024 * 1024) throw storageError.tooLarge(deps.maxBody);
 
     const part = await readFilePart(request);
+    let quota: Awaited<ReturnType<Meter["beginUpload"]>> | undefined;
     try {
       const name = cleanName(part.filename);
       const payload = String(part.fields.payload ?? "");
@@ -81,10 +86,14 @@ export function createStorage(deps: StorageDeps) {
       if (voucher.payer !== who.did.address && !(await deps.resolver.canSign(who.did, voucher.payer))) {
         throw storageError.address("the voucher's payer is not the Bearer account or one of its keys");
       }
+      quota = await deps.meter?.beginUpload(who.did.address, who.did.canonical);
       const accepted = vouchers.accept(voucher);
       const limit = Math.min(accepted.allowance, deps.maxBody);
-      const { stream, meter } = meterUpload(part.stream, limit, () =>
-        limit === deps.maxBody ? storageError.tooLarge(deps.maxBody) : storageError.quota(`the voucher allows ${accepted.allowance} more bytes`),
+      const { stream, meter } = meterUpload(
+        part.stream,
+        limit,
+        () => (limit === deps.maxBody ? storageError.tooLarge(deps.maxBody) : storageError.quota(`the voucher allows ${accepted.allowance} more bytes`)),
+        (n) => quota?.add(n),
       );
       let pending: Awaited<ReturnType<Backend["put"]>>;
       try {
@@ -104,10 +113,12 @@ export function createStorage(deps: StorageDeps) {
         await release(b, pending.cid);
         throw err;
       }
+      quota?.commit(meter.bytes);
       if (added.replaced) await release(b, added.replaced);
       vouchers.settle(accepted, meter.bytes);
       return fileEntry(added.row, deps.isPublic?.(who.did.address, added.row.cid));
     } finally {
+      quota?.release(); // a no-op once committed
       part.stream.resume();
       part.stop();
     }
@@ -148,10 +159,14 @@ export function createStorage(deps: StorageDeps) {
     headers["content-length"] = String(length);
     if (range) headers["content-range"] = `bytes ${range.start}-${range.end}/${stat.size}`;
     const status = range ? 206 : 200;
-    if (request.method === "HEAD") return new Response(null, { status, headers });
+    if (isHead(request)) return new Response(null, { status, headers });
 
+    const traffic = await deps.meter?.beginDownload(payer, length);
     const accepted = vouchers.accept({ payer, size }, length);
-    const body = meterDownload(b.read(cid, range), (sent) => vouchers.settle(accepted, sent));
+    const body = meterDownload(b.read(cid, range), (sent) => {
+      vouchers.settle(accepted, sent);
+      traffic?.settle(sent);
+    });
     return new Response(body, { status, headers });
   }
 

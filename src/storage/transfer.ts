@@ -14,7 +14,13 @@ export interface UploadMeter {
 }
 
 /** The file part as a web stream that hashes and counts; errors once more than `limit` bytes came. */
-export function meterUpload(file: Readable, limit: number, overLimit: () => StorageError): { stream: ReadableStream<Uint8Array>; meter: UploadMeter } {
+export function meterUpload(
+  file: Readable,
+  limit: number,
+  overLimit: () => StorageError,
+  /** Sees each chunk's size before it is passed on; throwing (a quota refusal) stops the upload. */
+  onBytes: (n: number) => void = () => {},
+): { stream: ReadableStream<Uint8Array>; meter: UploadMeter } {
   const hasher = new Bun.CryptoHasher("sha256");
   const meter: UploadMeter = { bytes: 0, sha256: () => hasher.digest("hex") };
   const it = file[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
@@ -23,10 +29,13 @@ export function meterUpload(file: Readable, limit: number, overLimit: () => Stor
       const { value, done } = await it.next();
       if (done) return controller.close();
       meter.bytes += value.byteLength;
-      if (meter.bytes > limit) {
-        meter.failure = overLimit();
+      try {
+        if (meter.bytes > limit) throw overLimit();
+        onBytes(value.byteLength);
+      } catch (err) {
+        meter.failure = err as StorageError;
         file.destroy();
-        return controller.error(meter.failure);
+        return controller.error(err);
       }
       hasher.update(value);
       controller.enqueue(new Uint8Array(value.buffer, value.byteOffset, value.byteLength));

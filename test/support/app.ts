@@ -11,6 +11,7 @@ import { createAccountServices, type AccountDeps, type AccountServices } from ".
 import type { Config } from "../../src/config.ts";
 import type { Db } from "../../src/db/open.ts";
 import type { Storage } from "../../src/storage/service.ts";
+import type { Quota } from "../../src/quota/index.ts";
 
 /** `accounts` overrides parts of the account services: a clock, a mailer, a chain client, limits. */
 export interface TestAppOptions {
@@ -19,7 +20,9 @@ export interface TestAppOptions {
   chain?: ChainContext;
   accounts?: Partial<AccountDeps>;
   /** Builds the storage service over this app's database and account services. */
-  storage?: (ctx: { config: Config; db: Db; log: Logger; accounts: AccountServices; dataDir: string }) => Storage;
+  storage?: (ctx: { config: Config; db: Db; log: Logger; accounts: AccountServices; dataDir: string; quota?: Quota }) => Storage;
+  /** Builds metering and payments over this app's database. */
+  quota?: (ctx: { db: Db; log: Logger }) => Quota;
 }
 
 export function testApp(opts: TestAppOptions = {}) {
@@ -30,9 +33,10 @@ export function testApp(opts: TestAppOptions = {}) {
   const log = opts.log ?? silentLogger;
   const secrets = { jwtKey: crypto.getRandomValues(new Uint8Array(32)) };
   const accounts = createAccountServices({ config, db: database.db, log, secrets, publicClient: opts.chain?.publicClient, ...opts.accounts });
-  const storage = opts.storage?.({ config, db: database.db, log, accounts, dataDir });
-  const app = buildApp({ config, log, db: database.db, health: { database: () => void database.sqlite.query("select 1").get() }, chain: opts.chain, accounts, storage });
-  return { app, config, database, log, dataDir, accounts, secrets, storage };
+  const quota = opts.quota?.({ db: database.db, log });
+  const storage = opts.storage?.({ config, db: database.db, log, accounts, dataDir, quota });
+  const app = buildApp({ config, log, db: database.db, health: { database: () => void database.sqlite.query("select 1").get() }, chain: opts.chain, accounts, storage, quota });
+  return { app, config, database, log, dataDir, accounts, secrets, storage, quota };
 }
 
 export const get = (path: string, init?: RequestInit) => new Request(`http://stowage.test${path}`, init);

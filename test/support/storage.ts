@@ -4,36 +4,55 @@
  */
 import { afterAll } from "bun:test";
 import { join } from "node:path";
-import type { LocalAccount } from "viem";
-import { storageDomain } from "../../src/identity/eip712.ts";
+import type { Hex, LocalAccount } from "viem";
+import { storageDomain, storageTypes } from "../../src/identity/eip712.ts";
+import { canonicalDid } from "../../src/identity/did.ts";
 import { ethrResolver } from "../../src/identity/resolver.ts";
 import { connectStorage } from "../../src/sdk/storage.ts";
 import { openDfs } from "../../src/storage/dfs/index.ts";
 import { openIpfs } from "../../src/storage/ipfs/index.ts";
 import { createStorage, type ReadGrant, type StorageDeps } from "../../src/storage/service.ts";
 import type { Backend, BackendKind } from "../../src/storage/backend.ts";
-import { appFetch, testApp } from "./app.ts";
+import { appFetch, postJson, testApp } from "./app.ts";
+import { createQuota } from "../../src/quota/index.ts";
 import { testChain } from "./chain.ts";
 
 export const BASE = "http://stowage.test";
+
+export interface Session {
+  account: LocalAccount;
+  did: string;
+  token: Hex;
+  accessToken: string;
+  refreshToken: string;
+}
 
 export interface GatewayOptions {
   env?: Record<string, string>;
   /** How long DID lookups are cached (D2: at most 10 s). */
   resolverCacheMs?: number;
+  /** The resolver's clock, to show the cache's bound without waiting. */
+  resolverNow?: () => number;
   ipfs?: boolean;
   readGrant?: ReadGrant;
   extra?: Partial<StorageDeps>;
+  /** Enforce quota (D7) with the chain's records; off by default so storage tests need no grants. */
+  quota?: boolean;
 }
 
 export async function testGateway(opts: GatewayOptions = {}) {
   const chain = await testChain();
   const backends: Partial<Record<BackendKind, Backend>> = {};
-  const resolver = ethrResolver({ publicClient: chain.context.publicClient, registry: chain.context.contracts.didRegistry, cacheMs: opts.resolverCacheMs ?? 10_000 });
+  const resolver = ethrResolver({ publicClient: chain.context.publicClient, registry: chain.context.contracts.didRegistry, cacheMs: opts.resolverCacheMs ?? 10_000, now: opts.resolverNow });
+  const chainId = chain.context.chain.id;
+  const domain = storageDomain(chainId, chain.context.contracts.proxy);
+  const seller = chain.operator.address;
   const made = testApp({
     chain: chain.context,
     env: { STOWAGE_PUBLIC_URL: BASE, ...opts.env },
-    storage: ({ config, db, log, accounts }) =>
+    // No record cache in tests: each read sees the chain as it is (the server keeps answers ≤ 1 s).
+    quota: opts.quota ? ({ db, log }) => createQuota({ db, chain: chain.context, log, maxAgeMs: 0 }) : undefined,
+    storage: ({ config, db, log, accounts, quota }) =>
       createStorage({
         db,
         log,
@@ -43,9 +62,10 @@ export async function testGateway(opts: GatewayOptions = {}) {
         tokens: accounts.tokens,
         users: accounts.users,
         resolver,
-        domain: storageDomain(config.chainId, chain.context.contracts.proxy),
-        seller: chain.operator.address,
+        domain,
+        seller,
         readGrant: opts.readGrant,
+        meter: quota?.meter,
         ...opts.extra,
       }),
   });
@@ -64,5 +84,63 @@ export async function testGateway(opts: GatewayOptions = {}) {
     return { account, client };
   }
 
-  return { ...made, chain, backends, resolver, fetch, user };
+  /** Hand-signed messages (D4, D6), for tests that build malformed or hostile requests. */
+  const sign = {
+    login: (account: LocalAccount, m: { did: string; token: Hex; timestamp: number | bigint }) =>
+      account.signTypedData({ domain, types: storageTypes, primaryType: "Login", message: { ...m, timestamp: BigInt(m.timestamp) } }),
+    request: (account: LocalAccount, m: { did: string; token: Hex; requestID: number | bigint; action: "upload" | "delete"; payload: string }) =>
+      account.signTypedData({ domain, types: storageTypes, primaryType: "Request", message: { ...m, requestID: BigInt(m.requestID) } }),
+    voucher: (account: LocalAccount, size: number | bigint) => account.signTypedData({ domain, types: storageTypes, primaryType: "Voucher", message: { seller, size: BigInt(size) } }),
+  };
+
+  /** Logs `account` in by hand (JSON, with tokens): its session, for hand-built restricted calls. */
+  async function session(account: LocalAccount, o: { did?: string; token?: Hex } = {}): Promise<Session> {
+    const did = o.did ?? canonicalDid(account.address, chainId);
+    const token = o.token ?? newToken();
+    let last = 0;
+    try {
+      last = made.storage?.loginInfo(did).timestamp ?? 0;
+    } catch {}
+    // D4: a login must be newer than the DID's last one, and SDK logins may have used this second.
+    const timestamp = Math.max(Math.floor(Date.now() / 1000), last + 1);
+    const signature = await sign.login(account, { did, token, timestamp });
+    const res = await made.app.handle(postJson("/login", { did, token, timestamp, signature }, { accept: "application/json" }));
+    if (res.status !== 200) throw new Error(`login answered ${res.status}: ${await res.text()}`);
+    const { data } = (await res.json()) as { data: { accessToken: string; refreshToken: string } };
+    return { account, did, token, accessToken: data.accessToken, refreshToken: data.refreshToken };
+  }
+
+  /**
+   * A signed upload (D5, D6) as a client would send it, fields before the file. `payload` is what
+   * is signed (default: the bytes' SHA-256); `fields` replaces or (with undefined) drops fields
+   * after signing; `fileFirst` puts the file part first.
+   */
+  async function uploadRequest(
+    s: Session,
+    o: { requestID: number; bytes: Uint8Array; name?: string; kind?: string; payload?: string; fields?: Record<string, string | undefined>; fileFirst?: boolean },
+  ) {
+    const payload = o.payload ?? new Bun.CryptoHasher("sha256").update(o.bytes).digest("hex");
+    const size = (made.storage?.vouchers.usedBy(s.account.address) ?? 0) + o.bytes.byteLength + 1 + Math.floor(Math.random() * 1_000_000);
+    const fields: Record<string, string | undefined> = {
+      did: s.did,
+      token: s.token,
+      requestID: String(o.requestID),
+      payload,
+      signature: await sign.request(s.account, { did: s.did, token: s.token, requestID: o.requestID, action: "upload", payload }),
+      size: String(size),
+      sign: await sign.voucher(s.account, size),
+      ...o.fields,
+    };
+    const form = new FormData();
+    const file = () => form.append("file", new Blob([o.bytes]), o.name ?? "file.bin");
+    if (o.fileFirst) file();
+    for (const [k, v] of Object.entries(fields)) if (v !== undefined) form.append(k, v);
+    if (!o.fileFirst) file();
+    return new Request(`${BASE}/${o.kind ?? "dfs"}/`, { method: "POST", headers: { authorization: `Bearer ${s.accessToken}` }, body: form });
+  }
+
+  return { ...made, chain, backends, resolver, fetch, user, domain, seller, sign, session, uploadRequest };
 }
+
+/** A user-generated login token (D4: 16–64 bytes of hex). */
+export const newToken = (bytes = 32): Hex => `0x${Buffer.from(crypto.getRandomValues(new Uint8Array(bytes))).toString("hex")}`;

@@ -1,0 +1,55 @@
+/**
+ * Quota routes (spec 4.1 rows 9–12): the space and traffic records, and purchases. `dfs` and
+ * `ipfs` answer the same records: one pool per kind is shared by both back-ends (D7).
+ */
+import { Elysia, t } from "elysia";
+import type { TokenService } from "../accounts/tokens.ts";
+import { storageError } from "../http/errors.ts";
+import { accountError, isAccountPath } from "../http/errors.ts";
+import { requireCaller } from "../storage/auth.ts";
+import type { Meter } from "./meter.ts";
+import type { Purchases } from "./purchase.ts";
+import { DEFAULT_PACKAGE } from "./purchase.ts";
+import type { Kind } from "./records.ts";
+
+const record = t.Object({ Nonce: t.Number(), Balance: t.Number({ description: "deposit in gwei" }), SizeByte: t.Number(), FreeByte: t.Number(), Expire: t.Number({ description: "unix seconds" }) });
+const params = t.Object({ type: t.String() });
+
+function checkType(type: string, path: string) {
+  if (isAccountPath(path)) throw accountError("NOT_FOUND", "No such endpoint");
+  if (type !== "dfs" && type !== "ipfs") throw storageError.unsupportedType();
+}
+
+function parseSize(raw: string | undefined, kind: Kind): number {
+  if (raw === undefined || raw === "") return DEFAULT_PACKAGE[kind];
+  if (!/^\d{1,16}$/.test(raw) || Number(raw) < 1 || !Number.isSafeInteger(Number(raw))) throw storageError.badRequest("size must be a positive whole number of bytes");
+  return Number(raw);
+}
+
+export const quotaRoutes = ({ meter, purchases, tokens, chainId }: { meter: Meter; purchases: Purchases; tokens: Pick<TokenService, "verifyAccessToken">; chainId: number }) => {
+  const show = (kind: Kind) => async ({ request, params, path, set }: { request: Request; params: { type: string }; path: string; set: { headers: Record<string, string | number> } }) => {
+    checkType(params.type, path);
+    const who = await requireCaller(request, tokens, chainId);
+    set.headers["cache-control"] = "no-store";
+    return meter.record(who.did.address, who.did.canonical, kind);
+  };
+  const buy =
+    (kind: Kind) =>
+    async ({ request, params, query, path, set }: { request: Request; params: { type: string }; query: { size?: string }; path: string; set: { headers: Record<string, string | number> } }) => {
+      checkType(params.type, path);
+      const who = await requireCaller(request, tokens, chainId);
+      set.headers["cache-control"] = "no-store";
+      const key = request.headers.get("idempotency-key") ?? undefined;
+      if (key !== undefined && (key.length < 1 || key.length > 200)) throw storageError.badRequest("Idempotency-Key must be 1 to 200 characters");
+      return purchases.buy(who.did.address, kind, parseSize(query.size, kind), key);
+    };
+  const buyDoc = (kind: Kind) => ({
+    summary: `Buy ${kind} with the deposit: optional size (default ${DEFAULT_PACKAGE[kind]} bytes) and Idempotency-Key header; answers the mined transaction`,
+    tags: ["quota"],
+  });
+  return new Elysia({ name: "quota" })
+    .get("/:type/space", show("space"), { params, detail: { summary: "Remaining storage space (spec 2.6), shared by dfs and ipfs", tags: ["quota"] }, response: { 200: record } })
+    .get("/:type/traffic", show("traffic"), { params, detail: { summary: "Remaining traffic (spec 2.6), shared by dfs and ipfs", tags: ["quota"] }, response: { 200: record } })
+    .get("/:type/buyspace", buy("space"), { params, query: t.Object({ size: t.Optional(t.String()) }), detail: buyDoc("space"), response: { 200: t.Object({ tx: t.String() }) } })
+    .get("/:type/buytraffic", buy("traffic"), { params, query: t.Object({ size: t.Optional(t.String()) }), detail: buyDoc("traffic"), response: { 200: t.Object({ tx: t.String() }) } });
+};

@@ -1,0 +1,212 @@
+/**
+ * Metering and payments (spec 4.1 rows 9–12, D7, D8) through `app.handle()`, on anvil.
+ */
+import { describe, expect, test } from "bun:test";
+import { parseEther, type Address } from "viem";
+import { proxyAbi } from "../../src/chain/artifacts/index.ts";
+import { runAdmin } from "../../src/cli/admin.ts";
+import { connectGateway } from "../../src/sdk/chain.ts";
+import { StorageApiError } from "../../src/sdk/storage.ts";
+import { get, readJson } from "../support/app.ts";
+import { BASE, testGateway } from "../support/storage.ts";
+import { tempDir } from "../support/tmp.ts";
+import { mined } from "../support/anvil.ts";
+
+const gw = await testGateway({ quota: true });
+const { anvil, context } = gw.chain;
+const KIND = { space: 0, traffic: 1 } as const;
+
+async function grant(user: Address, kind: keyof typeof KIND, bytes: number, validitySeconds = 0) {
+  await mined(
+    anvil.publicClient,
+    anvil.wallet(gw.chain.admin).writeContract({ address: context.contracts.proxy, abi: proxyAbi, functionName: "grantFree", args: [user, KIND[kind], BigInt(bytes), BigInt(validitySeconds)] }),
+  );
+}
+
+async function funded(eth = "0") {
+  const u = await gw.user();
+  if (eth !== "0") await (await connectGateway(BASE, { account: u.account, fetch: gw.fetch })).deposit(parseEther(eth));
+  return u;
+}
+
+const status = async (p: Promise<unknown>) => {
+  try {
+    await p;
+    return 200;
+  } catch (err) {
+    if (err instanceof StorageApiError) return err.status;
+    throw err;
+  }
+};
+
+const random = (n: number) => crypto.getRandomValues(new Uint8Array(n));
+
+describe("quota records", () => {
+  test("a new account has nothing; dfs and ipfs answer the same record", async () => {
+    const { client } = await funded();
+    const dfs = await client.space("dfs");
+    expect(dfs).toEqual({ Nonce: 0, Balance: 0, SizeByte: 0, FreeByte: 0, Expire: 0 });
+    expect(await client.space("ipfs")).toEqual(dfs);
+    expect(await client.traffic("ipfs")).toEqual(await client.traffic("dfs"));
+  });
+
+  test("deposit, purchase, grant, upload, download and delete each show at once", async () => {
+    const { client, account } = await funded("2");
+    expect((await client.space()).Balance).toBe(2_000_000_000);
+
+    const { tx } = await client.buySpace({ size: 100_000 });
+    expect(tx).toMatch(/^0x[0-9a-f]{64}$/);
+    const afterBuy = await client.space();
+    // 100000 bytes × 1 gwei = 100000 gwei
+    expect(afterBuy).toMatchObject({ Nonce: 1, Balance: 2_000_000_000 - 100_000, SizeByte: 100_000, FreeByte: 0 });
+    expect(afterBuy.Expire).toBeGreaterThan(Math.floor(Date.now() / 1000) + 3 * 365 * 86400 - 120);
+
+    // A grant from the command line shows at once.
+    const env = {
+      STOWAGE_DATA_DIR: tempDir("cli"),
+      STOWAGE_CHAIN_RPC: anvil.url,
+      STOWAGE_ADMIN_KEY: gw.chain.adminKey,
+      STOWAGE_PROXY_ADDRESS: context.contracts.proxy,
+      STOWAGE_DID_REGISTRY_ADDRESS: context.contracts.didRegistry,
+      STOWAGE_DIRECTORY_ADDRESS: context.contracts.directory,
+    };
+    await runAdmin(["grant", "--did", client.did, "--traffic", "50000"], env, () => {}, () => {});
+    expect(await client.traffic()).toMatchObject({ Nonce: 1, SizeByte: 50_000, FreeByte: 50_000 });
+
+    const file = await client.upload("dfs", random(30_000), { name: "a.bin" });
+    expect((await client.space()).SizeByte).toBe(70_000);
+    // An upload moves its bytes too.
+    expect((await client.traffic()).SizeByte).toBe(20_000);
+
+    const res = await client.download("dfs", file.Cid, { range: [0, 9_999] });
+    expect((await res.arrayBuffer()).byteLength).toBe(10_000);
+    expect((await client.traffic()).SizeByte).toBe(10_000);
+
+    await client.delete(file.ID);
+    expect((await client.space()).SizeByte).toBe(100_000);
+    expect(account.address).toBeTruthy();
+  });
+
+  test("needs a DID account's Bearer token, and a known storage type", async () => {
+    const none = await gw.app.handle(get("/dfs/space"));
+    expect(none.status).toBe(401);
+    expect(await readJson(none)).toMatchObject({ Code: "Authentication", HTTPStatusCode: 401 });
+    const { client } = await funded();
+    const wrong = await gw.app.handle(get("/mefs/space", { headers: { authorization: `Bearer ${client.accessToken}` } }));
+    expect(wrong.status).toBe(518);
+  });
+});
+
+describe("enforcement", () => {
+  test("over quota is 402 and keeps nothing", async () => {
+    const { client, account } = await funded();
+    await grant(account.address, "space", 1000);
+    await grant(account.address, "traffic", 1_000_000);
+    expect(await status(client.upload("dfs", random(1001), { name: "big" }))).toBe(402);
+    expect((await client.list("dfs")).Object).toEqual([]);
+    expect((await client.space()).SizeByte).toBe(1000);
+    expect(await status(client.upload("dfs", random(1000), { name: "fits" }))).toBe(200);
+  });
+
+  test("50 parallel uploads never store more than the space allowance together", async () => {
+    const { client, account } = await funded();
+    const size = 10_000;
+    await grant(account.address, "space", size * 20 + 5_000);
+    await grant(account.address, "traffic", 100_000_000);
+    const results = await Promise.all(Array.from({ length: 50 }, (_, i) => status(client.upload("dfs", random(size), { name: `f${i}` }))));
+    const ok = results.filter((s) => s === 200).length;
+    expect(results.every((s) => s === 200 || s === 402)).toBe(true);
+    expect(ok).toBeGreaterThan(0);
+    expect(ok).toBeLessThanOrEqual(20);
+    const listed = (await client.list("dfs")).Object;
+    expect(listed).toHaveLength(ok);
+    const stored = listed.reduce((n, f) => n + f.Size, 0);
+    expect(stored).toBeLessThanOrEqual(size * 20 + 5_000);
+    expect((await client.space()).SizeByte).toBe(size * 20 + 5_000 - stored);
+    // Refused uploads left nothing behind: every dfs object belongs to a listed file.
+    for (const f of listed) expect(await gw.backends.dfs?.stat(f.Cid)).toEqual({ size });
+  });
+
+  test("50 parallel downloads never move more than the traffic allowance together", async () => {
+    const { client, account } = await funded();
+    await grant(account.address, "space", 1_000_000);
+    await grant(account.address, "traffic", 10_000 + 10 * 1000 + 500);
+    const file = await client.upload("dfs", random(10_000), { name: "d.bin" });
+    // The upload used 10000 bytes of traffic: 10500 remain, enough for 10 downloads of 1000.
+    const results = await Promise.all(
+      Array.from({ length: 50 }, async () => {
+        try {
+          const res = await client.download("dfs", file.Cid, { range: [0, 999] });
+          return (await res.arrayBuffer()).byteLength === 1000 ? 200 : 0;
+        } catch (err) {
+          if (err instanceof StorageApiError) return err.status;
+          throw err;
+        }
+      }),
+    );
+    const ok = results.filter((s) => s === 200).length;
+    expect(results.every((s) => s === 200 || s === 402)).toBe(true);
+    expect(ok).toBeGreaterThan(0);
+    expect(ok).toBeLessThanOrEqual(10);
+    expect((await client.traffic()).SizeByte).toBe(10_500 - ok * 1000);
+  });
+
+  test("after expiry new uploads are refused; a new grant starts a new period", async () => {
+    const { client, account } = await funded();
+    await grant(account.address, "space", 5000, 100);
+    await grant(account.address, "traffic", 100_000);
+    await client.upload("dfs", random(3000), { name: "before" });
+    await anvil.testClient.increaseTime({ seconds: 200 });
+    await anvil.testClient.mine({ blocks: 1 });
+    expect((await client.space()).SizeByte).toBe(0);
+    expect(await status(client.upload("dfs", random(10), { name: "after" }))).toBe(402);
+    // Files stay stored and readable while traffic remains.
+    const [kept] = (await client.list("dfs")).Object;
+    expect((await (await client.download("dfs", kept!.Cid)).arrayBuffer()).byteLength).toBe(3000);
+
+    await grant(account.address, "space", 4000);
+    const space = await client.space();
+    // The new period holds only the new grant; the stored file still counts against it.
+    expect(space).toMatchObject({ FreeByte: 4000, SizeByte: 1000 });
+  });
+});
+
+describe("purchases", () => {
+  test("too little deposit is 402 and buys nothing", async () => {
+    const { client } = await funded("0.000001"); // 1000 gwei
+    expect(await status(client.buySpace({ size: 1_000_000 }))).toBe(402);
+    expect(await client.space()).toMatchObject({ Nonce: 0, SizeByte: 0, Balance: 1000 });
+  });
+
+  test("a retry with the same Idempotency-Key answers the same tx and buys once", async () => {
+    const { client } = await funded("1");
+    const [a, b] = await Promise.all([
+      client.buyTraffic({ size: 1000, idempotencyKey: "order-1" }).catch((e) => e),
+      client.buyTraffic({ size: 1000, idempotencyKey: "order-1" }).catch((e) => e),
+    ]);
+    // Two at once: one buys, the other is told it is in progress (409) or gets the same tx.
+    const txs = [a, b].filter((r) => r && typeof r.tx === "string").map((r) => r.tx);
+    expect(txs.length).toBeGreaterThan(0);
+    const again = await client.buyTraffic({ size: 1000, idempotencyKey: "order-1" });
+    for (const tx of txs) expect(again.tx).toBe(tx);
+    expect(await client.traffic()).toMatchObject({ Nonce: 1, SizeByte: 1000 });
+    await expect(client.buyTraffic({ size: 2000, idempotencyKey: "order-1" })).rejects.toThrow("different size");
+  });
+
+  test("answers carry Cache-Control: no-store and the default package is 1 GiB of space", async () => {
+    const { client } = await funded("2");
+    const res = await gw.app.handle(get("/ipfs/buyspace", { headers: { authorization: `Bearer ${client.accessToken}` } }));
+    expect(res.status).toBe(200);
+    expect(res.headers.get("cache-control")).toBe("no-store");
+    expect((await client.space()).SizeByte).toBe(2 ** 30);
+  });
+
+  test("a bad size is 400 and buys nothing", async () => {
+    const { client } = await funded("1");
+    for (const size of ["0", "-5", "lots", "99999999999999999999"]) {
+      const res = await gw.app.handle(get(`/dfs/buyspace?size=${size}`, { headers: { authorization: `Bearer ${client.accessToken}` } }));
+      expect(res.status).toBe(400);
+    }
+    expect((await client.space()).Nonce).toBe(0);
+  });
+});
