@@ -6,7 +6,7 @@
  */
 import { afterAll } from "bun:test";
 import type { Database } from "bun:sqlite";
-import type { LocalAccount } from "viem";
+import type { PrivateKeyAccount } from "viem/accounts";
 import { buildApp } from "../../src/app.ts";
 import { createIndexer } from "../../src/chain/indexer.ts";
 import { createDirectory, type Directory } from "../../src/directory/index.ts";
@@ -35,7 +35,7 @@ export async function directoryGateway(o: { ipfs?: boolean; pollMs?: number } = 
   afterAll(() => indexer.stop());
 
   /** A funded user, logged in to storage, with a directory client. */
-  async function user(account?: LocalAccount) {
+  async function user(account?: PrivateKeyAccount) {
     const acct = account ?? (await gw.chain.anvil.newAccount());
     const store = await connectStorage({ baseUrl: BASE, account: acct, fetch });
     await store.login();

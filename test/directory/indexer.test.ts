@@ -1,0 +1,211 @@
+/**
+ * The directory consumer under the chain indexer, on a real anvil: whatever happens while
+ * indexing (a crash and restart mid-stream, an RPC outage, a chain rewind), the index ends up
+ * exactly as a fresh index of the same chain, and no event is applied twice.
+ */
+import { afterAll, describe, expect, test } from "bun:test";
+import { join } from "node:path";
+import { decodeEventLog, getContract, parseGwei, type Address } from "viem";
+import type { PrivateKeyAccount } from "viem/accounts";
+import { CID } from "multiformats/cid";
+import { sha256 } from "multiformats/hashes/sha2";
+import * as raw from "multiformats/codecs/raw";
+import { directoryAbi } from "../../src/chain/artifacts/index.ts";
+import { chainClients } from "../../src/chain/clients.ts";
+import { createIndexer, type Consumer } from "../../src/chain/indexer.ts";
+import { openDatabase } from "../../src/db/open.ts";
+import { directoryConsumer } from "../../src/directory/indexer.ts";
+import { silentLogger } from "../../src/log.ts";
+import { mined } from "../support/anvil.ts";
+import { testChain } from "../support/chain.ts";
+import { tempDir } from "../support/tmp.ts";
+import { indexState } from "./support.ts";
+
+const chain = await testChain();
+const { anvil } = chain;
+const address = chain.context.contracts.directory;
+
+const as = (account: PrivateKeyAccount) => getContract({ address, abi: directoryAbi, client: { public: anvil.publicClient, wallet: anvil.wallet(account) } });
+const send = (hash: Promise<`0x${string}`>) => mined(anvil.publicClient, hash);
+const cidOf = async (text: string) => CID.create(1, raw.code, await sha256.digest(new TextEncoder().encode(text))).toString();
+
+/** A fresh database and a consumer over it, as a server process would have. */
+function indexDb(name = "directory") {
+  const database = openDatabase(join(tempDir("dir-idx"), "stowage.db"));
+  afterAll(() => database.close());
+  const consumer = () => directoryConsumer({ sqlite: database.sqlite, chainId: anvil.chainId, address, fromBlock: chain.deployBlock, name });
+  return { database, consumer };
+}
+
+/** A fresh index of the whole chain as it is now: what any other index must equal. */
+async function reference() {
+  const { database, consumer } = indexDb();
+  const indexer = createIndexer({ db: database.db, publicClient: anvil.publicClient, confirmations: 0, log: silentLogger });
+  indexer.add(consumer());
+  await indexer.syncOnce();
+  return indexState(database.sqlite);
+}
+
+/** Directory traffic in two acts, one transaction (and block) per step. */
+async function story() {
+  const [a, b, r1, r2, r3] = await Promise.all([anvil.newAccount(), anvil.newAccount(), anvil.newAccount(), anvil.newAccount(), anvil.newAccount()]);
+  const m1 = await cidOf(`ledger ${crypto.randomUUID()}`);
+  const m2 = `not-a-cid-${crypto.randomUUID()}`;
+  const act1 = async () => {
+    await send(as(a).write.publish([m1, "Ledger", 100n, 5n, false, ["finance", "books"]]));
+    await send(as(a).write.publish([m2, "Gallery", 200n, 0n, true, ["art"]]));
+    await send(as(a).write.grantRead([m1, r1.address]));
+    await send(as(a).write.grantRead([m1, r2.address]));
+    await send(as(r3).write.buyRead([a.address, m1], { value: parseGwei("5") }));
+  };
+  const act2 = async () => {
+    await send(as(a).write.update([m1, "Ledger renamed", 100n, 9n, false, ["finance"]]));
+    await send(as(a).write.revokeRead([m1, r1.address]));
+    await send(as(a).write.unpublish([m2]));
+    await send(as(a).write.publish([m2, "Gallery reopened", 200n, 0n, true, ["art", "reopened"]]));
+    await send(as(b).write.publish([m1, "Ledger copy", 100n, 0n, false, []]));
+    await send(as(r1).write.buyRead([b.address, m1]));
+  };
+  return { a, b, r1, r2, r3, m1, m2, act1, act2, events: 11 };
+}
+
+const eventCount = (sqlite: ReturnType<typeof indexDb>["database"]["sqlite"]) => sqlite.query<{ n: number }, []>("SELECT count(*) AS n FROM directory_events").get()?.n;
+
+describe("directory indexing", () => {
+  test("a crash mid-stream and a restart apply every event exactly once", async () => {
+    const s = await story();
+    const { database, consumer } = indexDb();
+    const before = eventCount(database.sqlite) ?? 0;
+
+    // Process 1 indexes the first act, then goes away.
+    await s.act1();
+    const first = createIndexer({ db: database.db, publicClient: anvil.publicClient, confirmations: 0, log: silentLogger, batchBlocks: 1 });
+    first.add(consumer());
+    await first.syncOnce();
+
+    // Process 2 dies in the middle of the second act: its third range fails after applying part.
+    await s.act2();
+    let ranges = 0;
+    const healthy = consumer();
+    const crashing: Consumer = {
+      ...healthy,
+      apply(tx, events) {
+        healthy.apply(tx, events);
+        if (events.length > 0 && ++ranges === 3) throw new Error("power cut");
+      },
+    };
+    const second = createIndexer({ db: database.db, publicClient: anvil.publicClient, confirmations: 0, log: silentLogger, batchBlocks: 1 });
+    second.add(crashing);
+    await expect(second.syncOnce()).rejects.toThrow("power cut");
+
+    // Process 3 picks up from the cursor.
+    const third = createIndexer({ db: database.db, publicClient: anvil.publicClient, confirmations: 0, log: silentLogger, batchBlocks: 1 });
+    third.add(consumer());
+    await third.syncOnce();
+    await third.syncOnce();
+
+    const state = indexState(database.sqlite);
+    expect(state).toEqual(await reference());
+    expect(state.ftsInStep).toBe(true);
+    expect(eventCount(database.sqlite)).toBe(before + s.events);
+    expect(database.sqlite.query("SELECT reader FROM directory_grants WHERE owner = ? AND mid = ?").all(s.a.address, s.m1)).toEqual([{ reader: s.r2.address }]);
+    expect(database.sqlite.query("SELECT owner, reader FROM directory_purchases WHERE mid = ? ORDER BY reader").all(s.m1)).toHaveLength(2);
+
+    // A range delivered once more (say, by a buggy caller) changes nothing: positions are logged.
+    const logs = await anvil.publicClient.getLogs({ address, fromBlock: chain.deployBlock });
+    const again = consumer();
+    const events = logs.map((l) => {
+      const d = decodeEventLog({ abi: directoryAbi, data: l.data, topics: l.topics });
+      return { eventName: d.eventName, args: d.args as Record<string, unknown>, blockNumber: l.blockNumber, logIndex: l.logIndex, transactionHash: l.transactionHash, address: l.address };
+    });
+    database.db.transaction((tx) => again.apply(tx, events));
+    expect(indexState(database.sqlite)).toEqual(state);
+  });
+
+  test("an RPC outage during indexing is waited out, and nothing is lost or doubled", async () => {
+    const { database, consumer } = indexDb();
+    let mode: "down" | "flaky" | "up" = "down";
+    let requests = 0;
+    let refused = 0;
+    const proxy = Bun.serve({
+      hostname: "127.0.0.1",
+      port: 0,
+      async fetch(req) {
+        requests++;
+        if (mode === "down" || (mode === "flaky" && requests % 3 === 0)) {
+          refused++;
+          return new Response("unavailable", { status: 503 });
+        }
+        return fetch(anvil.url, { method: "POST", headers: { "content-type": "application/json" }, body: await req.text() });
+      },
+    });
+    afterAll(() => proxy.stop(true));
+    const { publicClient } = chainClients(anvil.chainId, `http://127.0.0.1:${proxy.port}`, true);
+    const indexer = createIndexer({ db: database.db, publicClient, confirmations: 0, log: silentLogger, pollMs: 20, backoffMs: 5, maxBackoffMs: 40, batchBlocks: 2 });
+    indexer.add(consumer());
+    indexer.start();
+    try {
+      const s = await story();
+      await s.act1();
+      while (refused < 5) await Bun.sleep(5);
+      expect(eventCount(database.sqlite)).toBe(0);
+      mode = "flaky";
+      await s.act2();
+      const refusedBefore = refused;
+      while (refused < refusedBefore + 5) await Bun.sleep(5);
+      mode = "up";
+      await indexer.nextPass();
+      await indexer.nextPass();
+      const state = indexState(database.sqlite);
+      expect(state).toEqual(await reference());
+      expect(state.entries.some((e) => (e as { name: string }).name === "Gallery reopened")).toBe(true);
+    } finally {
+      await indexer.stop();
+    }
+  });
+
+  test("a chain rewind rolls entries, grants and purchases back to what the new chain says", async () => {
+    const s = await story();
+    await s.act1();
+    const { database, consumer } = indexDb();
+    const indexer = createIndexer({ db: database.db, publicClient: anvil.publicClient, confirmations: 0, log: silentLogger });
+    indexer.add(consumer());
+    await indexer.syncOnce();
+    const row = (owner: Address, mid: string) => database.sqlite.query("SELECT name, price, public FROM directory_entries WHERE owner = ? AND mid = ?").get(owner, mid);
+    const beforeFork = indexState(database.sqlite);
+
+    const snapshot = await anvil.testClient.snapshot();
+    await s.act2(); // update, revoke, unpublish + re-publish, another owner, a purchase: all to be lost
+    const lost = await cidOf(`lost ${crypto.randomUUID()}`);
+    await send(as(s.a).write.publish([lost, "Vanishing entry", 1n, 0n, true, ["vanish"]]));
+    await indexer.syncOnce();
+    expect(row(s.a.address, s.m1)).toEqual({ name: "Ledger renamed", price: "9", public: 0 });
+    expect(row(s.a.address, lost)).not.toBeNull();
+
+    await anvil.testClient.revert({ id: snapshot });
+    // The new chain goes another way: same block numbers, other blocks.
+    const kept = await cidOf(`kept ${crypto.randomUUID()}`);
+    await send(as(s.b).write.publish([kept, "Other history", 1n, 0n, true, ["other"]]));
+    await send(as(s.a).write.grantRead([s.m1, s.r3.address]));
+    await indexer.syncOnce(); // notices the rewind and rolls back
+    await indexer.syncOnce(); // indexes the new chain
+
+    const state = indexState(database.sqlite);
+    expect(state).toEqual(await reference());
+    expect(state.ftsInStep).toBe(true);
+    expect(row(s.a.address, s.m1)).toEqual({ name: "Ledger", price: "5", public: 0 });
+    expect(row(s.a.address, lost)).toBeNull();
+    expect(row(s.b.address, s.m1)).toBeNull();
+    expect(row(s.a.address, s.m2)).toEqual({ name: "Gallery", price: "0", public: 1 });
+    expect(database.sqlite.query("SELECT reader FROM directory_grants WHERE owner = ? AND mid = ? ORDER BY reader").all(s.a.address, s.m1)).toEqual(
+      [s.r1.address, s.r2.address, s.r3.address].sort().map((reader) => ({ reader })),
+    );
+    expect(state.purchases).toEqual(beforeFork.purchases);
+    // The search index followed: the lost names are gone, the old ones are back.
+    const mids = (q: string) => database.sqlite.query<{ mid: string }, [string]>("SELECT e.mid FROM directory_fts JOIN directory_entries e ON e.id = directory_fts.rowid WHERE directory_fts MATCH ?").all(q).map((r) => r.mid);
+    expect(mids('"vanish"*')).toEqual([]);
+    expect(mids('"renamed"*')).not.toContain(s.m1);
+    expect(mids('"books"*')).toContain(s.m1);
+    expect(mids('"reopened"*')).not.toContain(s.m2);
+  });
+});
