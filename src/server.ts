@@ -67,8 +67,22 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     indexer.add(directory.consumer);
     indexer.start();
     cleanup.push(() => indexer.stop());
+    // Bind first: with --port 0 the real port is known only now, and the public URL names it.
+    let handle = async (_: Request) => Response.json({ Code: "Unavailable", Description: "starting", HTTPStatusCode: 503 }, { status: 503 });
+    const server = Bun.serve({
+      hostname: config.host,
+      port: config.port,
+      maxRequestBodySize: config.maxBody + FRAMING_SLACK,
+      fetch: createHandler({ handle: (r) => handle(r), log, corsOrigins: config.corsOrigins, trustProxy: config.trustProxy }),
+      error(err) {
+        log.error("server error", { err: err.message });
+        return Response.json({ Code: "InternalError", Description: "Internal error, try again", HTTPStatusCode: 500 }, { status: 500 });
+      },
+    });
+    cleanup.push(() => server.stop(true));
+    const effective: Config = config.port === 0 ? { ...config, publicUrl: config.publicUrl.replace(/:0$/, `:${server.port}`) } : config;
     const app = buildApp({
-      config,
+      config: effective,
       log,
       db: database.db,
       chain: chain.context,
@@ -85,16 +99,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
         },
       },
     });
-    const server = Bun.serve({
-      hostname: config.host,
-      port: config.port,
-      maxRequestBodySize: config.maxBody + FRAMING_SLACK,
-      fetch: createHandler({ handle: (r) => app.handle(r), log, corsOrigins: config.corsOrigins, trustProxy: config.trustProxy }),
-      error(err) {
-        log.error("server error", { err: err.message });
-        return Response.json({ Code: "InternalError", Description: "Internal error, try again", HTTPStatusCode: 500 }, { status: 500 });
-      },
-    });
+    handle = (r) => app.handle(r);
     const url = `http://${config.host}:${server.port}`;
     return {
       url,
