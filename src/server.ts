@@ -14,6 +14,7 @@ import { buildApp } from "./app.ts";
 import { createHandler } from "./http/handler.ts";
 import { startChain } from "./chain/start.ts";
 import { createAccountServices } from "./accounts/index.ts";
+import { ethrResolver, keyStillSigns } from "./identity/resolver.ts";
 import { startStorage } from "./storage/start.ts";
 import { createDirectory } from "./directory/index.ts";
 import { createQuota } from "./quota/index.ts";
@@ -50,11 +51,19 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     const installation = installationId(database.db);
     const chain = await startChain(config, secrets, log);
     cleanup.push(() => chain.stop());
-    const accounts = createAccountServices({ config, db: database.db, log, secrets, publicClient: chain.context.publicClient });
+    const resolver = ethrResolver({ publicClient: chain.context.publicClient, registry: chain.context.contracts.didRegistry });
+    const accounts = createAccountServices({
+      config,
+      db: database.db,
+      log,
+      secrets,
+      publicClient: chain.context.publicClient,
+      refreshGuards: { did: (session) => keyStillSigns(resolver, config.chainId, session) },
+    });
     const quota = createQuota({ db: database.db, chain: chain.context, log });
     quota.meter.clearStale();
     const directory = createDirectory({ sqlite: database.sqlite, chainId: config.chainId, address: chain.context.contracts.directory, fromBlock: BigInt(chain.deployment.block) });
-    const stored = await startStorage({ config, db: database.db, log, chain: chain.context, accounts, extra: { readGrant: directory.readGrant, isPublic: directory.isPublic, meter: quota.meter } });
+    const stored = await startStorage({ config, db: database.db, log, chain: chain.context, accounts, extra: { resolver, readGrant: directory.readGrant, isPublic: directory.isPublic, meter: quota.meter } });
     cleanup.push(() => stored.stop());
     const indexer = createIndexer({
       db: database.db,

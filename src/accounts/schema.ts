@@ -51,6 +51,8 @@ export const refreshFamilies = sqliteTable(
     method: text("method").notNull(),
     source: text("source").notNull().default(""),
     userAgent: text("user_agent").notNull().default(""),
+    /** The key that signed a DID login: the session ends when it may no longer sign for the DID (D3). */
+    signer: text("signer"),
     createdAt: integer("created_at").notNull(),
     revokedAt: integer("revoked_at"),
     revokedReason: text("revoked_reason"),

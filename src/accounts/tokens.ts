@@ -41,7 +41,7 @@ export interface AccessClaims {
  * A check run before a session's refresh; false revokes the session. D3: a DID login's session
  * ends at refresh once the key that logged in is no longer valid for the DID.
  */
-export type RefreshGuard = (session: { method: string; userId: number; uid: string; did: string | null }) => Promise<boolean>;
+export type RefreshGuard = (session: { method: string; userId: number; uid: string; did: string | null; signer: string | null }) => Promise<boolean>;
 
 export interface TokenService {
   issue(user: UserRow, method: LoginMethod, client?: ClientInfo): Promise<TokenPair>;
@@ -111,7 +111,7 @@ export function createTokenService(ctx: Ctx, jwtKey: Uint8Array, guards: Partial
       const [accessToken, refreshToken] = await Promise.all([sign("access", user, accessId, t), sign("refresh", user, refreshId, t)]);
       db.transaction((tx) => {
         tx.insert(refreshFamilies)
-          .values({ id: familyId, userId: user.id, headId: refreshId, method, source: client?.source ?? "", userAgent: client?.useragent ?? "", createdAt: t })
+          .values({ id: familyId, userId: user.id, headId: refreshId, method, source: client?.source ?? "", userAgent: client?.useragent ?? "", signer: client?.signer ?? null, createdAt: t })
           .run();
         tx.insert(refreshTokens)
           .values({ id: refreshId, familyId, parentId: null, tokenHash: hashToken(refreshToken), issuedAt: t, expiresAt: t + config.refreshTokenTtl })
@@ -140,7 +140,7 @@ export function createTokenService(ctx: Ctx, jwtKey: Uint8Array, guards: Partial
       if (found.family.revokedAt !== null) throw fail("REFRESH_REVOKED");
 
       const guard = guards[found.family.method as LoginMethod];
-      if (guard && !(await guard({ method: found.family.method, userId: found.user.id, uid: found.user.uid, did: found.user.did }))) {
+      if (guard && !(await guard({ method: found.family.method, userId: found.user.id, uid: found.user.uid, did: found.user.did, signer: found.family.signer }))) {
         revokeFamily(found.family.id, "login key no longer valid");
         throw fail("REFRESH_REVOKED");
       }

@@ -21,6 +21,8 @@ export interface TokenPair {
 export interface ClientInfo {
   source: string;
   useragent?: string | undefined;
+  /** The key that signed a DID login. */
+  signer?: string | undefined;
 }
 
 /** How a session began; refresh-time checks key off it (D3). */

@@ -7,10 +7,10 @@
  *   const resolver = ethrResolver({ publicClient, registry, chainId: 985 })
  *   await resolver.canSign(parseDid(did, 985), signer) // true | false
  */
-import { isAddressEqual, type Address, type Chain, type PublicClient, type Transport } from "viem";
+import { isAddress, isAddressEqual, type Address, type Chain, type PublicClient, type Transport } from "viem";
 import { didRegistryAbi } from "../chain/artifacts/index.ts";
 import { DELEGATE_TYPES } from "./delegates.ts";
-import type { Did } from "./did.ts";
+import { InvalidDid, parseDid, type Did } from "./did.ts";
 
 /** Other DID methods plug in here. */
 export interface DidResolver {
@@ -42,4 +42,18 @@ export function ethrResolver({ publicClient, registry, cacheMs = 10_000, now = D
       return ok;
     },
   };
+}
+
+/**
+ * D3: a DID login's session lasts while the key that logged in may still sign for the DID; the
+ * account API asks this at each refresh.
+ */
+export async function keyStillSigns(resolver: DidResolver, chainId: number, session: { did: string | null; signer: string | null }): Promise<boolean> {
+  if (!session.did || !session.signer || !isAddress(session.signer)) return false;
+  try {
+    return await resolver.canSign(parseDid(session.did, chainId), session.signer);
+  } catch (err) {
+    if (err instanceof InvalidDid) return false;
+    throw err;
+  }
 }

@@ -13,7 +13,7 @@ import type { UserService } from "../accounts/users.ts";
 import type { Db } from "../db/open.ts";
 import { StorageError, storageError } from "../http/errors.ts";
 import { isHead } from "../http/head.ts";
-import { canonicalDid } from "../identity/did.ts";
+import { canonicalDid, parseDid, type Did } from "../identity/did.ts";
 import type { DidResolver } from "../identity/resolver.ts";
 import type { Logger } from "../log.ts";
 import { requireCaller, type Caller } from "./auth.ts";
@@ -99,7 +99,9 @@ export function createStorage(deps: StorageDeps) {
       try {
         pending = await b.put(stream);
       } catch (err) {
-        throw meter.failure ?? (err instanceof StorageError ? err : storageError.badRequest("the upload was interrupted"));
+        if (meter.failure || err instanceof StorageError) throw meter.failure ?? err;
+        // The client's broken or abandoned body is its fault; a back-end failure is ours (500).
+        throw meter.interrupted ? storageError.badRequest("the upload was interrupted") : err;
       }
       if (meter.sha256() !== payload.toLowerCase().replace(/^0x/, "")) {
         await pending.abort();
@@ -129,7 +131,20 @@ export function createStorage(deps: StorageDeps) {
     return (await deps.readGrant?.(payer, kind, cid)) ?? false;
   }
 
-  async function download(request: Request, kind: string, cidParam: string, query: { size?: string; sign?: string }) {
+  /** Whom a download reads for: the payer, or the DID `did` names when the payer is one of its keys (D2). */
+  async function readerOf(payer: Address, did: string | undefined): Promise<Address> {
+    if (!did) return payer;
+    let who: Did;
+    try {
+      who = parseDid(did, chainId);
+    } catch (err) {
+      throw storageError.badRequest((err as Error).message);
+    }
+    if (who.address !== payer && !(await deps.resolver.canSign(who, payer))) throw storageError.forbidden("Permission denied: the voucher's payer is not a key of this DID");
+    return who.address;
+  }
+
+  async function download(request: Request, kind: string, cidParam: string, query: { size?: string; sign?: string; did?: string }) {
     const b = backend(kind);
     const { payer, size } = await vouchers.payerOf(query);
     let cid: string;
@@ -138,9 +153,10 @@ export function createStorage(deps: StorageDeps) {
     } catch {
       throw storageError.badRequest("not a Cid");
     }
-    if (!(await canRead(payer, b.kind, cid))) throw storageError.forbidden("Permission denied: this voucher's payer may not read this file");
+    const reader = await readerOf(payer, query.did);
+    if (!(await canRead(reader, b.kind, cid))) throw storageError.forbidden("Permission denied: this voucher's payer may not read this file");
     const stat = await b.stat(cid);
-    const row = files.owns(canonicalDid(payer, chainId), b.kind, cid) ?? files.anyWithCid(b.kind, cid);
+    const row = files.owns(canonicalDid(reader, chainId), b.kind, cid) ?? files.anyWithCid(b.kind, cid);
     if (!stat || !row) throw storageError.notFound("File not found");
 
     const range = parseRange(request.headers.get("range"), stat.size);
@@ -161,7 +177,7 @@ export function createStorage(deps: StorageDeps) {
     const status = range ? 206 : 200;
     if (isHead(request)) return new Response(null, { status, headers });
 
-    const traffic = await deps.meter?.beginDownload(payer, length);
+    const traffic = await deps.meter?.beginDownload(reader, length);
     const accepted = vouchers.accept({ payer, size }, length);
     const body = meterDownload(b.read(cid, range), (sent) => {
       vouchers.settle(accepted, sent);
@@ -200,17 +216,19 @@ export function createStorage(deps: StorageDeps) {
       await release(b, row.cid);
       return { Status: "Success" as const };
     } catch (err) {
-      if (err instanceof StorageError) throw new StorageError(err.status, err.description, { ...err.extra, body: { ...err.extra.body, Status: "Failure" } });
-      throw err;
+      // Every failure, a 500 included, carries Status: "Failure" (D9).
+      if (!(err instanceof StorageError)) log.error("delete failed", { err: err instanceof Error ? (err.stack ?? err.message) : String(err) });
+      const e = err instanceof StorageError ? err : storageError.internal();
+      throw new StorageError(e.status, e.description, { ...e.extra, body: { ...e.extra.body, Status: "Failure" } });
     }
   }
 
   /** POST /login; with `json`, the answer carries the account API's tokens for this DID. */
   async function login(input: LoginInput, json: boolean) {
-    const { did } = await sessions.login(input);
+    const { did, signer } = await sessions.login(input);
     if (!json) return undefined;
     const user = deps.users.upsert(did.address, { refresh: { address: did.address, did: did.canonical } });
-    const pair = await deps.tokens.issue(user, "did");
+    const pair = await deps.tokens.issue(user, "did", { source: "did-login", signer });
     return { did: did.canonical, accessToken: pair.accessToken, refreshToken: pair.refreshToken };
   }
 

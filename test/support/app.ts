@@ -7,7 +7,8 @@ import { openDatabase } from "../../src/db/open.ts";
 import { silentLogger, type Logger } from "../../src/log.ts";
 import { tempDir } from "./tmp.ts";
 import type { ChainContext } from "../../src/chain/types.ts";
-import { createAccountServices, type AccountDeps, type AccountServices } from "../../src/accounts/index.ts";
+import { createAccountServices, type AccountDeps, type AccountServices, type RefreshGuard } from "../../src/accounts/index.ts";
+import type { LoginMethod } from "../../src/accounts/types.ts";
 import type { Config } from "../../src/config.ts";
 import type { Db } from "../../src/db/open.ts";
 import type { Storage } from "../../src/storage/service.ts";
@@ -18,7 +19,7 @@ export interface TestAppOptions {
   env?: Record<string, string>;
   log?: Logger;
   chain?: ChainContext;
-  accounts?: Partial<AccountDeps>;
+  accounts?: Partial<AccountDeps> & { refreshGuards?: Partial<Record<LoginMethod, RefreshGuard>> };
   /** Builds the storage service over this app's database and account services. */
   storage?: (ctx: { config: Config; db: Db; log: Logger; accounts: AccountServices; dataDir: string; quota?: Quota }) => Storage;
   /** Builds metering and payments over this app's database. */

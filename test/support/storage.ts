@@ -7,7 +7,7 @@ import { join } from "node:path";
 import type { Hex, LocalAccount } from "viem";
 import { storageDomain, storageTypes } from "../../src/identity/eip712.ts";
 import { canonicalDid } from "../../src/identity/did.ts";
-import { ethrResolver } from "../../src/identity/resolver.ts";
+import { ethrResolver, keyStillSigns } from "../../src/identity/resolver.ts";
 import { connectStorage } from "../../src/sdk/storage.ts";
 import { openDfs } from "../../src/storage/dfs/index.ts";
 import { openIpfs } from "../../src/storage/ipfs/index.ts";
@@ -50,6 +50,8 @@ export async function testGateway(opts: GatewayOptions = {}) {
   const made = testApp({
     chain: chain.context,
     env: { STOWAGE_PUBLIC_URL: BASE, ...opts.env },
+    // As the server does: a DID login's refresh needs its key to still sign for the DID (D3).
+    accounts: { refreshGuards: { did: (session) => keyStillSigns(resolver, chainId, session) } },
     // No record cache in tests: each read sees the chain as it is (the server keeps answers ≤ 1 s).
     quota: opts.quota ? ({ db, log }) => createQuota({ db, chain: chain.context, log, maxAgeMs: 0 }) : undefined,
     storage: ({ config, db, log, accounts, quota }) =>

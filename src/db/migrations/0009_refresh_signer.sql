@@ -1,0 +1,1 @@
+ALTER TABLE `refresh_families` ADD `signer` text;
