@@ -5,6 +5,7 @@
 import { Elysia, t } from "elysia";
 import { accountError, isAccountPath } from "../http/errors.ts";
 import { streamsBody } from "../http/body-limit.ts";
+import { clientIp } from "../http/client-ip.ts";
 import type { Storage } from "./service.ts";
 
 const entry = t.Object({
@@ -17,11 +18,13 @@ const entry = t.Object({
   UserDefined: t.Object({ encryption: t.String(), etag: t.String() }),
 });
 const storageFailure = t.Object({ Code: t.String(), Description: t.String(), HTTPStatusCode: t.Number() }, { additionalProperties: true });
+// No length limits here: D4 makes every refusal of a login a 401, and the login checks each field
+// itself (the time window first, then cheap patterns), inside the 64 KiB cap on parsed bodies.
 const loginFields = {
-  did: t.Optional(t.String({ maxLength: 200 })),
-  token: t.Optional(t.String({ maxLength: 200 })),
-  timestamp: t.Optional(t.Union([t.String({ maxLength: 20 }), t.Number()])),
-  signature: t.Optional(t.String({ maxLength: 200 })),
+  did: t.Optional(t.String()),
+  token: t.Optional(t.String()),
+  timestamp: t.Optional(t.Union([t.String(), t.Number()])),
+  signature: t.Optional(t.String()),
 };
 const voucherQuery = t.Object({ size: t.Optional(t.String()), sign: t.Optional(t.String()) }, { additionalProperties: true });
 const typeParam = t.Object({ type: t.String() });
@@ -45,7 +48,7 @@ export const storageRoutes = (storage: Storage) =>
       "/login",
       async ({ body, query, request }) => {
         const input = { ...query, ...(typeof body === "object" && body ? body : {}) };
-        const tokens = await storage.login(input, wantsJson(request));
+        const tokens = await storage.login(input, wantsJson(request), clientIp(request));
         if (tokens) return { result: 1, data: tokens };
         return new Response("Login success!", { headers: { "content-type": "text/plain; charset=utf-8" } });
       },

@@ -24,6 +24,7 @@ import { createSessions, type LoginInput } from "./sessions.ts";
 import { contentDisposition, meterDownload, meterUpload, parseRange } from "./transfer.ts";
 import { createVouchers } from "./vouchers.ts";
 import type { Meter } from "../quota/meter.ts";
+import { createRateLimiter } from "../http/rate-limit.ts";
 
 export const BACKEND_KINDS = ["dfs", "ipfs"] as const;
 
@@ -46,10 +47,18 @@ export interface StorageDeps {
   isPublic?: (owner: Address, cid: string) => boolean;
   /** Quota enforcement (D7); absent, only the vouchers bound use. */
   meter?: Meter;
+  /** Rate limits of POST /login (per client address and per DID); on unless false. */
+  rateLimits?: boolean;
   now?: () => number;
 }
 
 const HEX64 = /^(0x)?[0-9a-fA-F]{64}$/;
+
+/** DID logins per client address and per DID (D12's login limit, and a DID cannot be hammered). */
+export const LOGIN_LIMITS = {
+  perIp: { name: "did-login-ip", max: 30, windowMs: 60_000 },
+  perDid: { name: "did-login-did", max: 20, windowMs: 60_000 },
+};
 
 export function createStorage(deps: StorageDeps) {
   const { db, log, chainId, backends } = deps;
@@ -223,8 +232,14 @@ export function createStorage(deps: StorageDeps) {
     }
   }
 
+  const limiter = createRateLimiter({ enabled: deps.rateLimits !== false, now: deps.now });
+
   /** POST /login; with `json`, the answer carries the account API's tokens for this DID. */
-  async function login(input: LoginInput, json: boolean) {
+  async function login(input: LoginInput, json: boolean, ip: string) {
+    for (const [limit, key] of [[LOGIN_LIMITS.perIp, ip], [LOGIN_LIMITS.perDid, String(input.did ?? "").toLowerCase()]] as const) {
+      const verdict = limiter.hit(limit, key);
+      if (!verdict.ok) throw storageError.rateLimited(verdict.retryAfter);
+    }
     const { did, signer } = await sessions.login(input);
     if (!json) return undefined;
     const user = deps.users.upsert(did.address, { refresh: { address: did.address, did: did.canonical } });

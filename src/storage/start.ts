@@ -42,6 +42,7 @@ export async function startStorage(deps: { config: Config; db: Db; log: Logger; 
     resolver,
     domain: storageDomain(config.chainId, chain.contracts.proxy),
     seller: chain.operator.account.address,
+    rateLimits: config.rateLimits !== "off",
     ...deps.extra,
   });
   const health = Object.fromEntries(Object.entries(backends).map(([kind, b]) => [kind, () => b.health()]));

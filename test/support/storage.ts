@@ -68,6 +68,8 @@ export async function testGateway(opts: GatewayOptions = {}) {
         seller,
         readGrant: opts.readGrant,
         meter: quota?.meter,
+        // Every test request comes from one address ("local"); limits have tests of their own.
+        rateLimits: false,
         ...opts.extra,
       }),
   });
