@@ -80,6 +80,9 @@ function toBlob(source: Source): Blob {
   return source instanceof Blob ? source : new Blob([source]);
 }
 
+/** RFC 5987 ext-value: encodeURIComponent leaves ' ( ) * as they are, which parsers refuse. */
+const rfc5987 = (s: string) => encodeURIComponent(s).replace(/['()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
+
 /** A multipart body streamed from its parts: fields first, then the file's bytes as they are read. */
 function multipart(fields: Record<string, string>, file: { name: string; blob: Blob }) {
   const boundary = `----stowage${randomHex(12).slice(2)}`;
@@ -88,7 +91,7 @@ function multipart(fields: Record<string, string>, file: { name: string; blob: B
     Object.entries(fields)
       .map(([k, v]) => `--${boundary}\r\nContent-Disposition: form-data; name="${k}"\r\n\r\n${v}\r\n`)
       .join("") +
-    `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="${esc(file.name)}"; filename*=UTF-8''${encodeURIComponent(file.name)}\r\nContent-Type: application/octet-stream\r\n\r\n`;
+    `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="${esc(file.name)}"; filename*=UTF-8''${rfc5987(file.name)}\r\nContent-Type: application/octet-stream\r\n\r\n`;
   const tail = `\r\n--${boundary}--\r\n`;
   const enc = new TextEncoder();
   const [h, t] = [enc.encode(head), enc.encode(tail)];
@@ -222,8 +225,14 @@ export async function connectStorage(opts: StorageOptions) {
       const bytes = o.range ? o.range[1] - o.range[0] + 1 : (o.size ?? (await this.sizeOf(kind, cid)));
       const v = await voucher(o.method === "HEAD" ? 0 : bytes);
       const headers: Record<string, string> = o.range ? { range: `bytes=${o.range[0]}-${o.range[1]}` } : {};
-      const res = await doFetch(`${base}/${kind}/${cid}?size=${v.fields.size}&sign=${v.fields.sign}`, { method: o.method ?? "GET", headers }).finally(v.accepted);
-      if (!res.ok) throw new StorageApiError(res.status, res.headers.get("content-type")?.includes("json") ? ((await res.json()) as StorageApiError["body"]) : {});
+      // A delegate key reads for the DID it signs for: `did` names it (the owner's own key needs none).
+      const forDid = opts.did ? `&did=${encodeURIComponent(did)}` : "";
+      const res = await doFetch(`${base}/${kind}/${cid}?size=${v.fields.size}&sign=${v.fields.sign}${forDid}`, { method: o.method ?? "GET", headers }).finally(v.accepted);
+      if (!res.ok) {
+        // A HEAD answer has no body to parse.
+        const text = await res.text();
+        throw new StorageApiError(res.status, text && res.headers.get("content-type")?.includes("json") ? (JSON.parse(text) as StorageApiError["body"]) : {});
+      }
       return res;
     },
 

@@ -11,6 +11,8 @@ export interface UploadMeter {
   sha256(): string;
   /** Why the stream was stopped, if the meter stopped it. */
   failure?: StorageError;
+  /** The file part itself failed (the client went away or sent a broken body). */
+  interrupted?: boolean;
 }
 
 /** The file part as a web stream that hashes and counts; errors once more than `limit` bytes came. */
@@ -26,7 +28,14 @@ export function meterUpload(
   const it = file[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
   const stream = new ReadableStream<Uint8Array>({
     async pull(controller) {
-      const { value, done } = await it.next();
+      let next: IteratorResult<Buffer>;
+      try {
+        next = await it.next();
+      } catch (err) {
+        meter.interrupted = true;
+        throw err;
+      }
+      const { value, done } = next;
       if (done) return controller.close();
       meter.bytes += value.byteLength;
       try {
@@ -77,7 +86,9 @@ export function meterDownload(source: ReadableStream<Uint8Array>, done: (bytes: 
       report();
       return reader.cancel(reason);
     },
-  });
+    // No read-ahead: a chunk is pulled only when the consumer asks for one, so what was counted
+    // is what was handed on, even when the client goes away half way.
+  }, { highWaterMark: 0 });
 }
 
 /**

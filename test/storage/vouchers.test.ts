@@ -1,0 +1,91 @@
+// GET /traffichash (spec 4.1 row 3, 5.7; D4, D6): the EIP-712 digest of a traffic voucher, which a
+// client can recompute before signing, and the payer's all-time counter.
+import { describe, expect, test } from "bun:test";
+import { hashTypedData } from "viem";
+import { get, readJson } from "../support/app.ts";
+import { testGateway } from "../support/storage.ts";
+
+const gw = await testGateway({ ipfs: false });
+
+/** The voucher digest as D4 and D6 define it, computed here independently of the server's code. */
+const expectedHash = (size: bigint) =>
+  hashTypedData({
+    domain: { name: "Stowage", version: "1", chainId: 985, verifyingContract: gw.chain.context.contracts.proxy },
+    types: { Voucher: [{ name: "seller", type: "address" }, { name: "size", type: "uint64" }] },
+    primaryType: "Voucher",
+    message: { seller: gw.chain.operator.address, size },
+  });
+
+const hashOf = (accessToken: string | undefined, query: string) =>
+  gw.app.handle(get(`/traffichash${query}`, { headers: { authorization: `Bearer ${accessToken}`, "content-type": "multipart/form-data" } }));
+
+describe("GET /traffichash", () => {
+  test("needs the Bearer token", async () => {
+    const res = await gw.app.handle(get("/traffichash?size=100"));
+    expect(res.status).toBe(401);
+    expect(await readJson(res)).toEqual({ Code: "Authentication", Description: "Token is null", HTTPStatusCode: 401 });
+  });
+
+  test("answers hash, seller, size, chainId, verifyingContract, used and remaining; hash = hashTypedData of the D4 domain and Voucher type", async () => {
+    const { client } = await gw.user();
+    for (const size of [0n, 1n, 123_456_789n, 9_007_199_254_740_991n]) {
+      const res = await hashOf(client.accessToken, `?size=${size}`);
+      expect(res.status).toBe(200);
+      expect(await readJson(res)).toEqual({
+        hash: expectedHash(size),
+        seller: gw.chain.operator.address,
+        size: String(size),
+        chainId: 985,
+        verifyingContract: gw.chain.context.contracts.proxy,
+        used: "0",
+        remaining: String(size),
+      });
+    }
+  });
+
+  test("used grows by exactly the bytes moved (uploads and downloads); remaining = size − used, never below 0", async () => {
+    const { client } = await gw.user();
+    const bytes = crypto.getRandomValues(new Uint8Array(70_000));
+    const entry = await client.upload("dfs", bytes, { name: "v.bin" });
+    expect((await client.trafficHash(100_000)).used).toBe("70000");
+    await (await client.download("dfs", entry.Cid, { range: [0, 999] })).arrayBuffer();
+    await (await client.download("dfs", entry.Cid, { size: bytes.length })).arrayBuffer();
+    // A HEAD charges nothing.
+    await client.sizeOf("dfs", entry.Cid);
+    const answer = await client.trafficHash(200_000);
+    expect(answer).toMatchObject({ used: String(70_000 + 1000 + 70_000), remaining: String(200_000 - 141_000) });
+    expect((await client.trafficHash(5)).remaining).toBe("0");
+  });
+
+  test("a voucher is the raw signature of the answered hash: signing it directly pays for a download", async () => {
+    const { account, client } = await gw.user();
+    const entry = await client.upload("dfs", new TextEncoder().encode("signed from the hash"), { name: "h.txt" });
+    const { hash, used } = await client.trafficHash(0);
+    const size = BigInt(used) + 20n;
+    const answer = await client.trafficHash(size);
+    expect(answer.hash).toBe(expectedHash(size));
+    // A private-key account signs a bare digest (LocalAccount types `sign` as optional).
+    const sign = await (account.sign as NonNullable<typeof account.sign>)({ hash: answer.hash });
+    expect(hash).not.toBe(answer.hash);
+    const res = await gw.app.handle(get(`/dfs/${entry.Cid}?size=${size}&sign=${sign}`));
+    expect(res.status).toBe(200);
+    expect(await res.text()).toBe("signed from the hash");
+  });
+
+  test("a missing or malformed size → 400", async () => {
+    const { client } = await gw.user();
+    for (const q of ["", "?size=", "?size=abc", "?size=-1", "?size=1.5", "?size=99999999999999999999"]) {
+      const res = await hashOf(client.accessToken, q);
+      expect({ q, status: res.status }).toEqual({ q, status: 400 });
+      expect(await readJson(res)).toMatchObject({ Code: "InvalidArgument", HTTPStatusCode: 400 });
+    }
+  });
+
+  test("the counter belongs to the payer: one user's traffic does not show in another's", async () => {
+    const alice = await gw.user();
+    const bob = await gw.user();
+    await alice.client.upload("dfs", new Uint8Array(5000), { name: "zeros" });
+    expect((await alice.client.trafficHash(0)).used).toBe("5000");
+    expect((await bob.client.trafficHash(0)).used).toBe("0");
+  });
+});
