@@ -5,6 +5,7 @@
  */
 import { beforeAll, describe, expect, test } from "bun:test";
 import { directoryAbi } from "../../src/chain/artifacts/index.ts";
+import { directorySearch } from "../../src/directory/search.ts";
 import type { SearchResult } from "../../src/sdk/directory.ts";
 import { mined } from "../support/anvil.ts";
 import { readJson } from "../support/app.ts";
@@ -13,6 +14,7 @@ import { directoryGateway } from "./support.ts";
 const dg = await directoryGateway({ ipfs: false });
 const { anvil, context } = dg.gw.chain;
 
+const GHOSTS = 20;
 const CORPUS: [name: string, keywords: string[]][] = [
   // Published (and so numbered) before the entries that must outrank them: ties break by entry
   // id, so only the ranking itself can put the later ones first.
@@ -33,6 +35,12 @@ beforeAll(async () => {
   for (const [name, keywords] of CORPUS) {
     const file = await owner.store.upload("dfs", new TextEncoder().encode(`${name} ${crypto.randomUUID()}`), { name: `${name}.bin` });
     await mined(anvil.publicClient, wallet.writeContract({ address: context.contracts.directory, abi: directoryAbi, functionName: "publish", args: [file.Cid, name, BigInt(file.Size), 0n, true, keywords] }));
+  }
+  // Entries for Cids their owner does not store: better matches for "paging" (shorter names),
+  // so the search must look past them, widening its candidates, to fill a page.
+  const ghost = anvil.wallet((await dg.user()).account);
+  for (let i = 0; i < GHOSTS; i++) {
+    await mined(anvil.publicClient, ghost.writeContract({ address: context.contracts.directory, abi: directoryAbi, functionName: "publish", args: [`ghost-${i}-${crypto.randomUUID()}`, "Paging", 1n, 0n, true, ["paging"]] }));
   }
   await dg.sync();
 });
@@ -91,6 +99,21 @@ describe("directory search", () => {
     expect(await search({ page: "1000", size: "100" })).toEqual([]);
   });
 
+  test("entries whose owner does not store the Cid never show, however well they match", async () => {
+    expect(await names("paging", { size: "1" })).toEqual([expect.stringMatching(/^Paging item /)]);
+    expect((await search({ query: "paging", size: "100" })).every((r) => r.Name !== "Paging")).toBe(true);
+    expect(await search({ query: "paging", size: "100" })).toHaveLength(14);
+  });
+
+  test("a query broader than the rank window is ranked among its newest matches only", () => {
+    const windowed = directorySearch(dg.sqlite, { rankWindow: 25 });
+    // 34 entries match "paging" (20 of them not stored): the 25 newest are the 20 ghosts and the
+    // last 5 paging items.
+    expect(windowed({ query: "paging", size: "100" }).map((r) => r.Name).sort()).toEqual(["Paging item 10", "Paging item 11", "Paging item 12", "Paging item 13", "Paging item 14"]);
+    // Narrower queries are ranked over all their matches, as before.
+    expect(windowed({ query: "sunset" }).map((r) => r.Name)).toEqual(["Sunset harbour", "Harbour chart"]);
+  });
+
   test("page and size out of bounds or not numbers answer 400 in the storage error shape", async () => {
     const bad = ["page=0", "page=1001", "page=abc", "page=1.5", "page=-1", "page=1e2", "size=0", "size=101", "size=x", "size=%201", "page=99999999999999999999"];
     for (const q of bad) {
@@ -118,6 +141,6 @@ describe("directory search", () => {
     expect(await names("keywords:sunset")).toEqual(["Sunset harbour", "Harbour chart"]);
     expect(await names("red NOT car")).toEqual(expect.arrayContaining(["Red car", "Red bicycle", "Orchard notes"]));
     expect(await names('NEAR(red car, 1)')).toEqual(expect.arrayContaining(["Red car", "Red bicycle", "Nearby shops"]));
-    expect(dg.sqlite.query("SELECT count(*) AS n FROM directory_entries").get()).toEqual({ n: CORPUS.length });
+    expect(dg.sqlite.query("SELECT count(*) AS n FROM directory_entries").get()).toEqual({ n: CORPUS.length + GHOSTS });
   });
 });
