@@ -3,31 +3,16 @@
  * or a command-line grant shows at once, and the chain's latest block time, which judges expiry.
  */
 import { getAddress, type Address, type Chain, type PublicClient, type Transport } from "viem";
-import { proxyAbi } from "../chain/artifacts/index.ts";
+import { readRecord, type ChainRecord, type QuotaKind } from "../chain/records.ts";
 
-export type Kind = "space" | "traffic";
-
-export interface ChainRecord {
-  nonce: bigint;
-  /** wei */
-  deposit: bigint;
-  purchased: bigint;
-  free: bigint;
-  /** Unix seconds. */
-  expire: bigint;
-  periodStart: bigint;
-}
-
-const VIEW = { space: "spaceRecord", traffic: "trafficRecord" } as const;
+export type Kind = QuotaKind;
+export type { ChainRecord };
 
 export function createRecords({ publicClient, proxy, maxAgeMs = 1000, now = Date.now }: { publicClient: PublicClient<Transport, Chain>; proxy: Address; maxAgeMs?: number; now?: () => number }) {
   const cache = new Map<string, { at: number; value: Promise<ChainRecord> }>();
   let clock: { at: number; value: Promise<bigint> } | undefined;
 
-  async function load(user: Address, kind: Kind): Promise<ChainRecord> {
-    const [nonce, deposit, purchased, free, expire, periodStart] = await publicClient.readContract({ address: proxy, abi: proxyAbi, functionName: VIEW[kind], args: [user] });
-    return { nonce, deposit, purchased, free, expire, periodStart };
-  }
+  const load = (user: Address, kind: Kind) => readRecord(publicClient, proxy, user, kind);
 
   function cached<T>(entry: { at: number; value: Promise<T> } | undefined, fresh: () => { at: number; value: Promise<T> }) {
     return entry && now() - entry.at < maxAgeMs ? entry : fresh();

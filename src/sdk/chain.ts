@@ -11,6 +11,7 @@
 import { createPublicClient, createWalletClient, http, type Account, type Address, type Hash } from "viem";
 import { didRegistryAbi, proxyAbi } from "../chain/artifacts/index.ts";
 import { defineStowageChain } from "../chain/clients.ts";
+import { readRecord, type ChainRecord } from "../chain/records.ts";
 import { DELEGATE_TYPES, type DelegateType } from "../identity/delegates.ts";
 
 export interface GatewayInfo {
@@ -21,16 +22,8 @@ export interface GatewayInfo {
   seller: Address;
 }
 
-export interface QuotaRecord {
-  nonce: bigint;
-  /** Deposit in wei. */
-  deposit: bigint;
-  purchased: bigint;
-  free: bigint;
-  /** Unix seconds. */
-  expire: bigint;
-  periodStart: bigint;
-}
+/** A quota record as the chain keeps it (D7). */
+export type QuotaRecord = ChainRecord;
 
 export interface ConnectOptions {
   account?: Account;
@@ -43,15 +36,6 @@ export async function discoverGateway(baseUrl: string, opts: Pick<ConnectOptions
   if (!res.ok) throw new Error(`GET /chain answered ${res.status}`);
   return (await res.json()) as GatewayInfo;
 }
-
-const toRecord = ([nonce, deposit, purchased, free, expire, periodStart]: readonly [bigint, bigint, bigint, bigint, bigint, bigint]): QuotaRecord => ({
-  nonce,
-  deposit,
-  purchased,
-  free,
-  expire,
-  periodStart,
-});
 
 export async function connectGateway(baseUrl: string, opts: ConnectOptions = {}) {
   const info = await discoverGateway(baseUrl, opts);
@@ -100,11 +84,8 @@ export async function connectGateway(baseUrl: string, opts: ConnectOptions = {})
     },
     async records(address?: Address) {
       const user = me(address);
-      const [space, traffic] = await Promise.all([
-        publicClient.readContract({ address: proxy, abi: proxyAbi, functionName: "spaceRecord", args: [user] }),
-        publicClient.readContract({ address: proxy, abi: proxyAbi, functionName: "trafficRecord", args: [user] }),
-      ]);
-      return { space: toRecord(space), traffic: toRecord(traffic) };
+      const [space, traffic] = await Promise.all([readRecord(publicClient, proxy, user, "space"), readRecord(publicClient, proxy, user, "traffic")]);
+      return { space, traffic };
     },
   };
 }

@@ -8,30 +8,20 @@
  *   // "bafkreifjjcie6lypi6ny7amxnfftagclbuxndqonfipmb64f2km2devei4"
  */
 import { importFile, type ByteStream, type ImporterOptions, type WritableStorage } from "ipfs-unixfs-importer";
-import { fixedSize } from "ipfs-unixfs-importer/chunker";
-import { balanced } from "ipfs-unixfs-importer/layout";
 import type { CID } from "multiformats/cid";
 import * as raw from "multiformats/codecs/raw";
 import { sha256 } from "multiformats/hashes/sha2";
+import { CHUNK_SIZE, MAX_CHILDREN_PER_NODE, d9ImporterOptions } from "../cid-options.ts";
 
-export const CHUNK_SIZE = 1_048_576;
-export const MAX_CHILDREN_PER_NODE = 1024;
+export { CHUNK_SIZE, MAX_CHILDREN_PER_NODE };
 
 /**
- * Importer options for D9 Cids. `blockWriteConcurrency: 1` makes the importer hand raw leaves to
- * the blockstore one at a time, in file order, and hold no more than one chunk it has cut: the dfs
- * store relies on that order for its manifest and does its own bounded write-behind. It does not
- * change the Cid.
+ * The D9 options of both back-ends, plus `blockWriteConcurrency: 1`: the importer then hands raw
+ * leaves to the blockstore one at a time, in file order, and holds no more than one chunk it has
+ * cut. The dfs store relies on that order for its manifest. It does not change the Cid.
  */
 export function importerOptions(): ImporterOptions {
-  return {
-    cidVersion: 1,
-    rawLeaves: true,
-    reduceSingleLeafToSelf: true,
-    chunker: fixedSize({ chunkSize: CHUNK_SIZE }),
-    layout: balanced({ maxChildrenPerNode: MAX_CHILDREN_PER_NODE }),
-    blockWriteConcurrency: 1,
-  };
+  return { ...d9ImporterOptions(), blockWriteConcurrency: 1 };
 }
 
 /** Runs the importer over `content`, giving every block (leaves and inner nodes) to `blocks`. */

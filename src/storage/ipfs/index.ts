@@ -27,7 +27,7 @@ import { importStream, type Imported } from "./put.ts";
 import { readContent } from "./read.ts";
 
 export { IpfsError, isIpfsError, type IpfsErrorCode } from "./errors.ts";
-export { d9ImporterOptions } from "./importer-options.ts";
+export { d9ImporterOptions } from "../cid-options.ts";
 export type { GcResult } from "./gc.ts";
 export type { IpfsHelia } from "./node.ts";
 

@@ -6,7 +6,7 @@
 import { unixfs } from "@helia/unixfs";
 import type { CID } from "multiformats/cid";
 import { IpfsError } from "./errors.ts";
-import { d9ImporterOptions } from "./importer-options.ts";
+import { d9ImporterOptions } from "../cid-options.ts";
 import type { IpfsHelia } from "./node.ts";
 
 export interface Imported {

@@ -8,7 +8,7 @@ import type { ByteRange } from "../backend.ts";
 import { cidKey, parseCid } from "./cids.ts";
 import type { DurableFsBlockstore } from "./durable-blockstore.ts";
 import { IpfsError } from "./errors.ts";
-import { CHUNK_SIZE } from "./importer-options.ts";
+import { CHUNK_SIZE } from "../cid-options.ts";
 import { localStore, ReadGate } from "./local-store.ts";
 
 /** Leaf bytes read ahead of the consumer at most (reads in flight included). */
