@@ -20,7 +20,8 @@ function toTyped(code: string | number, error: unknown, path: string): StorageEr
   if (error instanceof StorageError || error instanceof AccountError) return error;
   const account = isAccountPath(path);
   const bad = (msg: string) => (account ? accountError("PARAM_ERROR", msg) : storageError.badRequest(msg));
-  if (error instanceof ValidationError) return bad(describeValidation(error));
+  // D4: every refusal of a DID login is 401, malformed fields included.
+  if (error instanceof ValidationError) return path === "/login" ? storageError.unauthorized(describeValidation(error)) : bad(describeValidation(error));
   switch (code) {
     case "PARSE":
       return bad("Malformed request body");

@@ -278,3 +278,9 @@ describe("sessions", () => {
     expect((await client.loginInfo()).requestID).toBe("1");
   });
 });
+
+test("a login field of the wrong JSON type is a 401 like every other login refusal", async () => {
+  const res = await gw.app.handle(postJson("/login", { did: "did:ethr:0x3d9:0x0000000000000000000000000000000000000001", token: "00".repeat(16), timestamp: true, signature: "0x" }));
+  expect(res.status).toBe(401);
+  expect(await readJson(res)).toMatchObject({ Code: "Authentication", HTTPStatusCode: 401 });
+});
