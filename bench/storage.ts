@@ -1,0 +1,475 @@
+/**
+ * File transfers: Stowage against a plain-file baseline, in alternation. For each back-end (`dfs`,
+ * `ipfs`): upload and full download throughput (MiB/s) of a file of fresh random bytes, the time of
+ * ranged downloads, and the server's peak RSS while the bytes moved; then the same with a 1 GiB
+ * file, whose peak RSS shows that memory does not grow with the file.
+ *
+ * - Stowage: the real server (`bun src/main.ts serve`, or the compiled `dist/stowage` with
+ *   `--binary`) in a child process over a temporary data dir, embedded chain included. The
+ *   client is the SDK (`connectStorage`): login, a signed upload with a fresh voucher, downloads
+ *   with vouchers. Only the HTTP exchange is timed (from the fetch of the upload or download to
+ *   its last byte): hashing the file, asking for /traffichash and signing happen before it.
+ * - Baseline: a minimal Bun.serve in a child process (this file with `--baseline-server`): the
+ *   same multipart body parsed as it streams (busboy, as Stowage does), the file part hashed with
+ *   SHA-256 and written to one plain file, fsync'd before the answer; downloads through Bun.file
+ *   (sendfile), Range included.
+ *
+ * Peak RSS: /proc/PID/status VmHWM of the server process (not its anvil), reset through
+ * /proc/PID/clear_refs before each upload and before the downloads (Linux; run as the owner).
+ *
+ * Run: bun bench/storage.ts [--rounds 3] [--size-mib 256] [--big-mib 1024] [--big-rounds 1]
+ *        [--ranges 32] [--range-kib 1024] [--backends dfs,ipfs] [--no-big] [--binary]
+ */
+import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync, writeSync } from "node:fs";
+import { randomBytes } from "node:crypto";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { parseArgs } from "node:util";
+
+if (process.argv[2] === "--baseline-server") {
+  await baselineServer();
+} else {
+  await main();
+}
+
+// ───────────────────────────── the baseline server ─────────────────────────────
+
+/**
+ * POST /upload (multipart: fields, then one file part) → `{ id, size, sha256 }` once the file is
+ * fsync'd; GET /files/:id (Range) through Bun.file; DELETE /files/:id. Files live in a temporary
+ * folder removed on exit. Stops on SIGTERM/SIGINT and on EOF of stdin (see servers/stowage.ts).
+ * Imports nothing the main mode needs, so its RSS is the server's own.
+ */
+async function baselineServer() {
+  const { default: busboy } = await import("busboy");
+  const { open, unlink } = await import("node:fs/promises");
+  const dir = mkdtempSync(join(tmpdir(), "stowage-bench-files-"));
+  let next = 0;
+
+  function receive(request: Request, path: string): Promise<{ size: number; sha256: string }> {
+    const bb = busboy({ headers: { "content-type": request.headers.get("content-type") ?? "" }, limits: { files: 1, fields: 16 } });
+    const reader = (request.body as ReadableStream<Uint8Array>).getReader();
+    return new Promise((resolve, reject) => {
+      let settled = false;
+      const fail = (err: unknown) => {
+        if (settled) return;
+        settled = true;
+        void reader.cancel().catch(() => {});
+        reject(err);
+      };
+      let sawFile = false;
+      bb.on("file", (_name, stream) => {
+        sawFile = true;
+        void (async () => {
+          const fh = await open(path, "w", 0o600);
+          try {
+            const hasher = new Bun.CryptoHasher("sha256");
+            let size = 0;
+            for await (const chunk of stream as AsyncIterable<Buffer>) {
+              hasher.update(chunk);
+              size += chunk.byteLength;
+              await fh.write(chunk);
+            }
+            await fh.sync();
+            settled = true;
+            resolve({ size, sha256: hasher.digest("hex") });
+          } finally {
+            await fh.close();
+          }
+        })().catch(fail);
+      });
+      bb.on("error", fail);
+      bb.on("close", () => {
+        if (!sawFile) fail(new Error("no file part"));
+      });
+      void (async () => {
+        for (;;) {
+          const { done, value } = await reader.read();
+          if (done) return void bb.end();
+          if (!bb.write(value)) await new Promise((r) => bb.once("drain", r));
+        }
+      })().catch(fail);
+    });
+  }
+
+  const server = Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    maxRequestBodySize: 64 * 2 ** 30,
+    async fetch(request) {
+      const url = new URL(request.url);
+      if (request.method === "POST" && url.pathname === "/upload") {
+        const id = String(++next);
+        try {
+          return Response.json({ id, ...(await receive(request, join(dir, id))) });
+        } catch (err) {
+          await unlink(join(dir, id)).catch(() => {});
+          return Response.json({ error: String(err) }, { status: 400 });
+        }
+      }
+      const m = /^\/files\/(\d+)$/.exec(url.pathname);
+      if (!m) return new Response("not found", { status: 404 });
+      const path = join(dir, m[1] as string);
+      if (request.method === "DELETE") {
+        await unlink(path).catch(() => {});
+        return new Response(null, { status: 204 });
+      }
+      const file = Bun.file(path);
+      if (!(await file.exists())) return new Response("not found", { status: 404 });
+      const r = /^bytes=(\d+)-(\d+)$/.exec(request.headers.get("range") ?? "");
+      if (!r) return new Response(file);
+      const [start, end] = [Number(r[1]), Math.min(Number(r[2]), file.size - 1)];
+      if (start > end) return new Response(null, { status: 416, headers: { "content-range": `bytes */${file.size}` } });
+      return new Response(file.slice(start, end + 1), { status: 206, headers: { "content-range": `bytes ${start}-${end}/${file.size}` } });
+    },
+  });
+  console.log(`listening on http://127.0.0.1:${server.port}`);
+  let stopping = false;
+  const shutdown = async () => {
+    if (stopping) return;
+    stopping = true;
+    await server.stop();
+    rmSync(dir, { recursive: true, force: true });
+    process.exit(0);
+  };
+  process.on("SIGTERM", () => void shutdown());
+  process.on("SIGINT", () => void shutdown());
+  for await (const _ of Bun.stdin.stream()) {
+    // Never written to: only EOF ends this loop.
+  }
+  await shutdown();
+}
+
+// ───────────────────────────── the benchmark ─────────────────────────────
+
+async function main() {
+  // Loaded here, not at the top: the baseline server child must not carry viem and the SDK.
+  const { compareMany, commandDuration, fmt, startServer } = await import("./harness.ts");
+  type RunningServer = Awaited<ReturnType<typeof startServer>>;
+  const { connectStorage } = await import("../src/sdk/storage.ts");
+  const { generatePrivateKey, privateKeyToAccount } = await import("viem/accounts");
+
+  const MiB = 2 ** 20;
+  const ROOT = join(import.meta.dir, "..");
+  const BINARY = join(ROOT, "dist", "stowage");
+  const usage = (message: string): never => {
+    console.error(`${message}\nUsage: bun bench/storage.ts [--rounds N] [--size-mib M] [--big-mib M] [--big-rounds N] [--ranges N] [--range-kib K] [--backends dfs,ipfs] [--no-big] [--binary]`);
+    process.exit(2);
+  };
+  let values: Record<string, string | boolean | undefined>;
+  try {
+    ({ values } = parseArgs({
+      args: process.argv.slice(2),
+      options: {
+        rounds: { type: "string", default: "3" },
+        "size-mib": { type: "string", default: "256" },
+        "big-mib": { type: "string", default: "1024" },
+        "big-rounds": { type: "string", default: "1" },
+        ranges: { type: "string", default: "32" },
+        "range-kib": { type: "string", default: "1024" },
+        backends: { type: "string", default: "dfs,ipfs" },
+        "no-big": { type: "boolean", default: false },
+        binary: { type: "boolean", default: false },
+        help: { type: "boolean", short: "h", default: false },
+      },
+      strict: true,
+    }));
+  } catch (err) {
+    return usage((err as Error).message);
+  }
+  if (values.help) usage("Storage transfers: Stowage against a plain-file baseline, side by side.");
+  const int = (name: string) => {
+    const n = Number(values[name]);
+    if (!Number.isInteger(n) || n < 1) usage(`--${name} must be a positive integer (got ${values[name]})`);
+    return n;
+  };
+  const rounds = int("rounds");
+  const size = int("size-mib") * MiB;
+  const bigSize = int("big-mib") * MiB;
+  const bigRounds = int("big-rounds");
+  const rangeCount = int("ranges");
+  const rangeBytes = int("range-kib") * 1024;
+  const backends = String(values.backends).split(",");
+  if (backends.some((b) => b !== "dfs" && b !== "ipfs")) usage("--backends takes dfs, ipfs or both");
+  if (rangeBytes > size) usage("--range-kib must fit in the file");
+  const useBinary = values.binary === true;
+  if (useBinary && !existsSync(BINARY)) usage(`--binary: ${BINARY} is missing; run \`bun run build\` first`);
+
+  const work = mkdtempSync(join(tmpdir(), "stowage-bench-storage-"));
+  const dataDir = join(work, "data");
+  const stowageCmd = useBinary ? [BINARY] : [process.execPath, join(ROOT, "src", "main.ts")];
+  // A clean environment, as an operator's service would have (PATH only for `bun src/main.ts`).
+  const env = { HOME: tmpdir(), ...(useBinary ? {} : { PATH: process.env.PATH }) };
+
+  // ── /proc ──
+  const statusKiB = (pid: number, key: "VmHWM" | "VmRSS") => {
+    const m = new RegExp(`^${key}:\\s+(\\d+) kB`, "m").exec(readFileSync(`/proc/${pid}/status`, "utf8"));
+    if (!m) throw new Error(`no ${key} for ${pid}`);
+    return Number(m[1]);
+  };
+  /** Resets the process's peak RSS to its current RSS (Linux 4.0+). */
+  const resetPeak = (pid: number) => writeFileSync(`/proc/${pid}/clear_refs`, "5");
+  const peakMiB = (pid: number) => statusKiB(pid, "VmHWM") / 1024;
+
+  // ── files: fresh random bytes for every transfer, so no store sees content it already has ──
+  let fileNo = 0;
+  function makeFile(bytes: number): { path: string; sha256: string } {
+    const path = join(work, `file-${++fileNo}.bin`);
+    const hasher = new Bun.CryptoHasher("sha256");
+    const fd = openSync(path, "w");
+    for (let left = bytes; left > 0; left -= MiB) {
+      const piece = randomBytes(Math.min(MiB, left));
+      hasher.update(piece);
+      writeSync(fd, piece);
+    }
+    closeSync(fd);
+    return { path, sha256: hasher.digest("hex") };
+  }
+  /** Deterministic offsets per round: both sides read the same ranges. */
+  function rangesFor(round: number, fileSize: number): [number, number][] {
+    let x = (round + 1) * 2654435761;
+    return Array.from({ length: rangeCount }, () => {
+      x = (x * 1103515245 + 12345) % 2 ** 31;
+      const start = x % (fileSize - rangeBytes + 1);
+      return [start, start + rangeBytes - 1];
+    });
+  }
+  /** Reads a body to its end; returns the byte count (and checks the SHA-256 when asked). */
+  async function drain(res: Response, sha256?: string): Promise<number> {
+    const hasher = sha256 ? new Bun.CryptoHasher("sha256") : undefined;
+    let n = 0;
+    for await (const chunk of res.body as ReadableStream<Uint8Array>) {
+      n += chunk.byteLength;
+      hasher?.update(chunk);
+    }
+    if (hasher && hasher.digest("hex") !== sha256) throw new Error(`download of ${res.url} came back with other bytes`);
+    return n;
+  }
+  const expectBytes = (what: string, got: number, want: number) => {
+    if (got !== want) throw new Error(`${what}: ${got} bytes, expected ${want}`);
+  };
+
+  /** What one side measures in one round. */
+  type Sample = { up: number; down: number; range: number; rssIdle: number; rssUp: number; rssDown: number };
+  interface Side {
+    pid: number;
+    upload(path: string, sha256: string): Promise<{ ms: number; id: string }>;
+    /** Times from the request to the last byte. */
+    download(id: string, range?: [number, number], sha256?: string): Promise<{ ms: number; bytes: number }>;
+    remove(id: string): Promise<void>;
+  }
+
+  function measure(side: Side, fileSize: number, withRanges: boolean) {
+    let call = 0;
+    return async (): Promise<Sample> => {
+      const round = call++;
+      const verify = round === 0; // the first call is the warm-up (or the only round): check the bytes
+      const file = makeFile(fileSize);
+      try {
+        resetPeak(side.pid);
+        const rssIdle = statusKiB(side.pid, "VmRSS") / 1024;
+        const up = await side.upload(file.path, file.sha256);
+        const rssUp = peakMiB(side.pid);
+        resetPeak(side.pid);
+        const down = await side.download(up.id, undefined, verify ? file.sha256 : undefined);
+        expectBytes("download", down.bytes, fileSize);
+        let rangeMs = 0;
+        if (withRanges) {
+          for (const r of rangesFor(round, fileSize)) {
+            const part = await side.download(up.id, r);
+            expectBytes("ranged download", part.bytes, r[1] - r[0] + 1);
+            rangeMs += part.ms;
+          }
+        }
+        const rssDown = peakMiB(side.pid);
+        await side.remove(up.id);
+        return { up: fileSize / MiB / (up.ms / 1000), down: fileSize / MiB / (down.ms / 1000), range: withRanges ? rangeMs / rangeCount : 0, rssIdle, rssUp, rssDown };
+      } finally {
+        rmSync(file.path, { force: true });
+      }
+    };
+  }
+
+  const servers: RunningServer[] = [];
+  let exitCode = 0;
+  try {
+    // ── Stowage, an account with free quota, the SDK ──
+    const stowage = await startServer(
+      [...stowageCmd, "serve", "--host", "127.0.0.1", "--port", "0", "--data-dir", dataDir, "--log-level", "error", "--ipfs-listen", "/ip4/127.0.0.1/tcp/0", "--access-token-ttl", "12h"],
+      { env, cwd: ROOT, timeoutMs: 60_000 },
+    );
+    servers.push(stowage);
+    const baseline = await startServer([process.execPath, import.meta.path, "--baseline-server"], { cwd: ROOT });
+    servers.push(baseline);
+
+    let requestStarted = 0;
+    const timedFetch = ((input: string | URL | Request, init?: RequestInit) => {
+      requestStarted = performance.now();
+      return fetch(input, init);
+    }) as typeof fetch;
+    const account = privateKeyToAccount(generatePrivateKey());
+    const store = await connectStorage({ baseUrl: stowage.url, account, fetch: timedFetch });
+    for (const quota of [["--space", "1024GiB"], ["--traffic", "1024GiB"]]) {
+      await commandDuration([...stowageCmd, "admin", "grant", "--did", store.did, ...quota, "--data-dir", dataDir], { env, cwd: ROOT })();
+    }
+    await store.login();
+
+    const stowageSide = (kind: "dfs" | "ipfs"): Side => {
+      const entries = new Map<string, { ID: number; Size: number }>();
+      return {
+        pid: stowage.proc.pid,
+        async upload(path) {
+          // The SDK hashes the file, asks for /traffichash and signs before its fetch: not timed.
+          const entry = await store.upload(kind, path);
+          const ms = performance.now() - requestStarted;
+          entries.set(entry.Cid, entry);
+          return { ms, id: entry.Cid };
+        },
+        async download(cid, range, sha256) {
+          const res = await store.download(kind, cid, range ? { range } : { size: entries.get(cid)?.Size });
+          const started = requestStarted;
+          const bytes = await drain(res, sha256);
+          return { ms: performance.now() - started, bytes };
+        },
+        async remove(cid) {
+          // dfs gives the space back at once; ipfs has no delete (its blocks go at the next start).
+          if (kind === "dfs") await store.delete(entries.get(cid)?.ID as number);
+          entries.delete(cid);
+        },
+      };
+    };
+
+    /** The SDK's multipart body (the same fields, then the file), streamed with its length. */
+    const multipart = (path: string) => {
+      const boundary = `----stowage${randomBytes(12).toString("hex")}`;
+      const fields: Record<string, string> = {
+        did: `did:ethr:0x3d9:${account.address}`,
+        token: `0x${"ab".repeat(32)}`,
+        requestID: "1",
+        payload: "cd".repeat(32),
+        signature: `0x${"ef".repeat(65)}`,
+        size: "1099511627776",
+        sign: `0x${"ef".repeat(65)}`,
+      };
+      const enc = new TextEncoder();
+      const head = enc.encode(
+        Object.entries(fields)
+          .map(([k, v]) => `--${boundary}\r\nContent-Disposition: form-data; name="${k}"\r\n\r\n${v}\r\n`)
+          .join("") + `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="f.bin"\r\nContent-Type: application/octet-stream\r\n\r\n`,
+      );
+      const tail = enc.encode(`\r\n--${boundary}--\r\n`);
+      const file = Bun.file(path);
+      const parts = (async function* () {
+        yield head;
+        yield* file.stream();
+        yield tail;
+      })();
+      const body = new ReadableStream<Uint8Array>({
+        async pull(controller) {
+          const next = await parts.next();
+          if (next.done) controller.close();
+          else controller.enqueue(next.value);
+        },
+      });
+      return { body, headers: { "content-type": `multipart/form-data; boundary=${boundary}`, "content-length": String(head.byteLength + file.size + tail.byteLength) } };
+    };
+    const baselineSide: Side = {
+      pid: baseline.proc.pid,
+      async upload(path, sha256) {
+        const { body, headers } = multipart(path);
+        const started = performance.now();
+        const res = await fetch(`${baseline.url}/upload`, { method: "POST", headers, body });
+        const answer = (await res.json()) as { id: string; sha256: string; error?: string };
+        const ms = performance.now() - started;
+        if (!res.ok || answer.sha256 !== sha256) throw new Error(`baseline upload: ${res.status} ${JSON.stringify(answer)}`);
+        return { ms, id: answer.id };
+      },
+      async download(id, range, sha256) {
+        const started = performance.now();
+        const res = await fetch(`${baseline.url}/files/${id}`, { headers: range ? { range: `bytes=${range[0]}-${range[1]}` } : {} });
+        if (res.status !== (range ? 206 : 200)) throw new Error(`baseline download: ${res.status}`);
+        const bytes = await drain(res, sha256);
+        return { ms: performance.now() - started, bytes };
+      },
+      async remove(id) {
+        await fetch(`${baseline.url}/files/${id}`, { method: "DELETE" });
+      },
+    };
+
+    const loadavg = () => readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" ");
+    const commit = Bun.spawnSync(["git", "rev-parse", "--short", "HEAD"], { cwd: ROOT }).stdout.toString().trim();
+    const subjectLabel = useBinary ? "stowage-bin" : "stowage";
+    console.log(
+      `storage transfers: ${subjectLabel} ${stowage.url} (log level error, embedded chain) against a plain-file baseline ${baseline.url}; ` +
+        `${rounds} rounds + 1 warm-up of ${size / MiB} MiB (${rangeCount} ranged GETs of ${rangeBytes / 1024} KiB each), then ${bigRounds} × ${bigSize / MiB} MiB; ` +
+        `${navigator.hardwareConcurrency} cores, Bun ${Bun.version}, commit ${commit}, ${new Date().toISOString()}, load average ${loadavg()}`,
+    );
+    const metrics = {
+      up: { unit: "MiB/s", higherIsBetter: true, label: "upload" },
+      down: { unit: "MiB/s", higherIsBetter: true, label: "full download" },
+      range: { unit: "ms", higherIsBetter: false, label: `ranged GET of ${rangeBytes / 1024} KiB, mean` },
+      rssIdle: { unit: "MiB", higherIsBetter: null, label: "server RSS before the upload" },
+      rssUp: { unit: "MiB", higherIsBetter: false, label: "server peak RSS, upload" },
+      rssDown: { unit: "MiB", higherIsBetter: false, label: "server peak RSS, downloads" },
+    } as const;
+    const labels = { subject: `${subjectLabel}-KIND`, baseline: "baseline" };
+    const summary: string[] = [];
+    for (const kind of backends as ("dfs" | "ipfs")[]) {
+      const r = await compareMany({
+        name: `${kind}: ${size / MiB} MiB`,
+        rounds,
+        labels: { ...labels, subject: labels.subject.replace("KIND", kind) },
+        metrics,
+        subject: measure(stowageSide(kind), size, true),
+        baseline: measure(baselineSide, size, true),
+      });
+      const m = r.metrics;
+      summary.push(
+        `${kind} ${size / MiB} MiB: upload ${fmt(m.up.subject.median)} vs ${fmt(m.up.baseline.median)} MiB/s (${m.up.ratio.toFixed(2)}×), ` +
+          `full download ${fmt(m.down.subject.median)} vs ${fmt(m.down.baseline.median)} MiB/s (${m.down.ratio.toFixed(2)}×), ` +
+          `ranged GET ${fmt(m.range.subject.median)} vs ${fmt(m.range.baseline.median)} ms (${m.range.ratio.toFixed(2)}×), ` +
+          `peak RSS ${fmt(Math.max(m.rssUp.subject.max, m.rssDown.subject.max))} vs ${fmt(Math.max(m.rssUp.baseline.max, m.rssDown.baseline.max))} MiB`,
+      );
+    }
+    if (values["no-big"] !== true) {
+      const { range: _, ...bigMetrics } = metrics;
+      const withoutRange = (f: () => Promise<Sample>) => async () => {
+        const { range: _r, ...rest } = await f();
+        return rest;
+      };
+      for (const kind of backends as ("dfs" | "ipfs")[]) {
+        const r = await compareMany({
+          name: `${kind}: ${bigSize / MiB} MiB`,
+          rounds: bigRounds,
+          warmup: 0,
+          labels: { ...labels, subject: labels.subject.replace("KIND", kind) },
+          metrics: bigMetrics,
+          subject: withoutRange(measure(stowageSide(kind), bigSize, false)),
+          baseline: withoutRange(measure(baselineSide, bigSize, false)),
+        });
+        const m = r.metrics;
+        const peak = Math.max(m.rssUp.subject.max, m.rssDown.subject.max);
+        summary.push(
+          `${kind} ${bigSize / MiB} MiB: upload ${fmt(m.up.subject.median)} vs ${fmt(m.up.baseline.median)} MiB/s (${m.up.ratio.toFixed(2)}×), ` +
+            `full download ${fmt(m.down.subject.median)} vs ${fmt(m.down.baseline.median)} MiB/s (${m.down.ratio.toFixed(2)}×); ` +
+            `server peak RSS ${fmt(m.rssUp.subject.max)} MiB during the upload, ${fmt(m.rssDown.subject.max)} MiB during the download, from ${fmt(m.rssIdle.subject.median)} MiB before ` +
+            `(peak ${((peak / (bigSize / MiB)) * 100).toFixed(1)} % of the file size; baseline ${fmt(m.rssUp.baseline.max)} / ${fmt(m.rssDown.baseline.max)} MiB from ${fmt(m.rssIdle.baseline.median)})`,
+        );
+      }
+    }
+    console.log(`\nsummary (stowage vs baseline, medians; ratio = stowage / baseline)\n${summary.map((s) => `  ${s}`).join("\n")}`);
+    console.log(`load average at the end: ${loadavg()}`);
+  } catch (err) {
+    console.error(`storage benchmark failed: ${(err as Error).stack ?? err}`);
+    for (const s of servers) console.error(`--- output of ${s.proc.pid}:\n${s.output()}`);
+    exitCode = 1;
+  } finally {
+    const codes = await Promise.all(servers.map((s) => s.stop(10_000)));
+    rmSync(work, { recursive: true, force: true });
+    if (codes.some((c) => c !== 0)) {
+      console.error(`a server exited uncleanly: ${codes.join(", ")}`);
+      for (const s of servers) console.error(`--- output of ${s.proc.pid}:\n${s.output()}`);
+    }
+  }
+  process.exit(exitCode);
+}
