@@ -116,7 +116,9 @@ export async function startDevnet({ dataDir, chainId, log }: { dataDir: string; 
   for (let attempt = 0; attempt < 3; attempt++) {
     const url = `http://127.0.0.1:${freePort()}`;
     const args = ["--host", "127.0.0.1", "--port", url.split(":")[2]!, "--chain-id", String(chainId), "--mnemonic-random", "--state", state, "--state-interval", String(STATE_INTERVAL_S), "--silent"];
-    const proc = Bun.spawn([exe, ...args], { stdin: "ignore", stdout: "ignore", stderr: "pipe" });
+    // Its own process group: a Ctrl-C in the terminal reaches the server, which stops the chain
+    // after draining requests, instead of reaching both at once.
+    const proc = Bun.spawn([exe, ...args], { stdin: "ignore", stdout: "ignore", stderr: "pipe", detached: true });
     writeFileSync(recordFile(dataDir), JSON.stringify({ pid: proc.pid, url } satisfies DevnetRecord), { mode: 0o600 });
     if (!(await waitReady(url, chainId, proc))) {
       log.warn("anvil exited at start; retrying", { stderr: (await new Response(proc.stderr).text()).slice(0, 500) });
