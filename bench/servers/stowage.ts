@@ -1,7 +1,8 @@
 /**
  * Stowage as a benchmark subject: the real `startServer` (the same app, handler and components
  * that `stowage serve` runs) in its own process, on 127.0.0.1 and a free port, over a fresh
- * temporary data dir that is removed on exit. Prints "listening on URL" once ready.
+ * temporary data dir that is removed on exit. Prints "data dir PATH" and then "listening on URL"
+ * once ready (bench/chain.ts reads the embedded chain's address from DATA_DIR/chain/anvil.json).
  *
  * Stops on SIGTERM/SIGINT and on EOF of stdin: the harness holds stdin open, so the server goes
  * away even when the harness is killed without a chance to clean up.
@@ -51,6 +52,7 @@ try {
   console.error(`stowage did not start: ${(err as Error).message}`);
   await shutdown(1);
 }
+console.log(`data dir ${dataDir}`);
 console.log(`listening on ${server?.url}`);
 for await (const _ of Bun.stdin.stream()) {
   // Nothing is ever written; the loop only ends at EOF, when the harness is gone.
