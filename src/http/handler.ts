@@ -7,7 +7,6 @@ import type { Server } from "bun";
 import type { Logger } from "../log.ts";
 import { rememberClientIp, resolveClientIp } from "./client-ip.ts";
 import { needsLength } from "./body-limit.ts";
-import { handleHead } from "./head.ts";
 
 export interface HandlerOptions {
   handle: (request: Request) => Promise<Response>;
@@ -38,8 +37,6 @@ export function createHandler({ handle, log, corsOrigins, trustProxy }: HandlerO
       }
     } else if (needsLength(request, new URL(request.url).pathname)) {
       response = Response.json({ Code: "InvalidArgument", Description: "Content-Length is required for this body", HTTPStatusCode: 411 }, { status: 411 });
-    } else if (request.method === "HEAD") {
-      response = await handleHead(request, handle);
     } else {
       response = await handle(request);
     }

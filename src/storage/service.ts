@@ -12,7 +12,6 @@ import type { TokenService } from "../accounts/tokens.ts";
 import type { UserService } from "../accounts/users.ts";
 import type { Db } from "../db/open.ts";
 import { StorageError, storageError } from "../http/errors.ts";
-import { isHead } from "../http/head.ts";
 import { canonicalDid, parseDid, type Did } from "../identity/did.ts";
 import type { DidResolver } from "../identity/resolver.ts";
 import type { Logger } from "../log.ts";
@@ -184,7 +183,7 @@ export function createStorage(deps: StorageDeps) {
     headers["content-length"] = String(length);
     if (range) headers["content-range"] = `bytes ${range.start}-${range.end}/${stat.size}`;
     const status = range ? 206 : 200;
-    if (isHead(request)) return new Response(null, { status, headers });
+    if (request.method === "HEAD") return new Response(null, { status, headers });
 
     const traffic = await deps.meter?.beginDownload(reader, length);
     const accepted = vouchers.accept({ payer, size }, length);
