@@ -50,8 +50,12 @@ export function createPurchases({ db, chain, records, log, now = Date.now }: { d
         const cost = bytes * price;
         if (record.deposit < cost) throw storageError.quota(`deposit ${gwei(record.deposit)} gwei is less than the cost ${gwei(cost)} gwei of ${bytes} bytes: deposit more first`);
         try {
-          const { request } = await chain.publicClient.simulateContract({ account: chain.operator.account, address: proxy, abi: proxyAbi, functionName: FN[kind], args: [user, bytes, record.nonce] });
-          return await chain.operator.writeContract(request);
+          const call = { account: chain.operator.account, address: proxy, abi: proxyAbi, functionName: FN[kind], args: [user, bytes, record.nonce] } as const;
+          const { request } = await chain.publicClient.simulateContract(call);
+          // The estimate holds for the block it ran on; a purchase mined in the next second moves
+          // `expire` and costs a little more, so leave headroom instead of running out of gas.
+          const gas = await chain.publicClient.estimateContractGas(call);
+          return await chain.operator.writeContract({ ...request, gas: gas + gas / 4n });
         } catch (err) {
           const name = revertName(err);
           if (name === "InsufficientDeposit") throw storageError.quota("deposit too small for this purchase");
