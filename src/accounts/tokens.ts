@@ -68,8 +68,10 @@ const seconds = (ms: number) => Math.floor(ms / 1000);
 export function createTokenService(ctx: Ctx, jwtKey: Uint8Array, guards: Partial<Record<LoginMethod, RefreshGuard>> = {}): TokenService {
   const { db, config, now } = ctx;
   const hashToken = (token: string) => keyedHash(jwtKey, "refresh-token", token);
+  // Imported once: given raw bytes, jose would import the key again on every sign and verify.
+  const hmacKey = crypto.subtle.importKey("raw", new Uint8Array(jwtKey), { name: "HMAC", hash: "SHA-256" }, false, ["sign", "verify"]);
 
-  const sign = (typ: TokenType, user: Pick<UserRow, "uid" | "did">, jti: string, issuedMs: number) => {
+  const sign = async (typ: TokenType, user: Pick<UserRow, "uid" | "did">, jti: string, issuedMs: number) => {
     const ttl = typ === "access" ? config.accessTokenTtl : config.refreshTokenTtl;
     const claims: JWTPayload = { typ, ...(user.did ? { did: user.did } : {}) };
     return new SignJWT(claims)
@@ -78,14 +80,14 @@ export function createTokenService(ctx: Ctx, jwtKey: Uint8Array, guards: Partial
       .setJti(jti)
       .setIssuedAt(seconds(issuedMs))
       .setExpirationTime(seconds(issuedMs + ttl))
-      .sign(jwtKey);
+      .sign(await hmacKey);
   };
 
   async function decode(token: string | undefined | null, typ: TokenType) {
     if (!token) throw new TokenError("missing", "token is missing");
     let payload: JWTPayload;
     try {
-      ({ payload } = await jwtVerify(token, jwtKey, { algorithms: ["HS256"], currentDate: new Date(now()) }));
+      ({ payload } = await jwtVerify(token, await hmacKey, { algorithms: ["HS256"], currentDate: new Date(now()) }));
     } catch (err) {
       if (err instanceof joseErrors.JWTExpired) throw new TokenError("expired", "token has expired");
       throw new TokenError("invalid", "token is invalid");

