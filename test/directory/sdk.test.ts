@@ -127,7 +127,7 @@ describe("directory SDK", () => {
   });
 
   test("a running indexer makes a published file searchable within one poll", async () => {
-    const pollMs = 400;
+    const pollMs = 1000;
     // Stands in for the server's indexer (same database, same consumer); the other tests sync by hand.
     const live = createIndexer({ db: dg.gw.database.db, publicClient: dg.gw.chain.anvil.publicClient, confirmations: 0, log: silentLogger, pollMs });
     live.add(dg.directory.consumer);
@@ -138,11 +138,11 @@ describe("directory SDK", () => {
       await live.nextPass(); // the loop is idle, waiting for its next tick
       await a.dir.publish({ cid: file.Cid, name: "Freshly published", size: file.Size, isPublic: true });
       const mined = performance.now();
-      while ((await a.dir.search("freshly")).length === 0 && performance.now() - mined < 5 * pollMs) await Bun.sleep(10);
+      while ((await a.dir.search("freshly")).length === 0 && performance.now() - mined < 3 * pollMs) await Bun.sleep(10);
       const waited = performance.now() - mined;
       expect((await a.dir.search("freshly")).map((r) => r.Mid)).toEqual([file.Cid]);
-      // One tick at most, plus the pass itself.
-      expect(waited).toBeLessThan(pollMs + 300);
+      // One tick at most, plus the pass itself (a second tick would be past 2 × pollMs).
+      expect(waited).toBeLessThan(pollMs + 500);
     } finally {
       await live.stop();
     }
