@@ -118,6 +118,9 @@ export function createIndexer(opts: IndexerOptions) {
     if (!before || before !== after) return "progress";
     const events = decode(c, logs);
     db.transaction((tx) => {
+      // Another pass may have applied this range while we read it: apply nothing twice.
+      const now = tx.select().from(chainCursors).where(eq(chainCursors.name, c.name)).get();
+      if ((now?.block ?? Number(c.fromBlock) - 1) !== cursor.block) return;
       c.apply(tx, events);
       const at = { block: Number(to), hash: after };
       tx.insert(chainCursors).values({ name: c.name, ...at }).onConflictDoUpdate({ target: chainCursors.name, set: at }).run();
@@ -127,8 +130,16 @@ export function createIndexer(opts: IndexerOptions) {
     return "progress";
   }
 
-  /** Brings every consumer up to the safe head; returns when all are caught up. */
-  async function syncOnce(): Promise<void> {
+  /** Brings every consumer up to the safe head; returns when all are caught up. Passes run one
+   * at a time (a test's or a poke's pass waits for the loop's). */
+  let pass: Promise<void> = Promise.resolve();
+  function syncOnce(): Promise<void> {
+    const next = pass.then(syncPass, syncPass);
+    pass = next.catch(() => {});
+    return next;
+  }
+
+  async function syncPass(): Promise<void> {
     const head = await publicClient.getBlockNumber({ cacheTime: 0 });
     const safe = head - BigInt(opts.confirmations);
     for (const c of consumers) {

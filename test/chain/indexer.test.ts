@@ -142,3 +142,13 @@ describe("event indexer", () => {
     expect(rows(database)).toEqual([kept, ...replacement]);
   });
 });
+
+test("passes started at once apply each event once", async () => {
+  const database = freshDb();
+  const start = (await chain.anvil.publicClient.getBlockNumber()) + 1n;
+  const expected = [await deposit("11"), await deposit("12"), await deposit("13")];
+  const indexer = createIndexer({ db: database.db, publicClient: chain.anvil.publicClient, confirmations: 0, log: silentLogger, batchBlocks: 1 });
+  indexer.add(depositsConsumer(database, { fromBlock: start }));
+  await Promise.all([indexer.syncOnce(), indexer.syncOnce(), indexer.syncOnce()]);
+  expect(rows(database)).toEqual(expected);
+});
