@@ -66,6 +66,8 @@ export const settings = {
   refreshTokenTtl: setting({ kind: "duration", env: "STOWAGE_REFRESH_TOKEN_TTL", flag: "--refresh-token-ttl", default: "30d", help: "Refresh token lifetime" }),
   renewalDays: setting({ kind: "int", env: "STOWAGE_RENEWAL_DAYS", flag: "--renewal-days", default: "30", help: "Days between liveness-check renewals (action 6)" }),
   rateLimits: setting({ kind: "string", env: "STOWAGE_RATE_LIMITS", flag: "--rate-limits", default: "on", help: "on | off: rate limits of login and code endpoints" }),
+  gateway: setting({ kind: "url", env: "STOWAGE_GATEWAY", flag: "--gateway", default: "http://localhost:8080", help: "Gateway the user commands (login, put, get, …) talk to" }),
+  userKey: setting({ kind: "key", env: "STOWAGE_USER_KEY", help: "The user's private key for the user commands (or their --key-file PATH)" }),
 } as const;
 
 export type SettingName = keyof typeof settings;

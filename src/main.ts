@@ -11,6 +11,7 @@ import { startServer } from "./server.ts";
 import { version } from "./version.ts";
 import { adminHelp, runAdmin } from "./cli/admin.ts";
 import { chainHelp, runChain } from "./cli/chain.ts";
+import { userCommands } from "./cli/user/index.ts";
 
 const EXIT_FAILED = 1;
 const EXIT_USAGE = 2;
@@ -37,6 +38,8 @@ const commands: Record<string, Command> = {
     help: () => chainHelp,
     run: (args) => runChain(args, processEnv),
   },
+  // login, put, get, ls, rm, quota, deposit, buy, publish, search: a gateway's user, from a shell.
+  ...userCommands(processEnv),
 };
 
 function mainHelp(): string {

@@ -1,0 +1,171 @@
+/**
+ * The user commands other than the transfers: login, ls, rm, quota, deposit, buy, publish and
+ * search. Each is a thin wrapper over one or two SDK calls; printing is the only thing added.
+ */
+import { formatEther, formatGwei, parseEther } from "viem";
+import { ConfigError, parseBytes } from "../../config.ts";
+import { connectDirectory } from "../../sdk/directory.ts";
+import type { FileEntry, QuotaRecord } from "../../sdk/storage.ts";
+import { CliError } from "../chain-access.ts";
+import { BACKENDS, backendOf, expectPositionals, formatBytes, formatTime, gatewayWith, json, loggedIn, reach, table, userAccount, type Invocation, type Io } from "./common.ts";
+
+export async function login(inv: Invocation, io: Io): Promise<number> {
+  expectPositionals(inv, []);
+  const account = userAccount(inv);
+  const store = await loggedIn(inv, account);
+  const gw = await gatewayWith(inv);
+  const balance = await gw.publicClient.getBalance({ address: account.address });
+  const { chainId, rpcUrl, contracts, seller } = store.info;
+  if (inv.flags.has("--json")) {
+    io.out(json({ did: store.did, address: account.address, gateway: inv.gateway, chainId, rpcUrl, contracts, seller, balanceWei: balance }));
+    return 0;
+  }
+  io.out(`did      ${store.did}`);
+  io.out(`gateway  ${inv.gateway}`);
+  io.out(`chain    ${chainId} (rpc ${rpcUrl}, proxy ${contracts.proxy})`);
+  io.out(`seller   ${seller}`);
+  io.out(`balance  ${formatEther(balance)} ETH (for deposits and gas)`);
+  return 0;
+}
+
+export async function ls(inv: Invocation, io: Io): Promise<number> {
+  expectPositionals(inv, []);
+  const kind = backendOf(inv, "--from");
+  const store = await loggedIn(inv, userAccount(inv));
+  const entries: FileEntry[] = [];
+  const PAGE = 1000;
+  for (let after: number | undefined; ; ) {
+    const page = (await store.list(kind, { limit: PAGE, ...(after !== undefined ? { after } : {}) })).Object;
+    entries.push(...page);
+    if (page.length < PAGE) break;
+    after = page[page.length - 1]?.ID;
+  }
+  if (inv.flags.has("--json")) {
+    io.out(json(entries));
+    return 0;
+  }
+  if (!entries.length) {
+    io.log(`no files on ${kind}`);
+    return 0;
+  }
+  const rows = entries.map((e) => [String(e.ID), formatBytes(e.Size), e.Name, e.Cid, formatTime(new Date(e.ModTime))]);
+  for (const line of table(["ID", "SIZE", "NAME", "CID", "MODIFIED"], rows)) io.out(line);
+  return 0;
+}
+
+export async function rm(inv: Invocation, io: Io): Promise<number> {
+  const [id] = expectPositionals(inv, ["ID"]) as [string];
+  if (!/^\d{1,15}$/.test(id)) throw new ConfigError(`ID must be a file's number, as \`stowage ls\` shows it (got ${JSON.stringify(id)})`);
+  const store = await loggedIn(inv, userAccount(inv));
+  await store.delete(Number(id), "dfs");
+  io.out(`removed ${id}`);
+  return 0;
+}
+
+function describeRecord(r: QuotaRecord, now: number): string {
+  const expiry = r.Expire === 0 ? "none bought or granted yet" : r.Expire * 1000 < now ? `expired ${formatTime(new Date(r.Expire * 1000))}` : `expires ${formatTime(new Date(r.Expire * 1000))}`;
+  return `${formatBytes(r.SizeByte)} left (${r.SizeByte} bytes; free bytes granted ${r.FreeByte}), ${expiry}`;
+}
+
+export async function quota(inv: Invocation, io: Io): Promise<number> {
+  expectPositionals(inv, []);
+  const store = await loggedIn(inv, userAccount(inv));
+  const [space, traffic] = await Promise.all([store.space(), store.traffic()]);
+  if (inv.flags.has("--json")) {
+    io.out(json({ space, traffic }));
+    return 0;
+  }
+  const now = Date.now();
+  io.out(`space    ${describeRecord(space, now)}`);
+  io.out(`traffic  ${describeRecord(traffic, now)}`);
+  io.out(`deposit  ${space.Balance} gwei (${formatEther(BigInt(space.Balance) * 10n ** 9n)} ETH)`);
+  return 0;
+}
+
+export async function deposit(inv: Invocation, io: Io): Promise<number> {
+  const [amount] = expectPositionals(inv, ["AMOUNT_ETH"]) as [string];
+  if (!/^\d+(\.\d{1,18})?$/.test(amount) || parseEther(amount) === 0n) throw new ConfigError(`AMOUNT_ETH must be a positive number of ETH, such as 0.01 (got ${JSON.stringify(amount)})`);
+  const account = userAccount(inv);
+  const gw = await gatewayWith(inv, account);
+  io.log(`depositing ${amount} ETH from ${account.address} …`);
+  io.out(await gw.deposit(parseEther(amount)));
+  const { space } = await gw.records();
+  io.log(`deposit now ${formatGwei(space.deposit)} gwei (${formatEther(space.deposit)} ETH)`);
+  return 0;
+}
+
+export async function buy(inv: Invocation, io: Io): Promise<number> {
+  expectPositionals(inv, []);
+  const kinds = (["space", "traffic"] as const).filter((k) => inv.flags.has(`--${k}`));
+  if (kinds.length !== 1) throw new ConfigError("buy needs exactly one of --space BYTES or --traffic BYTES");
+  const kind = kinds[0] as "space" | "traffic";
+  let size: number;
+  try {
+    size = parseBytes(inv.flags.get(`--${kind}`) as string);
+  } catch (err) {
+    throw new ConfigError(`--${kind}: ${(err as Error).message}`);
+  }
+  if (size <= 0) throw new ConfigError(`--${kind} must be more than 0 bytes`);
+  const account = userAccount(inv);
+  const store = await loggedIn(inv, account);
+  const prices = await (await gatewayWith(inv)).prices();
+  const cost = BigInt(size) * prices[kind];
+  io.log(`buying ${formatBytes(size)} (${size} bytes) of ${kind} for ${formatGwei(cost)} gwei from the deposit …`);
+  const { tx } = kind === "space" ? await store.buySpace({ size }) : await store.buyTraffic({ size });
+  io.out(tx);
+  const record = kind === "space" ? await store.space() : await store.traffic();
+  io.log(`${kind}: ${describeRecord(record, Date.now())}; deposit ${record.Balance} gwei`);
+  return 0;
+}
+
+export async function publish(inv: Invocation, io: Io): Promise<number> {
+  const [cid] = expectPositionals(inv, ["CID"]) as [string];
+  const keywords = inv.repeated.get("--keyword") ?? [];
+  const priceText = inv.flags.get("--price") ?? "0";
+  if (!/^\d+$/.test(priceText) || BigInt(priceText) >= 2n ** 64n) throw new ConfigError(`--price must be a whole number of gwei below 2^64 (got ${JSON.stringify(priceText)})`);
+  const bytes = (s: string) => new TextEncoder().encode(s).byteLength;
+  if (keywords.length > 16) throw new ConfigError("at most 16 --keyword");
+  const long = keywords.find((k) => bytes(k) > 64 || !k.trim());
+  if (long !== undefined) throw new ConfigError(`a --keyword must be 1 to 64 bytes (got ${JSON.stringify(long)})`);
+  const account = userAccount(inv);
+  const store = await loggedIn(inv, account);
+  // The directory opens only a copy its owner stores at this gateway: find it, and its size.
+  let file: FileEntry | undefined;
+  for (const kind of BACKENDS) {
+    file ??= (await store.list(kind)).Object.find((e) => e.Cid === cid);
+  }
+  if (!file) throw new CliError(`you store no file with Cid ${cid} at ${inv.gateway} (see \`stowage ls\`); put it first`);
+  const name = inv.flags.get("--name") ?? file.Name;
+  if (!name.trim() || bytes(name) > 256) throw new ConfigError("--name must be 1 to 256 bytes");
+  const dir = await reach(inv.gateway, () => connectDirectory(inv.gateway, { account }));
+  io.log(`publishing ${cid} as ${JSON.stringify(name)} (${formatBytes(file.Size)}, ${priceText} gwei${inv.flags.has("--public") ? ", public" : ""}) …`);
+  io.out(await dir.publish({ cid, name, size: file.Size, price: BigInt(priceText), isPublic: inv.flags.has("--public"), keywords }));
+  io.log("the gateway's search shows it after its next poll of the chain");
+  return 0;
+}
+
+export async function search(inv: Invocation, io: Io): Promise<number> {
+  const [query] = expectPositionals(inv, ["QUERY"]) as [string];
+  const num = (flag: string) => {
+    const v = inv.flags.get(flag);
+    if (v === undefined) return undefined;
+    if (!/^\d+$/.test(v) || Number(v) < 1) throw new ConfigError(`${flag} must be a whole number from 1`);
+    return Number(v);
+  };
+  const page = num("--page");
+  const size = num("--size");
+  // Searching is public: no key needed.
+  const dir = await reach(inv.gateway, () => connectDirectory(inv.gateway));
+  const hits = await dir.search(query, page, size);
+  if (inv.flags.has("--json")) {
+    io.out(json(hits));
+    return 0;
+  }
+  if (!hits.length) {
+    io.log(`nothing found for ${JSON.stringify(query)}`);
+    return 0;
+  }
+  const rows = hits.map((h) => [h.Name, formatBytes(h.Size), h.Public ? "public" : `${h.Price} gwei`, h.keywords.join(","), h.Owner, h.Mid]);
+  for (const line of table(["NAME", "SIZE", "PRICE", "KEYWORDS", "OWNER", "CID"], rows)) io.out(line);
+  return 0;
+}

@@ -1,0 +1,173 @@
+/**
+ * The user commands of `stowage`, for someone using a gateway from a shell: login, put, get, ls,
+ * rm, quota, deposit, buy, publish and search. Thin wrappers over the SDK (src/sdk/); each run
+ * logs in afresh, so nothing is kept between commands but the key the user keeps.
+ *
+ * @example
+ *   export STOWAGE_USER_KEY=0x…  STOWAGE_GATEWAY=https://gw.example
+ *   stowage put photo.jpg --to ipfs
+ *   stowage get bafy… --out photo.jpg
+ */
+import type { Env } from "../../config.ts";
+import { buy, deposit, login, ls, publish, quota, rm, search } from "./commands.ts";
+import { commonHelp, defaultIo, explain, parseInvocation, type Invocation, type Io, type Spec } from "./common.ts";
+import { get, put } from "./transfer.ts";
+
+export interface UserCommand {
+  summary: string;
+  help: () => string;
+  run: (args: string[]) => Promise<number>;
+}
+
+interface Definition {
+  summary: string;
+  usage: string;
+  text: string;
+  spec: Spec;
+  /** Search needs no key; the others say so in their help. */
+  needsKey?: false;
+  run: (inv: Invocation, io: Io) => Promise<number>;
+}
+
+const definitions: Record<string, Definition> = {
+  login: {
+    summary: "Check your key and the gateway: prints your DID and the gateway's chain",
+    usage: "stowage login [--json]",
+    text: `Logs in to the gateway with your key (EIP-712) and prints your DID, the gateway's chain, its
+seller address and your account's balance (for deposits and gas). Nothing is saved: every command
+logs in by itself, so this only checks that the key and the gateway work.
+
+  --json   print it as JSON`,
+    spec: { switches: ["--json"] },
+    run: login,
+  },
+  put: {
+    summary: "Upload a file (streamed) to dfs or ipfs",
+    usage: "stowage put FILE [--to dfs|ipfs] [--name NAME] [--json] [--progress]",
+    text: `Uploads FILE, streamed: it is read once to hash it (the hash is signed) and once to send it.
+A file of the same name on that back-end is replaced. It uses storage space and traffic (see
+\`stowage quota\`). Prints "ID <id>  Cid <cid>  <size>  <back-end>  <name>".
+
+  --to dfs|ipfs    the back-end (default dfs). ipfs content is readable by anyone on the IPFS
+                   network who knows its Cid: encrypt what is private.
+  --name NAME      the name to store it under (default: FILE's base name)
+  --json           print the stored entry as JSON instead
+  --progress       show progress on stderr even when it is not a terminal`,
+    spec: { flags: ["--to", "--name"], switches: ["--json", "--progress"] },
+    run: put,
+  },
+  get: {
+    summary: "Download a file by Cid, to a file or stdout (streamed), whole or a byte range",
+    usage: "stowage get CID [--from dfs|ipfs] [--out PATH] [--range A-B] [--progress]",
+    text: `Downloads the file with this Cid (yours, or one the directory lets you read), streamed to
+stdout or to PATH. It uses traffic (see \`stowage quota\`).
+
+  --from dfs|ipfs  the back-end (default dfs)
+  --out PATH       write to PATH instead of stdout ("-" is stdout). A file appears only once every
+                   byte came; a directory receives the file under its stored name.
+  --range A-B      only bytes A to B, both included, counted from 0; A- reads from A to the end
+  --progress       show progress on stderr even when it is not a terminal`,
+    spec: { flags: ["--from", "--out", "--range"], switches: ["--progress"] },
+    run: get,
+  },
+  ls: {
+    summary: "List your files on dfs or ipfs",
+    usage: "stowage ls [--from dfs|ipfs] [--json]",
+    text: `Lists your files on one back-end: ID, size, name, Cid and when it was stored (UTC).
+
+  --from dfs|ipfs  the back-end (default dfs)
+  --json           print the entries as JSON (exact sizes, Public, UserDefined)`,
+    spec: { flags: ["--from"], switches: ["--json"] },
+    run: ls,
+  },
+  rm: {
+    summary: "Delete one of your dfs files by its ID",
+    usage: "stowage rm ID",
+    text: `Deletes your dfs file with this ID (see \`stowage ls\`); its space is given back. Files on ipfs
+cannot be deleted through the gateway (the gateway answers 518).`,
+    spec: {},
+    run: rm,
+  },
+  quota: {
+    summary: "Show your storage space, traffic and deposit",
+    usage: "stowage quota [--json]",
+    text: `Shows what is left of your storage space and traffic (shared by dfs and ipfs), the free part
+granted, when each expires, and your deposit (what \`stowage buy\` pays from).
+
+  --json   print both records as JSON (spec 2.6: SizeByte, FreeByte, Expire, Balance in gwei, Nonce)`,
+    spec: { switches: ["--json"] },
+    run: quota,
+  },
+  deposit: {
+    summary: "Deposit currency into the gateway's contract, to buy space and traffic with",
+    usage: "stowage deposit AMOUNT_ETH",
+    text: `Sends AMOUNT_ETH (such as 0.01) from your account into the gateway's Proxy contract, through
+the gateway's public RPC, signed with your key. Prints the transaction hash once it is mined.
+Your account needs that much currency plus gas.`,
+    spec: {},
+    run: deposit,
+  },
+  buy: {
+    summary: "Buy storage space or traffic with your deposit",
+    usage: "stowage buy (--space BYTES | --traffic BYTES)",
+    text: `Buys storage space or traffic, paid from your deposit at the contract's unit prices. BYTES
+takes units (512MiB, 10GiB). Prints the transaction hash; a deposit too small is refused (402)
+and nothing is bought.
+
+  --space BYTES     bytes of storage space
+  --traffic BYTES   bytes of traffic (uploads and downloads)`,
+    spec: { flags: ["--space", "--traffic"] },
+    run: buy,
+  },
+  publish: {
+    summary: "Publish one of your files in the gateway's directory",
+    usage: "stowage publish CID [--name NAME] [--price GWEI] [--public] [--keyword K …]",
+    text: `Publishes a file you store at this gateway in the directory (a Directory contract call signed
+with your key), so others can find it with \`stowage search\` and read it: free with --public,
+else by paying its price to you. Prints the transaction hash.
+
+  --name NAME     the name to list it under (default: its stored name; at most 256 bytes)
+  --price GWEI    what reading it costs, in gwei (default 0: only those you grant can read it)
+  --public        free for anyone to read
+  --keyword K     a search keyword (repeat it, up to 16, each at most 64 bytes)`,
+    spec: { flags: ["--name", "--price"], switches: ["--public"], repeated: ["--keyword"] },
+    run: publish,
+  },
+  search: {
+    summary: "Search the gateway's directory of published files",
+    usage: "stowage search QUERY [--page N] [--size N] [--json]",
+    text: `Searches the names and keywords of published files stored at this gateway (prefixes match,
+case and accents do not matter), best match first. Needs no key.
+
+  --page N   the page, from 1 (default 1)
+  --size N   results per page (default 20, at most 100)
+  --json     print the results as JSON (with Owner and Mid, the Cid)`,
+    spec: { flags: ["--page", "--size"], switches: ["--json"] },
+    needsKey: false,
+    run: search,
+  },
+};
+
+const helpOf = (d: Definition) => `Usage: ${d.usage}\n\n${d.text}\n\n${commonHelp(d.needsKey !== false)}`;
+
+/** The command table entries for src/main.ts. Failures come out as ConfigError (exit 2) or
+ * CliError (exit 1), with the gateway's or the chain's own words. */
+export function userCommands(env: Env, io: Io = defaultIo()): Record<string, UserCommand> {
+  return Object.fromEntries(
+    Object.entries(definitions).map(([name, d]) => [
+      name,
+      {
+        summary: d.summary,
+        help: () => helpOf(d),
+        run: async (args: string[]) => {
+          const inv = parseInvocation(args, d.spec, env);
+          try {
+            return await d.run(inv, io);
+          } catch (err) {
+            throw explain(err, inv.gateway);
+          }
+        },
+      },
+    ]),
+  );
+}
