@@ -103,7 +103,25 @@ function guardState(state: string, log: Logger) {
   copyFileSync(previous, state);
 }
 
-export async function startDevnet({ dataDir, chainId, log }: { dataDir: string; chainId: number; log: Logger }): Promise<Devnet> {
+/** The embedded chain mines only when a transaction comes, so its clock stops while it idles, and
+ * expiry is judged by the chain's clock (D7). An empty block now and then keeps it within
+ * `IDLE_S` of real time. */
+export const IDLE_S = 30;
+
+function startHeartbeat(url: string, log: Logger, idleSeconds: number) {
+  const timer = setInterval(async () => {
+    try {
+      const block = await rpcCall<{ timestamp: string }>(url, "eth_getBlockByNumber", ["latest", false]);
+      if (Date.now() / 1000 - Number(block.timestamp) >= idleSeconds) await rpcCall(url, "evm_mine");
+    } catch (err) {
+      log.debug("chain heartbeat failed", { err: (err as Error).message });
+    }
+  }, (idleSeconds * 1000) / 2);
+  timer.unref();
+  return timer;
+}
+
+export async function startDevnet({ dataDir, chainId, log, idleSeconds = IDLE_S }: { dataDir: string; chainId: number; log: Logger; idleSeconds?: number }): Promise<Devnet> {
   const dir = chainDir(dataDir);
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   await stopLeftover(dataDir, log);
@@ -129,11 +147,13 @@ export async function startDevnet({ dataDir, chainId, log }: { dataDir: string; 
       if (!stopping) log.error("the embedded chain exited unexpectedly", { exitCode: code });
     });
     log.info("embedded chain ready", { url, chainId, resumed });
+    const heartbeat = startHeartbeat(url, log, idleSeconds);
     return {
       url,
       pid: proc.pid,
       async stop() {
         stopping = true;
+        clearInterval(heartbeat);
         proc.kill("SIGTERM"); // anvil dumps its state on SIGTERM
         const killer = setTimeout(() => proc.kill("SIGKILL"), 5000);
         await proc.exited;

@@ -53,10 +53,11 @@ export interface StorageDeps {
 
 const HEX64 = /^(0x)?[0-9a-fA-F]{64}$/;
 
-/** DID logins per client address and per DID (D12's login limit, and a DID cannot be hammered). */
+/** DID logins per client address and per DID. Higher than D12's 30 account logins a minute: the
+ * `stowage` user commands log in once per command, and a script may run many. */
 export const LOGIN_LIMITS = {
-  perIp: { name: "did-login-ip", max: 30, windowMs: 60_000 },
-  perDid: { name: "did-login-did", max: 20, windowMs: 60_000 },
+  perIp: { name: "did-login-ip", max: 60, windowMs: 60_000 },
+  perDid: { name: "did-login-did", max: 60, windowMs: 60_000 },
 };
 
 export function createStorage(deps: StorageDeps) {
