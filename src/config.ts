@@ -19,6 +19,9 @@ export class ConfigError extends Error {
   override name = "ConfigError";
 }
 
+/** Who reads a setting: the server and its operator commands, or the user commands. */
+export type Scope = "server" | "client";
+
 type Kind = "port" | "int" | "bytes" | "duration" | "string" | "url" | "list" | "address" | "addressList" | "key";
 
 interface Setting<K extends Kind = Kind> {
@@ -26,6 +29,8 @@ interface Setting<K extends Kind = Kind> {
   env: string;
   /** Flag of `stowage serve`; secrets have none, so they never show in a process list. */
   flag?: string;
+  /** "client": a setting of the user commands (put, get, …), not of the server. */
+  scope?: Scope;
   default?: string;
   help: string;
 }
@@ -50,6 +55,7 @@ export const settings = {
   proxyAddress: setting({ kind: "address", env: "STOWAGE_PROXY_ADDRESS", flag: "--proxy-address", help: "Proxy contract (external chain)" }),
   didRegistryAddress: setting({ kind: "address", env: "STOWAGE_DID_REGISTRY_ADDRESS", flag: "--did-registry-address", help: "DID registry contract (external chain)" }),
   directoryAddress: setting({ kind: "address", env: "STOWAGE_DIRECTORY_ADDRESS", flag: "--directory-address", help: "Directory contract (external chain)" }),
+  contractsBlock: setting({ kind: "int", env: "STOWAGE_CONTRACTS_BLOCK", flag: "--contracts-block", default: "0", help: "Block the configured contracts were deployed at: event indexing starts there" }),
   operatorKey: setting({ kind: "key", env: "STOWAGE_OPERATOR_KEY", help: "Operator private key (default: generated in data/secrets)" }),
   adminKey: setting({ kind: "key", env: "STOWAGE_ADMIN_KEY", help: "Admin private key for the CLI (default: generated in data/secrets)" }),
   ipfsListen: setting({ kind: "list", env: "STOWAGE_IPFS_LISTEN", flag: "--ipfs-listen", default: "/ip4/0.0.0.0/tcp/4001", help: "libp2p listen multiaddrs, comma-separated" }),
@@ -66,8 +72,8 @@ export const settings = {
   refreshTokenTtl: setting({ kind: "duration", env: "STOWAGE_REFRESH_TOKEN_TTL", flag: "--refresh-token-ttl", default: "30d", help: "Refresh token lifetime" }),
   renewalDays: setting({ kind: "int", env: "STOWAGE_RENEWAL_DAYS", flag: "--renewal-days", default: "30", help: "Days between liveness-check renewals (action 6)" }),
   rateLimits: setting({ kind: "string", env: "STOWAGE_RATE_LIMITS", flag: "--rate-limits", default: "on", help: "on | off: rate limits of login and code endpoints" }),
-  gateway: setting({ kind: "url", env: "STOWAGE_GATEWAY", flag: "--gateway", default: "http://localhost:8080", help: "Gateway the user commands (login, put, get, …) talk to" }),
-  userKey: setting({ kind: "key", env: "STOWAGE_USER_KEY", help: "The user's private key for the user commands (or their --key-file PATH)" }),
+  gateway: setting({ scope: "client", kind: "url", env: "STOWAGE_GATEWAY", flag: "--gateway", default: "http://localhost:8080", help: "Gateway the user commands (login, put, get, …) talk to" }),
+  userKey: setting({ scope: "client", kind: "key", env: "STOWAGE_USER_KEY", help: "The user's private key for the user commands (or their --key-file PATH)" }),
 } as const;
 
 export type SettingName = keyof typeof settings;
@@ -145,12 +151,16 @@ function splitList(raw: string): string[] {
   return raw.split(",").map((s) => s.trim()).filter(Boolean);
 }
 
-const byFlag = new Map<string, SettingName>(
-  Object.entries(settings).flatMap(([name, s]) => ("flag" in s && s.flag ? [[s.flag, name as SettingName]] : [])),
-);
+const scopeOf = (s: Setting): Scope => s.scope ?? "server";
+
+const flagsOf = (scope: Scope) =>
+  new Map<string, SettingName>(
+    (Object.entries(settings) as [SettingName, Setting][]).flatMap(([name, s]) => (s.flag && scopeOf(s) === scope ? [[s.flag, name]] : [])),
+  );
 
 /** Splits `--name value` and `--name=value` flags into a map; anything unknown is an error. */
-export function parseFlags(argv: readonly string[]): Map<SettingName, string> {
+export function parseFlags(argv: readonly string[], scope: Scope = "server"): Map<SettingName, string> {
+  const byFlag = flagsOf(scope);
   const out = new Map<SettingName, string>();
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i] ?? "";
@@ -166,8 +176,8 @@ export function parseFlags(argv: readonly string[]): Map<SettingName, string> {
 }
 
 /** Builds the config from flags (first) and the environment (second). Throws ConfigError. */
-export function parseConfig(argv: readonly string[], env: Env = processEnv): Config {
-  const flags = parseFlags(argv);
+export function parseConfig(argv: readonly string[], env: Env = processEnv, scope: Scope = "server"): Config {
+  const flags = parseFlags(argv, scope);
   const values: Record<string, unknown> = {};
   for (const [name, s] of Object.entries(settings) as [SettingName, Setting][]) {
     const raw = flags.get(name) ?? nonEmpty(env[s.env]) ?? s.default;
@@ -175,6 +185,8 @@ export function parseConfig(argv: readonly string[], env: Env = processEnv): Con
     try {
       values[name] = parsers[s.kind](raw);
     } catch (err) {
+      // The other side's settings never stop this one: a bad STOWAGE_USER_KEY does not stop a server.
+      if (scopeOf(s) !== scope) continue;
       const where = flags.has(name) ? s.flag : s.env;
       throw new ConfigError(`${where}: ${(err as Error).message} (got ${JSON.stringify(s.kind === "key" ? "…" : raw)})`);
     }
@@ -193,8 +205,8 @@ function nonEmpty(v: string | undefined): string | undefined {
 }
 
 /** Lines for `--help` and the README: flag, variable, default, meaning. */
-export function describeSettings(): string[] {
-  return Object.values(settings).map((s: Setting) => {
+export function describeSettings(scope?: Scope): string[] {
+  return (Object.values(settings) as Setting[]).filter((s) => scope === undefined || scopeOf(s) === scope).map((s) => {
     const flag = s.flag ? `${s.flag} ` : "";
     const def = s.default !== undefined ? ` [default: ${s.default === "" ? "empty" : s.default}]` : "";
     return `  ${`${flag}(${s.env})`.padEnd(52)} ${s.help}${def}`;

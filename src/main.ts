@@ -25,7 +25,7 @@ interface Command {
 const commands: Record<string, Command> = {
   serve: {
     summary: "Start the server (embedded database, storage, IPFS node and chain by default)",
-    help: () => ["Usage: stowage serve [options]", "", "Every option can also be set by its environment variable:", ...describeSettings()].join("\n"),
+    help: () => ["Usage: stowage serve [options]", "", "Every option can also be set by its environment variable:", ...describeSettings("server")].join("\n"),
     run: serve,
   },
   admin: {
@@ -54,7 +54,7 @@ function mainHelp(): string {
     `  ${"help".padEnd(14)} Show this help, or a command's with: stowage <command> --help`,
     "",
     "Settings (flags of `stowage serve`, or environment variables):",
-    ...describeSettings(),
+    ...describeSettings("server"),
   ].join("\n");
 }
 

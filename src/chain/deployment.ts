@@ -42,7 +42,7 @@ export function writeDeployment(dataDir: string, d: Deployment) {
 export function configuredDeployment(config: Config): Deployment | undefined {
   const { proxyAddress, didRegistryAddress, directoryAddress } = config;
   if (proxyAddress && didRegistryAddress && directoryAddress) {
-    return { chainId: config.chainId, block: 0, contracts: { proxy: getAddress(proxyAddress), didRegistry: getAddress(didRegistryAddress), directory: getAddress(directoryAddress) } };
+    return { chainId: config.chainId, block: config.contractsBlock, contracts: { proxy: getAddress(proxyAddress), didRegistry: getAddress(didRegistryAddress), directory: getAddress(directoryAddress) } };
   }
   if (proxyAddress || didRegistryAddress || directoryAddress) {
     throw new Error("set all three of STOWAGE_PROXY_ADDRESS, STOWAGE_DID_REGISTRY_ADDRESS and STOWAGE_DIRECTORY_ADDRESS, or none");

@@ -79,4 +79,12 @@ describe("config", () => {
     expect("flag" in settings.adminKey).toBe(false);
     expect("flag" in settings.messengerBotToken).toBe(false);
   });
+
+  test("client settings belong to the user commands: the server neither takes their flags nor stops on them", () => {
+    expect(() => parseConfig(["--gateway", "http://gw.example"], {})).toThrow("unknown option --gateway");
+    expect(parseConfig([], { STOWAGE_USER_KEY: "0xnot-a-key" }).port).toBe(8080);
+    expect(() => parseConfig([], { STOWAGE_USER_KEY: "0xnot-a-key" }, "client")).toThrow("STOWAGE_USER_KEY");
+    expect(parseConfig(["--gateway", "http://gw.example/"], {}, "client").gateway).toBe("http://gw.example");
+    expect(() => parseConfig(["--port", "1"], {}, "client")).toThrow("unknown option --port");
+  });
 });

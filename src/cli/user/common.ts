@@ -79,7 +79,7 @@ export function parseInvocation(argv: readonly string[], spec: Spec, env: Env): 
     repeated.set(name, [...(repeated.get(name) ?? []), value]);
   }
   const { flags, positionals } = parseArgs(rest, [...(spec.flags ?? []), "--gateway", "--key-file"], spec.switches ?? []);
-  const config = parseConfig(flags.has("--gateway") ? ["--gateway", flags.get("--gateway") as string] : [], env);
+  const config = parseConfig(flags.has("--gateway") ? ["--gateway", flags.get("--gateway") as string] : [], env, "client");
   return { flags, repeated, positionals, gateway: config.gateway, env };
 }
 
@@ -120,7 +120,7 @@ export function userAccount(inv: Invocation): PrivateKeyAccount {
     return privateKeyToAccount((text.startsWith("0x") ? text : `0x${text}`) as `0x${string}`);
   }
   // parseConfig has checked its form already (and never echoes a key in its message).
-  const key = parseConfig([], inv.env).userKey;
+  const key = parseConfig([], inv.env, "client").userKey;
   if (!key) throw new ConfigError("no key: set STOWAGE_USER_KEY to your 0x private key, or pass --key-file PATH (a file only you can read)");
   return privateKeyToAccount(key);
 }
