@@ -53,6 +53,9 @@ export interface StorageDeps {
 
 const HEX64 = /^(0x)?[0-9a-fA-F]{64}$/;
 
+/** Downloads up to one chunk are sent whole, with their Content-Length (see `download`). */
+export const WHOLE_BODY_MAX = 1024 * 1024;
+
 /** DID logins per client address and per DID. Higher than D12's 30 account logins a minute: the
  * `stowage` user commands log in once per command, and a script may run many. */
 export const LOGIN_LIMITS = {
@@ -187,12 +190,31 @@ export function createStorage(deps: StorageDeps) {
     if (request.method === "HEAD") return new Response(null, { status, headers });
 
     const traffic = await deps.meter?.beginDownload(reader, length);
-    const accepted = vouchers.accept({ payer, size }, length);
-    const body = meterDownload(b.read(cid, range), (sent) => {
+    let accepted: ReturnType<typeof vouchers.accept>;
+    try {
+      accepted = vouchers.accept({ payer, size }, length);
+    } catch (err) {
+      traffic?.settle(0); // the reservation must not outlive a refused voucher
+      throw err;
+    }
+    const settle = (sent: number) => {
       vouchers.settle(accepted, sent);
       traffic?.settle(sent);
-    });
-    return new Response(body, { status, headers });
+    };
+    if (length <= WHOLE_BODY_MAX) {
+      // Bun sends Content-Length only for a body complete when the headers go out, so a small
+      // body is read (and its hashes checked) first; a failure is then a clean 500.
+      let bytes: Uint8Array;
+      try {
+        bytes = new Uint8Array(await new Response(b.read(cid, range)).arrayBuffer());
+      } catch (err) {
+        settle(0);
+        throw err;
+      }
+      settle(bytes.byteLength);
+      return new Response(bytes, { status, headers });
+    }
+    return new Response(meterDownload(b.read(cid, range), settle), { status, headers });
   }
 
   async function list(request: Request, kind: string, page: { limit?: string; after?: string }) {
