@@ -11,6 +11,7 @@ import { get, readJson } from "../support/app.ts";
 import { BASE, testGateway } from "../support/storage.ts";
 import { tempDir } from "../support/tmp.ts";
 import { mined } from "../support/anvil.ts";
+import { storageDomain, storageTypes } from "../../src/identity/eip712.ts";
 
 const gw = await testGateway({ quota: true });
 const { anvil, context } = gw.chain;
@@ -149,6 +150,20 @@ describe("enforcement", () => {
     expect(ok).toBeGreaterThan(0);
     expect(ok).toBeLessThanOrEqual(10);
     expect((await client.traffic()).SizeByte).toBe(10_500 - ok * 1000);
+  });
+
+  test("a download refused for its voucher holds no traffic", async () => {
+    const { client, account } = await funded();
+    await grant(account.address, "space", 10_000);
+    await grant(account.address, "traffic", 100_000);
+    const file = await client.upload("dfs", random(5_000), { name: "v.bin" });
+    const before = (await client.traffic()).SizeByte;
+    const size = BigInt(before) + 1_000_000n;
+    const sign = await account.signTypedData({ domain: storageDomain(985, context.contracts.proxy), types: storageTypes, primaryType: "Voucher", message: { seller: gw.chain.operator.address, size } });
+    const url = `/dfs/${file.Cid}?size=${size}&sign=${sign}`;
+    expect((await gw.app.handle(get(url))).status).toBe(200);
+    expect((await gw.app.handle(get(url))).status).toBe(402); // the same voucher again
+    expect((await client.traffic()).SizeByte).toBe(before - 5_000);
   });
 
   test("after expiry new uploads are refused; a new grant starts a new period", async () => {
