@@ -1,5 +1,5 @@
 /**
- * Caps bodies that are parsed whole (JSON, forms, text) at 64 KiB (D9), before anything reads
+ * Caps bodies that are read whole (JSON, forms, anything) at 64 KiB (D9), before anything reads
  * them, by their Content-Length. (Over a socket such bodies must declare it: the server's fetch
  * handler refuses chunked ones, see `needsLength`.) Streaming routes (uploads) register a
  * matcher and are left alone: they stream and enforce their own limit.
@@ -17,12 +17,10 @@ export function streamsBody(matcher: Matcher) {
   streamed.push(matcher);
 }
 
-const PARSED = /^(application\/json|application\/x-www-form-urlencoded|multipart\/form-data|text\/plain)/i;
-
-/** A body that will be parsed whole: JSON or a form, on a route that does not stream it. */
+/** A body read whole by the app: any body, whatever its type (Elysia's parser takes JSON, forms,
+ * text and octet streams alike), on a route that does not stream or cap it itself. */
 export function isParsedBody(request: Request, path: string): boolean {
   if (request.method === "GET" || request.method === "HEAD" || !request.body) return false;
-  if (!PARSED.test(request.headers.get("content-type") ?? "")) return false;
   return !streamed.some((m) => m(request.method, path));
 }
 
