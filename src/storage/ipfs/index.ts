@@ -40,6 +40,8 @@ export interface OpenIpfsOptions {
   log: Logger;
   /** Peer ids allowed to connect, and so to fetch over bitswap (D9); unset = anyone. */
   allowPeers?: readonly string[];
+  /** Collect garbage once this many bytes of aborted or unpinned content have piled up. */
+  gcAfterBytes?: number;
 }
 
 export interface IpfsBackend extends Backend {
@@ -50,6 +52,8 @@ export interface IpfsBackend extends Backend {
   readonly helia: IpfsHelia;
   /** What the start-up gc did. */
   readonly startGc: GcResult;
+  /** Bytes of aborted or unpinned content not yet collected, and the collection under way. */
+  garbage(): { bytes: number; running?: Promise<GcResult> };
 }
 
 export async function openIpfs(opts: OpenIpfsOptions): Promise<IpfsBackend> {
@@ -75,6 +79,29 @@ export async function openIpfs(opts: OpenIpfsOptions): Promise<IpfsBackend> {
   const multiaddrs = () => helia.libp2p.getMultiaddrs().map(String);
   log.info("ipfs node started", { peerId, listen: multiaddrs(), gc: startGc, ms: Math.round(performance.now() - began) });
 
+  // Aborted imports and unpinned content leave blocks behind; without a collection at run time
+  // they would fill the disk until the next start, outside anyone's quota.
+  const gcAfter = opts.gcAfterBytes ?? 64 * 1024 * 1024;
+  let garbageBytes = 0;
+  let collecting: Promise<GcResult> | undefined;
+  const litter = (bytes: number) => {
+    garbageBytes += bytes;
+    if (garbageBytes < gcAfter || collecting || stopping) return;
+    collecting = (async () => {
+      const release = await lock.exclusive(); // waits for imports in flight; new ones wait for it
+      try {
+        garbageBytes = 0;
+        const result = await collectGarbage(blocks, pinnedRoots(db), log);
+        log.info("ipfs garbage collected", { ...result });
+        return result;
+      } finally {
+        release();
+        collecting = undefined;
+      }
+    })();
+    collecting.catch((err) => log.error("ipfs garbage collection failed", { err: (err as Error).message }));
+  };
+
   let stopping: Promise<void> | undefined;
   const running = () => {
     if (stopping) throw new IpfsError("IPFS_STOPPED", "the ipfs back-end is stopped");
@@ -86,6 +113,7 @@ export async function openIpfs(opts: OpenIpfsOptions): Promise<IpfsBackend> {
     multiaddrs,
     helia,
     startGc,
+    garbage: () => ({ bytes: garbageBytes, running: collecting }),
 
     async put(source: ReadableStream<Uint8Array>, putOpts?: { signal?: AbortSignal }): Promise<PendingPut> {
       running();
@@ -114,8 +142,9 @@ export async function openIpfs(opts: OpenIpfsOptions): Promise<IpfsBackend> {
         async abort() {
           if (settled) return;
           settled = "aborted";
-          // Nothing to undo: unpinned blocks (perhaps shared with pinned content) go at the next gc.
+          // Unpinned blocks (perhaps shared with pinned content) go at the next collection.
           release();
+          litter(size);
         },
       };
     },
@@ -142,9 +171,10 @@ export async function openIpfs(opts: OpenIpfsOptions): Promise<IpfsBackend> {
 
     async release(cid: string) {
       const key = cidKey(parseCid(cid));
+      const size = pinned(db, key)?.size ?? 0;
       const left = dropRef(db, key);
       if (left === undefined) log.warn("ipfs release of a Cid with no reference", { cid: key });
-      else if (left === 0) log.info("ipfs content unpinned; its blocks go at the next start", { cid: key });
+      else if (left === 0) litter(size);
     },
 
     async health() {
@@ -160,7 +190,10 @@ export async function openIpfs(opts: OpenIpfsOptions): Promise<IpfsBackend> {
 
     stop() {
       // Bun keeps the process alive about 1 s after the TCP listener closes; nothing to wait for.
-      stopping ??= node.stop().then(() => log.info("ipfs node stopped", { peerId }));
+      stopping ??= (collecting ?? Promise.resolve())
+        .catch(() => undefined)
+        .then(() => node.stop())
+        .then(() => log.info("ipfs node stopped", { peerId }));
       return stopping;
     },
   };

@@ -17,9 +17,9 @@ export interface Opened {
 }
 
 /** Opens (or reopens) the back-end of `dataDir`, with its own SQLite file there. */
-export async function openBackend(dataDir = tempDir("ipfs"), opts: { allowPeers?: string[]; log?: Logger } = {}): Promise<Opened> {
+export async function openBackend(dataDir = tempDir("ipfs"), opts: { allowPeers?: string[]; log?: Logger; gcAfterBytes?: number } = {}): Promise<Opened> {
   const database = openDatabase(join(dataDir, "stowage.db"));
-  const ipfs = await openIpfs({ dir: join(dataDir, "ipfs"), listen: LOCAL, db: database.db, log: opts.log ?? silentLogger, allowPeers: opts.allowPeers });
+  const ipfs = await openIpfs({ dir: join(dataDir, "ipfs"), listen: LOCAL, db: database.db, log: opts.log ?? silentLogger, allowPeers: opts.allowPeers, gcAfterBytes: opts.gcAfterBytes });
   return {
     ipfs,
     database,
