@@ -160,14 +160,14 @@ export function createEmailService(ctx: Ctx, deps: { jwtKey: Uint8Array; mailer:
     async loginWithPassword(input, ip) {
       const email = normalizeEmail(input.email);
       enforce(ctx, limits.loginsPerIp, ip);
-      const blocked = limiter.check(limits.wrongPasswordsPerEmail, email);
-      if (!blocked.ok) throw rateLimited(blocked.retryAfter, "Too many wrong passwords for this email; try again later");
+      // Counted before the (slow) hash check, so parallel guesses cannot all slip under the limit;
+      // a right password gives its count back.
+      const attempt = limiter.hit(limits.wrongPasswordsPerEmail, email);
+      if (!attempt.ok) throw rateLimited(attempt.retryAfter, "Too many wrong passwords for this email; try again later");
       const user = users.byEmail(email);
       const matches = await Bun.password.verify(input.password, user?.passwordHash ?? (await dummy()));
-      if (!user?.passwordHash || !matches) {
-        limiter.hit(limits.wrongPasswordsPerEmail, email);
-        throw fail("PASSWORD_WRONG");
-      }
+      if (!user?.passwordHash || !matches) throw fail("PASSWORD_WRONG");
+      limiter.unhit(limits.wrongPasswordsPerEmail, email);
       return withNumber(user, "password");
     },
 

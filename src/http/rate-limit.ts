@@ -25,6 +25,8 @@ export interface RateLimiter {
   check(limit: Limit, key: string): Verdict;
   /** Forgets a key's count (a success may clear its failures). */
   reset(limit: Limit, key: string): void;
+  /** Takes back one counted event (one that turned out not to be a failure). */
+  unhit(limit: Limit, key: string): void;
 }
 
 interface Window {
@@ -37,7 +39,7 @@ const SWEEP_AT = 10_000;
 
 export function createRateLimiter(opts: { now?: () => number; enabled?: boolean } = {}): RateLimiter {
   const now = opts.now ?? Date.now;
-  if (opts.enabled === false) return { hit: () => ({ ok: true }), check: () => ({ ok: true }), reset() {} };
+  if (opts.enabled === false) return { hit: () => ({ ok: true }), check: () => ({ ok: true }), reset() {}, unhit() {} };
 
   const windows = new Map<string, Window & { windowMs: number }>();
   const sweep = (t: number) => {
@@ -70,6 +72,10 @@ export function createRateLimiter(opts: { now?: () => number; enabled?: boolean 
     },
     reset(limit, key) {
       windows.delete(`${limit.name}\u0000${key}`);
+    },
+    unhit(limit, key) {
+      const w = windows.get(`${limit.name}\u0000${key}`);
+      if (w && w.count > 0) w.count--;
     },
   };
 }

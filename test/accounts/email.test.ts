@@ -226,6 +226,15 @@ describe("register, password login, reset", () => {
     expect((await passwordLogin(email, "the right one")).status).toBe(200);
   });
 
+  test("25 wrong passwords at once: no more than ten are checked, the rest are 429", async () => {
+    const email = freshEmail();
+    await register(email, "the right one");
+    const answers = await Promise.all(Array.from({ length: 25 }, (_, i) => passwordLogin(email, `guess ${i}`)));
+    expect(answers.filter((a) => a.status === 401)).toHaveLength(10);
+    expect(answers.filter((a) => a.status === 429)).toHaveLength(15);
+    clock.advance(60 * MINUTE);
+  });
+
   test("a reset sets the new password and ends every session", async () => {
     const email = freshEmail();
     const reg = await register(email, "old password");
