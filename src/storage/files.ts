@@ -71,11 +71,6 @@ export function createFiles(db: Db, now: () => number = Date.now) {
     owns(did: string, backend: BackendKind, cid: string): FileRow | undefined {
       return db.select().from(files).where(and(eq(files.backend, backend), eq(files.cid, cid), eq(files.did, did))).get();
     },
-
-    /** Any stored file with this Cid on this back-end: its name and size for a download. */
-    anyWithCid(backend: BackendKind, cid: string): FileRow | undefined {
-      return db.select().from(files).where(and(eq(files.backend, backend), eq(files.cid, cid))).get();
-    },
   };
 }
 

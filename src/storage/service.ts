@@ -28,7 +28,8 @@ import { createRateLimiter } from "../http/rate-limit.ts";
 export const BACKEND_KINDS = ["dfs", "ipfs"] as const;
 
 /** Who else may read a Cid: the directory's grants (D9, D10). */
-export type ReadGrant = (reader: Address, kind: BackendKind, cid: string) => Promise<boolean>;
+/** The owner whose directory entry lets `reader` read the Cid, if any. */
+export type ReadGrant = (reader: Address, kind: BackendKind, cid: string) => Promise<Address | undefined>;
 
 export interface StorageDeps {
   db: Db;
@@ -138,9 +139,13 @@ export function createStorage(deps: StorageDeps) {
     }
   }
 
-  async function canRead(payer: Address, kind: BackendKind, cid: string) {
-    if (files.owns(canonicalDid(payer, chainId), kind, cid)) return true;
-    return (await deps.readGrant?.(payer, kind, cid)) ?? false;
+  /** The file entry a reader reads through: its own, or that of the owner whose directory entry
+   * grants it (never another owner's private name for the same bytes). */
+  async function readableRow(reader: Address, kind: BackendKind, cid: string) {
+    const own = files.owns(canonicalDid(reader, chainId), kind, cid);
+    if (own) return own;
+    const owner = await deps.readGrant?.(reader, kind, cid);
+    return owner ? files.owns(canonicalDid(owner, chainId), kind, cid) : undefined;
   }
 
   /** Whom a download reads for: the payer, or the DID `did` names when the payer is one of its keys (D2). */
@@ -166,10 +171,10 @@ export function createStorage(deps: StorageDeps) {
       throw storageError.badRequest("not a Cid");
     }
     const reader = await readerOf(payer, query.did);
-    if (!(await canRead(reader, b.kind, cid))) throw storageError.forbidden("Permission denied: this voucher's payer may not read this file");
+    const row = await readableRow(reader, b.kind, cid);
+    if (!row) throw storageError.forbidden("Permission denied: this voucher's payer may not read this file");
     const stat = await b.stat(cid);
-    const row = files.owns(canonicalDid(reader, chainId), b.kind, cid) ?? files.anyWithCid(b.kind, cid);
-    if (!stat || !row) throw storageError.notFound("File not found");
+    if (!stat) throw storageError.notFound("File not found");
 
     const range = parseRange(request.headers.get("range"), stat.size);
     const headers: Record<string, string> = {

@@ -148,3 +148,17 @@ describe("directory SDK", () => {
     }
   });
 });
+
+test("a reader through someone's entry gets that owner's file name, never another owner's private one", async () => {
+  const [alice, bob, carol] = await Promise.all([dg.user(), dg.user(), dg.user()]);
+  const content = bytes(`the same bytes ${Math.random()}\n`.repeat(100));
+  await alice.store.upload("dfs", content, { name: "salary-2025.xlsx" }); // private, first
+  const shared = await bob.store.upload("dfs", content, { name: "public-notes.txt" });
+  await bob.dir.publish({ cid: shared.Cid, name: "Notes", size: shared.Size, price: 0n, isPublic: true, keywords: [] });
+  await dg.sync();
+  const res = await carol.store.download("dfs", shared.Cid, { size: shared.Size });
+  const disposition = res.headers.get("content-disposition") ?? "";
+  expect(disposition).toContain("public-notes.txt");
+  expect(disposition).not.toContain("salary");
+  expect(new Uint8Array(await res.arrayBuffer())).toEqual(content);
+});

@@ -2,15 +2,16 @@
 // voucher as the only credential. Headers, Range, HEAD, the read rule, vouchers, and metering of
 // the bytes really sent.
 import { describe, expect, test } from "bun:test";
-import type { LocalAccount } from "viem";
+import type { Address, LocalAccount } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { connectGateway } from "../../src/sdk/chain.ts";
 import { StorageApiError } from "../../src/sdk/storage.ts";
 import { get, readJson } from "../support/app.ts";
 import { BASE, testGateway } from "../support/storage.ts";
 
-const grants = new Set<string>();
-const gw = await testGateway({ readGrant: async (reader, kind, cid) => grants.has(`${reader}/${kind}/${cid}`) });
+/** reader/kind/cid → the owner whose (stand-in) directory entry grants the read. */
+const grants = new Map<string, Address>();
+const gw = await testGateway({ readGrant: async (reader, kind, cid) => grants.get(`${reader}/${kind}/${cid}`) });
 const MiB = 1024 * 1024;
 
 const owner = await gw.user();
@@ -184,7 +185,7 @@ describe("who may read", () => {
     const e = await failure(reader.client.download("dfs", CID, { size: SIZE }));
     expect(e.status).toBe(403);
     expect(e.body).toMatchObject({ Code: "AccessDenied", HTTPStatusCode: 403 });
-    grants.add(`${reader.account.address}/dfs/${CID}`);
+    grants.set(`${reader.account.address}/dfs/${CID}`, owner.account.address);
     const res = await reader.client.download("dfs", CID, { range: [0, 99] });
     expect(new Uint8Array(await res.arrayBuffer())).toEqual(bytes.subarray(0, 100));
     // A grant on dfs is not one on ipfs.
