@@ -14,6 +14,7 @@ import { enforce } from "./limits.ts";
 import type { TokenService } from "./tokens.ts";
 import type { UserService } from "./users.ts";
 import type { ClientInfo, Ctx, SignatureVerifier, TokenPair } from "./types.ts";
+import { canonicalDid } from "../identity/did.ts";
 
 export const CHALLENGE_TTL_MS = 10 * 60_000;
 /** A smart wallet's check is one eth_call; a chain slower than this is treated as down. */
@@ -35,7 +36,7 @@ export interface EvmService {
 }
 
 /** D2: `did:ethr:0x3d9:<EIP-55 address>`, chain id in lower-case hex. */
-export const didFor = (chainId: number, address: Address) => `did:ethr:0x${chainId.toString(16)}:${getAddress(address)}`;
+export const didFor = (chainId: number, address: Address) => canonicalDid(address, chainId);
 
 /** `scheme://host[:port]` of an origin (or a page URL), or undefined when it is none. */
 function originOf(raw: string | null | undefined): string | undefined {

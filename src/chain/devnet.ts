@@ -138,7 +138,11 @@ export async function startDevnet({ dataDir, chainId, log, idleSeconds = IDLE_S 
     // after draining requests, instead of reaching both at once.
     const proc = Bun.spawn([exe, ...args], { stdin: "ignore", stdout: "ignore", stderr: "pipe", detached: true });
     writeFileSync(recordFile(dataDir), JSON.stringify({ pid: proc.pid, url } satisfies DevnetRecord), { mode: 0o600 });
-    if (!(await waitReady(url, chainId, proc))) {
+    const ready = await waitReady(url, chainId, proc).catch((err) => {
+      proc.kill("SIGKILL"); // detached: it would outlive a failed start
+      throw err;
+    });
+    if (!ready) {
       log.warn("anvil exited at start; retrying", { stderr: (await new Response(proc.stderr).text()).slice(0, 500) });
       continue;
     }

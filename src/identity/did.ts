@@ -40,3 +40,10 @@ export function parseDidOrAddress(value: string, chainId: number): Did {
   if (isAddress(value, { strict: false })) return { address: getAddress(value), canonical: canonicalDid(value as Address, chainId) };
   return parseDid(value, chainId);
 }
+
+/** The identity a DID names, whatever its spelling, as a key (the lower-case address); the raw text
+ * when it names none. For limits and caches, not for authorization. */
+export function didAddressKey(did: string): string {
+  const last = did.trim().split(":").pop() ?? "";
+  return isAddress(last, { strict: false }) ? last.toLowerCase() : did.trim().toLowerCase();
+}

@@ -23,6 +23,9 @@ type Tx = Parameters<Parameters<Db["transaction"]>[0]>[0];
 /** Uploads reserve this much at a time, so a transaction per network chunk is not needed. */
 export const RESERVE_STEP = 8 * 1024 * 1024;
 
+/** JSON numbers are exact to 2^53 (D7: int64-safe); larger uint64 values are clamped. */
+const safe = (n: bigint) => Number(n > BigInt(Number.MAX_SAFE_INTEGER) ? BigInt(Number.MAX_SAFE_INTEGER) : n);
+
 const sumFiles = (tx: Tx | Db, did: string) =>
   tx.select({ n: sql<number>`coalesce(sum(${files.size}), 0)` }).from(files).where(eq(files.did, did)).get()?.n ?? 0;
 
@@ -136,9 +139,9 @@ export function createMeter({ db, records, now = Date.now }: { db: Db; records: 
     const gwei = r.deposit / 1_000_000_000n;
     return {
       Nonce: Number(r.nonce),
-      Balance: Number(gwei > BigInt(Number.MAX_SAFE_INTEGER) ? BigInt(Number.MAX_SAFE_INTEGER) : gwei),
+      Balance: safe(gwei),
       SizeByte: Math.max(0, limit - inUse),
-      FreeByte: Number(r.free),
+      FreeByte: safe(r.free),
       Expire: Number(r.expire),
     };
   }

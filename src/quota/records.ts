@@ -55,5 +55,6 @@ export type Records = ReturnType<typeof createRecords>;
 /** Bytes a record allows in its period: nothing once expired. */
 export function allowance(r: ChainRecord, chainTime: bigint): number {
   if (r.expire <= chainTime) return 0;
-  return Number(r.purchased + r.free);
+  const total = r.purchased + r.free;
+  return Number(total > BigInt(Number.MAX_SAFE_INTEGER) ? BigInt(Number.MAX_SAFE_INTEGER) : total);
 }

@@ -3,7 +3,7 @@
  * to the storage service. `:type` is the storage type; anything but `dfs` and `ipfs` is 518.
  */
 import { Elysia, t } from "elysia";
-import { accountError, isAccountPath } from "../http/errors.ts";
+import { accountError, isAccountPath, storageError } from "../http/errors.ts";
 import { streamsBody } from "../http/body-limit.ts";
 import { clientIp } from "../http/client-ip.ts";
 import type { Storage } from "./service.ts";
@@ -101,5 +101,12 @@ export const storageRoutes = (storage: Storage) =>
       const m = /^\/([^/]+)\/([^/]+)\/?$/.exec(new URL(request.url).pathname);
       if (!m || isAccountPath(`/${m[1]}`) || RESERVED.has(m[2] as string)) return;
       const query = Object.fromEntries(new URL(request.url).searchParams);
-      return storage.download(request, decodeURIComponent(m[1] as string), decodeURIComponent(m[2] as string), query);
+      let type: string;
+      let cid: string;
+      try {
+        [type, cid] = [decodeURIComponent(m[1] as string), decodeURIComponent(m[2] as string)];
+      } catch {
+        throw storageError.badRequest("malformed path");
+      }
+      return storage.download(request, type, cid, query);
     });

@@ -12,7 +12,7 @@ import type { TokenService } from "../accounts/tokens.ts";
 import type { UserService } from "../accounts/users.ts";
 import type { Db } from "../db/open.ts";
 import { StorageError, storageError } from "../http/errors.ts";
-import { canonicalDid, parseDid, type Did } from "../identity/did.ts";
+import { canonicalDid, didAddressKey, parseDid, type Did } from "../identity/did.ts";
 import type { DidResolver } from "../identity/resolver.ts";
 import type { Logger } from "../log.ts";
 import { requireCaller, type Caller } from "./auth.ts";
@@ -49,6 +49,7 @@ export interface StorageDeps {
   meter?: Meter;
   /** Rate limits of POST /login (per client address and per DID); on unless false. */
   rateLimits?: boolean;
+  loginLimits?: typeof LOGIN_LIMITS;
   now?: () => number;
 }
 
@@ -120,7 +121,12 @@ export function createStorage(deps: StorageDeps) {
         await pending.abort();
         throw storageError.badRequest("payload does not match the file's SHA-256: nothing was kept");
       }
-      await pending.commit();
+      try {
+        await pending.commit();
+      } catch (err) {
+        await pending.abort().catch(() => {}); // never leave a put neither committed nor aborted
+        throw err;
+      }
       let added: ReturnType<typeof files.add>;
       try {
         added = files.add({ did: who.did.canonical, backend: b.kind, name, cid: pending.cid, size: pending.size, encryption: String(part.fields.encryption ?? "") });
@@ -128,9 +134,15 @@ export function createStorage(deps: StorageDeps) {
         await release(b, pending.cid);
         throw err;
       }
-      quota?.commit(meter.bytes);
+      // The file is stored: what follows is bookkeeping, and its failure must not turn a stored
+      // file into an error answer.
+      try {
+        quota?.commit(meter.bytes);
+        vouchers.settle(accepted, meter.bytes);
+      } catch (err) {
+        log.error("settling an upload's counters failed", { cid: pending.cid, err: (err as Error).message });
+      }
       if (added.replaced) await release(b, added.replaced);
-      vouchers.settle(accepted, meter.bytes);
       return fileEntry(added.row, deps.isPublic?.(who.did.address, added.row.cid));
     } finally {
       quota?.release(); // a no-op once committed
@@ -263,7 +275,9 @@ export function createStorage(deps: StorageDeps) {
 
   /** POST /login; with `json`, the answer carries the account API's tokens for this DID. */
   async function login(input: LoginInput, json: boolean, ip: string) {
-    for (const [limit, key] of [[LOGIN_LIMITS.perIp, ip], [LOGIN_LIMITS.perDid, String(input.did ?? "").toLowerCase()]] as const) {
+    // One DID, however it is spelled, shares one limit.
+    const limits = deps.loginLimits ?? LOGIN_LIMITS;
+    for (const [limit, key] of [[limits.perIp, ip], [limits.perDid, didAddressKey(String(input.did ?? ""))]] as const) {
       const verdict = limiter.hit(limit, key);
       if (!verdict.ok) throw storageError.rateLimited(verdict.retryAfter);
     }

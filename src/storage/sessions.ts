@@ -47,7 +47,7 @@ export function normalizeToken(token: string): Hex {
 
 const integer = (v: string | number | undefined, what: string): bigint => {
   const s = String(v ?? "").trim();
-  if (!/^\d{1,19}$/.test(s)) throw refuse(`${what} must be a non-negative integer`);
+  if (!/^\d{1,16}$/.test(s) || !Number.isSafeInteger(Number(s))) throw refuse(`${what} must be a non-negative integer below 2^53`);
   return BigInt(s);
 };
 

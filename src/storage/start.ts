@@ -30,7 +30,6 @@ export async function startStorage(deps: { config: Config; db: Db; log: Logger; 
     await stop();
     throw err;
   }
-  const resolver = ethrResolver({ publicClient: chain.publicClient, registry: chain.contracts.didRegistry });
   const storage = createStorage({
     db,
     log,
@@ -39,12 +38,12 @@ export async function startStorage(deps: { config: Config; db: Db; log: Logger; 
     backends,
     tokens: accounts.tokens,
     users: accounts.users,
-    resolver,
+    resolver: deps.extra?.resolver ?? ethrResolver({ publicClient: chain.publicClient, registry: chain.contracts.didRegistry }),
     domain: storageDomain(config.chainId, chain.contracts.proxy),
     seller: chain.operator.account.address,
     rateLimits: config.rateLimits !== "off",
     ...deps.extra,
   });
   const health = Object.fromEntries(Object.entries(backends).map(([kind, b]) => [kind, () => b.health()]));
-  return { storage, backends, resolver, health, stop };
+  return { storage, backends, health, stop };
 }
