@@ -10,6 +10,10 @@
  *   await client.addRecord(5)
  */
 
+// The shapes the server answers (spec 2.11, 2.12), shared with it; type-only, nothing is bundled.
+import type { CurrentUser, UserInfo } from "../accounts/users.ts";
+export type { CurrentUser, UserInfo };
+
 /** Spec 2.10. */
 export interface TokenPair {
   accessToken: string;
@@ -26,29 +30,6 @@ export interface AccountTokens extends TokenPair {
 export interface EvmLoginResult extends TokenPair {
   did: string;
   number: string;
-}
-
-/** Spec 2.11 `data`. */
-export interface CurrentUser {
-  uid: string;
-  email?: string;
-  username?: string;
-  role: "user" | "admin";
-}
-
-/** Spec 2.12. */
-export interface UserInfo {
-  name: string;
-  icon: string;
-  address: string;
-  did: string;
-  email?: string;
-  points: number;
-  browser_info?: Record<string, string>;
-  microblog_info?: Record<string, string>;
-  messenger_info?: Record<string, string>;
-  community_info?: Record<string, string>;
-  social_info: boolean;
 }
 
 /** Spec 2.13. */
