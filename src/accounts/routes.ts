@@ -11,6 +11,7 @@ import { PASSWORD_MAX } from "./email.ts";
 import type { AccountServices } from "./services.ts";
 import { TokenError, tokenFailure } from "./tokens.ts";
 import type { UserRow } from "./types.ts";
+import { bearerToken } from "../http/params.ts";
 
 const TAG = ["accounts"];
 
@@ -52,7 +53,6 @@ const me = t.Union([
   t.Object({ success: t.Literal(false), error: t.String() }),
 ]);
 
-const bearer = (authorization: string | undefined) => /^Bearer\s+(\S+)\s*$/i.exec(authorization ?? "")?.[1];
 
 /** A positive integer below 2^31, from a path segment or a JSON value. */
 function actionId(raw: string | number): number {
@@ -71,7 +71,7 @@ export function accountRoutes(s: AccountServices) {
       throw err instanceof TokenError ? tokenFailure(err) : err;
     }
   }
-  const withBearer = ({ headers }: { headers: Record<string, string | undefined> }) => account(bearer(headers.authorization));
+  const withBearer = ({ headers }: { headers: Record<string, string | undefined> }) => account(bearerToken(headers.authorization));
 
   return new Elysia({ name: "accounts" })
     .post(
@@ -122,7 +122,7 @@ export function accountRoutes(s: AccountServices) {
       "/v2/auth/me",
       async ({ headers, query, set }) => {
         try {
-          const user = await account(bearer(headers.authorization) ?? query.token);
+          const user = await account(bearerToken(headers.authorization) ?? query.token);
           return { success: true as const, data: s.users.current(user) };
         } catch (err) {
           if (!(err instanceof AccountError)) throw err;

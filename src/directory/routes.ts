@@ -1,6 +1,7 @@
 /** `GET /challenge` (spec 4.1 row 7): directory search. Thin: the service validates and answers. */
 import { Elysia, t } from "elysia";
 import type { Directory } from "./service.ts";
+import { storageErrorBody } from "../http/errors.ts";
 import { SEARCH_LIMITS } from "./search.ts";
 
 const result = t.Object({
@@ -12,7 +13,6 @@ const result = t.Object({
   keywords: t.Array(t.String()),
   Owner: t.String({ description: "The entry's owner address (extension: buyRead needs it)" }),
 });
-const storageFailure = t.Object({ Code: t.String(), Description: t.String(), HTTPStatusCode: t.Number() }, { additionalProperties: true });
 
 export const directoryRoutes = (directory: Pick<Directory, "search">) =>
   new Elysia({ name: "directory" }).get("/challenge", ({ query }) => directory.search(query), {
@@ -21,5 +21,5 @@ export const directoryRoutes = (directory: Pick<Directory, "search">) =>
       summary: `Search published files by name and keywords (prefix, case- and accent-insensitive, bm25 order); page 1–${SEARCH_LIMITS.maxPage}, size 1–${SEARCH_LIMITS.maxSize} (default ${SEARCH_LIMITS.defaultSize}); no query lists the newest`,
       tags: ["directory"],
     },
-    response: { 200: t.Array(result), 400: storageFailure },
+    response: { 200: t.Array(result), 400: storageErrorBody },
   });

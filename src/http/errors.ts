@@ -9,6 +9,8 @@
  *   throw accountError("PARAM_ERROR", "email is required")
  */
 
+import { t } from "elysia";
+
 /** Storage error codes by HTTP status: the spec's codes (401, 500, 516, 517, 518) and D11's. */
 export const storageCodes = {
   400: "InvalidArgument",
@@ -45,6 +47,9 @@ export class StorageError extends Error {
     return { ...this.extra.body, Code: storageCodes[this.status], Description: this.description, HTTPStatusCode: this.status };
   }
 }
+
+/** The storage error body, for OpenAPI responses. */
+export const storageErrorBody = t.Object({ Code: t.String(), Description: t.String(), HTTPStatusCode: t.Number() }, { additionalProperties: true });
 
 /** One constructor per failure the spec names, so routes read like the spec's error table. */
 export const storageError = {

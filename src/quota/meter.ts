@@ -15,7 +15,7 @@ import type { Address } from "viem";
 import type { Db } from "../db/open.ts";
 import { storageError } from "../http/errors.ts";
 import { files } from "../storage/schema.ts";
-import { allowance, type Kind, type Records } from "./records.ts";
+import { allowance, weiToGwei, type Kind, type Records } from "./records.ts";
 import { quotaReservations, trafficUsage } from "./schema.ts";
 
 type Tx = Parameters<Parameters<Db["transaction"]>[0]>[0];
@@ -136,7 +136,7 @@ export function createMeter({ db, records, now = Date.now }: { db: Db; records: 
   async function record(account: Address, did: string, kind: Kind) {
     const { record: r, limit, periodStart } = await pool(account, kind);
     const inUse = used(db, account, did, kind, periodStart);
-    const gwei = r.deposit / 1_000_000_000n;
+    const gwei = weiToGwei(r.deposit);
     return {
       Nonce: Number(r.nonce),
       Balance: safe(gwei),

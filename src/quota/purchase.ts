@@ -11,7 +11,7 @@ import type { ChainContext } from "../chain/types.ts";
 import type { Db } from "../db/open.ts";
 import { storageError, StorageError } from "../http/errors.ts";
 import type { Logger } from "../log.ts";
-import type { Kind, Records } from "./records.ts";
+import { weiToGwei, type Kind, type Records } from "./records.ts";
 import { purchases } from "./schema.ts";
 
 /** Default packages when no `size` is given (D8). */
@@ -40,7 +40,7 @@ export function createPurchases({ db, chain, records, log, now = Date.now }: { d
   const operatorQueue = serial();
   const { proxy } = chain.contracts;
 
-  const gwei = (wei: bigint) => (wei / 1_000_000_000n).toString();
+  const gwei = (wei: bigint) => weiToGwei(wei).toString();
 
   async function send(user: Address, kind: Kind, bytes: bigint): Promise<Hash> {
     return operatorQueue(async () => {

@@ -52,6 +52,8 @@ export function createRecords({ publicClient, proxy, maxAgeMs = 1000, now = Date
 
 export type Records = ReturnType<typeof createRecords>;
 
+export const weiToGwei = (wei: bigint) => wei / 1_000_000_000n;
+
 /** Bytes a record allows in its period: nothing once expired. */
 export function allowance(r: ChainRecord, chainTime: bigint): number {
   if (r.expire <= chainTime) return 0;

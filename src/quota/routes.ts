@@ -5,7 +5,8 @@
 import { Elysia, t } from "elysia";
 import type { TokenService } from "../accounts/tokens.ts";
 import { storageError } from "../http/errors.ts";
-import { accountError, isAccountPath } from "../http/errors.ts";
+import { wholeBytes } from "../http/params.ts";
+import { requireKind } from "../storage/kinds.ts";
 import { requireCaller } from "../storage/auth.ts";
 import type { Meter } from "./meter.ts";
 import type { Purchases } from "./purchase.ts";
@@ -15,20 +16,17 @@ import type { Kind } from "./records.ts";
 const record = t.Object({ Nonce: t.Number(), Balance: t.Number({ description: "deposit in gwei" }), SizeByte: t.Number(), FreeByte: t.Number(), Expire: t.Number({ description: "unix seconds" }) });
 const params = t.Object({ type: t.String() });
 
-function checkType(type: string, path: string) {
-  if (isAccountPath(path)) throw accountError("NOT_FOUND", "No such endpoint");
-  if (type !== "dfs" && type !== "ipfs") throw storageError.unsupportedType();
-}
 
 function parseSize(raw: string | undefined, kind: Kind): number {
   if (raw === undefined || raw === "") return DEFAULT_PACKAGE[kind];
-  if (!/^\d{1,16}$/.test(raw) || Number(raw) < 1 || !Number.isSafeInteger(Number(raw))) throw storageError.badRequest("size must be a positive whole number of bytes");
-  return Number(raw);
+  const bytes = wholeBytes(raw);
+  if (!bytes) throw storageError.badRequest("size must be a positive whole number of bytes");
+  return bytes;
 }
 
 export const quotaRoutes = ({ meter, purchases, tokens, chainId }: { meter: Meter; purchases: Purchases; tokens: Pick<TokenService, "verifyAccessToken">; chainId: number }) => {
   const show = (kind: Kind) => async ({ request, params, path, set }: { request: Request; params: { type: string }; path: string; set: { headers: Record<string, string | number> } }) => {
-    checkType(params.type, path);
+    requireKind(params.type, path);
     const who = await requireCaller(request, tokens, chainId);
     set.headers["cache-control"] = "no-store";
     return meter.record(who.did.address, who.did.canonical, kind);
@@ -36,7 +34,7 @@ export const quotaRoutes = ({ meter, purchases, tokens, chainId }: { meter: Mete
   const buy =
     (kind: Kind) =>
     async ({ request, params, query, path, set }: { request: Request; params: { type: string }; query: { size?: string }; path: string; set: { headers: Record<string, string | number> } }) => {
-      checkType(params.type, path);
+      requireKind(params.type, path);
       const who = await requireCaller(request, tokens, chainId);
       set.headers["cache-control"] = "no-store";
       const key = request.headers.get("idempotency-key") ?? undefined;

@@ -16,18 +16,10 @@ import { parseGwei, type Address } from "viem";
 import { directoryAbi } from "../chain/artifacts/index.ts";
 import { connectGateway, type ConnectOptions } from "./chain.ts";
 import { StorageApiError } from "./storage.ts";
+import type { SearchResult as ServerSearchResult } from "../directory/search.ts";
 
-/** One search hit (spec 2.7, plus `Owner`, which buyRead needs). */
-export interface SearchResult {
-  Mid: string;
-  Name: string;
-  Size: number;
-  Public: boolean;
-  /** Gwei. */
-  Price: number;
-  keywords: string[];
-  Owner: Address;
-}
+/** One search hit (spec 2.7, plus `Owner`, which buyRead needs), as the server answers it. */
+export type SearchResult = Omit<ServerSearchResult, "Owner"> & { Owner: Address };
 
 export interface EntryFields {
   name: string;

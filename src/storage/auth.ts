@@ -5,6 +5,7 @@
 import type { TokenService } from "../accounts/tokens.ts";
 import { TokenError } from "../accounts/tokens.ts";
 import { storageError } from "../http/errors.ts";
+import { bearerToken } from "../http/params.ts";
 import { parseDid, type Did } from "../identity/did.ts";
 
 export interface Caller {
@@ -19,14 +20,8 @@ const REASONS: Record<TokenError["reason"], string> = {
   "wrong-type": "invalid token payload: not an access token",
 };
 
-export function bearerToken(request: Request): string | undefined {
-  const header = request.headers.get("authorization") ?? "";
-  const m = /^Bearer\s+(\S+)$/i.exec(header.trim());
-  return m?.[1];
-}
-
 export async function requireCaller(request: Request, tokens: Pick<TokenService, "verifyAccessToken">, chainId: number): Promise<Caller> {
-  const token = bearerToken(request);
+  const token = bearerToken(request.headers.get("authorization"));
   if (!token) throw storageError.unauthorized("Token is null");
   let claims: Awaited<ReturnType<TokenService["verifyAccessToken"]>>;
   try {

@@ -3,10 +3,11 @@
  * to the storage service. `:type` is the storage type; anything but `dfs` and `ipfs` is 518.
  */
 import { Elysia, t } from "elysia";
-import { accountError, isAccountPath, storageError } from "../http/errors.ts";
+import { isAccountPath, storageError, storageErrorBody } from "../http/errors.ts";
 import { streamsBody } from "../http/body-limit.ts";
 import { clientIp } from "../http/client-ip.ts";
 import type { Storage } from "./service.ts";
+import { checkNotAccount } from "./kinds.ts";
 
 const entry = t.Object({
   ID: t.Number(),
@@ -17,7 +18,6 @@ const entry = t.Object({
   Public: t.Boolean(),
   UserDefined: t.Object({ encryption: t.String(), etag: t.String() }),
 });
-const storageFailure = t.Object({ Code: t.String(), Description: t.String(), HTTPStatusCode: t.Number() }, { additionalProperties: true });
 // No length limits here: D4 makes every refusal of a login a 401, and the login checks each field
 // itself (the time window first, then cheap patterns), inside the 64 KiB cap on parsed bodies.
 const loginFields = {
@@ -29,10 +29,6 @@ const loginFields = {
 const voucherQuery = t.Object({ size: t.Optional(t.String()), sign: t.Optional(t.String()) }, { additionalProperties: true });
 const typeParam = t.Object({ type: t.String() });
 
-/** `/:type/...` also catches unknown `/v2/...` paths: those answer in the account model. */
-function checkNotAccount(path: string) {
-  if (isAccountPath(path)) throw accountError("NOT_FOUND", "No such endpoint");
-}
 
 /** Second path segments that are routes of their own, not Cids. */
 const RESERVED = new Set(["listobjects", "delete", "space", "traffic", "buyspace", "buytraffic"]);
@@ -64,7 +60,7 @@ export const storageRoutes = (storage: Storage) =>
     .get("/login", ({ query }) => storage.loginInfo(query.did), {
       query: t.Object({ did: t.Optional(t.String({ maxLength: 200 })) }),
       detail: { summary: "Login info of a DID's latest session (spec 2.2)", tags: ["storage"] },
-      response: { 200: t.Object({ token: t.String(), timestamp: t.Number(), requestID: t.String() }), 400: storageFailure, 404: storageFailure },
+      response: { 200: t.Object({ token: t.String(), timestamp: t.Number(), requestID: t.String() }), 400: storageErrorBody, 404: storageErrorBody },
     })
     .get("/traffichash", ({ request, query }) => storage.trafficHash(request, query.size), {
       query: t.Object({ size: t.Optional(t.String()) }),

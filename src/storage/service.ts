@@ -23,9 +23,9 @@ import { createSessions, type LoginInput } from "./sessions.ts";
 import { contentDisposition, meterDownload, meterUpload, parseRange } from "./transfer.ts";
 import { createVouchers } from "./vouchers.ts";
 import type { Meter } from "../quota/meter.ts";
+import { isBackendKind } from "./kinds.ts";
 import { createRateLimiter } from "../http/rate-limit.ts";
 
-export const BACKEND_KINDS = ["dfs", "ipfs"] as const;
 
 /** Who else may read a Cid: the directory's grants (D9, D10). */
 /** The owner whose directory entry lets `reader` read the Cid, if any. */
@@ -73,7 +73,7 @@ export function createStorage(deps: StorageDeps) {
   const caller = (request: Request) => requireCaller(request, deps.tokens, chainId);
 
   function backend(kind: string): Backend {
-    const b = (BACKEND_KINDS as readonly string[]).includes(kind) ? backends[kind as BackendKind] : undefined;
+    const b = isBackendKind(kind) ? backends[kind] : undefined;
     if (!b) throw storageError.unsupportedType();
     return b;
   }

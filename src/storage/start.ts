@@ -15,6 +15,27 @@ import { openDfs } from "./dfs/index.ts";
 import { openIpfs } from "./ipfs/index.ts";
 import { createStorage, type StorageDeps } from "./service.ts";
 
+/** The storage service over open back-ends, wired as the server wires it; `extra` overrides. */
+export function storageOver(
+  { config, db, log, chain, accounts, backends }: { config: Config; db: Db; log: Logger; chain: ChainContext; accounts: Pick<AccountServices, "tokens" | "users">; backends: Partial<Record<BackendKind, Backend>> },
+  extra: Partial<StorageDeps> = {},
+) {
+  return createStorage({
+    db,
+    log,
+    chainId: config.chainId,
+    maxBody: config.maxBody,
+    backends,
+    tokens: accounts.tokens,
+    users: accounts.users,
+    resolver: extra.resolver ?? ethrResolver({ publicClient: chain.publicClient, registry: chain.contracts.didRegistry }),
+    domain: storageDomain(config.chainId, chain.contracts.proxy),
+    seller: chain.operator.account.address,
+    rateLimits: config.rateLimits !== "off",
+    ...extra,
+  });
+}
+
 export async function startStorage(deps: { config: Config; db: Db; log: Logger; chain: ChainContext; accounts: AccountServices; extra?: Partial<StorageDeps> }) {
   const { config, db, log, chain, accounts } = deps;
   const backends: Partial<Record<BackendKind, Backend>> = {};
@@ -30,20 +51,7 @@ export async function startStorage(deps: { config: Config; db: Db; log: Logger; 
     await stop();
     throw err;
   }
-  const storage = createStorage({
-    db,
-    log,
-    chainId: config.chainId,
-    maxBody: config.maxBody,
-    backends,
-    tokens: accounts.tokens,
-    users: accounts.users,
-    resolver: deps.extra?.resolver ?? ethrResolver({ publicClient: chain.publicClient, registry: chain.contracts.didRegistry }),
-    domain: storageDomain(config.chainId, chain.contracts.proxy),
-    seller: chain.operator.account.address,
-    rateLimits: config.rateLimits !== "off",
-    ...deps.extra,
-  });
+  const storage = storageOver({ config, db, log, chain, accounts, backends }, deps.extra);
   const health = Object.fromEntries(Object.entries(backends).map(([kind, b]) => [kind, () => b.health()]));
   return { storage, backends, health, stop };
 }

@@ -13,6 +13,7 @@ import { eq, sql } from "drizzle-orm";
 import { getAddress, type Address, type TypedDataDomain } from "viem";
 import type { Db } from "../db/open.ts";
 import { storageError } from "../http/errors.ts";
+import { wholeBytes } from "../http/params.ts";
 import { isSignature, recoverVoucher, voucherHash } from "../identity/eip712.ts";
 import { voucherCounters, vouchersUsed } from "./schema.ts";
 
@@ -23,21 +24,13 @@ export interface AcceptedVoucher {
   allowance: number;
 }
 
-const MAX_SIZE = Number.MAX_SAFE_INTEGER;
-
-function parseSize(raw: unknown): number | undefined {
-  const s = String(raw ?? "").trim();
-  if (!/^\d{1,16}$/.test(s)) return undefined;
-  const n = Number(s);
-  return n <= MAX_SIZE ? n : undefined;
-}
 
 export function createVouchers({ db, domain, seller, now = Date.now }: { db: Db; domain: TypedDataDomain; seller: Address; now?: () => number }) {
   const usedBy = (payer: string) => db.select().from(voucherCounters).where(eq(voucherCounters.payer, payer)).get()?.used ?? 0;
 
   /** GET /traffichash: the digest to sign for `size`, with the payer's counter. */
   function hashFor(payer: Address, rawSize: unknown) {
-    const size = parseSize(rawSize);
+    const size = wholeBytes(rawSize);
     if (size === undefined) throw storageError.badRequest("size must be a whole number of bytes");
     const used = usedBy(getAddress(payer));
     return {
@@ -53,7 +46,7 @@ export function createVouchers({ db, domain, seller, now = Date.now }: { db: Db;
 
   /** The payer of a voucher; 517 when it is missing or cannot be recovered. */
   async function payerOf(input: { size?: unknown; sign?: unknown }): Promise<{ payer: Address; size: number }> {
-    const size = parseSize(input.size);
+    const size = wholeBytes(input.size);
     if (size === undefined || !isSignature(input.sign)) throw storageError.address("Address parameter missing or invalid: size and sign (a voucher) are required");
     try {
       return { payer: getAddress(await recoverVoucher(domain, { seller, size: BigInt(size) }, input.sign)), size };
