@@ -4,12 +4,12 @@
  * and a kill -9 loses none of it and leaves no second anvil.
  */
 import { expect, test } from "bun:test";
-import { readdirSync, readFileSync, statSync } from "node:fs";
+import { statSync } from "node:fs";
 import { join } from "node:path";
 import { createPublicClient, http, parseEther } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { proxyAbi } from "../../src/chain/artifacts/index.ts";
-import { runBinary, startBinary } from "../support/binary.ts";
+import { anvilsOf, runBinary, startBinary } from "../support/binary.ts";
 import { tempDir } from "../support/tmp.ts";
 import { isAlive } from "../../src/datadir/lock.ts";
 
@@ -20,20 +20,6 @@ interface ChainInfo {
   seller: string;
 }
 
-/** Processes running an anvil over this data dir's state file. */
-function anvilsOf(dataDir: string): number[] {
-  const state = join(dataDir, "chain", "state.json");
-  return readdirSync("/proc")
-    .filter((p) => /^\d+$/.test(p))
-    .filter((p) => {
-      try {
-        return readFileSync(`/proc/${p}/cmdline`, "utf8").includes(state);
-      } catch {
-        return false;
-      }
-    })
-    .map(Number);
-}
 
 test("embedded chain: deploy once, admin fund and grant, survive kill -9 with one anvil", async () => {
   const dataDir = join(tempDir("e2e-chain"), "data");

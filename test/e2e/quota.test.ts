@@ -8,19 +8,11 @@ import { join } from "node:path";
 import { parseEther } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { connectGateway } from "../../src/sdk/chain.ts";
-import { connectStorage, StorageApiError } from "../../src/sdk/storage.ts";
+import { connectStorage } from "../../src/sdk/storage.ts";
+import { statusOf } from "../support/app.ts";
 import { runBinary, startBinary } from "../support/binary.ts";
 import { tempDir } from "../support/tmp.ts";
 
-const statusOf = async (p: Promise<unknown>) => {
-  try {
-    await p;
-    return 200;
-  } catch (err) {
-    if (err instanceof StorageApiError) return err.status;
-    throw err;
-  }
-};
 
 test("fund, deposit, buy, use until 402, grant from the command line, go on", async () => {
   const dataDir = join(tempDir("e2e-quota"), "data");

@@ -16,7 +16,7 @@ import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { isAlive } from "../../src/datadir/lock.ts";
 import { connectStorage, StorageApiError, type FileEntry, type StorageClient } from "../../src/sdk/storage.ts";
 import { CHUNK_SIZE } from "../../src/storage/dfs/cid.ts";
-import { runBinary, startBinary, type RunningBinary } from "../support/binary.ts";
+import { anvilsOf, runBinary, startBinary, type RunningBinary } from "../support/binary.ts";
 import { tempDir } from "../support/tmp.ts";
 
 const MiB = 1024 * 1024;
@@ -100,20 +100,6 @@ function logLines(binary: RunningBinary, msg: string): Record<string, unknown>[]
     .filter((l) => l.msg === msg);
 }
 
-/** Processes running an anvil over this data dir (a killed server leaves its own behind). */
-function anvils(): number[] {
-  const state = join(dataDir, "chain", "state.json");
-  return readdirSync("/proc")
-    .filter((p) => /^\d+$/.test(p))
-    .filter((p) => {
-      try {
-        return readFileSync(`/proc/${p}/cmdline`, "utf8").includes(state);
-      } catch {
-        return false;
-      }
-    })
-    .map(Number);
-}
 
 async function until(what: string, ok: () => boolean, ms: number) {
   const deadline = Date.now() + ms;
@@ -150,7 +136,7 @@ beforeAll(async () => {
 afterAll(async () => {
   if (server && server.proc.exitCode === null && server.proc.signalCode === null) await server.stop("SIGTERM");
   // A test that failed between its kill -9 and the restart leaves the killed server's anvil.
-  for (const pid of anvils()) if (isAlive(pid)) process.kill(pid, "SIGTERM");
+  for (const pid of anvilsOf(dataDir)) if (isAlive(pid)) process.kill(pid, "SIGTERM");
 });
 
 test("SDK against the binary: login, one Cid on dfs and ipfs, list, ranged and full downloads, delete, 518 on ipfs delete", async () => {
@@ -290,7 +276,7 @@ test("kill -9 during a dfs and an ipfs upload: restart lists no partial file, le
   }
   const health = (await (await fetch(`${second.url}/healthz`)).json()) as { components: { dfs: { objects: number; chunks: number; pinnedChunks: number } } };
   expect(health.components.dfs).toMatchObject({ objects: 1, chunks: contentChunks.size, pinnedChunks: 0 });
-  expect(anvils()).toHaveLength(1); // the killed server's anvil was stopped by the restart
+  expect(anvilsOf(dataDir)).toHaveLength(1); // the killed server's anvil was stopped by the restart
 }, 90_000);
 
 test("SIGTERM while a download is in flight: the download completes, the exit code is 0", async () => {
@@ -317,5 +303,5 @@ test("SIGTERM while a download is in flight: the download completes, the exit co
   expect(hash.digest("hex")).toBe(contentSha);
   expect(await running.proc.exited).toBe(0);
   expect(logLines(running, "shutdown: cutting connections still open")).toEqual([]);
-  expect(anvils()).toHaveLength(0);
+  expect(anvilsOf(dataDir)).toHaveLength(0);
 }, 60_000);

@@ -7,7 +7,7 @@ import { proxyAbi } from "../../src/chain/artifacts/index.ts";
 import { runAdmin } from "../../src/cli/admin.ts";
 import { connectGateway } from "../../src/sdk/chain.ts";
 import { StorageApiError } from "../../src/sdk/storage.ts";
-import { get, readJson } from "../support/app.ts";
+import { get, readJson, statusOf } from "../support/app.ts";
 import { BASE, testGateway } from "../support/storage.ts";
 import { tempDir } from "../support/tmp.ts";
 import { mined } from "../support/anvil.ts";
@@ -30,15 +30,6 @@ async function funded(eth = "0") {
   return u;
 }
 
-const status = async (p: Promise<unknown>) => {
-  try {
-    await p;
-    return 200;
-  } catch (err) {
-    if (err instanceof StorageApiError) return err.status;
-    throw err;
-  }
-};
 
 const random = (n: number) => crypto.getRandomValues(new Uint8Array(n));
 
@@ -103,10 +94,10 @@ describe("enforcement", () => {
     const { client, account } = await funded();
     await grant(account.address, "space", 1000);
     await grant(account.address, "traffic", 1_000_000);
-    expect(await status(client.upload("dfs", random(1001), { name: "big" }))).toBe(402);
+    expect(await statusOf(client.upload("dfs", random(1001), { name: "big" }))).toBe(402);
     expect((await client.list("dfs")).Object).toEqual([]);
     expect((await client.space()).SizeByte).toBe(1000);
-    expect(await status(client.upload("dfs", random(1000), { name: "fits" }))).toBe(200);
+    expect(await statusOf(client.upload("dfs", random(1000), { name: "fits" }))).toBe(200);
   });
 
   test("50 parallel uploads never store more than the space allowance together", async () => {
@@ -114,7 +105,7 @@ describe("enforcement", () => {
     const size = 10_000;
     await grant(account.address, "space", size * 20 + 5_000);
     await grant(account.address, "traffic", 100_000_000);
-    const results = await Promise.all(Array.from({ length: 50 }, (_, i) => status(client.upload("dfs", random(size), { name: `f${i}` }))));
+    const results = await Promise.all(Array.from({ length: 50 }, (_, i) => statusOf(client.upload("dfs", random(size), { name: `f${i}` }))));
     const ok = results.filter((s) => s === 200).length;
     expect(results.every((s) => s === 200 || s === 402)).toBe(true);
     expect(ok).toBeGreaterThan(0);
@@ -174,7 +165,7 @@ describe("enforcement", () => {
     await anvil.testClient.increaseTime({ seconds: 200 });
     await anvil.testClient.mine({ blocks: 1 });
     expect((await client.space()).SizeByte).toBe(0);
-    expect(await status(client.upload("dfs", random(10), { name: "after" }))).toBe(402);
+    expect(await statusOf(client.upload("dfs", random(10), { name: "after" }))).toBe(402);
     // Files stay stored and readable while traffic remains.
     const [kept] = (await client.list("dfs")).Object;
     expect((await (await client.download("dfs", kept!.Cid)).arrayBuffer()).byteLength).toBe(3000);
@@ -189,7 +180,7 @@ describe("enforcement", () => {
 describe("purchases", () => {
   test("too little deposit is 402 and buys nothing", async () => {
     const { client } = await funded("0.000001"); // 1000 gwei
-    expect(await status(client.buySpace({ size: 1_000_000 }))).toBe(402);
+    expect(await statusOf(client.buySpace({ size: 1_000_000 }))).toBe(402);
     expect(await client.space()).toMatchObject({ Nonce: 0, SizeByte: 0, Balance: 1000 });
   });
 

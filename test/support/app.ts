@@ -6,6 +6,7 @@ import { parseConfig } from "../../src/config.ts";
 import { openDatabase } from "../../src/db/open.ts";
 import { silentLogger, type Logger } from "../../src/log.ts";
 import { tempDir } from "./tmp.ts";
+import { StorageApiError } from "../../src/sdk/storage.ts";
 import type { ChainContext } from "../../src/chain/types.ts";
 import { createAccountServices, type AccountDeps, type AccountServices, type RefreshGuard } from "../../src/accounts/index.ts";
 import type { LoginMethod } from "../../src/accounts/types.ts";
@@ -55,4 +56,15 @@ export function appFetch(app: { handle(request: Request): Promise<Response> }): 
   const toRequest = (input: string | URL | Request, init?: RequestInit) =>
     input instanceof Request ? new Request(input, init) : new Request(input instanceof URL ? input.href : input, init);
   return ((input: string | URL | Request, init?: RequestInit) => app.handle(toRequest(input, init))) as typeof fetch;
+}
+
+/** The HTTP status an SDK call ended with: 200, or its StorageApiError's status. */
+export async function statusOf(call: Promise<unknown>): Promise<number> {
+  try {
+    await call;
+    return 200;
+  } catch (err) {
+    if (err instanceof StorageApiError) return err.status;
+    throw err;
+  }
 }

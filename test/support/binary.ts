@@ -2,7 +2,7 @@
  * Runs the compiled `dist/stowage` the way an operator would: a data dir, a port, signals.
  * `bun run build` (part of the README's test command) makes the binary first.
  */
-import { existsSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Subprocess } from "bun";
 
@@ -64,4 +64,19 @@ export async function runBinary(args: string[], env: Record<string, string> = {}
   const proc = Bun.spawn([BINARY, ...args], { env: { ...BASE_ENV, ...env }, stdout: "pipe", stderr: "pipe" });
   const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
   return { stdout, stderr, code };
+}
+
+/** Processes running an anvil over this data dir's chain state (a killed server leaves its own). */
+export function anvilsOf(dataDir: string): number[] {
+  const state = join(dataDir, "chain", "state.json");
+  return readdirSync("/proc")
+    .filter((p) => /^\d+$/.test(p))
+    .filter((p) => {
+      try {
+        return readFileSync(`/proc/${p}/cmdline`, "utf8").includes(state);
+      } catch {
+        return false;
+      }
+    })
+    .map(Number);
 }

@@ -11,7 +11,8 @@ import { ethrResolver, keyStillSigns } from "../../src/identity/resolver.ts";
 import { connectStorage } from "../../src/sdk/storage.ts";
 import { openDfs } from "../../src/storage/dfs/index.ts";
 import { openIpfs } from "../../src/storage/ipfs/index.ts";
-import { createStorage, type ReadGrant, type StorageDeps } from "../../src/storage/service.ts";
+import type { ReadGrant, StorageDeps } from "../../src/storage/service.ts";
+import { storageOver } from "../../src/storage/start.ts";
 import type { Backend, BackendKind } from "../../src/storage/backend.ts";
 import { appFetch, postJson, testApp } from "./app.ts";
 import { createQuota } from "../../src/quota/index.ts";
@@ -55,23 +56,11 @@ export async function testGateway(opts: GatewayOptions = {}) {
     // No record cache in tests: each read sees the chain as it is (the server keeps answers ≤ 1 s).
     quota: opts.quota ? ({ db, log }) => createQuota({ db, chain: chain.context, log, maxAgeMs: 0 }) : undefined,
     storage: ({ config, db, log, accounts, quota }) =>
-      createStorage({
-        db,
-        log,
-        chainId: config.chainId,
-        maxBody: config.maxBody,
-        backends,
-        tokens: accounts.tokens,
-        users: accounts.users,
-        resolver,
-        domain,
-        seller,
-        readGrant: opts.readGrant,
-        meter: quota?.meter,
+      storageOver(
+        { config, db, log, chain: chain.context, accounts, backends },
         // Every test request comes from one address ("local"); limits have tests of their own.
-        rateLimits: false,
-        ...opts.extra,
-      }),
+        { resolver, readGrant: opts.readGrant, meter: quota?.meter, rateLimits: false, ...opts.extra },
+      ),
   });
   backends.dfs = await openDfs({ dir: join(made.dataDir, "dfs"), db: made.database.db, log: made.log });
   if (opts.ipfs !== false) backends.ipfs = await openIpfs({ dir: join(made.dataDir, "ipfs"), listen: ["/ip4/127.0.0.1/tcp/0"], db: made.database.db, log: made.log });
