@@ -8,6 +8,16 @@ import { streamsBody } from "../http/body-limit.ts";
 import { clientIp } from "../http/client-ip.ts";
 import type { Storage } from "./service.ts";
 import { checkNotAccount } from "./kinds.ts";
+import { CID } from "multiformats/cid";
+
+const isCid = (s: string) => {
+  try {
+    CID.parse(s);
+    return true;
+  } catch {
+    return false;
+  }
+};
 
 const entry = t.Object({
   ID: t.Number(),
@@ -30,8 +40,6 @@ const voucherQuery = t.Object({ size: t.Optional(t.String()), sign: t.Optional(t
 const typeParam = t.Object({ type: t.String() });
 
 
-/** Second path segments that are routes of their own, not Cids. */
-const RESERVED = new Set(["listobjects", "delete", "space", "traffic", "buyspace", "buytraffic"]);
 
 const wantsJson = (request: Request) => (request.headers.get("accept") ?? "").includes("application/json");
 
@@ -94,9 +102,9 @@ export const storageRoutes = (storage: Storage) =>
     // the (empty) body's length; a download's HEAD must tell the file's length, so it is served here.
     .onRequest(({ request }) => {
       if (request.method !== "HEAD") return;
-      const m = /^\/([^/]+)\/([^/]+)\/?$/.exec(new URL(request.url).pathname);
-      if (!m || isAccountPath(`/${m[1]}`) || RESERVED.has(m[2] as string)) return;
-      const query = Object.fromEntries(new URL(request.url).searchParams);
+      const url = new URL(request.url);
+      const m = /^\/([^/]+)\/([^/]+)\/?$/.exec(url.pathname);
+      if (!m || isAccountPath(`/${m[1]}`)) return;
       let type: string;
       let cid: string;
       try {
@@ -104,5 +112,7 @@ export const storageRoutes = (storage: Storage) =>
       } catch {
         throw storageError.badRequest("malformed path");
       }
-      return storage.download(request, type, cid, query);
+      // Only a Cid makes a download; other segments (listobjects, space, …) are routes of their own.
+      if (!isCid(cid)) return;
+      return storage.download(request, type, cid, Object.fromEntries(url.searchParams));
     });

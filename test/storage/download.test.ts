@@ -267,3 +267,10 @@ test("a download by an SDK client acting with a delegate key (its vouchers name 
   const stranger = await gw.user();
   expect((await failure(stranger.client.sizeOf("dfs", CID))).status).toBe(403);
 });
+
+test("HEAD of a segment that is not a Cid goes to its own route, not to a download", async () => {
+  const res = await gw.app.handle(get("/dfs/listobjects", { method: "HEAD", headers: { authorization: `Bearer ${owner.client.accessToken}` } }));
+  expect(res.status).toBe(200);
+  const noToken = await gw.app.handle(get("/dfs/delete?id=1", { method: "HEAD" }));
+  expect(noToken.status).toBe(401); // delete's Bearer guard, not a download's 517
+});
