@@ -42,9 +42,14 @@ describe("SharedExclusiveLock", () => {
     const lock = new SharedExclusiveLock();
     const pendingUpload = await lock.shared();
     const gc = lock.exclusive();
-    const nextUpload = await lock.shared(); // granted at once
-    nextUpload();
+    const nextUpload = lock.shared();
+    expect(await settled(nextUpload)).toBe(true); // granted at once, not queued behind gc
+    expect(lock.state).toEqual({ shared: 2, exclusive: false, waiting: 1 });
+    (await nextUpload)();
+    expect(await settled(gc)).toBe(false); // gc still waits for the pending upload
     pendingUpload();
-    (await gc)();
+    const release = await gc;
+    expect(lock.state).toEqual({ shared: 0, exclusive: true, waiting: 0 });
+    release();
   });
 });
