@@ -1,6 +1,7 @@
 /**
  * Code mail as it leaves the server: through a real SMTP server (smtp-server, in this test) when
  * STOWAGE_SMTP_URL is set, into the dev mailbox (DATA_DIR/mail/*.eml) when not. Neither logs the code.
+ * A relay that is down or refuses the mail makes a 503 and leaves no usable code (D11, D12).
  */
 import { afterAll, describe, expect, test } from "bun:test";
 import { readdirSync, readFileSync, statSync } from "node:fs";
@@ -15,13 +16,21 @@ interface Received {
   raw: string;
 }
 
-async function startSmtp() {
+/** An SMTP refusal with its reply code, as smtp-server sends it to the client. */
+const refusal = (code: number, text: string) => Object.assign(new Error(text), { responseCode: code });
+
+/** `refuse` makes the server refuse every recipient (at RCPT TO) or every message (after DATA,
+ * having read it): what a relay does with an address it will not deliver to, or with spam. */
+async function startSmtp(refuse?: "recipient" | "message") {
   const received: Received[] = [];
   const server = new SMTPServer({
     authOptional: true,
     // Plain SMTP on loopback: the test is about the message, not TLS.
     disabledCommands: ["STARTTLS", "AUTH"],
     logger: false,
+    onRcptTo(_address, _session, done) {
+      done(refuse === "recipient" ? refusal(550, "5.1.1 mailbox unavailable") : undefined);
+    },
     onData(stream, session, done) {
       const chunks: Buffer[] = [];
       stream.on("data", (c: Buffer) => chunks.push(c));
@@ -31,7 +40,7 @@ async function startSmtp() {
           to: session.envelope.rcptTo.map((r) => r.address),
           raw: Buffer.concat(chunks).toString("utf8"),
         });
-        done();
+        done(refuse === "message" ? refusal(554, "5.7.1 message refused") : undefined);
       });
     },
   });
@@ -77,6 +86,34 @@ describe("code mail", () => {
     const { call } = accountsApp({ env: { STOWAGE_SMTP_URL: smtp.url }, accounts: { mailer: undefined } });
     const r = await call("POST", "/v2/login/email/code", { body: { email: "bob@example.com" } });
     expect(r).toMatchObject({ status: 503, body: { result: -1, error: "UNAVAILABLE" } });
+  });
+
+  test("an SMTP server that refuses the message makes a 503, and the code it saw does not log in", async () => {
+    const smtp = await startSmtp("message");
+    afterAll(smtp.close);
+    const { call } = accountsApp({ env: { STOWAGE_SMTP_URL: smtp.url }, accounts: { mailer: undefined } });
+    const r = await call("POST", "/v2/login/email/code", { body: { email: "erin@example.com" } });
+    expect(r).toMatchObject({ status: 503, body: { result: -1, error: "UNAVAILABLE", message: "The code could not be sent; try again later" } });
+    // The relay read the whole message before refusing it: the code went over the wire.
+    expect(smtp.received).toHaveLength(1);
+    const code = /^Subject: .*?(\d{6})/m.exec(smtp.received[0]!.raw)?.[1];
+    expect(code).toMatch(/^\d{6}$/);
+    const login = await call("POST", "/v2/login/email", { body: { email: "erin@example.com", code, source: "test" } });
+    expect(login).toMatchObject({ status: 400, body: { result: -1, error: "CODE_INVALID" } });
+  });
+
+  test("an SMTP server that refuses the recipient makes a 503 and leaves no open code", async () => {
+    const smtp = await startSmtp("recipient");
+    afterAll(smtp.close);
+    const { call, database } = accountsApp({ env: { STOWAGE_SMTP_URL: smtp.url }, accounts: { mailer: undefined } });
+    const r = await call("POST", "/v2/login/email/code", { body: { email: "frank@example.com" } });
+    expect(r).toMatchObject({ status: 503, body: { result: -1, error: "UNAVAILABLE", message: "The code could not be sent; try again later" } });
+    expect(smtp.received).toHaveLength(0);
+    const open = database.sqlite.query("SELECT count(*) AS n FROM email_codes WHERE email = ? AND closed_at IS NULL").get("frank@example.com") as { n: number };
+    expect(open.n).toBe(0);
+    // Nor does the failed send count as "a code sent less than a minute ago": a retry is sent.
+    const retry = await call("POST", "/v2/login/email/code", { body: { email: "frank@example.com" } });
+    expect(retry).toMatchObject({ status: 503, body: { error: "UNAVAILABLE" } });
   });
 
   test("without SMTP, lands in DATA_DIR/mail as <unix-ms>-<seq>.eml, code in subject and text, not in the log", async () => {
