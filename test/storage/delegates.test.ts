@@ -76,6 +76,7 @@ test("without a cache: a delegate logs in and acts for the DID, and once revoked
 
 test("with the default cache, a revocation takes effect within 10 s (resolver clock faked)", async () => {
   let clock = Date.now();
+  // No resolverCacheMs: the resolver's own default, the one the server runs with.
   const gw = await testGateway({ ipfs: false, resolverNow: () => clock });
   const { delegate, registry, did } = await ownerAndDelegate(gw);
 

@@ -30,7 +30,7 @@ export interface Session {
 
 export interface GatewayOptions {
   env?: Record<string, string>;
-  /** How long DID lookups are cached (D2: at most 10 s). */
+  /** How long DID lookups are cached; unset = the server's own default (D2: at most 10 s). */
   resolverCacheMs?: number;
   /** The resolver's clock, to show the cache's bound without waiting. */
   resolverNow?: () => number;
@@ -44,7 +44,7 @@ export interface GatewayOptions {
 export async function testGateway(opts: GatewayOptions = {}) {
   const chain = await testChain();
   const backends: Partial<Record<BackendKind, Backend>> = {};
-  const resolver = ethrResolver({ publicClient: chain.context.publicClient, registry: chain.context.contracts.didRegistry, cacheMs: opts.resolverCacheMs ?? 10_000, now: opts.resolverNow });
+  const resolver = ethrResolver({ publicClient: chain.context.publicClient, registry: chain.context.contracts.didRegistry, cacheMs: opts.resolverCacheMs, now: opts.resolverNow });
   const chainId = chain.context.chain.id;
   const domain = storageDomain(chainId, chain.context.contracts.proxy);
   const seller = chain.operator.address;
