@@ -185,10 +185,9 @@ export async function connectStorage(opts: StorageOptions) {
     /** POST /login: opens a session (requestID back to 1) and takes the account API's tokens. */
     async login() {
       const token = randomHex(32);
-      // D4: a login must be newer than the DID's last one, which may be ours or another device's
-      // from this same second: sign one second past it (GET /login?did= is public).
-      const last = await call<{ timestamp: number }>(`/login?did=${encodeURIComponent(did)}`).then((i) => i.timestamp, () => 0);
-      const timestamp = BigInt(Math.max(Math.floor(Date.now() / 1000), last + 1));
+      // A fresh token is a fresh session, so the current second is always new for it (D14: login
+      // timestamps are monotonic per session, not per DID).
+      const timestamp = BigInt(Math.floor(Date.now() / 1000));
       const signature = await opts.account.signTypedData({ domain, types: storageTypes, primaryType: "Login", message: { did, token, timestamp } });
       const answer = await call<{ data: { accessToken: string; refreshToken: string; did: string } }>("/login", {
         method: "POST",

@@ -4,13 +4,18 @@
  */
 import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
 
-/** The newest accepted login timestamp per DID: a login must be newer (no replay). */
+/**
+ * No longer read or written: login timestamps are monotonic per session (D14), kept in
+ * `storage_sessions`. The table stays so that migrations remain additive (D16); drop it in a later
+ * version.
+ */
 export const didLogins = sqliteTable("did_logins", {
   did: text("did").primaryKey(),
   lastTimestamp: integer("last_timestamp").notNull(),
 });
 
-/** One session per (did, token): several devices can be logged in at once. */
+/** One session per (did, token): several devices can be logged in at once. `timestamp` is its
+ * last accepted login's; a new login of the session must be newer (no replay). */
 export const storageSessions = sqliteTable(
   "storage_sessions",
   {

@@ -2,21 +2,22 @@
  * DID login (D4) and restricted calls (D5).
  *
  * Login: the time window is checked before any signature work; the signer must be allowed to
- * sign for the DID; the timestamp must be newer than the DID's last accepted login (persisted),
- * so a captured login cannot be replayed. A login opens (or resets) the session (did, token).
+ * sign for the DID. A login opens (or resets) the session (did, token), and its timestamp must be
+ * newer than that session's last accepted one (D14): each session's logins are monotonic, so a
+ * captured login cannot be replayed, while two devices (two tokens) may log in in the same second.
  *
  * Restricted calls carry `requestID`: any id of the session not seen before and greater than
  * (highest seen − 64) is accepted, so parallel calls work; an id is claimed by a unique insert,
  * and only after its signature verified.
  */
-import { and, desc, eq, lt } from "drizzle-orm";
+import { and, desc, eq, lt, max, sql } from "drizzle-orm";
 import type { Address, Hex, TypedDataDomain } from "viem";
 import type { Db } from "../db/open.ts";
 import { storageError } from "../http/errors.ts";
 import { parseDid, type Did } from "../identity/did.ts";
 import { isSignature, recoverLogin, recoverRequest } from "../identity/eip712.ts";
 import type { DidResolver } from "../identity/resolver.ts";
-import { didLogins, sessionRequests, storageSessions } from "./schema.ts";
+import { sessionRequests, storageSessions } from "./schema.ts";
 
 export const LOGIN_WINDOW_S = 60;
 export const REQUEST_WINDOW = 64;
@@ -86,14 +87,22 @@ export function createSessions(deps: { db: Db; resolver: DidResolver; domain: Ty
     const signature = input.signature;
     const signer = await authorizedSigner(resolver, who, () => recoverLogin(domain, { did: input.did as string, token, timestamp }, signature));
 
+    const at = Number(timestamp);
     db.transaction(
       (tx) => {
-        const last = tx.select().from(didLogins).where(eq(didLogins.did, who.canonical)).get();
-        if (last && Number(timestamp) <= last.lastTimestamp) throw refuse("timestamp is not newer than the last login: replayed or out of order");
-        const at = { lastTimestamp: Number(timestamp) };
-        tx.insert(didLogins).values({ did: who.canonical, ...at }).onConflictDoUpdate({ target: didLogins.did, set: at }).run();
-        const session = { timestamp: Number(timestamp), highestRequest: 0, createdAt: Date.now() };
-        tx.insert(storageSessions).values({ did: who.canonical, token, ...session }).onConflictDoUpdate({ target: [storageSessions.did, storageSessions.token], set: session }).run();
+        // "Latest session" (GET /login) must be well defined when two tokens share a second: the
+        // later login gets the later created_at, even within one millisecond.
+        const tie = tx.select({ at: max(storageSessions.createdAt) }).from(storageSessions).where(and(eq(storageSessions.did, who.canonical), eq(storageSessions.timestamp, at))).get();
+        const session = { timestamp: at, highestRequest: 0, createdAt: Math.max(Date.now(), (tie?.at ?? 0) + 1) };
+        // One statement decides: a new session, or an existing one whose last login is older.
+        // The (did, token) key makes two identical logins at once collide, and only one updates.
+        const opened = tx
+          .insert(storageSessions)
+          .values({ did: who.canonical, token, ...session })
+          .onConflictDoUpdate({ target: [storageSessions.did, storageSessions.token], set: session, setWhere: sql`${storageSessions.timestamp} < excluded.timestamp` })
+          .returning({ did: storageSessions.did })
+          .get();
+        if (!opened) throw refuse("timestamp is not newer than this session's last login: replayed or out of order");
         tx.delete(sessionRequests).where(and(eq(sessionRequests.did, who.canonical), eq(sessionRequests.token, token))).run();
       },
       { behavior: "immediate" },
@@ -110,7 +119,7 @@ export function createSessions(deps: { db: Db; resolver: DidResolver; domain: Ty
     } catch (err) {
       throw storageError.badRequest((err as Error).message);
     }
-    const s = db.select().from(storageSessions).where(eq(storageSessions.did, who.canonical)).orderBy(desc(storageSessions.timestamp)).get();
+    const s = db.select().from(storageSessions).where(eq(storageSessions.did, who.canonical)).orderBy(desc(storageSessions.timestamp), desc(storageSessions.createdAt)).get();
     if (!s) throw storageError.notFound("no login for this DID");
     return { token: s.token, timestamp: s.timestamp, requestID: String(s.highestRequest) };
   }

@@ -6,18 +6,11 @@ import { connectStorage } from "../../src/sdk/storage.ts";
 import { get, postJson, readJson } from "../support/app.ts";
 import { BASE, newToken, testGateway } from "../support/storage.ts";
 
-const gw = await testGateway({ ipfs: false });
+/** The server's clock: real time, unless a boundary test pins it to one millisecond. */
+let pinnedMs: number | undefined;
+const gw = await testGateway({ ipfs: false, extra: { now: () => pinnedMs ?? Date.now() } });
 const nowS = () => Math.floor(Date.now() / 1000);
 const didOf = (a: { address: string }) => `did:ethr:0x3d9:${getAddress(a.address)}`;
-
-/** The newest timestamp the server accepted for this DID, so a new login can be newer. */
-function nextTimestamp(did: string) {
-  let last = 0;
-  try {
-    last = gw.storage?.loginInfo(did).timestamp ?? 0;
-  } catch {}
-  return Math.max(nowS(), last + 1);
-}
 
 interface LoginFields {
   did?: string;
@@ -26,11 +19,11 @@ interface LoginFields {
   signature?: string;
 }
 
-/** Signs a Login for `signer` (by default a fresh token, the next timestamp, the signer's DID). */
+/** Signs a Login for `signer` (by default a fresh token, so a fresh session; now; the signer's DID). */
 async function signed(signer: LocalAccount, o: { did?: string; token?: Hex; timestamp?: number } = {}): Promise<Required<LoginFields> & { token: Hex; timestamp: number }> {
   const did = o.did ?? didOf(signer);
   const token = o.token ?? newToken();
-  const timestamp = o.timestamp ?? nextTimestamp(did);
+  const timestamp = o.timestamp ?? nowS();
   return { did, token, timestamp, signature: await gw.sign.login(signer, { did, token, timestamp }) };
 }
 
@@ -54,6 +47,11 @@ async function expectRefused(res: Response, description: string | RegExp) {
 }
 
 const list = (accessToken: string) => gw.app.handle(get("/dfs/listobjects", { headers: { authorization: `Bearer ${accessToken}` } }));
+const info = async (did: string) => readJson(await gw.app.handle(get(`/login?did=${encodeURIComponent(did)}`)));
+
+/** The same signature with v as 0/1 instead of 27/28 (D4 accepts both). */
+const vOf = (signature: string) => Number.parseInt(signature.slice(-2), 16);
+const withV01 = (signature: string) => `${signature.slice(0, -2)}${(vOf(signature) - 27).toString(16).padStart(2, "0")}`;
 
 describe("POST /login succeeds", () => {
   test("answers text/plain `Login success!` by default", async () => {
@@ -147,31 +145,36 @@ describe("POST /login refuses, always 401 with the storage error body", () => {
     expect((await send(good)).status).toBe(200);
   });
 
-  test("a replayed login (the same message again) is refused", async () => {
+  test("a replayed login (the same message again) is refused, in any form and with v as 0/1", async () => {
     const account = await gw.chain.anvil.newAccount();
     const fields = await signed(account);
     expect((await send(fields)).status).toBe(200);
     await expectRefused(await send(fields), /not newer/);
     await expectRefused(await send(fields, "query"), /not newer/);
+    await expectRefused(await send({ ...fields, signature: withV01(fields.signature) }), /not newer/);
+    // Other devices logging in since do not make the old message acceptable again.
+    expect((await send(await signed(account, { timestamp: fields.timestamp + 1 }))).status).toBe(200);
+    await expectRefused(await send(fields, "form"), /not newer/);
+    expect(await info(fields.did)).toMatchObject({ timestamp: fields.timestamp + 1 });
   });
 
-  test("a timestamp older than the DID's last accepted login is refused, even freshly signed with a new token", async () => {
+  test("two identical logins at once: exactly one is accepted", async () => {
     const account = await gw.chain.anvil.newAccount();
-    const t = nowS();
-    expect((await send(await signed(account, { timestamp: t }))).status).toBe(200);
-    await expectRefused(await send(await signed(account, { timestamp: t - 1 })), /not newer/);
-    await expectRefused(await send(await signed(account, { timestamp: t })), /not newer/);
-    expect((await send(await signed(account, { timestamp: t + 1 }))).status).toBe(200);
+    const fields = await signed(account);
+    const answers = await Promise.all(Array.from({ length: 8 }, () => send(fields)));
+    expect(answers.map((r) => r.status).sort()).toEqual([200, 401, 401, 401, 401, 401, 401, 401]);
+    for (const r of answers.filter((r) => r.status === 401)) await expectRefused(r, /not newer/);
   });
 
   test("a signature by another key (not the owner, not a delegate) is refused and burns nothing", async () => {
     const [owner, stranger] = [await gw.chain.anvil.newAccount(), await gw.chain.anvil.newAccount()];
-    const t = nextTimestamp(didOf(owner));
-    const forged = await signed(stranger, { did: didOf(owner), timestamp: t });
+    const t = nowS();
+    const token = newToken();
+    const forged = await signed(stranger, { did: didOf(owner), token, timestamp: t });
     await expectRefused(await send(forged), /not the DID's owner or a valid delegate/);
     expect((await gw.app.handle(get(`/login?did=${didOf(owner)}`))).status).toBe(404);
-    // The refused attempt did not move the DID's last timestamp.
-    expect((await send(await signed(owner, { timestamp: t }))).status).toBe(200);
+    // The refused attempt did not take the session's timestamp: the owner's own login of it works.
+    expect((await send(await signed(owner, { token, timestamp: t }))).status).toBe(200);
   });
 
   test("a signature over other fields than those sent is refused", async () => {
@@ -185,7 +188,7 @@ describe("POST /login refuses, always 401 with the storage error body", () => {
     const account = await gw.chain.anvil.newAccount();
     const did = didOf(account);
     const token = newToken();
-    const timestamp = nextTimestamp(did);
+    const timestamp = nowS();
     const signature = await account.signTypedData({
       domain: { ...gw.domain, verifyingContract: gw.chain.context.contracts.directory },
       types: { Login: [{ name: "did", type: "string" }, { name: "token", type: "bytes" }, { name: "timestamp", type: "uint64" }] },
@@ -193,6 +196,52 @@ describe("POST /login refuses, always 401 with the storage error body", () => {
       message: { did, token, timestamp: BigInt(timestamp) },
     });
     await expectRefused(await send({ did, token, timestamp, signature }), /not the DID's owner/);
+  });
+});
+
+describe("boundaries (D4)", () => {
+  test("the window is inclusive: exactly 60 s old or ahead is accepted, 61 s refused, at either end of the server's second", async () => {
+    const account = await gw.chain.anvil.newAccount();
+    const t = nowS();
+    try {
+      for (const pinned of [t * 1000, t * 1000 + 999]) {
+        pinnedMs = pinned;
+        expect((await send(await signed(account, { timestamp: t - 60 }))).status).toBe(200);
+        await expectRefused(await send(await signed(account, { timestamp: t - 61 })), /expired/);
+        expect((await send(await signed(account, { timestamp: t + 60 }))).status).toBe(200);
+        await expectRefused(await send(await signed(account, { timestamp: t + 61 })), /future/);
+      }
+    } finally {
+      pinnedMs = undefined;
+    }
+  });
+
+  test("tokens of 16 and 64 bytes are accepted, 15 and 65 refused", async () => {
+    const account = await gw.chain.anvil.newAccount();
+    for (const bytes of [16, 64]) {
+      const fields = await signed(account, { token: newToken(bytes) });
+      expect((await send(fields)).status).toBe(200);
+      expect((await info(fields.did)).token).toBe(fields.token);
+    }
+    for (const bytes of [15, 65]) await expectRefused(await send(await signed(account, { token: newToken(bytes) })), /token must be 16 to 64 bytes/);
+  });
+
+  test("signatures with v = 27/28 and with v = 0/1 are both accepted", async () => {
+    const account = await gw.chain.anvil.newAccount();
+    // Sign until each recovery id has turned up twice: once sent as 27/28, once as 0/1.
+    const byV = new Map<number, Awaited<ReturnType<typeof signed>>[]>([[27, []], [28, []]]);
+    for (let i = 0; i < 200 && [...byV.values()].some((l) => l.length < 2); i++) {
+      const fields = await signed(account);
+      byV.get(vOf(fields.signature))?.push(fields);
+    }
+    for (const [v, [plain, shifted]] of byV) {
+      if (!plain || !shifted) throw new Error(`no two signatures with v = ${v} in 200 tries`);
+      expect((await send(plain)).status).toBe(200);
+      const low = withV01(shifted.signature);
+      expect(vOf(low)).toBe(v - 27);
+      expect((await send({ ...shifted, signature: low })).status).toBe(200);
+      expect((await info(shifted.did)).token).toBe(shifted.token);
+    }
   });
 });
 
@@ -254,7 +303,42 @@ describe("GET /login?did=", () => {
   });
 });
 
-describe("sessions", () => {
+describe("sessions (D14: login timestamps are monotonic per session, not per DID)", () => {
+  test("two tokens of one DID log in within the same second, and both sessions make restricted calls", async () => {
+    const account = await gw.chain.anvil.newAccount();
+    const t = nowS();
+    const phone = await signed(account, { timestamp: t });
+    const laptop = await signed(account, { timestamp: t });
+    const sessions = [];
+    for (const fields of [phone, laptop]) {
+      const res = await send(fields, "json", { accept: "application/json" });
+      expect(res.status).toBe(200);
+      const { data } = await readJson(res);
+      sessions.push({ account, did: fields.did, token: fields.token, accessToken: data.accessToken, refreshToken: data.refreshToken });
+    }
+    // Both logins share the second; the latest session is the one that logged in last.
+    expect(await info(phone.did)).toEqual({ token: laptop.token, timestamp: t, requestID: "0" });
+    for (const [i, session] of sessions.entries()) {
+      const res = await gw.app.handle(await gw.uploadRequest(session, { requestID: 1, bytes: new TextEncoder().encode(`device ${i}`), name: `device-${i}.txt` }));
+      expect(res.status).toBe(200);
+    }
+    expect((await readJson(await list(sessions[0]!.accessToken))).Object.map((f: { Name: string }) => f.Name)).toEqual(["device-0.txt", "device-1.txt"]);
+  });
+
+  test("each session's own timestamps must grow; another session's do not matter", async () => {
+    const account = await gw.chain.anvil.newAccount();
+    const t = nowS();
+    const phone = newToken();
+    expect((await send(await signed(account, { token: phone, timestamp: t }))).status).toBe(200);
+    // A new device may sign a second earlier than the phone's last login: it is its own session.
+    expect((await send(await signed(account, { timestamp: t - 1 }))).status).toBe(200);
+    // The phone's session: older or equal refused (even freshly signed), newer accepted.
+    await expectRefused(await send(await signed(account, { token: phone, timestamp: t - 1 })), /not newer/);
+    await expectRefused(await send(await signed(account, { token: phone, timestamp: t })), /not newer/);
+    expect((await send(await signed(account, { token: phone, timestamp: t + 1 }))).status).toBe(200);
+    expect(await info(didOf(account))).toEqual({ token: phone, timestamp: t + 1, requestID: "0" });
+  });
+
   test("two devices (two tokens) logged in at once both work", async () => {
     const phone = await gw.user();
     const laptop = await connectStorage({ baseUrl: BASE, account: phone.account, fetch: gw.fetch });
