@@ -23,7 +23,7 @@ import { createPublicClient, createWalletClient, http, parseEther, parseGwei, ty
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { proxyAbi } from "../src/chain/artifacts/index.ts";
 import { defineStowageChain } from "../src/chain/clients.ts";
-import { rpcCall } from "../src/chain/rpc.ts";
+import { httpEndpoint, rpcCall } from "../src/chain/endpoint.ts";
 import { connectGateway } from "../src/sdk/chain.ts";
 import { connectStorage } from "../src/sdk/storage.ts";
 import { assertLoopback, compareMany, fmt, percentile, processCpuSeconds, startServer, type RunningServer } from "./harness.ts";
@@ -123,7 +123,7 @@ try {
 
   // A fresh user: gas money straight from anvil, a deposit through Stowage's /rpc (the SDK), a login.
   const account = privateKeyToAccount(generatePrivateKey());
-  await rpcCall(anvilUrl, "anvil_setBalance", [account.address, `0x${parseEther("100").toString(16)}`]);
+  await rpcCall(httpEndpoint(anvilUrl), "anvil_setBalance", [account.address, `0x${parseEther("100").toString(16)}`]);
   const gateway = await connectGateway(stowage.url, { account });
   const { info } = gateway;
   assertLoopback(info.rpcUrl);

@@ -32,6 +32,8 @@ interface Setting<K extends Kind = Kind> {
   /** "client": a setting of the user commands (put, get, …), not of the server. */
   scope?: Scope;
   default?: string;
+  /** The only values allowed, when the setting is one of a few words. */
+  choices?: readonly string[];
   help: string;
 }
 
@@ -49,6 +51,7 @@ export const settings = {
   corsOrigins: setting({ kind: "list", env: "STOWAGE_CORS_ORIGINS", flag: "--cors-origins", default: "", help: "Comma-separated origins allowed by CORS (empty: none)" }),
   trustProxy: setting({ kind: "int", env: "STOWAGE_TRUST_PROXY", flag: "--trust-proxy", default: "0", help: "Number of reverse proxies whose X-Forwarded-For is trusted" }),
   chainRpc: setting({ kind: "url", env: "STOWAGE_CHAIN_RPC", flag: "--chain-rpc", help: "EVM JSON-RPC URL (unset: embedded chain)" }),
+  embeddedChain: setting({ kind: "string", env: "STOWAGE_EMBEDDED_CHAIN", flag: "--embedded-chain", default: "auto", choices: ["auto", "anvil", "evm"], help: "Engine of the embedded chain: anvil in a private network namespace, evm in-process, auto (anvil where the host allows namespaces)" }),
   chainId: setting({ kind: "int", env: "STOWAGE_CHAIN_ID", flag: "--chain-id", default: "985", help: "Chain id" }),
   chainConfirmations: setting({ kind: "int", env: "STOWAGE_CHAIN_CONFIRMATIONS", flag: "--chain-confirmations", help: "Blocks an event waits before it is indexed (default 0 embedded, 6 external)" }),
   indexerPoll: setting({ kind: "duration", env: "STOWAGE_INDEXER_POLL", flag: "--indexer-poll", default: "2s", help: "How often the event indexer polls the chain" }),
@@ -183,6 +186,7 @@ export function parseConfig(argv: readonly string[], env: Env = processEnv, scop
     const raw = flags.get(name) ?? nonEmpty(env[s.env]) ?? s.default;
     if (raw === undefined) continue;
     try {
+      if (s.choices && !s.choices.includes(raw)) throw new ConfigError(`must be one of ${s.choices.join(", ")}`);
       values[name] = parsers[s.kind](raw);
     } catch (err) {
       // The other side's settings never stop this one: a bad STOWAGE_USER_KEY does not stop a server.

@@ -1,36 +1,53 @@
 /**
- * The embedded chain: anvil as a child process bound to 127.0.0.1, chain id from config, a random
- * mnemonic (no well-known keys), state in `DATA_DIR/chain/state.json` dumped every 2 s and on exit.
- * A pid file lets the next start stop an anvil left behind by a killed server.
+ * The embedded chain, reachable by nobody but the server and the data dir's owner (D14). anvil
+ * cannot switch off its HTTP listener nor its `anvil_*` methods (impersonation, setBalance), so it
+ * runs in a private network namespace where that listener is unreachable, and the server talks
+ * to it over its IPC socket `DATA_DIR/chain/rpc.ipc` inside the 0700 data dir. Where the host
+ * allows no namespace (containers with Docker's seccomp profile, AppArmor's userns rule, macOS)
+ * an in-process EVM with no port takes its place, and the server itself serves the same socket
+ * so `stowage admin …` works alike. A data dir keeps the engine it started with.
+ *
+ * anvil keeps its state in `chain/state.json`, dumped every 2 s and on exit; a record of the
+ * running engine lets the next start stop an anvil left behind by a killed server.
  *
  * @example
  *   const devnet = await startDevnet({ dataDir: "data", chainId: 985, log })
- *   devnet.url // http://127.0.0.1:41234
+ *   await rpcCall(devnet.endpoint, "eth_chainId")
  */
-import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Logger } from "../log.ts";
 import { isAlive } from "../datadir/lock.ts";
 import { anvilExecutable } from "./anvil-binary.ts";
-import { rpcCall } from "./rpc.ts";
+import { ipcEndpoint, providerEndpoint, rpcCall, type RpcEndpoint } from "./endpoint.ts";
+
+/** `auto` picks anvil where a private network namespace can be made, else the in-process EVM. */
+export type EngineChoice = "auto" | "anvil" | "evm";
+export type Engine = Exclude<EngineChoice, "auto">;
 
 export interface Devnet {
-  url: string;
-  pid: number;
+  engine: Engine;
+  endpoint: RpcEndpoint;
+  /** Resolves once everything mined before `since` (ms) is on disk. */
+  saved(since: number): Promise<void>;
   stop(): Promise<void>;
 }
 
-/** Where the CLI finds a running embedded chain. */
+/** What the CLI and the next start know of a running embedded chain. */
 export interface DevnetRecord {
+  engine: Engine;
   pid: number;
-  url: string;
+  ipc: string;
 }
 
 const STATE_INTERVAL_S = 2;
 const READY_TIMEOUT_MS = 20_000;
 
 export const chainDir = (dataDir: string) => join(dataDir, "chain");
-const recordFile = (dataDir: string) => join(chainDir(dataDir), "anvil.json");
+export const socketPath = (dataDir: string) => join(chainDir(dataDir), "rpc.ipc");
+const recordFile = (dataDir: string) => join(chainDir(dataDir), "running.json");
+const anvilState = (dataDir: string) => join(chainDir(dataDir), "state.json");
+const evmDir = (dataDir: string) => join(chainDir(dataDir), "evm");
 
 export function readDevnetRecord(dataDir: string): DevnetRecord | undefined {
   try {
@@ -42,35 +59,70 @@ export function readDevnetRecord(dataDir: string): DevnetRecord | undefined {
 
 function isAnvil(pid: number): boolean {
   try {
-    return readFileSync(`/proc/${pid}/cmdline`, "utf8").includes("anvil");
+    return readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0")[0]!.endsWith("anvil");
   } catch {
     return false;
   }
 }
 
-/** Stops an anvil that a killed server left running on this data dir. */
+/** Stops an anvil that a killed server left running on this data dir (also one recorded by a
+ * release before D14, in `anvil.json`). */
 async function stopLeftover(dataDir: string, log: Logger) {
-  const record = readDevnetRecord(dataDir);
-  if (!record || !isAlive(record.pid) || !isAnvil(record.pid)) return;
-  log.warn("stopping an anvil left by an earlier run", { pid: record.pid });
-  process.kill(record.pid, "SIGTERM");
-  const deadline = Date.now() + 5000;
-  while (isAlive(record.pid) && Date.now() < deadline) await Bun.sleep(50);
-  if (isAlive(record.pid)) process.kill(record.pid, "SIGKILL");
+  const legacy = join(chainDir(dataDir), "anvil.json");
+  const pids = [readDevnetRecord(dataDir), existsSync(legacy) ? (JSON.parse(readFileSync(legacy, "utf8")) as { pid: number }) : undefined].flatMap((r) => (r ? [r.pid] : []));
+  for (const pid of pids) {
+    if (!isAlive(pid) || !isAnvil(pid)) continue;
+    log.warn("stopping an anvil left by an earlier run", { pid });
+    process.kill(pid, "SIGTERM");
+    const deadline = Date.now() + 5000;
+    while (isAlive(pid) && Date.now() < deadline) await Bun.sleep(50);
+    if (isAlive(pid)) process.kill(pid, "SIGKILL");
+  }
+  rmSync(legacy, { force: true });
 }
 
-function freePort(): number {
-  const probe = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
-  const port = probe.port;
-  probe.stop(true);
-  return port;
+let wrapperProbe: string[] | null | undefined;
+
+/** The command that runs a program in a new, empty network namespace here, or null when the
+ * host allows none. `unshare --net` needs CAP_SYS_ADMIN (root); `-rn` adds a user namespace,
+ * which unprivileged users may make where the kernel and its security modules allow it. */
+export function namespaceWrapper(): string[] | null {
+  if (wrapperProbe !== undefined) return wrapperProbe;
+  wrapperProbe = null;
+  for (const wrapper of [["unshare", "--net"], ["unshare", "--map-root-user", "--net"]]) {
+    try {
+      if (Bun.spawnSync([...wrapper, "true"], { stdout: "ignore", stderr: "ignore" }).exitCode === 0) {
+        wrapperProbe = wrapper;
+        break;
+      }
+    } catch {
+      // no unshare on this host
+    }
+  }
+  return wrapperProbe;
 }
 
-async function waitReady(url: string, chainId: number, proc: Bun.Subprocess) {
+/** A data dir keeps its engine: another one would start an empty chain without its contracts. */
+function chooseEngine(dataDir: string, choice: EngineChoice): Engine {
+  const existing: Engine | undefined = existsSync(anvilState(dataDir)) ? "anvil" : existsSync(evmDir(dataDir)) ? "evm" : undefined;
+  if (existing && choice !== "auto" && choice !== existing) {
+    throw new Error(`the embedded chain of ${dataDir} runs on ${existing}; STOWAGE_EMBEDDED_CHAIN=${choice} would start an empty chain without its contracts`);
+  }
+  const engine = existing ?? (choice === "auto" ? (namespaceWrapper() ? "anvil" : "evm") : choice);
+  if (engine === "anvil" && !namespaceWrapper()) {
+    throw new Error(
+      "anvil must run in a private network namespace (its RPC would otherwise be open to every local process), and this host allows none (`unshare --net` and `unshare -rn` failed)" +
+        (existing ? `: this data dir's chain is anvil's, so start it on a host that allows namespaces` : ": set STOWAGE_EMBEDDED_CHAIN=evm or auto"),
+    );
+  }
+  return engine;
+}
+
+async function waitReady(endpoint: RpcEndpoint, chainId: number, proc: Bun.Subprocess) {
   const deadline = Date.now() + READY_TIMEOUT_MS;
   while (Date.now() < deadline) {
     if (proc.exitCode !== null) return false;
-    const id = await rpcCall<string>(url, "eth_chainId").catch(() => undefined);
+    const id = await rpcCall<string>(endpoint, "eth_chainId").catch(() => undefined);
     if (id !== undefined) {
       if (Number(id) !== chainId) throw new Error(`the embedded chain answered chain id ${Number(id)}, expected ${chainId}`);
       return true;
@@ -108,11 +160,11 @@ function guardState(state: string, log: Logger) {
  * `IDLE_S` of real time. */
 export const IDLE_S = 30;
 
-function startHeartbeat(url: string, log: Logger, idleSeconds: number) {
+function startHeartbeat(endpoint: RpcEndpoint, log: Logger, idleSeconds: number) {
   const timer = setInterval(async () => {
     try {
-      const block = await rpcCall<{ timestamp: string }>(url, "eth_getBlockByNumber", ["latest", false]);
-      if (Date.now() / 1000 - Number(block.timestamp) >= idleSeconds) await rpcCall(url, "evm_mine");
+      const block = await rpcCall<{ timestamp: string }>(endpoint, "eth_getBlockByNumber", ["latest", false]);
+      if (Date.now() / 1000 - Number(block.timestamp) >= idleSeconds) await rpcCall(endpoint, "evm_mine");
     } catch (err) {
       log.debug("chain heartbeat failed", { err: (err as Error).message });
     }
@@ -121,28 +173,33 @@ function startHeartbeat(url: string, log: Logger, idleSeconds: number) {
   return timer;
 }
 
-export async function startDevnet({ dataDir, chainId, log, idleSeconds = IDLE_S }: { dataDir: string; chainId: number; log: Logger; idleSeconds?: number }): Promise<Devnet> {
-  const dir = chainDir(dataDir);
-  mkdirSync(dir, { recursive: true, mode: 0o700 });
-  await stopLeftover(dataDir, log);
+function writeRecord(dataDir: string, record: DevnetRecord) {
+  writeFileSync(recordFile(dataDir), JSON.stringify(record), { mode: 0o600 });
+}
+
+async function startAnvil(dataDir: string, chainId: number, log: Logger): Promise<Omit<Devnet, "engine">> {
   const exe = await anvilExecutable(dataDir);
-  const state = join(dir, "state.json");
+  const state = anvilState(dataDir);
+  const ipc = socketPath(dataDir);
   const resumed = existsSync(state);
   guardState(state, log);
-
-  // A probed port can be taken before anvil binds it: try again with another.
+  const wrapper = namespaceWrapper() as string[];
   for (let attempt = 0; attempt < 3; attempt++) {
-    const url = `http://127.0.0.1:${freePort()}`;
-    const args = ["--host", "127.0.0.1", "--port", url.split(":")[2]!, "--chain-id", String(chainId), "--mnemonic-random", "--state", state, "--state-interval", String(STATE_INTERVAL_S), "--silent"];
+    rmSync(ipc, { force: true });
+    // Port 0 inside an empty namespace: the listener exists, but nothing outside can reach it.
+    const args = ["--host", "127.0.0.1", "--port", "0", "--ipc", ipc, "--chain-id", String(chainId), "--mnemonic-random", "--state", state, "--state-interval", String(STATE_INTERVAL_S), "--silent"];
     // Its own process group: a Ctrl-C in the terminal reaches the server, which stops the chain
-    // after draining requests, instead of reaching both at once.
-    const proc = Bun.spawn([exe, ...args], { stdin: "ignore", stdout: "ignore", stderr: "pipe", detached: true });
-    writeFileSync(recordFile(dataDir), JSON.stringify({ pid: proc.pid, url } satisfies DevnetRecord), { mode: 0o600 });
-    const ready = await waitReady(url, chainId, proc).catch((err) => {
+    // after draining requests, instead of reaching both at once. `unshare` execs anvil, so the
+    // pid is anvil's.
+    const proc = Bun.spawn([...wrapper, exe, ...args], { stdin: "ignore", stdout: "ignore", stderr: "pipe", detached: true });
+    writeRecord(dataDir, { engine: "anvil", pid: proc.pid, ipc });
+    const endpoint = ipcEndpoint(ipc);
+    const ready = await waitReady(endpoint, chainId, proc).catch((err) => {
       proc.kill("SIGKILL"); // detached: it would outlive a failed start
       throw err;
     });
     if (!ready) {
+      endpoint.close();
       log.warn("anvil exited at start; retrying", { stderr: (await new Response(proc.stderr).text()).slice(0, 500) });
       continue;
     }
@@ -150,21 +207,66 @@ export async function startDevnet({ dataDir, chainId, log, idleSeconds = IDLE_S 
     void proc.exited.then((code) => {
       if (!stopping) log.error("the embedded chain exited unexpectedly", { exitCode: code });
     });
-    log.info("embedded chain ready", { url, chainId, resumed });
-    const heartbeat = startHeartbeat(url, log, idleSeconds);
+    log.info("embedded chain ready", { engine: "anvil", ipc, chainId, resumed, namespace: wrapper.join(" ") });
     return {
-      url,
-      pid: proc.pid,
+      endpoint,
+      async saved(since) {
+        const deadline = Date.now() + 10_000;
+        while (Date.now() < deadline) {
+          if ((statSync(state, { throwIfNoEntry: false })?.mtimeMs ?? 0) > since) return;
+          await Bun.sleep(100);
+        }
+        throw new Error("the embedded chain did not save its state within 10 s");
+      },
       async stop() {
         stopping = true;
-        clearInterval(heartbeat);
+        endpoint.close();
         proc.kill("SIGTERM"); // anvil dumps its state on SIGTERM
         const killer = setTimeout(() => proc.kill("SIGKILL"), 5000);
         await proc.exited;
         clearTimeout(killer);
-        rmSync(recordFile(dataDir), { force: true });
       },
     };
   }
   throw new Error("the embedded chain (anvil) would not start");
+}
+
+async function startEvm(dataDir: string, chainId: number, log: Logger): Promise<Omit<Devnet, "engine">> {
+  const { createInProcessChain, serveJsonRpcSocket } = await import("./evm-engine.ts");
+  const dir = evmDir(dataDir);
+  const resumed = existsSync(dir);
+  const chain = await createInProcessChain({ dir, chainId, log });
+  const ipc = socketPath(dataDir);
+  const server = await serveJsonRpcSocket(ipc, (args) => chain.request(args)).catch(async (err) => {
+    await chain.stop();
+    throw err;
+  });
+  writeRecord(dataDir, { engine: "evm", pid: process.pid, ipc });
+  log.info("embedded chain ready", { engine: "evm", ipc, chainId, resumed });
+  return {
+    endpoint: providerEndpoint("in-process EVM", (args) => chain.request(args)),
+    saved: async () => {}, // every block is on disk before its transaction is answered
+    async stop() {
+      await server.close();
+      await chain.stop();
+    },
+  };
+}
+
+export async function startDevnet({ dataDir, chainId, log, engine: choice = "auto", idleSeconds = IDLE_S }: { dataDir: string; chainId: number; log: Logger; engine?: EngineChoice; idleSeconds?: number }): Promise<Devnet> {
+  mkdirSync(chainDir(dataDir), { recursive: true, mode: 0o700 });
+  await stopLeftover(dataDir, log);
+  const engine = chooseEngine(dataDir, choice);
+  const running = engine === "anvil" ? await startAnvil(dataDir, chainId, log) : await startEvm(dataDir, chainId, log);
+  const heartbeat = startHeartbeat(running.endpoint, log, idleSeconds);
+  return {
+    ...running,
+    engine,
+    async stop() {
+      clearInterval(heartbeat);
+      await running.stop();
+      rmSync(recordFile(dataDir), { force: true });
+      rmSync(socketPath(dataDir), { force: true });
+    },
+  };
 }

@@ -6,7 +6,7 @@ import { Elysia, t } from "elysia";
 import type { Logger } from "../log.ts";
 import { BodyTooLarge, readTextCapped } from "../http/body.ts";
 import { streamsBody } from "../http/body-limit.ts";
-import { MAX_RPC_BODY, filterRpc, rpcError, upstreamForwarder } from "./rpc-filter.ts";
+import { MAX_RPC_BODY, filterRpc, rpcError } from "./rpc-filter.ts";
 import type { ChainContext } from "./types.ts";
 
 const address = t.String({ pattern: "^0x[0-9a-fA-F]{40}$" });
@@ -15,7 +15,7 @@ const address = t.String({ pattern: "^0x[0-9a-fA-F]{40}$" });
 streamsBody((method, path) => method === "POST" && path === "/rpc");
 
 export const chainRoutes = ({ chain, publicUrl, log }: { chain: ChainContext; publicUrl: string; log: Logger }) => {
-  const forward = upstreamForwarder(chain.upstreamUrl);
+  const forward = chain.upstream.send;
   const info = {
     chainId: chain.chain.id,
     rpcUrl: `${publicUrl}/rpc`,

@@ -3,6 +3,7 @@
  * `eth_sendRawTransaction` pass; node-control calls (`anvil_*`, `evm_*`, `debug_*`, account
  * unlocking, `eth_sendTransaction`) and anything unknown are refused, alone or inside a batch.
  */
+import type { RpcId, RpcRequest, RpcResponse } from "./endpoint.ts";
 
 /** The only methods that reach the chain. Everything else is refused. */
 export const ALLOWED_METHODS = new Set([
@@ -33,19 +34,7 @@ export const ALLOWED_METHODS = new Set([
 export const MAX_RPC_BODY = 512 * 1024;
 export const MAX_BATCH = 100;
 
-type Id = string | number | null;
-interface RpcRequest {
-  jsonrpc: "2.0";
-  id: Id;
-  method: string;
-  params?: unknown;
-}
-interface RpcResponse {
-  jsonrpc: "2.0";
-  id: Id;
-  result?: unknown;
-  error?: { code: number; message: string };
-}
+type Id = RpcId;
 
 const fail = (id: Id, code: number, message: string): RpcResponse => ({ jsonrpc: "2.0", id, error: { code, message } });
 
@@ -84,20 +73,6 @@ export async function filterRpc(body: unknown, forward: (batch: RpcRequest[]) =>
     return a ? { ...a, id: r.id } : fail(r.id, -32603, "No answer from the chain");
   });
   return batch ? out : (out[0] as RpcResponse);
-}
-
-/** Forwards a batch to the upstream node over HTTP. */
-export function upstreamForwarder(url: string, timeoutMs = 20_000) {
-  return async (batch: RpcRequest[]): Promise<RpcResponse[]> => {
-    const res = await fetch(url, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify(batch),
-      signal: AbortSignal.timeout(timeoutMs),
-    });
-    const answer = (await res.json()) as RpcResponse | RpcResponse[];
-    return Array.isArray(answer) ? answer : [answer];
-  };
 }
 
 export const rpcError = fail;

@@ -3,8 +3,6 @@
  * clients, the operator wallet, and the contracts (deployed on the embedded chain's first start,
  * checked with eth_getCode on every start).
  */
-import { statSync } from "node:fs";
-import { join } from "node:path";
 import { parseEther, type Address } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import type { Config } from "../config.ts";
@@ -13,8 +11,8 @@ import type { Secrets } from "../datadir/secrets.ts";
 import { chainClients } from "./clients.ts";
 import { checkDeployed, deployContracts } from "./deploy.ts";
 import { configuredDeployment, writeDeployment, type Deployment } from "./deployment.ts";
-import { chainDir, startDevnet, type Devnet } from "./devnet.ts";
-import { rpcCall } from "./rpc.ts";
+import { startDevnet, type Devnet, type EngineChoice } from "./devnet.ts";
+import { httpEndpoint, rpcCall, type RpcEndpoint } from "./endpoint.ts";
 import type { ChainContext } from "./types.ts";
 
 export interface RunningChain {
@@ -27,38 +25,25 @@ export interface RunningChain {
 /** Gas money for the embedded chain's own keys; users get theirs from `stowage admin fund`. */
 const EMBEDDED_BALANCE = { admin: parseEther("1000000"), operator: parseEther("1000") };
 
-async function topUp(url: string, address: Address, wei: bigint) {
-  const balance = BigInt(await rpcCall<string>(url, "eth_getBalance", [address, "latest"]));
-  if (balance < wei / 2n) await rpcCall(url, "anvil_setBalance", [address, `0x${wei.toString(16)}`]);
-}
-
-/** The deployment must be in anvil's state file before it is recorded, or a kill -9 in between
- * would leave a record of contracts the restarted chain never had. */
-async function waitForStateDump(dataDir: string, after: number) {
-  const file = join(chainDir(dataDir), "state.json");
-  const deadline = Date.now() + 10_000;
-  while (Date.now() < deadline) {
-    const mtime = statSync(file, { throwIfNoEntry: false })?.mtimeMs ?? 0;
-    if (mtime > after) return;
-    await Bun.sleep(100);
-  }
-  throw new Error("the embedded chain did not save its state within 10 s");
+async function topUp(endpoint: RpcEndpoint, address: Address, wei: bigint) {
+  const balance = BigInt(await rpcCall<string>(endpoint, "eth_getBalance", [address, "latest"]));
+  if (balance < wei / 2n) await rpcCall(endpoint, "anvil_setBalance", [address, `0x${wei.toString(16)}`]);
 }
 
 export async function startChain(config: Config, secrets: Secrets, log: Logger): Promise<RunningChain> {
   const embedded = config.chainRpc === undefined;
-  const devnet: Devnet | undefined = embedded ? await startDevnet({ dataDir: config.dataDir, chainId: config.chainId, log }) : undefined;
+  const devnet: Devnet | undefined = embedded ? await startDevnet({ dataDir: config.dataDir, chainId: config.chainId, log, engine: config.embeddedChain as EngineChoice }) : undefined;
   try {
-    const url = devnet?.url ?? (config.chainRpc as string);
-    const { chain, publicClient, wallet } = chainClients(config.chainId, url, embedded);
+    const endpoint = devnet?.endpoint ?? httpEndpoint(config.chainRpc as string);
+    const { chain, publicClient, wallet } = chainClients(config.chainId, endpoint, embedded);
     const remoteId = await publicClient.getChainId();
     if (remoteId !== config.chainId) throw new Error(`STOWAGE_CHAIN_RPC serves chain ${remoteId}, but STOWAGE_CHAIN_ID is ${config.chainId}`);
 
     const operatorAccount = privateKeyToAccount(secrets.operatorKey);
     const adminAccount = privateKeyToAccount(secrets.adminKey);
     if (embedded) {
-      await topUp(url, adminAccount.address, EMBEDDED_BALANCE.admin);
-      await topUp(url, operatorAccount.address, EMBEDDED_BALANCE.operator);
+      await topUp(endpoint, adminAccount.address, EMBEDDED_BALANCE.admin);
+      await topUp(endpoint, operatorAccount.address, EMBEDDED_BALANCE.operator);
     }
 
     let deployment = configuredDeployment(config);
@@ -67,13 +52,15 @@ export async function startChain(config: Config, secrets: Secrets, log: Logger):
       log.info("deploying contracts to the embedded chain");
       const started = Date.now();
       deployment = await deployContracts(wallet(adminAccount), publicClient, operatorAccount.address, (line) => log.info("deployed", { line: line.trim() }));
-      await waitForStateDump(config.dataDir, started);
+      // On disk before it is recorded, or a kill -9 in between would leave a record of
+      // contracts the restarted chain never had.
+      await devnet?.saved(started);
       writeDeployment(config.dataDir, deployment);
     }
     if (deployment.chainId !== config.chainId) throw new Error(`the contracts in DATA_DIR/chain/deployment.json are on chain ${deployment.chainId}, not ${config.chainId}`);
     await checkDeployed(publicClient, deployment);
 
-    const context: ChainContext = { chain, upstreamUrl: url, publicClient, operator: wallet(operatorAccount), contracts: deployment.contracts, embedded };
+    const context: ChainContext = { chain, upstream: endpoint, publicClient, operator: wallet(operatorAccount), contracts: deployment.contracts, embedded };
     return {
       context,
       deployment,

@@ -3,6 +3,7 @@
  * addresses and the operator's wallet. Built by `src/chain/start.ts` at server start.
  */
 import type { Account, Address, Chain, PublicClient, Transport, WalletClient } from "viem";
+import type { RpcEndpoint } from "./endpoint.ts";
 
 export interface ContractAddresses {
   proxy: Address;
@@ -12,12 +13,12 @@ export interface ContractAddresses {
 
 export interface ChainContext {
   chain: Chain;
-  /** The upstream JSON-RPC (the embedded anvil or STOWAGE_CHAIN_RPC); never handed to clients as is. */
-  upstreamUrl: string;
+  /** The upstream JSON-RPC (the embedded chain's socket or STOWAGE_CHAIN_RPC); never handed to clients as is. */
+  upstream: RpcEndpoint;
   publicClient: PublicClient<Transport, Chain>;
   /** Signs with the operator key: purchases only. */
   operator: WalletClient<Transport, Chain, Account>;
   contracts: ContractAddresses;
-  /** True for the chain this server runs itself (anvil); false for an external RPC. */
+  /** True for the chain this server runs itself (anvil or the in-process EVM); false for an external RPC. */
   embedded: boolean;
 }

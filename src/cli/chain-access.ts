@@ -1,6 +1,6 @@
 /**
  * How the command line reaches the chain: the RPC from STOWAGE_CHAIN_RPC or the running embedded
- * chain of the data dir, the admin key from config or `DATA_DIR/secrets/admin.key`, and the
+ * chain of the data dir (through its socket in the data dir: D14, no port), the admin key from config or `DATA_DIR/secrets/admin.key`, and the
  * contracts from config or `DATA_DIR/chain/deployment.json`. The server is not asked.
  */
 import { privateKeyToAccount } from "viem/accounts";
@@ -8,28 +8,29 @@ import type { Config } from "../config.ts";
 import { readChainKey } from "../datadir/secrets.ts";
 import { chainClients } from "../chain/clients.ts";
 import { configuredDeployment, type Deployment } from "../chain/deployment.ts";
-import { readDevnetRecord } from "../chain/devnet.ts";
-import { rpcCall } from "../chain/rpc.ts";
+import { readDevnetRecord, socketPath } from "../chain/devnet.ts";
+import { httpEndpoint, ipcEndpoint, rpcCall, type RpcEndpoint } from "../chain/endpoint.ts";
 
 export class CliError extends Error {
   override name = "CliError";
 }
 
-export async function chainUrl(config: Config): Promise<{ url: string; embedded: boolean }> {
-  if (config.chainRpc) return { url: config.chainRpc, embedded: false };
-  const record = readDevnetRecord(config.dataDir);
-  const alive = record && (await rpcCall<string>(record.url, "eth_chainId").catch(() => undefined));
-  if (!record || !alive) {
+export async function chainEndpoint(config: Config): Promise<{ endpoint: RpcEndpoint; embedded: boolean }> {
+  if (config.chainRpc) return { endpoint: httpEndpoint(config.chainRpc), embedded: false };
+  const endpoint = readDevnetRecord(config.dataDir) && ipcEndpoint(socketPath(config.dataDir), 5000);
+  const alive = endpoint && (await rpcCall<string>(endpoint, "eth_chainId").catch(() => undefined));
+  if (!endpoint || !alive) {
+    endpoint?.close();
     throw new CliError(`the embedded chain of ${config.dataDir} is not running: start \`stowage serve --data-dir ${config.dataDir}\` first, or set STOWAGE_CHAIN_RPC`);
   }
-  return { url: record.url, embedded: true };
+  return { endpoint, embedded: true };
 }
 
 export async function adminAccess(config: Config) {
-  const { url, embedded } = await chainUrl(config);
+  const { endpoint, embedded } = await chainEndpoint(config);
   const deployment: Deployment | undefined = configuredDeployment(config);
   if (!deployment) throw new CliError(`no contracts known for this data dir (${config.dataDir}/chain/deployment.json): run \`stowage chain deploy\` or set STOWAGE_*_ADDRESS`);
   const admin = privateKeyToAccount(config.adminKey ?? readChainKey(config.dataDir, "admin"));
-  const { publicClient, wallet } = chainClients(config.chainId, url, embedded);
-  return { url, embedded, deployment, admin, publicClient, wallet: wallet(admin) };
+  const { publicClient, wallet } = chainClients(config.chainId, endpoint, embedded);
+  return { endpoint, embedded, deployment, admin, publicClient, wallet: wallet(admin) };
 }

@@ -51,7 +51,7 @@ test("deploys the three contracts, records them, and the server starts on them",
   const chain = await startChain(config, secrets, silentLogger);
   expect(chain.context.embedded).toBe(false);
   expect(chain.context.contracts).toEqual(recorded!.contracts);
-  expect(existsSync(join(dataDir, "chain", "anvil.json"))).toBe(false); // no embedded chain was started
+  expect(existsSync(join(dataDir, "chain", "running.json"))).toBe(false); // no embedded chain was started
   await chain.stop();
 });
 

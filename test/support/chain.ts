@@ -6,6 +6,7 @@ import { afterAll } from "bun:test";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { parseEther } from "viem";
 import type { ChainContext } from "../../src/chain/types.ts";
+import { httpEndpoint } from "../../src/chain/endpoint.ts";
 import { deployContracts } from "../../src/chain/deploy.ts";
 import { startAnvil, type Anvil } from "./anvil.ts";
 
@@ -29,7 +30,7 @@ export async function testChain(): Promise<TestChain> {
   const deployment = await deployContracts(anvil.wallet(admin), anvil.publicClient, operator.address);
   const context: ChainContext = {
     chain: anvil.chain,
-    upstreamUrl: anvil.url,
+    upstream: httpEndpoint(anvil.url),
     publicClient: anvil.publicClient,
     operator: anvil.wallet(operator),
     contracts: deployment.contracts,
