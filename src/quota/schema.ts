@@ -4,7 +4,8 @@
  */
 import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
 
-/** Bytes an in-flight upload or download holds against a pool until it settles. */
+/** Bytes an in-flight upload or download holds against a pool until it settles, or until it expires
+ * (its gateway died or its client went silent): only expired rows are ever cleared. */
 export const quotaReservations = sqliteTable(
   "quota_reservations",
   {
@@ -12,8 +13,13 @@ export const quotaReservations = sqliteTable(
     /** Checksummed address of the account (the DID's identity). */
     account: text("account").notNull(),
     kind: text("kind", { enum: ["space", "traffic"] }).notNull(),
+    /** Bytes the transfer is sure to count: an upload's bytes received so far, a download's length. */
     bytes: integer("bytes").notNull(),
     createdAt: integer("created_at").notNull(),
+    /** The gateway process that holds it (a random id per process). */
+    gateway: text("gateway").notNull().default(""),
+    /** Epoch ms after which nobody holds it any more (renewed while bytes flow); 0 = a row from before expiry existed. */
+    expiresAt: integer("expires_at").notNull().default(0),
   },
   (t) => [index("quota_reservations_account").on(t.account, t.kind)],
 );
