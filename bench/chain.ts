@@ -3,7 +3,7 @@
  *
  * 1. A view call, `spaceRecord(user)` with viem `readContract`: through Stowage's public
  *    `POST /rpc` filter (the `rpcUrl` of its `GET /chain`) against the same embedded anvil
- *    addressed directly (its URL from DATA_DIR/chain/anvil.json). Latency of sequential calls, then
+ *    addressed directly over its IPC socket (DATA_DIR/chain/rpc.ipc, as the server reaches it: D14). Latency of sequential calls, then
  *    throughput with `--concurrency` call loops for `--seconds`, and the CPU per call of the
  *    server's process tree (Stowage and its anvil child; the direct side leaves Stowage idle).
  * 2. A purchase: `GET /dfs/buyspace?size=1000` through the SDK (`store.buySpace`), answered once
@@ -23,7 +23,8 @@ import { createPublicClient, createWalletClient, http, parseEther, parseGwei, ty
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { proxyAbi } from "../src/chain/artifacts/index.ts";
 import { defineStowageChain } from "../src/chain/clients.ts";
-import { httpEndpoint, rpcCall } from "../src/chain/endpoint.ts";
+import { socketPath } from "../src/chain/devnet.ts";
+import { ipcEndpoint, rpcCall } from "../src/chain/endpoint.ts";
 import { connectGateway } from "../src/sdk/chain.ts";
 import { connectStorage } from "../src/sdk/storage.ts";
 import { assertLoopback, compareMany, fmt, percentile, processCpuSeconds, startServer, type RunningServer } from "./harness.ts";
@@ -118,12 +119,11 @@ try {
   const stowage = server;
   const dataDir = /data dir (\S+)/.exec(stowage.output())?.[1];
   if (!dataDir) throw new Error(`the server did not name its data dir:\n${stowage.output()}`);
-  const anvilUrl = (JSON.parse(readFileSync(join(dataDir, "chain", "anvil.json"), "utf8")) as { url: string }).url;
-  assertLoopback(anvilUrl);
+  const anvil = ipcEndpoint(socketPath(dataDir));
 
   // A fresh user: gas money straight from anvil, a deposit through Stowage's /rpc (the SDK), a login.
   const account = privateKeyToAccount(generatePrivateKey());
-  await rpcCall(httpEndpoint(anvilUrl), "anvil_setBalance", [account.address, `0x${parseEther("100").toString(16)}`]);
+  await rpcCall(anvil, "anvil_setBalance", [account.address, `0x${parseEther("100").toString(16)}`]);
   const gateway = await connectGateway(stowage.url, { account });
   const { info } = gateway;
   assertLoopback(info.rpcUrl);
@@ -135,12 +135,11 @@ try {
 
   // Two public clients that differ only in their URL. No retries: a failed call must fail the run,
   // not hide in a latency.
-  const client = (url: string, chain: Chain): PublicClient<Transport, Chain> =>
-    createPublicClient({ chain, transport: http(url, { retryCount: 0, timeout: 10_000 }), pollingInterval: POLLING_MS });
-  const directChain = defineStowageChain(info.chainId, anvilUrl);
-  const viaStowage = client(info.rpcUrl, defineStowageChain(info.chainId, info.rpcUrl));
-  const direct = client(anvilUrl, directChain);
-  const wallet = createWalletClient({ account, chain: directChain, transport: http(anvilUrl, { retryCount: 0, timeout: 10_000 }), pollingInterval: POLLING_MS });
+  const client = (transport: Transport, chain: Chain): PublicClient<Transport, Chain> => createPublicClient({ chain, transport, pollingInterval: POLLING_MS });
+  const directChain = defineStowageChain(info.chainId);
+  const viaStowage = client(http(info.rpcUrl, { retryCount: 0, timeout: 10_000 }), defineStowageChain(info.chainId, info.rpcUrl));
+  const direct = client(anvil.transport(), directChain);
+  const wallet = createWalletClient({ account, chain: directChain, transport: anvil.transport(), pollingInterval: POLLING_MS });
 
   const spaceRecord = (c: PublicClient<Transport, Chain>) => c.readContract({ address: proxy, abi: proxyAbi, functionName: "spaceRecord", args: [user] });
   const [a, b] = await Promise.all([spaceRecord(viaStowage), spaceRecord(direct)]);
@@ -148,7 +147,7 @@ try {
   const purchasedBefore = a[2];
 
   console.log(
-    `chain round trips: stowage ${stowage.url} (log level ${logLevel}, /rpc ${info.rpcUrl}) against its embedded anvil ${anvilUrl}; ` +
+    `chain round trips: stowage ${stowage.url} (log level ${logLevel}, /rpc ${info.rpcUrl}) against its embedded chain at ${anvil.label}; ` +
       `${rounds} rounds + 1 warm-up; ${navigator.hardwareConcurrency} cores, Bun ${Bun.version}, ${new Date().toISOString()}, load average ${loadavg()}`,
   );
 
