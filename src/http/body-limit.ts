@@ -3,8 +3,13 @@
  * them, by their Content-Length. (Over a socket such bodies must declare it: the server's fetch
  * handler refuses chunked ones, see `needsLength`.) Streaming routes (uploads) register a
  * matcher and are left alone: they stream and enforce their own limit.
+ *
+ * It is also where the type of such a body is settled before Elysia parses it by its
+ * Content-Type: JSON sent without saying so (D14, see `isUntypedJson`) is marked as JSON, so every
+ * route that takes a parsed body reads it the same way.
  */
 import { Elysia } from "elysia";
+import { isUntypedJson } from "./body.ts";
 import { accountError, isAccountPath, storageError } from "./errors.ts";
 
 export const MAX_PARSED_BODY = 64 * 1024;
@@ -27,7 +32,7 @@ export function isParsedBody(request: Request, path: string): boolean {
 /** Over a socket, a parsed body without Content-Length (chunked) could grow without bound. */
 export const needsLength = (request: Request, path: string) => isParsedBody(request, path) && request.headers.get("content-length") === null;
 
-export const bodyLimit = new Elysia({ name: "body-limit" }).onRequest(({ request }) => {
+export const bodyLimit = new Elysia({ name: "body-limit" }).onRequest(async ({ request }) => {
   const path = new URL(request.url).pathname;
   if (!isParsedBody(request, path)) return;
   const length = request.headers.get("content-length");
@@ -35,4 +40,6 @@ export const bodyLimit = new Elysia({ name: "body-limit" }).onRequest(({ request
   if (length !== null && Number(length) > MAX_PARSED_BODY) {
     throw account ? accountError("PAYLOAD_TOO_LARGE", `Body larger than ${MAX_PARSED_BODY} bytes`) : storageError.tooLarge(MAX_PARSED_BODY);
   }
+  // Request headers are mutable, and Elysia reads the type only when it parses, after this hook.
+  if (await isUntypedJson(request, MAX_PARSED_BODY)) request.headers.set("content-type", "application/json");
 });

@@ -24,3 +24,37 @@ export async function readTextCapped(request: Request, limit: number): Promise<s
   }
   return Buffer.concat(parts).toString("utf8");
 }
+
+/** `{`, after optional whitespace: how a JSON object starts, and how no form or text body does. */
+const JSON_OBJECT_START = /^\s*\{/;
+
+/** A body that is one JSON object (not merely one that starts like one). */
+function isJsonObject(text: string): boolean {
+  try {
+    const value: unknown = JSON.parse(text);
+    return typeof value === "object" && value !== null && !Array.isArray(value);
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Whether a body read whole is JSON although its Content-Type does not say so (D14): Go's
+ * `http.NewRequest` sends none, `curl -d` sends `application/x-www-form-urlencoded`. A body
+ * without a type that starts with `{` is JSON; a "form" is JSON only when it is a whole JSON
+ * object, which no real form body (`key=value&…`) is. Reads a copy, so the body stays unread.
+ */
+export async function isUntypedJson(request: Request, limit: number): Promise<boolean> {
+  const type = (request.headers.get("content-type") ?? "").split(";")[0]?.trim().toLowerCase();
+  const form = type === "application/x-www-form-urlencoded";
+  if ((type && !form) || !request.body) return false;
+  let text: string;
+  try {
+    text = await readTextCapped(request.clone(), limit);
+  } catch (err) {
+    // Too large to be a body read whole: the body cap answers it, not this guess.
+    if (err instanceof BodyTooLarge) return false;
+    throw err;
+  }
+  return form ? isJsonObject(text) : JSON_OBJECT_START.test(text);
+}

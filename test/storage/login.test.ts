@@ -2,6 +2,8 @@
 // through app.handle, by the SDK where a client would and by hand where the request is hostile.
 import { describe, expect, test } from "bun:test";
 import { getAddress, type Hex, type LocalAccount } from "viem";
+import { createHandler } from "../../src/http/handler.ts";
+import { silentLogger } from "../../src/log.ts";
 import { connectStorage } from "../../src/sdk/storage.ts";
 import { get, postJson, readJson } from "../support/app.ts";
 import { BASE, newToken, testGateway } from "../support/storage.ts";
@@ -83,6 +85,45 @@ describe("POST /login succeeds", () => {
     expect(await readJson(await gw.app.handle(get(`/login?did=${fields.did}`)))).toEqual({ token: fields.token, timestamp: fields.timestamp, requestID: "0" });
   });
 
+  test("a JSON body without Content-Type (Go's default) is read as JSON (D14)", async () => {
+    const account = await gw.chain.anvil.newAccount();
+    const fields = await signed(account);
+    const res = await gw.app.handle(new Request(`${BASE}/login`, { method: "POST", headers: { accept: "application/json" }, body: JSON.stringify(fields) }));
+    expect(res.headers.get("content-type")).toStartWith("application/json");
+    expect(await readJson(res)).toEqual({ result: 1, data: { did: fields.did, accessToken: expect.any(String), refreshToken: expect.any(String) } });
+    expect(await info(fields.did)).toEqual({ token: fields.token, timestamp: fields.timestamp, requestID: "0" });
+  });
+
+  test("a JSON body sent as a form (`curl -d`) is read as JSON; a real form is still a form", async () => {
+    const account = await gw.chain.anvil.newAccount();
+    const fields = await signed(account);
+    const asForm = { "content-type": "application/x-www-form-urlencoded" };
+    const res = await gw.app.handle(new Request(`${BASE}/login`, { method: "POST", headers: asForm, body: `  ${JSON.stringify(fields)}\n` }));
+    expect(res.status).toBe(200);
+    expect(await res.text()).toBe("Login success!");
+    expect((await info(fields.did)).token).toBe(fields.token);
+    // A form whose first field merely starts with "{" is not a JSON object: read as the form it is.
+    const form = await signed(account);
+    const pairs = new URLSearchParams({ "{": "x", ...Object.fromEntries(Object.entries(form).map(([k, v]) => [k, String(v)])) });
+    expect((await gw.app.handle(new Request(`${BASE}/login`, { method: "POST", headers: asForm, body: pairs.toString() }))).status).toBe(200);
+    expect((await info(form.did)).token).toBe(form.token);
+  });
+
+  test("a JSON login without Content-Type works over a real socket too", async () => {
+    const server = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: createHandler({ handle: (r) => gw.app.handle(r), log: silentLogger, corsOrigins: [], trustProxy: 0 }) });
+    try {
+      const fields = await signed(await gw.chain.anvil.newAccount());
+      // A byte body, as Go sends it: fetch adds no Content-Type for one.
+      const request = new Request(`http://127.0.0.1:${server.port}/login`, { method: "POST", body: new TextEncoder().encode(JSON.stringify(fields)) });
+      expect(request.headers.get("content-type")).toBeNull();
+      const res = await fetch(request);
+      expect(await res.text()).toBe("Login success!");
+      expect((await info(fields.did)).token).toBe(fields.token);
+    } finally {
+      server.stop(true);
+    }
+  });
+
   test("a timestamp as a JSON string and a token without 0x or in upper case are the same login", async () => {
     const account = await gw.chain.anvil.newAccount();
     const fields = await signed(account);
@@ -108,6 +149,20 @@ describe("POST /login refuses, always 401 with the storage error body", () => {
   test("no parameters at all", async () => {
     await expectRefused(await gw.app.handle(new Request(`${BASE}/login`, { method: "POST" })), /^Missing parameter$/);
     await expectRefused(await send({}), /^Missing parameter$/);
+  });
+
+  test("a body without Content-Type that is not JSON is not guessed at; one that starts with { but is not JSON is malformed JSON", async () => {
+    const fields = await signed(await gw.chain.anvil.newAccount());
+    const pairs = new URLSearchParams(Object.entries(fields).map(([k, v]): [string, string] => [k, String(v)]));
+    await expectRefused(await gw.app.handle(new Request(`${BASE}/login`, { method: "POST", body: pairs.toString() })), /^Missing parameter$/);
+    const broken = JSON.stringify(fields).slice(0, -1);
+    const untyped = await gw.app.handle(new Request(`${BASE}/login`, { method: "POST", body: broken }));
+    const typed = await gw.app.handle(new Request(`${BASE}/login`, { method: "POST", headers: { "content-type": "application/json" }, body: broken }));
+    expect(untyped.status).toBe(typed.status);
+    expect(await readJson(untyped)).toEqual(await readJson(typed));
+    expect(untyped.status).toBeLessThan(500);
+    // None of it was a login.
+    expect((await gw.app.handle(get(`/login?did=${fields.did}`))).status).toBe(404);
   });
 
   test("a stale timestamp (> 60 s old) is expired", async () => {
