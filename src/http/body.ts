@@ -50,7 +50,8 @@ export async function isUntypedJson(request: Request, limit: number): Promise<bo
   if ((type && !form) || !request.body) return false;
   let text: string;
   try {
-    text = await readTextCapped(request.clone(), limit);
+    // @types/node types clone() as undici's Request; at run time it is the same class.
+    text = await readTextCapped(request.clone() as Request, limit);
   } catch (err) {
     // Too large to be a body read whole: the body cap answers it, not this guess.
     if (err instanceof BodyTooLarge) return false;
