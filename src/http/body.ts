@@ -1,6 +1,7 @@
 /**
  * Reads a request body up to a limit without trusting Content-Length: a chunked body that grows
- * past the limit is cut off at the limit, never buffered whole.
+ * past the limit is cut off at the limit, never buffered whole. And tells JSON sent without a
+ * JSON Content-Type (D14), so it can be parsed as what it is.
  */
 export class BodyTooLarge extends Error {
   override name = "BodyTooLarge";
