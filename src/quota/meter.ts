@@ -1,16 +1,21 @@
 /**
- * Quota enforcement (D7). One space pool and one traffic pool per account, shared by `dfs` and
- * `ipfs`. Every reservation is one `BEGIN IMMEDIATE` transaction that checks what is stored (or
- * moved this period) plus what other in-flight transfers hold, so no number of parallel requests
- * can exceed a pool. An upload reserves as it streams (in steps), a download its length; both
- * settle to the real count, or release on failure.
+ * Quota enforcement (D7, D14). One space pool and one traffic pool per account, shared by `dfs` and
+ * `ipfs`. A transfer holds only what it is sure to need: a download its length, an upload the bytes
+ * that have arrived (multipart framing and bytes not yet sent never hold anything, so they cannot
+ * refuse another transfer). An upload checks again when its bytes pass what was free (or its
+ * declared length) at its last check; the exact check — stored + others' holds + this file ≤ pool
+ * — runs in the transaction that inserts the file row. Each check is one `BEGIN IMMEDIATE`
+ * transaction, so no number of parallel requests can exceed a pool.
+ *
+ * Holds carry this gateway's id and an `expires_at` renewed while bytes flow: a hold of a dead
+ * gateway or a silent client stops counting once expired, and only expired holds are ever cleared.
  *
  * @example
- *   const up = await meter.beginUpload(address, did)
- *   up.add(chunk.byteLength)   // throws 402 past the allowance
- *   up.commit(totalBytes)      // or up.release()
+ *   const up = await meter.beginUpload(address, did, { declared, backend: "dfs", name })
+ *   up.add(chunk.byteLength)              // throws 402 once it cannot fit
+ *   files.add(row, (tx) => up.commit(tx, size, moved))   // or up.release()
  */
-import { and, eq, sql } from "drizzle-orm";
+import { and, eq, gt, lte, notInArray, sql } from "drizzle-orm";
 import type { Address } from "viem";
 import type { Db } from "../db/open.ts";
 import { storageError } from "../http/errors.ts";
@@ -20,50 +25,53 @@ import { quotaReservations, trafficUsage } from "./schema.ts";
 
 type Tx = Parameters<Parameters<Db["transaction"]>[0]>[0];
 
-/** Uploads reserve this much at a time, so a transaction per network chunk is not needed. */
-export const RESERVE_STEP = 8 * 1024 * 1024;
+/** A hold nobody renews stops counting after this long (a gateway killed, a client gone silent). */
+export const RESERVATION_TTL_MS = 60_000;
+/** A transfer whose bytes flow renews its holds this often, well inside the TTL. */
+const RENEW_MS = 10_000;
+/** An upload records the bytes it received at least every this many, so others' checks see them. */
+const RECORD_STEP = 8 * 1024 * 1024;
 
 /** JSON numbers are exact to 2^53 (D7: int64-safe); larger uint64 values are clamped. */
 const safe = (n: bigint) => Number(n > BigInt(Number.MAX_SAFE_INTEGER) ? BigInt(Number.MAX_SAFE_INTEGER) : n);
 
-const sumFiles = (tx: Tx | Db, did: string) =>
-  tx.select({ n: sql<number>`coalesce(sum(${files.size}), 0)` }).from(files).where(eq(files.did, did)).get()?.n ?? 0;
+/** Bytes `did` stores, leaving out the file an upload would replace (it stops counting when replaced). */
+const sumFiles = (tx: Tx | Db, did: string, replaced?: { backend: string; name: string }) =>
+  tx
+    .select({ n: sql<number>`coalesce(sum(${files.size}), 0)` })
+    .from(files)
+    .where(and(eq(files.did, did), replaced ? sql`not (${files.backend} = ${replaced.backend} and ${files.name} = ${replaced.name})` : undefined))
+    .get()?.n ?? 0;
 
-const sumReserved = (tx: Tx | Db, account: string, kind: Kind) =>
-  tx.select({ n: sql<number>`coalesce(sum(${quotaReservations.bytes}), 0)` }).from(quotaReservations).where(and(eq(quotaReservations.account, account), eq(quotaReservations.kind, kind))).get()?.n ?? 0;
+/** Bytes live holds of other transfers count against a pool. */
+const sumReserved = (tx: Tx | Db, account: string, kind: Kind, at: number, mine: number[] = []) =>
+  tx
+    .select({ n: sql<number>`coalesce(sum(${quotaReservations.bytes}), 0)` })
+    .from(quotaReservations)
+    .where(and(eq(quotaReservations.account, account), eq(quotaReservations.kind, kind), gt(quotaReservations.expiresAt, at), mine.length ? notInArray(quotaReservations.id, mine) : undefined))
+    .get()?.n ?? 0;
 
 const trafficMoved = (tx: Tx | Db, account: string, periodStart: number) =>
   tx.select().from(trafficUsage).where(and(eq(trafficUsage.account, account), eq(trafficUsage.periodStart, periodStart))).get()?.bytes ?? 0;
 
-export function createMeter({ db, records, now = Date.now }: { db: Db; records: Records; now?: () => number }) {
-  /** Bytes of the pool in use: stored (space) or moved this period (traffic), plus reservations. */
-  function used(tx: Tx | Db, account: Address, did: string, kind: Kind, periodStart: number) {
-    return (kind === "space" ? sumFiles(tx, did) : trafficMoved(tx, account, periodStart)) + sumReserved(tx, account, kind);
-  }
-
+export function createMeter({ db, records, now = Date.now, gateway = crypto.randomUUID() }: { db: Db; records: Records; now?: () => number; gateway?: string }) {
   async function pool(account: Address, kind: Kind) {
     const [record, time] = await Promise.all([records.get(account, kind), records.chainTime()]);
     return { record, limit: allowance(record, time), periodStart: Number(record.periodStart), expired: record.expire <= time };
   }
+  type Pool = Awaited<ReturnType<typeof pool>>;
 
   const refuse = (kind: Kind, limit: number, inUse: number, want: number) =>
     storageError.quota(`not enough ${kind}: ${limit} bytes allowed, ${inUse} in use, ${want} more needed — buy more (GET /dfs/buy${kind}) or ask for a grant`);
 
-  /** Holds at least `need` bytes (else 402), and up to `prefer` when the pool has room. */
-  function reserve(account: Address, did: string, kind: Kind, need: number, prefer: number, limit: number, periodStart: number, id?: number): { id: number; held: number } {
-    return db.transaction(
-      (tx) => {
-        const inUse = used(tx, account, did, kind, periodStart);
-        if (inUse + need > limit) throw refuse(kind, limit, inUse, need);
-        const held = Math.max(need, Math.min(prefer, limit - inUse));
-        if (id !== undefined) {
-          tx.update(quotaReservations).set({ bytes: sql`${quotaReservations.bytes} + ${held}` }).where(eq(quotaReservations.id, id)).run();
-          return { id, held };
-        }
-        return { id: tx.insert(quotaReservations).values({ account, kind, bytes: held, createdAt: now() }).returning({ id: quotaReservations.id }).get().id, held };
-      },
-      { behavior: "immediate" },
-    );
+  /** Inserts or renews a hold of `bytes`; a hold that expired meanwhile (and was cleared) is made again. */
+  function hold(tx: Tx, account: Address, kind: Kind, bytes: number, id: number | undefined): number {
+    const expiresAt = now() + RESERVATION_TTL_MS;
+    if (id !== undefined) {
+      const kept = tx.update(quotaReservations).set({ bytes, expiresAt }).where(eq(quotaReservations.id, id)).returning({ id: quotaReservations.id }).get();
+      if (kept) return kept.id;
+    }
+    return tx.insert(quotaReservations).values({ account, kind, bytes, createdAt: now(), gateway, expiresAt }).returning({ id: quotaReservations.id }).get().id;
   }
 
   function addTraffic(tx: Tx, account: Address, periodStart: number, bytes: number) {
@@ -74,68 +82,129 @@ export function createMeter({ db, records, now = Date.now }: { db: Db; records: 
       .run();
   }
 
-  const drop = (tx: Tx | Db, ...ids: (number | undefined)[]) => {
+  const drop = (tx: Tx | Db, ids: (number | undefined)[]) => {
     for (const id of ids) if (id !== undefined) tx.delete(quotaReservations).where(eq(quotaReservations.id, id)).run();
   };
 
-  async function beginUpload(account: Address, did: string) {
+  /**
+   * An upload's meter. `declared` is the request's Content-Length (file plus framing), if any;
+   * `backend` and `name` name the entry the file would replace, whose bytes it need not find room for.
+   */
+  async function beginUpload(account: Address, did: string, opts: { declared?: number; backend: string; name: string }) {
     const [space, traffic] = await Promise.all([pool(account, "space"), pool(account, "traffic")]);
     if (space.limit === 0) throw storageError.quota(space.expired ? "your storage space has expired: buy more or ask for a grant" : "no storage space: buy some (GET /dfs/buyspace) or ask for a grant");
-    const ids: { space?: number; traffic?: number } = {};
-    const held = { space: 0, traffic: 0 };
-    let seen = 0;
+    const replaced = { backend: opts.backend, name: opts.name };
+    const declared = opts.declared !== undefined && opts.declared > 0 ? opts.declared : Number.POSITIVE_INFINITY;
+    const ids: Record<Kind, number | undefined> = { space: undefined, traffic: undefined };
+    let received = 0;
+    /** Received bytes past which a check must run: what was free at the last one, or the declared length. */
+    let checkAt = 0;
+    let recorded = 0;
+    let recordedAt = 0;
     let closed = false;
-    const top = (kind: Kind, p: typeof space) => {
-      if (seen <= held[kind]) return;
-      const r = reserve(account, did, kind, seen - held[kind], RESERVE_STEP, p.limit, p.periodStart, ids[kind]);
-      ids[kind] = r.id;
-      held[kind] += r.held;
-    };
-    return {
-      /** Counts bytes that arrived; holds more of each pool when they pass what is held. */
-      add(bytes: number) {
-        seen += bytes;
-        top("space", space);
-        top("traffic", traffic);
-      },
-      /** The file row now counts as stored; the traffic becomes real. Call after the file is recorded. */
-      commit(total: number) {
-        if (closed) return;
+
+    const inUse = (tx: Tx, kind: Kind, p: Pool) =>
+      (kind === "space" ? sumFiles(tx, did, replaced) : trafficMoved(tx, account, p.periodStart)) + sumReserved(tx, account, kind, now(), Object.values(ids).filter((id) => id !== undefined));
+
+    /** Checks both pools for the bytes received so far and records them as this upload's holds. */
+    function check() {
+      const outcome = db.transaction(
+        (tx) => {
+          let free = Number.POSITIVE_INFINITY;
+          for (const [kind, p] of [["space", space], ["traffic", traffic]] as const) {
+            const others = inUse(tx, kind, p);
+            if (others + received > p.limit) {
+              // Dropped in this same transaction: a refused upload never counts against another.
+              drop(tx, Object.values(ids));
+              return refuse(kind, p.limit, others, received);
+            }
+            free = Math.min(free, p.limit - others - received);
+          }
+          ids.space = hold(tx, account, "space", received, ids.space);
+          ids.traffic = hold(tx, account, "traffic", received, ids.traffic);
+          return free;
+        },
+        { behavior: "immediate" },
+      );
+      if (typeof outcome !== "number") {
         closed = true;
-        db.transaction((tx) => {
-          drop(tx, ids.space, ids.traffic);
-          addTraffic(tx, account, traffic.periodStart, total);
-        }, { behavior: "immediate" });
+        throw outcome;
+      }
+      recorded = received;
+      recordedAt = now();
+      checkAt = received + Math.min(Math.max(declared - received, 0), outcome);
+    }
+
+    check();
+    return {
+      /** Counts bytes that arrived: checks again past what was free, records them now and then. */
+      add(bytes: number) {
+        if (closed) return;
+        received += bytes;
+        if (received > checkAt || received - recorded >= RECORD_STEP || now() - recordedAt >= RENEW_MS) check();
       },
+      /**
+       * The exact check, in the transaction `tx` that has just recorded the file row (of `size`
+       * bytes, `moved` over the wire): the file now counts as stored, its traffic as moved, and the
+       * holds go. Throws 402 (rolling `tx` back) when it does not fit.
+       */
+      commit(tx: Tx, size: number, moved: number) {
+        if (closed) throw new Error("upload meter already closed");
+        const stored = sumFiles(tx, did);
+        const holds = Object.values(ids).filter((id) => id !== undefined);
+        const reservedSpace = sumReserved(tx, account, "space", now(), holds);
+        if (stored + reservedSpace > space.limit) throw refuse("space", space.limit, stored - size + reservedSpace, size);
+        const movedBefore = trafficMoved(tx, account, traffic.periodStart) + sumReserved(tx, account, "traffic", now(), holds);
+        if (movedBefore + moved > traffic.limit) throw refuse("traffic", traffic.limit, movedBefore, moved);
+        drop(tx, holds);
+        addTraffic(tx, account, traffic.periodStart, moved);
+        closed = true;
+      },
+      /** Gives the holds back (a refused or failed upload). Synchronous, so no other check runs first. */
       release() {
         if (closed) return;
         closed = true;
-        drop(db, ids.space, ids.traffic);
+        drop(db, Object.values(ids));
       },
     };
   }
 
+  /** A download holds its whole length from the start: those bytes are going out. */
   async function beginDownload(account: Address, bytes: number) {
     const traffic = await pool(account, "traffic");
-    const { id } = reserve(account, "", "traffic", bytes, bytes, traffic.limit, traffic.periodStart);
+    let id = db.transaction(
+      (tx) => {
+        const inUse = trafficMoved(tx, account, traffic.periodStart) + sumReserved(tx, account, "traffic", now());
+        if (inUse + bytes > traffic.limit) throw refuse("traffic", traffic.limit, inUse, bytes);
+        return hold(tx, account, "traffic", bytes, undefined);
+      },
+      { behavior: "immediate" },
+    );
+    let renewedAt = now();
     let closed = false;
     return {
+      /** Bytes are flowing: keeps the hold alive past its TTL (a slow client of a large file). */
+      renew() {
+        if (closed || now() - renewedAt < RENEW_MS) return;
+        renewedAt = now();
+        id = db.transaction((tx) => hold(tx, account, "traffic", bytes, id), { behavior: "immediate" });
+      },
       /** What was really sent counts; the rest of the reservation is given back. */
       settle(sent: number) {
         if (closed) return;
         closed = true;
         db.transaction((tx) => {
-          drop(tx, id);
+          drop(tx, [id]);
           addTraffic(tx, account, traffic.periodStart, sent);
         }, { behavior: "immediate" });
       },
     };
   }
 
-  /** The quota record of spec 2.6 for one pool. */
+  /** The quota record of spec 2.6 for one pool: what is left once stored (or moved) bytes and live holds count. */
   async function record(account: Address, did: string, kind: Kind) {
     const { record: r, limit, periodStart } = await pool(account, kind);
-    const inUse = used(db, account, did, kind, periodStart);
+    const inUse = (kind === "space" ? sumFiles(db, did) : trafficMoved(db, account, periodStart)) + sumReserved(db, account, kind, now());
     const gwei = weiToGwei(r.deposit);
     return {
       Nonce: Number(r.nonce),
@@ -146,12 +215,15 @@ export function createMeter({ db, records, now = Date.now }: { db: Db; records: 
     };
   }
 
-  /** In-flight transfers died with the last process: their holds go too. */
-  function clearStale() {
-    db.delete(quotaReservations).run();
+  /**
+   * Clears holds whose time is up (at start, and whenever called later). A live hold — another
+   * gateway's, or this one's — is never touched: it stops counting only once it expires.
+   */
+  function clearStale(): number {
+    return db.delete(quotaReservations).where(lte(quotaReservations.expiresAt, now())).returning({ id: quotaReservations.id }).all().length;
   }
 
-  return { beginUpload, beginDownload, record, clearStale };
+  return { beginUpload, beginDownload, record, clearStale, gateway };
 }
 
 export type Meter = ReturnType<typeof createMeter>;

@@ -9,6 +9,7 @@ import type { BackendKind } from "./backend.ts";
 import { buckets, files } from "./schema.ts";
 
 export type FileRow = typeof files.$inferSelect;
+type Tx = Parameters<Parameters<Db["transaction"]>[0]>[0];
 
 /** A file entry as spec 2.5 names its fields. */
 export function fileEntry(row: FileRow, isPublic = false) {
@@ -34,13 +35,17 @@ export function cleanName(raw: string | undefined): string {
 
 export function createFiles(db: Db, now: () => number = Date.now) {
   return {
-    /** Records a stored file; returns the new row and the Cid of an entry it replaced. */
-    add(f: { did: string; backend: BackendKind; name: string; cid: string; size: number; encryption: string }): { row: FileRow; replaced?: string } {
+    /**
+     * Records a stored file; returns the new row and the Cid of an entry it replaced. `settle` runs
+     * in the same transaction once the row is in (the quota's exact check); throwing undoes it all.
+     */
+    add(f: { did: string; backend: BackendKind; name: string; cid: string; size: number; encryption: string }, settle?: (tx: Tx) => void): { row: FileRow; replaced?: string } {
       return db.transaction(
         (tx) => {
           tx.insert(buckets).values({ did: f.did, createdAt: now() }).onConflictDoNothing().run();
           const old = tx.delete(files).where(and(eq(files.did, f.did), eq(files.backend, f.backend), eq(files.name, f.name))).returning().get();
           const row = tx.insert(files).values({ ...f, modTime: now() }).returning().get();
+          settle?.(tx);
           return { row, replaced: old?.cid };
         },
         { behavior: "immediate" },

@@ -100,7 +100,7 @@ export function createStorage(deps: StorageDeps) {
       if (voucher.payer !== who.did.address && !(await deps.resolver.canSign(who.did, voucher.payer))) {
         throw storageError.address("the voucher's payer is not the Bearer account or one of its keys");
       }
-      quota = await deps.meter?.beginUpload(who.did.address, who.did.canonical);
+      quota = await deps.meter?.beginUpload(who.did.address, who.did.canonical, { declared: Number.isFinite(declared) ? declared : undefined, backend: b.kind, name });
       const accepted = vouchers.accept(voucher);
       const limit = Math.min(accepted.allowance, deps.maxBody);
       const { stream, meter } = meterUpload(
@@ -129,15 +129,16 @@ export function createStorage(deps: StorageDeps) {
       }
       let added: ReturnType<typeof files.add>;
       try {
-        added = files.add({ did: who.did.canonical, backend: b.kind, name, cid: pending.cid, size: pending.size, encryption: String(part.fields.encryption ?? "") });
+        // The quota's exact check runs in the transaction that records the file (D14).
+        added = files.add({ did: who.did.canonical, backend: b.kind, name, cid: pending.cid, size: pending.size, encryption: String(part.fields.encryption ?? "") }, quota && ((tx) => quota?.commit(tx, pending.size, meter.bytes)));
       } catch (err) {
+        quota?.release(); // before any await: a refused upload never counts against another's check
         await release(b, pending.cid);
         throw err;
       }
       // The file is stored: what follows is bookkeeping, and its failure must not turn a stored
       // file into an error answer.
       try {
-        quota?.commit(meter.bytes);
         vouchers.settle(accepted, meter.bytes);
       } catch (err) {
         log.error("settling an upload's counters failed", { cid: pending.cid, err: (err as Error).message });
@@ -231,7 +232,7 @@ export function createStorage(deps: StorageDeps) {
       settle(bytes.byteLength);
       return new Response(bytes, { status, headers });
     }
-    return new Response(meterDownload(b.read(cid, range), settle), { status, headers });
+    return new Response(meterDownload(b.read(cid, range), settle, () => traffic?.renew()), { status, headers });
   }
 
   async function list(request: Request, kind: string, page: { limit?: string; after?: string }) {

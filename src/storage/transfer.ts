@@ -56,8 +56,9 @@ export function meterUpload(
   return { stream, meter };
 }
 
-/** Passes a download through, reporting how many bytes went out when it ends, fails or is cancelled. */
-export function meterDownload(source: ReadableStream<Uint8Array>, done: (bytes: number) => void): ReadableStream<Uint8Array> {
+/** Passes a download through, reporting how many bytes went out when it ends, fails or is cancelled
+ * (`flowing` hears of each chunk: the quota hold is renewed while bytes flow). */
+export function meterDownload(source: ReadableStream<Uint8Array>, done: (bytes: number) => void, flowing: () => void = () => {}): ReadableStream<Uint8Array> {
   let bytes = 0;
   let reported = false;
   const report = () => {
@@ -76,6 +77,7 @@ export function meterDownload(source: ReadableStream<Uint8Array>, done: (bytes: 
           return controller.close();
         }
         bytes += value.byteLength;
+        flowing();
         controller.enqueue(value);
       } catch (err) {
         report();

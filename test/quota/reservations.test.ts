@@ -1,0 +1,138 @@
+/**
+ * Quota holds of in-flight transfers (D7, D14): an upload holds only the bytes that have arrived,
+ * so parallel uploads whose files fit the free space all succeed, stalled or aborted uploads keep
+ * no more than they received, and only expired holds are ever cleared.
+ */
+import { describe, expect, test } from "bun:test";
+import { eq } from "drizzle-orm";
+import type { Address } from "viem";
+import { proxyAbi } from "../../src/chain/artifacts/index.ts";
+import { quotaReservations } from "../../src/quota/schema.ts";
+import { mined } from "../support/anvil.ts";
+import { readJson, statusOf } from "../support/app.ts";
+import { testGateway } from "../support/storage.ts";
+
+const gw = await testGateway({ quota: true, ipfs: false });
+const { anvil, context } = gw.chain;
+const KIND = { space: 0, traffic: 1 } as const;
+const meter = gw.quota!.meter;
+const db = gw.database.db;
+
+async function grant(user: Address, kind: keyof typeof KIND, bytes: number) {
+  await mined(
+    anvil.publicClient,
+    anvil.wallet(gw.chain.admin).writeContract({ address: context.contracts.proxy, abi: proxyAbi, functionName: "grantFree", args: [user, KIND[kind], BigInt(bytes), 0n] }),
+  );
+}
+
+const random = (n: number) => crypto.getRandomValues(new Uint8Array(n));
+const holdsOf = (account: Address) => db.select().from(quotaReservations).where(eq(quotaReservations.account, account)).all();
+
+/**
+ * An upload whose client sends the first `sent` bytes of its body and then stalls, with the whole
+ * body's Content-Length declared; `abort()` breaks the body as a vanished client does.
+ */
+async function stalledUpload(s: Awaited<ReturnType<typeof gw.session>>, requestID: number, file: Uint8Array, sent: number) {
+  const full = await gw.uploadRequest(s, { requestID, bytes: file, name: `stalled-${requestID}.bin` });
+  const body = new Uint8Array(await full.arrayBuffer());
+  let fail!: (err: Error) => void;
+  const broken = new Promise<never>((_, reject) => (fail = reject));
+  let given = false;
+  const stream = new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      if (given) return broken.catch((err) => controller.error(err));
+      given = true;
+      controller.enqueue(body.subarray(0, sent));
+    },
+  });
+  const headers = new Headers(full.headers);
+  headers.set("content-length", String(body.byteLength));
+  const answer = gw.app.handle(new Request(full.url, { method: "POST", headers, body: stream, duplex: "half" } as RequestInit));
+  return { answer, abort: () => fail(new Error("client went away")) };
+}
+
+describe("parallel uploads", () => {
+  test("with 1 MB of space, 3 parallel 64 KB uploads all succeed", async () => {
+    const { client, account } = await gw.user();
+    await grant(account.address, "space", 1_000_000);
+    await grant(account.address, "traffic", 100_000_000);
+    const results = await Promise.all([0, 1, 2].map((i) => statusOf(client.upload("dfs", random(64 * 1024), { name: `p${i}` }))));
+    expect(results).toEqual([200, 200, 200]);
+    expect((await client.space()).SizeByte).toBe(1_000_000 - 3 * 64 * 1024);
+  });
+
+  test("N parallel uploads whose sizes sum exactly to the free space all succeed; one more byte is 402 and keeps nothing", async () => {
+    const { client, account } = await gw.user();
+    const sizes = [1, 700, 4096, 65_536, 100_000, 1_048_577, 2_500_000, 333_333, 12_345, 999];
+    const sum = sizes.reduce((a, b) => a + b, 0);
+    const already = 50_000;
+    // Both pools fit exactly: the space left after a stored file, and the traffic of the uploads.
+    await grant(account.address, "space", already + sum);
+    await grant(account.address, "traffic", already + sum);
+    await client.upload("dfs", random(already), { name: "already.bin" });
+    expect((await client.space()).SizeByte).toBe(sum);
+
+    const results = await Promise.all(sizes.map((n, i) => statusOf(client.upload("dfs", random(n), { name: `exact-${i}` }))));
+    expect(results).toEqual(sizes.map(() => 200));
+    expect((await client.space()).SizeByte).toBe(0);
+    expect((await client.traffic()).SizeByte).toBe(0);
+
+    const before = (await client.list("dfs")).Object;
+    expect(before).toHaveLength(sizes.length + 1);
+    expect(await statusOf(client.upload("dfs", random(1), { name: "one-more" }))).toBe(402);
+    expect((await client.list("dfs")).Object).toEqual(before);
+    expect(holdsOf(account.address)).toEqual([]);
+  });
+});
+
+describe("stalled and aborted uploads", () => {
+  test("hold no more than the bytes they received, and nothing once aborted", async () => {
+    const { account, client } = await gw.user();
+    const MiB = 1024 * 1024;
+    const space = 16 * MiB;
+    await grant(account.address, "space", space);
+    await grant(account.address, "traffic", 1_000 * MiB);
+    const s = await gw.session(account);
+    // 8 uploads declare 3 MiB files each and stall after 1 MiB of their bodies.
+    const stalled = await Promise.all(Array.from({ length: 8 }, (_, i) => stalledUpload(s, 100 + i, random(3 * MiB), MiB)));
+    // Whatever they hold is at most what they received (8 MiB), so the other 8 MiB take a file.
+    const other = await statusOf(client.upload("dfs", random(space - 8 * MiB), { name: "beside-the-stalled.bin" }));
+    expect(other).toBe(200);
+    const held = holdsOf(account.address).filter((h) => h.kind === "space").reduce((n, h) => n + h.bytes, 0);
+    expect(held).toBeLessThanOrEqual(8 * MiB);
+
+    for (const u of stalled) u.abort();
+    const answers = await Promise.all(stalled.map((u) => u.answer));
+    for (const a of answers) expect(a.status).toBe(400);
+    expect((await readJson(answers[0] as Response)).Description).toMatch(/interrupted/);
+    expect(holdsOf(account.address)).toEqual([]);
+    expect((await client.space()).SizeByte).toBe(8 * MiB);
+  });
+});
+
+describe("clearing holds", () => {
+  test("a start-up cleanup clears expired holds only: live ones (this gateway's or another's) stay and count", async () => {
+    const { account, client } = await gw.user();
+    await grant(account.address, "space", 1_000_000);
+    await grant(account.address, "traffic", 100_000_000);
+    // An upload in flight on this gateway: its first check made its hold rows.
+    const live = await meter.beginUpload(account.address, client.did, { declared: 200_000, backend: "dfs", name: "in-flight.bin" });
+    const now = Date.now();
+    db.insert(quotaReservations).values({ account: account.address, kind: "space", bytes: 300_000, createdAt: now, gateway: "another-gateway", expiresAt: now + 60_000 }).run();
+    db.insert(quotaReservations).values({ account: account.address, kind: "space", bytes: 400_000, createdAt: now - 120_000, gateway: "a-dead-gateway", expiresAt: now - 1 }).run();
+    // An expired hold no longer counts, even before anything clears it.
+    expect((await client.space()).SizeByte).toBe(700_000);
+
+    expect(meter.clearStale()).toBe(1);
+    const left = holdsOf(account.address);
+    expect(left.map((h) => `${h.kind} ${h.gateway}`).sort()).toEqual([`space ${meter.gateway}`, "space another-gateway", `traffic ${meter.gateway}`]);
+    // Another gateway's live hold still counts.
+    expect((await client.space()).SizeByte).toBe(700_000);
+    expect(await statusOf(client.upload("dfs", random(700_001), { name: "too-big" }))).toBe(402);
+
+    live.release();
+    expect(holdsOf(account.address).map((h) => h.gateway)).toEqual(["another-gateway"]);
+    expect(await statusOf(client.upload("dfs", random(700_000), { name: "fits" }))).toBe(200);
+    expect((await client.space()).SizeByte).toBe(0);
+  });
+});
