@@ -25,7 +25,7 @@ const MiB = 2 ** 20;
 
 /** Like runBinary, but stdout as bytes (a download to stdout is binary). */
 async function runBytes(args: string[], env: Record<string, string>) {
-  requireBinary();
+  await requireBinary();
   const proc = Bun.spawn([BINARY, ...args], { env: { HOME: "/tmp", ...env }, stdout: "pipe", stderr: "pipe" });
   const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).arrayBuffer(), new Response(proc.stderr).text(), proc.exited]);
   return { stdout: new Uint8Array(stdout), stderr, code };

@@ -1,12 +1,20 @@
 /**
  * Runs the compiled `dist/stowage` the way an operator would: a data dir, a port, signals.
- * `bun run build` (part of the README's test command) makes the binary first.
+ * Importing this module makes sure the binary is built from the sources as they are: a binary
+ * older than any of them is rebuilt first (once, whatever the number of test processes), so a
+ * plain `bun test` never tests a stale build. This happens at load time, outside any test's timeout.
  */
-import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Subprocess } from "bun";
+import { ensureFresh, STOWAGE_BUILD } from "./fresh-build.ts";
 
-export const BINARY = join(import.meta.dir, "..", "..", "dist", "stowage");
+export const BINARY = STOWAGE_BUILD.binary;
+
+let fresh: Promise<void> | undefined;
+/** Resolves once `dist/stowage` is newer than every source it is built from (building it if not). */
+export const requireBinary = (): Promise<void> => (fresh ??= ensureFresh(STOWAGE_BUILD));
+await requireBinary();
 
 /** A clean environment: nothing from this shell (not even a PATH to Bun) reaches the binary; the
  * IPFS node takes a free loopback port so servers of parallel tests don't collide. */
@@ -20,13 +28,9 @@ export interface RunningBinary {
   stop(signal?: NodeJS.Signals): Promise<number>;
 }
 
-export function requireBinary() {
-  if (!existsSync(BINARY)) throw new Error(`${BINARY} is missing: run \`bun run build\` first`);
-}
-
 /** Starts the binary and resolves once it prints its listening line (or rejects with its output). */
 export async function startBinary(args: string[], env: Record<string, string> = {}, timeoutMs = 30_000): Promise<RunningBinary> {
-  requireBinary();
+  await requireBinary();
   const proc = Bun.spawn([BINARY, ...args], { env: { ...BASE_ENV, ...env }, stdin: "ignore", stdout: "pipe", stderr: "pipe" });
   let out = "";
   const collect = async (stream: ReadableStream<Uint8Array>) => {
@@ -60,7 +64,7 @@ export async function startBinary(args: string[], env: Record<string, string> = 
 
 /** Runs the binary to completion (for commands such as --help). */
 export async function runBinary(args: string[], env: Record<string, string> = {}) {
-  requireBinary();
+  await requireBinary();
   const proc = Bun.spawn([BINARY, ...args], { env: { ...BASE_ENV, ...env }, stdout: "pipe", stderr: "pipe" });
   const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
   return { stdout, stderr, code };
