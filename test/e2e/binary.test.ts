@@ -2,9 +2,9 @@
  * The compiled binary, run as an operator would: empty data dir, no Bun on PATH, signals.
  */
 import { describe, expect, test } from "bun:test";
-import { statSync } from "node:fs";
+import { existsSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { runBinary, startBinary } from "../support/binary.ts";
+import { BINARY, runBinary, startBinary } from "../support/binary.ts";
 import { tempDir } from "../support/tmp.ts";
 
 interface Health {
@@ -12,6 +12,32 @@ interface Health {
   components: { database: { installation: string } };
 }
 const health = async (url: string) => (await (await fetch(`${url}/healthz`)).json()) as Health;
+
+/** A process's state letter in /proc (R, S, Z for a zombie…), or undefined once it is gone. */
+function procState(pid: number): string | undefined {
+  try {
+    return /^\d+ \(.*\) (\S)/.exec(readFileSync(`/proc/${pid}/stat`, "utf8"))?.[1];
+  } catch {
+    return undefined;
+  }
+}
+
+async function until(ok: () => boolean, ms: number) {
+  const deadline = Date.now() + ms;
+  while (!ok()) {
+    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms`);
+    await Bun.sleep(20);
+  }
+}
+
+async function firstLine(stream: ReadableStream<Uint8Array>): Promise<string> {
+  let text = "";
+  for await (const chunk of stream) {
+    text += new TextDecoder().decode(chunk);
+    if (text.includes("\n")) break;
+  }
+  return text.split("\n")[0] ?? "";
+}
 
 /** Each start also starts the embedded chain; give a slow machine room. */
 const timeout = 60_000;
@@ -52,7 +78,7 @@ describe("stowage binary", () => {
     // A second server on the same data dir is refused while the first runs.
     const clash = await runBinary(args);
     expect(clash.code).toBe(1);
-    expect(clash.stderr).toContain("another stowage");
+    expect(clash.stderr).toContain(`another stowage (pid ${first.proc.pid}) is using ${dataDir}`);
 
     const t0 = performance.now();
     expect(await first.stop("SIGTERM")).toBe(0);
@@ -65,14 +91,32 @@ describe("stowage binary", () => {
     expect(await second.stop("SIGINT")).toBe(0);
   }, timeout);
 
-  test("after kill -9 the next start takes over the stale lock", async () => {
-    const dataDir = join(tempDir("bin"), "data");
+  test("restarted right after kill -9 it starts at once, even while the killed pid is not yet reaped (D14)", async () => {
+    const work = tempDir("bin");
+    const dataDir = join(work, "data");
     const args = ["serve", "--port", "0", "--host", "127.0.0.1", "--data-dir", dataDir];
-    const first = await startBinary(args);
-    const id = (await health(first.url)).components.database.installation;
-    await first.stop("SIGKILL");
-    const second = await startBinary(args);
-    expect((await health(second.url)).components.database.installation).toBe(id);
-    expect(await second.stop()).toBe(0);
+    // A parent that never reaps (as a supervisor may be slow to): the killed server stays a
+    // zombie, whose pid still answers kill(pid, 0). Only a kernel lock is free at once.
+    const firstLog = join(work, "first.log");
+    const parent = Bun.spawn(["sh", "-c", '"$0" "$@" >"$LOG" 2>&1 & echo $!; exec sleep 600', BINARY, ...args], {
+      env: { HOME: "/tmp", STOWAGE_IPFS_LISTEN: "/ip4/127.0.0.1/tcp/0", LOG: firstLog },
+      stdout: "pipe",
+    });
+    try {
+      const pid = Number(await firstLine(parent.stdout));
+      await until(() => existsSync(firstLog) && readFileSync(firstLog, "utf8").includes("stowage listening on"), 30_000);
+      const firstUrl = /stowage listening on (http:\/\/\S+)/.exec(readFileSync(firstLog, "utf8"))?.[1] as string;
+      const id = (await health(firstUrl)).components.database.installation;
+      process.kill(pid, "SIGKILL");
+      await until(() => procState(pid) === "Z", 5_000);
+      expect(readFileSync(join(dataDir, "stowage.lock"), "utf8")).toBe(String(pid));
+
+      const second = await startBinary(args);
+      expect((await health(second.url)).components.database.installation).toBe(id);
+      expect(procState(pid)).toBe("Z"); // still unreaped: the pid in the file decided nothing
+      expect(await second.stop()).toBe(0);
+    } finally {
+      parent.kill("SIGKILL");
+    }
   }, timeout);
 });

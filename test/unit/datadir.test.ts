@@ -52,23 +52,63 @@ describe("secrets", () => {
   });
 });
 
-describe("data dir lock", () => {
-  test("a second server on the same data dir is refused while the first runs", () => {
+describe("data dir lock (a kernel lock, D14)", () => {
+  const lockFile = (dir: string) => join(dir, "stowage.lock");
+  /** Another process holding the lock on `dir`, as a second server would. */
+  async function holder(dir: string) {
+    const script = `import { acquireLock } from ${JSON.stringify(join(import.meta.dir, "..", "..", "src", "datadir", "lock.ts"))};
+acquireLock(${JSON.stringify(dir)}); console.log("locked"); setInterval(() => {}, 1 << 30);`;
+    const proc = Bun.spawn([process.execPath, "-e", script], { stdout: "pipe", stderr: "inherit" });
+    const reader = proc.stdout.getReader();
+    const { value } = await reader.read();
+    expect(new TextDecoder().decode(value)).toContain("locked");
+    return proc;
+  }
+
+  test("another process holding it refuses the start, naming its pid; its kill -9 frees it at once", async () => {
     const dir = tempDir("lock");
-    const lock = acquireLock(dir);
-    // Our own pid counts as a live holder only for another process; simulate one with pid 1.
-    writeFileSync(join(dir, "stowage.lock"), "1");
+    const other = await holder(dir);
+    expect(readFileSync(lockFile(dir), "utf8")).toBe(String(other.pid));
     expect(() => acquireLock(dir)).toThrow(DataDirLocked);
-    writeFileSync(join(dir, "stowage.lock"), String(process.pid));
+    expect(() => acquireLock(dir)).toThrow(`another stowage (pid ${other.pid}) is using ${dir}`);
+    // A refused attempt leaves the holder's pid in the file.
+    expect(readFileSync(lockFile(dir), "utf8")).toBe(String(other.pid));
+    other.kill("SIGKILL");
+    await other.exited;
+    const lock = acquireLock(dir);
+    expect(readFileSync(lockFile(dir), "utf8")).toBe(String(process.pid));
     lock.release();
   });
 
-  test("a lock left by a dead process is taken over", () => {
+  test("a lock file naming a live unrelated process does not block the start (a reused pid)", async () => {
+    const dir = tempDir("lock");
+    const unrelated = Bun.spawn(["sleep", "60"]);
+    try {
+      writeFileSync(lockFile(dir), String(unrelated.pid));
+      const lock = acquireLock(dir);
+      expect(readFileSync(lockFile(dir), "utf8")).toBe(String(process.pid));
+      lock.release();
+    } finally {
+      unrelated.kill("SIGKILL");
+    }
+  });
+
+  test("one holder at a time within a process too; release frees it and blanks the pid", () => {
+    const dir = tempDir("lock");
+    const lock = acquireLock(dir);
+    expect(() => acquireLock(dir)).toThrow(DataDirLocked);
+    lock.release();
+    expect(readFileSync(lockFile(dir), "utf8")).toBe("");
+    const again = acquireLock(dir);
+    again.release();
+  });
+
+  test("a lock file left by a dead process is taken over", () => {
     const dir = tempDir("lock");
     mkdirSync(dir, { recursive: true });
-    writeFileSync(join(dir, "stowage.lock"), "999999999");
+    writeFileSync(lockFile(dir), "999999999");
     const lock = acquireLock(dir);
-    expect(readFileSync(join(dir, "stowage.lock"), "utf8")).toBe(String(process.pid));
+    expect(readFileSync(lockFile(dir), "utf8")).toBe(String(process.pid));
     lock.release();
   });
 });
