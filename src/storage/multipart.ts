@@ -2,9 +2,13 @@
  * Streams a multipart body: fields first, then one file part whose bytes are handed on as they
  * arrive (never the whole file in memory; busboy under Bun). A file part before the fields it
  * needs, a second file, or too many fields are refused.
+ *
+ * The file's stream ends only when the whole form has been read, not at the end of its part: a
+ * second file part (D14), or a form that breaks off after the file, fails the stream, so the
+ * upload never commits a file whose request is then refused.
  */
 import busboy from "busboy";
-import type { Readable } from "node:stream";
+import { PassThrough, type Readable } from "node:stream";
 import { storageError } from "../http/errors.ts";
 
 export interface FilePart {
@@ -36,11 +40,16 @@ export function readFilePart(request: Request): Promise<FilePart> {
 
   return new Promise<FilePart>((resolve, reject) => {
     let settled = false;
+    /** The file's bytes as handed on; ended by the form's end, not by the part's. */
+    let file: PassThrough | undefined;
     const fail = (err: unknown) => {
       if (!settled) {
         settled = true;
         stop();
         reject(err);
+      } else if (file && !file.writableEnded && !file.destroyed) {
+        stop();
+        file.destroy(err as Error);
       }
     };
     bb.on("field", (name, value, info) => {
@@ -58,13 +67,34 @@ export function readFilePart(request: Request): Promise<FilePart> {
         return;
       }
       settled = true;
-      resolve({ fields: { ...fields }, filename: info.filename ?? "", stream, stop });
+      const out = new PassThrough();
+      file = out;
+      let partDone = false;
+      let formDone = false;
+      const end = () => {
+        if (partDone && formDone && !out.destroyed) out.end();
+      };
+      stream.on("error", (err) => {
+        if (!out.destroyed) out.destroy(err); // the body broke off: the upload maps it
+      });
+      stream.on("end", () => {
+        partDone = true;
+        end();
+      });
+      bb.on("finish", () => {
+        formDone = true;
+        end();
+      });
+      stream.pipe(out, { end: false });
+      resolve({ fields: { ...fields }, filename: info.filename ?? "", stream: out, stop });
     });
     bb.on("fieldsLimit", () => fail(storageError.badRequest("too many form fields")));
     bb.on("filesLimit", () => fail(storageError.badRequest("one file per upload")));
     bb.on("partsLimit", () => fail(storageError.badRequest("too many form parts")));
     bb.on("error", (err) => fail(storageError.badRequest(`malformed multipart body: ${(err as Error).message}`)));
-    bb.on("close", () => fail(storageError.badRequest("the form has no file part")));
+    bb.on("close", () => {
+      if (!settled) fail(storageError.badRequest("the form has no file part"));
+    });
 
     void (async () => {
       try {

@@ -4,7 +4,7 @@
  */
 import type { Readable } from "node:stream";
 import type { ByteRange } from "./backend.ts";
-import type { StorageError } from "../http/errors.ts";
+import { StorageError } from "../http/errors.ts";
 
 export interface UploadMeter {
   bytes: number;
@@ -33,6 +33,9 @@ export function meterUpload(
         next = await it.next();
       } catch (err) {
         meter.interrupted = true;
+        // The form itself refused the upload (a second file part): that is the answer, whatever
+        // a back-end wraps the stream's error in.
+        if (err instanceof StorageError) meter.failure = err;
         throw err;
       }
       const { value, done } = next;

@@ -171,19 +171,27 @@ describe("a refused upload keeps nothing", () => {
     expect((await gw.app.handle(await gw.uploadRequest(s, { requestID: 1, bytes: unique("a") }))).status).toBe(200);
   });
 
-  test("a second file part after the file is not stored: one file per upload", async () => {
+  test.each(["dfs", "ipfs"] as const)("a second file part → 400 (D14): neither file is kept, nothing is counted (%s)", async (kind) => {
+    const backend = kind === "dfs" ? dfs : ipfs;
     const s = await gw.session(await gw.chain.anvil.newAccount());
-    const first = unique("first");
-    const two = await (await gw.uploadRequest(s, { requestID: 1, bytes: first, name: "first" })).formData();
+    const auth = { authorization: `Bearer ${s.accessToken}` };
+    // The first file spans several chunks, so its bytes are stored before the second part shows.
+    const first = crypto.getRandomValues(new Uint8Array(2_500_000));
     const second = unique("second");
+    const held = await dfsHolds();
+    const two = await (await gw.uploadRequest(s, { requestID: 1, bytes: first, kind, name: "first" })).formData();
     two.append("file2", new Blob([second]), "second");
-    const res = await gw.app.handle(new Request(`${BASE}/dfs/`, { method: "POST", headers: { authorization: `Bearer ${s.accessToken}` }, body: two as unknown as RequestInit["body"] }));
-    expect(res.status).toBe(200);
-    const entry = await readJson(res);
-    expect(entry).toMatchObject({ Name: "first", Size: first.length });
-    expect(await dfs.stat(await cidOf([second]))).toBeUndefined();
-    const listed = await gw.app.handle(get("/dfs/listobjects", { headers: { authorization: `Bearer ${s.accessToken}` } }));
-    expect((await readJson(listed)).Object).toEqual([entry]);
+    const res = await gw.app.handle(new Request(`${BASE}/${kind}/`, { method: "POST", headers: auth, body: two as unknown as RequestInit["body"] }));
+    expect(res.status).toBe(400);
+    expect(await readJson(res)).toEqual({ Code: "InvalidArgument", Description: "one file per upload", HTTPStatusCode: 400 });
+    for (const bytes of [first, second]) expect(await backend.stat(await cidOf([bytes]))).toBeUndefined();
+    expect(await dfsHolds()).toEqual(held);
+    expect((await readJson(await gw.app.handle(get(`/${kind}/listobjects`, { headers: auth })))).Object).toEqual([]);
+    expect(gw.storage?.vouchers.usedBy(s.account.address)).toBe(0);
+    // The same file alone is then accepted (under a new request id: the refused one was used).
+    const alone = await gw.app.handle(await gw.uploadRequest(s, { requestID: 2, bytes: first, kind, name: "first" }));
+    expect(alone.status).toBe(200);
+    expect(await readJson(alone)).toMatchObject({ Name: "first", Size: first.length, Cid: await cidOf([first]) });
   });
 
   test.each(["breaks off", "ends early"])("a body that %s mid-file → 400 (the client's fault), nothing kept", async (how) => {
