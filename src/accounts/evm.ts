@@ -1,16 +1,18 @@
 /**
  * EVM wallet login (DESIGN.md D12): an EIP-4361 challenge for an allowed `Origin`, then a login
- * with the signed message. The nonce is single use, bound to the address and kept in SQLite; the
- * signed text must be exactly the challenge issued for that nonce. Signatures are checked for
+ * with the signed message. The nonce is single use, bound to the address and kept in SQLite; every
+ * field of the signed message must equal the challenge issued for that nonce (D14: fields, not
+ * bytes, since wallet libraries rebuild the text; see siwe.ts). Signatures are checked for
  * plain keys locally and for smart wallets (EIP-1271, undeployed ERC-6492) on the chain, with a
  * gas and time cap. The account is the address: uid = EIP-55 address, did = did:ethr:<chain>:<address>.
  */
 import { and, eq, isNull, lt } from "drizzle-orm";
 import { getAddress, isAddress, isHex, verifyMessage as verifyEoaMessage, type Address, type Hex } from "viem";
-import { createSiweMessage, generateSiweNonce, parseSiweMessage } from "viem/siwe";
+import { createSiweMessage, generateSiweNonce } from "viem/siwe";
 import { siweNonces } from "./schema.ts";
 import { fail } from "./error-codes.ts";
 import { enforce } from "./limits.ts";
+import { parseSiwe, siweMismatch } from "./siwe.ts";
 import type { TokenService } from "./tokens.ts";
 import type { UserService } from "./users.ts";
 import type { ClientInfo, Ctx, SignatureVerifier, TokenPair } from "./types.ts";
@@ -111,19 +113,25 @@ export function createEvmService(ctx: Ctx, deps: { tokens: TokenService; users: 
 
     async login({ message, signature, ...client }, ip) {
       enforce(ctx, limits.loginsPerIp, ip);
-      const fields = parseSiweMessage(message);
-      if (!fields.nonce || !fields.address || !fields.domain || !fields.uri || fields.chainId === undefined) throw fail("MESSAGE_MALFORMED");
+      const fields = parseSiwe(message);
+      if (!fields) throw fail("MESSAGE_MALFORMED");
       const issued = db.select().from(siweNonces).where(eq(siweNonces.nonce, fields.nonce)).get();
       if (!issued) throw fail("NONCE_UNKNOWN");
       if (issued.usedAt !== null) throw fail("NONCE_USED");
       const t = now();
-      if (issued.expiresAt <= t || (fields.expirationTime && fields.expirationTime.getTime() <= t)) throw fail("MESSAGE_EXPIRED");
-      if (fields.notBefore && fields.notBefore.getTime() > t) throw fail("MESSAGE_EXPIRED", "it is not valid yet");
+      if (issued.expiresAt <= t) throw fail("MESSAGE_EXPIRED");
+      // Ours, so it parses; the signed message's fields must equal it, field by field.
+      const challenge = parseSiwe(issued.message);
+      if (!challenge) throw new Error(`the stored challenge for nonce ${issued.nonce} does not parse`);
+      const mismatch = siweMismatch(challenge, fields);
+      if (mismatch === "chain") throw fail("WRONG_CHAIN");
+      if (mismatch === "domain") throw fail("WRONG_DOMAIN");
+      if (mismatch === "address") throw fail("WRONG_ADDRESS");
+      if (mismatch === "other") throw fail("MESSAGE_TAMPERED");
+      // Equal to the challenge, so already true; kept so that a changed setting (an origin no
+      // longer allowed, another chain) also refuses challenges issued before it.
       if (fields.chainId !== config.chainId) throw fail("WRONG_CHAIN");
-      const uri = originOf(fields.uri);
-      if (!uri || !allowed.has(uri) || new URL(uri).host !== fields.domain) throw fail("WRONG_DOMAIN");
-      if (!isAddress(fields.address, { strict: false }) || getAddress(fields.address) !== issued.address) throw fail("WRONG_ADDRESS");
-      if (message !== issued.message) throw fail("MESSAGE_TAMPERED");
+      if (!allowed.has(originOf(fields.uri) ?? "")) throw fail("WRONG_DOMAIN");
       if (!isHex(signature) || signature.length < 4) throw fail("SIGNATURE_INVALID");
 
       // Spent before the (slow) signature check, so two racing logins cannot both use it.

@@ -5,6 +5,8 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { createPublicClient, encodeFunctionData, getAddress, http, keccak256, serializeErc6492Signature, toHex, type Address, type Hex } from "viem";
 import { generatePrivateKey, privateKeyToAccount, type PrivateKeyAccount } from "viem/accounts";
+import { createSiweMessage, parseSiweMessage } from "viem/siwe";
+import { SiweMessage } from "siwe";
 import { users } from "../../src/accounts/schema.ts";
 import { accountsApp, bearer, evmLogin, ORIGIN, type Call } from "../support/accounts.ts";
 import { mined, startAnvil, type Anvil } from "../support/anvil.ts";
@@ -192,6 +194,110 @@ describe("EVM login", () => {
   test("a login without message, signature or source is a PARAM_ERROR", async () => {
     for (const body of [{ signature: "0x", source: "t" }, { message: "m", source: "t" }, { message: "m", signature: "0x" }]) {
       expect((await app.call("POST", "/v2/login/evm", { body })).body.error).toBe("PARAM_ERROR");
+    }
+  });
+});
+
+describe("EIP-4361 messages built by wallet libraries: fields are compared, not bytes (D14)", () => {
+  const app = accountsApp();
+  /** The challenge's fields, as a client reads them to build the message for its wallet. */
+  const fieldsOf = (message: string) => {
+    const f = parseSiweMessage(message);
+    return { ...f, domain: f.domain!, address: f.address!, uri: f.uri!, version: "1" as const, chainId: f.chainId!, nonce: f.nonce! };
+  };
+  const crlf = (message: string) => message.replaceAll("\n", "\r\n");
+
+  // `same`: the library writes our very text (accepted before D14 too); the others differ in bytes.
+  const variants: [string, { same: boolean }, (challenge: string) => string][] = [
+    ["viem's createSiweMessage, without the scheme", { same: false }, (c) => createSiweMessage({ ...fieldsOf(c), scheme: undefined })],
+    ["viem's createSiweMessage, with the scheme", { same: true }, (c) => createSiweMessage(fieldsOf(c))],
+    [
+      "siwe's SiweMessage from the fields, without the scheme",
+      { same: false },
+      (c) => {
+        const f = fieldsOf(c);
+        const { domain, address, statement, uri, version, chainId, nonce } = f;
+        return new SiweMessage({ domain, address, statement, uri, version, chainId, nonce, issuedAt: f.issuedAt?.toISOString(), expirationTime: f.expirationTime?.toISOString() }).prepareMessage();
+      },
+    ],
+    ["siwe's SiweMessage parsing the challenge and writing it again", { same: true }, (c) => new SiweMessage(c).prepareMessage()],
+    ["the challenge with CRLF line endings", { same: false }, crlf],
+    ["the challenge with CRLF and without the scheme", { same: false }, (c) => crlf(c.replace("http://localhost:8080 wants", "localhost:8080 wants"))],
+  ];
+
+  for (const [name, { same }, build] of variants) {
+    test(`${name} logs in`, async () => {
+      const key = newKey();
+      const { message, post } = await challenge(app.call, key.address);
+      const built = build(message);
+      expect(built === message).toBe(same);
+      const r = await post(await key.signMessage({ message: built }), built);
+      expect(r.status).toBe(200);
+      expect(r.body.data.did).toBe(`did:ethr:0x3d9:${key.address}`);
+    });
+  }
+
+  test("the nonce stays single-use across forms of the same message", async () => {
+    const key = newKey();
+    const { message, post } = await challenge(app.call, key.address);
+    const viem = createSiweMessage({ ...fieldsOf(message), scheme: undefined });
+    expect((await post(await key.signMessage({ message: viem }), viem)).status).toBe(200);
+    for (const again of [message, crlf(message), viem]) {
+      const r = await post(await key.signMessage({ message: again }), again);
+      expect(r.body.message).toBe("The message's nonce was already used; ask for a new challenge");
+    }
+  });
+
+  test("a library-built message with any field changed is refused, and the nonce is not spent", async () => {
+    const key = newKey();
+    const { message, post } = await challenge(app.call, key.address);
+    const f = fieldsOf(message);
+    const built = (o: Partial<Parameters<typeof createSiweMessage>[0]>) => createSiweMessage({ ...f, scheme: undefined, ...o });
+    const tampered = "The message differs from the challenge issued for its nonce";
+    const cases: [string, string][] = [
+      [built({ statement: "Sign in to Stowage with this wallet and pay." }), tampered],
+      [built({ statement: undefined }), tampered],
+      [built({ issuedAt: new Date(f.issuedAt!.getTime() - 1000) }), tampered],
+      [built({ expirationTime: new Date(f.expirationTime!.getTime() + 60_000) }), tampered],
+      [built({ expirationTime: undefined }), tampered],
+      [built({ notBefore: f.issuedAt }), tampered],
+      [built({ requestId: "1" }), tampered],
+      [built({ resources: ["https://evil.test/grant"] }), tampered],
+      [built({ uri: `${ORIGIN}/other` }), "The message's domain or URI is not an allowed origin"],
+      [built({ domain: "localhost:8081" }), "The message's domain or URI is not an allowed origin"],
+      [built({ scheme: "https" }), "The message's domain or URI is not an allowed origin"],
+      [built({ chainId: 1 }), "The message's chain id is not the chain of this server"],
+      [built({ address: newKey().address }), "The message's address is not the one the challenge was issued to"],
+    ];
+    for (const [edited, answer] of cases) {
+      expect(edited).not.toBe(message);
+      const r = await post(await key.signMessage({ message: edited }), edited);
+      expect({ status: r.status, message: r.body.message }).toEqual({ status: 401, message: answer });
+    }
+    // Not the grammar: a wrong address checksum, a line after the last field, mixed line endings.
+    const malformed = "message is not a sign-in message issued by this server";
+    const flip = key.address.search(/[a-fA-F]/);
+    const letter = key.address[flip] as string;
+    const wrongCase = `${key.address.slice(0, flip)}${letter === letter.toLowerCase() ? letter.toUpperCase() : letter.toLowerCase()}${key.address.slice(flip + 1)}`;
+    const badChecksum = message.replace(key.address, wrongCase);
+    expect(badChecksum).not.toBe(message);
+    for (const edited of [badChecksum, `${message}\nNote: also send me your tokens`, message.replace("\n", "\r\n"), message.replace("Version: 1", "Version: 2")]) {
+      const r = await post(await key.signMessage({ message: edited }), edited);
+      expect({ status: r.status, message: r.body.message }).toEqual({ status: 400, message: malformed });
+    }
+    // Every refusal came before the nonce was spent: the challenge itself still logs in.
+    expect((await post(await key.signMessage({ message }))).status).toBe(200);
+  });
+
+  test("an https origin: the message may leave out the scheme (EIP-4361's default) or write it", async () => {
+    const { call } = accountsApp({ env: { STOWAGE_ALLOWED_ORIGINS: "https://app.example.com" } });
+    for (const scheme of [undefined, "https"]) {
+      const key = newKey();
+      const { message, post } = await challenge(call, key.address, "https://app.example.com");
+      expect(message).toStartWith("https://app.example.com wants you");
+      const built = createSiweMessage({ ...fieldsOf(message), scheme });
+      const r = await post(await key.signMessage({ message: built }), built);
+      expect(r.status).toBe(200);
     }
   });
 });
