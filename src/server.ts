@@ -2,12 +2,12 @@
  * `stowage serve`: prepares the data directory, starts every component, listens, and on stop
  * drains in-flight requests before closing the components in reverse order.
  */
-import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import type { Config } from "./config.ts";
 import type { Logger } from "./log.ts";
 import { acquireLock } from "./datadir/lock.ts";
 import { loadSecrets } from "./datadir/secrets.ts";
+import { makePrivate } from "./datadir/private.ts";
 import { openDatabase } from "./db/open.ts";
 import { installationId } from "./db/installation.ts";
 import { buildApp } from "./app.ts";
@@ -30,7 +30,7 @@ export interface RunningServer {
 const FRAMING_SLACK = 1024 * 1024;
 
 export async function startServer(config: Config, log: Logger): Promise<RunningServer> {
-  mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
+  makePrivate(config.dataDir, log); // umask 077 too: all that follows writes private files
   const cleanup: (() => unknown)[] = [];
   const closeAll = async () => {
     for (const close of cleanup.splice(0).reverse()) {

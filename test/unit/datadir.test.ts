@@ -1,8 +1,10 @@
 import { describe, expect, test } from "bun:test";
-import { chmodSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { chmodSync, chownSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { acquireLock, DataDirLocked } from "../../src/datadir/lock.ts";
+import { InsecureDataDir, makePrivate } from "../../src/datadir/private.ts";
 import { InsecureSecrets, loadSecrets } from "../../src/datadir/secrets.ts";
+import { createLogger } from "../../src/log.ts";
 import { tempDir } from "../support/tmp.ts";
 
 const none = { operatorKey: undefined, adminKey: undefined };
@@ -110,5 +112,57 @@ acquireLock(${JSON.stringify(dir)}); console.log("locked"); setInterval(() => {}
     const lock = acquireLock(dir);
     expect(readFileSync(lockFile(dir), "utf8")).toBe(String(process.pid));
     lock.release();
+  });
+});
+
+describe("data dir privacy (D14)", () => {
+  /** Runs `fn` and gives the process its umask back (makePrivate sets it for the whole process). */
+  function keepingUmask<T>(fn: () => T): T {
+    const before = process.umask();
+    try {
+      return fn();
+    } finally {
+      process.umask(before);
+    }
+  }
+  const logged = () => {
+    const lines: Record<string, unknown>[] = [];
+    return { lines, log: createLogger("debug", (l) => void lines.push(JSON.parse(l) as Record<string, unknown>)) };
+  };
+
+  test("a missing data dir is created 0700 and what is written after is 0600, with no log line", () => {
+    const dir = join(tempDir("priv"), "a", "data");
+    const { lines, log } = logged();
+    keepingUmask(() => {
+      makePrivate(dir, log);
+      writeFileSync(join(dir, "f"), "x");
+      mkdirSync(join(dir, "sub"));
+    });
+    expect(mode(dir)).toBe(0o700);
+    expect(mode(join(dir, "f"))).toBe(0o600);
+    expect(mode(join(dir, "sub"))).toBe(0o700);
+    expect(lines).toEqual([]);
+  });
+
+  test("a 0755 data dir of ours is made 0700, with a log line naming its old mode", () => {
+    const dir = tempDir("priv");
+    chmodSync(dir, 0o755);
+    const { lines, log } = logged();
+    keepingUmask(() => makePrivate(dir, log));
+    expect(mode(dir)).toBe(0o700);
+    expect(lines).toMatchObject([{ level: "warn", msg: "data dir was open to other users: made it private", dataDir: dir, was: "755" }]);
+  });
+
+  test("one open to others that is not ours is refused and left as it is", () => {
+    let dir = "/usr"; // root's, when we are not root
+    if (process.getuid?.() === 0) {
+      dir = tempDir("priv");
+      chmodSync(dir, 0o750);
+      chownSync(dir, 65534, 65534);
+    }
+    const was = mode(dir);
+    expect(() => keepingUmask(() => makePrivate(dir, createLogger("debug", () => {})))).toThrow(InsecureDataDir);
+    expect(() => keepingUmask(() => makePrivate(dir, createLogger("debug", () => {})))).toThrow(`data dir ${dir} is open to other users (mode ${was.toString(8)})`);
+    expect(mode(dir)).toBe(was);
   });
 });
