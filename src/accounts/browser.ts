@@ -1,7 +1,8 @@
 /**
  * Browser wallet login (DESIGN.md D2, D12): the raw `Authorization` header is a JWT from the wallet
- * provider, verified against its JWKS, issuer and audience. The account's uid is `browser:<sub>`:
- * a provider's word about an address is not a signature, so it never becomes a bare address uid.
+ * provider, verified against its JWKS, issuer and audience, and it must expire (`exp`, D14: a
+ * token that never expires would log in for ever once leaked). The account's uid is
+ * `browser:<sub>`: a provider's word about an address is not a signature, so it never becomes a bare address uid.
  */
 import { createRemoteJWKSet, errors as joseErrors, jwtVerify, type JWTPayload } from "jose";
 import { isAddress } from "viem";
@@ -63,7 +64,7 @@ export function createBrowserService(ctx: Ctx, deps: { tokens: TokenService; use
 
       let payload: JWTPayload;
       try {
-        ({ payload } = await jwtVerify(token, jwks, { issuer, audience, algorithms: ALGORITHMS, currentDate: new Date(now()) }));
+        ({ payload } = await jwtVerify(token, jwks, { issuer, audience, algorithms: ALGORITHMS, requiredClaims: ["exp"], currentDate: new Date(now()) }));
       } catch (err) {
         const code = (err as { code?: unknown }).code;
         if (typeof code === "string" && TOKEN_FAULTS.has(code)) throw fail("BROWSER_TOKEN_INVALID", (err as Error).message);

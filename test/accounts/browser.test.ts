@@ -1,6 +1,7 @@
 /**
  * Browser wallet login (spec 4.2 row 4, D2, D12) against a JWKS this test serves on 127.0.0.1:
- * valid, wrong issuer, wrong audience, expired, wrong key, not configured, provider down.
+ * valid, wrong issuer, wrong audience, expired, without expiry, wrong key, not configured,
+ * provider down.
  */
 import { afterAll, describe, expect, test } from "bun:test";
 import { SignJWT, exportJWK, generateKeyPair, type JWTPayload } from "jose";
@@ -42,16 +43,17 @@ describe("browser wallet login", () => {
     },
   });
 
-  const token = (claims: JWTPayload = {}, opts: { key?: Key; kid?: string; iss?: string; aud?: string; ttl?: number } = {}) => {
+  /** A provider token; `ttl: null` leaves out `exp`. */
+  const token = (claims: JWTPayload = {}, opts: { key?: Key; kid?: string; iss?: string; aud?: string; ttl?: number | null } = {}) => {
     const now = Math.floor(clock.now() / 1000);
-    return new SignJWT({ preferred_username: "satoshi", picture: "https://img.test/s.png", address: wallet.address, ...claims })
+    const jwt = new SignJWT({ preferred_username: "satoshi", picture: "https://img.test/s.png", address: wallet.address, ...claims })
       .setProtectedHeader({ alg: "ES256", kid: opts.kid ?? "key-1" })
       .setSubject("user-42")
       .setIssuer(opts.iss ?? ISSUER)
       .setAudience(opts.aud ?? AUDIENCE)
-      .setIssuedAt(now)
-      .setExpirationTime(now + (opts.ttl ?? 3600))
-      .sign((opts.key ?? jwks.key).privateKey);
+      .setIssuedAt(now);
+    if (opts.ttl !== null) jwt.setExpirationTime(now + (opts.ttl ?? 3600));
+    return jwt.sign((opts.key ?? jwks.key).privateKey);
   };
   const login = (authorization: string | undefined) =>
     call("POST", "/v2/login/browser", { body: { source: "browser-extension", useragent: "test" }, headers: authorization ? { authorization } : {} });
@@ -86,6 +88,9 @@ describe("browser wallet login", () => {
     ["a wrong issuer", () => token({}, { iss: "https://evil.test" }), "iss"],
     ["a wrong audience", () => token({}, { aud: "someone-else" }), "aud"],
     ["an expired token", () => token({}, { ttl: -60 }), "exp"],
+    ["a token without an expiry (no exp, D14), though otherwise valid", () => token({}, { ttl: null }), "exp"],
+    // Hostile input: the claim type says number, the token says otherwise.
+    ["a token whose exp is not a number", () => token({ exp: "tomorrow" as unknown as number }, { ttl: null }), "exp"],
   ])("%s is refused", async (_, make, claim) => {
     const r = await login(await make());
     expect(r).toMatchObject({ status: 401, body: { result: -1, error: "UNAUTHORIZED" } });
