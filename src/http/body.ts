@@ -58,5 +58,5 @@ export async function isUntypedJson(request: Request, limit: number): Promise<bo
     if (err instanceof BodyTooLarge) return false;
     throw err;
   }
-  return form ? isJsonObject(text) : JSON_OBJECT_START.test(text);
+  return JSON_OBJECT_START.test(text) && (!form || isJsonObject(text));
 }
