@@ -338,6 +338,39 @@ describe("persistence", () => {
     }
   });
 
+  test("kill -9 of a process in the middle of mining loses at most the unacknowledged block", async () => {
+    const dir = join(tempDir("evm-kill"), "evm");
+    const key = generatePrivateKey();
+    const to = privateKeyToAccount(generatePrivateKey()).address;
+    const writer = Bun.spawn([process.execPath, join(import.meta.dir, "fixtures", "evm-writer.ts"), dir, key, to], { stdout: "pipe", stderr: "inherit" });
+    let acknowledged = 0n;
+    let text = "";
+    const reader = writer.stdout.getReader();
+    while (acknowledged < 25n) {
+      const { value, done } = await reader.read();
+      if (done) throw new Error("the writer exited early");
+      text += Buffer.from(value).toString("utf8");
+      const lines = text.split("\n").filter((l) => l.length > 0);
+      acknowledged = BigInt(lines.at(-1) ?? "0");
+    }
+    writer.kill("SIGKILL");
+    await writer.exited;
+
+    const again = await createInProcessChain({ dir, chainId: CHAIN_ID, log: silentLogger });
+    const k = clientsOf(again);
+    try {
+      const head = await k.publicClient.getBlockNumber();
+      expect(head).toBeGreaterThanOrEqual(acknowledged);
+      // Every block after genesis holds one 1-wei transfer: state, blocks and nonces agree.
+      expect(await k.publicClient.getBalance({ address: to })).toBe(head);
+      expect(BigInt(await k.publicClient.getTransactionCount({ address: privateKeyToAccount(key).address }))).toBe(head);
+      const last = await k.publicClient.getBlock({ blockNumber: head, includeTransactions: true });
+      expect(await k.publicClient.getTransactionReceipt({ hash: last.transactions[0]!.hash })).toMatchObject({ status: "success", blockNumber: head });
+    } finally {
+      await again.stop();
+    }
+  });
+
   test("another chain id on the same dir is refused", async () => {
     const dir = join(tempDir("evm-id"), "evm");
     const ch = await createInProcessChain({ dir, chainId: CHAIN_ID, log: silentLogger });
