@@ -1,8 +1,17 @@
 #!/bin/sh
 # Runs the pinned Bun. A fresh machine has only Node.js and npm, so Bun comes from the npm registry.
+# Every path ends in `exec` of Bun itself, so a signal for this script's caller (npm run forwards
+# SIGTERM and SIGINT to its child) reaches Bun, not a shell or npx in between (D14).
 set -e
 BUN_VERSION=1.4.5
 if command -v bun >/dev/null 2>&1 && [ "$(bun --version)" = "$BUN_VERSION" ]; then
   exec bun "$@"
 fi
-exec npx --yes "bun@$BUN_VERSION" "$@"
+# npx runs its command under `sh -c`, which dies of a SIGTERM and leaves Bun running: ask npx only
+# where its Bun is, then run that Bun directly.
+BUN=$(npx --yes "bun@$BUN_VERSION" -e 'process.stdout.write(process.execPath)')
+if [ ! -x "$BUN" ]; then
+  echo "scripts/bun.sh: npx did not provide bun@$BUN_VERSION (got '$BUN')" >&2
+  exit 1
+fi
+exec "$BUN" "$@"
