@@ -232,7 +232,9 @@ async function startAnvil(dataDir: string, chainId: number, log: Logger): Promis
 }
 
 async function startEvm(dataDir: string, chainId: number, log: Logger): Promise<Omit<Devnet, "engine">> {
-  const { createInProcessChain, serveJsonRpcSocket } = await import("./evm-engine.ts");
+  // Loaded only when used: anvil hosts never pay for the EVM's modules.
+  const { createInProcessChain } = await import("./evm/index.ts");
+  const { serveJsonRpcSocket } = await import("./ipc-server.ts");
   const dir = evmDir(dataDir);
   const resumed = existsSync(dir);
   const chain = await createInProcessChain({ dir, chainId, log });
