@@ -25,6 +25,7 @@ import {
   parseGwei,
 } from "viem";
 import { generatePrivateKey, type PrivateKeyAccount, privateKeyToAccount } from "viem/accounts";
+import { ipc } from "viem/node";
 import { directoryAbi, proxyAbi, proxyDeployedBytecode } from "../../src/chain/artifacts/index.ts";
 import { deployContracts } from "../../src/chain/deploy.ts";
 import type { Deployment } from "../../src/chain/deployment.ts";
@@ -98,6 +99,13 @@ describe("basics", () => {
     expect(await chain.request({ method: "eth_accounts" })).toEqual([]);
     expect((await rpcError(chain.request({ method: "anvil_impersonateAccount", params: [owner.address] }))).code).toBe(-32601);
     expect((await rpcError(chain.request({ method: "eth_sendTransaction", params: [{}] }))).code).toBe(-32601);
+    // Bad input is a -32602 naming the parameter, or null for what does not exist.
+    expect(await rpcError(chain.request({ method: "eth_getBalance", params: ["0x12", "latest"] }))).toMatchObject({ code: -32602, message: expect.stringMatching(/address/) });
+    expect((await rpcError(chain.request({ method: "eth_sendRawTransaction", params: ["0x02zz"] }))).code).toBe(-32602);
+    expect((await rpcError(chain.request({ method: "eth_sendRawTransaction", params: ["0x02c0"] }))).code).toBe(-32602);
+    expect((await rpcError(chain.request({ method: "eth_getLogs", params: [{ topics: ["0x01"] }] }))).code).toBe(-32602);
+    expect(await chain.request({ method: "eth_getBlockByNumber", params: ["0xffffff", false] })).toBeNull();
+    expect(await chain.request({ method: "eth_getTransactionByHash", params: [pad("0x01")] })).toBeNull();
   });
 
   test("the deployed code is the committed runtime code; storage and fee quotes read", async () => {
@@ -463,7 +471,7 @@ describe("the JSON-RPC socket", () => {
     killed.kill("SIGKILL");
     await killed.exited;
     expect(statSync(path).isSocket()).toBe(true);
-    const ipc = await serveJsonRpcSocket(path, chain.request);
+    const server = await serveJsonRpcSocket(path, chain.request);
     try {
       expect(statSync(path).isSocket()).toBe(true);
       expect(statSync(path).mode & 0o777).toBe(0o600);
@@ -490,8 +498,17 @@ describe("the JSON-RPC socket", () => {
 
       const broken = (await exchange(path, ["nonsense"], 1)) as { error: { code: number } }[];
       expect(broken[0]!.error.code).toBe(-32700);
+
+      // viem's own IPC transport (what a command line would use): reads, a send, a decoded revert.
+      const viaIpc = createPublicClient({ chain: chainDef, transport: ipc(path), pollingInterval: 10 });
+      const ipcWallet = createWalletClient({ account: owner, chain: chainDef, transport: ipc(path), pollingInterval: 10 });
+      expect(await viaIpc.getChainId()).toBe(CHAIN_ID);
+      const sent = await viaIpc.waitForTransactionReceipt({ hash: await ipcWallet.sendTransaction({ to: operator.address, value: 1n }) });
+      expect(sent.status).toBe("success");
+      const proxy = getContract({ address: deployment.contracts.proxy, abi: proxyAbi, client: viaIpc });
+      await expectRevert(proxy.simulate.withdraw([1n], { account: owner.address }), "InsufficientDeposit", [0n, 1n]);
     } finally {
-      await ipc.close();
+      await server.close();
     }
     expect(existsSync(path)).toBe(false);
   });
