@@ -309,6 +309,7 @@ describe("persistence", () => {
     const k = clientsOf(ch);
     const admin = await k.newAccount();
     const d = await deployContracts(k.wallet(admin), k.publicClient, admin.address);
+    await ch.request({ method: "evm_mine" }); // empty blocks are journalled in short
     const user = await k.newAccount();
     const dep = await k.mined(k.wallet(user).writeContract({ address: d.contracts.proxy, abi: proxyAbi, functionName: "deposit", value: 77n }));
     const pub = await k.mined(
@@ -321,6 +322,8 @@ describe("persistence", () => {
     const dir = join(tempDir("evm-restart"), "evm");
     const { ch, k, d, user, dep, pub } = await populated(dir);
     const head = await k.publicClient.getBlock();
+    const blocks = await Promise.all(Array.from({ length: Number(head.number) + 1 }, (_, n) => k.publicClient.getBlock({ blockNumber: BigInt(n) })));
+    expect(blocks.filter((b) => b.transactions.length === 0).length).toBe(2); // genesis and one evm_mine
     await ch.stop();
     expect((await rpcError(ch.request({ method: "eth_blockNumber" }))).message).toMatch(/stopped/);
     expect(statSync(dir).mode & 0o777).toBe(0o700);
@@ -330,6 +333,7 @@ describe("persistence", () => {
     const k2 = clientsOf(again);
     try {
       expect(await k2.publicClient.getBlock()).toEqual(head);
+      for (const b of blocks) expect(await k2.publicClient.getBlock({ blockNumber: b.number })).toEqual(b);
       expect(await k2.publicClient.getCode({ address: d.contracts.proxy })).toBe(proxyDeployedBytecode);
       expect(await k2.publicClient.readContract({ address: d.contracts.proxy, abi: proxyAbi, functionName: "depositOf", args: [user.address] })).toBe(77n);
       expect(await k2.publicClient.getTransactionReceipt({ hash: dep.transactionHash })).toEqual(dep);

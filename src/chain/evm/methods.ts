@@ -294,7 +294,7 @@ const handlers: Record<string, Handler> = {
   eth_getBlockTransactionCountByNumber: (c, [tag]) => bigIntToHex(BigInt(c.block(c.resolve(tag))!.transactions.length)),
   eth_getLogs: (c, [filter]) => getLogs(c, filter),
   evm_mine: async (c) => {
-    await c.mine();
+    await c.mineEmpty();
     return "0x0";
   },
   anvil_setBalance: async (c, [a, wei]) => {
