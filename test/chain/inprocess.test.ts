@@ -318,9 +318,10 @@ describe("persistence", () => {
     return { ch, k, d, user, dep, pub };
   }
 
-  test("stop and open again on the same dir keeps state, code, logs, receipts and blocks; files are private", async () => {
+  test("one opener at a time; stop and open again on the same dir keeps state, code, logs, receipts and blocks; files are private", async () => {
     const dir = join(tempDir("evm-restart"), "evm");
     const { ch, k, d, user, dep, pub } = await populated(dir);
+    await expect(createInProcessChain({ dir, chainId: CHAIN_ID, log: silentLogger })).rejects.toThrow(/another stowage .* is using/);
     const head = await k.publicClient.getBlock();
     const blocks = await Promise.all(Array.from({ length: Number(head.number) + 1 }, (_, n) => k.publicClient.getBlock({ blockNumber: BigInt(n) })));
     expect(blocks.filter((b) => b.transactions.length === 0).length).toBe(2); // genesis and one evm_mine

@@ -10,6 +10,7 @@
  */
 import { chmodSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
+import { acquireLock } from "../../datadir/lock.ts";
 import type { Logger } from "../../log.ts";
 import { Chain } from "./chain.ts";
 import { methodNotFound } from "./errors.ts";
@@ -27,13 +28,24 @@ export const JOURNAL_FILE = "chain.journal";
 export async function createInProcessChain({ dir, chainId, log }: { dir: string; chainId: number; log: Logger }): Promise<InProcessChain> {
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   chmodSync(dir, 0o700);
-  const chain = await Chain.open(join(dir, JOURNAL_FILE), chainId, log);
+  // Two writers on one journal would interleave records; the kernel lock goes with a killed holder.
+  const lock = acquireLock(dir);
+  let chain: Chain;
+  try {
+    chain = await Chain.open(join(dir, JOURNAL_FILE), chainId, log);
+  } catch (err) {
+    lock.release();
+    throw err;
+  }
   log.info("in-process chain ready", { chainId, block: Number(chain.height) });
   return {
     request({ method, params }) {
       if (typeof method !== "string") return Promise.reject(methodNotFound(String(method)));
       return dispatch(chain, method, Array.isArray(params) ? params : []);
     },
-    stop: () => chain.stop(),
+    async stop() {
+      await chain.stop();
+      lock.release();
+    },
   };
 }
