@@ -1,6 +1,6 @@
 /**
  * Builds the whole HTTP app from its services. No socket here: tests call `app.handle()`, and
- * `server.ts` puts it behind Bun.serve.
+ * `server.ts` puts it behind the HTTP listener (`http/listen.ts`).
  *
  * @example
  *   const app = buildApp({ config, log, db, health: { db: () => db.get(sql`select 1`) } })

@@ -12,6 +12,7 @@ import { openDatabase } from "./db/open.ts";
 import { installationId } from "./db/installation.ts";
 import { buildApp } from "./app.ts";
 import { createHandler } from "./http/handler.ts";
+import { listen, type Listener } from "./http/listen.ts";
 import { startChain } from "./chain/start.ts";
 import { createAccountServices } from "./accounts/index.ts";
 import { ethrResolver, keyStillSigns } from "./identity/resolver.ts";
@@ -78,7 +79,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     cleanup.push(() => indexer.stop());
     // Bind first: with --port 0 the real port is known only now, and the public URL names it.
     let handle = async (_: Request) => Response.json({ Code: "Unavailable", Description: "starting", HTTPStatusCode: 503 }, { status: 503 });
-    const server = Bun.serve({
+    const server = await listen({
       hostname: config.host,
       port: config.port,
       maxRequestBodySize: config.maxBody + FRAMING_SLACK,
@@ -124,7 +125,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
 }
 
 /** Stops accepting, waits for in-flight requests up to the limit, then cuts what is left. */
-async function drain(server: Bun.Server<unknown>, limitMs: number, log: Logger) {
+async function drain(server: Listener, limitMs: number, log: Logger) {
   let timer: Timer | undefined;
   const cut = new Promise<"cut">((ok) => {
     timer = setTimeout(() => ok("cut"), limitMs);

@@ -3,7 +3,7 @@
  * line per request (method, path without its query, status, ms, id). The query is never logged:
  * it can carry tokens, signatures and vouchers.
  */
-import type { Server } from "bun";
+import type { Listener } from "./listen.ts";
 import type { Logger } from "../log.ts";
 import { rememberClientIp, resolveClientIp } from "./client-ip.ts";
 import { needsLength } from "./body-limit.ts";
@@ -21,7 +21,7 @@ const CORS_EXPOSE = "Content-Length, Content-Range, Content-Disposition, ETag, R
 
 export function createHandler({ handle, log, corsOrigins, trustProxy }: HandlerOptions) {
   const allowed = new Set(corsOrigins);
-  return async (request: Request, server?: Server<unknown>): Promise<Response> => {
+  return async (request: Request, server?: Pick<Listener, "requestIP">): Promise<Response> => {
     const started = performance.now();
     const id = crypto.randomUUID();
     rememberClientIp(request, resolveClientIp(server?.requestIP(request)?.address, request.headers.get("x-forwarded-for"), trustProxy));

@@ -55,7 +55,7 @@ export interface StorageDeps {
 
 const HEX64 = /^(0x)?[0-9a-fA-F]{64}$/;
 
-/** Downloads up to one chunk are sent whole, with their Content-Length (see `download`). */
+/** Downloads up to one chunk are read whole before they are answered (see `download`). */
 export const WHOLE_BODY_MAX = 1024 * 1024;
 
 /** DID logins per client address and per DID. Higher than D12's 30 account logins a minute: the
@@ -220,8 +220,8 @@ export function createStorage(deps: StorageDeps) {
       traffic?.settle(sent);
     };
     if (length <= WHOLE_BODY_MAX) {
-      // Bun sends Content-Length only for a body complete when the headers go out, so a small
-      // body is read (and its hashes checked) first; a failure is then a clean 500.
+      // A small body is read (and its hashes checked) before the headers go out: a failure is
+      // then a clean 500. Larger ones stream, with their Content-Length all the same (http/listen.ts).
       let bytes: Uint8Array;
       try {
         bytes = new Uint8Array(await new Response(b.read(cid, range)).arrayBuffer());

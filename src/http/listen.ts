@@ -1,0 +1,266 @@
+/**
+ * The HTTP listener: Bun's `node:http` server in front of a fetch-style handler. Not Bun.serve,
+ * because Bun.serve drops a Content-Length set on a streamed body and sends it chunked
+ * (oven-sh/bun#10507), and D14 (spec row 5) promises every 200/206 download its length while
+ * downloads stream (memory must not grow with the file). `node:http` sends the length it is
+ * given and frames the streamed bytes by it.
+ *
+ * What Bun.serve did and the app relies on is kept: bodies over `maxRequestBodySize` are refused
+ * (413), a request's `signal` aborts when its client goes away, a response body is read only as
+ * fast as the client takes it (backpressure) and cancelled when the client leaves (so a download
+ * settles what was really sent), and a body of known size (string, JSON, Blob) gets its length.
+ */
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+
+export interface Listener {
+  /** The port it listens on (the real one when 0 was asked for). */
+  readonly port: number;
+  /** Requests whose answers have not finished. */
+  readonly pendingRequests: number;
+  /** The client's address of a request this listener received. */
+  requestIP(request: Request): { address: string } | null;
+  /** Stops accepting; resolves once in-flight requests are done, or at once after cutting them (`force`). */
+  stop(force?: boolean): Promise<void>;
+}
+
+export interface ListenOptions {
+  hostname: string;
+  port: number;
+  /** Bodies larger than this (declared or streamed) are refused with 413. */
+  maxRequestBodySize: number;
+  fetch(request: Request, listener: Listener): Promise<Response> | Response;
+  /** The answer when `fetch` throws. */
+  error(err: Error): Response;
+  /** A connection with nothing moving for this long is closed (Bun.serve's default: 10 s). */
+  idleTimeoutMs?: number;
+}
+
+/** Bodies of known length up to this are read whole and sent in one write. */
+const WHOLE_MAX = 1024 * 1024;
+
+/** Statuses whose answers never carry a body. */
+const NO_BODY = new Set([101, 204, 205, 304]);
+
+export async function listen(opts: ListenOptions): Promise<Listener> {
+  const ips = new WeakMap<Request, string>();
+  let pending = 0;
+  let drained: (() => void) | undefined;
+  const server = createServer({ requestTimeout: 0, keepAliveTimeout: 5_000 }, (req, res) => {
+    pending++;
+    res.once("close", () => {
+      if (--pending === 0) drained?.();
+    });
+    serveOne(req, res).catch(() => res.destroy());
+  });
+  // Uploads may take hours: only a connection that goes silent is closed.
+  server.setTimeout(opts.idleTimeoutMs ?? 10_000, (socket) => socket.destroy());
+
+  const listener: Listener = {
+    get port() {
+      return (server.address() as AddressInfo).port;
+    },
+    get pendingRequests() {
+      return pending;
+    },
+    requestIP: (request) => {
+      const address = ips.get(request);
+      return address === undefined ? null : { address };
+    },
+    stop(force = false) {
+      if (server.listening) server.close();
+      if (force || pending === 0) {
+        server.closeAllConnections();
+        return Promise.resolve();
+      }
+      // In-flight requests finish; idle keep-alive connections go at once, the rest once done.
+      server.closeIdleConnections();
+      return new Promise<void>((resolve) => {
+        drained = () => {
+          server.closeAllConnections();
+          resolve();
+        };
+      });
+    },
+  };
+
+  async function serveOne(req: IncomingMessage, res: ServerResponse) {
+    const declared = req.headers["content-length"];
+    if (declared !== undefined && Number(declared) > opts.maxRequestBodySize) {
+      res.writeHead(413, { "content-type": "text/plain", "content-length": "17", connection: "close" }).end("Payload Too Large");
+      return;
+    }
+    const abort = new AbortController();
+    res.once("close", () => {
+      if (!res.writableFinished) abort.abort(new Error("the client went away"));
+    });
+    let request: Request;
+    try {
+      request = toRequest(req, opts, abort.signal);
+    } catch {
+      res.writeHead(400, { "content-type": "text/plain", "content-length": "11", connection: "close" }).end("Bad Request");
+      return;
+    }
+    if (req.socket.remoteAddress) ips.set(request, req.socket.remoteAddress);
+    let response: Response;
+    try {
+      response = await opts.fetch(request, listener);
+    } catch (err) {
+      response = opts.error(err instanceof Error ? err : new Error(String(err)));
+    }
+    await send(req, res, response);
+    // A body the app did not read (a refused upload) is not drained: the connection goes.
+    if (!req.complete) req.destroy();
+  }
+
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(opts.port, opts.hostname, () => {
+      server.off("error", reject);
+      resolve();
+    });
+  });
+  return listener;
+}
+
+function toRequest(req: IncomingMessage, opts: ListenOptions, signal: AbortSignal): Request {
+  const headers = new Headers();
+  for (let i = 0; i + 1 < req.rawHeaders.length; i += 2) headers.append(req.rawHeaders[i] as string, req.rawHeaders[i + 1] as string);
+  const host = req.headers.host ?? `${opts.hostname}:${opts.port}`;
+  const url = new URL(req.url ?? "/", `http://${host}`);
+  const method = req.method ?? "GET";
+  const hasBody = method !== "GET" && method !== "HEAD" && (req.headers["transfer-encoding"] !== undefined || Number(req.headers["content-length"] ?? 0) > 0);
+  const init: RequestInit & { duplex?: "half" } = { method, headers, signal };
+  if (hasBody) {
+    init.body = bodyOf(req, opts.maxRequestBodySize);
+    init.duplex = "half";
+  }
+  return new Request(url.href, init);
+}
+
+/** The request body as a web stream that reads the socket only as fast as the app reads it. */
+function bodyOf(req: IncomingMessage, max: number): ReadableStream<Uint8Array> {
+  let seen = 0;
+  let done = false;
+  return new ReadableStream<Uint8Array>({
+    start(controller) {
+      req.on("data", (chunk: Buffer) => {
+        if (done) return;
+        seen += chunk.byteLength;
+        if (seen > max) {
+          done = true;
+          controller.error(new Error(`the body is larger than ${max} bytes`));
+          req.destroy();
+          return;
+        }
+        controller.enqueue(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength));
+        if ((controller.desiredSize ?? 0) <= 0) req.pause();
+      });
+      req.once("end", () => {
+        if (done) return;
+        done = true;
+        controller.close();
+      });
+      const broken = (err?: Error) => {
+        if (done) return;
+        done = true;
+        controller.error(err ?? new Error("the client went away"));
+      };
+      req.once("error", broken);
+      req.once("close", () => {
+        if (!req.complete) broken();
+      });
+      req.pause();
+    },
+    pull() {
+      req.resume();
+    },
+    cancel() {
+      done = true;
+      req.pause();
+    },
+  });
+}
+
+/** Writes a web Response: its headers, then its body as fast as the client takes it. */
+async function send(req: IncomingMessage, res: ServerResponse, response: Response) {
+  res.statusCode = response.status;
+  if (response.statusText) res.statusMessage = response.statusText;
+  for (const [name, value] of response.headers) if (name !== "set-cookie") res.setHeader(name, value);
+  const cookies = response.headers.getSetCookie();
+  if (cookies.length) res.setHeader("set-cookie", cookies);
+
+  const body = response.body;
+  if (!body || NO_BODY.has(response.status)) {
+    if (!res.hasHeader("content-length") && !NO_BODY.has(response.status)) res.setHeader("content-length", "0");
+    await body?.cancel().catch(() => {});
+    return finish(res);
+  }
+  if (req.method === "HEAD" && res.hasHeader("content-length")) {
+    await body.cancel().catch(() => {});
+    return finish(res);
+  }
+  const declared = Number(res.getHeader("content-length") ?? Number.NaN);
+  if (declared <= WHOLE_MAX) {
+    // Small bodies of known length (a small download, a file part of the app) go in one write:
+    // node:http costs a fixed amount per write, and reading a web stream chunk by chunk more.
+    let bytes: Buffer;
+    try {
+      bytes = Buffer.from(await response.arrayBuffer());
+    } catch {
+      res.destroy();
+      return;
+    }
+    return new Promise<void>((resolve) => res.end(bytes, () => resolve()));
+  }
+  const reader = body.getReader();
+  const gone = () => void reader.cancel(new Error("the client went away")).catch(() => {});
+  res.once("close", gone);
+  try {
+    let first = await reader.read();
+    if (!res.hasHeader("content-length")) {
+      // A body of known size (text, JSON, a Blob) comes whole in one read: it gets its length.
+      const second = first.done ? first : await reader.read();
+      if (second.done) {
+        const bytes = first.done ? new Uint8Array(0) : first.value;
+        res.setHeader("content-length", String(bytes.byteLength));
+        if (req.method !== "HEAD") res.write(bytes);
+        return await finish(res);
+      }
+      if (req.method === "HEAD") {
+        await reader.cancel().catch(() => {});
+        return await finish(res);
+      }
+      await write(res, first.value as Uint8Array);
+      first = second;
+    }
+    for (let next = first; !next.done; next = await reader.read()) {
+      if (res.destroyed) return;
+      await write(res, next.value);
+    }
+    await finish(res);
+  } catch {
+    // The body failed half way (a damaged chunk): the client must see a cut answer, not a short one.
+    res.destroy();
+  } finally {
+    res.off("close", gone);
+  }
+}
+
+/** Writes one chunk, waiting while the socket's buffer is full (backpressure). */
+function write(res: ServerResponse, chunk: Uint8Array): Promise<void> {
+  if (res.write(chunk)) return Promise.resolve();
+  return new Promise((resolve) => {
+    const go = () => {
+      res.off("drain", go);
+      res.off("close", go);
+      resolve();
+    };
+    res.once("drain", go);
+    res.once("close", go);
+  });
+}
+
+function finish(res: ServerResponse): Promise<void> {
+  return new Promise((resolve) => res.end(() => resolve()));
+}
