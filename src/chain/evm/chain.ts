@@ -363,7 +363,7 @@ export class Chain {
       withdrawals: [],
       blockOpts: { putBlockIntoBlockchain: false },
     });
-    let result: RunTxResult | undefined;
+    let result: RunTxResult;
     try {
       result = await builder.addTransaction(tx.tx);
     } catch (err) {
@@ -381,25 +381,23 @@ export class Chain {
     return block;
   }
 
-  private receiptsOf(block: Block, tx: { tx: TypedTransaction; from: Address } | undefined, result: RunTxResult | undefined): StoredReceipt[] {
-    const receipts: StoredReceipt[] = [];
-    if (tx && result) {
-      const baseFee = block.header.baseFeePerGas ?? 0n;
-      const price = tx.tx.supports(Capability.EIP1559FeeMarket) ? tx.tx.getEffectivePriorityFee(baseFee) + baseFee : (tx.tx as { gasPrice: bigint }).gasPrice;
-      const created = tx.tx.to === undefined ? createContractAddress(tx.from, tx.tx.nonce) : undefined;
-      receipts.push({
-        hash: bytesToHex(tx.tx.hash()),
-        from: tx.from.toString(),
-        to: tx.tx.to === undefined ? null : tx.tx.to.toString(),
-        contractAddress: created && result.execResult.exceptionError === undefined ? created.toString() : null,
-        status: result.execResult.exceptionError === undefined ? 1 : 0,
+  private receiptsOf(block: Block, { tx, from }: { tx: TypedTransaction; from: Address }, result: RunTxResult): StoredReceipt[] {
+    const baseFee = block.header.baseFeePerGas ?? 0n;
+    const price = tx.supports(Capability.EIP1559FeeMarket) ? tx.getEffectivePriorityFee(baseFee) + baseFee : (tx as { gasPrice: bigint }).gasPrice;
+    const ok = result.execResult.exceptionError === undefined;
+    return [
+      {
+        hash: bytesToHex(tx.hash()),
+        from: from.toString(),
+        to: tx.to === undefined ? null : tx.to.toString(),
+        contractAddress: tx.to === undefined && ok ? createContractAddress(from, tx.nonce).toString() : null,
+        status: ok ? 1 : 0,
         gasUsed: bigIntToHex(result.totalGasSpent),
         cumulativeGasUsed: bigIntToHex(result.receipt.cumulativeBlockGasUsed),
         effectiveGasPrice: bigIntToHex(price),
         logs: result.receipt.logs.map(([address, topics, data]) => [bytesToHex(address), topics.map(bytesToHex), bytesToHex(data)]),
-      });
-    }
-    return receipts;
+      },
+    ];
   }
 
   /** Validates a signed transaction the way a node's pool would, then mines it. */

@@ -5,7 +5,7 @@
  * damaged file is kept aside and the journal is truncated to the last good record, so the chain
  * falls back to its last good state instead of being lost.
  */
-import { closeSync, copyFileSync, fsyncSync, openSync, readFileSync, writeSync, ftruncateSync, existsSync } from "node:fs";
+import { closeSync, copyFileSync, existsSync, fsyncSync, ftruncateSync, openSync, readFileSync, writeSync } from "node:fs";
 import type { Logger } from "../../log.ts";
 
 const HEADER = 8;
