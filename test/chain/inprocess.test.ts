@@ -227,6 +227,11 @@ describe("the Proxy flow", () => {
     expect(expire).toBe(block.timestamp + 3n * 365n * 24n * 3600n);
     expect(await c.publicClient.getBalance({ address: owner.address })).toBe(ownerBefore + 300n * parseGwei("1"));
 
+    // A call may come from an address with code (EIP-3607 binds transactions, not calls).
+    expect(await c.publicClient.readContract({ address: proxy, abi: proxyAbi, functionName: "depositOf", args: [user.address], account: proxy })).toBe(parseGwei("700"));
+    expect(await c.publicClient.estimateGas({ account: proxy, to: owner.address, value: 0n })).toBe(21_000n);
+    expect(await c.publicClient.estimateGas({ account: user, to: owner.address, value: 1n })).toBe(21_000n);
+
     // Through eth_estimateGas (write) and eth_call (simulate): viem decodes our custom errors.
     await expectRevert(proxyAs(operator).write.buySpace([user.address, 1n, 0n]), "NonceMismatch", [0n, 1n]);
     await expectRevert(proxyAs(stranger).write.buySpace([user.address, 1n, 1n]), "NotOperator", [stranger.address]);

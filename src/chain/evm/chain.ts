@@ -79,6 +79,9 @@ interface StateRecord {
   root: Hex;
 }
 
+/** What a simulated call tells: its outcome and the gas it took. */
+type SimResult = Pick<RunTxResult, "execResult" | "totalGasSpent" | "gasRefund">;
+
 export interface CallArgs {
   from?: Hex;
   to?: Hex | null;
@@ -477,7 +480,7 @@ export class Chain {
     );
     return {
       sm,
-      async run(args: CallArgs, gas: bigint): Promise<RunTxResult> {
+      async run(args: CallArgs, gas: bigint): Promise<SimResult> {
         const from = args.from ? new Address(hexToBytes(args.from)) : new Address(new Uint8Array(20));
         const account = (await sm.getAccount(from)) ?? new Account();
         const value = args.value ? BigInt(args.value) : 0n;
@@ -498,7 +501,17 @@ export class Chain {
         tx.getSenderAddress = () => from;
         await vm.evm.journal.checkpoint();
         try {
-          return await runTx(vm, { tx, block: header, skipBalance: true, skipNonce: true, skipBlockGasLimitValidation: true, skipHardForkValidation: true });
+          if (!account.isContract()) {
+            return await runTx(vm, { tx, block: header, skipBalance: true, skipNonce: true, skipBlockGasLimitValidation: true, skipHardForkValidation: true });
+          }
+          // EIP-3607 refuses transactions from an address with code; geth and anvil still answer
+          // calls from one, so the message runs here without the transaction around it.
+          const intrinsic = tx.getIntrinsicGas();
+          if (gas < intrinsic) throw new Error(`intrinsic gas too low: ${gas} < ${intrinsic}`);
+          const { execResult } = await vm.evm.runCall({ caller: from, origin: from, to: tx.to, value, data: tx.data, gasLimit: gas - intrinsic, block: header });
+          const used = intrinsic + execResult.executionGasUsed;
+          const refund = (execResult.gasRefund ?? 0n) < used / 5n ? (execResult.gasRefund ?? 0n) : used / 5n;
+          return { execResult, totalGasSpent: used - refund, gasRefund: refund };
         } catch (err) {
           throw failed((err as Error).message.split("\n")[0]!);
         } finally {
@@ -527,6 +540,9 @@ export class Chain {
     const error = first.execResult.exceptionError;
     if (error?.error === "revert") throw revertError(first.execResult.returnValue);
     if (error) throw failed(error.error === "out of gas" ? `gas required exceeds allowance (${cap})` : `execution failed: ${error.error}`);
+    // A plain transfer costs what it costs, as geth answers it: no search.
+    const data = args.data ?? args.input ?? "0x";
+    if (data === "0x" && args.to && (await sim.sm.getCode(new Address(hexToBytes(args.to)))).length === 0) return first.totalGasSpent;
     const succeeds = async (gas: bigint) => {
       try {
         return (await sim.run(args, gas)).execResult.exceptionError === undefined;
