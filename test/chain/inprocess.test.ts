@@ -142,6 +142,8 @@ describe("basics", () => {
     expect(b1.transactions[0]!.from).toBe(user.address.toLowerCase() as Address);
     expect(b2.transactions).toEqual([r2.transactionHash]);
     expect(b2.parentHash).toBe(b1.hash);
+    expect(await c.publicClient.getBlockTransactionCount({ blockHash: b1.hash! })).toBe(1);
+    expect(await c.publicClient.getBlockTransactionCount({ blockNumber: 0n })).toBe(0);
 
     // evm_mine adds an empty block, one second or more after its parent.
     await chain.request({ method: "evm_mine" });

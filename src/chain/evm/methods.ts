@@ -292,6 +292,10 @@ const handlers: Record<string, Handler> = {
     return block ? blockJson(c, block, full === true) : null;
   },
   eth_getBlockTransactionCountByNumber: (c, [tag]) => bigIntToHex(BigInt(c.block(c.resolve(tag))!.transactions.length)),
+  eth_getBlockTransactionCountByHash: (c, [h]) => {
+    const block = c.blockByHash(hash32(h));
+    return block ? bigIntToHex(BigInt(block.transactions.length)) : null;
+  },
   eth_getLogs: (c, [filter]) => getLogs(c, filter),
   evm_mine: async (c) => {
     await c.mineEmpty();
