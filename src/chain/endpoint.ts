@@ -67,7 +67,9 @@ export async function rpcCall<T>(endpoint: RpcEndpoint, method: string, params: 
   return answer.result as T;
 }
 
-/** viem's `custom` transport over `send`, so errors keep their JSON-RPC code and revert data. */
+/** viem's `custom` transport over `send`, so errors keep their JSON-RPC code and revert data.
+ * No retries: viem takes a revert (code 3) from a custom transport for an unknown error and
+ * would run it again, and a local socket or function call does not drop requests as HTTP may. */
 function customTransport(endpoint: RpcEndpoint): Transport {
   return custom(
     {
@@ -78,7 +80,7 @@ function customTransport(endpoint: RpcEndpoint): Transport {
         return answer.result;
       },
     },
-    { retryCount: 2 },
+    { retryCount: 0 },
   );
 }
 
