@@ -125,7 +125,7 @@ describe("clearing holds", () => {
 
     expect(meter.clearStale()).toBe(1);
     const left = holdsOf(account.address);
-    expect(left.map((h) => `${h.kind} ${h.gateway}`).sort()).toEqual([`space ${meter.gateway}`, "space another-gateway", `traffic ${meter.gateway}`]);
+    expect(left.map((h) => `${h.kind} ${h.gateway}`).sort()).toEqual([`space ${meter.gateway}`, "space another-gateway", `traffic ${meter.gateway}`].sort());
     // Another gateway's live hold still counts.
     expect((await client.space()).SizeByte).toBe(700_000);
     expect(await statusOf(client.upload("dfs", random(700_001), { name: "too-big" }))).toBe(402);
