@@ -62,6 +62,12 @@ export const settings = {
   operatorKey: setting({ kind: "key", env: "STOWAGE_OPERATOR_KEY", help: "Operator private key (default: generated in data/secrets)" }),
   adminKey: setting({ kind: "key", env: "STOWAGE_ADMIN_KEY", help: "Admin private key for the CLI (default: generated in data/secrets)" }),
   ipfsListen: setting({ kind: "list", env: "STOWAGE_IPFS_LISTEN", flag: "--ipfs-listen", default: "/ip4/0.0.0.0/tcp/4001", help: "libp2p listen multiaddrs, comma-separated" }),
+  s3Endpoint: setting({ kind: "url", env: "STOWAGE_S3_ENDPOINT", flag: "--s3-endpoint", help: "S3-compatible object store for dfs chunks and ipfs blocks, such as http://rgw.internal:7480 (unset: files in the data dir)" }),
+  s3Bucket: setting({ kind: "string", env: "STOWAGE_S3_BUCKET", flag: "--s3-bucket", help: "Bucket in the object store (required with STOWAGE_S3_ENDPOINT)" }),
+  s3Region: setting({ kind: "string", env: "STOWAGE_S3_REGION", flag: "--s3-region", default: "us-east-1", help: "Region the object store's requests are signed for" }),
+  s3Prefix: setting({ kind: "string", env: "STOWAGE_S3_PREFIX", flag: "--s3-prefix", default: "", help: "Put before every object key, such as stowage/ (one bucket or prefix per deployment)" }),
+  s3AccessKeyId: setting({ kind: "string", env: "STOWAGE_S3_ACCESS_KEY_ID", help: "Access key id for the object store" }),
+  s3SecretAccessKey: setting({ kind: "string", env: "STOWAGE_S3_SECRET_ACCESS_KEY", help: "Secret access key for the object store" }),
   smtpUrl: setting({ kind: "url", env: "STOWAGE_SMTP_URL", help: "SMTP URL for mail (unset: dev mailbox in data/mail)" }),
   mailFrom: setting({ kind: "string", env: "STOWAGE_MAIL_FROM", flag: "--mail-from", default: "Stowage <no-reply@localhost>", help: "Sender of login codes" }),
   allowedOrigins: setting({ kind: "list", env: "STOWAGE_ALLOWED_ORIGINS", flag: "--allowed-origins", default: "http://localhost:8080", help: "Origins allowed in EVM sign-in messages" }),
@@ -199,9 +205,25 @@ export function parseConfig(argv: readonly string[], env: Env = processEnv, scop
     throw new ConfigError(`STOWAGE_LOG_LEVEL: must be debug, info, warn or error`);
   }
   if (!["on", "off"].includes(values.rateLimits as string)) throw new ConfigError(`STOWAGE_RATE_LIMITS: must be on or off`);
+  if (scope === "server") checkS3(values);
   values.dataDir = resolve(values.dataDir as string);
   values.publicUrl ??= `http://${values.host === "0.0.0.0" ? "localhost" : values.host}:${values.port}`;
   return values as Config;
+}
+
+const S3_NEEDS = ["s3Bucket", "s3AccessKeyId", "s3SecretAccessKey"] as const;
+
+/** An object store is all or nothing: half its settings would silently keep content on local disk
+ * (no endpoint) or fail at the first upload (no bucket or keys). */
+function checkS3(values: Record<string, unknown>): void {
+  if (values.s3Endpoint !== undefined) {
+    for (const n of S3_NEEDS) if (values[n] === undefined) throw new ConfigError(`${settings[n].env}: must be set when STOWAGE_S3_ENDPOINT is`);
+  } else {
+    for (const n of S3_NEEDS) if (values[n] !== undefined) throw new ConfigError(`STOWAGE_S3_ENDPOINT: must be set when ${settings[n].env} is (or unset ${settings[n].env} to keep content in the data dir)`);
+  }
+  // The prefix begins blob keys (src/blob/store.ts): the same characters, and no leading slash.
+  const prefix = values.s3Prefix as string;
+  if (!/^(?:[A-Za-z0-9._=-]+\/)*[A-Za-z0-9._=-]*$/.test(prefix) || prefix.split("/").some((s) => s === "." || s === "..")) throw new ConfigError(`STOWAGE_S3_PREFIX: must be letters, digits, . _ = - and / between them, such as stowage/ (got ${JSON.stringify(prefix)})`);
 }
 
 function nonEmpty(v: string | undefined): string | undefined {

@@ -1,5 +1,7 @@
 import { describe, expect, test } from "bun:test";
+import { join } from "node:path";
 import { ConfigError, parseConfig, settings } from "../../src/config.ts";
+import { tempDir } from "../support/tmp.ts";
 
 describe("config", () => {
   test("defaults match the design's fixed names and values", () => {
@@ -86,5 +88,55 @@ describe("config", () => {
     expect(() => parseConfig([], { STOWAGE_USER_KEY: "0xnot-a-key" }, "client")).toThrow("STOWAGE_USER_KEY");
     expect(parseConfig(["--gateway", "http://gw.example/"], {}, "client").gateway).toBe("http://gw.example");
     expect(() => parseConfig(["--port", "1"], {}, "client")).toThrow("unknown option --port");
+  });
+
+  describe("object store settings (D15)", () => {
+    const s3 = { STOWAGE_S3_ENDPOINT: "http://127.0.0.1:7480/", STOWAGE_S3_BUCKET: "b", STOWAGE_S3_ACCESS_KEY_ID: "ak", STOWAGE_S3_SECRET_ACCESS_KEY: "sk" };
+
+    test("unset by default: content stays in the data dir", () => {
+      const c = parseConfig([], {});
+      expect(c.s3Endpoint).toBeUndefined();
+      expect(c.s3Region).toBe("us-east-1");
+      expect(c.s3Prefix).toBe("");
+    });
+
+    test("a complete set is taken as given", () => {
+      const c = parseConfig(["--s3-prefix", "stowage/", "--s3-region", "eu-west-1"], s3);
+      expect(c.s3Endpoint).toBe("http://127.0.0.1:7480");
+      expect([c.s3Bucket, c.s3AccessKeyId, c.s3SecretAccessKey, c.s3Prefix, c.s3Region]).toEqual(["b", "ak", "sk", "stowage/", "eu-west-1"]);
+    });
+
+    for (const missing of ["STOWAGE_S3_BUCKET", "STOWAGE_S3_ACCESS_KEY_ID", "STOWAGE_S3_SECRET_ACCESS_KEY"] as const) {
+      test(`an endpoint without ${missing} is refused, naming it`, () => {
+        const env: Record<string, string> = { ...s3 };
+        delete env[missing];
+        expect(() => parseConfig([], env)).toThrow(new ConfigError(`${missing}: must be set when STOWAGE_S3_ENDPOINT is`));
+      });
+    }
+
+    test("a bucket or keys without an endpoint are refused rather than silently ignored", () => {
+      expect(() => parseConfig([], { STOWAGE_S3_BUCKET: "b" })).toThrow(/^STOWAGE_S3_ENDPOINT: must be set when STOWAGE_S3_BUCKET is/);
+    });
+
+    test("the keys are environment only, and a bad prefix is refused", () => {
+      expect("flag" in settings.s3AccessKeyId).toBe(false);
+      expect("flag" in settings.s3SecretAccessKey).toBe(false);
+      for (const prefix of ["/abs", "a//b", "a b/", "../x"]) expect(() => parseConfig([], { ...s3, STOWAGE_S3_PREFIX: prefix })).toThrow("STOWAGE_S3_PREFIX");
+      expect(parseConfig([], { ...s3, STOWAGE_S3_PREFIX: "team.a/stowage-1/" }).s3Prefix).toBe("team.a/stowage-1/");
+    });
+
+    test("the user commands do not check the server's object store", () => {
+      expect(parseConfig([], { STOWAGE_S3_ENDPOINT: "http://127.0.0.1:7480" }, "client").gateway).toBe("http://localhost:8080");
+    });
+
+    test("stowage serve exits 2 and names the missing variable", async () => {
+      const proc = Bun.spawn([process.execPath, join(import.meta.dir, "..", "..", "src", "main.ts"), "serve"], {
+        env: { PATH: process.env.PATH ?? "", STOWAGE_S3_ENDPOINT: "http://127.0.0.1:7480", STOWAGE_S3_BUCKET: "b", STOWAGE_S3_ACCESS_KEY_ID: "ak", STOWAGE_DATA_DIR: tempDir("s3cfg") },
+        stdout: "pipe",
+        stderr: "pipe",
+      });
+      expect(await proc.exited).toBe(2);
+      expect(await new Response(proc.stderr).text()).toContain("STOWAGE_S3_SECRET_ACCESS_KEY: must be set when STOWAGE_S3_ENDPOINT is");
+    });
   });
 });
