@@ -1,0 +1,204 @@
+/**
+ * The blob store on local files: the embedded default (DESIGN.md D15), with the crash safety of
+ * today's chunk files. An object appears under its final name only whole and durable: written to
+ * a temp name in the same folder, fsync'd, renamed over the final name, the folder fsync'd (the
+ * rename itself must survive a power cut). A reader opens the file once, so an overwrite
+ * (a rename) never mixes two objects' bytes in one read.
+ *
+ * Layout: key `a/b/NAME` is the file `ROOT/a/b/XX/YY/NAME`, where XXYY are the first four hex
+ * digits of SHA-256(NAME). Cids share their first characters, so the fan-out hashes the name:
+ * no folder holds more than a few thousand files even at millions of objects.
+ */
+import { createHash, randomBytes } from "node:crypto";
+import { type FileHandle, mkdir, open, readdir, rename, stat, unlink } from "node:fs/promises";
+import { dirname, join, sep } from "node:path";
+import { BlobError, type BlobRange, type BlobSource, type BlobStore, checkKey, checkRange, emptyStream, TEMP_MARK } from "./store.ts";
+
+const READ_CHUNK = 256 * 1024;
+
+export class LocalBlobStore implements BlobStore {
+  readonly kind = "local";
+  /** Folders known to exist: nothing removes them while the store runs. */
+  private readonly made = new Set<string>();
+
+  constructor(readonly root: string) {}
+
+  pathOf(key: string): string {
+    const parts = checkKey(key).split("/");
+    const name = parts.pop() as string; // checkKey: at least one segment
+    const h = fanOut(name);
+    return join(this.root, ...parts, h.slice(0, 2), h.slice(2, 4), name);
+  }
+
+  async put(key: string, source: BlobSource): Promise<{ size: number }> {
+    const path = this.pathOf(key);
+    const dir = dirname(path);
+    await this.ensureDir(dir);
+    const temp = `${path}${TEMP_MARK}${randomBytes(6).toString("hex")}`;
+    const fh = await open(temp, "wx", 0o600).catch(fsFail);
+    let open_ = true;
+    let size = 0;
+    try {
+      if (source instanceof Uint8Array) size = await writeAll(fh, source);
+      // A source that fails throws its own error out of this loop: the caller's fault, not ours.
+      else for await (const chunk of source) size += await writeAll(fh, chunk);
+      await fh.sync().catch(fsFail);
+      open_ = false;
+      await fh.close().catch(fsFail);
+      await rename(temp, path).catch(fsFail);
+    } catch (e) {
+      if (open_) await fh.close().catch(() => {});
+      await unlink(temp).catch(() => {});
+      throw e;
+    }
+    await fsyncDir(dir).catch(fsFail);
+    return { size };
+  }
+
+  async get(key: string, range?: BlobRange): Promise<ReadableStream<Uint8Array>> {
+    checkRange(range);
+    const fh = await open(this.pathOf(key), "r").catch((e) => {
+      if (errno(e) === "ENOENT") throw new BlobError("BlobNotFound", `no blob ${key}`);
+      return fsFail(e);
+    });
+    let size: number;
+    try {
+      size = (await fh.stat()).size;
+    } catch (e) {
+      await fh.close().catch(() => {});
+      return fsFail(e);
+    }
+    let pos = Math.min(range?.offset ?? 0, size);
+    const end = range?.length === undefined ? size : Math.min(size, pos + range.length);
+    if (pos >= end) {
+      await fh.close().catch(() => {});
+      return emptyStream();
+    }
+    return new ReadableStream<Uint8Array>({
+      async pull(ctl) {
+        try {
+          const want = Math.min(READ_CHUNK, end - pos);
+          const buf = new Uint8Array(want);
+          const { bytesRead } = await fh.read(buf, 0, want, pos);
+          // Files are replaced by rename, never changed in place: a short read means damage.
+          if (bytesRead === 0) throw new BlobError("BlobStoreError", `blob ${key} ended at ${pos} of ${size} bytes`);
+          pos += bytesRead;
+          ctl.enqueue(bytesRead === want ? buf : buf.subarray(0, bytesRead));
+          if (pos >= end) {
+            await fh.close();
+            ctl.close();
+          }
+        } catch (e) {
+          await fh.close().catch(() => {});
+          ctl.error(e instanceof BlobError ? e : asBlobError(e));
+        }
+      },
+      async cancel() {
+        await fh.close().catch(() => {});
+      },
+    });
+  }
+
+  async stat(key: string): Promise<number | undefined> {
+    try {
+      return (await stat(this.pathOf(key))).size;
+    } catch (e) {
+      if (errno(e) === "ENOENT") return undefined;
+      return fsFail(e);
+    }
+  }
+
+  async delete(key: string): Promise<void> {
+    await unlink(this.pathOf(key)).catch((e) => {
+      if (errno(e) !== "ENOENT") fsFail(e);
+    });
+  }
+
+  async *list(prefix: string): AsyncIterable<string> {
+    // Keys under `prefix` live under the folder of its complete segments; the rest of the
+    // prefix filters names (a key's own folders may also start with it: "dfs/ba" matches "dfs/bad/x").
+    const cut = prefix.lastIndexOf("/");
+    const base = cut < 0 ? [] : prefix.slice(0, cut).split("/");
+    if (base.some((s) => s === "" || s === "." || s === "..")) return;
+    yield* walk(join(this.root, ...base), base, prefix);
+  }
+
+  private async ensureDir(dir: string): Promise<void> {
+    if (this.made.has(dir)) return;
+    const first = await mkdir(dir, { recursive: true, mode: 0o700 }).catch(fsFail);
+    // Each new folder's entry is in its parent: make those durable too, once per folder.
+    if (first !== undefined) {
+      for (let d = dirname(dir); ; d = dirname(d)) {
+        await fsyncDir(d).catch(fsFail);
+        if (d === dirname(first) || d === dirname(d)) break;
+      }
+    }
+    this.made.add(dir);
+  }
+}
+
+function fanOut(name: string): string {
+  return createHash("sha256").update(name).digest("hex");
+}
+
+/** Every key in the folder `dir` (whose key segments are `segs`) that starts with `prefix`. A
+ * file is a key only at `…/XX/YY/NAME` with XXYY its name's hash: anything else is not ours. */
+async function* walk(dir: string, segs: string[], prefix: string): AsyncGenerator<string> {
+  let entries;
+  try {
+    entries = await readdir(dir, { withFileTypes: true });
+  } catch (e) {
+    if (errno(e) === "ENOENT" || errno(e) === "ENOTDIR") return;
+    return fsFail(e);
+  }
+  for (const entry of entries) {
+    const path = `${dir}${sep}${entry.name}`;
+    if (entry.isDirectory()) {
+      yield* walk(path, [...segs, entry.name], prefix);
+      continue;
+    }
+    if (!entry.isFile() || entry.name.includes(TEMP_MARK) || segs.length < 2) continue;
+    const h = fanOut(entry.name);
+    if (segs[segs.length - 2] !== h.slice(0, 2) || segs[segs.length - 1] !== h.slice(2, 4)) continue;
+    const key = [...segs.slice(0, -2), entry.name].join("/");
+    if (key.startsWith(prefix)) yield key;
+  }
+}
+
+async function writeAll(fh: FileHandle, bytes: Uint8Array): Promise<number> {
+  for (let done = 0; done < bytes.length; ) {
+    const { bytesWritten } = await fh.write(bytes, done, bytes.length - done).catch(fsFail);
+    done += bytesWritten;
+  }
+  return bytes.length;
+}
+
+/** Makes a folder's entries (a rename) durable. */
+export async function fsyncDir(dir: string): Promise<void> {
+  const fh = await open(dir, "r");
+  try {
+    await fh.sync();
+  } finally {
+    await fh.close();
+  }
+}
+
+function errno(e: unknown): string | undefined {
+  return typeof e === "object" && e !== null && "code" in e && typeof e.code === "string" ? e.code : undefined;
+}
+
+const UNAVAILABLE = new Set(["ENOSPC", "EDQUOT", "EIO", "EROFS", "EMFILE", "ENFILE", "EAGAIN"]);
+const DENIED = new Set(["EACCES", "EPERM"]);
+
+function asBlobError(e: unknown): BlobError {
+  if (e instanceof BlobError) return e;
+  const code = errno(e);
+  const message = `local blob store: ${(e as Error)?.message ?? String(e)}`;
+  if (code && UNAVAILABLE.has(code)) return new BlobError("BlobStoreUnavailable", message, { cause: e });
+  if (code && DENIED.has(code)) return new BlobError("BlobAccessDenied", message, { cause: e });
+  return new BlobError("BlobStoreError", message, { cause: e });
+}
+
+function fsFail(e: unknown): never {
+  throw asBlobError(e);
+}
