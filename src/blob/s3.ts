@@ -27,6 +27,9 @@ export interface S3BlobStoreOptions {
   partSize?: number;
   /** Parts of one upload in flight at once: memory per streamed put ≈ partSize × queueSize. */
   queueSize?: number;
+  /** How long a request may go without an answer (Bun's client has no timeout of its own: a
+   * store that accepts connections and never answers would hang every caller). */
+  timeoutMs?: number;
 }
 
 type ReadResult = { done: boolean; value?: Uint8Array };
@@ -34,6 +37,9 @@ type ReadResult = { done: boolean; value?: Uint8Array };
 const DEFAULT_PART = 8 * 2 ** 20;
 const DEFAULT_QUEUE = 4;
 const DEFAULT_PAGE = 1000;
+const DEFAULT_TIMEOUT_MS = 30_000;
+/** A whole-bytes put may take this long per MiB on top of the timeout: slower is "unavailable". */
+const MS_PER_MIB = 1000;
 
 export class S3BlobStore implements BlobStore {
   readonly kind = "s3";
@@ -55,7 +61,9 @@ export class S3BlobStore implements BlobStore {
     const k = this.full(key);
     const options = { type: "application/octet-stream", partSize: this.o.partSize ?? DEFAULT_PART, queueSize: this.o.queueSize ?? DEFAULT_QUEUE };
     try {
-      const size = await this.client.write(k, source instanceof Uint8Array ? source : new Response(source), options);
+      // A streamed put has no deadline here: its pace is its source's (a client's upload).
+      const writing = this.client.write(k, source instanceof Uint8Array ? source : new Response(source), options);
+      const size = source instanceof Uint8Array ? await this.timed(writing, key, (source.length / 2 ** 20) * MS_PER_MIB) : await writing;
       return { size };
     } catch (e) {
       // The source's own failure passes through as it is: it is the caller's, not the store's.
@@ -76,22 +84,25 @@ export class S3BlobStore implements BlobStore {
     const reader = file.stream().getReader();
     let first: ReadResult;
     try {
-      first = await reader.read();
+      first = await this.timed(reader.read(), key);
     } catch (e) {
+      reader.cancel().catch(() => {});
       // 416: the range starts at or past the end (S3 answers so even for offset == size).
       if (isS3Error(e) && e.code === "InvalidRange" && (await this.stat(key)) !== undefined) return emptyStream();
       throw this.fail(e, key);
     }
     let pending: ReadResult | undefined = first;
     const fail = (e: unknown) => this.fail(e, key);
+    const timed = <T>(p: Promise<T>) => this.timed(p, key);
     return new ReadableStream<Uint8Array>({
       async pull(ctl) {
         try {
-          const next = pending ?? (await reader.read());
+          const next = pending ?? (await timed(reader.read()));
           pending = undefined;
           if (next.done || next.value === undefined) ctl.close();
           else ctl.enqueue(next.value);
         } catch (e) {
+          reader.cancel().catch(() => {});
           ctl.error(fail(e));
         }
       },
@@ -104,7 +115,7 @@ export class S3BlobStore implements BlobStore {
   async stat(key: string): Promise<number | undefined> {
     const k = this.full(key);
     try {
-      return (await this.client.file(k).stat()).size;
+      return (await this.timed(this.client.file(k).stat(), key)).size;
     } catch (e) {
       if (isS3Error(e) && e.code === "NoSuchKey") return undefined;
       if (isS3Error(e) && e.code === "UnknownError") await this.diagnose(k);
@@ -114,7 +125,7 @@ export class S3BlobStore implements BlobStore {
 
   async delete(key: string): Promise<void> {
     try {
-      await this.client.delete(this.full(key));
+      await this.timed(this.client.delete(this.full(key)), key);
     } catch (e) {
       if (isS3Error(e) && e.code === "NoSuchKey") return;
       throw this.fail(e, key);
@@ -127,7 +138,7 @@ export class S3BlobStore implements BlobStore {
     do {
       let page;
       try {
-        page = await this.client.list({ prefix: full, maxKeys: options.pageSize ?? DEFAULT_PAGE, continuationToken });
+        page = await this.timed(this.client.list({ prefix: full, maxKeys: options.pageSize ?? DEFAULT_PAGE, continuationToken }), `${prefix}*`);
       } catch (e) {
         throw this.fail(e, `${prefix}*`);
       }
@@ -139,7 +150,7 @@ export class S3BlobStore implements BlobStore {
   /** Checks that the bucket answers with these keys: a clear error at start beats one per upload. */
   async probe(): Promise<void> {
     try {
-      await this.client.list({ prefix: this.o.prefix, maxKeys: 1 });
+      await this.timed(this.client.list({ prefix: this.o.prefix, maxKeys: 1 }), "(probe)");
     } catch (e) {
       throw this.fail(e, "(probe)");
     }
@@ -148,9 +159,24 @@ export class S3BlobStore implements BlobStore {
   /** A HEAD failed without saying why: a list of the same key says (and throws it). */
   private async diagnose(k: string): Promise<void> {
     try {
-      await this.client.list({ prefix: k, maxKeys: 1 });
+      await this.timed(this.client.list({ prefix: k, maxKeys: 1 }), k);
     } catch (e) {
       throw this.fail(e, k.slice(this.o.prefix.length));
+    }
+  }
+
+  /** `p`, or BlobStoreUnavailable once it has gone unanswered too long. The request itself is
+   * left to finish or fail on its own: Bun's client takes no AbortSignal. */
+  private async timed<T>(p: Promise<T>, key: string, extraMs = 0): Promise<T> {
+    const ms = (this.o.timeoutMs ?? DEFAULT_TIMEOUT_MS) + extraMs;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new BlobError("BlobStoreUnavailable", `S3 ${this.where}: no answer within ${Math.round(ms)} ms (${key})`)), ms);
+    });
+    try {
+      return await Promise.race([p, late]);
+    } finally {
+      clearTimeout(timer);
     }
   }
 

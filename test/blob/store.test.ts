@@ -338,6 +338,20 @@ describe("S3 errors are typed", () => {
     }
   });
 
+  test("an endpoint that accepts connections and never answers is BlobStoreUnavailable after the timeout", async () => {
+    const silent = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
+    try {
+      const hung = new S3BlobStore({ endpoint: `http://127.0.0.1:${silent.port}`, bucket: "b", region: "us-east-1", prefix: "", accessKeyId: "a", secretAccessKey: "s", timeoutMs: 200 });
+      // Streamed puts are paced by their source and have no deadline of their own (see s3.ts).
+      for (const op of [() => hung.put("x", Uint8Array.of(1)), () => hung.get("x"), () => hung.get("x", { offset: 2 }), () => hung.stat("x"), () => hung.delete("x"), () => keys(hung, ""), () => hung.probe()]) {
+        const e = (await caught(op())) as BlobError;
+        expect([e.code, e.message]).toEqual(["BlobStoreUnavailable", expect.stringContaining("no answer within")]);
+      }
+    } finally {
+      silent.stop(true);
+    }
+  });
+
   test("a missing bucket is BlobBucketMissing, found when the store opens", async () => {
     const config = { dataDir: tempDir("blobcfg"), s3Endpoint: rgw.endpoint, s3Bucket: "no-such-bucket", s3Region: rgw.region, s3Prefix: "", s3AccessKeyId: rgw.accessKeyId, s3SecretAccessKey: rgw.secretAccessKey };
     expect(await blobCode(openBlobStore(config))).toBe("BlobBucketMissing");
