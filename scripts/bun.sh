@@ -14,4 +14,7 @@ if [ ! -x "$BUN" ]; then
   echo "scripts/bun.sh: npx did not provide bun@$BUN_VERSION (got '$BUN')" >&2
   exit 1
 fi
+# Scripts that Bun runs (`bun run test:all` calls `bun …`) find this same Bun first on PATH.
+PATH="$(dirname "$BUN"):$PATH"
+export PATH
 exec "$BUN" "$@"
