@@ -36,18 +36,18 @@ export class LocalBlobStore implements BlobStore {
     await this.ensureDir(dir);
     const temp = `${path}${TEMP_MARK}${randomBytes(6).toString("hex")}`;
     const fh = await open(temp, "wx", 0o600).catch(fsFail);
-    let open_ = true;
+    let isOpen = true;
     let size = 0;
     try {
       if (source instanceof Uint8Array) size = await writeAll(fh, source);
       // A source that fails throws its own error out of this loop: the caller's fault, not ours.
       else for await (const chunk of source) size += await writeAll(fh, chunk);
       await fh.sync().catch(fsFail);
-      open_ = false;
+      isOpen = false;
       await fh.close().catch(fsFail);
       await rename(temp, path).catch(fsFail);
     } catch (e) {
-      if (open_) await fh.close().catch(() => {});
+      if (isOpen) await fh.close().catch(() => {});
       await unlink(temp).catch(() => {});
       throw e;
     }
@@ -108,6 +108,8 @@ export class LocalBlobStore implements BlobStore {
     }
   }
 
+  /** Not fsync'd: an object a power cut brings back is one no row references, and the next
+   * sweep removes it again. */
   async delete(key: string): Promise<void> {
     await unlink(this.pathOf(key)).catch((e) => {
       if (errno(e) !== "ENOENT") fsFail(e);

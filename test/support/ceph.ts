@@ -263,9 +263,7 @@ async function untilAnswers(endpoint: string, deadline: AbortSignal, check: () =
       await fetch(endpoint, { signal: AbortSignal.timeout(1000) });
       return;
     } catch {
-      // Not listening yet: wait on the next daemon event or a short tick, never a fixed sleep
-      // that a test depends on.
-      await Bun.sleep(50);
+      await Bun.sleep(50); // not listening yet
     }
   }
 }
