@@ -14,7 +14,13 @@ if [ ! -x "$BUN" ]; then
   echo "scripts/bun.sh: npx did not provide bun@$BUN_VERSION (got '$BUN')" >&2
   exit 1
 fi
-# Scripts that Bun runs (`bun run test:all` calls `bun …`) find this same Bun first on PATH.
-PATH="$(dirname "$BUN"):$PATH"
+# Scripts that Bun runs (`bun run test:all` calls `bun …`) find this same Bun first on PATH. npx's
+# Bun is `bun.exe`; its package's .bin folder has the `bun` link.
+BIN_DIR=$(cd "$(dirname "$BUN")/../../.bin" 2>/dev/null && pwd || true)
+if [ -z "$BIN_DIR" ] || [ ! -x "$BIN_DIR/bun" ]; then
+  BIN_DIR="${TMPDIR:-/tmp}/stowage-bun-$BUN_VERSION-$(id -u)"
+  mkdir -p "$BIN_DIR" && ln -sf "$BUN" "$BIN_DIR/bun"
+fi
+PATH="$BIN_DIR:$PATH"
 export PATH
 exec "$BUN" "$@"
