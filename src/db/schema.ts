@@ -15,6 +15,8 @@ export * from "../accounts/schema.ts";
 
 export * from "../chain/schema.ts";
 
+export * from "../blob/schema.ts";
+
 export * from "../storage/dfs/schema.ts";
 
 export * from "../storage/ipfs/schema.ts";
