@@ -6,6 +6,7 @@ import { parseConfig } from "../../src/config.ts";
 import { openDatabase } from "../../src/db/open.ts";
 import { silentLogger, type Logger } from "../../src/log.ts";
 import { tempDir } from "./tmp.ts";
+import { blobEnv, setsBlobs } from "./blobs.ts";
 import { StorageApiError } from "../../src/sdk/storage.ts";
 import type { ChainContext } from "../../src/chain/types.ts";
 import { createAccountServices, type AccountDeps, type AccountServices, type RefreshGuard } from "../../src/accounts/index.ts";
@@ -29,7 +30,8 @@ export interface TestAppOptions {
 
 export function testApp(opts: TestAppOptions = {}) {
   const dataDir = tempDir("app");
-  const config = parseConfig([], { STOWAGE_DATA_DIR: dataDir, ...opts.env });
+  // On the S3 pass (STOWAGE_TEST_BLOBS=s3, blobs.ts) the app is configured for the shared RGW.
+  const config = parseConfig([], { STOWAGE_DATA_DIR: dataDir, ...(setsBlobs(opts.env) ? {} : blobEnv(dataDir)), ...opts.env });
   const database = openDatabase(join(dataDir, "stowage.db"));
   afterAll(() => database.close());
   const log = opts.log ?? silentLogger;

@@ -8,6 +8,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Subprocess } from "bun";
 import { ensureFresh, STOWAGE_BUILD } from "./fresh-build.ts";
+import { blobEnv, setsBlobs } from "./blobs.ts";
 
 export const BINARY = STOWAGE_BUILD.binary;
 
@@ -28,10 +29,22 @@ export interface RunningBinary {
   stop(signal?: NodeJS.Signals): Promise<number>;
 }
 
+/**
+ * The environment of one run: the clean base, then (on the S3 pass, blobs.ts) the blob-store
+ * settings of the run's data dir, the same prefix every time for the same dir so a restart finds
+ * its objects, then the test's own. A test that sets STOWAGE_S3_* itself gets only those.
+ */
+function envOf(args: string[], env: Record<string, string>): Record<string, string> {
+  const flag = args.indexOf("--data-dir");
+  const dataDir = flag >= 0 ? args[flag + 1] : env.STOWAGE_DATA_DIR;
+  const blobs = dataDir && !setsBlobs(env) ? blobEnv(dataDir) : {};
+  return { ...BASE_ENV, ...blobs, ...env };
+}
+
 /** Starts the binary and resolves once it prints its listening line (or rejects with its output). */
 export async function startBinary(args: string[], env: Record<string, string> = {}, timeoutMs = 30_000): Promise<RunningBinary> {
   await requireBinary();
-  const proc = Bun.spawn([BINARY, ...args], { env: { ...BASE_ENV, ...env }, stdin: "ignore", stdout: "pipe", stderr: "pipe" });
+  const proc = Bun.spawn([BINARY, ...args], { env: envOf(args, env), stdin: "ignore", stdout: "pipe", stderr: "pipe" });
   let out = "";
   const collect = async (stream: ReadableStream<Uint8Array>) => {
     for await (const chunk of stream) out += new TextDecoder().decode(chunk);
@@ -65,7 +78,7 @@ export async function startBinary(args: string[], env: Record<string, string> = 
 /** Runs the binary to completion (for commands such as --help). */
 export async function runBinary(args: string[], env: Record<string, string> = {}) {
   await requireBinary();
-  const proc = Bun.spawn([BINARY, ...args], { env: { ...BASE_ENV, ...env }, stdout: "pipe", stderr: "pipe" });
+  const proc = Bun.spawn([BINARY, ...args], { env: envOf(args, env), stdout: "pipe", stderr: "pipe" });
   const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
   return { stdout, stderr, code };
 }
