@@ -9,9 +9,9 @@ import { Database } from "bun:sqlite";
 import { drizzle, type BunSQLiteDatabase } from "drizzle-orm/bun-sqlite";
 import type { MigrationMeta } from "drizzle-orm/migrator";
 import { embeddedMigrations } from "./migrations.macro.ts" with { type: "macro" };
-import * as schema from "./schema.ts";
-
-export type Db = BunSQLiteDatabase<typeof schema>;
+// No relational schema: the code builds its queries from the tables themselves (select, insert…),
+// so `Db` need not know every table, and src/db/ imports no capability.
+export type Db = BunSQLiteDatabase;
 export interface OpenDatabase {
   db: Db;
   sqlite: Database;
@@ -29,7 +29,7 @@ export function openDatabase(file: string, migrations: MigrationMeta[] = embedde
   sqlite.exec("PRAGMA synchronous = FULL");
   sqlite.exec("PRAGMA foreign_keys = ON");
   migrate(sqlite, migrations);
-  return { db: drizzle({ client: sqlite, schema }), sqlite, close: () => sqlite.close() };
+  return { db: drizzle({ client: sqlite }), sqlite, close: () => sqlite.close() };
 }
 
 /** Applies every migration newer than the last one applied; returns how many ran. */

@@ -1,6 +1,6 @@
 /**
- * The database schema. Each capability keeps its tables in its own folder's `schema.ts`; this file
- * gathers them so drizzle-kit generates one migration history and `Db` knows every table.
+ * The database's own table. Every capability keeps its tables in its own folder's `schema.ts`;
+ * src/schema.ts gathers them all for drizzle-kit (add a new capability's tables there).
  */
 import { sqliteTable, text, integer } from "drizzle-orm/sqlite-core";
 
@@ -10,16 +10,3 @@ export const appState = sqliteTable("app_state", {
   value: text("value").notNull(),
   updatedAt: integer("updated_at").notNull(),
 });
-
-export * from "../accounts/schema.ts";
-
-export * from "../chain/schema.ts";
-
-export * from "../blob/schema.ts";
-
-export * from "../storage/dfs/schema.ts";
-
-export * from "../storage/ipfs/schema.ts";
-export * from "../storage/schema.ts";
-export * from "../quota/schema.ts";
-export * from "../directory/schema.ts";
