@@ -1,47 +1,55 @@
 /**
- * The `ipfs` storage back-end: an embedded Helia node (see node.ts) whose uploads are pinned by
- * reference count, so another IPFS node can fetch them by Cid over bitswap.
+ * The `ipfs` storage back-end: an embedded Helia node (see node.ts) serving the blocks of the blob
+ * store (D15) over bitswap, so another IPFS node can fetch uploads by Cid. The libp2p key and
+ * datastore stay local, in `dir`.
  *
- * Pinning: `put` imports without pinning and returns a PendingPut holding the lock shared;
- * `commit()` adds a reference in `ipfs_pins` (the content is pinned while it has one), `abort()`
- * adds nothing. `release()` drops a reference; at zero the row goes and the blocks become
- * garbage. Garbage collection runs once, at open, before the node listens, with the lock held
- * exclusively: a kill -9 mid-upload leaves unpinned blocks that the next start removes.
+ * Reference counts in the database, as dfs: `put` imports through a sink that pins every block key
+ * with a guard lease before looking for it and records the DAG's keys; `commit()` adds a
+ * reference to the root (its first also references its blocks) in one transaction, then drops the
+ * lease; `abort()` drops the lease and deletes the blocks nothing references. `release()` drops a
+ * reference; at zero the root's block rows go, and each block no other root contains is deleted
+ * through the guard. A crash in between leaves blocks without rows, which the orphan sweep run at
+ * start deletes. Data dirs with blocks in the old blockstore-fs folder are moved over first
+ * (migrate.ts).
  *
  * @example
- *   const ipfs = await openIpfs({ dir: join(dataDir, "ipfs"), listen: config.ipfsListen, db, log })
+ *   const ipfs = await openIpfs({ dir: join(dataDir, "ipfs"), listen: config.ipfsListen, db, log, guard })
  *   const pending = await ipfs.put(body)
  *   await pending.commit()
  *   return new Response(ipfs.read(pending.cid, { start: 0, end: 99 }))
  */
+import { LEASE_MS, type BlobGuard } from "../../blob/guard.ts";
 import type { Db } from "../../db/open.ts";
 import type { Logger } from "../../log.ts";
 import type { Backend, ByteRange, PendingPut } from "../backend.ts";
+import { BlobBlockstore } from "./blocks.ts";
 import { cidKey, parseCid, tryCidKey } from "./cids.ts";
 import { IpfsError } from "./errors.ts";
-import { collectGarbage, type GcResult } from "./gc.ts";
-import { SharedExclusiveLock } from "./lock.ts";
+import { migrateOldBlocks, type MigrateResult } from "./migrate.ts";
 import { startIpfsNode, type IpfsHelia } from "./node.ts";
-import { addRef, dropRef, pinned, pinnedCount, pinnedRoots } from "./pins.ts";
-import { importStream, type Imported } from "./put.ts";
+import { addRef, dropRef, pinned, pinnedCount } from "./pins.ts";
+import { importStream, uploadSink, type BlockSizes, type Imported } from "./put.ts";
 import { readContent } from "./read.ts";
+import { deleteUnreferenced, sweepOrphans, type SweepResult } from "./sweep.ts";
 
 export { IpfsError, isIpfsError, type IpfsErrorCode } from "./errors.ts";
 export { d9ImporterOptions } from "../cid-options.ts";
-export type { GcResult } from "./gc.ts";
+export { blockKey } from "./blocks.ts";
+export type { MigrateResult } from "./migrate.ts";
+export type { SweepResult } from "./sweep.ts";
 export type { IpfsHelia } from "./node.ts";
 
 export interface OpenIpfsOptions {
-  /** The back-end's folder, normally DATA_DIR/ipfs: `blocks/`, `datastore/`, `peer.key`. */
+  /** The back-end's local folder, normally DATA_DIR/ipfs: `datastore/`, `peer.key`. */
   dir: string;
   /** libp2p listen multiaddrs (config `ipfsListen`, STOWAGE_IPFS_LISTEN). */
   listen: readonly string[];
   db: Db;
   log: Logger;
+  /** The server's blob guard (and through it the blob store the blocks live in). */
+  guard: BlobGuard;
   /** Peer ids allowed to connect, and so to fetch over bitswap (D9); unset = anyone. */
   allowPeers?: readonly string[];
-  /** Collect garbage once this many bytes of aborted or unpinned content have piled up. */
-  gcAfterBytes?: number;
 }
 
 export interface IpfsBackend extends Backend {
@@ -50,80 +58,76 @@ export interface IpfsBackend extends Backend {
   /** Addresses other nodes can dial, each ending in `/p2p/<peerId>`. */
   multiaddrs(): string[];
   readonly helia: IpfsHelia;
-  /** What the start-up gc did. */
-  readonly startGc: GcResult;
-  /** Bytes of aborted or unpinned content not yet collected, and the collection under way. */
-  garbage(): { bytes: number; running?: Promise<GcResult> };
+  /** What moving an old data dir's blocks did (all zero when there was nothing to move). */
+  readonly migrated: MigrateResult;
+  /** The orphan sweep started at open (it runs beside uploads). */
+  readonly swept: Promise<SweepResult>;
 }
 
 export async function openIpfs(opts: OpenIpfsOptions): Promise<IpfsBackend> {
-  const { db, log } = opts;
-  const lock = new SharedExclusiveLock();
-  let startGc: GcResult = { kept: 0, removed: 0, broken: 0, missingLeaves: 0 };
+  const { db, log, guard } = opts;
   const began = performance.now();
+  // Before the node serves anything: pinned content must be whole in the blob store.
+  const migrated = await migrateOldBlocks({ dir: opts.dir, db, guard, log });
   const node = await startIpfsNode({
     dir: opts.dir,
     listen: opts.listen,
     allowPeers: opts.allowPeers,
-    async beforeStart(blocks) {
-      const release = await lock.exclusive();
-      try {
-        startGc = await collectGarbage(blocks, pinnedRoots(db), log);
-      } finally {
-        release();
-      }
-    },
+    blockstore: new BlobBlockstore(guard.store),
   });
-  const { helia, blocks } = node;
+  const { helia } = node;
+  const store = guard.store;
   const peerId = helia.libp2p.peerId.toString();
   const multiaddrs = () => helia.libp2p.getMultiaddrs().map(String);
-  log.info("ipfs node started", { peerId, listen: multiaddrs(), gc: startGc, ms: Math.round(performance.now() - began) });
-
-  // Aborted imports and unpinned content leave blocks behind; without a collection at run time
-  // they would fill the disk until the next start, outside anyone's quota.
-  const gcAfter = opts.gcAfterBytes ?? 64 * 1024 * 1024;
-  let garbageBytes = 0;
-  let collecting: Promise<GcResult> | undefined;
-  const litter = (bytes: number) => {
-    garbageBytes += bytes;
-    if (garbageBytes < gcAfter || collecting || stopping) return;
-    collecting = (async () => {
-      const release = await lock.exclusive(); // waits for imports in flight; new ones wait for it
-      try {
-        garbageBytes = 0;
-        const result = await collectGarbage(blocks, pinnedRoots(db), log);
-        log.info("ipfs garbage collected", { ...result });
-        return result;
-      } finally {
-        release();
-        collecting = undefined;
-      }
-    })();
-    collecting.catch((err) => log.error("ipfs garbage collection failed", { err: (err as Error).message }));
-  };
+  log.info("ipfs node started", { peerId, listen: multiaddrs(), store: store.kind, ms: Math.round(performance.now() - began) });
 
   let stopping: Promise<void> | undefined;
   const running = () => {
     if (stopping) throw new IpfsError("IPFS_STOPPED", "the ipfs back-end is stopped");
   };
 
+  let again: ReturnType<typeof setTimeout> | undefined;
+  const sweep = () =>
+    sweepOrphans({ db, guard, log, stopped: () => stopping !== undefined }).then(
+      (result) => {
+        log.info("ipfs orphan sweep done", { ...result });
+        // Blocks held by pins at start may be a killed upload's: once its pins have lapsed, one
+        // more pass takes them (a live upload's pins are renewed and keep them again).
+        if (result.held > 0 && !stopping) {
+          again = setTimeout(() => void sweep(), LEASE_MS + 1_000);
+          again.unref();
+        }
+        return result;
+      },
+      (err: unknown) => {
+        log.error("ipfs orphan sweep failed", { err: String(err) });
+        return { seen: 0, removed: 0, held: 0 };
+      },
+    );
+  const swept = sweep();
+
   return {
     kind: "ipfs",
     peerId,
     multiaddrs,
     helia,
-    startGc,
-    garbage: () => ({ bytes: garbageBytes, running: collecting }),
+    migrated,
+    swept,
 
     async put(source: ReadableStream<Uint8Array>, putOpts?: { signal?: AbortSignal }): Promise<PendingPut> {
       running();
-      // Held until commit or abort: gc must not sweep these blocks before they are pinned.
-      const release = await lock.shared();
+      // Held until commit or abort: its pins keep deleters off the blocks the rows will name.
+      const lease = guard.lease();
+      const blocks: BlockSizes = new Map();
+      const drop = async () => {
+        lease.release();
+        await deleteUnreferenced(guard, blocks.keys(), log);
+      };
       let imported: Imported;
       try {
-        imported = await importStream(helia, source, putOpts?.signal);
+        imported = await importStream(uploadSink(guard, lease, blocks), source, putOpts?.signal);
       } catch (err) {
-        release();
+        await drop();
         throw err;
       }
       const cid = cidKey(imported.cid);
@@ -135,16 +139,16 @@ export async function openIpfs(opts: OpenIpfsOptions): Promise<IpfsBackend> {
         async commit() {
           if (settled === "committed") return;
           if (settled === "aborted") throw new IpfsError("IPFS_ABORTED", `upload of ${cid} was aborted`);
-          addRef(db, cid, size);
+          addRef(db, cid, size, blocks);
           settled = "committed";
-          release();
+          lease.release();
         },
         async abort() {
           if (settled) return;
           settled = "aborted";
-          // Unpinned blocks (perhaps shared with pinned content) go at the next collection.
-          release();
-          litter(size);
+          // Blocks other pinned content contains have rows, and blocks another upload is writing
+          // have its pins: the guard keeps both.
+          await drop();
         },
       };
     },
@@ -158,7 +162,7 @@ export async function openIpfs(opts: OpenIpfsOptions): Promise<IpfsBackend> {
     read(cid: string, range?: ByteRange): ReadableStream<Uint8Array> {
       return readContent(
         {
-          blocks,
+          store,
           pinnedSize: (key) => {
             running();
             return pinned(db, key)?.size;
@@ -171,10 +175,9 @@ export async function openIpfs(opts: OpenIpfsOptions): Promise<IpfsBackend> {
 
     async release(cid: string) {
       const key = cidKey(parseCid(cid));
-      const size = pinned(db, key)?.size ?? 0;
-      const left = dropRef(db, key);
+      const { left, freed } = dropRef(db, key);
       if (left === undefined) log.warn("ipfs release of a Cid with no reference", { cid: key });
-      else if (left === 0) litter(size);
+      if (freed.length > 0) await deleteUnreferenced(guard, freed, log);
     },
 
     async health() {
@@ -182,6 +185,7 @@ export async function openIpfs(opts: OpenIpfsOptions): Promise<IpfsBackend> {
         kind: "ipfs",
         status: helia.status,
         peerId,
+        store: store.kind,
         multiaddrs: stopping ? [] : multiaddrs(),
         connections: stopping ? 0 : helia.libp2p.getConnections().length,
         pinned: pinnedCount(db),
@@ -190,8 +194,8 @@ export async function openIpfs(opts: OpenIpfsOptions): Promise<IpfsBackend> {
 
     stop() {
       // Bun keeps the process alive about 1 s after the TCP listener closes; nothing to wait for.
-      stopping ??= (collecting ?? Promise.resolve())
-        .catch(() => undefined)
+      clearTimeout(again);
+      stopping ??= swept
         .then(() => node.stop())
         .then(() => log.info("ipfs node stopped", { peerId }));
       return stopping;

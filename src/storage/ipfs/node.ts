@@ -7,8 +7,10 @@
  * would fail every message of 1200 bytes or more), yamux, identify and ping. No DHT, no mDNS, no
  * bootstrap list, no UPnP: this node is dialled by the peers that need it (D9).
  *
- * Layout of `dir` (the back-end's folder, normally DATA_DIR/ipfs): `blocks/`, `datastore/`,
- * `peer.key`. Also used by the out-of-process test peer, so both ends are built the same way.
+ * Blocks live where the caller says (the server: the blob store, blocks.ts; without one, as for
+ * the out-of-process test peer, Helia keeps them in memory). Local to this node in `dir` (the
+ * back-end's folder, normally DATA_DIR/ipfs): `datastore/` and `peer.key`. Also used by the test
+ * peer, so both ends are built the same way.
  */
 import { withBitswap } from "@helia/bitswap";
 import { withLibp2pLight, type HeliaWithLibp2p } from "@helia/libp2p";
@@ -19,10 +21,9 @@ import { ping, type Ping } from "@libp2p/ping";
 import { tcp } from "@libp2p/tcp";
 import { yamux } from "@libp2p/yamux";
 import { FsDatastore } from "datastore-fs";
-import { createHeliaLight } from "helia";
+import { createHeliaLight, type HeliaInit } from "helia";
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
-import { DurableFsBlockstore } from "./durable-blockstore.ts";
 import { allowListGater } from "./gater.ts";
 import { loadOrCreatePeerKey } from "./peer-key.ts";
 
@@ -33,8 +34,8 @@ export interface NodeOptions {
   listen: readonly string[];
   /** When set, only these peer ids may connect (and so be served by bitswap). */
   allowPeers?: readonly string[];
-  /** Runs on the opened stores before the node starts listening (the start-up gc). */
-  beforeStart?(blocks: DurableFsBlockstore): Promise<void>;
+  /** Where blocks are read (and, for a fetching peer, kept); unset = in memory. */
+  blockstore?: HeliaInit["blockstore"];
 }
 
 export type IpfsServices = { identify: Identify; ping: Ping };
@@ -42,9 +43,7 @@ export type IpfsHelia = HeliaWithLibp2p<IpfsServices>;
 
 export interface IpfsNode {
   helia: IpfsHelia;
-  /** The raw on-disk blockstore under Helia (no network): reads and gc use it directly. */
-  blocks: DurableFsBlockstore;
-  /** Stops Helia, then closes the stores. */
+  /** Stops Helia, then closes the datastore. */
   stop(): Promise<void>;
 }
 
@@ -57,21 +56,15 @@ const noiseCrypto = {
 
 export async function startIpfsNode(opts: NodeOptions): Promise<IpfsNode> {
   mkdirSync(opts.dir, { recursive: true, mode: 0o700 });
-  const blocks = new DurableFsBlockstore(join(opts.dir, "blocks"));
   const datastore = new FsDatastore(join(opts.dir, "datastore"));
-  await blocks.open();
   await datastore.open();
-  const closeStores = async () => {
-    await datastore.close();
-    await blocks.close();
-  };
+  const closeStores = () => datastore.close();
 
   let helia: IpfsHelia | undefined;
   try {
-    await opts.beforeStart?.(blocks);
     const privateKey = await loadOrCreatePeerKey(join(opts.dir, "peer.key"));
     helia = withBitswap(
-      withLibp2pLight(createHeliaLight({ blockstore: blocks, datastore }), {
+      withLibp2pLight(createHeliaLight({ blockstore: opts.blockstore, datastore }), {
         privateKey,
         addresses: { listen: [...opts.listen] },
         transports: [tcp()],
@@ -90,7 +83,6 @@ export async function startIpfsNode(opts: NodeOptions): Promise<IpfsNode> {
   const started = helia;
   return {
     helia: started,
-    blocks,
     async stop() {
       await started.stop();
       await closeStores();

@@ -1,24 +1,54 @@
 /**
  * Imports a byte stream as UnixFS with the options of D9 (`addByteStream`), streaming: the
  * chunker holds one 1 MiB chunk and the importer a few blocks in flight, whatever the file size.
- * Blocks land unpinned; pinning is the caller's `commit`.
+ *
+ * Blocks go to the blob store through the upload's sink, following D15: each block key is pinned
+ * by the upload's lease BEFORE the sink looks whether the block exists (so no deleter can take a
+ * block this upload counts on), then written when missing. The sink records the DAG's block keys
+ * (with sizes) for the commit transaction, which makes rows reference them; pinning the root is
+ * the caller's `commit`.
  */
 import { unixfs } from "@helia/unixfs";
 import type { CID } from "multiformats/cid";
-import { IpfsError } from "./errors.ts";
+import type { BlobGuard, Lease } from "../../blob/guard.ts";
 import { d9ImporterOptions } from "../cid-options.ts";
-import type { IpfsHelia } from "./node.ts";
+import { blockKey } from "./blocks.ts";
+import { IpfsError } from "./errors.ts";
+import type { ReadBlockstore } from "./local-store.ts";
 
 export interface Imported {
   cid: CID;
   size: number;
 }
 
-export async function importStream(helia: IpfsHelia, source: ReadableStream<Uint8Array>, signal?: AbortSignal): Promise<Imported> {
+/** The blocks an upload wrote or found: key → size (each key once, however often linked). */
+export type BlockSizes = Map<string, number>;
+
+/** A write-only blockstore for one upload's importer. */
+export function uploadSink(guard: BlobGuard, lease: Lease, blocks: BlockSizes): ReadBlockstore {
+  return {
+    async put(cid: CID, bytes: Uint8Array) {
+      const key = blockKey(cid);
+      lease.pin([key]); // before looking: see the header
+      blocks.set(key, bytes.byteLength);
+      await guard.ensure(key, () => bytes, bytes.byteLength);
+      return cid;
+    },
+    // The importer only writes; reading back through an upload would bypass the read checks.
+    async *get(): AsyncGenerator<Uint8Array> {
+      throw new Error("an upload's sink does not read");
+    },
+    async has() {
+      return false;
+    },
+  };
+}
+
+export async function importStream(sink: ReadBlockstore, source: ReadableStream<Uint8Array>, signal?: AbortSignal): Promise<Imported> {
   const counted = { bytes: 0 };
   try {
     signal?.throwIfAborted();
-    const cid = await unixfs(helia).addByteStream(readAll(source, counted, signal), { ...d9ImporterOptions(), signal });
+    const cid = await unixfs({ blockstore: sink }).addByteStream(readAll(source, counted, signal), { ...d9ImporterOptions(), signal });
     signal?.throwIfAborted();
     return { cid, size: counted.bytes };
   } catch (err) {

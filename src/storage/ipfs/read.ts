@@ -1,12 +1,12 @@
 /**
- * Streams pinned content, or an inclusive byte range of it, from local blocks only (D9: downloads
+ * Streams pinned content, or an inclusive byte range of it, from the blob store only (D9: downloads
  * never fetch from the network). Missing or damaged blocks error the stream; memory stays bounded
  * by the read gate however slowly the consumer reads.
  */
 import { unixfs, type CatOptions } from "@helia/unixfs";
 import type { ByteRange } from "../backend.ts";
 import { cidKey, parseCid } from "./cids.ts";
-import type { DurableFsBlockstore } from "./durable-blockstore.ts";
+import type { BlobStore } from "../../blob/index.ts";
 import { IpfsError } from "./errors.ts";
 import { CHUNK_SIZE } from "../cid-options.ts";
 import { localStore, ReadGate } from "./local-store.ts";
@@ -15,7 +15,7 @@ import { localStore, ReadGate } from "./local-store.ts";
 const READ_AHEAD = 8 * 1_048_576;
 
 export interface ReadDeps {
-  blocks: DurableFsBlockstore;
+  store: BlobStore;
   /** Size of pinned content, or undefined when not pinned (unpinned leftovers count as absent). */
   pinnedSize(cid: string): number | undefined;
 }
@@ -35,7 +35,7 @@ export function readContent(deps: ReadDeps, cidText: string, range?: ByteRange):
       options.offset = range.start;
       options.length = range.end - range.start + 1;
     }
-    return unixfs({ blockstore: localStore(deps.blocks, gate) }).cat(cid, options)[Symbol.asyncIterator]();
+    return unixfs({ blockstore: localStore(deps.store, gate) }).cat(cid, options)[Symbol.asyncIterator]();
   };
 
   return new ReadableStream<Uint8Array>({

@@ -6,9 +6,7 @@ import { importer } from "ipfs-unixfs-importer";
 import { fixedSize } from "ipfs-unixfs-importer/chunker";
 import { balanced } from "ipfs-unixfs-importer/layout";
 import { CID } from "multiformats/cid";
-import { rmSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
-import { sharding } from "../../../src/storage/ipfs/durable-blockstore.ts";
+import { blockKey } from "../../../src/storage/ipfs/blocks.ts";
 import { isIpfsError } from "../../../src/storage/ipfs/index.ts";
 import { MiB, collect, openBackend, randomBytes, sha256, streamOf, within, type Opened } from "./helpers.ts";
 
@@ -178,7 +176,7 @@ describe("read", () => {
     const victim = randomBytes(3 * MiB);
     const { cid: root } = await putCommitted(victim);
     const second = await secondLeaf(root);
-    rmSync(blockPath(second));
+    await b.store.delete(blockKey(second));
     // The first leaf is still served; the stream then fails instead of waiting for a peer.
     expect(await readError(b.ipfs.read(root))).toMatchObject({ code: "IPFS_BLOCK_MISSING" });
     expect(await readError(b.ipfs.read(root, { start: MiB + 5, end: MiB + 5 }))).toMatchObject({ code: "IPFS_BLOCK_MISSING" });
@@ -192,7 +190,7 @@ describe("read", () => {
     const leaf = await secondLeaf(root);
     const damaged = victim.slice(MiB, 2 * MiB);
     damaged[123] = (damaged[123]! + 1) % 256;
-    writeFileSync(blockPath(leaf), damaged);
+    await b.store.put(blockKey(leaf), damaged);
     expect(await readError(b.ipfs.read(root, { start: MiB, end: MiB + 10 }))).toMatchObject({ code: "IPFS_BLOCK_CORRUPT" });
   });
 
@@ -209,9 +207,4 @@ async function secondLeaf(root: string): Promise<CID> {
   const entry = await exporter(CID.parse(root), b.ipfs.helia.blockstore, { offline: true });
   if (entry.type !== "file" || !("Links" in entry.node)) throw new Error("not a multi-block file");
   return entry.node.Links[1]!.Hash;
-}
-
-function blockPath(cid: CID): string {
-  const { dir, file } = sharding.encode(cid);
-  return join(b.dataDir, "ipfs", "blocks", dir, file);
 }

@@ -1,9 +1,16 @@
-/** Shared by the ipfs back-end tests: a back-end over a temp data dir, and byte helpers. */
-import { readdirSync } from "node:fs";
-import { join } from "node:path";
+/**
+ * Shared by the ipfs back-end tests: a back-end over a temp data dir, on the blob store the test
+ * process runs on (test/support/blobs.ts: local files, or the Ceph RGW with STOWAGE_TEST_BLOBS=s3,
+ * each data dir its own prefix), and byte helpers.
+ */
+import { createBlobGuard, type BlobGuard } from "../../../src/blob/guard.ts";
+import type { BlobStore } from "../../../src/blob/index.ts";
 import { openDatabase, type OpenDatabase } from "../../../src/db/open.ts";
 import { silentLogger, type Logger } from "../../../src/log.ts";
+import { BLOCK_PREFIX } from "../../../src/storage/ipfs/blocks.ts";
 import { openIpfs, type IpfsBackend } from "../../../src/storage/ipfs/index.ts";
+import { join } from "node:path";
+import { blobStoreOf } from "../../support/blobs.ts";
 import { tempDir } from "../../support/tmp.ts";
 
 export const MiB = 1_048_576;
@@ -13,17 +20,33 @@ export interface Opened {
   ipfs: IpfsBackend;
   database: OpenDatabase;
   dataDir: string;
+  store: BlobStore;
+  guard: BlobGuard;
   close(): Promise<void>;
 }
 
+export interface OpenOptions {
+  allowPeers?: string[];
+  log?: Logger;
+  /** Another store than the process's one for `dataDir` (a child process gets it from its parent). */
+  store?: BlobStore;
+  /** The guard's clock: ahead of the real one, a restart long after a crash. */
+  now?: () => number;
+}
+
 /** Opens (or reopens) the back-end of `dataDir`, with its own SQLite file there. */
-export async function openBackend(dataDir = tempDir("ipfs"), opts: { allowPeers?: string[]; log?: Logger; gcAfterBytes?: number } = {}): Promise<Opened> {
+export async function openBackend(dataDir = tempDir("ipfs"), opts: OpenOptions = {}): Promise<Opened> {
   const database = openDatabase(join(dataDir, "stowage.db"));
-  const ipfs = await openIpfs({ dir: join(dataDir, "ipfs"), listen: LOCAL, db: database.db, log: opts.log ?? silentLogger, allowPeers: opts.allowPeers, gcAfterBytes: opts.gcAfterBytes });
+  const log = opts.log ?? silentLogger;
+  const store = opts.store ?? blobStoreOf(dataDir);
+  const guard = createBlobGuard({ db: database.db, store, log, now: opts.now });
+  const ipfs = await openIpfs({ dir: join(dataDir, "ipfs"), listen: LOCAL, db: database.db, log, guard, allowPeers: opts.allowPeers });
   return {
     ipfs,
     database,
     dataDir,
+    store,
+    guard,
     async close() {
       await ipfs.stop();
       database.close();
@@ -58,13 +81,17 @@ export function sha256(bytes: Uint8Array): string {
   return new Bun.CryptoHasher("sha256").update(bytes).digest("hex");
 }
 
-/** Block files (`*.data`) under the back-end's blockstore; with `all`, temporaries too. */
-export function blockFiles(dataDir: string, opts: { all?: boolean } = {}): string[] {
-  const root = join(dataDir, "ipfs", "blocks");
-  return readdirSync(root, { withFileTypes: true })
-    .filter((d) => d.isDirectory())
-    .flatMap((d) => readdirSync(join(root, d.name)).map((f) => join(d.name, f)))
-    .filter((f) => opts.all || f.endsWith(".data"));
+/** The block keys in the store, sorted. */
+export async function blockKeys(store: BlobStore): Promise<string[]> {
+  const keys: string[] = [];
+  for await (const key of store.list(BLOCK_PREFIX)) keys.push(key);
+  return keys.sort();
+}
+
+/** Rows of the block index: key → refs. */
+export function blockRows(o: Opened): Map<string, number> {
+  const rows = o.database.sqlite.query<{ key: string; refs: number }, []>("select key, refs from ipfs_blocks").all();
+  return new Map(rows.map((r) => [r.key, r.refs]));
 }
 
 /** Rejects if `p` takes longer than `ms`: a hang must fail the test, not stall the run. */

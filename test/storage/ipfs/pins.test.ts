@@ -1,148 +1,170 @@
 /**
- * Pin reference counts, abort, start-up gc, restarts and a kill -9 mid-upload, each on its own
- * data dir with the back-end reopened as a server restart would.
+ * Reference counts of roots and blocks, abort, the orphan sweep, restarts and a kill -9
+ * mid-upload, each on its own data dir (and blob prefix) with the back-end reopened as a server
+ * restart would.
  */
-import { describe, expect, test } from "bun:test";
+import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import { exporter } from "ipfs-unixfs-exporter";
 import { CID } from "multiformats/cid";
-import { mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { sharding } from "../../../src/storage/ipfs/durable-blockstore.ts";
+import { LEASE_MS } from "../../../src/blob/guard.ts";
+import { blockKey } from "../../../src/storage/ipfs/blocks.ts";
+import { localStore } from "../../../src/storage/ipfs/local-store.ts";
+import { blobStoreOf, prefixOf, testRgw } from "../../support/blobs.ts";
 import { tempDir } from "../../support/tmp.ts";
-import { MiB, blockFiles, collect, openBackend, randomBytes, sha256, streamOf, within } from "./helpers.ts";
+import { MiB, blockKeys, blockRows, collect, openBackend, randomBytes, sha256, streamOf, within, type Opened } from "./helpers.ts";
 
-const refs = (o: Awaited<ReturnType<typeof openBackend>>, cid: string) =>
-  o.database.sqlite.query<{ refs: number }, [string]>("select refs from ipfs_pins where cid = ?").get(cid)?.refs;
+setDefaultTimeout(60_000);
 
-describe("pins", () => {
-  test("two commits of the same bytes: one release keeps it, the second unpins; gc at reopen removes the blocks", async () => {
+const refs = (o: Opened, cid: string) => o.database.sqlite.query<{ refs: number }, [string]>("select refs from ipfs_pins where cid = ?").get(cid)?.refs;
+
+/** Every block key of a pinned root's DAG, read from the store. */
+async function dagKeys(o: Opened, root: string): Promise<string[]> {
+  const store = localStore(o.store);
+  const keys = new Set<string>();
+  const stack = [CID.parse(root)];
+  while (stack.length > 0) {
+    const cid = stack.pop()!;
+    keys.add(blockKey(cid));
+    if (cid.code === 0x55) continue;
+    const entry = await exporter(cid, store, { offline: true });
+    if (entry.type !== "file") throw new Error("not a file");
+    for (const link of entry.node.Links) stack.push(link.Hash);
+  }
+  return [...keys].sort();
+}
+
+async function putCommitted(o: Opened, bytes: Uint8Array): Promise<string> {
+  const p = await o.ipfs.put(streamOf(bytes));
+  await p.commit();
+  return p.cid;
+}
+
+describe("references", () => {
+  test("two commits of the same bytes: one release keeps it, the second deletes its blocks", async () => {
     const bytes = randomBytes(2 * MiB + 1);
-    let o = await openBackend();
+    const o = await openBackend();
     const first = await o.ipfs.put(streamOf(bytes));
     await first.commit();
     const second = await o.ipfs.put(streamOf(bytes));
     expect(second.cid).toBe(first.cid);
     await second.commit();
     expect(refs(o, first.cid)).toBe(2);
-    expect(blockFiles(o.dataDir).length).toBe(4); // root + 3 leaves, stored once
+    const keys = await blockKeys(o.store);
+    expect(keys).toHaveLength(4); // root + 3 leaves, stored once
+    expect(keys).toEqual(await dagKeys(o, first.cid));
+    expect([...blockRows(o)].sort()).toEqual(keys.map((k) => [k, 1]));
 
     await o.ipfs.release(first.cid);
     expect(refs(o, first.cid)).toBe(1);
     expect(await o.ipfs.stat(first.cid)).toEqual({ size: bytes.byteLength });
     expect(sha256(await collect(o.ipfs.read(first.cid)))).toBe(sha256(bytes));
+    expect(await blockKeys(o.store)).toEqual(keys);
 
     await o.ipfs.release(first.cid);
     expect(refs(o, first.cid)).toBeUndefined();
     expect(await o.ipfs.stat(first.cid)).toBeUndefined();
     expect((await o.ipfs.health()).pinned).toBe(0);
+    expect(await blockKeys(o.store)).toEqual([]);
+    expect(blockRows(o).size).toBe(0);
+    expect(o.database.sqlite.query("select count(*) as n from ipfs_object_blocks").get()).toEqual({ n: 0 });
     await o.ipfs.release(first.cid); // one too many: harmless
     await o.close();
-
-    o = await openBackend(o.dataDir);
-    expect(o.ipfs.startGc).toEqual({ kept: 0, removed: 4, broken: 0, missingLeaves: 0 });
-    expect(blockFiles(o.dataDir)).toEqual([]);
-    await o.close();
   });
 
-  test("abort pins nothing and the next start's gc removes its blocks", async () => {
-    let o = await openBackend();
-    const aborted = await o.ipfs.put(streamOf(randomBytes(MiB + 7)));
+  test("abort pins nothing and deletes the blocks it wrote, but not blocks pinned content holds", async () => {
+    const o = await openBackend();
+    const kept = randomBytes(MiB);
+    const keptCid = await putCommitted(o, kept);
+    const before = await blockKeys(o.store);
+    // Shares its first leaf with `kept`.
+    const aborted = await o.ipfs.put(streamOf(new Uint8Array([...kept, ...randomBytes(MiB + 7)])));
+    expect((await blockKeys(o.store)).length).toBe(before.length + 3);
     await aborted.abort();
     expect(await o.ipfs.stat(aborted.cid)).toBeUndefined();
-    expect((await o.ipfs.health()).pinned).toBe(0);
-    expect(blockFiles(o.dataDir).length).toBe(3);
-    await o.close();
-    o = await openBackend(o.dataDir);
-    expect(o.ipfs.startGc.removed).toBe(3);
-    expect(blockFiles(o.dataDir)).toEqual([]);
+    expect((await o.ipfs.health()).pinned).toBe(1);
+    expect(await blockKeys(o.store)).toEqual(before);
+    expect(sha256(await collect(o.ipfs.read(keptCid)))).toBe(sha256(kept));
     await o.close();
   });
 
-  // Helia 7.1.15's own pin counts lose a shared block in exactly this order (see src/storage/ipfs/gc.ts).
-  test("content sharing a chunk: pin A, pin B, release A, pin A again, release B → A intact after gc", async () => {
-    const shared = randomBytes(MiB);
+  test("release of one of two files sharing blocks keeps the shared blocks and deletes the rest", async () => {
+    const shared = randomBytes(2 * MiB);
     const a = new Uint8Array([...shared, ...randomBytes(1000)]);
-    const bb = new Uint8Array([...shared, ...randomBytes(1000)]);
-    let o = await openBackend();
-    const put = async (bytes: Uint8Array) => {
-      const p = await o.ipfs.put(streamOf(bytes));
-      await p.commit();
-      return p.cid;
-    };
-    const cidA = await put(a);
-    const cidB = await put(bb);
-    await o.ipfs.release(cidA);
-    expect(await put(a)).toBe(cidA);
+    const b = new Uint8Array([...shared, ...randomBytes(1000)]);
+    const o = await openBackend();
+    const cidA = await putCommitted(o, a);
+    const cidB = await putCommitted(o, b);
+    const keysA = await dagKeys(o, cidA);
+    const keysB = await dagKeys(o, cidB);
+    const common = keysA.filter((k) => keysB.includes(k));
+    expect(common).toHaveLength(2); // the two shared leaves
+    expect(await blockKeys(o.store)).toHaveLength(keysA.length + keysB.length - 2);
+    for (const k of common) expect(blockRows(o).get(k)).toBe(2);
+
     await o.ipfs.release(cidB);
-    await o.close();
-    o = await openBackend(o.dataDir);
-    expect(o.ipfs.startGc).toEqual({ kept: 3, removed: 2, broken: 0, missingLeaves: 0 }); // B's root and tail go
+    expect(await blockKeys(o.store)).toEqual(keysA); // B's root and tail went, the shared leaves stay
     expect(sha256(await collect(o.ipfs.read(cidA)))).toBe(sha256(a));
+    for (const k of common) expect(blockRows(o).get(k)).toBe(1);
+
+    // Helia 7.1.15's own pin counts lost a shared block in this order: pin A again, release it.
+    const again = await o.ipfs.put(streamOf(b));
+    await again.commit();
+    await o.ipfs.release(cidA);
+    expect(await blockKeys(o.store)).toEqual(keysB);
+    expect(sha256(await collect(o.ipfs.read(cidB)))).toBe(sha256(b));
     await o.close();
   });
 
   test("a file repeating one chunk, released, does not take the chunk from another file", async () => {
     const zeros = new Uint8Array(2 * MiB + 1); // links the all-zero chunk twice
     const other = new Uint8Array(MiB + 5); // its first leaf is the same all-zero chunk
-    let o = await openBackend();
-    const p1 = await o.ipfs.put(streamOf(other));
-    await p1.commit();
-    const p2 = await o.ipfs.put(streamOf(zeros));
-    await p2.commit();
-    await o.ipfs.release(p2.cid);
-    await o.close();
-    o = await openBackend(o.dataDir);
-    expect(sha256(await collect(o.ipfs.read(p1.cid)))).toBe(sha256(other));
-    expect(await o.ipfs.stat(p2.cid)).toBeUndefined();
-    await o.close();
-  });
-});
-
-describe("gc with damaged pinned content", () => {
-  /** A data dir holding a pinned 2-leaf file and an aborted upload's 3 blocks of garbage. */
-  async function damagedSetup() {
     const o = await openBackend();
-    const kept = await o.ipfs.put(streamOf(randomBytes(MiB + 10)));
-    await kept.commit();
-    const garbage = await o.ipfs.put(streamOf(randomBytes(2 * MiB + 10)));
-    await garbage.abort();
-    const files = blockFiles(o.dataDir);
-    await o.close();
-    expect(files).toHaveLength(3 + 4);
-    return { dataDir: o.dataDir, cid: kept.cid };
-  }
-
-  test("a missing leaf is reported and the sweep still runs", async () => {
-    const { dataDir, cid } = await damagedSetup();
-    const leaf = await firstLeafFile(dataDir, cid);
-    rmSync(leaf);
-    const o = await openBackend(dataDir);
-    expect(o.ipfs.startGc).toEqual({ kept: 2, removed: 4, broken: 0, missingLeaves: 1 });
+    const p1 = await putCommitted(o, other);
+    const p2 = await putCommitted(o, zeros);
+    await o.ipfs.release(p2);
+    expect(sha256(await collect(o.ipfs.read(p1)))).toBe(sha256(other));
+    expect(await blockKeys(o.store)).toEqual(await dagKeys(o, p1));
+    expect(await o.ipfs.stat(p2)).toBeUndefined();
     await o.close();
   });
 
-  test("a missing root stops the sweep: nothing is deleted", async () => {
-    const { dataDir, cid } = await damagedSetup();
-    const { dir, file } = sharding.encode(CID.parse(cid));
-    rmSync(join(dataDir, "ipfs", "blocks", dir, file));
-    const o = await openBackend(dataDir);
-    expect(o.ipfs.startGc).toEqual({ kept: 0, removed: 0, broken: 1, missingLeaves: 0 });
-    expect(blockFiles(dataDir)).toHaveLength(6);
+  test("a block being uploaded is not deleted by a release that frees it", async () => {
+    const bytes = randomBytes(MiB);
+    const o = await openBackend();
+    const cid = await putCommitted(o, bytes);
+    // An upload of the same bytes, not yet committed, when the only reference goes.
+    const pending = await o.ipfs.put(streamOf(bytes));
+    await o.ipfs.release(cid);
+    expect(await blockKeys(o.store)).toEqual([blockKey(CID.parse(cid))]); // its pin kept it
+    await pending.commit();
+    expect(sha256(await collect(o.ipfs.read(cid)))).toBe(sha256(bytes));
     await o.close();
   });
 });
 
-/** Path of the first leaf's block file under a dag-pb root (read straight from disk). */
-async function firstLeafFile(dataDir: string, root: string): Promise<string> {
-  const pathOf = (cid: CID) => {
-    const { dir, file } = sharding.encode(cid);
-    return join(dataDir, "ipfs", "blocks", dir, file);
-  };
-  const disk = { get: async function* (cid: CID) { yield readFileSync(pathOf(cid)); } };
-  const entry = await exporter(CID.parse(root), disk);
-  if (entry.type !== "file" || !("Links" in entry.node)) throw new Error("not a multi-block file");
-  return pathOf(entry.node.Links[0]!.Hash);
-}
+describe("orphan sweep at start", () => {
+  test("blocks without a row are deleted; referenced ones and other prefixes stay", async () => {
+    let o = await openBackend();
+    const bytes = randomBytes(MiB + 10);
+    const cid = await putCommitted(o, bytes);
+    const kept = await blockKeys(o.store);
+    // What a crash between writes and commit leaves: blocks without rows, their pins lapsed.
+    const stray = blockKey(CID.parse("bafkreigh2akiscaildcqabsyg3dfr6chu3fgpregiymsck7e7aqa4s52zy"));
+    await o.store.put(stray, new TextEncoder().encode("not even its hash"));
+    await o.store.put("dfs/not-mine", new Uint8Array([1]));
+    await o.close();
+
+    o = await openBackend(o.dataDir);
+    expect(await o.ipfs.swept).toEqual({ seen: kept.length + 1, removed: 1, held: 0 });
+    expect(await blockKeys(o.store)).toEqual(kept);
+    expect(await o.store.stat("dfs/not-mine")).toBe(1);
+    expect(sha256(await collect(o.ipfs.read(cid)))).toBe(sha256(bytes));
+    await o.store.delete("dfs/not-mine");
+    await o.close();
+  });
+});
 
 describe("restarts", () => {
   test("the peer id, the key file's mode and the blocks survive a restart", async () => {
@@ -150,8 +172,7 @@ describe("restarts", () => {
     let o = await openBackend();
     const peerId = o.ipfs.peerId;
     expect(peerId).toMatch(/^12D3KooW/); // Ed25519
-    const p = await o.ipfs.put(streamOf(bytes));
-    await p.commit();
+    const cid = await putCommitted(o, bytes);
     await o.close();
 
     o = await openBackend(o.dataDir);
@@ -159,10 +180,10 @@ describe("restarts", () => {
     expect(o.ipfs.multiaddrs().every((a) => a.endsWith(`/p2p/${peerId}`))).toBe(true);
     expect(statSync(join(o.dataDir, "ipfs", "peer.key")).mode & 0o777).toBe(0o600);
     expect(statSync(join(o.dataDir, "ipfs")).mode & 0o777).toBe(0o700);
-    expect(o.ipfs.startGc).toEqual({ kept: 3, removed: 0, broken: 0, missingLeaves: 0 });
-    expect(sha256(await collect(o.ipfs.read(p.cid)))).toBe(sha256(bytes));
+    expect(await o.ipfs.swept).toEqual({ seen: 3, removed: 0, held: 0 });
+    expect(sha256(await collect(o.ipfs.read(cid)))).toBe(sha256(bytes));
     const health = await o.ipfs.health();
-    expect(health).toMatchObject({ kind: "ipfs", status: "started", peerId, pinned: 1, connections: 0 });
+    expect(health).toMatchObject({ kind: "ipfs", status: "started", peerId, pinned: 1, connections: 0, store: o.store.kind });
     await o.close();
     expect(await o.ipfs.put(streamOf(bytes)).then(() => undefined, (e: unknown) => e)).toMatchObject({ code: "IPFS_STOPPED" });
   });
@@ -175,23 +196,35 @@ describe("restarts", () => {
     expect(err).toMatchObject({ code: "IPFS_BAD_PEER_KEY" });
   });
 
-  test("kill -9 mid-upload: the restart removes the partial upload's blocks and keeps committed content", async () => {
+  test("kill -9 mid-upload: once its pins lapse, the sweep removes the partial upload's blocks and keeps committed content", async () => {
     const dataDir = tempDir("ipfs");
-    const child = Bun.spawn(["bun", join(import.meta.dir, "fixtures", "upload-forever.ts"), dataDir], { stdout: "pipe", stderr: "inherit" });
+    const prefix = prefixOf(dataDir);
+    const s3 = testRgw && prefix !== undefined ? [JSON.stringify({ endpoint: testRgw.endpoint, bucket: testRgw.bucket, region: testRgw.region, prefix, accessKeyId: testRgw.accessKeyId, secretAccessKey: testRgw.secretAccessKey })] : [];
+    const child = Bun.spawn(["bun", join(import.meta.dir, "fixtures", "upload-forever.ts"), dataDir, ...s3], {
+      stdout: "pipe",
+      stderr: "inherit",
+      // The child is given its store; it must not start a Ceph of its own.
+      env: { ...process.env, STOWAGE_TEST_BLOBS: "local" },
+    });
     const lines = readLines(child.stdout);
     const committed = (await within(15_000, lines.next())).value?.replace("committed ", "");
     expect((await within(5_000, lines.next())).value).toBe("uploading");
+    const probe = blobStoreOf(dataDir);
     // Wait (bounded) until the upload has written some leaves, then kill the server hard.
-    await within(15_000, until(() => blockFiles(dataDir).length >= 4));
+    await within(15_000, untilAsync(async () => (await blockKeys(probe)).length >= 4));
     child.kill(9);
     await child.exited;
-    // What a crash in blockstore-fs's write leaves: a temporary file.
-    mkdirSync(join(dataDir, "ipfs", "blocks", "ZZ"), { recursive: true });
-    writeFileSync(join(dataDir, "ipfs", "blocks", "ZZ", ".CIQPARTIALZZ.data.tmp"), "half a block");
 
-    const o = await openBackend(dataDir);
-    expect(o.ipfs.startGc.removed).toBeGreaterThanOrEqual(3);
-    expect(blockFiles(dataDir, { all: true })).toHaveLength(1); // the committed file's single block, no temporaries
+    // Restarted before the dead upload's pins lapse: they still hold its blocks.
+    let o = await openBackend(dataDir);
+    const early = await o.ipfs.swept;
+    expect(early.removed).toBe(0);
+    expect(early.held).toBeGreaterThanOrEqual(3);
+    await o.close();
+    // Restarted after they lapsed (the guard's clock ahead by a lease).
+    o = await openBackend(dataDir, { now: () => Date.now() + LEASE_MS + 1 });
+    expect((await o.ipfs.swept).removed).toBeGreaterThanOrEqual(3);
+    expect(await blockKeys(o.store)).toHaveLength(1); // the committed file's single block
     expect((await o.ipfs.health()).pinned).toBe(1);
     expect(new TextDecoder().decode(await collect(o.ipfs.read(committed!)))).toBe("kept across the crash\n");
     await o.close();
@@ -213,6 +246,6 @@ async function* readLines(stream: ReadableStream<Uint8Array>): AsyncGenerator<st
 }
 
 /** Polls `check` until it holds (callers bound the wait with `within`). */
-async function until(check: () => boolean): Promise<void> {
-  while (!check()) await Bun.sleep(20);
+async function untilAsync(check: () => Promise<boolean>): Promise<void> {
+  while (!(await check())) await Bun.sleep(20);
 }

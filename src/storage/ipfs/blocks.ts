@@ -1,0 +1,105 @@
+/**
+ * Blocks in the blob store (D15): each block is the object `ipfs/<multihash, base32>` (lower
+ * case, RFC 4648 without padding or multibase prefix: `base32.baseEncode` of the multihash bytes).
+ * Keyed by multihash as blockstore-fs does, so a raw leaf and a dag-pb node with the same bytes
+ * are one object, and any Cid version or codec of a block finds it.
+ *
+ * `BlobBlockstore` is the blockstore Helia (so bitswap) reads: every block the store holds is
+ * served, each checked against its Cid before it leaves (a damaged object is never sent). It does
+ * not write or delete: blocks are written by an upload's sink under a guard lease (put.ts) and
+ * deleted through the guard (D15), never behind the reference counts' back.
+ */
+import type { AbortOptions } from "@libp2p/interface";
+import type { HeliaInit } from "helia";
+import { base32 } from "multiformats/bases/base32";
+import { CID } from "multiformats/cid";
+import * as Digest from "multiformats/hashes/digest";
+import { isBlobError, type BlobStore } from "../../blob/index.ts";
+import { IpfsError } from "./errors.ts";
+
+export const BLOCK_PREFIX = "ipfs/";
+const RAW = 0x55;
+const SHA2_256 = 0x12;
+
+type Blockstore = NonNullable<HeliaInit["blockstore"]>;
+type Pair = { cid: CID; bytes: AsyncGenerator<Uint8Array> };
+
+export function blockKey(cid: CID): string {
+  return BLOCK_PREFIX + base32.baseEncode(cid.multihash.bytes);
+}
+
+/** The (raw-codec) Cid a block key names, or undefined for a key that is no block. */
+export function cidOfKey(key: string): CID | undefined {
+  if (!key.startsWith(BLOCK_PREFIX)) return undefined;
+  try {
+    return CID.createV1(RAW, Digest.decode(base32.baseDecode(key.slice(BLOCK_PREFIX.length))));
+  } catch {
+    return undefined;
+  }
+}
+
+/** Reads a whole block and checks it hashes to its Cid. */
+export async function readBlock(store: BlobStore, cid: CID, options?: AbortOptions): Promise<Uint8Array> {
+  options?.signal?.throwIfAborted();
+  let bytes: Uint8Array;
+  try {
+    bytes = await Bun.readableStreamToBytes(await store.get(blockKey(cid)));
+  } catch (err) {
+    options?.signal?.throwIfAborted();
+    if (isBlobError(err, "BlobNotFound")) throw new IpfsError("IPFS_BLOCK_MISSING", `block ${cid} is not stored here`, { cause: err });
+    throw err;
+  }
+  verifyBlock(cid, bytes);
+  return bytes;
+}
+
+export function verifyBlock(cid: CID, bytes: Uint8Array): void {
+  const { code, digest } = cid.multihash;
+  // Our importer only makes sha2-256 Cids; a block under any other hash cannot be checked, so is
+  // not served.
+  if (code !== SHA2_256) throw new IpfsError("IPFS_BLOCK_CORRUPT", `block ${cid} uses an unsupported hash (0x${code.toString(16)})`);
+  const actual = new Bun.CryptoHasher("sha256").update(bytes).digest();
+  if (!actual.equals(digest)) throw new IpfsError("IPFS_BLOCK_CORRUPT", `block ${cid} does not match its hash`);
+}
+
+const readOnly = (what: string) => new Error(`the ipfs blockstore does not ${what}: blocks are written by uploads and deleted through the blob guard`);
+
+export class BlobBlockstore implements Blockstore {
+  constructor(readonly store: BlobStore) {}
+
+  async has(cid: CID): Promise<boolean> {
+    return (await this.store.stat(blockKey(cid))) !== undefined;
+  }
+
+  async *get(cid: CID, options?: AbortOptions): AsyncGenerator<Uint8Array> {
+    yield await readBlock(this.store, cid, options);
+  }
+
+  async *getMany(source: Iterable<CID> | AsyncIterable<CID>, options?: AbortOptions): AsyncGenerator<Pair> {
+    for await (const cid of source) yield { cid, bytes: this.get(cid, options) };
+  }
+
+  /** Every block, as raw-codec Cids (the key holds the multihash only). */
+  async *getAll(options?: AbortOptions): AsyncGenerator<Pair> {
+    for await (const key of this.store.list(BLOCK_PREFIX)) {
+      const cid = cidOfKey(key);
+      if (cid) yield { cid, bytes: this.get(cid, options) };
+    }
+  }
+
+  put(): Promise<CID> {
+    return Promise.reject(readOnly("write"));
+  }
+
+  async *putMany(): AsyncGenerator<CID> {
+    throw readOnly("write");
+  }
+
+  delete(): Promise<void> {
+    return Promise.reject(readOnly("delete"));
+  }
+
+  async *deleteMany(): AsyncGenerator<CID> {
+    throw readOnly("delete");
+  }
+}

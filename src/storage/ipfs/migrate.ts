@@ -1,0 +1,142 @@
+/**
+ * Data dirs from before the blob store kept blocks in blockstore-fs under `DATA/ipfs/blocks`
+ * (`<last 2 chars>/<BASE32UPPER multihash>.data`), and pins without block rows. At start, each
+ * pinned root not yet indexed has its DAG walked once: every block is copied into the blob store
+ * (pinned by a lease first, checked against its Cid), and the root's block rows are written in
+ * one transaction. Then the old folder goes. Blocks no pinned root reaches are not copied.
+ *
+ * Crash-safe by being repeatable: a root is indexed whole or not at all, copies are idempotent,
+ * and the old folder goes last. A root that cannot be walked (a missing or damaged dag-pb node)
+ * stays unindexed and the old folder stays, so nothing is lost and the next start tries again;
+ * a missing raw leaf is logged (such content was unreadable before too) and the walk goes on.
+ */
+import { FsBlockstore } from "blockstore-fs";
+import { NextToLast } from "blockstore-fs/sharding";
+import { exporter } from "ipfs-unixfs-exporter";
+import type { CID } from "multiformats/cid";
+import { existsSync } from "node:fs";
+import { rm } from "node:fs/promises";
+import { join } from "node:path";
+import type { BlobGuard, Lease } from "../../blob/guard.ts";
+import type { Db } from "../../db/open.ts";
+import type { Logger } from "../../log.ts";
+import { blockKey, readBlock, verifyBlock } from "./blocks.ts";
+import { parseCid } from "./cids.ts";
+import { indexRoot, unindexedRoots } from "./pins.ts";
+import type { BlockSizes } from "./put.ts";
+
+const RAW = 0x55;
+
+export interface MigrateResult {
+  /** Pinned roots indexed now. */
+  indexed: number;
+  /** Blocks written into the blob store from the old folder. */
+  copied: number;
+  /** Raw leaves of pinned content found nowhere. */
+  missingLeaves: number;
+  /** Roots that could not be walked (left unindexed, with the old folder). */
+  broken: number;
+  /** Whether the old folder was removed. */
+  removedOld: boolean;
+}
+
+export async function migrateOldBlocks(deps: { dir: string; db: Db; guard: BlobGuard; log: Logger }): Promise<MigrateResult> {
+  const { db, guard, log } = deps;
+  const oldDir = join(deps.dir, "blocks");
+  const hasOld = existsSync(oldDir);
+  const result: MigrateResult = { indexed: 0, copied: 0, missingLeaves: 0, broken: 0, removedOld: false };
+  const roots = unindexedRoots(db);
+  if (!hasOld && roots.length === 0) return result;
+
+  const old = hasOld ? new FsBlockstore(oldDir, { shardingStrategy: new NextToLast() }) : undefined;
+  await old?.open();
+  try {
+    for (const root of roots) {
+      const blocks: BlockSizes = new Map();
+      // One lease per root: its pins hold the copied blocks until the root's rows commit.
+      const lease = guard.lease();
+      try {
+        const walked = await walk({ guard, lease, old }, parseCid(root), blocks);
+        result.copied += walked.copied;
+        result.missingLeaves += walked.missing;
+        if (walked.missing > 0) log.error("ipfs migration: pinned content lacks leaves", { cid: root, missing: walked.missing });
+        indexRoot(db, root, blocks);
+        result.indexed++;
+      } catch (err) {
+        result.broken++;
+        log.error("ipfs migration: cannot walk a pinned root; the old blocks folder stays", { cid: root, err: String(err) });
+      } finally {
+        lease.release();
+      }
+    }
+  } finally {
+    await old?.close();
+  }
+  if (hasOld && result.broken === 0) {
+    await rm(oldDir, { recursive: true, force: true });
+    result.removedOld = true;
+  }
+  log.info("ipfs blocks moved to the blob store", { ...result, store: guard.store.kind });
+  return result;
+}
+
+/** Copies (or finds) every block under `root`, recording them in `blocks`. */
+async function walk(ctx: { guard: BlobGuard; lease: Lease; old?: FsBlockstore }, root: CID, blocks: BlockSizes): Promise<{ copied: number; missing: number }> {
+  const { guard, lease, old } = ctx;
+  const stack: CID[] = [root];
+  let copied = 0;
+  let missing = 0;
+  while (stack.length > 0) {
+    const cid = stack.pop()!;
+    const key = blockKey(cid);
+    if (blocks.has(key)) continue;
+    lease.pin([key]); // before looking (D15)
+    let bytes = old ? await readOld(old, cid) : undefined;
+    if (bytes) {
+      if (await guard.ensure(key, () => bytes!, bytes.byteLength)) copied++;
+    } else if (cid.code === RAW) {
+      // A leaf is only needed for its size here: no read of 1 MiB.
+      const size = await guard.present(key);
+      if (size === undefined) {
+        missing++;
+        continue;
+      }
+      blocks.set(key, size);
+      continue;
+    } else {
+      bytes = await readBlock(guard.store, cid); // throws when missing or damaged: a broken root
+    }
+    blocks.set(key, bytes.byteLength);
+    if (cid.code !== RAW) for (const link of await linksOf(cid, bytes)) stack.push(link);
+  }
+  return { copied, missing };
+}
+
+/** The block from the old folder, or undefined when it is missing or does not match its Cid. */
+async function readOld(old: FsBlockstore, cid: CID): Promise<Uint8Array | undefined> {
+  const parts: Uint8Array[] = [];
+  try {
+    for await (const part of old.get(cid)) parts.push(part);
+  } catch (err) {
+    if ((err as Error).name === "NotFoundError") return undefined;
+    throw err;
+  }
+  const bytes = parts.length === 1 ? parts[0]! : Buffer.concat(parts);
+  try {
+    verifyBlock(cid, bytes);
+  } catch {
+    return undefined;
+  }
+  return bytes;
+}
+
+async function linksOf(cid: CID, bytes: Uint8Array): Promise<CID[]> {
+  const one = {
+    async *get() {
+      yield bytes;
+    },
+  };
+  const entry = await exporter(cid, one, { offline: true });
+  if (entry.type !== "file" && entry.type !== "directory") throw new Error(`unexpected ${entry.type} node ${cid}`);
+  return entry.node.Links.map((l) => l.Hash);
+}
