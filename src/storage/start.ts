@@ -1,11 +1,15 @@
 /**
- * Starts the storage part of the server: the `dfs` store and the embedded IPFS node under the
- * data dir, the DID resolver over the chain's registry, and the storage service.
+ * Starts the storage part of the server: the blob store (D15: local files or S3) with its one
+ * deletion guard, the `dfs` store on it, the embedded IPFS node, the DID resolver over the
+ * chain's registry, and the storage service.
  */
 import { join } from "node:path";
+import { claimDeployment, openBlobStore, type BlobStore } from "../blob/index.ts";
+import { createBlobGuard, type BlobGuard } from "../blob/guard.ts";
 import type { AccountServices } from "../accounts/index.ts";
 import type { ChainContext } from "../chain/types.ts";
 import type { Config } from "../config.ts";
+import { installationId } from "../db/installation.ts";
 import type { Db } from "../db/open.ts";
 import { storageDomain } from "../identity/eip712.ts";
 import { ethrResolver } from "../identity/resolver.ts";
@@ -36,14 +40,32 @@ export function storageOver(
   });
 }
 
+export interface Blobs {
+  store: BlobStore;
+  /** The one guard of this server over `store`, shared by both back-ends (D15). */
+  guard: BlobGuard;
+}
+
+/**
+ * Opens the configured blob store and claims it for this deployment (its installation id, made
+ * once in app_state) before anything sweeps it: a store another deployment claimed is refused.
+ */
+export async function openBlobs({ config, db, log }: { config: Config; db: Db; log: Logger }): Promise<Blobs> {
+  const store = await openBlobStore(config);
+  await claimDeployment(store, installationId(db));
+  return { store, guard: createBlobGuard({ db, store, log }) };
+}
+
 export async function startStorage(deps: { config: Config; db: Db; log: Logger; chain: ChainContext; accounts: AccountServices; extra?: Partial<StorageDeps> }) {
   const { config, db, log, chain, accounts } = deps;
   const backends: Partial<Record<BackendKind, Backend>> = {};
   const stop = async () => {
     for (const b of Object.values(backends)) await b.stop();
   };
+  const blobs = await openBlobs({ config, db, log });
+  log.info("blob store ready", { kind: blobs.store.kind });
   try {
-    backends.dfs = await openDfs({ dir: join(config.dataDir, "dfs"), db, log });
+    backends.dfs = await openDfs({ db, log, guard: blobs.guard, legacyDir: join(config.dataDir, "dfs") });
     const ipfs = await openIpfs({ dir: join(config.dataDir, "ipfs"), listen: config.ipfsListen, db, log });
     backends.ipfs = ipfs;
     log.info("ipfs node ready", { peerId: ipfs.peerId, addresses: ipfs.multiaddrs() });
@@ -52,6 +74,6 @@ export async function startStorage(deps: { config: Config; db: Db; log: Logger; 
     throw err;
   }
   const storage = storageOver({ config, db, log, chain, accounts, backends }, deps.extra);
-  const health = Object.fromEntries(Object.entries(backends).map(([kind, b]) => [kind, () => b.health()]));
-  return { storage, backends, health, stop };
+  const health = { blobs: () => ({ kind: blobs.store.kind }), ...Object.fromEntries(Object.entries(backends).map(([kind, b]) => [kind, () => b.health()])) };
+  return { storage, backends, blobs, health, stop };
 }

@@ -12,7 +12,7 @@ import { connectStorage } from "../../src/sdk/storage.ts";
 import { openDfs } from "../../src/storage/dfs/index.ts";
 import { openIpfs } from "../../src/storage/ipfs/index.ts";
 import type { ReadGrant, StorageDeps } from "../../src/storage/service.ts";
-import { storageOver } from "../../src/storage/start.ts";
+import { openBlobs, storageOver } from "../../src/storage/start.ts";
 import type { Backend, BackendKind } from "../../src/storage/backend.ts";
 import { appFetch, postJson, testApp } from "./app.ts";
 import { createQuota } from "../../src/quota/index.ts";
@@ -62,7 +62,8 @@ export async function testGateway(opts: GatewayOptions = {}) {
         { resolver, readGrant: opts.readGrant, meter: quota?.meter, rateLimits: false, ...opts.extra },
       ),
   });
-  backends.dfs = await openDfs({ dir: join(made.dataDir, "dfs"), db: made.database.db, log: made.log });
+  const blobs = await openBlobs({ config: made.config, db: made.database.db, log: made.log });
+  backends.dfs = await openDfs({ db: made.database.db, log: made.log, guard: blobs.guard, legacyDir: join(made.dataDir, "dfs") });
   if (opts.ipfs !== false) backends.ipfs = await openIpfs({ dir: join(made.dataDir, "ipfs"), listen: ["/ip4/127.0.0.1/tcp/0"], db: made.database.db, log: made.log });
   afterAll(async () => {
     for (const b of Object.values(backends)) await b.stop();

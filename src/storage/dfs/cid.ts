@@ -8,8 +8,9 @@
  *   // "bafkreifjjcie6lypi6ny7amxnfftagclbuxndqonfipmb64f2km2devei4"
  */
 import { importFile, type ByteStream, type ImporterOptions, type WritableStorage } from "ipfs-unixfs-importer";
-import type { CID } from "multiformats/cid";
+import { CID } from "multiformats/cid";
 import * as raw from "multiformats/codecs/raw";
+import { create as createDigest } from "multiformats/hashes/digest";
 import { sha256 } from "multiformats/hashes/sha2";
 import { CHUNK_SIZE, MAX_CHILDREN_PER_NODE, d9ImporterOptions } from "../cid-options.ts";
 
@@ -48,4 +49,25 @@ export function leafHash(cid: CID): string {
   if (cid.multihash.code !== sha256.code) throw new Error(`unexpected multihash 0x${cid.multihash.code.toString(16)}`);
   const d = cid.multihash.digest;
   return Buffer.from(d.buffer, d.byteOffset, d.byteLength).toString("hex");
+}
+
+/** Where the chunks live in the blob store (D15): `dfs/<raw-leaf CIDv1, base32>`. */
+export const CHUNK_PREFIX = "dfs/";
+
+/** The blob key of the chunk whose SHA-256 is `hash` (hex): the Cid the importer gave its leaf. */
+export function chunkKey(hash: string): string {
+  return CHUNK_PREFIX + CID.createV1(raw.code, createDigest(sha256.code, Buffer.from(hash, "hex"))).toString();
+}
+
+/** The hex SHA-256 a chunk key names, or undefined for a key that is not exactly a chunk key. */
+export function hashOfKey(key: string): string | undefined {
+  if (!key.startsWith(CHUNK_PREFIX)) return undefined;
+  try {
+    const cid = CID.parse(key.slice(CHUNK_PREFIX.length));
+    if (cid.version !== 1 || !isRawLeaf(cid)) return undefined;
+    const hash = leafHash(cid);
+    return chunkKey(hash) === key ? hash : undefined;
+  } catch {
+    return undefined;
+  }
 }

@@ -1,41 +1,36 @@
 /**
- * Deletes chunk files nothing needs any more. Each decision and its unlink run in one synchronous
- * step (see pins.ts): not pinned by an upload, no `dfs_chunks` row, then `unlinkSync`.
+ * Deletes chunks nothing needs any more, through the blob guard (D15): the guard decides in one
+ * IMMEDIATE transaction that no `dfs_chunks` row references the chunk (asked with that
+ * transaction) and that no upload's pin holds it, writes a tombstone, then deletes.
  */
-import { unlinkSync } from "node:fs";
-import { errorCode } from "./chunks.ts";
+import { chunkKey } from "./cid.ts";
 import type { DfsContext } from "./context.ts";
+import { chunkReferenced } from "./rows.ts";
 
-/** Chunks decided per turn of the event loop, so freeing a huge file does not stall requests. */
-const PER_TURN = 256;
+/** Deletions in flight at once: each is a round trip to S3 (a few ms), so one at a time would
+ * make releasing a 10 GiB file take a minute. */
+const CONCURRENCY = 8;
 
-/** Deletes the file of `hash` if unreferenced and unpinned; true if this call deleted it. */
-export function deleteIfUnused(ctx: DfsContext, hash: string): boolean {
-  if (ctx.pins.isPinned(hash) || ctx.rows.isReferenced(hash)) return false;
-  try {
-    unlinkSync(ctx.files.pathOf(hash));
-    return true;
-  } catch (e) {
-    if (errorCode(e) === "ENOENT") return false;
-    throw e;
-  }
+/** Deletes the chunk of `hash` if unreferenced and unpinned; true if this call deleted it. */
+export function deleteIfUnused(ctx: DfsContext, hash: string): Promise<boolean> {
+  return ctx.guard.deleteIfUnused(chunkKey(hash), (tx) => chunkReferenced(tx, hash));
 }
 
-/** Deletes the files of those `hashes` that are unused; returns how many went. */
+/** Deletes those of `hashes` that are unused; returns how many went. Failures are logged: the
+ * rows are gone already, and the next sweep finds the object and tries again. */
 export async function collect(ctx: DfsContext, hashes: Iterable<string>): Promise<number> {
+  const iterator = hashes[Symbol.iterator]();
   let deleted = 0;
-  let inTurn = 0;
-  for (const hash of hashes) {
-    try {
-      if (deleteIfUnused(ctx, hash)) deleted++;
-    } catch (e) {
-      // The row is gone already; the next sweep finds the file and tries again.
-      ctx.log.warn("dfs: could not delete chunk", { hash, error: String(e) });
+  const worker = async () => {
+    for (let next = iterator.next(); !next.done; next = iterator.next()) {
+      const hash = next.value;
+      try {
+        if (await deleteIfUnused(ctx, hash)) deleted++;
+      } catch (e) {
+        ctx.log.warn("dfs: could not delete chunk", { hash, error: String(e) });
+      }
     }
-    if (++inTurn === PER_TURN) {
-      inTurn = 0;
-      await new Promise<void>((resolve) => setImmediate(resolve));
-    }
-  }
+  };
+  await Promise.all(Array.from({ length: CONCURRENCY }, worker));
   return deleted;
 }

@@ -1,42 +1,48 @@
 /**
- * `dfs`: the local chunked, content-addressed store (D9). Files are cut into 1 MiB chunks stored
- * once by SHA-256 under the store's folder (deduplicated across files and users), reference-counted
- * in SQLite, and named by the same UnixFS Cid the `ipfs` back-end gives.
+ * `dfs`: the chunked, content-addressed store (D9). Files are cut into 1 MiB chunks stored once
+ * each in the blob store (local files or S3, D15) under `dfs/<chunk Cid>`, deduplicated across
+ * files and users, reference-counted in SQLite, and named by the same UnixFS Cid the `ipfs`
+ * back-end gives.
  *
- * Crash safety: a chunk is written to a temporary name, fsync'd and renamed (folder fsync'd) before
- * the manifest naming it commits; manifests and chunk references commit in one transaction; the
- * start-up sweep removes what a crash left. Uploads and deletions never wait for each other: see
- * pins.ts for why a deletion cannot take a chunk an upload relies on.
+ * Crash safety: a chunk is whole and durable in the blob store before the manifest naming it
+ * commits; manifests and chunk references commit in one transaction; the start-up sweep removes
+ * what a crash left. Uploads and deletions never wait for each other: each upload pins its chunks
+ * before it looks whether they exist, and every deletion is decided by the blob guard against the
+ * rows and the pins (D15), so a deletion cannot take a chunk an upload relies on.
  *
  * @example
- *   const dfs = await openDfs({ dir: join(dataDir, "dfs"), db, log })
+ *   const dfs = await openDfs({ db, log, guard, legacyDir: join(dataDir, "dfs") })
  *   const up = await dfs.put(request.body)
  *   await up.commit() // or up.abort()
  *   return new Response(dfs.read(up.cid, { start: 0, end: 99 }))
  */
-import { mkdir, statfs } from "node:fs/promises";
+import { statfs } from "node:fs/promises";
+import { dirname } from "node:path";
+import { LocalBlobStore } from "../../blob/index.ts";
+import type { BlobGuard } from "../../blob/guard.ts";
 import type { Db } from "../../db/open.ts";
 import type { Logger } from "../../log.ts";
 import type { Backend } from "../backend.ts";
-import { ChunkFiles } from "./chunks.ts";
 import type { DfsContext } from "./context.ts";
 import { StoppedError } from "./errors.ts";
-import { Pins } from "./pins.ts";
+import { moveLegacyChunks } from "./legacy.ts";
 import { put } from "./put.ts";
 import { read } from "./read.ts";
 import { release } from "./release.ts";
 import { Rows } from "./rows.ts";
 import { sweep, type SweepReport } from "./sweep.ts";
 
-export { cidOf, importerOptions, CHUNK_SIZE, MAX_CHILDREN_PER_NODE } from "./cid.ts";
+export { cidOf, importerOptions, chunkKey, CHUNK_PREFIX, CHUNK_SIZE, MAX_CHILDREN_PER_NODE } from "./cid.ts";
 export * from "./errors.ts";
 export type { SweepReport } from "./sweep.ts";
 
 export interface DfsOptions {
-  /** The folder the store owns: `DATA_DIR/dfs`. Created if absent. */
-  dir: string;
   db: Db;
   log: Logger;
+  /** The server's one guard over its blob store (src/storage/start.ts builds it). */
+  guard: BlobGuard;
+  /** The folder of chunk files from before the blob store (`DATA_DIR/dfs`): moved in at start. */
+  legacyDir?: string;
 }
 
 export interface DfsBackend extends Backend {
@@ -45,11 +51,10 @@ export interface DfsBackend extends Backend {
   sweep(): Promise<SweepReport>;
 }
 
-/** Opens the store and runs the start-up sweep before handing it out. */
-export async function openDfs({ dir, db, log }: DfsOptions): Promise<DfsBackend> {
-  await mkdir(dir, { recursive: true, mode: 0o700 });
-  const pins = new Pins();
-  const ctx: DfsContext = { rows: new Rows(db), files: new ChunkFiles(dir, pins), pins, log, active: new Set(), stopping: new AbortController() };
+/** Opens the store, moves old chunk files in and runs the start-up sweep before handing it out. */
+export async function openDfs({ db, log, guard, legacyDir }: DfsOptions): Promise<DfsBackend> {
+  const ctx: DfsContext = { rows: new Rows(db), store: guard.store, guard, log, active: new Set(), stopping: new AbortController() };
+  if (legacyDir !== undefined) await moveLegacyChunks(ctx, legacyDir);
   await sweep(ctx, { atStart: true });
   return {
     kind: "dfs",
@@ -68,16 +73,16 @@ export async function openDfs({ dir, db, log }: DfsOptions): Promise<DfsBackend>
 
 async function health(ctx: DfsContext): Promise<Record<string, unknown>> {
   const { objects, chunks, bytes } = ctx.rows.counts();
-  const fs = await statfs(ctx.files.root);
   return {
     ok: !ctx.stopping.signal.aborted,
+    blobStore: ctx.store.kind,
     objects,
     chunks,
-    /** Bytes of chunk files (each stored once, whatever the number of files naming it). */
+    /** Bytes of chunks (each stored once, whatever the number of files naming it). */
     bytes,
-    freeBytes: fs.bavail * fs.bsize,
+    /** Free space where the local store keeps its files (an S3 store has no such figure). */
+    ...(ctx.store instanceof LocalBlobStore ? { freeBytes: await freeBytes(ctx.store.root) } : {}),
     uploads: ctx.active.size,
-    pinnedChunks: ctx.pins.size,
   };
 }
 
@@ -85,4 +90,13 @@ async function health(ctx: DfsContext): Promise<Record<string, unknown>> {
 async function stop(ctx: DfsContext): Promise<void> {
   if (!ctx.stopping.signal.aborted) ctx.stopping.abort(new StoppedError("dfs store stopped"));
   await Promise.allSettled([...ctx.active]);
+}
+
+/** The root may not exist yet (the store makes folders on first put): ask its data dir then. */
+async function freeBytes(root: string): Promise<number | undefined> {
+  for (const path of [root, dirname(root)]) {
+    const fs = await statfs(path).catch(() => undefined);
+    if (fs) return fs.bavail * fs.bsize;
+  }
+  return undefined;
 }

@@ -1,27 +1,30 @@
 /**
  * Upload: the source streams through ipfs-unixfs-importer (which cuts 1 MiB chunks and hashes them
- * for the raw-leaf Cids); each raw leaf reaches `ChunkSink.put` in file order, is pinned, and is
- * written durably behind the importer, at most WRITE_QUEUE chunks waiting. Memory holds the chunk
- * being cut plus the chunks queued — a few MiB whatever the file size — and the manifest (one
- * hash per MiB). Inner dag-pb nodes are not stored: the Cid is all we need of them.
+ * for the raw-leaf Cids); each raw leaf reaches `ChunkSink.put` in file order, is pinned under the
+ * upload's lease (D15), and is written to the blob store behind the importer, at most WRITE_QUEUE
+ * chunks waiting. Memory holds the chunk being cut plus the chunks queued — a few MiB whatever
+ * the file size — and the manifest (one hash per MiB). Inner dag-pb nodes are not stored: the Cid
+ * is all we need of them.
  *
  * Nothing is referenced until `commit()` writes the manifest, in one transaction, after every
- * chunk is durable. A failure or `abort()` unpins the chunks and deletes those nobody else needs.
+ * chunk is durable; the lease is released after that (the rows keep the chunks then). A failure
+ * or `abort()` releases the lease and deletes, through the guard, the chunks nobody else needs.
  */
 import type { WritableStorage } from "ipfs-unixfs-importer";
 import type { CID } from "multiformats/cid";
+import type { Lease } from "../../blob/guard.ts";
 import type { PendingPut } from "../backend.ts";
-import { importContent, isRawLeaf, leafHash } from "./cid.ts";
+import { storeChunk } from "./chunks.ts";
+import { chunkKey, importContent, isRawLeaf, leafHash } from "./cid.ts";
 import type { DfsContext } from "./context.ts";
 import { AbortedPutError, StoppedError } from "./errors.ts";
 import { collect } from "./gc.ts";
 import type { ChunkRef } from "./rows.ts";
 
 /**
- * Chunks an upload may have handed over and not yet made durable. Writes (write with fsync, rename)
- * run one at a time behind the importer: on a 2-core VM, concurrent fsyncs of one upload were
- * measured slower than a single writer, while overlapping the writer with the importer's hashing
- * is what pays. Folders are fsync'd once per upload, in `finish()`.
+ * Chunks an upload may have handed over and not yet made durable. Writes run one at a time behind
+ * the importer: on a 2-core VM, concurrent fsyncs of one upload were measured slower than a single
+ * writer, while overlapping the writer with the importer's hashing is what pays.
  */
 const WRITE_QUEUE = 2;
 
@@ -36,7 +39,7 @@ export async function put(ctx: DfsContext, source: ReadableStream<Uint8Array>, o
 }
 
 async function upload(ctx: DfsContext, source: ReadableStream<Uint8Array>, signal: AbortSignal): Promise<PendingPut> {
-  const sink = new ChunkSink(ctx);
+  const sink = new ChunkSink(ctx, ctx.guard.lease());
   const read = { bytes: 0 };
   try {
     const root = await importContent(pieces(source, signal, read), sink);
@@ -50,24 +53,27 @@ async function upload(ctx: DfsContext, source: ReadableStream<Uint8Array>, signa
     return pending(ctx, cid, sink);
   } catch (e) {
     await sink.settle();
-    await discard(ctx, sink.pinned);
+    await discard(ctx, sink);
     throw e;
   }
 }
 
-/** The importer's blockstore: keeps raw leaves as chunk files, drops inner nodes. */
+/** The importer's blockstore: keeps raw leaves as chunk objects, drops inner nodes. */
 class ChunkSink implements WritableStorage {
   readonly manifest: ChunkRef[] = [];
   /** Distinct chunks of this upload, each pinned once. */
   readonly pinned = new Set<string>();
   size = 0;
-  /** Chunks whose bytes this upload wrote (the rest were on disk already). */
+  /** Chunks whose bytes this upload wrote (the rest were in the store already). */
   written = 0;
   /** Writes handed over and not finished, oldest first; each starts when the one before ends. */
   private readonly queue: Promise<void>[] = [];
   private failure: { error: unknown } | undefined;
 
-  constructor(private readonly ctx: DfsContext) {}
+  constructor(
+    private readonly ctx: DfsContext,
+    readonly lease: Lease,
+  ) {}
 
   async put(cid: CID, bytes: Uint8Array): Promise<CID> {
     if (!isRawLeaf(cid)) return cid;
@@ -77,7 +83,7 @@ class ChunkSink implements WritableStorage {
     this.size += bytes.byteLength;
     if (!this.pinned.has(hash)) {
       this.pinned.add(hash);
-      this.ctx.pins.pin(hash); // before store() looks for an existing file (pins.ts)
+      this.lease.pin([chunkKey(hash)]); // before storeChunk() looks whether it exists (D15)
       this.enqueue(hash, bytes);
     }
     while (this.queue.length >= WRITE_QUEUE) await this.queue[0];
@@ -85,11 +91,10 @@ class ChunkSink implements WritableStorage {
     return cid;
   }
 
-  /** Waits for every write and makes the renames durable; throws the first failure. */
+  /** Waits for every write (each durable once done); throws the first failure. */
   async finish(): Promise<void> {
     await this.settle();
     this.throwIfFailed();
-    await this.ctx.files.syncDirs(new Set([...this.pinned].map((hash) => this.ctx.files.dirOf(hash))));
   }
 
   /** Waits for every write, failed or not. */
@@ -103,7 +108,7 @@ class ChunkSink implements WritableStorage {
     // are skipped.
     const write = before.then(async () => {
       try {
-        if (!this.failure && (await this.ctx.files.store(hash, bytes))) this.written++;
+        if (!this.failure && (await storeChunk(this.ctx, hash, bytes))) this.written++;
       } catch (error) {
         this.failure ??= { error };
       } finally {
@@ -131,21 +136,22 @@ function pending(ctx: DfsContext, cid: string, sink: ChunkSink): PendingPut {
       ctx.rows.commit(cid, size, manifest);
       state = "committed";
       manifest = []; // the rows have it; a PendingPut kept around by a caller should not hold it
-      for (const hash of sink.pinned) ctx.pins.unpin(hash); // the rows keep the chunks now
+      sink.lease.release(); // the rows keep the chunks now
+      sink.pinned.clear();
     },
     async abort() {
       if (state !== "open") return;
       state = "aborted";
-      await discard(ctx, sink.pinned);
+      await discard(ctx, sink);
     },
   };
 }
 
-/** Unpins an upload's chunks and deletes those no other upload or row needs. */
-async function discard(ctx: DfsContext, pinned: Set<string>): Promise<void> {
-  const hashes = [...pinned];
-  pinned.clear();
-  for (const hash of hashes) ctx.pins.unpin(hash);
+/** Releases an upload's lease and deletes the chunks no other upload or row needs. */
+async function discard(ctx: DfsContext, sink: ChunkSink): Promise<void> {
+  const hashes = [...sink.pinned];
+  sink.pinned.clear();
+  sink.lease.release();
   await collect(ctx, hashes);
 }
 

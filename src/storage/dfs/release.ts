@@ -1,9 +1,9 @@
 /**
  * Delete: one reference fewer on the content. At zero the manifest goes and each of its chunks
- * loses a reference, in one transaction; the files of chunks left at zero are deleted right after,
- * each only if no upload has pinned it meanwhile (pins.ts) — no waiting for uploads, no deferred
- * sweep. A crash between the transaction and the unlinks leaves files without rows, which the
- * start-up sweep removes.
+ * loses a reference, in one transaction; the chunks left at zero are deleted right after through
+ * the blob guard, each only if no upload has pinned it meanwhile (D15): no waiting for uploads,
+ * no deferred sweep. A crash between the transaction and the deletes leaves objects without
+ * rows, which the start-up sweep removes.
  */
 import type { DfsContext } from "./context.ts";
 import { NotFoundError } from "./errors.ts";

@@ -1,7 +1,6 @@
 /**
- * The store's SQLite rows. Every method is synchronous (bun:sqlite): the deletion step of pins.ts
- * relies on asking "is this chunk referenced?" and unlinking without yielding in between, and each
- * write is one transaction.
+ * The store's SQLite rows. Every method is synchronous (bun:sqlite) and each write is one
+ * transaction; `chunkReferenced` also runs inside the blob guard's deciding transaction (D15).
  */
 import { and, count, eq, inArray, lte, sql, sum } from "drizzle-orm";
 import type { Db } from "../../db/open.ts";
@@ -20,6 +19,11 @@ const BATCH = 500;
 
 function* batches<T>(items: readonly T[]): Generator<T[]> {
   for (let i = 0; i < items.length; i += BATCH) yield items.slice(i, i + BATCH);
+}
+
+/** Whether a row keeps this chunk (rows at zero refs never outlive their transaction). */
+export function chunkReferenced(db: Db | Tx, hash: string): boolean {
+  return db.select({ one: sql`1` }).from(dfsChunks).where(eq(dfsChunks.hash, hash)).get() !== undefined;
 }
 
 export class Rows {
@@ -41,9 +45,17 @@ export class Rows {
       .get();
   }
 
-  /** Whether a row keeps this chunk (rows at zero refs never outlive their transaction). */
   isReferenced(hash: string): boolean {
-    return this.db.select({ one: sql`1` }).from(dfsChunks).where(eq(dfsChunks.hash, hash)).get() !== undefined;
+    return chunkReferenced(this.db, hash);
+  }
+
+  /** Those of `hashes` a row keeps (for sweeps, which look at many keys at once). */
+  referencedAmong(hashes: readonly string[]): Set<string> {
+    const out = new Set<string>();
+    for (const batch of batches(hashes)) {
+      for (const r of this.db.select({ hash: dfsChunks.hash }).from(dfsChunks).where(inArray(dfsChunks.hash, batch)).all()) out.add(r.hash);
+    }
+    return out;
   }
 
   /**

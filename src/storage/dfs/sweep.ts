@@ -1,111 +1,87 @@
 /**
  * The sweep: removes what a crash (or a bug) left behind.
  * - rows at zero references (never written by the store itself; removed defensively);
- * - temporary files no live upload is writing (a crash mid-write);
- * - chunk files no row references and no upload has pinned (a crash between the chunk writes and
- *   the commit, or between a release's transaction and its unlinks).
+ * - chunk objects under `dfs/` that no row references and no upload has pinned (a crash between
+ *   the chunk writes and the commit, or between a release's transaction and its deletes);
+ * - deletions whose deleter died (stale tombstones) and expired pins.
  * It runs at start (the factory runs it before returning) and may run at any time later: every
- * deletion is decided and done in one synchronous step against the pins (pins.ts), so a sweep
- * beside uploads takes nothing they need.
+ * deletion goes through the blob guard (D15), which decides against the rows and the pins in one
+ * transaction, so a sweep beside uploads takes nothing they need. Half-written objects are the
+ * blob store's own business (a local temp file, an S3 multipart upload), never a key it lists.
  */
-import { readdir, unlink } from "node:fs/promises";
-import { join } from "node:path";
-import { errorCode, isChunkName, isTempName } from "./chunks.ts";
+import { CHUNK_PREFIX, hashOfKey } from "./cid.ts";
 import type { DfsContext } from "./context.ts";
-import { collect, deleteIfUnused } from "./gc.ts";
+import { collect } from "./gc.ts";
 
 export interface SweepReport {
   /** Zero-reference rows removed. */
   deadObjects: number;
   deadChunks: number;
-  /** Leftover temporary files removed. */
-  tempFiles: number;
-  /** Chunk files without a referencing row removed. */
+  /** Chunk objects without a referencing row removed. */
   orphanChunks: number;
-  /** Chunk files kept (referenced or pinned). */
+  /** Chunk objects kept (referenced or pinned). */
   keptChunks: number;
-  /** Files under the store's folder that are neither chunks nor temporary files (left alone). */
+  /** Keys under `dfs/` that are not chunk keys (left alone). */
   strangers: number;
-  /** Chunk rows whose file was not found: damage. Counted by the start-up sweep only (later,
+  /** Chunk rows whose object was not found: damage. Counted by the start-up sweep only (later,
    * commits running beside the sweep would make the count wrong). */
   missingChunks: number | undefined;
+  /** Deletions another deleter left unfinished, finished now; expired pins dropped. */
+  staleTombstones: number;
+  expiredPins: number;
   ms: number;
 }
 
-const FANOUT_DIR = /^[0-9a-f]{2}$/;
+/** Keys decided per batch: one query for their rows, then the guard for the unreferenced. */
+const BATCH = 500;
 
-/** `atStart`: nothing else runs (the factory has not returned the store yet). */
+/** `atStart`: nothing else of this store runs (the factory has not returned it yet). */
 export async function sweep(ctx: DfsContext, { atStart = false } = {}): Promise<SweepReport> {
   const began = performance.now();
-  let referenced = 0;
+  const staleTombstones = await ctx.guard.finishStaleTombstones();
+  const expiredPins = ctx.guard.dropExpiredPins();
   const dead = ctx.rows.dropDeadRows();
   await collect(ctx, dead.chunks);
   const report: SweepReport = {
     deadObjects: dead.objects,
     deadChunks: dead.chunks.length,
-    tempFiles: 0,
     orphanChunks: 0,
     keptChunks: 0,
     strangers: 0,
     missingChunks: undefined,
+    staleTombstones,
+    expiredPins,
     ms: 0,
   };
-  for (const top of await subdirs(ctx.files.root)) {
-    for (const dir of await subdirs(top)) referenced += await sweepDir(ctx, dir, report);
+  let referenced = 0;
+  let batch: string[] = [];
+  const decide = async () => {
+    const keep = ctx.rows.referencedAmong(batch);
+    referenced += keep.size;
+    const candidates = batch.filter((h) => !keep.has(h));
+    const deleted = await collect(ctx, candidates);
+    report.orphanChunks += deleted;
+    report.keptChunks += batch.length - deleted;
+    batch = [];
+  };
+  for await (const key of ctx.store.list(CHUNK_PREFIX)) {
+    const hash = hashOfKey(key);
+    if (hash === undefined) {
+      report.strangers++;
+      continue;
+    }
+    batch.push(hash);
+    if (batch.length >= BATCH) await decide();
   }
+  if (batch.length > 0) await decide();
   if (atStart) report.missingChunks = ctx.rows.counts().chunks - referenced;
   report.ms = Math.round(performance.now() - began);
   logReport(ctx, report);
   return report;
 }
 
-/** Sweeps one fan-out folder; returns how many of its chunk files have a row. */
-async function sweepDir(ctx: DfsContext, dir: string, report: SweepReport): Promise<number> {
-  let referenced = 0;
-  for (const name of await entries(dir)) {
-    const path = join(dir, name);
-    if (isTempName(name)) {
-      if (!ctx.pins.isLiveTemp(path) && (await removed(path))) report.tempFiles++;
-    } else if (isChunkName(name) && ctx.files.pathOf(name) === path) {
-      if (deleteIfUnused(ctx, name)) report.orphanChunks++;
-      else {
-        report.keptChunks++;
-        if (ctx.rows.isReferenced(name)) referenced++;
-      }
-    } else {
-      report.strangers++;
-    }
-  }
-  return referenced;
-}
-
 function logReport(ctx: DfsContext, r: SweepReport): void {
-  if (r.missingChunks) ctx.log.error("dfs: chunk files missing for referenced chunks", { missing: r.missingChunks });
-  const removedAny = r.deadObjects + r.deadChunks + r.tempFiles + r.orphanChunks > 0;
+  if (r.missingChunks) ctx.log.error("dfs: chunk objects missing for referenced chunks", { missing: r.missingChunks });
+  const removedAny = r.deadObjects + r.deadChunks + r.orphanChunks + r.staleTombstones > 0;
   (removedAny ? ctx.log.info : ctx.log.debug)("dfs: sweep", { ...r });
-}
-
-/** Subfolders named like the fan-out (two hex digits); anything else is not ours. */
-async function subdirs(dir: string): Promise<string[]> {
-  const list = await readdir(dir, { withFileTypes: true }).catch(missingAsEmpty);
-  return list.filter((d) => d.isDirectory() && FANOUT_DIR.test(d.name)).map((d) => join(dir, d.name));
-}
-
-async function entries(dir: string): Promise<string[]> {
-  return readdir(dir).catch(missingAsEmpty);
-}
-
-function missingAsEmpty(e: unknown): never[] {
-  if (errorCode(e) === "ENOENT") return [];
-  throw e;
-}
-
-async function removed(path: string): Promise<boolean> {
-  try {
-    await unlink(path);
-    return true;
-  } catch (e) {
-    if (errorCode(e) === "ENOENT") return false;
-    throw e;
-  }
 }

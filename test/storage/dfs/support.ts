@@ -1,33 +1,87 @@
-/** Shared helpers for the dfs tests: a store on a real SQLite file and a real folder, and byte sources. */
+/**
+ * Shared helpers for the dfs tests: a store on a real SQLite file and a real blob store — local
+ * files, or the shared Ceph RGW of test/support/ceph.ts (one key prefix per data dir, so tests
+ * never see each other's objects and a reopened data dir finds its own) — and byte sources.
+ * Suites run on both with `describe.each(BLOB_KINDS)`.
+ */
 import { readdirSync } from "node:fs";
 import { join } from "node:path";
+import { type BlobStore, LocalBlobStore, localBlobRoot, S3BlobStore } from "../../../src/blob/index.ts";
+import type { S3BlobStoreOptions } from "../../../src/blob/s3.ts";
+import { type BlobGuard, createBlobGuard } from "../../../src/blob/guard.ts";
 import { openDatabase, type OpenDatabase } from "../../../src/db/open.ts";
 import { silentLogger, type Logger } from "../../../src/log.ts";
-import { openDfs, type DfsBackend } from "../../../src/storage/dfs/index.ts";
+import { CHUNK_PREFIX, chunkKey, openDfs, type DfsBackend } from "../../../src/storage/dfs/index.ts";
+import { cephRgw } from "../../support/ceph.ts";
 import { tempDir } from "../../support/tmp.ts";
 
 export const MiB = 1_048_576;
 
+export type BlobKind = "local" | "s3";
+export const BLOB_KINDS: BlobKind[] = ["local", "s3"];
+
 export interface Store {
+  kind: BlobKind;
   dfs: DfsBackend;
   database: OpenDatabase;
-  /** The store's folder. */
-  dir: string;
-  /** The data dir holding the folder and the database. */
+  blobs: BlobStore;
+  guard: BlobGuard;
+  /** The data dir holding the database (and, on the local store, the blobs). */
   root: string;
+  /** Where chunk files lived before the blob store (moved in at open). */
+  legacyDir: string;
   close(): Promise<void>;
 }
 
-/** Opens a store; pass `root` again to reopen the same data (as after a restart). */
-export async function openStore(root = tempDir("dfs"), log: Logger = silentLogger): Promise<Store> {
+export interface OpenOptions {
+  /** The data dir; pass an earlier store's again to reopen the same data (as after a restart). */
+  root?: string;
+  log?: Logger;
+  /** The guard's clock (to open "after" pins and tombstones have lapsed). */
+  now?: () => number;
+  /** The blob store to use instead of `kind`'s (a child process gets its settings: blobSettings). */
+  blobs?: BlobStore;
+}
+
+const prefixes = new Map<string, string>();
+
+/** The S3 key prefix of a data dir in this process (a new one on first use). */
+export async function prefixOf(root: string): Promise<string> {
+  let prefix = prefixes.get(root);
+  if (prefix === undefined) prefixes.set(root, (prefix = (await cephRgw()).prefix()));
+  return prefix;
+}
+
+/** The S3 settings of a data dir's store (undefined on local), for a child process to open it. */
+export async function blobSettings(kind: BlobKind, root: string): Promise<S3BlobStoreOptions | undefined> {
+  if (kind === "local") return undefined;
+  const rgw = await cephRgw();
+  return { endpoint: rgw.endpoint, bucket: rgw.bucket, region: rgw.region, prefix: await prefixOf(root), accessKeyId: rgw.accessKeyId, secretAccessKey: rgw.secretAccessKey };
+}
+
+/** The blob store a data dir uses on `kind` (the same S3 prefix every time for one dir). */
+export async function blobStoreFor(kind: BlobKind, root: string): Promise<BlobStore> {
+  const s3 = await blobSettings(kind, root);
+  return s3 ? new S3BlobStore(s3) : new LocalBlobStore(localBlobRoot(root));
+}
+
+/** Opens a store on `kind`. */
+export async function openStore(kind: BlobKind = "local", o: OpenOptions = {}): Promise<Store> {
+  const root = o.root ?? tempDir("dfs");
+  const log = o.log ?? silentLogger;
   const database = openDatabase(join(root, "stowage.db"));
-  const dir = join(root, "dfs");
-  const dfs = await openDfs({ dir, db: database.db, log });
+  const blobs = o.blobs ?? (await blobStoreFor(kind, root));
+  const guard = createBlobGuard({ db: database.db, store: blobs, log, now: o.now });
+  const legacyDir = join(root, "dfs");
+  const dfs = await openDfs({ db: database.db, log, guard, legacyDir });
   return {
+    kind,
     dfs,
     database,
-    dir,
+    blobs,
+    guard,
     root,
+    legacyDir,
     async close() {
       await dfs.stop();
       database.close();
@@ -66,26 +120,33 @@ export async function readAll(stream: ReadableStream<Uint8Array>): Promise<Uint8
   return new Uint8Array(await new Response(stream).arrayBuffer());
 }
 
-/** Chunk files and temporary files now in the store's folder. */
-export function filesIn(dir: string): { chunks: string[]; temps: string[] } {
-  const chunks: string[] = [];
-  const temps: string[] = [];
-  for (const entry of readdirSync(dir, { recursive: true, withFileTypes: true })) {
-    if (!entry.isFile()) continue;
-    if (entry.name.includes(".tmp-")) temps.push(join(entry.parentPath, entry.name));
-    else chunks.push(entry.name);
-  }
-  return { chunks: chunks.sort(), temps };
+/** The keys under `dfs/` in the store, sorted. */
+export async function chunkKeys(store: Pick<Store, "blobs">): Promise<string[]> {
+  const out: string[] = [];
+  for await (const key of store.blobs.list(CHUNK_PREFIX)) out.push(key);
+  return out.sort();
+}
+
+/** The keys the chunks with these bytes have, sorted. */
+export function keysOf(...chunks: Uint8Array[]): string[] {
+  return chunks.map((c) => chunkKey(sha256(c))).sort();
+}
+
+/** The key of the chunk with these bytes. */
+export function keyOf(chunk: Uint8Array): string {
+  return chunkKey(sha256(chunk));
+}
+
+/** Every file under a folder (relative paths), recursively. */
+export function filesUnder(dir: string): string[] {
+  return readdirSync(dir, { recursive: true, withFileTypes: true })
+    .filter((e) => e.isFile())
+    .map((e) => join(e.parentPath, e.name).slice(dir.length + 1))
+    .sort();
 }
 
 export function sha256(bytes: Uint8Array): string {
   return new Bun.CryptoHasher("sha256").update(bytes).digest("hex");
-}
-
-/** Where the store keeps the chunk with these bytes. */
-export function chunkPath(dir: string, chunk: Uint8Array): string {
-  const hash = sha256(chunk);
-  return join(dir, hash.slice(0, 2), hash.slice(2, 4), hash);
 }
 
 /** Row counts of the dfs tables. */
