@@ -14,11 +14,18 @@
  *   SHA-256 and written to one plain file, fsync'd before the answer; downloads through Bun.file
  *   (sendfile), Range included.
  *
+ * With `--s3` (DESIGN.md D15) Stowage keeps its content on a one-node Ceph RGW (started by
+ * test/support/ceph.ts, as the tests do), and the baseline is Bun's own `S3Client` putting and
+ * getting the same bytes straight to the same RGW: a child process (this file with
+ * `--baseline-s3`) that times `write(key, Bun.file(path))` and reads `file(key)` (or a slice of
+ * it) to the end, with Bun's default part size and queue. The ratio then says what Stowage's
+ * gateway costs on top of the object store itself.
+ *
  * Peak RSS: /proc/PID/status VmHWM of the server process (not its anvil), reset through
  * /proc/PID/clear_refs before each upload and before the downloads (Linux; run as the owner).
  *
  * Run: bun bench/storage.ts [--rounds 3] [--size-mib 256] [--big-mib 1024] [--big-rounds 1]
- *        [--ranges 32] [--range-kib 1024] [--backends dfs,ipfs] [--no-big] [--binary]
+ *        [--ranges 32] [--range-kib 1024] [--backends dfs,ipfs] [--no-big] [--binary] [--s3]
  */
 import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync, writeSync } from "node:fs";
 import { randomBytes } from "node:crypto";
@@ -28,6 +35,8 @@ import { parseArgs } from "node:util";
 
 if (process.argv[2] === "--baseline-server") {
   await baselineServer();
+} else if (process.argv[2] === "--baseline-s3") {
+  await baselineS3(process.argv[3] as string);
 } else {
   await main();
 }
@@ -140,6 +149,77 @@ async function baselineServer() {
   await shutdown();
 }
 
+// ───────────────────────────── the S3 baseline ─────────────────────────────
+
+/** What the S3 baseline child is told on its command line (JSON). */
+interface S3Target {
+  endpoint: string;
+  region: string;
+  bucket: string;
+  accessKeyId: string;
+  secretAccessKey: string;
+  prefix: string;
+}
+
+/**
+ * Bun's S3Client alone, timed inside this process so no HTTP hop of the bench adds to it:
+ * POST /put?path=&key= → `{ ms }` once `write` resolved; GET /get?key=[&from=&to=][&sha=1] →
+ * `{ ms, bytes, sha256? }` after reading the object (or the inclusive range) to its end;
+ * DELETE /del?key=. Keys get the target's prefix. Stops like the baseline server.
+ */
+async function baselineS3(targetJson: string) {
+  const { S3Client } = await import("bun");
+  const t = JSON.parse(targetJson) as S3Target;
+  const client = new S3Client({ endpoint: t.endpoint, region: t.region, bucket: t.bucket, accessKeyId: t.accessKeyId, secretAccessKey: t.secretAccessKey });
+  const server = Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    async fetch(request) {
+      const url = new URL(request.url);
+      const key = t.prefix + (url.searchParams.get("key") ?? "");
+      try {
+        if (request.method === "POST" && url.pathname === "/put") {
+          const file = Bun.file(url.searchParams.get("path") ?? "");
+          const started = performance.now();
+          await client.write(key, file);
+          return Response.json({ ms: performance.now() - started });
+        }
+        if (request.method === "GET" && url.pathname === "/get") {
+          const from = url.searchParams.get("from");
+          const to = url.searchParams.get("to");
+          const hasher = url.searchParams.get("sha") ? new Bun.CryptoHasher("sha256") : undefined;
+          const started = performance.now();
+          const file = from !== null && to !== null ? client.file(key).slice(Number(from), Number(to) + 1) : client.file(key);
+          let bytes = 0;
+          for await (const chunk of file.stream()) {
+            bytes += chunk.byteLength;
+            hasher?.update(chunk);
+          }
+          return Response.json({ ms: performance.now() - started, bytes, sha256: hasher?.digest("hex") });
+        }
+        if (request.method === "DELETE" && url.pathname === "/del") {
+          await client.delete(key);
+          return new Response(null, { status: 204 });
+        }
+        return new Response("not found", { status: 404 });
+      } catch (err) {
+        return Response.json({ error: String(err) }, { status: 500 });
+      }
+    },
+  });
+  console.log(`listening on http://127.0.0.1:${server.port}`);
+  const shutdown = async () => {
+    await server.stop(true);
+    process.exit(0);
+  };
+  process.on("SIGTERM", () => void shutdown());
+  process.on("SIGINT", () => void shutdown());
+  for await (const _ of Bun.stdin.stream()) {
+    // Never written to: only EOF ends this loop.
+  }
+  await shutdown();
+}
+
 // ───────────────────────────── the benchmark ─────────────────────────────
 
 async function main() {
@@ -153,7 +233,7 @@ async function main() {
   const ROOT = join(import.meta.dir, "..");
   const BINARY = join(ROOT, "dist", "stowage");
   const usage = (message: string): never => {
-    console.error(`${message}\nUsage: bun bench/storage.ts [--rounds N] [--size-mib M] [--big-mib M] [--big-rounds N] [--ranges N] [--range-kib K] [--backends dfs,ipfs] [--no-big] [--binary]`);
+    console.error(`${message}\nUsage: bun bench/storage.ts [--rounds N] [--size-mib M] [--big-mib M] [--big-rounds N] [--ranges N] [--range-kib K] [--backends dfs,ipfs] [--no-big] [--binary] [--s3]`);
     process.exit(2);
   };
   let values: Record<string, string | boolean | undefined>;
@@ -170,6 +250,7 @@ async function main() {
         backends: { type: "string", default: "dfs,ipfs" },
         "no-big": { type: "boolean", default: false },
         binary: { type: "boolean", default: false },
+        s3: { type: "boolean", default: false },
         help: { type: "boolean", short: "h", default: false },
       },
       strict: true,
@@ -199,7 +280,28 @@ async function main() {
   const dataDir = join(work, "data");
   const stowageCmd = useBinary ? [BINARY] : [process.execPath, join(ROOT, "src", "main.ts")];
   // A clean environment, as an operator's service would have (PATH only for `bun src/main.ts`).
-  const env = { HOME: tmpdir(), ...(useBinary ? {} : { PATH: process.env.PATH }) };
+  const env: Record<string, string | undefined> = { HOME: tmpdir(), ...(useBinary ? {} : { PATH: process.env.PATH }) };
+  // --s3: a one-node Ceph RGW (stopped when this process exits); Stowage and the S3 baseline each
+  // get their own key prefix in its bucket.
+  const useS3 = values.s3 === true;
+  let s3Target: S3Target | undefined;
+  let rgwStartMs = 0;
+  if (useS3) {
+    const { cephRgw } = await import("../test/support/ceph.ts");
+    const rgw = await cephRgw();
+    rgwStartMs = rgw.startMs;
+    const target = (): S3Target => ({ endpoint: rgw.endpoint, region: rgw.region, bucket: rgw.bucket, accessKeyId: rgw.accessKeyId, secretAccessKey: rgw.secretAccessKey, prefix: rgw.prefix() });
+    const mine = target();
+    Object.assign(env, {
+      STOWAGE_S3_ENDPOINT: mine.endpoint,
+      STOWAGE_S3_REGION: mine.region,
+      STOWAGE_S3_BUCKET: mine.bucket,
+      STOWAGE_S3_PREFIX: mine.prefix,
+      STOWAGE_S3_ACCESS_KEY_ID: mine.accessKeyId,
+      STOWAGE_S3_SECRET_ACCESS_KEY: mine.secretAccessKey,
+    });
+    s3Target = target();
+  }
 
   // ── /proc ──
   const statusKiB = (pid: number, key: "VmHWM" | "VmRSS") => {
@@ -299,7 +401,7 @@ async function main() {
       { env, cwd: ROOT, timeoutMs: 60_000 },
     );
     servers.push(stowage);
-    const baseline = await startServer([process.execPath, import.meta.path, "--baseline-server"], { cwd: ROOT });
+    const baseline = await startServer(s3Target ? [process.execPath, import.meta.path, "--baseline-s3", JSON.stringify(s3Target)] : [process.execPath, import.meta.path, "--baseline-server"], { cwd: ROOT });
     servers.push(baseline);
 
     let requestStarted = 0;
@@ -373,7 +475,7 @@ async function main() {
       });
       return { body, headers: { "content-type": `multipart/form-data; boundary=${boundary}`, "content-length": String(head.byteLength + file.size + tail.byteLength) } };
     };
-    const baselineSide: Side = {
+    const fileSide: Side = {
       pid: baseline.proc.pid,
       async upload(path, sha256) {
         const { body, headers } = multipart(path);
@@ -395,12 +497,41 @@ async function main() {
         await fetch(`${baseline.url}/files/${id}`, { method: "DELETE" });
       },
     };
+    /** The S3 baseline: the child times the S3 call itself; the bench only says what to do. */
+    let s3Object = 0;
+    const s3Call = async <T>(path: string, init?: RequestInit): Promise<T> => {
+      const res = await fetch(`${baseline.url}${path}`, init);
+      const answer = (await res.json()) as T & { error?: string };
+      if (!res.ok) throw new Error(`S3 baseline ${path}: ${res.status} ${answer.error}`);
+      return answer;
+    };
+    const s3Side: Side = {
+      pid: baseline.proc.pid,
+      async upload(path) {
+        const key = `direct/${++s3Object}`;
+        const { ms } = await s3Call<{ ms: number }>(`/put?path=${encodeURIComponent(path)}&key=${key}`, { method: "POST" });
+        return { ms, id: key };
+      },
+      async download(key, range, sha256) {
+        const q = `${range ? `&from=${range[0]}&to=${range[1]}` : ""}${sha256 ? "&sha=1" : ""}`;
+        const got = await s3Call<{ ms: number; bytes: number; sha256?: string }>(`/get?key=${key}${q}`);
+        if (sha256 && got.sha256 !== sha256) throw new Error(`S3 baseline: ${key} came back with other bytes`);
+        return { ms: got.ms, bytes: got.bytes };
+      },
+      async remove(key) {
+        await fetch(`${baseline.url}/del?key=${key}`, { method: "DELETE" });
+      },
+    };
+    const baselineSide = s3Target ? s3Side : fileSide;
 
     const loadavg = () => readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" ");
     const commit = Bun.spawnSync(["git", "rev-parse", "--short", "HEAD"], { cwd: ROOT }).stdout.toString().trim();
     const subjectLabel = useBinary ? "stowage-bin" : "stowage";
+    const against = s3Target
+      ? `content on a one-node Ceph RGW ${s3Target.endpoint} (started in ${rgwStartMs} ms), against Bun's S3Client putting and getting the same bytes straight to it (child ${baseline.url})`
+      : `against a plain-file baseline ${baseline.url}`;
     console.log(
-      `storage transfers: ${subjectLabel} ${stowage.url} (log level error, embedded chain) against a plain-file baseline ${baseline.url}; ` +
+      `storage transfers: ${subjectLabel} ${stowage.url} (log level error, embedded chain) ${against}; ` +
         `${rounds} rounds + 1 warm-up of ${size / MiB} MiB (${rangeCount} ranged GETs of ${rangeBytes / 1024} KiB each), then ${bigRounds} × ${bigSize / MiB} MiB; ` +
         `${navigator.hardwareConcurrency} cores, Bun ${Bun.version}, commit ${commit}, ${new Date().toISOString()}, load average ${loadavg()}`,
     );
@@ -412,7 +543,7 @@ async function main() {
       rssUp: { unit: "MiB", higherIsBetter: false, label: "server peak RSS, upload" },
       rssDown: { unit: "MiB", higherIsBetter: false, label: "server peak RSS, downloads" },
     } as const;
-    const labels = { subject: `${subjectLabel}-KIND`, baseline: "baseline" };
+    const labels = { subject: `${subjectLabel}-KIND`, baseline: s3Target ? "s3-direct" : "baseline" };
     const summary: string[] = [];
     for (const kind of backends as ("dfs" | "ipfs")[]) {
       const r = await compareMany({
@@ -457,7 +588,7 @@ async function main() {
         );
       }
     }
-    console.log(`\nsummary (stowage vs baseline, medians; ratio = stowage / baseline)\n${summary.map((s) => `  ${s}`).join("\n")}`);
+    console.log(`\nsummary (stowage vs ${labels.baseline}, medians; ratio = stowage / ${labels.baseline})\n${summary.map((s) => `  ${s}`).join("\n")}`);
     console.log(`load average at the end: ${loadavg()}`);
   } catch (err) {
     console.error(`storage benchmark failed: ${(err as Error).stack ?? err}`);
