@@ -66,7 +66,7 @@ export async function startStorage(deps: { config: Config; db: Db; log: Logger; 
   log.info("blob store ready", { kind: blobs.store.kind });
   try {
     backends.dfs = await openDfs({ db, log, guard: blobs.guard, legacyDir: join(config.dataDir, "dfs") });
-    const ipfs = await openIpfs({ dir: join(config.dataDir, "ipfs"), listen: config.ipfsListen, db, log });
+    const ipfs = await openIpfs({ dir: join(config.dataDir, "ipfs"), listen: config.ipfsListen, db, log, guard: blobs.guard });
     backends.ipfs = ipfs;
     log.info("ipfs node ready", { peerId: ipfs.peerId, addresses: ipfs.multiaddrs() });
   } catch (err) {
