@@ -64,7 +64,7 @@ export async function testGateway(opts: GatewayOptions = {}) {
   });
   const blobs = await openBlobs({ config: made.config, db: made.database.db, log: made.log });
   backends.dfs = await openDfs({ db: made.database.db, log: made.log, guard: blobs.guard, legacyDir: join(made.dataDir, "dfs") });
-  if (opts.ipfs !== false) backends.ipfs = await openIpfs({ dir: join(made.dataDir, "ipfs"), listen: ["/ip4/127.0.0.1/tcp/0"], db: made.database.db, log: made.log });
+  if (opts.ipfs !== false) backends.ipfs = await openIpfs({ dir: join(made.dataDir, "ipfs"), listen: ["/ip4/127.0.0.1/tcp/0"], db: made.database.db, log: made.log, guard: blobs.guard });
   afterAll(async () => {
     for (const b of Object.values(backends)) await b.stop();
   });
