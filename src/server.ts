@@ -12,6 +12,7 @@ import { openDatabase } from "./db/open.ts";
 import { installationId } from "./db/installation.ts";
 import { buildApp } from "./app.ts";
 import { createHandler } from "./http/handler.ts";
+import { storageError } from "./http/errors.ts";
 import { listen, type Listener } from "./http/listen.ts";
 import { startChain } from "./chain/start.ts";
 import { createAccountServices } from "./accounts/index.ts";
@@ -78,7 +79,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     indexer.start();
     cleanup.push(() => indexer.stop());
     // Bind first: with --port 0 the real port is known only now, and the public URL names it.
-    let handle = async (_: Request) => Response.json({ Code: "Unavailable", Description: "starting", HTTPStatusCode: 503 }, { status: 503 });
+    let handle = async (_: Request) => storageError.unavailable("starting").toResponse();
     const server = await listen({
       hostname: config.host,
       port: config.port,
@@ -86,7 +87,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
       fetch: createHandler({ handle: (r) => handle(r), log, corsOrigins: config.corsOrigins, trustProxy: config.trustProxy }),
       error(err) {
         log.error("server error", { err: err.message });
-        return Response.json({ Code: "InternalError", Description: "Internal error, try again", HTTPStatusCode: 500 }, { status: 500 });
+        return storageError.internal().toResponse();
       },
     });
     cleanup.push(() => server.stop(true));

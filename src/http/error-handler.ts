@@ -6,7 +6,7 @@
  */
 import { Elysia, ValidationError } from "elysia";
 import type { Logger } from "../log.ts";
-import { AccountError, StorageError, accountError, isAccountPath, storageError } from "./errors.ts";
+import { AccountError, StorageError, accountError, isAccountPath, requestError, storageError } from "./errors.ts";
 
 /** A readable one-line reason for a validation failure, such as `email: Expected string`. */
 export function describeValidation(err: ValidationError): string {
@@ -39,8 +39,7 @@ export const errorHandler = (log: Logger) =>
     let typed = toTyped(code, error, path);
     if (!typed) {
       log.error("unhandled error", { method: request.method, path, err: error instanceof Error ? (error.stack ?? error.message) : String(error) });
-      typed = isAccountPath(path) ? accountError("INTERNAL_ERROR", "Internal error, try again") : storageError.internal();
+      typed = requestError.internal(path);
     }
-    const headers = typed instanceof StorageError ? typed.extra.headers : typed.headers;
-    return Response.json(typed.body, { status: typed.status, headers });
+    return typed.toResponse();
   });

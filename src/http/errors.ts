@@ -2,14 +2,17 @@
  * The two error models of the API (DESIGN.md D11), as typed errors.
  *
  * Storage routes answer `{ Code, Description, HTTPStatusCode }`; account routes (`/v2/...`)
- * answer `{ result: -1, error, message }`. Services throw these; `errorHandler` maps them.
+ * answer `{ result: -1, error, message }` (their schemas: model.ts). Services throw these; each
+ * renders itself (`toResponse()`), so no layer builds an error body by hand.
  *
  * @example
  *   throw storageError.unauthorized("Token is null")
  *   throw accountError("PARAM_ERROR", "email is required")
  */
 
-import { t } from "elysia";
+import type { AccountErrorBody, StorageErrorBody } from "./model.ts";
+
+export { storageErrorBody } from "./model.ts";
 
 /** Storage error codes by HTTP status: the spec's codes (401, 500, 516, 517, 518) and D11's. */
 export const storageCodes = {
@@ -20,6 +23,7 @@ export const storageCodes = {
   404: "NotFound",
   405: "MethodNotAllowed",
   409: "Conflict",
+  411: "InvalidArgument",
   413: "EntityTooLarge",
   416: "InvalidRange",
   429: "RateLimited",
@@ -43,13 +47,14 @@ export class StorageError extends Error {
     super(description);
   }
 
-  get body() {
+  get body(): StorageErrorBody {
     return { ...this.extra.body, Code: storageCodes[this.status], Description: this.description, HTTPStatusCode: this.status };
   }
-}
 
-/** The storage error body, for OpenAPI responses. */
-export const storageErrorBody = t.Object({ Code: t.String(), Description: t.String(), HTTPStatusCode: t.Number() }, { additionalProperties: true });
+  toResponse(): Response {
+    return Response.json(this.body, { status: this.status, headers: this.extra.headers });
+  }
+}
 
 /** One constructor per failure the spec names, so routes read like the spec's error table. */
 export const storageError = {
@@ -60,9 +65,11 @@ export const storageError = {
   conflict: (what: string) => new StorageError(409, what),
   notFound: (what = "Not found") => new StorageError(404, what),
   tooLarge: (limit: number) => new StorageError(413, `Request body is larger than ${limit} bytes`),
+  lengthRequired: () => new StorageError(411, LENGTH_REQUIRED),
   rateLimited: (retryAfterSeconds: number) =>
     new StorageError(429, "Too many requests", { headers: { "Retry-After": String(retryAfterSeconds) } }),
   internal: () => new StorageError(500, "Internal error, try again"),
+  unavailable: (what: string) => new StorageError(503, what),
   listFailed: (detail: string) => new StorageError(516, `list object error: ${detail}`),
   address: (what = "Address parameter missing or invalid") => new StorageError(517, what),
   unsupportedType: () => new StorageError(518, "Storage type not supported"),
@@ -94,16 +101,22 @@ export class AccountError extends Error {
     readonly error: AccountErrorName,
     message: string,
     readonly headers: Record<string, string> = {},
+    /** A status other than the name's own (411 answers PARAM_ERROR). */
+    private readonly statusOverride?: number,
   ) {
     super(message);
   }
 
   get status(): number {
-    return accountErrors[this.error];
+    return this.statusOverride ?? accountErrors[this.error];
   }
 
-  get body() {
+  get body(): AccountErrorBody {
     return { result: -1, error: this.error, message: this.message };
+  }
+
+  toResponse(): Response {
+    return Response.json(this.body, { status: this.status, headers: this.headers });
   }
 }
 
@@ -112,3 +125,12 @@ export const accountError = (name: AccountErrorName, message: string, headers?: 
 
 /** Which model a path answers in: the account API lives under `/v2/`. */
 export const isAccountPath = (path: string) => path === "/v2" || path.startsWith("/v2/");
+
+const LENGTH_REQUIRED = "Content-Length is required for this body";
+
+/** Errors raised before a request reaches a route, in the model of the API its path belongs to. */
+export const requestError = {
+  /** 411: a body read whole must declare its length (see http/body-limit.ts). */
+  lengthRequired: (path: string) => (isAccountPath(path) ? new AccountError("PARAM_ERROR", LENGTH_REQUIRED, {}, 411) : storageError.lengthRequired()),
+  internal: (path: string) => (isAccountPath(path) ? accountError("INTERNAL_ERROR", "Internal error, try again") : storageError.internal()),
+};

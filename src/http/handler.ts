@@ -7,7 +7,7 @@ import type { Listener } from "./listen.ts";
 import type { Logger } from "../log.ts";
 import { rememberClientIp, resolveClientIp } from "./client-ip.ts";
 import { needsLength } from "./body-limit.ts";
-import { isAccountPath } from "./errors.ts";
+import { requestError } from "./errors.ts";
 
 export interface HandlerOptions {
   handle: (request: Request) => Promise<Response>;
@@ -37,10 +37,7 @@ export function createHandler({ handle, log, corsOrigins, trustProxy }: HandlerO
         response.headers.set("access-control-max-age", "600");
       }
     } else if (needsLength(request, new URL(request.url).pathname)) {
-      const why = "Content-Length is required for this body";
-      response = isAccountPath(new URL(request.url).pathname)
-        ? Response.json({ result: -1, error: "PARAM_ERROR", message: why }, { status: 411 })
-        : Response.json({ Code: "InvalidArgument", Description: why, HTTPStatusCode: 411 }, { status: 411 });
+      response = requestError.lengthRequired(new URL(request.url).pathname).toResponse();
     } else {
       response = await handle(request);
     }

@@ -12,43 +12,25 @@
  */
 import { createHash } from "node:crypto";
 import type { Address, Hex, LocalAccount } from "viem";
+import type { FileEntry, FileList, LoginInfo, QuotaRecord, StorageErrorBody } from "../http/model.ts";
 import { canonicalDid } from "../identity/did.ts";
 import { storageDomain, storageTypes } from "../identity/eip712.ts";
 import { discoverGateway, type GatewayInfo } from "./chain.ts";
 
+// The wire types are the server's own (src/http/model.ts): imported as types only, so the SDK
+// carries no server code.
+export type { FileEntry, FileList, LoginInfo, QuotaRecord, StorageErrorBody };
+
+/** A storage type of the routes; a server may run others than the two it knows today. */
 export type StorageKind = "dfs" | "ipfs" | (string & {});
 
-export interface FileEntry {
-  ID: number;
-  Name: string;
-  Size: number;
-  Cid: string;
-  ModTime: string;
-  Public: boolean;
-  UserDefined: { encryption: string; etag: string };
-}
-
-/** Spec 2.6: `Balance` is the deposit in gwei, `Expire` unix seconds. */
-export interface QuotaRecord {
-  Nonce: number;
-  Balance: number;
-  SizeByte: number;
-  FreeByte: number;
-  Expire: number;
-}
-
-export interface FileList {
-  Address: string;
-  Storage: string;
-  Object: FileEntry[];
-}
-
-/** A failed call: the storage error body (spec 7, D11) and its status. */
+/** A failed call: the storage error body (spec 7, D11) and its status; empty when the answer had
+ * no JSON body (a HEAD, or a proxy's page). */
 export class StorageApiError extends Error {
   override name = "StorageApiError";
   constructor(
     readonly status: number,
-    readonly body: { Code?: string; Description?: string; HTTPStatusCode?: number; Status?: string },
+    readonly body: Partial<StorageErrorBody>,
   ) {
     super(`${status} ${body.Code ?? ""}: ${body.Description ?? ""}`);
   }
@@ -200,7 +182,7 @@ export async function connectStorage(opts: StorageOptions) {
     },
 
     /** GET /login?did=: the latest session's token, timestamp and requestID. */
-    loginInfo: (forDid = did) => call<{ token: string; timestamp: number; requestID: string }>(`/login?did=${encodeURIComponent(forDid)}`),
+    loginInfo: (forDid = did) => call<LoginInfo>(`/login?did=${encodeURIComponent(forDid)}`),
 
     trafficHash: (size: number | bigint) => call<{ hash: Hex; seller: Address; size: string; used: string; remaining: string }>(`/traffichash?size=${size}`, { headers: auth() }),
 

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { t } from "elysia";
-import { StorageError, accountError, storageError } from "../../src/http/errors.ts";
+import { StorageError, accountError, requestError, storageError } from "../../src/http/errors.ts";
 import { get, postJson, readJson, testApp } from "../support/app.ts";
 
 // Routes that fail on purpose, registered after the app's error handler like every real route.
@@ -86,5 +86,37 @@ describe("account error model", () => {
   test("an unknown /v2 path is a 404 in the account shape", async () => {
     const r = await json(await app.handle(get("/v2/nope")));
     expect(r).toEqual({ status: 404, body: { result: -1, error: "NOT_FOUND", message: "No such endpoint" } });
+  });
+});
+
+// Errors render themselves: every layer (error handler, fetch handler, listener, server start) answers with toResponse().
+describe("errors render themselves", () => {
+  test("a storage error: its status, its body, its headers", async () => {
+    const r = storageError.rateLimited(7).toResponse();
+    expect(r.status).toBe(429);
+    expect(r.headers.get("retry-after")).toBe("7");
+    expect(r.headers.get("content-type")).toContain("application/json");
+    expect(await r.json()).toEqual({ Code: "RateLimited", Description: "Too many requests", HTTPStatusCode: 429 });
+  });
+
+  test("an account error: its status and body", async () => {
+    const r = accountError("RATE_LIMITED", "slow down", { "Retry-After": "3" }).toResponse();
+    expect(r.status).toBe(429);
+    expect(r.headers.get("retry-after")).toBe("3");
+    expect(await r.json()).toEqual({ result: -1, error: "RATE_LIMITED", message: "slow down" });
+  });
+
+  test("411 is answered in the model of the path, as before any route runs", async () => {
+    const storage = requestError.lengthRequired("/login").toResponse();
+    expect(storage.status).toBe(411);
+    expect(await storage.json()).toEqual({ Code: "InvalidArgument", Description: "Content-Length is required for this body", HTTPStatusCode: 411 });
+    const account = requestError.lengthRequired("/v2/login/email").toResponse();
+    expect(account.status).toBe(411);
+    expect(await account.json()).toEqual({ result: -1, error: "PARAM_ERROR", message: "Content-Length is required for this body" });
+  });
+
+  test("the server's own answers: 503 while starting, 500 from the listener", async () => {
+    expect(await storageError.unavailable("starting").toResponse().json()).toEqual({ Code: "Unavailable", Description: "starting", HTTPStatusCode: 503 });
+    expect(await storageError.internal().toResponse().json()).toEqual({ Code: "InternalError", Description: "Internal error, try again", HTTPStatusCode: 500 });
   });
 });
