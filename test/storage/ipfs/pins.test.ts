@@ -11,6 +11,8 @@ import { join } from "node:path";
 import { LEASE_MS } from "../../../src/blob/guard.ts";
 import { blockKey } from "../../../src/storage/ipfs/blocks.ts";
 import { localStore } from "../../../src/storage/ipfs/local-store.ts";
+import { sweepOrphans } from "../../../src/storage/ipfs/sweep.ts";
+import { silentLogger } from "../../../src/log.ts";
 import { blobStoreOf, prefixOf, testRgw } from "../../support/blobs.ts";
 import { tempDir } from "../../support/tmp.ts";
 import { MiB, blockKeys, blockRows, collect, openBackend, randomBytes, sha256, streamOf, within, type Opened } from "./helpers.ts";
@@ -140,6 +142,29 @@ describe("references", () => {
     expect(await blockKeys(o.store)).toEqual([blockKey(CID.parse(cid))]); // its pin kept it
     await pending.commit();
     expect(sha256(await collect(o.ipfs.read(cid)))).toBe(sha256(bytes));
+    await o.close();
+  });
+});
+
+describe("races (D15)", () => {
+  test("content released while the same bytes are uploaded again and a sweep runs, 40 times over: the new upload always reads back byte-exact", async () => {
+    const o = await openBackend();
+    const bytes = randomBytes(3 * MiB + 1);
+    const cid = await putCommitted(o, bytes);
+    const sweep = () => sweepOrphans({ db: o.database.db, guard: o.guard, log: silentLogger });
+    for (let round = 0; round < 40; round++) {
+      const again = (async () => {
+        const p = await o.ipfs.put(streamOf(bytes, 256 * 1024));
+        await p.commit();
+        return p.cid;
+      })();
+      const [, , got] = await Promise.all([o.ipfs.release(cid), sweep(), again]);
+      expect(got).toBe(cid);
+      expect(sha256(await collect(o.ipfs.read(cid)))).toBe(sha256(bytes));
+    }
+    expect(await blockKeys(o.store)).toEqual(await dagKeys(o, cid));
+    await o.ipfs.release(cid);
+    expect(await blockKeys(o.store)).toEqual([]);
     await o.close();
   });
 });
