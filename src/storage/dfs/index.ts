@@ -23,6 +23,7 @@ import type { BlobGuard } from "../../blob/guard.ts";
 import type { Db } from "../../db/open.ts";
 import type { Logger } from "../../log.ts";
 import type { Backend } from "../backend.ts";
+import { CHUNK_PREFIX } from "./cid.ts";
 import type { DfsContext } from "./context.ts";
 import { StoppedError } from "./errors.ts";
 import { moveLegacyChunks } from "./legacy.ts";
@@ -83,6 +84,7 @@ async function health(ctx: DfsContext): Promise<Record<string, unknown>> {
     /** Free space where the local store keeps its files (an S3 store has no such figure). */
     ...(ctx.store instanceof LocalBlobStore ? { freeBytes: await freeBytes(ctx.store.root) } : {}),
     uploads: ctx.active.size,
+    pinnedChunks: ctx.rows.pinnedChunks(CHUNK_PREFIX),
   };
 }
 

@@ -3,9 +3,9 @@
  * Each chunk is fetched whole from the blob store and its SHA-256 checked before any of its bytes
  * go out, so a damaged chunk errors the stream instead of serving wrong bytes. That holds for the
  * first and last chunk of a range too: a 100-byte range costs one whole 1 MiB GET, the price of
- * never serving unchecked bytes (a ranged GET could not be checked). The stream keeps one chunk
- * read ahead (overlapping the store and the network), so memory stays at about two chunks
- * whatever the file size.
+ * never serving unchecked bytes (a ranged GET could not be checked). Up to READ_AHEAD chunks are
+ * fetched at once ahead of the one being sent (each fetch is a round trip to the store), so
+ * memory stays at a few chunks whatever the file size.
  */
 import type { ByteRange } from "../backend.ts";
 import { loadChunk } from "./chunks.ts";
@@ -17,13 +17,18 @@ interface Plan {
   /** Inclusive byte range of the content. */
   start: number;
   end: number;
-  /** Next chunk index to send, and the last one. */
+  /** Next chunk index to fetch, and the last one. */
   next: number;
   last: number;
 }
 
+/** Chunk fetches in flight at once for one download. */
+const READ_AHEAD = 2;
+
 export function read(ctx: DfsContext, cid: string, range?: ByteRange): ReadableStream<Uint8Array> {
   let plan: Plan;
+  /** Fetches started, in chunk order. */
+  const ahead: Promise<Uint8Array>[] = [];
   return new ReadableStream<Uint8Array>(
     {
       // async: an unknown Cid or a bad range errors the stream (as a damaged chunk does) instead
@@ -32,10 +37,16 @@ export function read(ctx: DfsContext, cid: string, range?: ByteRange): ReadableS
         plan = planRead(ctx, cid, range);
       },
       async pull(controller) {
-        if (plan.next > plan.last) return controller.close();
-        const part = await readPart(ctx, cid, plan);
+        while (ahead.length < READ_AHEAD && plan.next <= plan.last) {
+          const part = readPart(ctx, cid, plan, plan.next++);
+          part.catch(() => {}); // awaited in turn below; a cancelled download never awaits it
+          ahead.push(part);
+        }
+        const next = ahead.shift();
+        if (next === undefined) return controller.close();
+        const part = await next;
         if (part.byteLength > 0) controller.enqueue(part);
-        if (plan.next > plan.last) controller.close();
+        if (ahead.length === 0 && plan.next > plan.last) controller.close();
       },
     },
     new CountQueuingStrategy({ highWaterMark: 1 }),
@@ -53,9 +64,8 @@ function planRead(ctx: DfsContext, cid: string, range: ByteRange | undefined): P
   return { start, end, next: Math.floor(start / CHUNK_SIZE), last: Math.floor(end / CHUNK_SIZE) };
 }
 
-/** Reads and checks chunk `plan.next`, returns the part of it inside the range, advances. */
-async function readPart(ctx: DfsContext, cid: string, plan: Plan): Promise<Uint8Array> {
-  const idx = plan.next;
+/** Reads and checks chunk `idx`, returns the part of it inside the range. */
+async function readPart(ctx: DfsContext, cid: string, plan: Plan, idx: number): Promise<Uint8Array> {
   const chunk = ctx.rows.chunkAt(cid, idx);
   if (!chunk) throw new NotFoundError(`dfs content ${cid} was released while being read`);
   let bytes: Uint8Array;
@@ -68,7 +78,6 @@ async function readPart(ctx: DfsContext, cid: string, plan: Plan): Promise<Uint8
     ctx.log.error("dfs: damaged chunk", { cid, idx, hash: chunk.hash, reason: e.message });
     throw e;
   }
-  plan.next++;
   const offset = idx * CHUNK_SIZE;
   return bytes.subarray(Math.max(plan.start - offset, 0), Math.min(plan.end - offset + 1, bytes.byteLength));
 }

@@ -2,7 +2,8 @@
  * The store's SQLite rows. Every method is synchronous (bun:sqlite) and each write is one
  * transaction; `chunkReferenced` also runs inside the blob guard's deciding transaction (D15).
  */
-import { and, count, eq, inArray, lte, sql, sum } from "drizzle-orm";
+import { and, count, eq, gt, inArray, like, lte, sql, sum } from "drizzle-orm";
+import { blobPins } from "../../blob/schema.ts";
 import type { Db } from "../../db/open.ts";
 import { dfsChunks, dfsObjectChunks, dfsObjects } from "./schema.ts";
 
@@ -112,6 +113,11 @@ export class Rows {
       },
       { behavior: "immediate" },
     );
+  }
+
+  /** Chunk keys some live upload pins (D15), for health. */
+  pinnedChunks(prefix: string, at = Date.now()): number {
+    return this.db.select({ n: sql<number>`COUNT(DISTINCT ${blobPins.key})` }).from(blobPins).where(and(like(blobPins.key, `${prefix}%`), gt(blobPins.expiresAt, at))).get()?.n ?? 0;
   }
 
   counts(): { objects: number; chunks: number; bytes: number } {

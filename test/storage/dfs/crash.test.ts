@@ -214,14 +214,18 @@ describe.each(BLOB_KINDS)("dfs uploads beside sweeps and releases (%s blob store
       // Leftovers no row references (a crash after the writes, or after a release's transaction).
       for (const c of chunks) await store.blobs.put(keyOf(c), c);
       // The sweep starts at a different point of the upload each round: before it looks at the
-      // first chunk, between chunks, after the last.
+      // first chunk, between chunks, after the last; every other round the upload waits for it
+      // there (so it surely runs between two of the upload's steps), else both run at once.
       const startAt = round % 37;
       let sweeping: Promise<{ orphanChunks: number }> | undefined;
       let pieces = 0;
       let at = 0;
       const source = new ReadableStream<Uint8Array>({
-        pull(c) {
-          if (pieces++ === startAt) sweeping = store.dfs.sweep();
+        async pull(c) {
+          if (pieces++ === startAt) {
+            sweeping = store.dfs.sweep();
+            if (round % 2 === 0) await sweeping;
+          }
           if (at >= bytes.length) return c.close();
           c.enqueue(bytes.slice(at, at + 64 * 1024));
           at += 64 * 1024;

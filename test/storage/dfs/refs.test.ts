@@ -29,7 +29,7 @@ describe.each(BLOB_KINDS)("dfs dedup and references (%s blob store)", (kind) => 
     expect((await chunkKeys(store)).length).toBe(4);
     expect(rowCounts(store)).toEqual({ objects: 1, chunks: 4, manifest: 4 });
     expect(store.database.sqlite.query("SELECT refs FROM dfs_objects").get()).toEqual({ refs: 2 });
-    expect(await store.dfs.health()).toMatchObject({ ok: true, blobStore: kind, objects: 1, chunks: 4, bytes: bytes.length, uploads: 0 });
+    expect(await store.dfs.health()).toMatchObject({ ok: true, blobStore: kind, objects: 1, chunks: 4, bytes: bytes.length, uploads: 0, pinnedChunks: 0 });
     expect(store.database.sqlite.query("SELECT COUNT(*) AS n FROM blob_pins").get()).toEqual({ n: 0 }); // committed: the lease is gone
 
     await store.dfs.release(a.cid);
@@ -84,6 +84,7 @@ describe.each(BLOB_KINDS)("dfs dedup and references (%s blob store)", (kind) => 
     const store = await openStore(kind);
     const up = await store.dfs.put(streamOf(bytesOf(2 * MiB + 1, 31)));
     expect((await chunkKeys(store)).length).toBe(3); // durable before commit...
+    expect(await store.dfs.health()).toMatchObject({ pinnedChunks: 3 }); // ...and pinned
     expect(rowCounts(store)).toEqual({ objects: 0, chunks: 0, manifest: 0 }); // ...but unreferenced
     expect(await store.dfs.stat(up.cid)).toBeUndefined();
     await up.abort();
