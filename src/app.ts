@@ -59,7 +59,7 @@ export function buildApp(services: AppServices) {
     .use(services.chain ? chainRoutes({ chain: services.chain, publicUrl: services.config.publicUrl, log: services.log }) : new Elysia())
     .use(services.quota ? quotaRoutes({ ...services.quota, tokens: services.accounts.tokens, chainId: services.config.chainId }) : new Elysia())
     .use(services.directory ? directoryRoutes(services.directory) : new Elysia())
-    .use(services.storage ? storageRoutes(services.storage) : new Elysia());
+    .use(services.storage ? storageRoutes(services.storage, { tokens: services.accounts.tokens, chainId: services.config.chainId }) : new Elysia());
 }
 
 export type App = ReturnType<typeof buildApp>;

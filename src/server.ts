@@ -18,6 +18,7 @@ import { startChain } from "./chain/start.ts";
 import { createAccountServices } from "./accounts/index.ts";
 import { ethrResolver, keyStillSigns } from "./identity/resolver.ts";
 import { startStorage } from "./storage/start.ts";
+import { storedBytes } from "./storage/files.ts";
 import { createDirectory } from "./directory/index.ts";
 import { createQuota } from "./quota/index.ts";
 import { createIndexer } from "./chain/indexer.ts";
@@ -62,7 +63,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
       publicClient: chain.context.publicClient,
       refreshGuards: { did: (session) => keyStillSigns(resolver, config.chainId, session) },
     });
-    const quota = createQuota({ db: database.db, chain: chain.context, log });
+    const quota = createQuota({ db: database.db, chain: chain.context, log, storedBytes: (did, except) => storedBytes(database.db, did, except) });
     quota.meter.clearStale();
     const directory = createDirectory({ sqlite: database.sqlite, chainId: config.chainId, address: chain.context.contracts.directory, fromBlock: BigInt(chain.deployment.block) });
     const stored = await startStorage({ config, db: database.db, log, chain: chain.context, accounts, extra: { resolver, readGrant: directory.readGrant, isPublic: directory.isPublic, meter: quota.meter } });

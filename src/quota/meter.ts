@@ -10,7 +10,12 @@
  * Holds carry this gateway's id and an `expires_at` renewed while bytes flow: a hold of a dead
  * gateway or a silent client stops counting once expired, and only expired holds are ever cleared.
  *
+ * What an account stores is the storage catalog's to say: the meter is handed `storedBytes`, and
+ * calls it inside its own transactions (one SQLite connection, so it sees the file row the
+ * deciding transaction has just written).
+ *
  * @example
+ *   const meter = createMeter({ db, records, storedBytes: (did, except) => storedBytes(db, did, except) })
  *   const up = await meter.beginUpload(address, did, { declared, backend: "dfs", name })
  *   up.add(chunk.byteLength)              // throws 402 once it cannot fit
  *   files.add(row, (tx) => up.commit(tx, size, moved))   // or up.release()
@@ -19,7 +24,6 @@ import { and, eq, gt, lte, notInArray, sql } from "drizzle-orm";
 import type { Address } from "viem";
 import type { Db } from "../db/open.ts";
 import { storageError } from "../http/errors.ts";
-import { files } from "../storage/schema.ts";
 import { allowance, weiToGwei, type Kind, type Records } from "./records.ts";
 import { quotaReservations, trafficUsage } from "./schema.ts";
 
@@ -35,13 +39,11 @@ const RECORD_STEP = 8 * 1024 * 1024;
 /** JSON numbers are exact to 2^53 (D7: int64-safe); larger uint64 values are clamped. */
 const safe = (n: bigint) => Number(n > BigInt(Number.MAX_SAFE_INTEGER) ? BigInt(Number.MAX_SAFE_INTEGER) : n);
 
-/** Bytes `did` stores, leaving out the file an upload would replace (it stops counting when replaced). */
-const sumFiles = (tx: Tx | Db, did: string, replaced?: { backend: string; name: string }) =>
-  tx
-    .select({ n: sql<number>`coalesce(sum(${files.size}), 0)` })
-    .from(files)
-    .where(and(eq(files.did, did), replaced ? sql`not (${files.backend} = ${replaced.backend} and ${files.name} = ${replaced.name})` : undefined))
-    .get()?.n ?? 0;
+/**
+ * Bytes `did` stores, leaving out the file named `except` (the one an upload would replace: it stops
+ * counting when replaced). Read on the meter's own connection, inside its transactions.
+ */
+export type StoredBytes = (did: string, except?: { backend: string; name: string }) => number;
 
 /** Bytes live holds of other transfers count against a pool. */
 const sumReserved = (tx: Tx | Db, account: string, kind: Kind, at: number, mine: number[] = []) =>
@@ -54,7 +56,7 @@ const sumReserved = (tx: Tx | Db, account: string, kind: Kind, at: number, mine:
 const trafficMoved = (tx: Tx | Db, account: string, periodStart: number) =>
   tx.select().from(trafficUsage).where(and(eq(trafficUsage.account, account), eq(trafficUsage.periodStart, periodStart))).get()?.bytes ?? 0;
 
-export function createMeter({ db, records, now = Date.now, gateway = crypto.randomUUID() }: { db: Db; records: Records; now?: () => number; gateway?: string }) {
+export function createMeter({ db, records, storedBytes, now = Date.now, gateway = crypto.randomUUID() }: { db: Db; records: Records; storedBytes: StoredBytes; now?: () => number; gateway?: string }) {
   async function pool(account: Address, kind: Kind) {
     const [record, time] = await Promise.all([records.get(account, kind), records.chainTime()]);
     return { record, limit: allowance(record, time), periodStart: Number(record.periodStart), expired: record.expire <= time };
@@ -104,7 +106,7 @@ export function createMeter({ db, records, now = Date.now, gateway = crypto.rand
     let closed = false;
 
     const inUse = (tx: Tx, kind: Kind, p: Pool) =>
-      (kind === "space" ? sumFiles(tx, did, replaced) : trafficMoved(tx, account, p.periodStart)) + sumReserved(tx, account, kind, now(), Object.values(ids).filter((id) => id !== undefined));
+      (kind === "space" ? storedBytes(did, replaced) : trafficMoved(tx, account, p.periodStart)) + sumReserved(tx, account, kind, now(), Object.values(ids).filter((id) => id !== undefined));
 
     /** Checks both pools for the bytes received so far and records them as this upload's holds. */
     function check() {
@@ -150,7 +152,7 @@ export function createMeter({ db, records, now = Date.now, gateway = crypto.rand
        */
       commit(tx: Tx, size: number, moved: number) {
         if (closed) throw new Error("upload meter already closed");
-        const stored = sumFiles(tx, did);
+        const stored = storedBytes(did);
         const holds = Object.values(ids).filter((id) => id !== undefined);
         const reservedSpace = sumReserved(tx, account, "space", now(), holds);
         if (stored + reservedSpace > space.limit) throw refuse("space", space.limit, stored - size + reservedSpace, size);
@@ -204,7 +206,7 @@ export function createMeter({ db, records, now = Date.now, gateway = crypto.rand
   /** The quota record of spec 2.6 for one pool: what is left once stored (or moved) bytes and live holds count. */
   async function record(account: Address, did: string, kind: Kind) {
     const { record: r, limit, periodStart } = await pool(account, kind);
-    const inUse = (kind === "space" ? sumFiles(db, did) : trafficMoved(db, account, periodStart)) + sumReserved(db, account, kind, now());
+    const inUse = (kind === "space" ? storedBytes(did) : trafficMoved(db, account, periodStart)) + sumReserved(db, account, kind, now());
     const gwei = weiToGwei(r.deposit);
     return {
       Nonce: Number(r.nonce),

@@ -3,17 +3,16 @@
  * `ipfs` answer the same records: one pool per kind is shared by both back-ends (D7).
  */
 import { Elysia, t } from "elysia";
-import type { TokenService } from "../accounts/tokens.ts";
 import { storageError } from "../http/errors.ts";
+import { purchaseResult, quotaRecord } from "../http/model.ts";
 import { wholeBytes } from "../http/params.ts";
-import { requireKind } from "../storage/kinds.ts";
-import { requireCaller } from "../storage/auth.ts";
+import { requireCaller, requireKind, type AccessTokens } from "../http/storage-guard.ts";
+import { parseDid } from "../identity/did.ts";
 import type { Meter } from "./meter.ts";
 import type { Purchases } from "./purchase.ts";
 import { DEFAULT_PACKAGE } from "./purchase.ts";
 import type { Kind } from "./records.ts";
 
-const record = t.Object({ Nonce: t.Number(), Balance: t.Number({ description: "deposit in gwei" }), SizeByte: t.Number(), FreeByte: t.Number(), Expire: t.Number({ description: "unix seconds" }) });
 const params = t.Object({ type: t.String() });
 
 
@@ -24,10 +23,11 @@ function parseSize(raw: string | undefined, kind: Kind): number {
   return bytes;
 }
 
-export const quotaRoutes = ({ meter, purchases, tokens, chainId }: { meter: Meter; purchases: Purchases; tokens: Pick<TokenService, "verifyAccessToken">; chainId: number }) => {
+export const quotaRoutes = ({ meter, purchases, tokens, chainId }: { meter: Meter; purchases: Purchases; tokens: AccessTokens; chainId: number }) => {
+  const caller = (request: Request) => requireCaller(request, tokens, (did) => parseDid(did, chainId));
   const show = (kind: Kind) => async ({ request, params, path, set }: { request: Request; params: { type: string }; path: string; set: { headers: Record<string, string | number> } }) => {
     requireKind(params.type, path);
-    const who = await requireCaller(request, tokens, chainId);
+    const who = await caller(request);
     set.headers["cache-control"] = "no-store";
     return meter.record(who.did.address, who.did.canonical, kind);
   };
@@ -35,7 +35,7 @@ export const quotaRoutes = ({ meter, purchases, tokens, chainId }: { meter: Mete
     (kind: Kind) =>
     async ({ request, params, query, path, set }: { request: Request; params: { type: string }; query: { size?: string }; path: string; set: { headers: Record<string, string | number> } }) => {
       requireKind(params.type, path);
-      const who = await requireCaller(request, tokens, chainId);
+      const who = await caller(request);
       set.headers["cache-control"] = "no-store";
       const key = request.headers.get("idempotency-key") ?? undefined;
       if (key !== undefined && (key.length < 1 || key.length > 200)) throw storageError.badRequest("Idempotency-Key must be 1 to 200 characters");
@@ -46,8 +46,8 @@ export const quotaRoutes = ({ meter, purchases, tokens, chainId }: { meter: Mete
     tags: ["quota"],
   });
   return new Elysia({ name: "quota" })
-    .get("/:type/space", show("space"), { params, detail: { summary: "Remaining storage space (spec 2.6), shared by dfs and ipfs", tags: ["quota"] }, response: { 200: record } })
-    .get("/:type/traffic", show("traffic"), { params, detail: { summary: "Remaining traffic (spec 2.6), shared by dfs and ipfs", tags: ["quota"] }, response: { 200: record } })
-    .get("/:type/buyspace", buy("space"), { params, query: t.Object({ size: t.Optional(t.String()) }), detail: buyDoc("space"), response: { 200: t.Object({ tx: t.String() }) } })
-    .get("/:type/buytraffic", buy("traffic"), { params, query: t.Object({ size: t.Optional(t.String()) }), detail: buyDoc("traffic"), response: { 200: t.Object({ tx: t.String() }) } });
+    .get("/:type/space", show("space"), { params, detail: { summary: "Remaining storage space (spec 2.6), shared by dfs and ipfs", tags: ["quota"] }, response: { 200: quotaRecord } })
+    .get("/:type/traffic", show("traffic"), { params, detail: { summary: "Remaining traffic (spec 2.6), shared by dfs and ipfs", tags: ["quota"] }, response: { 200: quotaRecord } })
+    .get("/:type/buyspace", buy("space"), { params, query: t.Object({ size: t.Optional(t.String()) }), detail: buyDoc("space"), response: { 200: purchaseResult } })
+    .get("/:type/buytraffic", buy("traffic"), { params, query: t.Object({ size: t.Optional(t.String()) }), detail: buyDoc("traffic"), response: { 200: purchaseResult } });
 };

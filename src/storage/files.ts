@@ -2,9 +2,10 @@
  * The file catalog (D9): buckets named by canonical DID, files unique by (bucket, back-end,
  * name) — an upload with an existing name replaces that entry — and the entries of spec 2.5.
  */
-import { and, asc, eq, gt } from "drizzle-orm";
+import { and, asc, eq, gt, sql } from "drizzle-orm";
 import type { Db } from "../db/open.ts";
 import { storageError } from "../http/errors.ts";
+import type { FileEntry } from "../http/model.ts";
 import type { BackendKind } from "./backend.ts";
 import { buckets, files } from "./schema.ts";
 
@@ -12,7 +13,7 @@ export type FileRow = typeof files.$inferSelect;
 type Tx = Parameters<Parameters<Db["transaction"]>[0]>[0];
 
 /** A file entry as spec 2.5 names its fields. */
-export function fileEntry(row: FileRow, isPublic = false) {
+export function fileEntry(row: FileRow, isPublic = false): FileEntry {
   return {
     ID: row.id,
     Name: row.name,
@@ -31,6 +32,20 @@ export function cleanName(raw: string | undefined): string {
   if (!name || name === "." || name === "..") throw storageError.badRequest("the file part needs a file name");
   if (Buffer.byteLength(name) > 255) throw storageError.badRequest("file names are at most 255 bytes");
   return name;
+}
+
+/**
+ * Bytes `did` stores on both back-ends (one space pool, D7), leaving out the file named `except`
+ * (the entry an upload would replace). The quota meter counts with it, inside its transactions.
+ */
+export function storedBytes(db: Db, did: string, except?: { backend: string; name: string }): number {
+  return (
+    db
+      .select({ n: sql<number>`coalesce(sum(${files.size}), 0)` })
+      .from(files)
+      .where(and(eq(files.did, did), except ? sql`not (${files.backend} = ${except.backend} and ${files.name} = ${except.name})` : undefined))
+      .get()?.n ?? 0
+  );
 }
 
 export function createFiles(db: Db, now: () => number = Date.now) {

@@ -1,13 +1,19 @@
 /**
- * Storage middleware routes (spec 4.1 rows 1–6 and 8). Thin: each parses its request and hands it
- * to the storage service. `:type` is the storage type; anything but `dfs` and `ipfs` is 518.
+ * Storage middleware routes (spec 4.1 rows 1–6 and 8). Thin: each reads its request (the Bearer
+ * caller, the multipart form, the Range header, HEAD) and hands typed values to the storage
+ * service, then writes its typed answer as HTTP. `:type` is the storage type; anything but `dfs`
+ * and `ipfs` is 518.
  */
 import { Elysia, t } from "elysia";
-import { isAccountPath, storageError, storageErrorBody } from "../http/errors.ts";
+import { isAccountPath, storageError } from "../http/errors.ts";
+import { deleteResult, fileEntry, fileList, loginInfo, storageErrorBody } from "../http/model.ts";
 import { streamsBody } from "../http/body-limit.ts";
 import { clientIp } from "../http/client-ip.ts";
-import type { Storage } from "./service.ts";
-import { checkNotAccount } from "./kinds.ts";
+import { readFilePart } from "../http/multipart.ts";
+import { contentDisposition, parseRange } from "../http/range.ts";
+import { checkNotAccount, requireCaller, type AccessTokens } from "../http/storage-guard.ts";
+import { parseDid } from "../identity/did.ts";
+import type { ReadableFile, Storage } from "./service.ts";
 import { CID } from "multiformats/cid";
 
 const isCid = (s: string) => {
@@ -19,15 +25,6 @@ const isCid = (s: string) => {
   }
 };
 
-const entry = t.Object({
-  ID: t.Number(),
-  Name: t.String(),
-  Size: t.Number(),
-  Cid: t.String(),
-  ModTime: t.String({ description: "RFC 3339 time" }),
-  Public: t.Boolean(),
-  UserDefined: t.Object({ encryption: t.String(), etag: t.String() }),
-});
 // No length limits here: D4 makes every refusal of a login a 401, and the login checks each field
 // itself (the time window first, then cheap patterns), inside the 64 KiB cap on parsed bodies.
 const loginFields = {
@@ -39,15 +36,38 @@ const loginFields = {
 const voucherQuery = t.Object({ size: t.Optional(t.String()), sign: t.Optional(t.String()) }, { additionalProperties: true });
 const typeParam = t.Object({ type: t.String() });
 
-
-
 const wantsJson = (request: Request) => (request.headers.get("accept") ?? "").includes("application/json");
 
 // Uploads: POST /:type (one path segment) other than the fixed single-segment routes.
 streamsBody((method, path) => method === "POST" && /^\/[^/]+\/?$/.test(path) && path !== "/login" && path !== "/rpc");
 
-export const storageRoutes = (storage: Storage) =>
-  new Elysia({ name: "storage" })
+/** A download as HTTP: 416 for a range outside the file, headers alone for HEAD, else the bytes. */
+async function answerDownload(request: Request, file: ReadableFile): Promise<Response> {
+  const headers: Record<string, string> = {
+    "content-type": Bun.file(file.name).type || "application/octet-stream",
+    "content-disposition": contentDisposition(file.name),
+    etag: `"${file.cid}"`,
+    "accept-ranges": "bytes",
+    "cache-control": "no-store",
+    "referrer-policy": "no-referrer",
+  };
+  const range = parseRange(request.headers.get("range"), file.size);
+  if (range === "unsatisfiable") {
+    return new Response(null, { status: 416, headers: { ...headers, "content-range": `bytes */${file.size}` } });
+  }
+  const length = range ? range.end - range.start + 1 : file.size;
+  headers["content-length"] = String(length);
+  if (range) headers["content-range"] = `bytes ${range.start}-${range.end}/${file.size}`;
+  const status = range ? 206 : 200;
+  if (request.method === "HEAD") return new Response(null, { status, headers });
+  return new Response(await file.send(range), { status, headers });
+}
+
+export const storageRoutes = (storage: Storage, { tokens, chainId }: { tokens: AccessTokens; chainId: number }) => {
+  const caller = (request: Request) => requireCaller(request, tokens, (did) => parseDid(did, chainId));
+  const download = async (request: Request, type: string, cid: string, query: Record<string, string | undefined>) =>
+    answerDownload(request, await storage.download(type, cid, query));
+  return new Elysia({ name: "storage" })
     .post(
       "/login",
       async ({ body, query, request }) => {
@@ -68,32 +88,51 @@ export const storageRoutes = (storage: Storage) =>
     .get("/login", ({ query }) => storage.loginInfo(query.did), {
       query: t.Object({ did: t.Optional(t.String({ maxLength: 200 })) }),
       detail: { summary: "Login info of a DID's latest session (spec 2.2)", tags: ["storage"] },
-      response: { 200: t.Object({ token: t.String(), timestamp: t.Number(), requestID: t.String() }), 400: storageErrorBody, 404: storageErrorBody },
+      response: { 200: loginInfo, 400: storageErrorBody, 404: storageErrorBody },
     })
-    .get("/traffichash", ({ request, query }) => storage.trafficHash(request, query.size), {
+    .get("/traffichash", async ({ request, query }) => storage.trafficHash(await caller(request), query.size), {
       query: t.Object({ size: t.Optional(t.String()) }),
       detail: { summary: "The EIP-712 digest of a traffic voucher for a cumulative size, with the payer's counter (D6)", tags: ["storage"] },
     })
-    .post("/:type", ({ request, params, path }) => (checkNotAccount(path), storage.upload(request, params.type)), {
+    .post(
+      "/:type",
+      async ({ request, params, path }) => {
+        checkNotAccount(path);
+        const kind = storage.kind(params.type);
+        const who = await caller(request);
+        return storage.upload(who, kind, { declared: Number(request.headers.get("content-length") ?? 0), form: () => readFilePart(request) });
+      },
+      {
       parse: "none",
       params: typeParam,
       detail: {
         summary: "Upload one file (multipart: did, token, requestID, payload, signature, size, sign, then file)",
         tags: ["storage"],
       },
-      response: { 200: entry },
-    })
-    .get("/:type/listobjects", ({ request, params, query, path }) => (checkNotAccount(path), storage.list(request, params.type, query)), {
+      response: { 200: fileEntry },
+      },
+    )
+    .get(
+      "/:type/listobjects",
+      async ({ request, params, query, path }) => {
+        checkNotAccount(path);
+        const kind = storage.kind(params.type);
+        return storage.list(await caller(request), kind, query);
+      },
+      {
       params: typeParam,
       query: t.Object({ limit: t.Optional(t.String()), after: t.Optional(t.String()) }),
       detail: { summary: "The caller's files on this back-end (spec 2.5); optional limit/after paging", tags: ["storage"] },
-    })
-    .get("/:type/delete", ({ request, params, query, path }) => (checkNotAccount(path), storage.remove(request, params.type, query)), {
+      response: { 200: fileList },
+      },
+    )
+    .get("/:type/delete", ({ request, params, query, path }) => (checkNotAccount(path), storage.remove(params.type, () => caller(request), query)), {
       params: typeParam,
       query: t.Record(t.String(), t.String()),
       detail: { summary: "Delete a dfs file by ID (signed restricted call); ipfs answers 518", tags: ["storage"] },
+      response: { 200: deleteResult },
     })
-    .get("/:type/:cid", ({ request, params, query, path }) => (checkNotAccount(path), storage.download(request, params.type, params.cid, query)), {
+    .get("/:type/:cid", ({ request, params, query, path }) => (checkNotAccount(path), download(request, params.type, params.cid, query)), {
       params: t.Object({ type: t.String(), cid: t.String() }),
       query: voucherQuery,
       detail: { summary: "Download a file by Cid with a traffic voucher (size, sign); Range, HEAD, ETag", tags: ["storage"] },
@@ -114,5 +153,6 @@ export const storageRoutes = (storage: Storage) =>
       }
       // Only a Cid makes a download; other segments (listobjects, space, …) are routes of their own.
       if (!isCid(cid)) return;
-      return storage.download(request, type, cid, Object.fromEntries(url.searchParams));
+      return download(request, type, cid, Object.fromEntries(url.searchParams));
     });
+};

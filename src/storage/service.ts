@@ -1,34 +1,82 @@
 /**
  * The storage middleware's operations (spec 4.1 rows 1–8): login, upload, download, list and
- * delete over the `dfs` and `ipfs` back-ends. Routes parse; this file decides.
+ * delete over the `dfs` and `ipfs` back-ends. Routes parse; this file decides. It takes typed
+ * input (the caller, a form's fields and its file stream, a byte range) and returns typed results
+ * (file entries, a readable file): requests, headers, Range, multipart and HEAD are the routes'.
  *
  * @example
  *   const storage = createStorage({ db, backends, tokens, users, resolver, domain, seller, … })
- *   const entry = await storage.upload(request, "dfs")
+ *   const entry = await storage.upload(caller, storage.kind("dfs"), { declared, form: () => readFilePart(request) })
  */
 import { CID } from "multiformats/cid";
 import type { Address, TypedDataDomain } from "viem";
 import type { TokenService } from "../accounts/tokens.ts";
 import type { UserService } from "../accounts/users.ts";
 import type { Db } from "../db/open.ts";
+import type { Readable } from "node:stream";
 import { StorageError, storageError } from "../http/errors.ts";
+import type { FileEntry, FileList, StorageKind } from "../http/model.ts";
+import { isStorageKind } from "../http/storage-guard.ts";
 import { canonicalDid, didAddressKey, parseDid, type Did } from "../identity/did.ts";
 import type { DidResolver } from "../identity/resolver.ts";
 import type { Logger } from "../log.ts";
-import { requireCaller, type Caller } from "./auth.ts";
-import type { Backend, BackendKind } from "./backend.ts";
+import type { Backend, BackendKind, ByteRange } from "./backend.ts";
+import { withStorageErrors } from "./errors.ts";
 import { cleanName, createFiles, fileEntry } from "./files.ts";
-import { readFilePart } from "./multipart.ts";
 import { createSessions, type LoginInput } from "./sessions.ts";
-import { contentDisposition, meterDownload, meterUpload, parseRange } from "./transfer.ts";
+import { meterDownload, meterUpload } from "./transfer.ts";
 import { createVouchers } from "./vouchers.ts";
 import type { Meter } from "../quota/meter.ts";
-import { isBackendKind } from "./kinds.ts";
 import { createRateLimiter } from "../http/rate-limit.ts";
 
+/** The routes' storage types and the back-ends' kinds are the same two names (a compile-time check). */
+type SameKinds = [BackendKind] extends [StorageKind] ? ([StorageKind] extends [BackendKind] ? true : false) : false;
+const sameKinds: SameKinds = true;
+void sameKinds;
 
-/** Who else may read a Cid: the directory's grants (D9, D10). */
-/** The owner whose directory entry lets `reader` read the Cid, if any. */
+/** Who calls: the Bearer token's account and DID (the routes' guard, src/http/storage-guard.ts). */
+export interface Caller {
+  uid: string;
+  did: Did;
+}
+
+/** An upload's form as the route read it: its fields, then its one file part as a byte stream. */
+export interface UploadForm {
+  fields: Record<string, string>;
+  filename: string;
+  stream: Readable;
+  /** Stops reading the request (after a refusal, or once done). */
+  stop(): void;
+}
+
+export interface UploadInput {
+  /** The request's declared length (file plus framing), if any. */
+  declared?: number;
+  /** Reads the form; called only once the declared length is within bounds. */
+  form: () => Promise<UploadForm>;
+}
+
+/** The query of a download: the traffic voucher (D6) and, for a delegate key, the DID it reads for. */
+export interface DownloadInput {
+  size?: string;
+  sign?: string;
+  did?: string;
+}
+
+/** A file a download may read: what its headers tell, and `send` to move its bytes. */
+export interface ReadableFile {
+  name: string;
+  cid: string;
+  size: number;
+  /**
+   * Accepts the voucher and holds the traffic for `range` (or the whole file), then answers its
+   * bytes: read whole when small (a damaged chunk is then an error before any byte goes out),
+   * else a stream that counts what really went out.
+   */
+  send(range?: ByteRange): Promise<Uint8Array | ReadableStream<Uint8Array>>;
+}
+
+/** The owner whose directory entry lets `reader` read the Cid, if any: the directory's grants (D9, D10). */
 export type ReadGrant = (reader: Address, kind: BackendKind, cid: string) => Promise<Address | undefined>;
 
 export interface StorageDeps {
@@ -66,30 +114,36 @@ export const LOGIN_LIMITS = {
 };
 
 export function createStorage(deps: StorageDeps) {
-  const { db, log, chainId, backends } = deps;
+  const { db, log, chainId } = deps;
   const sessions = createSessions({ db, resolver: deps.resolver, domain: deps.domain, chainId, now: deps.now });
   const vouchers = createVouchers({ db, domain: deps.domain, seller: deps.seller, now: deps.now });
   const files = createFiles(db, deps.now);
-  const caller = (request: Request) => requireCaller(request, deps.tokens, chainId);
+  // Every back-end failure reaches this service already mapped (storage/errors.ts). Looked up per
+  // call: the back-ends may be opened after the service is made (they are its deps, not its own).
+  const mapped = new WeakMap<Backend, Backend>();
 
   function backend(kind: string): Backend {
-    const b = isBackendKind(kind) ? backends[kind] : undefined;
-    if (!b) throw storageError.unsupportedType();
+    const raw = isStorageKind(kind) ? deps.backends[kind] : undefined;
+    if (!raw) throw storageError.unsupportedType();
+    let b = mapped.get(raw);
+    if (!b) mapped.set(raw, (b = withStorageErrors(raw)));
     return b;
   }
+
+  /** A route's `:type` as a back-end this server runs, or the spec's 518. */
+  const kind = (type: string): BackendKind => backend(type).kind;
 
   /** Releases content a file row no longer references, without failing the request. */
   async function release(b: Backend, cid: string) {
     await b.release(cid).catch((err) => log.error("releasing content failed", { backend: b.kind, cid, err: (err as Error).message }));
   }
 
-  async function upload(request: Request, kind: string) {
+  async function upload(who: Caller, kind: BackendKind, input: UploadInput): Promise<FileEntry> {
     const b = backend(kind);
-    const who = await caller(request);
-    const declared = Number(request.headers.get("content-length") ?? 0);
+    const declared = input.declared ?? 0;
     if (declared > deps.maxBody + 1024 * 1024) throw storageError.tooLarge(deps.maxBody);
 
-    const part = await readFilePart(request);
+    const part = await input.form();
     let quota: Awaited<ReturnType<Meter["beginUpload"]>> | undefined;
     try {
       const name = cleanName(part.filename);
@@ -174,70 +228,61 @@ export function createStorage(deps: StorageDeps) {
     return who.address;
   }
 
-  async function download(request: Request, kind: string, cidParam: string, query: { size?: string; sign?: string; did?: string }) {
+  /**
+   * A file `voucher`'s payer may read (spec 4.1 row 8): 517 without a voucher, 400 for a bad Cid,
+   * 403 when neither the payer (or the DID it signs for) nor a grant reads it, 404 when the content
+   * is gone. Nothing is charged until `send`.
+   */
+  async function download(kind: string, cidText: string, voucher: DownloadInput): Promise<ReadableFile> {
     const b = backend(kind);
-    const { payer, size } = await vouchers.payerOf(query);
+    const { payer, size } = await vouchers.payerOf(voucher);
     let cid: string;
     try {
-      cid = CID.parse(cidParam).toV1().toString();
+      cid = CID.parse(cidText).toV1().toString();
     } catch {
       throw storageError.badRequest("not a Cid");
     }
-    const reader = await readerOf(payer, query.did);
+    const reader = await readerOf(payer, voucher.did);
     const row = await readableRow(reader, b.kind, cid);
     if (!row) throw storageError.forbidden("Permission denied: this voucher's payer may not read this file");
     const stat = await b.stat(cid);
     if (!stat) throw storageError.notFound("File not found");
+    const total = stat.size;
 
-    const range = parseRange(request.headers.get("range"), stat.size);
-    const headers: Record<string, string> = {
-      "content-type": Bun.file(row.name).type || "application/octet-stream",
-      "content-disposition": contentDisposition(row.name),
-      etag: `"${cid}"`,
-      "accept-ranges": "bytes",
-      "cache-control": "no-store",
-      "referrer-policy": "no-referrer",
-    };
-    if (range === "unsatisfiable") {
-      return new Response(null, { status: 416, headers: { ...headers, "content-range": `bytes */${stat.size}` } });
-    }
-    const length = range ? range.end - range.start + 1 : stat.size;
-    headers["content-length"] = String(length);
-    if (range) headers["content-range"] = `bytes ${range.start}-${range.end}/${stat.size}`;
-    const status = range ? 206 : 200;
-    if (request.method === "HEAD") return new Response(null, { status, headers });
-
-    const traffic = await deps.meter?.beginDownload(reader, length);
-    let accepted: ReturnType<typeof vouchers.accept>;
-    try {
-      accepted = vouchers.accept({ payer, size }, length);
-    } catch (err) {
-      traffic?.settle(0); // the reservation must not outlive a refused voucher
-      throw err;
-    }
-    const settle = (sent: number) => {
-      vouchers.settle(accepted, sent);
-      traffic?.settle(sent);
-    };
-    if (length <= WHOLE_BODY_MAX) {
-      // A small body is read (and its hashes checked) before the headers go out: a failure is
-      // then a clean 500. Larger ones stream, with their Content-Length all the same (http/listen.ts).
-      let bytes: Uint8Array;
+    async function send(range?: ByteRange) {
+      const length = range ? range.end - range.start + 1 : total;
+      const traffic = await deps.meter?.beginDownload(reader, length);
+      let accepted: ReturnType<typeof vouchers.accept>;
       try {
-        bytes = new Uint8Array(await new Response(b.read(cid, range)).arrayBuffer());
+        accepted = vouchers.accept({ payer, size }, length);
       } catch (err) {
-        settle(0);
+        traffic?.settle(0); // the reservation must not outlive a refused voucher
         throw err;
       }
-      settle(bytes.byteLength);
-      return new Response(bytes, { status, headers });
+      const settle = (sent: number) => {
+        vouchers.settle(accepted, sent);
+        traffic?.settle(sent);
+      };
+      if (length <= WHOLE_BODY_MAX) {
+        // A small body is read (and its hashes checked) before the headers go out: a failure is
+        // then a clean 500. Larger ones stream, with their Content-Length all the same (http/listen.ts).
+        let bytes: Uint8Array;
+        try {
+          bytes = await Bun.readableStreamToBytes(b.read(cid, range));
+        } catch (err) {
+          settle(0);
+          throw err;
+        }
+        settle(bytes.byteLength);
+        return bytes;
+      }
+      return meterDownload(b.read(cid, range), settle, () => traffic?.renew());
     }
-    return new Response(meterDownload(b.read(cid, range), settle, () => traffic?.renew()), { status, headers });
+    return { name: row.name, cid, size: total, send };
   }
 
-  async function list(request: Request, kind: string, page: { limit?: string; after?: string }) {
+  async function list(who: Caller, kind: BackendKind, page: { limit?: string; after?: string }): Promise<FileList> {
     const b = backend(kind);
-    const who = await caller(request);
     const limit = page.limit === undefined ? undefined : Number(page.limit);
     const after = page.after === undefined ? undefined : Number(page.after);
     if (limit !== undefined && !(Number.isInteger(limit) && limit >= 1 && limit <= 1000)) throw storageError.badRequest("limit must be 1 to 1000");
@@ -251,12 +296,15 @@ export function createStorage(deps: StorageDeps) {
     return { Address: who.did.address, Storage: b.kind, Object: rows.map((r) => fileEntry(r, deps.isPublic?.(who.did.address, r.cid))) };
   }
 
-  /** Delete (spec 4.1 rule 4): dfs only; failures carry `Status: "Failure"` (D9). */
-  async function remove(request: Request, kind: string, query: Record<string, string | undefined>) {
+  /**
+   * Delete (spec 4.1 rule 4): dfs only; failures carry `Status: "Failure"` (D9). The caller is
+   * asked for (`authenticate`) only after the type is checked, and inside: a 401 carries it too.
+   */
+  async function remove(kind: string, authenticate: () => Promise<Caller>, query: Record<string, string | undefined>) {
     try {
       if (kind !== "dfs") throw storageError.unsupportedType();
       const b = backend(kind);
-      const who: Caller = await caller(request);
+      const who = await authenticate();
       const idText = query.id ?? "";
       await sessions.restricted({ ...query, payload: query.payload }, "delete", who.did);
       if (query.payload !== idText) throw storageError.unauthorized("payload must be the file id");
@@ -289,12 +337,11 @@ export function createStorage(deps: StorageDeps) {
     return { did: did.canonical, accessToken: pair.accessToken, refreshToken: pair.refreshToken };
   }
 
-  async function trafficHash(request: Request, size: unknown) {
-    const who = await caller(request);
+  function trafficHash(who: Caller, size: unknown) {
     return vouchers.hashFor(who.did.address, size);
   }
 
-  return { upload, download, list, remove, login, loginInfo: sessions.info, trafficHash, backend, files, vouchers };
+  return { kind, upload, download, list, remove, login, loginInfo: sessions.info, trafficHash, files, vouchers };
 }
 
 export type Storage = ReturnType<typeof createStorage>;

@@ -16,6 +16,7 @@ import { openBlobs, storageOver } from "../../src/storage/start.ts";
 import type { Backend, BackendKind } from "../../src/storage/backend.ts";
 import { appFetch, postJson, testApp } from "./app.ts";
 import { createQuota } from "../../src/quota/index.ts";
+import { storedBytes } from "../../src/storage/files.ts";
 import { testChain } from "./chain.ts";
 
 export const BASE = "http://stowage.test";
@@ -54,7 +55,7 @@ export async function testGateway(opts: GatewayOptions = {}) {
     // As the server does: a DID login's refresh needs its key to still sign for the DID (D3).
     accounts: { refreshGuards: { did: (session) => keyStillSigns(resolver, chainId, session) } },
     // No record cache in tests: each read sees the chain as it is (the server keeps answers ≤ 1 s).
-    quota: opts.quota ? ({ db, log }) => createQuota({ db, chain: chain.context, log, maxAgeMs: 0 }) : undefined,
+    quota: opts.quota ? ({ db, log }) => createQuota({ db, chain: chain.context, log, maxAgeMs: 0, storedBytes: (did, except) => storedBytes(db, did, except) }) : undefined,
     storage: ({ config, db, log, accounts, quota }) =>
       storageOver(
         { config, db, log, chain: chain.context, accounts, backends },

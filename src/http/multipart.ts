@@ -6,10 +6,13 @@
  * The file's stream ends only when the whole form has been read, not at the end of its part: a
  * second file part (D14), or a form that breaks off after the file, fails the stream, so the
  * upload never commits a file whose request is then refused.
+ *
+ * The route reads the form; the storage service takes what this answers (fields, a name and a
+ * byte stream), never the request.
  */
 import busboy from "busboy";
 import { PassThrough, type Readable } from "node:stream";
-import { storageError } from "../http/errors.ts";
+import { storageError } from "./errors.ts";
 
 export interface FilePart {
   fields: Record<string, string>;

@@ -1,0 +1,81 @@
+/**
+ * Back-end failures as the storage API's errors, in one place. Each back-end (and the blob store
+ * under it) throws errors with a stable `code`; this file alone turns them into `StorageError`s,
+ * by code, so no route or service step maps them on its own.
+ *
+ * Only failures that are the request's (content gone, a bad Cid, a range outside the content)
+ * get a status of their own. The rest (a stopped back-end, an unreachable blob store, a damaged
+ * chunk) stay what they are: the error handler logs them whole and answers the spec's 500
+ * "Internal error, try again", saying nothing of their cause.
+ */
+import { StorageError, storageError } from "../http/errors.ts";
+import type { Backend, PendingPut } from "./backend.ts";
+
+/** Codes of dfs (src/storage/dfs/errors.ts), ipfs (src/storage/ipfs/errors.ts) and the blob
+ * store (src/blob/store.ts) that a request's own content explains. */
+const BY_CODE: Record<string, () => StorageError> = {
+  ERR_NOT_FOUND: () => storageError.notFound("File not found"),
+  IPFS_NOT_FOUND: () => storageError.notFound("File not found"),
+  IPFS_BAD_CID: () => storageError.badRequest("not a Cid"),
+  ERR_INVALID_RANGE: () => new StorageError(416, "Range Not Satisfiable"),
+  IPFS_BAD_RANGE: () => new StorageError(416, "Range Not Satisfiable"),
+};
+
+const codeOf = (err: unknown) => (typeof err === "object" && err !== null && "code" in err && typeof err.code === "string" ? err.code : undefined);
+
+/** The storage API's error for a back-end failure: a StorageError as it is, one by its code, or the failure itself (a 500). */
+export function storageFailure(err: unknown): unknown {
+  if (err instanceof StorageError) return err;
+  const code = codeOf(err);
+  const mapped = code !== undefined ? BY_CODE[code] : undefined;
+  return mapped ? mapped() : err;
+}
+
+/** A stream whose error is mapped as above. */
+function mappedStream(source: ReadableStream<Uint8Array>): ReadableStream<Uint8Array> {
+  const reader = source.getReader();
+  return new ReadableStream<Uint8Array>(
+    {
+      async pull(controller) {
+        try {
+          const { value, done } = await reader.read();
+          if (done) controller.close();
+          else controller.enqueue(value);
+        } catch (err) {
+          controller.error(storageFailure(err));
+        }
+      },
+      cancel: (reason) => reader.cancel(reason),
+    },
+    { highWaterMark: 0 },
+  );
+}
+
+const rethrow = (err: unknown): never => {
+  throw storageFailure(err);
+};
+
+/** The back-end as the storage service uses it: the same operations, every failure mapped here. */
+export function withStorageErrors(b: Backend): Backend {
+  const pending = (p: PendingPut): PendingPut => ({
+    cid: p.cid,
+    size: p.size,
+    commit: () => p.commit().catch(rethrow),
+    abort: () => p.abort().catch(rethrow),
+  });
+  return {
+    kind: b.kind,
+    put: (source, opts) => b.put(source, opts).then(pending, rethrow),
+    stat: (cid) => b.stat(cid).catch(rethrow),
+    read(cid, range) {
+      try {
+        return mappedStream(b.read(cid, range));
+      } catch (err) {
+        throw storageFailure(err);
+      }
+    },
+    release: (cid) => b.release(cid).catch(rethrow),
+    health: () => b.health(),
+    stop: () => b.stop(),
+  };
+}

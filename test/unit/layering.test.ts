@@ -1,0 +1,153 @@
+/**
+ * Clean layering (issue 12): no import cycle between the top-level folders of src/ (a cycle makes
+ * every folder in it one tangle that cannot be read, tested or replaced alone), and no HTTP type
+ * below the storage routes: the back-ends and the storage service take and return plain values.
+ *
+ * Imports are read from the source text (static, dynamic and re-exports, type-only ones
+ * included: they are dependencies too). Files directly in src/ (main, server, app, config, log)
+ * wire the folders together and may import any of them, so they count as no folder.
+ */
+import { describe, expect, test } from "bun:test";
+import { readFileSync, readdirSync } from "node:fs";
+import { dirname, join, relative, resolve, sep } from "node:path";
+
+const SRC = resolve(import.meta.dir, "../../src");
+
+function sourceFiles(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
+    const path = join(dir, e.name);
+    if (e.isDirectory()) return sourceFiles(path);
+    return e.name.endsWith(".ts") ? [path] : [];
+  });
+}
+
+/** Strips comments (line and block) so an import shown in a doc comment does not count. */
+const code = (text: string) => text.replace(/\/\*[\s\S]*?\*\//g, "").replace(/(^|[^:"'`\\])\/\/.*$/gm, "$1");
+
+const IMPORT = /(?:^|[;\s])(?:import|export)\s+(?:type\s+)?(?:[\w*{}\s,$]+?\s+from\s+)?["']([^"']+)["']|\bimport\s*\(\s*["']([^"']+)["']\s*\)/g;
+
+/** The module specifiers a file imports. */
+export function importsOf(text: string): string[] {
+  return [...code(text).matchAll(IMPORT)].map((m) => (m[1] ?? m[2]) as string);
+}
+
+/** The top-level folder of src/ a file is in (`storage/dfs/put.ts` → `storage`), or undefined for src/*.ts. */
+const folderOf = (file: string) => {
+  const parts = relative(SRC, file).split(sep);
+  return parts.length > 1 ? parts[0] : undefined;
+};
+
+/** Folder → folder edges, each with one file import that makes it (for the failure message). */
+function folderGraph(files: string[]) {
+  const edges = new Map<string, Map<string, string>>();
+  for (const file of files) {
+    const from = folderOf(file);
+    if (!from) continue;
+    for (const spec of importsOf(readFileSync(file, "utf8"))) {
+      if (!spec.startsWith(".")) continue;
+      const target = resolve(dirname(file), spec);
+      if (!target.startsWith(SRC + sep)) continue;
+      const to = folderOf(target);
+      if (!to || to === from) continue;
+      const out = edges.get(from) ?? new Map<string, string>();
+      if (!out.has(to)) out.set(to, `${relative(SRC, file)} → ${spec}`);
+      edges.set(from, out);
+    }
+  }
+  return edges;
+}
+
+/** Every elementary cycle's folders, found by a depth-first walk from each folder (the graph is small). */
+function cycles(edges: Map<string, Map<string, string>>): string[][] {
+  const found = new Map<string, string[]>();
+  const walk = (start: string, node: string, path: string[]) => {
+    for (const next of edges.get(node)?.keys() ?? []) {
+      if (next === start) {
+        // One spelling per cycle: rotated to start at its smallest folder.
+        const i = path.indexOf([...path].sort()[0] as string);
+        const canonical = [...path.slice(i), ...path.slice(0, i)];
+        found.set(canonical.join(" → "), canonical);
+      } else if (!path.includes(next) && next > start) {
+        walk(start, next, [...path, next]);
+      }
+    }
+  };
+  for (const start of edges.keys()) walk(start, start, [start]);
+  return [...found.values()];
+}
+
+const describeCycle = (edges: Map<string, Map<string, string>>, cycle: string[]) =>
+  cycle.map((from, i) => {
+    const to = cycle[(i + 1) % cycle.length] as string;
+    return `${from} → ${to} (${edges.get(from)?.get(to)})`;
+  });
+
+describe("layering", () => {
+  const files = sourceFiles(SRC);
+
+  test("the import reader sees every kind of import, and none in comments", () => {
+    const text = [
+      `import { a } from "./a.ts";`,
+      `import type { B } from "../b/b.ts";`,
+      `import "./side.ts";`,
+      `export { c } from "./c.ts";`,
+      `export * from "./d.ts";`,
+      `const e = await import("./e.ts");`,
+      `import {\n  f,\n  type G,\n} from "./f.ts";`,
+      `// import { x } from "./commented.ts";`,
+      `/** @example import { y } from "./doc.ts" */`,
+    ].join("\n");
+    expect(importsOf(text).sort()).toEqual(["../b/b.ts", "./a.ts", "./c.ts", "./d.ts", "./e.ts", "./f.ts", "./side.ts"]);
+  });
+
+  test("the cycle finder finds a cycle, and only one spelling of it", () => {
+    const graph = new Map([
+      ["a", new Map([["b", "a.ts → ../b/b.ts"]])],
+      ["b", new Map([["c", "b.ts → ../c/c.ts"]])],
+      ["c", new Map([["a", "c.ts → ../a/a.ts"]])],
+      ["d", new Map([["a", "d.ts → ../a/a.ts"]])],
+    ]);
+    expect(cycles(graph)).toEqual([["a", "b", "c"]]);
+  });
+
+  test("no import cycle between the top-level folders of src/", () => {
+    const edges = folderGraph(files);
+    expect(edges.size).toBeGreaterThan(5); // the graph was really read
+    expect(cycles(edges).map((c) => describeCycle(edges, c))).toEqual([]);
+  });
+
+  // The storage routes are the only storage files that see HTTP; everything they call takes and
+  // returns plain values (streams, byte ranges, typed results). An HTTP type is one named in a type
+  // position (a parameter, a result, a generic argument) or anything from Elysia; `new Response(s)`
+  // used only to buffer a stream hands no HTTP message across a boundary.
+  const HTTP_TYPES = /(?::|<|\||&|\bextends|\bimplements|\bas)\s*(?:Request|Response|Context)\b|\bElysia\b/;
+  const belowRoutes = files.filter((f) => {
+    const path = relative(SRC, f).split(sep).join("/");
+    return path.startsWith("storage/") && path !== "storage/routes.ts";
+  });
+
+  test("no HTTP type below the storage routes", () => {
+    expect(belowRoutes).toContain(join(SRC, "storage/service.ts"));
+    expect(belowRoutes.some((f) => f.includes(`${sep}dfs${sep}`))).toBe(true);
+    expect(belowRoutes.some((f) => f.includes(`${sep}ipfs${sep}`))).toBe(true);
+    const offenders = belowRoutes.flatMap((f) => {
+      const text = code(readFileSync(f, "utf8"));
+      const fromElysia = importsOf(text).some((s) => s === "elysia" || s.startsWith("elysia/") || s.startsWith("@elysiajs/"));
+      const named = text.split("\n").flatMap((line, i) => (HTTP_TYPES.test(line) ? [`${relative(SRC, f)}:${i + 1}: ${line.trim()}`] : []));
+      return fromElysia ? [`${relative(SRC, f)} imports elysia`, ...named] : named;
+    });
+    expect(offenders).toEqual([]);
+  });
+
+  test("the HTTP-type check sees types in signatures, not words in strings", () => {
+    const lines = [
+      "async function upload(request: Request, kind: string) {",
+      "function f(): Promise<Response> {",
+      "const x = y as Response;",
+      "import { Elysia } from 'elysia';",
+    ];
+    expect(lines.filter((l) => HTTP_TYPES.test(l))).toEqual(lines);
+    expect(HTTP_TYPES.test("const bytes = await new Response(stream).bytes();")).toBe(false);
+    expect(HTTP_TYPES.test('throw storageError.badRequest("the upload was interrupted");')).toBe(false);
+  });
+});
