@@ -9,7 +9,7 @@ export type IpfsErrorCode =
   | "IPFS_NOT_FOUND"
   /** A range outside the content, or start after end. */
   | "IPFS_BAD_RANGE"
-  /** A block of pinned content is not in the local blockstore (downloads never fetch). */
+  /** A block of pinned content is not in the blob store (downloads never fetch). */
   | "IPFS_BLOCK_MISSING"
   /** A local block's bytes do not hash to its Cid. */
   | "IPFS_BLOCK_CORRUPT"

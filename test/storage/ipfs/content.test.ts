@@ -194,6 +194,21 @@ describe("read", () => {
     expect(await readError(b.ipfs.read(root, { start: MiB, end: MiB + 10 }))).toMatchObject({ code: "IPFS_BLOCK_CORRUPT" });
   });
 
+  test("the blockstore bitswap serves from checks every block: a damaged one is refused, a missing one absent", async () => {
+    const victim = randomBytes(2 * MiB);
+    const { cid: root } = await putCommitted(victim);
+    const leaf = await secondLeaf(root);
+    const served = b.ipfs.helia.blockstore; // what bitswap's ledger calls: has(), then get()
+    expect(await served.has(leaf)).toBe(true);
+    await b.store.put(blockKey(leaf), victim.slice(0, MiB));
+    const err = await (async () => {
+      for await (const _ of served.get(leaf)) return undefined;
+    })().then(() => undefined, (e: unknown) => e);
+    expect(isIpfsError(err, "IPFS_BLOCK_CORRUPT")).toBe(true);
+    await b.store.delete(blockKey(leaf));
+    expect(await served.has(leaf)).toBe(false);
+  });
+
   test("cancelling a read midway releases it", async () => {
     const reader = b.ipfs.read(cid).getReader();
     const first = await reader.read();
