@@ -54,8 +54,10 @@ export async function listen(opts: ListenOptions): Promise<Listener> {
     });
     serveOne(req, res).catch(() => res.destroy());
   });
-  // Uploads may take hours: only a connection that goes silent is closed.
-  server.setTimeout(opts.idleTimeoutMs ?? 10_000, (socket) => socket.destroy());
+  // Uploads may take hours: only a connection that goes silent is closed. Bun's node:http counts
+  // only bytes received as activity, so `write` re-arms the timer for bytes sent (a long download).
+  const idleMs = opts.idleTimeoutMs ?? 10_000;
+  server.setTimeout(idleMs, (socket) => socket.destroy());
 
   const listener: Listener = {
     get port() {
@@ -106,7 +108,7 @@ export async function listen(opts: ListenOptions): Promise<Listener> {
     } catch (err) {
       response = opts.error(err instanceof Error ? err : new Error(String(err)));
     }
-    await send(req, res, response);
+    await send(req, res, response, idleMs);
     // A body the app did not read (a refused upload) is not drained: the connection goes.
     if (!req.complete) req.destroy();
   }
@@ -182,7 +184,7 @@ function bodyOf(req: IncomingMessage, max: number): ReadableStream<Uint8Array> {
 }
 
 /** Writes a web Response: its headers, then its body as fast as the client takes it. */
-async function send(req: IncomingMessage, res: ServerResponse, response: Response) {
+async function send(req: IncomingMessage, res: ServerResponse, response: Response, idleMs: number) {
   res.statusCode = response.status;
   if (response.statusText) res.statusMessage = response.statusText;
   for (const [name, value] of response.headers) if (name !== "set-cookie") res.setHeader(name, value);
@@ -230,12 +232,12 @@ async function send(req: IncomingMessage, res: ServerResponse, response: Respons
         await reader.cancel().catch(() => {});
         return await finish(res);
       }
-      await write(res, first.value as Uint8Array);
+      await write(res, first.value as Uint8Array, idleMs);
       first = second;
     }
     for (let next = first; !next.done; next = await reader.read()) {
       if (res.destroyed) return;
-      await write(res, next.value);
+      await write(res, next.value, idleMs);
     }
     await finish(res);
   } catch {
@@ -246,8 +248,11 @@ async function send(req: IncomingMessage, res: ServerResponse, response: Respons
   }
 }
 
-/** Writes one chunk, waiting while the socket's buffer is full (backpressure). */
-function write(res: ServerResponse, chunk: Uint8Array): Promise<void> {
+/** Writes one chunk, waiting while the socket's buffer is full (backpressure). Bytes sent are
+ * activity: the idle timer starts again (Bun's node:http does not, and cut every download that
+ * lasted longer than the idle timeout after the request's last byte). */
+function write(res: ServerResponse, chunk: Uint8Array, idleMs: number): Promise<void> {
+  res.socket?.setTimeout(idleMs);
   if (res.write(chunk)) return Promise.resolve();
   return new Promise((resolve) => {
     const go = () => {

@@ -111,3 +111,48 @@ test("stop() lets an in-flight request finish and refuses new connections", asyn
   expect(stopped).toBe(true);
   expect(other.pendingRequests).toBe(0);
 });
+
+test("a download that lasts longer than the idle timeout is not cut while bytes flow; a silent one is", async () => {
+  const IDLE_MS = 300;
+  const CHUNK = 64 * 1024;
+  const CHUNKS = 20; // 1.25 MiB: past the one-write size, so it streams
+  const other = await listen({
+    hostname: "127.0.0.1",
+    port: 0,
+    maxRequestBodySize: LIMIT,
+    idleTimeoutMs: IDLE_MS,
+    error: () => new Response("x", { status: 500 }),
+    fetch(request) {
+      const silent = new URL(request.url).pathname === "/silent";
+      let sent = 0;
+      // A body produced slowly (a slow store), 50 ms a chunk: about 1 s in all, over 3 idle timeouts.
+      const body = new ReadableStream<Uint8Array>(
+        {
+          async pull(c) {
+            if (sent === CHUNKS) return c.close();
+            if (silent && sent === 1) return new Promise<void>(() => {}); // nothing more, ever
+            if (sent > 0) await Bun.sleep(50);
+            sent++;
+            c.enqueue(new Uint8Array(CHUNK).fill(sent));
+          },
+        },
+        { highWaterMark: 0 },
+      );
+      return new Response(body, { headers: { "content-length": String(CHUNK * CHUNKS) } });
+    },
+  });
+  try {
+    const began = performance.now();
+    const res = await fetch(`http://127.0.0.1:${other.port}/slow`);
+    const bytes = new Uint8Array(await res.arrayBuffer());
+    expect(performance.now() - began).toBeGreaterThan(2 * IDLE_MS);
+    expect(bytes.byteLength).toBe(CHUNK * CHUNKS);
+    expect(bytes[bytes.length - 1]).toBe(CHUNKS);
+
+    // Once nothing moves for the idle timeout, the connection goes (the body is cut, not short).
+    const stalled = await fetch(`http://127.0.0.1:${other.port}/silent`);
+    await expect(stalled.arrayBuffer()).rejects.toThrow();
+  } finally {
+    await other.stop(true);
+  }
+});
