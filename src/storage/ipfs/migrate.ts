@@ -80,36 +80,48 @@ export async function migrateOldBlocks(deps: { dir: string; db: Db; guard: BlobG
   return result;
 }
 
-/** Copies (or finds) every block under `root`, recording them in `blocks`. */
+/** Blocks copied at once: each is a round trip to the store. */
+const CONCURRENCY = 8;
+
+/** Copies (or finds) every block under `root`, recording them in `blocks`; a few at a time. */
 async function walk(ctx: { guard: BlobGuard; lease: Lease; old?: FsBlockstore }, root: CID, blocks: BlockSizes): Promise<{ copied: number; missing: number }> {
-  const { guard, lease, old } = ctx;
-  const stack: CID[] = [root];
-  let copied = 0;
-  let missing = 0;
-  while (stack.length > 0) {
-    const cid = stack.pop()!;
-    const key = blockKey(cid);
-    if (blocks.has(key)) continue;
-    lease.pin([key]); // before looking (D15)
-    let bytes = old ? await readOld(old, cid) : undefined;
-    if (bytes) {
-      if (await guard.ensure(key, () => bytes!, bytes.byteLength)) copied++;
-    } else if (cid.code === RAW) {
-      // A leaf is only needed for its size here: no read of 1 MiB.
-      const size = await guard.present(key);
-      if (size === undefined) {
-        missing++;
-        continue;
-      }
-      blocks.set(key, size);
-      continue;
-    } else {
-      bytes = await readBlock(guard.store, cid); // throws when missing or damaged: a broken root
+  const counts = { copied: 0, missing: 0 };
+  let level: CID[] = [root];
+  while (level.length > 0) {
+    const fresh = new Map<string, CID>();
+    for (const cid of level) {
+      const key = blockKey(cid);
+      if (!blocks.has(key)) fresh.set(key, cid);
     }
-    blocks.set(key, bytes.byteLength);
-    if (cid.code !== RAW) for (const link of await linksOf(cid, bytes)) stack.push(link);
+    const todo = [...fresh];
+    const next: CID[] = [];
+    const worker = async () => {
+      for (let item = todo.pop(); item !== undefined; item = todo.pop()) next.push(...(await copyBlock(ctx, item[0], item[1], blocks, counts)));
+    };
+    await Promise.all(Array.from({ length: CONCURRENCY }, worker));
+    level = next;
   }
-  return { copied, missing };
+  return counts;
+}
+
+/** Makes one block present in the store and records it; answers its links. */
+async function copyBlock(ctx: { guard: BlobGuard; lease: Lease; old?: FsBlockstore }, key: string, cid: CID, blocks: BlockSizes, counts: { copied: number; missing: number }): Promise<CID[]> {
+  const { guard, lease, old } = ctx;
+  lease.pin([key]); // before looking (D15)
+  let bytes = old ? await readOld(old, cid) : undefined;
+  if (bytes) {
+    if (await guard.ensure(key, () => bytes!, bytes.byteLength)) counts.copied++;
+  } else if (cid.code === RAW) {
+    // A leaf is only needed for its size here: no read of 1 MiB.
+    const size = await guard.present(key);
+    if (size === undefined) counts.missing++;
+    else blocks.set(key, size);
+    return [];
+  } else {
+    bytes = await readBlock(guard.store, cid); // throws when missing or damaged: a broken root
+  }
+  blocks.set(key, bytes.byteLength);
+  return cid.code === RAW ? [] : linksOf(cid, bytes);
 }
 
 /** The block from the old folder, or undefined when it is missing or does not match its Cid. */

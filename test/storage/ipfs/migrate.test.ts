@@ -13,7 +13,7 @@ import { CID } from "multiformats/cid";
 import { existsSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { openDatabase } from "../../../src/db/open.ts";
-import { blockKey } from "../../../src/storage/ipfs/blocks.ts";
+import { blockKey, cidOfKey } from "../../../src/storage/ipfs/blocks.ts";
 import { d9ImporterOptions } from "../../../src/storage/ipfs/index.ts";
 import { tempDir } from "../../support/tmp.ts";
 import { MiB, blockKeys, blockRows, collect, openBackend, randomBytes, sha256 } from "./helpers.ts";
@@ -102,6 +102,21 @@ describe("moving an old data dir's blocks into the blob store", () => {
     await o.ipfs.swept;
     expect(await blockKeys(o.store)).toEqual(fa!.keys);
     expect(sha256(await collect(o.ipfs.read(fa!.cid)))).toBe(sha256(a));
+    await o.close();
+  });
+
+  test("a missing leaf is reported and the rest moves (such content was unreadable before too)", async () => {
+    const a = randomBytes(2 * MiB + 3);
+    const old = await oldDataDir([{ bytes: a, pinned: true }]);
+    const [fa] = old.files;
+    const leaves = fa!.keys.filter((k) => k !== blockKey(CID.parse(fa!.cid)));
+    rmSync(fa!.path(cidOfKey(leaves[0]!)!));
+
+    const o = await openBackend(old.dataDir);
+    expect(o.ipfs.migrated).toEqual({ indexed: 1, copied: 3, missingLeaves: 1, broken: 0, removedOld: true });
+    await o.ipfs.swept;
+    expect(await blockKeys(o.store)).toEqual(fa!.keys.filter((k) => k !== leaves[0]));
+    expect(await collect(o.ipfs.read(fa!.cid)).then(() => undefined, (e: unknown) => e)).toMatchObject({ code: "IPFS_BLOCK_MISSING" });
     await o.close();
   });
 });
