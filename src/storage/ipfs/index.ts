@@ -87,14 +87,15 @@ export async function openIpfs(opts: OpenIpfsOptions): Promise<IpfsBackend> {
   };
 
   let again: ReturnType<typeof setTimeout> | undefined;
-  const sweep = () =>
-    sweepOrphans({ db, guard, log, stopped: () => stopping !== undefined }).then(
+  let sweeping: Promise<SweepResult>;
+  const sweep = (retry: boolean) =>
+    (sweeping = sweepOrphans({ db, guard, log, stopped: () => stopping !== undefined }).then(
       (result) => {
         log.info("ipfs orphan sweep done", { ...result });
         // Blocks held by pins at start may be a killed upload's: once its pins have lapsed, one
-        // more pass takes them (a live upload's pins are renewed and keep them again).
-        if (result.held > 0 && !stopping) {
-          again = setTimeout(() => void sweep(), LEASE_MS + 1_000);
+        // more pass takes them. Pins still held then are live uploads', which commit or abort.
+        if (retry && result.held > 0 && !stopping) {
+          again = setTimeout(() => void sweep(false), LEASE_MS + 1_000);
           again.unref();
         }
         return result;
@@ -103,8 +104,8 @@ export async function openIpfs(opts: OpenIpfsOptions): Promise<IpfsBackend> {
         log.error("ipfs orphan sweep failed", { err: String(err) });
         return { seen: 0, removed: 0, held: 0 };
       },
-    );
-  const swept = sweep();
+    ));
+  const swept = sweep(true);
 
   return {
     kind: "ipfs",
@@ -195,7 +196,7 @@ export async function openIpfs(opts: OpenIpfsOptions): Promise<IpfsBackend> {
     stop() {
       // Bun keeps the process alive about 1 s after the TCP listener closes; nothing to wait for.
       clearTimeout(again);
-      stopping ??= swept
+      stopping ??= sweeping
         .then(() => node.stop())
         .then(() => log.info("ipfs node stopped", { peerId }));
       return stopping;
