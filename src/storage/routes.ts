@@ -63,8 +63,8 @@ async function answerDownload(request: Request, file: ReadableFile): Promise<Res
   return new Response(await file.send(range), { status, headers });
 }
 
-export const storageRoutes = (storage: Storage, { tokens, chainId }: { tokens: AccessTokens; chainId: number }) => {
-  const caller = (request: Request) => requireCaller(request, tokens, (did) => parseDid(did, chainId));
+export const storageRoutes = (storage: Storage, guard: { tokens: AccessTokens; chainId: number }) => {
+  const caller = (request: Request) => requireCaller(request, guard.tokens, (did) => parseDid(did, guard.chainId));
   const download = async (request: Request, type: string, cid: string, query: Record<string, string | undefined>) =>
     answerDownload(request, await storage.download(type, cid, query));
   return new Elysia({ name: "storage" })
