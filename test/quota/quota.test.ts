@@ -99,6 +99,21 @@ describe("enforcement", () => {
     expect(await statusOf(client.upload("dfs", random(1000), { name: "fits" }))).toBe(200);
   });
 
+  // The stored bytes the meter counts come from the storage catalog (storedBytes): the entry an
+  // upload replaces (same back-end, same name) stops counting, any other entry still does.
+  test("replacing a file by name needs room for the new bytes only; other entries, on either back-end, still count", async () => {
+    const { client, account } = await funded();
+    await grant(account.address, "space", 1000);
+    await grant(account.address, "traffic", 1_000_000);
+    expect(await statusOf(client.upload("dfs", random(800), { name: "a" }))).toBe(200);
+    expect(await statusOf(client.upload("dfs", random(900), { name: "a" }))).toBe(200);
+    expect((await client.space()).SizeByte).toBe(100);
+    expect(await statusOf(client.upload("dfs", random(200), { name: "b" }))).toBe(402);
+    expect(await statusOf(client.upload("ipfs", random(200), { name: "a" }))).toBe(402);
+    expect(await statusOf(client.upload("ipfs", random(100), { name: "a" }))).toBe(200);
+    expect((await client.space()).SizeByte).toBe(0);
+  });
+
   test("50 parallel uploads: exactly as many as fit the space allowance are stored, never more", async () => {
     const { client, account } = await funded();
     const size = 10_000;
