@@ -39,8 +39,28 @@ export const quotaRecord = t.Object({
 });
 export type QuotaRecord = Static<typeof quotaRecord>;
 
+/** 0x-prefixed hex (an address, a hash, a transaction). */
+const hex = t.TemplateLiteral("0x${string}");
+
 /** A purchase's mined transaction (D8). */
-export const purchaseResult = t.Object({ tx: t.String() });
+export const purchaseResult = t.Object({ tx: hex });
+export type PurchaseResult = Static<typeof purchaseResult>;
+
+/** GET /traffichash (D6): the digest to sign for a voucher of `size`, and the payer's counter. */
+export const trafficHashResult = t.Object({
+  hash: hex,
+  seller: hex,
+  size: t.String(),
+  chainId: t.Number(),
+  verifyingContract: hex,
+  used: t.String(),
+  remaining: t.String(),
+});
+export type TrafficHashResult = Static<typeof trafficHashResult>;
+
+/** POST /login with Accept: application/json: the account API's tokens for the DID, under `data`. */
+export const didLoginTokens = t.Object({ did: t.String(), accessToken: t.String(), refreshToken: t.String() });
+export type DidLoginTokens = Static<typeof didLoginTokens>;
 
 /** GET /login?did= (spec 2.2). */
 export const loginInfo = t.Object({ token: t.String(), timestamp: t.Number(), requestID: t.String() });

@@ -11,15 +11,15 @@
  *   const res = await store.download("dfs", entry.Cid, { range: [0, 1023] })
  */
 import { createHash } from "node:crypto";
-import type { Address, Hex, LocalAccount } from "viem";
-import type { FileEntry, FileList, LoginInfo, QuotaRecord, StorageErrorBody } from "../http/model.ts";
+import type { Hex, LocalAccount } from "viem";
+import type { DidLoginTokens, FileEntry, FileList, LoginInfo, PurchaseResult, QuotaRecord, StorageErrorBody, TrafficHashResult } from "../http/model.ts";
 import { canonicalDid } from "../identity/did.ts";
 import { storageDomain, storageTypes } from "../identity/eip712.ts";
 import { discoverGateway, type GatewayInfo } from "./chain.ts";
 
 // The wire types are the server's own (src/http/model.ts): imported as types only, so the SDK
 // carries no server code.
-export type { FileEntry, FileList, LoginInfo, QuotaRecord, StorageErrorBody };
+export type { DidLoginTokens, FileEntry, FileList, LoginInfo, PurchaseResult, QuotaRecord, StorageErrorBody, TrafficHashResult };
 
 /** A storage type of the routes; a server may run others than the two it knows today. */
 export type StorageKind = "dfs" | "ipfs" | (string & {});
@@ -154,7 +154,7 @@ export async function connectStorage(opts: StorageOptions) {
 
   function buy(what: "buyspace" | "buytraffic", o: { size?: number; idempotencyKey?: string; kind?: StorageKind }) {
     const headers = { ...auth(), ...(o.idempotencyKey ? { "idempotency-key": o.idempotencyKey } : {}) };
-    return call<{ tx: Hex }>(`/${o.kind ?? "dfs"}/${what}${o.size !== undefined ? `?size=${o.size}` : ""}`, { headers });
+    return call<PurchaseResult>(`/${o.kind ?? "dfs"}/${what}${o.size !== undefined ? `?size=${o.size}` : ""}`, { headers });
   }
 
   return {
@@ -171,7 +171,7 @@ export async function connectStorage(opts: StorageOptions) {
       // timestamps are monotonic per session, not per DID).
       const timestamp = BigInt(Math.floor(Date.now() / 1000));
       const signature = await opts.account.signTypedData({ domain, types: storageTypes, primaryType: "Login", message: { did, token, timestamp } });
-      const answer = await call<{ data: { accessToken: string; refreshToken: string; did: string } }>("/login", {
+      const answer = await call<{ data: DidLoginTokens }>("/login", {
         method: "POST",
         headers: { "content-type": "application/json", accept: "application/json" },
         body: JSON.stringify({ did, token, timestamp: Number(timestamp), signature }),
@@ -184,7 +184,7 @@ export async function connectStorage(opts: StorageOptions) {
     /** GET /login?did=: the latest session's token, timestamp and requestID. */
     loginInfo: (forDid = did) => call<LoginInfo>(`/login?did=${encodeURIComponent(forDid)}`),
 
-    trafficHash: (size: number | bigint) => call<{ hash: Hex; seller: Address; size: string; used: string; remaining: string }>(`/traffichash?size=${size}`, { headers: auth() }),
+    trafficHash: (size: number | bigint) => call<TrafficHashResult>(`/traffichash?size=${size}`, { headers: auth() }),
 
     /** Uploads a file (a Blob, bytes, or a path on disk) to `kind`; answers its entry. */
     async upload(kind: StorageKind, source: Source, o: { name?: string; encryption?: string } = {}): Promise<FileEntry> {

@@ -6,7 +6,7 @@
  */
 import { Elysia, t } from "elysia";
 import { isAccountPath, storageError } from "../http/errors.ts";
-import { deleteResult, fileEntry, fileList, loginInfo, storageErrorBody } from "../http/model.ts";
+import { deleteResult, fileEntry, fileList, loginInfo, storageErrorBody, trafficHashResult } from "../http/model.ts";
 import { streamsBody } from "../http/body-limit.ts";
 import { clientIp } from "../http/client-ip.ts";
 import { readFilePart } from "../http/multipart.ts";
@@ -93,6 +93,7 @@ export const storageRoutes = (storage: Storage, guard: { tokens: AccessTokens; c
     .get("/traffichash", async ({ request, query }) => storage.trafficHash(await caller(request), query.size), {
       query: t.Object({ size: t.Optional(t.String()) }),
       detail: { summary: "The EIP-712 digest of a traffic voucher for a cumulative size, with the payer's counter (D6)", tags: ["storage"] },
+      response: { 200: trafficHashResult },
     })
     .post(
       "/:type",

@@ -15,7 +15,7 @@ import type { UserService } from "../accounts/users.ts";
 import type { Db } from "../db/open.ts";
 import type { Readable } from "node:stream";
 import { StorageError, storageError } from "../http/errors.ts";
-import type { FileEntry, FileList, StorageKind } from "../http/model.ts";
+import type { DidLoginTokens, FileEntry, FileList, StorageKind, TrafficHashResult } from "../http/model.ts";
 import { isStorageKind } from "../http/storage-guard.ts";
 import { canonicalDid, didAddressKey, parseDid, type Did } from "../identity/did.ts";
 import type { DidResolver } from "../identity/resolver.ts";
@@ -323,7 +323,7 @@ export function createStorage(deps: StorageDeps) {
   const limiter = createRateLimiter({ enabled: deps.rateLimits !== false, now: deps.now });
 
   /** POST /login; with `json`, the answer carries the account API's tokens for this DID. */
-  async function login(input: LoginInput, json: boolean, ip: string) {
+  async function login(input: LoginInput, json: boolean, ip: string): Promise<DidLoginTokens | undefined> {
     // One DID, however it is spelled, shares one limit.
     const limits = deps.loginLimits ?? LOGIN_LIMITS;
     for (const [limit, key] of [[limits.perIp, ip], [limits.perDid, didAddressKey(String(input.did ?? ""))]] as const) {
@@ -337,7 +337,7 @@ export function createStorage(deps: StorageDeps) {
     return { did: did.canonical, accessToken: pair.accessToken, refreshToken: pair.refreshToken };
   }
 
-  function trafficHash(who: Caller, size: unknown) {
+  function trafficHash(who: Caller, size: unknown): TrafficHashResult {
     return vouchers.hashFor(who.did.address, size);
   }
 
