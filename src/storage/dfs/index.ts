@@ -19,7 +19,7 @@
 import { statfs } from "node:fs/promises";
 import { dirname } from "node:path";
 import { LocalBlobStore } from "../../blob/index.ts";
-import type { BlobGuard } from "../../blob/guard.ts";
+import { LEASE_MS, type BlobGuard } from "../../blob/guard.ts";
 import type { Db } from "../../db/open.ts";
 import type { Logger } from "../../log.ts";
 import type { Backend } from "../backend.ts";
@@ -44,6 +44,9 @@ export interface DfsOptions {
   guard: BlobGuard;
   /** The folder of chunk files from before the blob store (`DATA_DIR/dfs`): moved in at start. */
   legacyDir?: string;
+  /** When the start-up sweep kept unreferenced chunks for their pins, it runs once more this
+   * much later (default: once those pins, if their holder died, have lapsed). */
+  resweepAfterMs?: number;
 }
 
 export interface DfsBackend extends Backend {
@@ -52,11 +55,24 @@ export interface DfsBackend extends Backend {
   sweep(): Promise<SweepReport>;
 }
 
-/** Opens the store, moves old chunk files in and runs the start-up sweep before handing it out. */
-export async function openDfs({ db, log, guard, legacyDir }: DfsOptions): Promise<DfsBackend> {
+/**
+ * Opens the store, moves old chunk files in and runs the start-up sweep before handing it out.
+ * A restart right after a crash finds the dead uploads' pins still live (nothing tells a dead
+ * holder from a slow one until its pins lapse), so their chunks survive that sweep; one more
+ * sweep a lease later removes them.
+ */
+export async function openDfs({ db, log, guard, legacyDir, resweepAfterMs = LEASE_MS + 1_000 }: DfsOptions): Promise<DfsBackend> {
   const ctx: DfsContext = { rows: new Rows(db), store: guard.store, guard, log, active: new Set(), stopping: new AbortController() };
   if (legacyDir !== undefined) await moveLegacyChunks(ctx, legacyDir);
-  await sweep(ctx, { atStart: true });
+  const first = await sweep(ctx, { atStart: true });
+  let resweep: Promise<unknown> | undefined;
+  if (first.heldChunks > 0) {
+    const again = setTimeout(() => {
+      resweep = sweep(ctx).catch((e) => log.warn("dfs: sweep failed", { error: String(e) }));
+    }, resweepAfterMs);
+    again.unref();
+    ctx.stopping.signal.addEventListener("abort", () => clearTimeout(again), { once: true });
+  }
   return {
     kind: "dfs",
     put: (source, opts) => put(ctx, source, opts),
@@ -68,7 +84,10 @@ export async function openDfs({ db, log, guard, legacyDir }: DfsOptions): Promis
     release: (cid) => release(ctx, cid),
     health: () => health(ctx),
     sweep: () => sweep(ctx),
-    stop: () => stop(ctx),
+    stop: async () => {
+      await stop(ctx);
+      await resweep;
+    },
   };
 }
 

@@ -21,6 +21,8 @@ export interface SweepReport {
   orphanChunks: number;
   /** Chunk objects kept (referenced or pinned). */
   keptChunks: number;
+  /** Of those, the ones no row references (an upload's pins hold them, maybe a dead one's). */
+  heldChunks: number;
   /** Keys under `dfs/` that are not chunk keys (left alone). */
   strangers: number;
   /** Chunk rows whose object was not found: damage. Counted by the start-up sweep only (later,
@@ -47,6 +49,7 @@ export async function sweep(ctx: DfsContext, { atStart = false } = {}): Promise<
     deadChunks: dead.chunks.length,
     orphanChunks: 0,
     keptChunks: 0,
+    heldChunks: 0,
     strangers: 0,
     missingChunks: undefined,
     staleTombstones,
@@ -62,6 +65,7 @@ export async function sweep(ctx: DfsContext, { atStart = false } = {}): Promise<
     const deleted = await collect(ctx, candidates);
     report.orphanChunks += deleted;
     report.keptChunks += batch.length - deleted;
+    report.heldChunks += candidates.length - deleted;
     batch = [];
   };
   for await (const key of ctx.store.list(CHUNK_PREFIX)) {

@@ -70,7 +70,7 @@ describe.each(BLOB_KINDS)("dfs damage (%s blob store)", (kind) => {
 });
 
 describe.each(BLOB_KINDS)("dfs crash recovery (%s blob store)", (kind) => {
-  test("a killed upload leaves nothing referenced; once its pins lapse the start-up sweep leaves no unreferenced object", async () => {
+  test("a killed upload leaves nothing referenced; once its pins lapse, the sweep a lease after start (or the start-up sweep of a later restart) leaves no unreferenced object", async () => {
     const root = tempDir("dfs-crash");
     const seed = 10;
     const s3 = await blobSettings(kind, root);
@@ -94,12 +94,34 @@ describe.each(BLOB_KINDS)("dfs crash recovery (%s blob store)", (kind) => {
     await after.close();
 
     // Restarted at once: the dead upload's pins still count (a pin's holder may be alive, for all
-    // the gateway knows, until the pin lapses), so its chunks stay, but nothing references them.
-    const soon = await openStore(kind, { root });
+    // the gateway knows, until the pin lapses), so its chunks survive the start-up sweep, but
+    // nothing references them; the store sweeps once more a lease later (the guard's clock is
+    // moved on by a lease once the first sweep is done, instead of waiting a minute).
+    const sweeps: Record<string, unknown>[] = [];
+    let secondSweep!: () => void;
+    const swept = new Promise<void>((resolve) => (secondSweep = resolve));
+    const log = createLogger("debug", (line) => {
+      const entry = JSON.parse(line) as Record<string, unknown>;
+      if (entry.msg !== "dfs: sweep") return;
+      sweeps.push(entry);
+      if (sweeps.length === 2) secondSweep();
+    });
+    const soon = await openStore(kind, { root, log, resweepAfterMs: 20, now: () => Date.now() + (sweeps.length > 0 ? LEASE_MS + 1 : 0) });
+    expect(sweeps[0]).toMatchObject({ orphanChunks: 1, keptChunks: 3 + 3, heldChunks: 3 });
     expect(rowCounts(soon)).toEqual({ objects: 1, chunks: 3, manifest: 3 });
-    expect(await chunkKeys(soon)).toEqual(keysOf(...chunksOf(kept), ...lostOwn));
+    expect(await soon.dfs.stat(cid)).toEqual({ size: kept.length });
+    await swept;
+    expect(sweeps[1]).toMatchObject({ orphanChunks: 3, keptChunks: 3, heldChunks: 0, expiredPins: 4 });
+    expect(await chunkKeys(soon)).toEqual(keysOf(...chunksOf(kept)));
     expect(Buffer.compare(await readAll(soon.dfs.read(cid)), kept)).toBe(0);
     await soon.close();
+
+    // The stray and the dead upload's chunks again, as the start-up sweep of a restart after the
+    // lease time finds them: it removes every unreferenced object at once.
+    const again = await openStore(kind, { root });
+    for (const c of [stray, ...lostOwn]) await again.blobs.put(keyOf(c), c);
+    again.database.sqlite.run("INSERT INTO blob_pins (key, holder, expires_at) VALUES (?, 'dead', ?)", [keyOf(lostOwn[0]!), Date.now() + LEASE_MS]);
+    await again.close();
 
     // Restarted after the lease time: the start-up sweep removes every unreferenced object.
     const later = await openStore(kind, { root, now: () => Date.now() + LEASE_MS + 1 });

@@ -39,6 +39,8 @@ export interface OpenOptions {
   log?: Logger;
   /** The guard's clock (to open "after" pins and tombstones have lapsed). */
   now?: () => number;
+  /** See DfsOptions.resweepAfterMs. */
+  resweepAfterMs?: number;
   /** The blob store to use instead of `kind`'s (a child process gets its settings: blobSettings). */
   blobs?: BlobStore;
 }
@@ -73,7 +75,7 @@ export async function openStore(kind: BlobKind = "local", o: OpenOptions = {}): 
   const blobs = o.blobs ?? (await blobStoreFor(kind, root));
   const guard = createBlobGuard({ db: database.db, store: blobs, log, now: o.now });
   const legacyDir = join(root, "dfs");
-  const dfs = await openDfs({ db: database.db, log, guard, legacyDir });
+  const dfs = await openDfs({ db: database.db, log, guard, legacyDir, resweepAfterMs: o.resweepAfterMs });
   return {
     kind,
     dfs,
