@@ -1,7 +1,7 @@
 /** `GET /challenge` (spec 4.1 row 7): directory search. Thin: the service validates and answers. */
 import { Elysia, t } from "elysia";
 import type { Directory } from "./service.ts";
-import { storageErrorBody } from "../http/errors.ts";
+import { storageErrorBody } from "../http/model.ts";
 import { SEARCH_LIMITS } from "./search.ts";
 
 const result = t.Object({

@@ -12,8 +12,6 @@
 
 import type { AccountErrorBody, StorageErrorBody } from "./model.ts";
 
-export { storageErrorBody } from "./model.ts";
-
 /** Storage error codes by HTTP status: the spec's codes (401, 500, 516, 517, 518) and D11's. */
 export const storageCodes = {
   400: "InvalidArgument",
