@@ -174,6 +174,8 @@ async function baselineS3(targetJson: string) {
   const server = Bun.serve({
     hostname: "127.0.0.1",
     port: 0,
+    // A 1 GiB put is one request that stays silent until the object is stored.
+    idleTimeout: 0,
     async fetch(request) {
       const url = new URL(request.url);
       const key = t.prefix + (url.searchParams.get("key") ?? "");
