@@ -12,6 +12,7 @@ import { t, type Static } from "elysia";
 /** The storage types of `/:type/...` routes (spec 4.1); any other is 518. */
 export const STORAGE_KINDS = ["dfs", "ipfs"] as const;
 export type StorageKind = (typeof STORAGE_KINDS)[number];
+export const isStorageKind = (type: string): type is StorageKind => (STORAGE_KINDS as readonly string[]).includes(type);
 
 /** A file entry (spec 2.5). */
 export const fileEntry = t.Object({

@@ -6,10 +6,8 @@
  * DIDs is handed in, so the HTTP layer imports neither.
  */
 import { accountError, isAccountPath, storageError } from "./errors.ts";
-import { STORAGE_KINDS, type StorageKind } from "./model.ts";
+import { isStorageKind, type StorageKind } from "./model.ts";
 import { bearerToken } from "./params.ts";
-
-export const isStorageKind = (type: string): type is StorageKind => (STORAGE_KINDS as readonly string[]).includes(type);
 
 /** Throws the account API's 404 for a `/v2/...` path that reached a storage route. */
 export function checkNotAccount(path: string) {
