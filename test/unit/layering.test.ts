@@ -150,4 +150,25 @@ describe("layering", () => {
     expect(HTTP_TYPES.test("const bytes = await new Response(stream).bytes();")).toBe(false);
     expect(HTTP_TYPES.test('throw storageError.badRequest("the upload was interrupted");')).toBe(false);
   });
+
+  // The wire model is written once (src/http/model.ts); the SDK imports its types. A field only
+  // those schemas have, spelled in an SDK file, is a second copy that can drift from the server's.
+  test("the SDK declares no wire schema of its own", () => {
+    const model = readFileSync(join(SRC, "http/model.ts"), "utf8");
+    const names = [...model.matchAll(/export type (\w+) = Static</g)].map((m) => m[1] as string);
+    expect(names).toEqual(expect.arrayContaining(["FileEntry", "FileList", "QuotaRecord", "StorageErrorBody"]));
+    const FIELDS = /\b(HTTPStatusCode|SizeByte|FreeByte|UserDefined|ModTime)\s*\??:/;
+    const copies = files
+      .filter((f) => relative(SRC, f).startsWith(`sdk${sep}`))
+      .flatMap((f) =>
+        code(readFileSync(f, "utf8"))
+          .split("\n")
+          .flatMap((line, i) => {
+            // (An alias of another type, such as sdk/chain.ts's chain record, copies no fields.)
+            const declares = names.some((n) => new RegExp(`\\b(interface|class)\\s+${n}\\b|\\btype\\s+${n}\\s*=\\s*\\{`).test(line));
+            return declares || FIELDS.test(line) ? [`${relative(SRC, f)}:${i + 1}: ${line.trim()}`] : [];
+          }),
+      );
+    expect(copies).toEqual([]);
+  });
 });
