@@ -125,10 +125,13 @@ export const accountError = (name: AccountErrorName, message: string, headers?: 
 export const isAccountPath = (path: string) => path === "/v2" || path.startsWith("/v2/");
 
 const LENGTH_REQUIRED = "Content-Length is required for this body";
+const MALFORMED = "Malformed request: its Host or a header cannot be read";
 
 /** Errors raised before a request reaches a route, in the model of the API its path belongs to. */
 export const requestError = {
   /** 411: a body read whole must declare its length (see http/body-limit.ts). */
   lengthRequired: (path: string) => (isAccountPath(path) ? new AccountError("PARAM_ERROR", LENGTH_REQUIRED, {}, 411) : storageError.lengthRequired()),
   internal: (path: string) => (isAccountPath(path) ? accountError("INTERNAL_ERROR", "Internal error, try again") : storageError.internal()),
+  /** 400: what came is not an HTTP request the app can be handed (see http/listen.ts). */
+  malformed: (path: string) => (isAccountPath(path) ? accountError("PARAM_ERROR", MALFORMED) : storageError.badRequest(MALFORMED)),
 };

@@ -13,6 +13,7 @@
  */
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { requestError } from "./errors.ts";
 
 export interface Listener {
   /** The port it listens on (the real one when 0 was asked for). */
@@ -98,7 +99,11 @@ export async function listen(opts: ListenOptions): Promise<Listener> {
     try {
       request = toRequest(req, opts, abort.signal);
     } catch {
-      res.writeHead(400, { "content-type": "text/plain", "content-length": "11", connection: "close" }).end("Bad Request");
+      // Not a request the app can be handed (a Host or a header that no URL or Headers takes):
+      // answered here, in the shape of the API its path names, and the connection goes.
+      const refused = requestError.malformed((req.url ?? "/").split("?")[0] as string).toResponse();
+      refused.headers.set("connection", "close");
+      await send(req, res, refused, idleMs);
       return;
     }
     if (req.socket.remoteAddress) ips.set(request, req.socket.remoteAddress);

@@ -156,3 +156,31 @@ test("a download that lasts longer than the idle timeout is not cut while bytes 
     await other.stop(true);
   }
 });
+
+/** Sends raw bytes on a connection of its own and reads the answer until the server closes. */
+async function raw(text: string): Promise<{ status: number; headers: string; body: string }> {
+  const parts: Buffer[] = [];
+  let closed!: () => void;
+  const ended = new Promise<void>((resolve) => (closed = resolve));
+  const socket = await Bun.connect({
+    hostname: "127.0.0.1",
+    port: server.port,
+    socket: { data: (_, d) => void parts.push(Buffer.from(d)), close: () => closed(), error: () => closed() },
+  });
+  socket.write(text);
+  await ended;
+  const answer = Buffer.concat(parts).toString("latin1");
+  const end = answer.indexOf("\r\n\r\n");
+  return { status: Number(answer.split(" ")[1]), headers: answer.slice(0, end).toLowerCase(), body: answer.slice(end + 4) };
+}
+
+test("a request the app cannot be handed (a Host no URL takes) is 400 in the API's shape, and the connection goes", async () => {
+  const storage = await raw("GET /dfs/listobjects HTTP/1.1\r\nHost: bad host\r\n\r\n");
+  expect(storage.status).toBe(400);
+  expect(storage.headers).toContain("content-type: application/json");
+  expect(JSON.parse(storage.body)).toEqual({ Code: "InvalidArgument", Description: expect.stringContaining("Malformed request"), HTTPStatusCode: 400 });
+  const account = await raw("GET /v2/auth/me HTTP/1.1\r\nHost: bad host\r\n\r\n");
+  expect(account.status).toBe(400);
+  expect(JSON.parse(account.body)).toEqual({ result: -1, error: "PARAM_ERROR", message: expect.stringContaining("Malformed request") });
+  expect((await fetch(`${base}/json`)).status).toBe(200); // the server goes on
+});
