@@ -10,8 +10,8 @@
  * What a file needs is computed here from its bytes with the D9 importer (the same Cids as the
  * server), not read from the server's tables: the test holds the server to the content alone.
  *
- * These tests configure S3 themselves, so they run in the first pass of `npm test`; the S3 pass
- * (STOWAGE_TEST_BLOBS=s3) would run them identically a second time and skips them.
+ * These tests configure S3 themselves, so they live outside the folders that the S3 pass of
+ * `npm test` (STOWAGE_TEST_BLOBS=s3) runs again: they run once, in the first pass.
  */
 import { Database } from "bun:sqlite";
 import { afterAll, describe, expect, test } from "bun:test";
@@ -26,7 +26,6 @@ import { isAlive } from "../../src/datadir/lock.ts";
 import { CHUNK_SIZE, d9ImporterOptions } from "../../src/storage/cid-options.ts";
 import { connectStorage, type FileEntry, type StorageClient } from "../../src/sdk/storage.ts";
 import { anvilsOf, runBinary, startBinary, type RunningBinary } from "../support/binary.ts";
-import { TEST_BLOBS } from "../support/blobs.ts";
 import { cephRgw, type Rgw } from "../support/ceph.ts";
 import { tempDir } from "../support/tmp.ts";
 
@@ -179,7 +178,7 @@ async function until(what: string, ok: () => Promise<boolean>, ms: number) {
   }
 }
 
-describe.skipIf(TEST_BLOBS === "s3")("content on S3 (Ceph RGW)", () => {
+describe("content on S3 (Ceph RGW)", () => {
   test("no chunk or block under the data dir; a restart without the local block and chunk folders serves every file byte-exact, and another IPFS node fetches over bitswap", async () => {
     const world = await s3World("e2e-s3-local");
     let server: RunningBinary = await world.start();
