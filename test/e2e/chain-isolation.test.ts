@@ -11,22 +11,8 @@ import { join } from "node:path";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { createPublicClient, http, parseEther } from "viem";
 import { runBinary, startBinary, type RunningBinary } from "../support/binary.ts";
+import { descendants } from "../support/procs.ts";
 import { tempDir } from "../support/tmp.ts";
-
-/** Every process whose parent chain leads to `root` (anvil runs detached, but is still a child). */
-function processTree(root: number): number[] {
-  const parents = new Map<number, number>();
-  for (const entry of readdirSync("/proc")) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
-      parents.set(Number(entry), Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]));
-    } catch {}
-  }
-  const tree = [root];
-  for (let i = 0; i < tree.length; i++) for (const [pid, ppid] of parents) if (ppid === tree[i]) tree.push(pid);
-  return tree;
-}
 
 /** TCP ports in LISTEN state in this network namespace, by socket inode. */
 function listeningInodes(): Map<string, number> {
@@ -44,7 +30,7 @@ function listeningInodes(): Map<string, number> {
 function portsOfTree(root: number): Set<number> {
   const listening = listeningInodes();
   const ports = new Set<number>();
-  for (const pid of processTree(root)) {
+  for (const pid of [root, ...descendants(root)]) {
     let fds: string[] = [];
     try {
       fds = readdirSync(`/proc/${pid}/fd`);

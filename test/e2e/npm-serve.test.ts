@@ -5,40 +5,16 @@
  * PATH, and none (Bun fetched through npx, whose own `sh -c` would swallow the signal).
  */
 import { afterEach, describe, expect, test } from "bun:test";
-import { existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, symlinkSync } from "node:fs";
 import { delimiter, join } from "node:path";
 import type { Subprocess } from "bun";
 import { anvilsOf } from "../support/binary.ts";
+import { descendants } from "../support/procs.ts";
 import { tempDir } from "../support/tmp.ts";
 
 const ROOT = join(import.meta.dir, "..", "..");
 /** npm install check, chain start and deploy: give a slow machine room. */
 const timeout = 120_000;
-
-/** Every process under `root` now, by walking /proc's parent links. */
-function descendants(root: number): number[] {
-  const parent = new Map<number, number>();
-  for (const p of readdirSync("/proc")) {
-    if (!/^\d+$/.test(p)) continue;
-    try {
-      const stat = readFileSync(`/proc/${p}/stat`, "utf8");
-      parent.set(Number(p), Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]));
-    } catch {
-      // gone meanwhile
-    }
-  }
-  const found: number[] = [];
-  const walk = (pid: number) => {
-    for (const [child, ppid] of parent) {
-      if (ppid === pid) {
-        found.push(child);
-        walk(child);
-      }
-    }
-  };
-  walk(root);
-  return found;
-}
 
 const argv = (pid: number) => {
   try {
