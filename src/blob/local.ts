@@ -10,7 +10,7 @@
  * no folder holds more than a few thousand files even at millions of objects.
  */
 import { createHash, randomBytes } from "node:crypto";
-import { type FileHandle, mkdir, open, readdir, rename, stat, unlink } from "node:fs/promises";
+import { type FileHandle, mkdir, open, readdir, readFile, rename, stat, unlink } from "node:fs/promises";
 import { dirname, join, sep } from "node:path";
 import { BlobError, type BlobRange, type BlobSource, type BlobStore, checkKey, checkRange, emptyStream, TEMP_MARK } from "./store.ts";
 
@@ -53,6 +53,15 @@ export class LocalBlobStore implements BlobStore {
     }
     await fsyncDir(dir).catch(fsFail);
     return { size };
+  }
+
+  async bytes(key: string): Promise<Uint8Array> {
+    try {
+      return await readFile(this.pathOf(key));
+    } catch (e) {
+      if (errno(e) === "ENOENT") throw new BlobError("BlobNotFound", `no blob ${key}`);
+      return fsFail(e);
+    }
   }
 
   async get(key: string, range?: BlobRange): Promise<ReadableStream<Uint8Array>> {

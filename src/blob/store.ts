@@ -25,6 +25,9 @@ export interface BlobStore {
   put(key: string, source: BlobSource): Promise<{ size: number }>;
   /** The object's bytes (or a range of them) as a stream. Throws BlobError BlobNotFound. */
   get(key: string, range?: BlobRange): Promise<ReadableStream<Uint8Array>>;
+  /** The whole object in memory, for small ones (a chunk, a block): one request, no stream.
+   * Throws BlobError BlobNotFound. */
+  bytes(key: string): Promise<Uint8Array>;
   /** The object's size in bytes, or undefined when there is none. */
   stat(key: string): Promise<number | undefined>;
   /** Removes the object; a missing one is not an error. */

@@ -150,6 +150,15 @@ for (const impl of impls) {
       expect(await read(await store.get("range/obj", { offset: n - 1 }))).toEqual(Uint8Array.of(bytes[n - 1] as number));
     });
 
+    test("bytes reads a whole object in one piece; a missing key is BlobNotFound", async () => {
+      const obj = randomBytes(MiB + 5);
+      await store.put("bytes/obj", obj);
+      expect(Buffer.from(await store.bytes("bytes/obj")).equals(obj)).toBe(true);
+      await store.put("bytes/empty", new Uint8Array(0));
+      expect((await store.bytes("bytes/empty")).byteLength).toBe(0);
+      expect(await blobCode(store.bytes("bytes/missing"))).toBe("BlobNotFound");
+    });
+
     test("stat says the size or undefined; get of a missing key is BlobNotFound", async () => {
       expect(await store.stat("stat/missing")).toBeUndefined();
       expect(await blobCode(store.get("stat/missing"))).toBe("BlobNotFound");
@@ -322,7 +331,7 @@ describe("S3 errors are typed", () => {
     const good = s3Store(prefix);
     await good.put("x", Uint8Array.of(1));
     const bad = s3Store(prefix, { secretAccessKey: "not-the-secret" });
-    for (const op of [() => bad.put("x", Uint8Array.of(2)), () => bad.put("y", streamOf(randomBytes(PART + 3))), () => bad.get("x"), () => bad.get("x", { offset: 1 }), () => bad.stat("x"), () => bad.delete("x"), () => keys(bad, ""), () => bad.probe()]) {
+    for (const op of [() => bad.put("x", Uint8Array.of(2)), () => bad.put("y", streamOf(randomBytes(PART + 3))), () => bad.get("x"), () => bad.get("x", { offset: 1 }), () => bad.bytes("x"), () => bad.stat("x"), () => bad.delete("x"), () => keys(bad, ""), () => bad.probe()]) {
       expect(await blobCode(op())).toBe("BlobAccessDenied");
     }
     expect(await good.stat("x")).toBe(1);
@@ -333,7 +342,7 @@ describe("S3 errors are typed", () => {
     const port = probe.port;
     probe.stop(true); // nothing listens there now
     const down = s3Store("p/", { endpoint: `http://127.0.0.1:${port}` });
-    for (const op of [() => down.put("x", Uint8Array.of(2)), () => down.put("y", streamOf(randomBytes(1000))), () => down.get("x"), () => down.stat("x"), () => down.delete("x"), () => keys(down, ""), () => down.probe()]) {
+    for (const op of [() => down.put("x", Uint8Array.of(2)), () => down.put("y", streamOf(randomBytes(1000))), () => down.get("x"), () => down.bytes("x"), () => down.stat("x"), () => down.delete("x"), () => keys(down, ""), () => down.probe()]) {
       expect(await blobCode(op())).toBe("BlobStoreUnavailable");
     }
   });

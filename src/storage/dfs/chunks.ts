@@ -36,7 +36,7 @@ export async function storeChunk(ctx: DfsContext, hash: string, bytes: Uint8Arra
 export async function loadChunk(ctx: DfsContext, hash: string, size: number): Promise<Uint8Array> {
   let bytes: Uint8Array;
   try {
-    bytes = await new Response(await ctx.store.get(chunkKey(hash))).bytes();
+    bytes = await ctx.store.bytes(chunkKey(hash));
   } catch (e) {
     if (isBlobError(e, "BlobNotFound")) throw new CorruptChunkError(hash, "object missing");
     throw e;
@@ -48,7 +48,7 @@ export async function loadChunk(ctx: DfsContext, hash: string, size: number): Pr
 
 async function holds(ctx: DfsContext, key: string, hash: string): Promise<boolean> {
   try {
-    return (await sha256Hex(await new Response(await ctx.store.get(key)).bytes())) === hash;
+    return (await sha256Hex(await ctx.store.bytes(key))) === hash;
   } catch (e) {
     if (isBlobError(e, "BlobNotFound")) return false;
     throw e;

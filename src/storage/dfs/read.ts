@@ -23,7 +23,7 @@ interface Plan {
 }
 
 /** Chunk fetches in flight at once for one download. */
-const READ_AHEAD = 2;
+const READ_AHEAD = 4;
 
 export function read(ctx: DfsContext, cid: string, range?: ByteRange): ReadableStream<Uint8Array> {
   let plan: Plan;

@@ -43,7 +43,7 @@ export async function readBlock(store: BlobStore, cid: CID, options?: AbortOptio
   options?.signal?.throwIfAborted();
   let bytes: Uint8Array;
   try {
-    bytes = await Bun.readableStreamToBytes(await store.get(blockKey(cid)));
+    bytes = await store.bytes(blockKey(cid));
   } catch (err) {
     options?.signal?.throwIfAborted();
     if (isBlobError(err, "BlobNotFound")) throw new IpfsError("IPFS_BLOCK_MISSING", `block ${cid} is not stored here`, { cause: err });

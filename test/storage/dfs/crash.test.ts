@@ -196,7 +196,8 @@ describe.each(BLOB_KINDS)("dfs uploads beside sweeps and releases (%s blob store
   test("a release during a read ends the read with NotFoundError, not a damage report", async () => {
     const lines: string[] = [];
     const store = await openStore(kind, { log: createLogger("error", (l) => lines.push(l)) });
-    const bytes = bytesOf(4 * MiB, 45);
+    // Longer than the read-ahead, so chunks are still to be fetched when the release comes.
+    const bytes = bytesOf(12 * MiB, 45);
     const up = await store.dfs.put(streamOf(bytes));
     await up.commit();
     const reader = store.dfs.read(up.cid).getReader();

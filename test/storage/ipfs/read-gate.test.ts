@@ -29,6 +29,10 @@ function counted() {
       if (key !== root) blocks.leaves++;
       return inner.get(key, range);
     },
+    bytes: (key) => {
+      if (key !== root) blocks.leaves++;
+      return inner.bytes(key);
+    },
     stat: (key) => inner.stat(key),
     delete: (key) => inner.delete(key),
     list: (prefix, options) => inner.list(prefix, options),
