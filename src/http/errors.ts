@@ -34,6 +34,9 @@ export const storageCodes = {
 
 export type StorageStatus = keyof typeof storageCodes;
 
+/** An error answers one request: never kept by a cache (D8 asks it of purchases; true of all). */
+const NOT_CACHED = { "cache-control": "no-store" } as const;
+
 export class StorageError extends Error {
   override name = "StorageError";
   constructor(
@@ -50,7 +53,7 @@ export class StorageError extends Error {
   }
 
   toResponse(): Response {
-    return Response.json(this.body, { status: this.status, headers: this.extra.headers });
+    return Response.json(this.body, { status: this.status, headers: { ...NOT_CACHED, ...this.extra.headers } });
   }
 }
 
@@ -114,7 +117,7 @@ export class AccountError extends Error {
   }
 
   toResponse(): Response {
-    return Response.json(this.body, { status: this.status, headers: this.headers });
+    return Response.json(this.body, { status: this.status, headers: { ...NOT_CACHED, ...this.headers } });
   }
 }
 

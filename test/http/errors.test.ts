@@ -95,6 +95,7 @@ describe("errors render themselves", () => {
     const r = storageError.rateLimited(7).toResponse();
     expect(r.status).toBe(429);
     expect(r.headers.get("retry-after")).toBe("7");
+    expect(r.headers.get("cache-control")).toBe("no-store");
     expect(r.headers.get("content-type")).toContain("application/json");
     expect(await r.json()).toEqual({ Code: "RateLimited", Description: "Too many requests", HTTPStatusCode: 429 });
   });
@@ -103,6 +104,7 @@ describe("errors render themselves", () => {
     const r = accountError("RATE_LIMITED", "slow down", { "Retry-After": "3" }).toResponse();
     expect(r.status).toBe(429);
     expect(r.headers.get("retry-after")).toBe("3");
+    expect(r.headers.get("cache-control")).toBe("no-store");
     expect(await r.json()).toEqual({ result: -1, error: "RATE_LIMITED", message: "slow down" });
   });
 

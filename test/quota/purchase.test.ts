@@ -51,6 +51,7 @@ describe("purchases (D8)", () => {
       for (const path of ["/dfs/buyspace?size=100000", "/dfs/buytraffic?size=100000"]) {
         const res = await buy(path, { "idempotency-key": `order-${path}` });
         expect(res.status).toBe(500);
+        expect(res.headers.get("cache-control")).toBe("no-store");
         expect(await readJson(res)).toEqual({ Code: "InternalError", Description: "Internal error, try again", HTTPStatusCode: 500 });
       }
       expect({ space: await client.space(), traffic: await client.traffic() }).toEqual(before);
