@@ -21,7 +21,11 @@ export const localBlobRoot = (dataDir: string): string => join(dataDir, "blobs")
 
 /** The configured store; an S3 one is probed first, so bad keys or a missing bucket fail here. */
 export async function openBlobStore(config: BlobConfig): Promise<BlobStore> {
-  if (config.s3Endpoint === undefined) return new LocalBlobStore(localBlobRoot(config.dataDir));
+  if (config.s3Endpoint === undefined) {
+    const local = new LocalBlobStore(localBlobRoot(config.dataDir));
+    await local.removeLeftoverTemps(); // the server opens its store before anything writes to it
+    return local;
+  }
   const { s3Bucket: bucket, s3AccessKeyId: accessKeyId, s3SecretAccessKey: secretAccessKey } = config;
   if (!bucket || !accessKeyId || !secretAccessKey) throw new Error("openBlobStore: S3 settings incomplete (parseConfig checks them)");
   const store = new S3BlobStore({ endpoint: config.s3Endpoint, bucket, region: config.s3Region, prefix: config.s3Prefix, accessKeyId, secretAccessKey });

@@ -385,6 +385,19 @@ describe("S3 errors are typed", () => {
 
 });
 
+test("opening the local store removes the half-written files a crash left, and nothing else", async () => {
+  const dataDir = tempDir("blobtmp");
+  const none = { dataDir, s3Endpoint: undefined, s3Bucket: undefined, s3Region: "us-east-1", s3Prefix: "", s3AccessKeyId: undefined, s3SecretAccessKey: undefined };
+  const first = await openBlobStore(none);
+  await first.put("dfs/kept", Uint8Array.of(1));
+  const path = new LocalBlobStore(localBlobRoot(dataDir)).pathOf("dfs/kept");
+  await Bun.write(`${path}.tmp-0123456789ab`, "half of a chunk"); // a put killed before its rename
+  expect((await walkNames(localBlobRoot(dataDir))).sort()).toEqual(["kept", "kept.tmp-0123456789ab"]);
+  const again = await openBlobStore(none);
+  expect(await walkNames(localBlobRoot(dataDir))).toEqual(["kept"]);
+  expect(await again.bytes("dfs/kept")).toEqual(Uint8Array.of(1));
+});
+
 // The local store keeps its files in a join()-able folder: a sanity check of the layout's promise.
 test("local layout: a key's file is under two fan-out folders of its name's hash", () => {
   const store = new LocalBlobStore("/root-x");
