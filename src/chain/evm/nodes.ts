@@ -9,6 +9,14 @@ type Value = string | Uint8Array;
 
 const toBytes = (v: Value): Uint8Array => (typeof v === "string" ? Buffer.from(v, "hex") : v);
 
+/** Both stores take a batch as its puts and deletes in order; only `put` and `del` differ. */
+async function applyBatch(db: Pick<DB<string, Value>, "put" | "del">, ops: BatchDBOp<string, Value>[]) {
+  for (const op of ops) {
+    if (op.type === "put") await db.put(op.key, op.value);
+    else await db.del(op.key);
+  }
+}
+
 export class NodeStore implements DB<string, Value> {
   readonly entries = new Map<string, Uint8Array>();
   private pending: [string, Uint8Array | null][] = [];
@@ -25,11 +33,8 @@ export class NodeStore implements DB<string, Value> {
     this.entries.delete(key);
     this.pending.push([key, null]);
   }
-  async batch(ops: BatchDBOp<string, Value>[]) {
-    for (const op of ops) {
-      if (op.type === "put") await this.put(op.key, op.value);
-      else await this.del(op.key);
-    }
+  batch(ops: BatchDBOp<string, Value>[]) {
+    return applyBatch(this, ops);
   }
   shallowCopy(): DB<string, Value> {
     return this;
@@ -68,11 +73,8 @@ export class OverlayStore implements DB<string, Value> {
   async del(key: string) {
     this.own.set(key, null);
   }
-  async batch(ops: BatchDBOp<string, Value>[]) {
-    for (const op of ops) {
-      if (op.type === "put") await this.put(op.key, op.value);
-      else await this.del(op.key);
-    }
+  batch(ops: BatchDBOp<string, Value>[]) {
+    return applyBatch(this, ops);
   }
   shallowCopy(): DB<string, Value> {
     return this;
