@@ -12,6 +12,11 @@
  * reference) or `abort()` (nothing kept). A crash before `commit` leaves nothing that a start-up
  * sweep does not remove.
  */
+// Declared once, beside the Range parser that produces it (storage may import http; not back).
+import type { ByteRange } from "../http/range.ts";
+
+export type { ByteRange };
+
 export type BackendKind = "dfs" | "ipfs";
 
 export interface PendingPut {
@@ -21,12 +26,6 @@ export interface PendingPut {
   commit(): Promise<void>;
   /** Drops what `put` wrote, unless other references hold it. Idempotent. */
   abort(): Promise<void>;
-}
-
-/** Inclusive byte range, as HTTP Range gives it. */
-export interface ByteRange {
-  start: number;
-  end: number;
 }
 
 export interface Backend {
