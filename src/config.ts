@@ -45,7 +45,7 @@ export const settings = {
   host: setting({ kind: "string", env: "STOWAGE_HOST", flag: "--host", default: "0.0.0.0", help: "Address to listen on" }),
   dataDir: setting({ kind: "string", env: "STOWAGE_DATA_DIR", flag: "--data-dir", default: "./data", help: "Data directory (database, files, chain, secrets)" }),
   publicUrl: setting({ kind: "url", env: "STOWAGE_PUBLIC_URL", flag: "--public-url", help: "Address clients are told to use for downloads (default http://HOST:PORT)" }),
-  logLevel: setting({ kind: "string", env: "STOWAGE_LOG_LEVEL", flag: "--log-level", default: "info", help: "debug | info | warn | error" }),
+  logLevel: setting({ kind: "string", env: "STOWAGE_LOG_LEVEL", flag: "--log-level", default: "info", choices: ["debug", "info", "warn", "error"], help: "debug | info | warn | error" }),
   shutdownTimeout: setting({ kind: "duration", env: "STOWAGE_SHUTDOWN_TIMEOUT", flag: "--shutdown-timeout", default: "8s", help: "How long SIGTERM waits for in-flight requests" }),
   maxBody: setting({ kind: "bytes", env: "STOWAGE_MAX_BODY", flag: "--max-body", default: "10GiB", help: "Largest upload body" }),
   corsOrigins: setting({ kind: "list", env: "STOWAGE_CORS_ORIGINS", flag: "--cors-origins", default: "", help: "Comma-separated origins allowed by CORS (empty: none)" }),
@@ -80,7 +80,7 @@ export const settings = {
   accessTokenTtl: setting({ kind: "duration", env: "STOWAGE_ACCESS_TOKEN_TTL", flag: "--access-token-ttl", default: "15m", help: "Access token lifetime" }),
   refreshTokenTtl: setting({ kind: "duration", env: "STOWAGE_REFRESH_TOKEN_TTL", flag: "--refresh-token-ttl", default: "30d", help: "Refresh token lifetime" }),
   renewalDays: setting({ kind: "int", env: "STOWAGE_RENEWAL_DAYS", flag: "--renewal-days", default: "30", help: "Days between liveness-check renewals (action 6)" }),
-  rateLimits: setting({ kind: "string", env: "STOWAGE_RATE_LIMITS", flag: "--rate-limits", default: "on", help: "on | off: rate limits of login and code endpoints" }),
+  rateLimits: setting({ kind: "string", env: "STOWAGE_RATE_LIMITS", flag: "--rate-limits", default: "on", choices: ["on", "off"], help: "on | off: rate limits of login and code endpoints" }),
   gateway: setting({ scope: "client", kind: "url", env: "STOWAGE_GATEWAY", flag: "--gateway", default: "http://localhost:8080", help: "Gateway the user commands (login, put, get, …) talk to" }),
   userKey: setting({ scope: "client", kind: "key", env: "STOWAGE_USER_KEY", help: "The user's private key for the user commands (or their --key-file PATH)" }),
 } as const;
@@ -201,10 +201,6 @@ export function parseConfig(argv: readonly string[], env: Env = processEnv, scop
       throw new ConfigError(`${where}: ${(err as Error).message} (got ${JSON.stringify(s.kind === "key" ? "…" : raw)})`);
     }
   }
-  if (!["debug", "info", "warn", "error"].includes(values.logLevel as string)) {
-    throw new ConfigError(`STOWAGE_LOG_LEVEL: must be debug, info, warn or error`);
-  }
-  if (!["on", "off"].includes(values.rateLimits as string)) throw new ConfigError(`STOWAGE_RATE_LIMITS: must be on or off`);
   if (scope === "server") checkS3(values);
   values.dataDir = resolve(values.dataDir as string);
   values.publicUrl ??= `http://${values.host === "0.0.0.0" ? "localhost" : values.host}:${values.port}`;

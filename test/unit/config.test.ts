@@ -54,6 +54,9 @@ describe("config", () => {
     [[], { STOWAGE_PROXY_ADDRESS: "0x12" }, /STOWAGE_PROXY_ADDRESS: must be a 0x-prefixed 20-byte hex address/],
     [[], { STOWAGE_ACCESS_TOKEN_TTL: "soon" }, /must be a duration/],
     [[], { STOWAGE_LOG_LEVEL: "loud" }, /STOWAGE_LOG_LEVEL/],
+    [["--log-level", "loud"], {}, /^--log-level: must be one of debug, info, warn, error \(got "loud"\)$/],
+    [[], { STOWAGE_RATE_LIMITS: "no" }, /^STOWAGE_RATE_LIMITS: must be one of on, off \(got "no"\)$/],
+    [[], { STOWAGE_EMBEDDED_CHAIN: "geth" }, /^STOWAGE_EMBEDDED_CHAIN: must be one of auto, anvil, evm \(got "geth"\)$/],
     [["--nope", "1"], {}, /unknown option --nope/],
     [["--port"], {}, /--port needs a value/],
   ];
