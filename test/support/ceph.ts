@@ -14,6 +14,7 @@ import { createHash, createHmac, randomUUID } from "node:crypto";
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { freePort, rssOf, run } from "./procs.ts";
 
 export interface Rgw {
   /** http://127.0.0.1:PORT */
@@ -49,13 +50,6 @@ let started: Promise<Rgw> | undefined;
 export function cephRgw(): Promise<Rgw> {
   started ??= startRgw();
   return started;
-}
-
-function freePort(): number {
-  const probe = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
-  const port = probe.port;
-  probe.stop(true);
-  return port;
 }
 
 /** Installs the packages if missing; the script holds a lock so parallel callers wait. */
@@ -109,22 +103,6 @@ bdev_aio_poll_ms = 20
 rgw_frontends = beast endpoint=127.0.0.1:${rgwPort}
 rgw_data = ${dir}/rgw
 `;
-}
-
-async function run(cmd: string[], what: string): Promise<string> {
-  const proc = Bun.spawn(cmd, { stdout: "pipe", stderr: "pipe" });
-  const [code, out, err] = await Promise.all([proc.exited, new Response(proc.stdout).text(), new Response(proc.stderr).text()]);
-  if (code !== 0) throw new Error(`${what} failed (${code}): ${err.trim() || out.trim()}`);
-  return out;
-}
-
-function rssOf(pid: number): number {
-  try {
-    const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
-    return m ? Number(m[1]) * 1024 : 0;
-  } catch {
-    return 0;
-  }
 }
 
 async function startRgw(): Promise<Rgw> {

@@ -19,8 +19,9 @@
  */
 import { SQL, spawnSync } from "bun";
 import { randomUUID } from "node:crypto";
-import { chownSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync } from "node:fs";
+import { chownSync, existsSync, mkdirSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
+import { descendants, freePort, rssOf, run } from "./procs.ts";
 
 export interface Postgres {
   /** postgres://stowage@127.0.0.1:PORT/ (no database). */
@@ -51,13 +52,6 @@ export function postgres(): Promise<Postgres> {
   return started;
 }
 
-function freePort(): number {
-  const probe = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
-  const port = probe.port;
-  probe.stop(true);
-  return port;
-}
-
 /** Installs the package if missing; the script holds a lock so parallel callers wait. */
 async function ensureInstalled(): Promise<void> {
   if (["initdb", "postgres"].every((b) => existsSync(join(BIN, b)))) return;
@@ -73,36 +67,6 @@ function asOwner(cmd: string[]): string[] {
 function ownerIds(): { uid: number; gid: number } {
   const id = (flag: string) => Number(spawnSync(["id", flag, "postgres"]).stdout.toString().trim());
   return { uid: id("-u"), gid: id("-g") };
-}
-
-async function run(cmd: string[], what: string): Promise<string> {
-  const proc = Bun.spawn(cmd, { stdout: "pipe", stderr: "pipe" });
-  const [code, out, err] = await Promise.all([proc.exited, new Response(proc.stdout).text(), new Response(proc.stderr).text()]);
-  if (code !== 0) throw new Error(`${what} failed (${code}): ${err.trim() || out.trim()}`);
-  return out;
-}
-
-function rssOf(pid: number): number {
-  try {
-    const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
-    return m ? Number(m[1]) * 1024 : 0;
-  } catch {
-    return 0;
-  }
-}
-
-/** The postmaster's direct children (checkpointer, walwriter, one backend per connection…). */
-function childrenOf(pid: number): number[] {
-  const kids: number[] = [];
-  for (const entry of readdirSync("/proc")) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      // Field 4 of stat is the parent pid; the name (field 2) is in parentheses and may hold spaces.
-      const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
-      if (Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]) === pid) kids.push(Number(entry));
-    } catch {} // gone meanwhile
-  }
-  return kids;
 }
 
 /** The postmaster's pid from its own pid file (under runuser, the process Bun spawned is
@@ -183,7 +147,7 @@ async function startPostgres(): Promise<Postgres> {
       },
       rss: () => {
         const pid = postmasterPid(data);
-        return pid ? [pid, ...childrenOf(pid)].reduce((sum, p) => sum + rssOf(p), 0) : 0;
+        return pid ? [pid, ...descendants(pid)].reduce((sum, p) => sum + rssOf(p), 0) : 0;
       },
       stop: async () => {
         await admin.close();

@@ -1,4 +1,7 @@
-/** The processes a test started, found the way `ps` would: by walking /proc's parent links. */
+/**
+ * The processes and ports of the servers tests start (Ceph, PostgreSQL, the binary), found the
+ * way `ps` would: by reading /proc. One copy here, not one per server's support file.
+ */
 import { readdirSync, readFileSync } from "node:fs";
 
 /** Every process under `root` now (children, their children, …), not `root` itself. */
@@ -7,6 +10,7 @@ export function descendants(root: number): number[] {
   for (const p of readdirSync("/proc")) {
     if (!/^\d+$/.test(p)) continue;
     try {
+      // Field 4 of stat is the parent pid; the name (field 2) is in parentheses and may hold spaces.
       const stat = readFileSync(`/proc/${p}/stat`, "utf8");
       parent.set(Number(p), Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]));
     } catch {
@@ -24,4 +28,30 @@ export function descendants(root: number): number[] {
   };
   walk(root);
   return found;
+}
+
+/** Resident memory of `pid` now, in bytes (0 once it is gone). */
+export function rssOf(pid: number): number {
+  try {
+    const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
+    return m ? Number(m[1]) * 1024 : 0;
+  } catch {
+    return 0;
+  }
+}
+
+/** A loopback port free a moment ago (the OS picks it; the caller binds it soon after). */
+export function freePort(): number {
+  const probe = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
+  const port = probe.port;
+  probe.stop(true);
+  return port;
+}
+
+/** Runs `cmd` to completion and returns its stdout; a non-zero exit throws with its stderr. */
+export async function run(cmd: string[], what: string): Promise<string> {
+  const proc = Bun.spawn(cmd, { stdout: "pipe", stderr: "pipe" });
+  const [code, out, err] = await Promise.all([proc.exited, new Response(proc.stdout).text(), new Response(proc.stderr).text()]);
+  if (code !== 0) throw new Error(`${what} failed (${code}): ${err.trim() || out.trim()}`);
+  return out;
 }
