@@ -61,7 +61,14 @@ export function createMeter({ db, records, storedBytes, now = Date.now, gateway 
     const [record, time] = await Promise.all([records.get(account, kind), records.chainTime()]);
     return { record, limit: allowance(record, time), periodStart: Number(record.periodStart), expired: record.expire <= time };
   }
-  type Pool = Awaited<ReturnType<typeof pool>>;
+
+  /**
+   * Bytes of a pool in use: stored, leaving out `except` (space), or moved this period (traffic),
+   * plus the live holds of transfers other than the holds `mine`.
+   */
+  function used(tx: Tx | Db, account: Address, did: string, kind: Kind, periodStart: number, opts: { except?: { backend: string; name: string }; mine?: number[] } = {}) {
+    return (kind === "space" ? storedBytes(did, opts.except) : trafficMoved(tx, account, periodStart)) + sumReserved(tx, account, kind, now(), opts.mine);
+  }
 
   const refuse = (kind: Kind, limit: number, inUse: number, want: number) =>
     storageError.quota(`not enough ${kind}: ${limit} bytes allowed, ${inUse} in use, ${want} more needed — buy more (GET /dfs/buy${kind}) or ask for a grant`);
@@ -105,8 +112,7 @@ export function createMeter({ db, records, storedBytes, now = Date.now, gateway 
     let recordedAt = 0;
     let closed = false;
 
-    const inUse = (tx: Tx, kind: Kind, p: Pool) =>
-      (kind === "space" ? storedBytes(did, replaced) : trafficMoved(tx, account, p.periodStart)) + sumReserved(tx, account, kind, now(), Object.values(ids).filter((id) => id !== undefined));
+    const mine = () => Object.values(ids).filter((id) => id !== undefined);
 
     /** Checks both pools for the bytes received so far and records them as this upload's holds. */
     function check() {
@@ -114,7 +120,7 @@ export function createMeter({ db, records, storedBytes, now = Date.now, gateway 
         (tx) => {
           let free = Number.POSITIVE_INFINITY;
           for (const [kind, p] of [["space", space], ["traffic", traffic]] as const) {
-            const others = inUse(tx, kind, p);
+            const others = used(tx, account, did, kind, p.periodStart, { except: replaced, mine: mine() });
             if (others + received > p.limit) {
               // Dropped in this same transaction: a refused upload never counts against another.
               drop(tx, Object.values(ids));
@@ -152,11 +158,11 @@ export function createMeter({ db, records, storedBytes, now = Date.now, gateway 
        */
       commit(tx: Tx, size: number, moved: number) {
         if (closed) throw new Error("upload meter already closed");
-        const stored = storedBytes(did);
-        const holds = Object.values(ids).filter((id) => id !== undefined);
-        const reservedSpace = sumReserved(tx, account, "space", now(), holds);
-        if (stored + reservedSpace > space.limit) throw refuse("space", space.limit, stored - size + reservedSpace, size);
-        const movedBefore = trafficMoved(tx, account, traffic.periodStart) + sumReserved(tx, account, "traffic", now(), holds);
+        const holds = mine();
+        // The file row is in: it counts in what is stored.
+        const withFile = used(tx, account, did, "space", space.periodStart, { mine: holds });
+        if (withFile > space.limit) throw refuse("space", space.limit, withFile - size, size);
+        const movedBefore = used(tx, account, did, "traffic", traffic.periodStart, { mine: holds });
         if (movedBefore + moved > traffic.limit) throw refuse("traffic", traffic.limit, movedBefore, moved);
         drop(tx, holds);
         addTraffic(tx, account, traffic.periodStart, moved);
@@ -176,7 +182,7 @@ export function createMeter({ db, records, storedBytes, now = Date.now, gateway 
     const traffic = await pool(account, "traffic");
     let id = db.transaction(
       (tx) => {
-        const inUse = trafficMoved(tx, account, traffic.periodStart) + sumReserved(tx, account, "traffic", now());
+        const inUse = used(tx, account, "", "traffic", traffic.periodStart); // traffic: no DID needed
         if (inUse + bytes > traffic.limit) throw refuse("traffic", traffic.limit, inUse, bytes);
         return hold(tx, account, "traffic", bytes, undefined);
       },
@@ -206,7 +212,7 @@ export function createMeter({ db, records, storedBytes, now = Date.now, gateway 
   /** The quota record of spec 2.6 for one pool: what is left once stored (or moved) bytes and live holds count. */
   async function record(account: Address, did: string, kind: Kind) {
     const { record: r, limit, periodStart } = await pool(account, kind);
-    const inUse = (kind === "space" ? storedBytes(did) : trafficMoved(db, account, periodStart)) + sumReserved(db, account, kind, now());
+    const inUse = used(db, account, did, kind, periodStart);
     const gwei = weiToGwei(r.deposit);
     return {
       Nonce: Number(r.nonce),
