@@ -175,3 +175,30 @@ export function pinnedAmong(db: Db | Tx, keys: readonly string[], at = Date.now(
       .map((r) => r.key),
   );
 }
+
+/** Deletions in flight at once: each is a round trip to S3 (a few ms), so one at a time would
+ * make releasing a 10 GiB file take a minute. */
+const DELETE_CONCURRENCY = 8;
+
+/**
+ * Runs `deleteOne` (a `deleteIfUnused` with the back-end's reference check) over `items`, a few
+ * at a time; returns how many it deleted. A failure goes to `failed` and the rest go on: the rows
+ * are gone already, so the next sweep finds the object and tries again.
+ */
+export async function deleteEach<T>(items: Iterable<T>, deleteOne: (item: T) => Promise<boolean>, failed: (item: T, err: unknown) => void): Promise<number> {
+  const todo = [...items];
+  let next = 0;
+  let deleted = 0;
+  const worker = async () => {
+    while (next < todo.length) {
+      const item = todo[next++] as T;
+      try {
+        if (await deleteOne(item)) deleted++;
+      } catch (err) {
+        failed(item, err);
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(DELETE_CONCURRENCY, todo.length) }, worker));
+  return deleted;
+}

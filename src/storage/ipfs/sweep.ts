@@ -6,7 +6,7 @@
  * Runs once at start, as the server's other sweeps do (one gateway; issue 13 makes it a cluster
  * singleton).
  */
-import type { BlobGuard } from "../../blob/guard.ts";
+import { deleteEach, type BlobGuard } from "../../blob/guard.ts";
 import type { Db } from "../../db/open.ts";
 import type { Logger } from "../../log.ts";
 import { BLOCK_PREFIX } from "./blocks.ts";
@@ -47,20 +47,11 @@ export async function sweepOrphans(deps: { db: Db; guard: BlobGuard; log: Logger
 }
 
 /** Deletes keys an upload or a release left without a row, a few at a time. */
-export async function deleteUnreferenced(guard: BlobGuard, keys: Iterable<string>, log: Logger): Promise<number> {
-  const todo = [...keys];
-  let removed = 0;
-  const worker = async () => {
-    for (let key = todo.pop(); key !== undefined; key = todo.pop()) {
-      const k = key;
-      try {
-        if (await guard.deleteIfUnused(k, (tx) => blockReferenced(tx, k))) removed++;
-      } catch (err) {
-        // The row is gone already: the next start's sweep deletes the object.
-        log.warn("ipfs: deleting an unreferenced block failed; the start-up sweep will", { key: k, err: String(err) });
-      }
-    }
-  };
-  await Promise.all(Array.from({ length: 8 }, worker));
-  return removed;
+export function deleteUnreferenced(guard: BlobGuard, keys: Iterable<string>, log: Logger): Promise<number> {
+  return deleteEach(
+    keys,
+    (key) => guard.deleteIfUnused(key, (tx) => blockReferenced(tx, key)),
+    // The row is gone already: the next start's sweep deletes the object.
+    (key, err) => log.warn("ipfs: deleting an unreferenced block failed; the start-up sweep will", { key, err: String(err) }),
+  );
 }
