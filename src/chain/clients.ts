@@ -19,7 +19,6 @@ export function chainClients(chainId: number, target: string | RpcEndpoint, fast
   const transport = endpoint.transport();
   const pollingInterval = fast ? 25 : 2000;
   return {
-    endpoint,
     chain,
     publicClient: createPublicClient({ chain, transport, pollingInterval }),
     wallet: (account: Account) => createWalletClient({ account, chain, transport, pollingInterval }),

@@ -16,8 +16,6 @@ import { Chain } from "./chain.ts";
 import { methodNotFound } from "./errors.ts";
 import { dispatch } from "./methods.ts";
 
-export { RpcError } from "./errors.ts";
-
 export interface InProcessChain {
   request(args: { method: string; params?: unknown[] }): Promise<unknown>;
   stop(): Promise<void>;
