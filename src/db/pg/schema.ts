@@ -44,6 +44,15 @@ const jsonText = <T>(name: string) =>
 /** Text ordered and matched byte for byte, as SQLite does. */
 const bytesText = customType<{ data: string; driverData: string }>({ dataType: () => 'text COLLATE "C"' });
 
+/** The quota pool a row is about (src/quota/schema.ts), in the two tables that have one. */
+const poolKind = () => text("kind", { enum: ["space", "traffic"] }).notNull();
+
+/** A row owned by a user, gone with the user. */
+const userId = () =>
+  int8("user_id")
+    .notNull()
+    .references(() => users.id, { onDelete: "cascade" });
+
 // ---- src/db/schema.ts
 
 export const appState = pgTable("app_state", {
@@ -82,9 +91,7 @@ export const refreshFamilies = pgTable(
   "refresh_families",
   {
     id: text("id").primaryKey(),
-    userId: int8("user_id")
-      .notNull()
-      .references(() => users.id, { onDelete: "cascade" }),
+    userId: userId(),
     headId: text("head_id").notNull(),
     method: text("method").notNull(),
     source: text("source").notNull().default(""),
@@ -140,9 +147,7 @@ export const actionRecords = pgTable(
   "action_records",
   {
     id: id("id"),
-    userId: int8("user_id")
-      .notNull()
-      .references(() => users.id, { onDelete: "cascade" }),
+    userId: userId(),
     action: int8("action").notNull(),
     points: int8("points").notNull(),
     /** Unix seconds. */
@@ -319,7 +324,7 @@ export const quotaReservations = pgTable(
   {
     id: id("id"),
     account: text("account").notNull(),
-    kind: text("kind", { enum: ["space", "traffic"] }).notNull(),
+    kind: poolKind(),
     bytes: int8("bytes").notNull(),
     createdAt: int8("created_at").notNull(),
     gateway: text("gateway").notNull().default(""),
@@ -343,7 +348,7 @@ export const purchases = pgTable(
   {
     id: id("id"),
     account: text("account").notNull(),
-    kind: text("kind", { enum: ["space", "traffic"] }).notNull(),
+    kind: poolKind(),
     idempotencyKey: text("idempotency_key").notNull(),
     bytes: int8("bytes").notNull(),
     status: text("status", { enum: ["pending", "done", "failed"] }).notNull(),
