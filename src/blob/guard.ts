@@ -23,7 +23,7 @@
  *   await guard.deleteIfUnused(key, (tx) => isReferenced(tx, key))
  */
 import { randomBytes } from "node:crypto";
-import { and, eq, gt, inArray, lte, sql } from "drizzle-orm";
+import { and, eq, gt, lte, sql } from "drizzle-orm";
 import type { Db } from "../db/open.ts";
 import type { Logger } from "../log.ts";
 import { blobPins, blobTombstones } from "./schema.ts";
@@ -161,19 +161,6 @@ export function createBlobGuard({ db, store, log, now = Date.now }: { db: Db; st
       return db.delete(blobPins).where(lte(blobPins.expiresAt, now())).returning({ key: blobPins.key }).all().length;
     },
   };
-}
-
-/** Keys of `keys` that some live pin holds (for sweeps that decide many keys at once). */
-export function pinnedAmong(db: Db | Tx, keys: readonly string[], at = Date.now()): Set<string> {
-  if (keys.length === 0) return new Set();
-  return new Set(
-    db
-      .select({ key: blobPins.key })
-      .from(blobPins)
-      .where(and(inArray(blobPins.key, [...keys]), gt(blobPins.expiresAt, at)))
-      .all()
-      .map((r) => r.key),
-  );
 }
 
 /** Deletions in flight at once: each is a round trip to S3 (a few ms), so one at a time would

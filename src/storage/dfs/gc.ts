@@ -9,7 +9,7 @@ import type { DfsContext } from "./context.ts";
 import { chunkReferenced } from "./rows.ts";
 
 /** Deletes the chunk of `hash` if unreferenced and unpinned; true if this call deleted it. */
-export function deleteIfUnused(ctx: DfsContext, hash: string): Promise<boolean> {
+function deleteIfUnused(ctx: DfsContext, hash: string): Promise<boolean> {
   return ctx.guard.deleteIfUnused(chunkKey(hash), (tx) => chunkReferenced(tx, hash));
 }
 
