@@ -19,7 +19,7 @@ import { join } from "node:path";
 import type { Logger } from "../log.ts";
 import { isAlive } from "../datadir/lock.ts";
 import { anvilExecutable } from "./anvil-binary.ts";
-import { ipcEndpoint, providerEndpoint, rpcCall, type RpcEndpoint } from "./endpoint.ts";
+import { checkSocketPath, ipcEndpoint, providerEndpoint, rpcCall, type RpcEndpoint } from "./endpoint.ts";
 
 /** `auto` picks anvil where a private network namespace can be made, else the in-process EVM. */
 export type EngineChoice = "auto" | "anvil" | "evm";
@@ -181,6 +181,8 @@ async function startAnvil(dataDir: string, chainId: number, log: Logger): Promis
   const exe = await anvilExecutable(dataDir);
   const state = anvilState(dataDir);
   const ipc = socketPath(dataDir);
+  // Before the spawn: a path anvil cannot bind would otherwise be found only after it started.
+  checkSocketPath(ipc);
   const resumed = existsSync(state);
   guardState(state, log);
   const wrapper = namespaceWrapper() as string[];

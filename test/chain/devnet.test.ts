@@ -1,6 +1,6 @@
 /** The embedded devnet's own behaviour, on a real anvil (and the in-process EVM) in a temp data dir. */
 import { expect, test } from "bun:test";
-import { mkdirSync, readFileSync, readlinkSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, readlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { namespaceWrapper, readDevnetRecord, startDevnet } from "../../src/chain/devnet.ts";
 import { rpcCall, type RpcEndpoint } from "../../src/chain/endpoint.ts";
@@ -50,4 +50,11 @@ test("a data dir keeps the engine it started with, and refuses another one by na
   mkdirSync(join(dataDir, "chain"), { recursive: true });
   writeFileSync(join(dataDir, "chain", "state.json"), "{}");
   await expect(startDevnet({ dataDir, chainId: 985, log: silentLogger, engine: "evm" })).rejects.toThrow("runs on anvil");
+});
+
+test("a data dir too deep for anvil's socket path is refused by name before anvil is spawned (none is left running)", async () => {
+  const dataDir = join(tempDir("devnet-long"), "d".repeat(100));
+  await expect(startDevnet({ dataDir, chainId: 985, log: silentLogger, engine: "anvil" })).rejects.toThrow("longer than a Unix socket path may be");
+  // A spawned anvil is detached and recorded: no record means none was started to outlive the refusal.
+  expect(readDevnetRecord(dataDir)).toBeUndefined();
 });
