@@ -4,17 +4,20 @@
  *
  * Starting Ceph costs seconds, so the cluster starts once per test process (`bun test` runs every
  * file in one process) and is shared: `cephRgw()` returns the same promise to every caller, and
- * each test takes its own key prefix (`rgw.prefix()`) so tests never see each other's objects. It
- * stops when the process exits; a watchdog kills it too if the process dies without exiting
- * (SIGKILL), so no daemons outlive a test run. The Debian packages are installed when missing
+ * each test takes its own key prefix (`rgw.prefix()`) so tests never see each other's objects. The
+ * daemons and a watchdog run outside this process's tree (setsid), as test/support/postgres.ts
+ * does: bun test kills the processes a timed-out test started, and the cluster belongs to the
+ * whole process, not to the test that happened to start it. The watchdog stops the daemons and
+ * removes the folder once this process is gone, however it ended (bun test emits no "exit";
+ * SIGKILL runs nothing), so no daemons outlive a test run. The Debian packages are installed when missing
  * (`scripts/ceph.sh install`), so a fresh machine needs nothing beforehand.
  */
-import { S3Client, type Subprocess } from "bun";
+import { S3Client } from "bun";
 import { createHash, createHmac, randomUUID } from "node:crypto";
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { freePort, rssOf, run } from "./procs.ts";
+import { alive, freePort, rssOf, run } from "./procs.ts";
 
 export interface Rgw {
   /** http://127.0.0.1:PORT */
@@ -119,21 +122,29 @@ async function startRgw(): Promise<Rgw> {
   const cfg = join(dir, "ceph.conf");
   writeFileSync(cfg, conf(dir, fsid, monPort, rgwPort));
   const c = ["-c", cfg];
-  const daemons: Subprocess[] = [];
-  const daemon = (name: string, cmd: string[]) => {
-    const p = Bun.spawn(cmd, { stdout: Bun.file(join(dir, "log", `${name}.out`)), stderr: Bun.file(join(dir, "log", `${name}.err`)) });
-    daemons.push(p);
-    return p;
+  const daemons: number[] = [];
+  // Detached (setsid, see the header): `$!` is the daemon's own pid, setsid execs it in place.
+  const daemon = async (name: string, cmd: string[]): Promise<number> => {
+    const log = join(dir, "log", name);
+    const pid = Number((await run(["sh", "-c", 'setsid "$@" </dev/null >"$0.out" 2>"$0.err" & echo $!', log, ...cmd], `starting ${name}`)).trim());
+    daemons.push(pid);
+    writePid(dir, name, pid);
+    return pid;
+  };
+  const signal = (pid: number, sig: NodeJS.Signals) => {
+    try {
+      process.kill(pid, sig);
+    } catch {} // already gone
   };
   const killAll = () => {
-    for (const p of daemons) p.kill("SIGKILL");
+    for (const pid of daemons) signal(pid, "SIGKILL");
     rmSync(dir, { recursive: true, force: true });
   };
+  // Only outside `bun test` (the benchmarks): bun test exits without emitting "exit".
   process.on("exit", killAll);
-  // If this process is SIGKILLed, no exit handler runs: the watchdog (tail returns when the pid
-  // is gone) kills the daemons and removes the folder.
-  const watchdog = Bun.spawn(["sh", "-c", `tail --pid=${process.pid} -f /dev/null; pkill -KILL -F ${dir}/run/rgw.pid; pkill -KILL -F ${dir}/run/osd.pid; pkill -KILL -F ${dir}/run/mon.pid; rm -rf ${dir}`], { stdio: ["ignore", "ignore", "ignore"] });
-  watchdog.unref();
+  // Under bun test, and when this process is SIGKILLed: tail returns when the pid is gone.
+  const watch = `tail --pid=${process.pid} -f /dev/null; pkill -KILL -F ${dir}/run/rgw.pid; pkill -KILL -F ${dir}/run/osd.pid; pkill -KILL -F ${dir}/run/mon.pid; rm -rf ${dir}`;
+  const watchdogPid = Number((await run(["sh", "-c", 'setsid sh -c "$1" </dev/null >/dev/null 2>&1 & echo $!', "sh", watch], "watchdog")).trim());
 
   const deadline = AbortSignal.timeout(START_TIMEOUT_MS);
   const failed = (why: string) => {
@@ -151,19 +162,16 @@ async function startRgw(): Promise<Rgw> {
     // The OSD's mkfs needs no monitor (--no-mon-config): it runs while the monitor starts.
     const osdMkfs = run(["ceph-osd", ...c, "-i", "0", "--mkfs", "--osd-uuid", osdUuid, "--no-mon-config"], "ceph-osd --mkfs");
     await run(["ceph-mon", ...c, "-i", "a", "--mkfs", "--monmap", join(dir, "monmap")], "ceph-mon --mkfs");
-    const mon = daemon("mon", ["ceph-mon", ...c, "-i", "a", "-f"]);
-    writePid(dir, "mon", mon.pid);
+    const mon = await daemon("mon", ["ceph-mon", ...c, "-i", "a", "-f"]);
     await run(["ceph", ...c, "--connect-timeout", "30", "osd", "new", osdUuid, "0"], "ceph osd new");
     await osdMkfs;
-    const osd = daemon("osd", ["ceph-osd", ...c, "-i", "0", "-f"]);
-    writePid(dir, "osd", osd.pid);
+    const osd = await daemon("osd", ["ceph-osd", ...c, "-i", "0", "-f"]);
     // radosgw waits for the OSD by itself. The user is made once it answers: radosgw-admin run
     // meanwhile races radosgw to create the same pools and both slow down.
-    const rgw = daemon("rgw", ["radosgw", ...c, "-n", "client.rgw", "-f"]);
-    writePid(dir, "rgw", rgw.pid);
+    const rgw = await daemon("rgw", ["radosgw", ...c, "-n", "client.rgw", "-f"]);
     const endpoint = `http://127.0.0.1:${rgwPort}`;
     await untilAnswers(endpoint, deadline, () => {
-      for (const p of daemons) if (p.exitCode !== null) throw failed(`a daemon exited (${p.exitCode})`);
+      for (const pid of daemons) if (!alive(pid)) throw failed(`a daemon exited (pid ${pid})`);
     });
     const accessKeyId = `AK${randomUUID().replaceAll("-", "").slice(0, 18).toUpperCase()}`;
     const secretAccessKey = randomUUID().replaceAll("-", "") + randomUUID().replaceAll("-", "").slice(0, 8);
@@ -188,15 +196,16 @@ async function startRgw(): Promise<Rgw> {
       createBucket,
       client,
       startMs,
-      rss: () => daemons.reduce((sum, p) => sum + rssOf(p.pid), 0),
+      rss: () => daemons.reduce((sum, pid) => sum + rssOf(pid), 0),
       stop: async () => {
-        for (const p of [rgw, osd, mon]) {
-          p.kill("SIGTERM");
-          const done = await Promise.race([p.exited.then(() => true), Bun.sleep(STOP_TIMEOUT_MS).then(() => false)]);
-          if (!done) p.kill("SIGKILL");
+        for (const pid of [rgw, osd, mon]) {
+          signal(pid, "SIGTERM");
+          const until = performance.now() + STOP_TIMEOUT_MS;
+          while (alive(pid) && performance.now() < until) await Bun.sleep(20);
+          if (alive(pid)) signal(pid, "SIGKILL");
         }
         process.off("exit", killAll);
-        watchdog.kill("SIGKILL");
+        signal(watchdogPid, "SIGKILL");
         rmSync(dir, { recursive: true, force: true });
         started = undefined;
       },

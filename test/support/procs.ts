@@ -40,6 +40,17 @@ export function rssOf(pid: number): number {
   }
 }
 
+/** True while `pid` runs: not gone, and not a zombie no parent has reaped (a detached daemon's
+ * parent is whatever reaps orphans here, maybe nothing). */
+export function alive(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return stat[stat.lastIndexOf(")") + 2] !== "Z";
+  } catch {
+    return false;
+  }
+}
+
 /** A loopback port free a moment ago (the OS picks it; the caller binds it soon after). */
 export function freePort(): number {
   const probe = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
