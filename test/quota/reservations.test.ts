@@ -7,6 +7,7 @@ import { describe, expect, test } from "bun:test";
 import { eq } from "drizzle-orm";
 import type { Address } from "viem";
 import { proxyAbi } from "../../src/chain/artifacts/index.ts";
+import { createMeter, RESERVATION_TTL_MS } from "../../src/quota/meter.ts";
 import { quotaReservations } from "../../src/quota/schema.ts";
 import { mined } from "../support/anvil.ts";
 import { readJson, statusOf } from "../support/app.ts";
@@ -107,6 +108,30 @@ describe("stalled and aborted uploads", () => {
     expect((await readJson(answers[0] as Response)).Description).toMatch(/interrupted/);
     expect(holdsOf(account.address)).toEqual([]);
     expect((await client.space()).SizeByte).toBe(8 * MiB);
+  });
+});
+
+describe("renewing holds", () => {
+  test("a download renews its hold while bytes flow, past the TTL; once they stop, the hold expires and stops counting", async () => {
+    const { account, client } = await gw.user();
+    await grant(account.address, "traffic", 1_000_000);
+    let clock = Date.now();
+    const timed = createMeter({ db, records: gw.quota!.records, storedBytes: () => 0, now: () => clock });
+    const trafficLeft = async () => (await timed.record(account.address, client.did, "traffic")).SizeByte;
+    const down = await timed.beginDownload(account.address, 600_000);
+    expect(await trafficLeft()).toBe(400_000);
+    // Bytes flow for twice the TTL; each 10 s of it renews the hold.
+    for (let waited = 0; waited < 2 * RESERVATION_TTL_MS; waited += 10_000) {
+      clock += 10_000;
+      down.renew();
+    }
+    expect(await trafficLeft()).toBe(400_000);
+    expect(await timed.beginDownload(account.address, 400_001).then(() => 200, (err: { status?: number }) => err.status)).toBe(402);
+    // The client goes silent: a TTL after the last renewal, the hold no longer counts.
+    clock += RESERVATION_TTL_MS;
+    expect(await trafficLeft()).toBe(1_000_000);
+    down.settle(0);
+    expect(holdsOf(account.address)).toEqual([]);
   });
 });
 
