@@ -84,6 +84,18 @@ function customTransport(endpoint: RpcEndpoint): Transport {
   );
 }
 
+/** An endpoint that answers a batch one request at a time (a socket or a function has no batch
+ * of its own), with viem going through `send` like every other caller. */
+function perRequest(label: string, one: (request: RpcRequest) => Promise<RpcResponse>, close: () => void): RpcEndpoint {
+  const endpoint: RpcEndpoint = {
+    label,
+    send: (batch) => Promise.all(batch.map(one)),
+    transport: () => customTransport(endpoint),
+    close,
+  };
+  return endpoint;
+}
+
 export function httpEndpoint(url: string, timeoutMs = 20_000): RpcEndpoint {
   const label = (() => {
     const u = new URL(url);
@@ -200,16 +212,10 @@ export function ipcEndpoint(path: string, timeoutMs = 20_000): RpcEndpoint {
     return { ...(await answer), id: request.id };
   };
 
-  const endpoint: RpcEndpoint = {
-    label,
-    send: (batch) => Promise.all(batch.map(one)),
-    transport: () => customTransport(endpoint),
-    close() {
-      socket?.destroy();
-      socket = undefined;
-    },
-  };
-  return endpoint;
+  return perRequest(label, one, () => {
+    socket?.destroy();
+    socket = undefined;
+  });
 }
 
 /** An EIP-1193 `request` (the in-process EVM) as an endpoint; its thrown errors become answers. */
@@ -222,11 +228,5 @@ export function providerEndpoint(label: string, request: (args: { method: string
       return { jsonrpc: "2.0", id: r.id, error: { code: typeof e.code === "number" ? e.code : -32603, message: e.message, ...(e.data !== undefined ? { data: e.data } : {}) } };
     }
   };
-  const endpoint: RpcEndpoint = {
-    label,
-    send: (batch) => Promise.all(batch.map(one)),
-    transport: () => customTransport(endpoint),
-    close() {},
-  };
-  return endpoint;
+  return perRequest(label, one, () => {});
 }
