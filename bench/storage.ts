@@ -289,20 +289,11 @@ async function main() {
   let s3Target: S3Target | undefined;
   let rgwStartMs = 0;
   if (useS3) {
-    const { cephRgw } = await import("../test/support/ceph.ts");
+    const { cephRgw, stowageS3Env } = await import("../test/support/ceph.ts");
     const rgw = await cephRgw();
     rgwStartMs = rgw.startMs;
-    const target = (): S3Target => ({ endpoint: rgw.endpoint, region: rgw.region, bucket: rgw.bucket, accessKeyId: rgw.accessKeyId, secretAccessKey: rgw.secretAccessKey, prefix: rgw.prefix() });
-    const mine = target();
-    Object.assign(env, {
-      STOWAGE_S3_ENDPOINT: mine.endpoint,
-      STOWAGE_S3_REGION: mine.region,
-      STOWAGE_S3_BUCKET: mine.bucket,
-      STOWAGE_S3_PREFIX: mine.prefix,
-      STOWAGE_S3_ACCESS_KEY_ID: mine.accessKeyId,
-      STOWAGE_S3_SECRET_ACCESS_KEY: mine.secretAccessKey,
-    });
-    s3Target = target();
+    Object.assign(env, stowageS3Env(rgw, rgw.prefix()));
+    s3Target = { endpoint: rgw.endpoint, region: rgw.region, bucket: rgw.bucket, accessKeyId: rgw.accessKeyId, secretAccessKey: rgw.secretAccessKey, prefix: rgw.prefix() };
   }
 
   // ── /proc ──

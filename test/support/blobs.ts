@@ -8,7 +8,7 @@
  * Each data dir gets its own key prefix, kept for the life of the process: a server restarted
  * over the same data dir finds its objects again, and two servers never see each other's.
  */
-import { cephRgw, type Rgw } from "./ceph.ts";
+import { cephRgw, stowageS3Env, type Rgw } from "./ceph.ts";
 import { LocalBlobStore, S3BlobStore, localBlobRoot, type BlobStore } from "../../src/blob/index.ts";
 
 const chosen = process.env.STOWAGE_TEST_BLOBS ?? "local";
@@ -35,15 +35,7 @@ export function prefixOf(dataDir: string): string | undefined {
 /** The STOWAGE_S3_* settings of a server over `dataDir`: none on the local store. */
 export function blobEnv(dataDir: string): Record<string, string> {
   const prefix = prefixOf(dataDir);
-  if (!testRgw || prefix === undefined) return {};
-  return {
-    STOWAGE_S3_ENDPOINT: testRgw.endpoint,
-    STOWAGE_S3_BUCKET: testRgw.bucket,
-    STOWAGE_S3_REGION: testRgw.region,
-    STOWAGE_S3_PREFIX: prefix,
-    STOWAGE_S3_ACCESS_KEY_ID: testRgw.accessKeyId,
-    STOWAGE_S3_SECRET_ACCESS_KEY: testRgw.secretAccessKey,
-  };
+  return testRgw && prefix !== undefined ? stowageS3Env(testRgw, prefix) : {};
 }
 
 /** True when a test set blob-store settings of its own (then support adds none). */

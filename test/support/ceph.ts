@@ -215,6 +215,19 @@ async function startRgw(): Promise<Rgw> {
   }
 }
 
+/** The STOWAGE_S3_* settings of a server keeping its content under `prefix` in the shared bucket,
+ * as an operator would set them: one spelling for the tests (blobs.ts) and the benchmark. */
+export function stowageS3Env(rgw: Rgw, prefix: string): Record<string, string> {
+  return {
+    STOWAGE_S3_ENDPOINT: rgw.endpoint,
+    STOWAGE_S3_BUCKET: rgw.bucket,
+    STOWAGE_S3_REGION: rgw.region,
+    STOWAGE_S3_PREFIX: prefix,
+    STOWAGE_S3_ACCESS_KEY_ID: rgw.accessKeyId,
+    STOWAGE_S3_SECRET_ACCESS_KEY: rgw.secretAccessKey,
+  };
+}
+
 const EMPTY_SHA256 = createHash("sha256").update("").digest("hex");
 
 /** AWS Signature V4 headers for one bodiless request: all the create-bucket PUT needs (Bun's
