@@ -133,6 +133,26 @@ describe("renewing holds", () => {
     down.settle(0);
     expect(holdsOf(account.address)).toEqual([]);
   });
+
+  test("a slow upload renews its holds as its bytes trickle in, past the TTL; once they stop, the holds expire", async () => {
+    const { account, client } = await gw.user();
+    await grant(account.address, "space", 1_000_000);
+    await grant(account.address, "traffic", 1_000_000);
+    let clock = Date.now();
+    const timed = createMeter({ db, records: gw.quota!.records, storedBytes: () => 0, now: () => clock });
+    const spaceLeft = async () => (await timed.record(account.address, client.did, "space")).SizeByte;
+    // Far below the declared length, so only the time since the last record makes it check again.
+    const up = await timed.beginUpload(account.address, client.did, { declared: 100_000, backend: "dfs", name: "slow.bin" });
+    for (let waited = 0; waited < 2 * RESERVATION_TTL_MS; waited += 10_000) {
+      clock += 10_000;
+      up.add(10);
+    }
+    expect(await spaceLeft()).toBe(1_000_000 - 120);
+    clock += RESERVATION_TTL_MS;
+    expect(await spaceLeft()).toBe(1_000_000);
+    up.release();
+    expect(holdsOf(account.address)).toEqual([]);
+  });
 });
 
 describe("clearing holds", () => {
