@@ -130,10 +130,12 @@ interface Conn {
   closed: boolean;
 }
 
+const encoder = new TextEncoder();
+
 function send(socket: Socket<Conn>, body: object) {
   const conn = socket.data;
   if (conn.closed) return;
-  const bytes = new TextEncoder().encode(`${JSON.stringify(body)}\n`);
+  const bytes = encoder.encode(`${JSON.stringify(body)}\n`);
   if (conn.backlog.length > 0) {
     conn.backlog.push(bytes);
     return;
