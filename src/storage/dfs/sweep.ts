@@ -3,12 +3,14 @@
  * - rows at zero references (never written by the store itself; removed defensively);
  * - chunk objects under `dfs/` that no row references and no upload has pinned (a crash between
  *   the chunk writes and the commit, or between a release's transaction and its deletes);
- * - deletions whose deleter died (stale tombstones) and expired pins.
+ * - deletions whose deleter died (stale tombstones) and expired pins (the shared sweepKeys does
+ *   the listing and this housekeeping, for ipfs too).
  * It runs at start (the factory runs it before returning) and may run at any time later: every
  * deletion goes through the blob guard (D15), which decides against the rows and the pins in one
  * transaction, so a sweep beside uploads takes nothing they need. Half-written objects are the
  * blob store's own business (a local temp file, an S3 multipart upload), never a key it lists.
  */
+import { sweepKeys } from "../../blob/sweep.ts";
 import { CHUNK_PREFIX, hashOfKey } from "./cid.ts";
 import type { DfsContext } from "./context.ts";
 import { collect } from "./gc.ts";
@@ -34,52 +36,28 @@ export interface SweepReport {
   ms: number;
 }
 
-/** Keys decided per batch: one query for their rows, then the guard for the unreferenced. */
-const BATCH = 500;
-
 /** `atStart`: nothing else of this store runs (the factory has not returned it yet). */
 export async function sweep(ctx: DfsContext, { atStart = false } = {}): Promise<SweepReport> {
   const began = performance.now();
-  const staleTombstones = await ctx.guard.finishStaleTombstones();
-  const expiredPins = ctx.guard.dropExpiredPins();
   const dead = ctx.rows.dropDeadRows();
   await collect(ctx, dead.chunks);
+  const keys = await sweepKeys(ctx.guard, CHUNK_PREFIX, {
+    parse: hashOfKey,
+    referencedAmong: (hashes) => ctx.rows.referencedAmong(hashes),
+    deleteUnused: (hashes) => collect(ctx, hashes),
+  });
   const report: SweepReport = {
     deadObjects: dead.objects,
     deadChunks: dead.chunks.length,
-    orphanChunks: 0,
-    keptChunks: 0,
-    heldChunks: 0,
-    strangers: 0,
-    missingChunks: undefined,
-    staleTombstones,
-    expiredPins,
-    ms: 0,
+    orphanChunks: keys.removed,
+    keptChunks: keys.referenced + keys.held,
+    heldChunks: keys.held,
+    strangers: keys.strangers,
+    missingChunks: atStart ? ctx.rows.counts().chunks - keys.referenced : undefined,
+    staleTombstones: keys.staleTombstones,
+    expiredPins: keys.expiredPins,
+    ms: Math.round(performance.now() - began),
   };
-  let referenced = 0;
-  let batch: string[] = [];
-  const decide = async () => {
-    const keep = ctx.rows.referencedAmong(batch);
-    referenced += keep.size;
-    const candidates = batch.filter((h) => !keep.has(h));
-    const deleted = await collect(ctx, candidates);
-    report.orphanChunks += deleted;
-    report.keptChunks += batch.length - deleted;
-    report.heldChunks += candidates.length - deleted;
-    batch = [];
-  };
-  for await (const key of ctx.store.list(CHUNK_PREFIX)) {
-    const hash = hashOfKey(key);
-    if (hash === undefined) {
-      report.strangers++;
-      continue;
-    }
-    batch.push(hash);
-    if (batch.length >= BATCH) await decide();
-  }
-  if (batch.length > 0) await decide();
-  if (atStart) report.missingChunks = ctx.rows.counts().chunks - referenced;
-  report.ms = Math.round(performance.now() - began);
   logReport(ctx, report);
   return report;
 }

@@ -3,10 +3,12 @@
  * upload's writes and its commit or abort, a release whose DELETEs failed) are deleted through the
  * guard. Safe beside running uploads and releases: each deletion is decided in the guard's
  * transaction, which sees the rows and the live pins of uploads (D15), never an object's age.
+ * The listing and the guard's housekeeping are the shared sweepKeys (src/blob/sweep.ts).
  * Runs once at start, as the server's other sweeps do (one gateway; issue 13 makes it a cluster
  * singleton).
  */
 import { deleteEach, type BlobGuard } from "../../blob/guard.ts";
+import { sweepKeys } from "../../blob/sweep.ts";
 import type { Db } from "../../db/open.ts";
 import type { Logger } from "../../log.ts";
 import { BLOCK_PREFIX } from "./blocks.ts";
@@ -22,28 +24,15 @@ export interface SweepResult {
   held: number;
 }
 
-const PAGE = 500;
-
 export async function sweepOrphans(deps: { db: Db; guard: BlobGuard; log: Logger; stopped?: () => boolean }): Promise<SweepResult> {
   const { db, guard } = deps;
-  const result: SweepResult = { seen: 0, removed: 0, held: 0 };
-  let page: string[] = [];
-  const decide = async () => {
-    const kept = referencedAmong(db, page);
-    const candidates = page.filter((k) => !kept.has(k));
-    const removed = await deleteUnreferenced(guard, candidates, deps.log);
-    result.removed += removed;
-    result.held += candidates.length - removed;
-    page = [];
-  };
-  for await (const key of guard.store.list(BLOCK_PREFIX)) {
-    if (deps.stopped?.()) break;
-    result.seen++;
-    page.push(key);
-    if (page.length >= PAGE) await decide();
-  }
-  if (!deps.stopped?.()) await decide();
-  return result;
+  const { seen, removed, held } = await sweepKeys(guard, BLOCK_PREFIX, {
+    parse: (key) => key,
+    referencedAmong: (keys) => referencedAmong(db, keys),
+    deleteUnused: (keys) => deleteUnreferenced(guard, keys, deps.log),
+    stopped: deps.stopped,
+  });
+  return { seen, removed, held };
 }
 
 /** Deletes keys an upload or a release left without a row, a few at a time. */

@@ -9,6 +9,7 @@ import { CID } from "multiformats/cid";
 import { readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { LEASE_MS } from "../../../src/blob/guard.ts";
+import { blobTombstones } from "../../../src/blob/schema.ts";
 import { blockKey } from "../../../src/storage/ipfs/blocks.ts";
 import { localStore } from "../../../src/storage/ipfs/local-store.ts";
 import { sweepOrphans } from "../../../src/storage/ipfs/sweep.ts";
@@ -170,6 +171,18 @@ describe("races (D15)", () => {
 });
 
 describe("orphan sweep at start", () => {
+  test("a deletion whose deleter died is finished by the sweep (the guard's housekeeping), not kept as held", async () => {
+    const o = await openBackend();
+    await o.ipfs.swept;
+    const stray = blockKey(CID.parse("bafkreigh2akiscaildcqabsyg3dfr6chu3fgpregiymsck7e7aqa4s52zy"));
+    await o.store.put(stray, new TextEncoder().encode("a block its deleter meant to delete"));
+    o.database.db.insert(blobTombstones).values({ key: stray, holder: "dead-deleter", expiresAt: Date.now() - 1 }).run();
+    expect(await sweepOrphans({ db: o.database.db, guard: o.guard, log: silentLogger })).toEqual({ seen: 0, removed: 0, held: 0 });
+    expect(await o.store.stat(stray)).toBeUndefined();
+    expect(o.database.db.select().from(blobTombstones).all()).toEqual([]);
+    await o.close();
+  });
+
   test("blocks without a row are deleted; referenced ones and other prefixes stay", async () => {
     let o = await openBackend();
     const bytes = randomBytes(MiB + 10);
