@@ -49,13 +49,16 @@ const recordFile = (dataDir: string) => join(chainDir(dataDir), "running.json");
 const anvilState = (dataDir: string) => join(chainDir(dataDir), "state.json");
 const evmDir = (dataDir: string) => join(chainDir(dataDir), "evm");
 
-export function readDevnetRecord(dataDir: string): DevnetRecord | undefined {
+/** A JSON record file, or undefined when it is missing or unreadable (a kill mid-write). */
+function readRecord<T>(file: string): T | undefined {
   try {
-    return JSON.parse(readFileSync(recordFile(dataDir), "utf8")) as DevnetRecord;
+    return JSON.parse(readFileSync(file, "utf8")) as T;
   } catch {
     return undefined;
   }
 }
+
+export const readDevnetRecord = (dataDir: string) => readRecord<DevnetRecord>(recordFile(dataDir));
 
 function isAnvil(pid: number): boolean {
   try {
@@ -69,7 +72,7 @@ function isAnvil(pid: number): boolean {
  * release before D14, in `anvil.json`). */
 async function stopLeftover(dataDir: string, log: Logger) {
   const legacy = join(chainDir(dataDir), "anvil.json");
-  const pids = [readDevnetRecord(dataDir), existsSync(legacy) ? (JSON.parse(readFileSync(legacy, "utf8")) as { pid: number }) : undefined].flatMap((r) => (r ? [r.pid] : []));
+  const pids = [readDevnetRecord(dataDir), readRecord<{ pid: number }>(legacy)].flatMap((r) => (r ? [r.pid] : []));
   for (const pid of pids) {
     if (!isAlive(pid) || !isAnvil(pid)) continue;
     log.warn("stopping an anvil left by an earlier run", { pid });

@@ -58,3 +58,16 @@ test("a data dir too deep for anvil's socket path is refused by name before anvi
   // A spawned anvil is detached and recorded: no record means none was started to outlive the refusal.
   expect(readDevnetRecord(dataDir)).toBeUndefined();
 });
+
+test("a damaged record of an earlier run (cut by a kill mid-write) does not stop the start", async () => {
+  const dataDir = tempDir("devnet-damaged");
+  mkdirSync(join(dataDir, "chain"), { recursive: true });
+  writeFileSync(join(dataDir, "chain", "anvil.json"), '{"pid": 12'); // a release before D14 wrote this name
+  writeFileSync(join(dataDir, "chain", "running.json"), '{"engine": "an');
+  const devnet = await startDevnet({ dataDir, chainId: 985, log: silentLogger });
+  try {
+    expect(await rpcCall<string>(devnet.endpoint, "eth_chainId")).toBe("0x3d9");
+  } finally {
+    await devnet.stop();
+  }
+}, 20_000);
