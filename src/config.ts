@@ -22,7 +22,7 @@ export class ConfigError extends Error {
 /** Who reads a setting: the server and its operator commands, or the user commands. */
 export type Scope = "server" | "client";
 
-type Kind = "port" | "int" | "bytes" | "duration" | "string" | "url" | "list" | "address" | "addressList" | "key";
+type Kind = "port" | "int" | "bytes" | "duration" | "string" | "url" | "postgresUrl" | "list" | "address" | "addressList" | "key";
 
 interface Setting<K extends Kind = Kind> {
   kind: K;
@@ -68,6 +68,7 @@ export const settings = {
   s3Prefix: setting({ kind: "string", env: "STOWAGE_S3_PREFIX", flag: "--s3-prefix", default: "", help: "Put before every object key, such as stowage/ (one bucket or prefix per deployment)" }),
   s3AccessKeyId: setting({ kind: "string", env: "STOWAGE_S3_ACCESS_KEY_ID", help: "Access key id for the object store" }),
   s3SecretAccessKey: setting({ kind: "string", env: "STOWAGE_S3_SECRET_ACCESS_KEY", help: "Secret access key for the object store" }),
+  databaseUrl: setting({ kind: "postgresUrl", env: "STOWAGE_DATABASE_URL", help: "PostgreSQL shared by many gateways, such as postgres://stowage:PASSWORD@db.internal:5432/stowage (unset: SQLite in the data dir)" }),
   smtpUrl: setting({ kind: "url", env: "STOWAGE_SMTP_URL", help: "SMTP URL for mail (unset: dev mailbox in data/mail)" }),
   mailFrom: setting({ kind: "string", env: "STOWAGE_MAIL_FROM", flag: "--mail-from", default: "Stowage <no-reply@localhost>", help: "Sender of login codes" }),
   allowedOrigins: setting({ kind: "list", env: "STOWAGE_ALLOWED_ORIGINS", flag: "--allowed-origins", default: "http://localhost:8080", help: "Origins allowed in EVM sign-in messages" }),
@@ -128,6 +129,17 @@ const parsers: { [K in Kind]: (raw: string) => ValueOf<K> } = {
     } catch {
       throw new ConfigError("must be an absolute URL");
     }
+  },
+  // Holds a password: never echoed back in an error (see parseConfig).
+  postgresUrl: (raw) => {
+    let url: URL;
+    try {
+      url = new URL(raw);
+    } catch {
+      throw new ConfigError("must be a postgres:// URL");
+    }
+    if (url.protocol !== "postgres:" && url.protocol !== "postgresql:") throw new ConfigError("must be a postgres:// URL");
+    return raw;
   },
   list: splitList,
   address: (raw) => {
@@ -198,7 +210,7 @@ export function parseConfig(argv: readonly string[], env: Env = processEnv, scop
       // The other side's settings never stop this one: a bad STOWAGE_USER_KEY does not stop a server.
       if (scopeOf(s) !== scope) continue;
       const where = flags.has(name) ? s.flag : s.env;
-      throw new ConfigError(`${where}: ${(err as Error).message} (got ${JSON.stringify(s.kind === "key" ? "…" : raw)})`);
+      throw new ConfigError(`${where}: ${(err as Error).message} (got ${JSON.stringify(s.kind === "key" || s.kind === "postgresUrl" ? "…" : raw)})`);
     }
   }
   if (scope === "server") checkS3(values);

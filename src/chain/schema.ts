@@ -17,3 +17,17 @@ export const chainBlocks = sqliteTable(
   },
   (t) => [primaryKey({ columns: [t.name, t.number] })],
 );
+
+/**
+ * The next transaction nonce of each operator account on each chain (D16): allocated in one
+ * relative update, so purchases on many gateways never reuse a nonce nor wait for a block.
+ */
+export const operatorNonces = sqliteTable(
+  "operator_nonces",
+  {
+    chainId: integer("chain_id").notNull(),
+    address: text("address").notNull(),
+    next: integer("next").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.chainId, t.address] })],
+);

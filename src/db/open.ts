@@ -9,12 +9,16 @@ import { Database } from "bun:sqlite";
 import { drizzle, type BunSQLiteDatabase } from "drizzle-orm/bun-sqlite";
 import type { MigrationMeta } from "drizzle-orm/migrator";
 import { embeddedMigrations } from "./migrations.macro.ts" with { type: "macro" };
+import type { Sql } from "./sql.ts";
+import { SqliteSql } from "./sqlite-sql.ts";
 // No relational schema: the code builds its queries from the tables themselves (select, insert…),
 // so `Db` need not know every table, and src/db/ imports no capability.
 export type Db = BunSQLiteDatabase;
 export interface OpenDatabase {
   db: Db;
   sqlite: Database;
+  /** The async data-access layer (sql.ts) over the same writing connection. */
+  sql: Sql;
   close(): void;
 }
 
@@ -29,7 +33,16 @@ export function openDatabase(file: string, migrations: MigrationMeta[] = embedde
   sqlite.exec("PRAGMA synchronous = FULL");
   sqlite.exec("PRAGMA foreign_keys = ON");
   migrate(sqlite, migrations);
-  return { db: drizzle({ client: sqlite }), sqlite, close: () => sqlite.close() };
+  const sql = new SqliteSql(sqlite, file);
+  return {
+    db: drizzle({ client: sqlite }),
+    sqlite,
+    sql,
+    close: () => {
+      void sql.close();
+      sqlite.close();
+    },
+  };
 }
 
 /** Applies every migration newer than the last one applied; returns how many ran. */

@@ -16,6 +16,8 @@ import { SQL as BunSQL } from "bun";
 import { sql, type SQL, type SQLWrapper } from "drizzle-orm";
 import { drizzle, type BunSQLDatabase } from "drizzle-orm/bun-sql";
 import type { MigrationMeta } from "drizzle-orm/migrator";
+import { PgSql } from "./pg-sql.ts";
+import type { Sql } from "./sql.ts";
 import { embeddedPgMigrations } from "./pg/migrations.macro.ts" with { type: "macro" };
 
 // No relational schema, as on SQLite (src/db/open.ts): queries are built from the tables.
@@ -23,6 +25,8 @@ export type PgDb = BunSQLDatabase;
 export interface OpenPostgres {
   db: PgDb;
   client: BunSQL;
+  /** The async data-access layer (sql.ts) over the same client. */
+  sql: Sql;
   /** How many migrations this opener applied (0 when another gateway had already). */
   migrated: number;
   close(): Promise<void>;
@@ -35,10 +39,11 @@ const MIGRATIONS_TABLE = "__drizzle_migrations";
 const MIGRATION_LOCK = 0x53746f77;
 
 export async function openPostgres(url: string, opts: { max?: number; migrations?: MigrationMeta[] } = {}): Promise<OpenPostgres> {
-  const client = new BunSQL(url, { max: opts.max ?? 10 });
+  // bigint: int8 as BigInt rather than a string, mapped to numbers by PgSql (pg-sql.ts).
+  const client = new BunSQL(url, { max: opts.max ?? 10, bigint: true });
   try {
     const migrated = await migratePostgres(client, opts.migrations ?? embeddedPgMigrations());
-    return { db: drizzle({ client }), client, migrated, close: () => client.close() };
+    return { db: drizzle({ client }), client, sql: new PgSql(client), migrated, close: () => client.close() };
   } catch (e) {
     await client.close().catch(() => {});
     throw e;
@@ -53,8 +58,8 @@ export async function migratePostgres(client: BunSQL, migrations: MigrationMeta[
     await tx.unsafe(`SELECT pg_advisory_xact_lock(${MIGRATION_LOCK})`);
     await tx.unsafe(`CREATE SCHEMA IF NOT EXISTS ${MIGRATIONS_SCHEMA}`);
     await tx.unsafe(`CREATE TABLE IF NOT EXISTS ${MIGRATIONS_SCHEMA}.${MIGRATIONS_TABLE} (id SERIAL PRIMARY KEY, hash text NOT NULL, created_at bigint)`);
-    const [last] = (await tx.unsafe(`SELECT created_at FROM ${MIGRATIONS_SCHEMA}.${MIGRATIONS_TABLE} ORDER BY created_at DESC LIMIT 1`)) as { created_at: string }[];
-    // int8 arrives as a string (see the header).
+    const [last] = (await tx.unsafe(`SELECT created_at FROM ${MIGRATIONS_SCHEMA}.${MIGRATIONS_TABLE} ORDER BY created_at DESC LIMIT 1`)) as { created_at: string | bigint }[];
+    // int8 arrives as a string or a BigInt (see the header).
     const pending = migrations.filter((m) => !last || Number(last.created_at) < m.folderMillis);
     for (const m of pending) {
       for (const stmt of m.sql) if (stmt.trim()) await tx.unsafe(stmt);

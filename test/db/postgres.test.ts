@@ -103,9 +103,10 @@ describe("drizzle on PostgreSQL", () => {
     const [b] = await db.select().from(pg.quotaReservations).where(eq(pg.quotaReservations.account, "0xB"));
     expect(b!.bytes).toBe(big);
     expect(b!.expiresAt).toBe(0);
-    // Why the mapping must be explicit: Bun SQL itself hands int8 and sum() over as strings.
+    // Why the mapping must be explicit: Bun SQL itself hands int8 over as a BigInt (the client
+    // runs with bigint: true) and sum() as a numeric string.
     const [raw] = await client`SELECT sum(bytes) AS s, max(bytes) AS m FROM quota_reservations`;
-    expect(raw).toEqual({ s: String(2 ** 40 + 5 + big), m: String(big) });
+    expect(raw).toEqual({ s: String(2 ** 40 + 5 + big), m: BigInt(big) });
 
     // A relative update in one statement (D16: no read-modify-write), and a transaction.
     await db.transaction(async (tx) => {

@@ -1,9 +1,8 @@
 /** An app over a real SQLite file in a temp dir, for `app.handle()` tests. */
-import { join } from "node:path";
 import { afterAll } from "bun:test";
 import { buildApp } from "../../src/app.ts";
 import { parseConfig } from "../../src/config.ts";
-import { openDatabase } from "../../src/db/open.ts";
+import { testDatabase } from "./db.ts";
 import { silentLogger, type Logger } from "../../src/log.ts";
 import { tempDir } from "./tmp.ts";
 import { blobEnv, setsBlobs } from "./blobs.ts";
@@ -32,7 +31,9 @@ export function testApp(opts: TestAppOptions = {}) {
   const dataDir = tempDir("app");
   // On the S3 pass (STOWAGE_TEST_BLOBS=s3, blobs.ts) the app is configured for the shared RGW.
   const config = parseConfig([], { STOWAGE_DATA_DIR: dataDir, ...(setsBlobs(opts.env) ? {} : blobEnv(dataDir)), ...opts.env });
-  const database = openDatabase(join(dataDir, "stowage.db"));
+  // The SQLite file always; `database.sql` is PostgreSQL on the STOWAGE_TEST_DB=postgres pass (db.ts).
+  const tdb = testDatabase(dataDir);
+  const database = { ...tdb.sqlite, sql: tdb.sql, close: () => tdb.close() };
   afterAll(() => database.close());
   const log = opts.log ?? silentLogger;
   const secrets = { jwtKey: crypto.getRandomValues(new Uint8Array(32)) };

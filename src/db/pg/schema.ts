@@ -61,6 +61,19 @@ export const appState = pgTable("app_state", {
   updatedAt: int8("updated_at").notNull(),
 });
 
+export const leases = pgTable("leases", {
+  name: text("name").primaryKey(),
+  holder: text("holder").notNull(),
+  epoch: int8("epoch").notNull(),
+  expiresAt: int8("expires_at").notNull(),
+});
+
+export const rateCounters = pgTable("rate_counters", {
+  key: text("key").primaryKey(),
+  windowStart: int8("window_start").notNull(),
+  count: int8("count").notNull(),
+});
+
 // ---- src/accounts/schema.ts
 
 export const users = pgTable(
@@ -164,6 +177,16 @@ export const chainCursors = pgTable("chain_cursors", {
   block: int8("block").notNull(),
   hash: text("hash"),
 });
+
+export const operatorNonces = pgTable(
+  "operator_nonces",
+  {
+    chainId: int8("chain_id").notNull(),
+    address: text("address").notNull(),
+    next: int8("next").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.chainId, t.address] })],
+);
 
 export const chainBlocks = pgTable(
   "chain_blocks",

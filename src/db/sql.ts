@@ -1,0 +1,72 @@
+/**
+ * The one async data-access layer every service calls (DESIGN.md D16), the same on SQLite (the
+ * embedded default) and PostgreSQL (many gateways). Services write one SQL text for both dialects
+ * with `$1…$n` placeholders; the adapters (sqlite-sql.ts, pg-sql.ts) bind it, cache prepared
+ * statements and map results to plain JS values, so a service never sees a dialect's quirks:
+ *
+ * - int8 and `count(*)` arrive as JS numbers on both (Bun SQL returns them as strings or BigInt);
+ *   PostgreSQL's `sum()` of integers is `numeric`, so portable SQL writes
+ *   `CAST(COALESCE(SUM(x), 0) AS BIGINT)`.
+ * - Booleans bind as JS booleans; rows hold 0/1 on SQLite and true/false on PostgreSQL, so read
+ *   them through `Boolean(…)` (or compare in SQL against a bound parameter, never a 0/1 literal).
+ * - `SELECT … FOR UPDATE` locks rows on PostgreSQL; on SQLite the suffix is dropped, since
+ *   `BEGIN IMMEDIATE` already serialises every writing transaction.
+ * - Conflicts are `INSERT … ON CONFLICT …`, never a caught unique violation: a failed statement
+ *   aborts a PostgreSQL transaction.
+ *
+ * Why not drizzle's query builder, as the rest of D16 suggests: its builders and their types are
+ * per dialect (one query would be written twice), and issue 10 measured the builder's per-call
+ * work at 54–67% of a small request's CPU. drizzle keeps the schema and the migration histories.
+ *
+ * @example
+ *   const row = await sql.get<{ refs: number }>("SELECT refs FROM dfs_objects WHERE cid = $1", [cid])
+ *   await sql.tx(async (tx) => {
+ *     await tx.get("SELECT 1 FROM quota WHERE did = $1 FOR UPDATE", [did])
+ *     await tx.run("UPDATE quota SET used = used + $2 WHERE did = $1", [did, bytes])
+ *   }, { isolation: "read committed" })
+ */
+
+export type Dialect = "sqlite" | "postgres";
+
+/** What a statement binds. */
+export type Param = string | number | bigint | boolean | null | Uint8Array;
+
+/** Runs statements: the database itself, or one open transaction. */
+export interface Queryable {
+  readonly dialect: Dialect;
+  /** Every row the statement returns. */
+  all<T extends object>(text: string, params?: readonly Param[]): Promise<T[]>;
+  /** The first row, or undefined. */
+  get<T extends object>(text: string, params?: readonly Param[]): Promise<T | undefined>;
+  /** Runs a statement; resolves to the number of rows it changed. */
+  run(text: string, params?: readonly Param[]): Promise<number>;
+}
+
+export interface TxOptions {
+  /**
+   * D16's rules. "serializable" (the default): PostgreSQL retries the whole function on a
+   * serialization failure or deadlock, so the function must do nothing but statements (it may
+   * run more than once). "read committed": for transactions whose every read-modify-write is a
+   * relative update or follows `SELECT … FOR UPDATE` (a quota transaction locks the account's row
+   * first); retried on deadlock only. SQLite serialises every writing transaction either way.
+   */
+  isolation?: "serializable" | "read committed";
+}
+
+export interface Sql extends Queryable {
+  /** One transaction; commits when `fn` resolves, rolls back when it throws. */
+  tx<T>(fn: (tx: Queryable) => Promise<T>, opts?: TxOptions): Promise<T>;
+  close(): Promise<void>;
+}
+
+/** Placeholders `$from…$(from+n-1)`, for `IN (…)` lists built at run time. */
+export function placeholders(n: number, from = 1): string {
+  return Array.from({ length: n }, (_, i) => `$${from + i}`).join(", ");
+}
+
+/** Rows per multi-row statement: far below SQLite's 32766 and PostgreSQL's 65535 parameters. */
+export const BATCH = 500;
+
+export function* batches<T>(items: readonly T[], size = BATCH): Generator<T[]> {
+  for (let i = 0; i < items.length; i += size) yield items.slice(i, i + size);
+}

@@ -1,0 +1,142 @@
+/**
+ * The data-access layer (sql.ts) on SQLite. One connection writes: writing transactions are
+ * `BEGIN IMMEDIATE` and one at a time, queued in process, because a transaction stays open across
+ * the awaits of its function and a second BEGIN on the same connection would fail (or, worse, a
+ * stray write would join the open transaction and roll back with it). Statements outside a
+ * transaction that only read go to a second connection, so they see committed rows only and never
+ * wait for a writer (WAL). bun:sqlite is synchronous: every promise here is already settled.
+ */
+import { Database, type Statement } from "bun:sqlite";
+import type { Param, Queryable, Sql, TxOptions } from "./sql.ts";
+
+/** Distinct SQL texts kept prepared per connection; `IN (…)` lists of every length add texts. */
+const MAX_STATEMENTS = 1000;
+const READ_ONLY = /^\s*SELECT\b/i;
+const FOR_UPDATE = /\s+FOR\s+UPDATE\s*$/i;
+
+type Bindable = string | number | bigint | boolean | null | Uint8Array;
+
+/** Prepared statements of one connection, by SQL text, with `$n` rewritten to SQLite's `?n`. */
+class Statements {
+  private readonly cache = new Map<string, Statement>();
+  constructor(private readonly db: Database) {}
+
+  of(text: string): Statement {
+    let stmt = this.cache.get(text);
+    if (!stmt) {
+      if (this.cache.size >= MAX_STATEMENTS) this.clear();
+      stmt = this.db.prepare(text.replace(FOR_UPDATE, "").replace(/\$(\d+)/g, "?$1"));
+      this.cache.set(text, stmt);
+    }
+    return stmt;
+  }
+
+  clear(): void {
+    for (const s of this.cache.values()) s.finalize();
+    this.cache.clear();
+  }
+}
+
+/** Statements on one connection, as a Queryable. */
+class Connection implements Queryable {
+  readonly dialect = "sqlite" as const;
+  constructor(readonly statements: Statements) {}
+  async all<T extends object>(text: string, params: readonly Param[] = []): Promise<T[]> {
+    return this.statements.of(text).all(...(params as Bindable[])) as T[];
+  }
+  async get<T extends object>(text: string, params: readonly Param[] = []): Promise<T | undefined> {
+    return (this.statements.of(text).get(...(params as Bindable[])) ?? undefined) as T | undefined;
+  }
+  async run(text: string, params: readonly Param[] = []): Promise<number> {
+    return this.statements.of(text).run(...(params as Bindable[])).changes;
+  }
+}
+
+export class SqliteSql implements Sql {
+  readonly dialect = "sqlite" as const;
+  private readonly writer: Connection;
+  private readonly reader: Connection;
+  private readonly readerDb: Database | undefined;
+  /** Transactions (and writes waiting behind them) queued or running. */
+  private held = 0;
+  private tail: Promise<void> = Promise.resolve();
+
+  /**
+   * `db` is the writing connection (its owner set the pragmas and migrated); `file`, when given,
+   * opens the read-only second connection (not for `:memory:`, which a second connection would
+   * not see).
+   */
+  constructor(
+    private readonly db: Database,
+    file?: string,
+  ) {
+    this.writer = new Connection(new Statements(db));
+    if (file && file !== ":memory:") {
+      this.readerDb = new Database(file, { readonly: true, strict: true });
+      this.readerDb.exec("PRAGMA busy_timeout = 5000");
+      this.reader = new Connection(new Statements(this.readerDb));
+    } else {
+      this.reader = this.writer;
+    }
+  }
+
+  all<T extends object>(text: string, params?: readonly Param[]): Promise<T[]> {
+    return READ_ONLY.test(text) ? this.reader.all<T>(text, params) : this.exclusive(() => this.writer.all<T>(text, params));
+  }
+  get<T extends object>(text: string, params?: readonly Param[]): Promise<T | undefined> {
+    return READ_ONLY.test(text) ? this.reader.get<T>(text, params) : this.exclusive(() => this.writer.get<T>(text, params));
+  }
+  run(text: string, params?: readonly Param[]): Promise<number> {
+    return this.exclusive(() => this.writer.run(text, params));
+  }
+
+  async tx<T>(fn: (tx: Queryable) => Promise<T>, _opts?: TxOptions): Promise<T> {
+    const release = await this.acquire();
+    try {
+      this.db.exec("BEGIN IMMEDIATE");
+      try {
+        const out = await fn(this.writer);
+        this.db.exec("COMMIT");
+        return out;
+      } catch (err) {
+        if (this.db.inTransaction) this.db.exec("ROLLBACK");
+        throw err;
+      }
+    } finally {
+      release();
+    }
+  }
+
+  async close(): Promise<void> {
+    this.writer.statements.clear();
+    if (this.readerDb) {
+      this.reader.statements.clear();
+      this.readerDb.close();
+    }
+  }
+
+  /** A write outside any transaction: at once when no transaction is open, else after them. */
+  private async exclusive<T>(op: () => Promise<T>): Promise<T> {
+    if (this.held === 0) return op();
+    const release = await this.acquire();
+    try {
+      return await op();
+    } finally {
+      release();
+    }
+  }
+
+  private acquire(): Promise<() => void> {
+    this.held++;
+    let release!: () => void;
+    const done = new Promise<void>((ok) => {
+      release = () => {
+        this.held--;
+        ok();
+      };
+    });
+    const prev = this.tail;
+    this.tail = prev.then(() => done);
+    return prev.then(() => release);
+  }
+}
