@@ -1,0 +1,93 @@
+/**
+ * The data-access layer (src/db/sql.ts) behaves the same on both databases: one SQL text, numbers
+ * as numbers, booleans, transactions that commit or roll back whole, writes that wait for an open
+ * transaction on SQLite, and PostgreSQL's SERIALIZABLE transactions retried when they collide.
+ * Runs on the database of this pass (STOWAGE_TEST_DB, test/support/db.ts).
+ */
+import { afterAll, describe, expect, test } from "bun:test";
+import { testDatabase, TEST_DB } from "../support/db.ts";
+import { tempDir } from "../support/tmp.ts";
+import { batches, placeholders } from "../../src/db/sql.ts";
+
+const db = testDatabase(tempDir("sql"));
+const sql = db.sql;
+afterAll(() => db.close());
+
+// app_state and leases exist on both dialects (the migrations ran).
+describe(`data-access layer on ${TEST_DB}`, () => {
+  test("int8 and count(*) are numbers, exact up to 2^53 − 1; SUM cast to BIGINT too", async () => {
+    const big = Number.MAX_SAFE_INTEGER;
+    await sql.run("INSERT INTO leases (name, holder, epoch, expires_at) VALUES ($1, $2, $3, $4)", ["n1", "h", big, 2 ** 40]);
+    await sql.run("INSERT INTO leases (name, holder, epoch, expires_at) VALUES ($1, $2, $3, $4)", ["n2", "h", 1, 5]);
+    const row = await sql.get<{ epoch: number; expiresAt: number }>('SELECT epoch, expires_at AS "expiresAt" FROM leases WHERE name = $1', ["n1"]);
+    expect(row).toEqual({ epoch: big, expiresAt: 2 ** 40 });
+    const agg = await sql.get<{ n: number; total: number }>("SELECT COUNT(*) AS n, CAST(COALESCE(SUM(expires_at), 0) AS BIGINT) AS total FROM leases WHERE name IN ($1, $2)", ["n1", "n2"]);
+    expect(agg).toEqual({ n: 2, total: 2 ** 40 + 5 });
+    expect(await sql.get("SELECT 1 AS one FROM leases WHERE name = $1", ["none"])).toBeUndefined();
+  });
+
+  test("run() counts changed rows; RETURNING and ON CONFLICT work the same", async () => {
+    const up = "INSERT INTO rate_counters (key, window_start, count) VALUES ($1, $2, 1) ON CONFLICT (key) DO UPDATE SET count = rate_counters.count + 1 RETURNING count";
+    expect(await sql.get<{ count: number }>(up, ["k", 0])).toEqual({ count: 1 });
+    expect(await sql.get<{ count: number }>(up, ["k", 0])).toEqual({ count: 2 });
+    expect(await sql.run("UPDATE rate_counters SET count = count + 1 WHERE key = $1", ["k"])).toBe(1);
+    expect(await sql.run("UPDATE rate_counters SET count = count + 1 WHERE key = $1", ["missing"])).toBe(0);
+  });
+
+  test("placeholders() and batches() build IN lists", async () => {
+    const keys = Array.from({ length: 1200 }, (_, i) => `b${i}`);
+    for (const batch of batches(keys)) {
+      await sql.run(`INSERT INTO rate_counters (key, window_start, count) VALUES ${batch.map((_, i) => `($${i + 1}, 0, 0)`).join(", ")}`, batch);
+    }
+    let found = 0;
+    for (const batch of batches(keys)) found += (await sql.all(`SELECT key FROM rate_counters WHERE key IN (${placeholders(batch.length)})`, batch)).length;
+    expect(found).toBe(1200);
+  });
+
+  test("a transaction that throws leaves nothing; one that returns commits everything", async () => {
+    await expect(
+      sql.tx(async (tx) => {
+        await tx.run("INSERT INTO app_state (key, value, updated_at) VALUES ($1, $2, $3)", ["gone", "x", 1]);
+        throw new Error("boom");
+      }),
+    ).rejects.toThrow("boom");
+    expect(await sql.get("SELECT key FROM app_state WHERE key = $1", ["gone"])).toBeUndefined();
+    const out = await sql.tx(async (tx) => {
+      await tx.run("INSERT INTO app_state (key, value, updated_at) VALUES ($1, $2, $3)", ["kept", "x", 1]);
+      return (await tx.get<{ value: string }>("SELECT value FROM app_state WHERE key = $1 FOR UPDATE", ["kept"]))?.value;
+    });
+    expect(out).toBe("x");
+    expect(await sql.get("SELECT value FROM app_state WHERE key = $1", ["kept"])).toEqual({ value: "x" });
+  });
+
+  test("read-modify-write transactions in parallel lose no update (queued on SQLite, retried on PostgreSQL)", async () => {
+    await sql.run("INSERT INTO app_state (key, value, updated_at) VALUES ($1, $2, $3)", ["counter", "0", 0]);
+    const bump = () =>
+      sql.tx(async (tx) => {
+        const row = await tx.get<{ value: string }>("SELECT value FROM app_state WHERE key = $1", ["counter"]);
+        // A real await between the read and the write: other transactions run meanwhile.
+        await new Promise((ok) => setTimeout(ok, 1));
+        await tx.run("UPDATE app_state SET value = $2 WHERE key = $1", ["counter", String(Number(row!.value) + 1)]);
+      });
+    await Promise.all(Array.from({ length: 20 }, bump));
+    expect(await sql.get("SELECT value FROM app_state WHERE key = $1", ["counter"])).toEqual({ value: "20" });
+  });
+
+  test("a write outside any transaction waits for the open one and is not rolled back with it", async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((ok) => (release = ok));
+    const failing = sql.tx(async (tx) => {
+      await tx.run("INSERT INTO app_state (key, value, updated_at) VALUES ($1, $2, $3)", ["inside", "x", 1]);
+      await gate;
+      throw new Error("rolled back");
+    });
+    const outside = sql.run("INSERT INTO app_state (key, value, updated_at) VALUES ($1, $2, $3)", ["outside", "y", 1]);
+    // A read outside sees committed rows only.
+    expect(await sql.get("SELECT key FROM app_state WHERE key = $1", ["inside"])).toBeUndefined();
+    release();
+    await expect(failing).rejects.toThrow("rolled back");
+    await outside;
+    expect(await sql.get("SELECT key FROM app_state WHERE key = $1", ["inside"])).toBeUndefined();
+    expect(await sql.get("SELECT value FROM app_state WHERE key = $1", ["outside"])).toEqual({ value: "y" });
+  });
+});
