@@ -4,6 +4,15 @@
  */
 import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
 
+/**
+ * One row per account that has metered a transfer: the row a quota transaction locks first (D16,
+ * `SELECT … FOR UPDATE`), so two gateways' checks of one account's pools run one after the other.
+ * It holds nothing else: what counts lives in the rows below and in the storage catalog.
+ */
+export const quotaAccounts = sqliteTable("quota_accounts", {
+  account: text("account").primaryKey(),
+});
+
 /** Bytes an in-flight upload or download holds against a pool until it settles, or until it expires
  * (its gateway died or its client went silent): only expired rows are ever cleared. */
 export const quotaReservations = sqliteTable(

@@ -342,6 +342,10 @@ export const vouchersUsed = pgTable(
 
 // ---- src/quota/schema.ts
 
+export const quotaAccounts = pgTable("quota_accounts", {
+  account: text("account").primaryKey(),
+});
+
 export const quotaReservations = pgTable(
   "quota_reservations",
   {

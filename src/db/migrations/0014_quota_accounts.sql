@@ -1,0 +1,3 @@
+CREATE TABLE `quota_accounts` (
+	`account` text PRIMARY KEY NOT NULL
+);
