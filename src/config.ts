@@ -59,6 +59,7 @@ export const settings = {
   didRegistryAddress: setting({ kind: "address", env: "STOWAGE_DID_REGISTRY_ADDRESS", flag: "--did-registry-address", help: "DID registry contract (external chain)" }),
   directoryAddress: setting({ kind: "address", env: "STOWAGE_DIRECTORY_ADDRESS", flag: "--directory-address", help: "Directory contract (external chain)" }),
   contractsBlock: setting({ kind: "int", env: "STOWAGE_CONTRACTS_BLOCK", flag: "--contracts-block", default: "0", help: "Block the configured contracts were deployed at: event indexing starts there" }),
+  jwtKey: setting({ kind: "key", env: "STOWAGE_JWT_KEY", help: "HMAC key of the account API's tokens, 0x + 64 hex digits; every gateway of a cluster sets the same (default: generated in data/secrets)" }),
   operatorKey: setting({ kind: "key", env: "STOWAGE_OPERATOR_KEY", help: "Operator private key (default: generated in data/secrets)" }),
   adminKey: setting({ kind: "key", env: "STOWAGE_ADMIN_KEY", help: "Admin private key for the CLI (default: generated in data/secrets)" }),
   ipfsListen: setting({ kind: "list", env: "STOWAGE_IPFS_LISTEN", flag: "--ipfs-listen", default: "/ip4/0.0.0.0/tcp/4001", help: "libp2p listen multiaddrs, comma-separated" }),
@@ -149,7 +150,7 @@ const parsers: { [K in Kind]: (raw: string) => ValueOf<K> } = {
   },
   addressList: (raw) => splitList(raw).map((a) => a.toLowerCase()),
   key: (raw) => {
-    if (!/^0x[0-9a-fA-F]{64}$/.test(raw)) throw new ConfigError("must be a 0x-prefixed 32-byte hex private key");
+    if (!/^0x[0-9a-fA-F]{64}$/.test(raw)) throw new ConfigError("must be a 0x-prefixed 32-byte hex key");
     return raw as `0x${string}`;
   },
 };

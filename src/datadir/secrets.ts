@@ -60,12 +60,13 @@ function readOrCreate(dir: string, file: { name: string; make: () => Hex }): Hex
   return value as Hex;
 }
 
-export function loadSecrets(dataDir: string, config: Pick<Config, "operatorKey" | "adminKey">): Secrets {
+export function loadSecrets(dataDir: string, config: Pick<Config, "jwtKey" | "operatorKey" | "adminKey">): Secrets {
   const dir = secretsDir(dataDir);
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   checkPrivate(dir);
   return {
-    jwtKey: Buffer.from(readOrCreate(dir, files.jwt).slice(2), "hex"),
+    // Configured when many gateways must accept each other's tokens (D16).
+    jwtKey: Buffer.from((config.jwtKey ?? readOrCreate(dir, files.jwt)).slice(2), "hex"),
     operatorKey: config.operatorKey ?? readOrCreate(dir, files.operator),
     adminKey: config.adminKey ?? readOrCreate(dir, files.admin),
   };
