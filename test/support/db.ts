@@ -58,10 +58,24 @@ export interface TestDatabase {
   close(): Promise<void>;
 }
 
-/** The database of a test whose data dir is `dataDir`. */
-export function testDatabase(dataDir: string): TestDatabase {
+/** PostgreSQL databases by data dir, as the SQLite file is: reopening a data dir finds its rows. */
+const urls = new Map<string, Promise<string>>();
+
+/** The PostgreSQL URL of a data dir in this process (a new database on first use). */
+export function testDatabaseUrlOf(dataDir: string): Promise<string> {
+  let url = urls.get(dataDir);
+  if (url === undefined) urls.set(dataDir, (url = testDatabaseUrl()));
+  return url;
+}
+
+/**
+ * The database of a test whose data dir is `dataDir` (the same one again when the dir is
+ * reopened). `url`: the PostgreSQL database to use, for a child process its parent hands it to.
+ */
+export function testDatabase(dataDir: string, url?: string): TestDatabase {
   const sqlite = openDatabase(join(dataDir, "stowage.db"));
-  const sql = TEST_DB === "postgres" ? new LazyPgSql(testDatabaseUrl()) : sqlite.sql;
+  if (url !== undefined) urls.set(dataDir, Promise.resolve(url));
+  const sql = TEST_DB === "postgres" ? new LazyPgSql(testDatabaseUrlOf(dataDir)) : sqlite.sql;
   return {
     sql,
     sqlite,
