@@ -57,7 +57,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     const resolver = ethrResolver({ publicClient: chain.context.publicClient, registry: chain.context.contracts.didRegistry });
     const accounts = createAccountServices({
       config,
-      db: database.db,
+      sql: database.sql,
       log,
       secrets,
       publicClient: chain.context.publicClient,

@@ -57,7 +57,7 @@ export function createBrowserService(ctx: Ctx, deps: { tokens: TokenService; use
   return {
     async login(authorization, client, ip) {
       if (!jwks || !issuer || !audience) throw fail("BROWSER_NOT_CONFIGURED");
-      enforce(ctx, limits.loginsPerIp, ip);
+      await enforce(ctx, limits.loginsPerIp, ip);
       // The spec sends the token bare; a "Bearer " prefix is forgiven.
       const token = authorization?.replace(/^Bearer\s+/i, "").trim();
       if (!token) throw fail("BROWSER_TOKEN_MISSING");
@@ -74,7 +74,7 @@ export function createBrowserService(ctx: Ctx, deps: { tokens: TokenService; use
       if (!payload.sub) throw fail("BROWSER_TOKEN_INVALID", "the token has no subject");
 
       const username = claim(payload, "preferred_username", "username", "name", "nickname");
-      const user = deps.users.upsert(`browser:${payload.sub}`, {
+      const user = await deps.users.upsert(`browser:${payload.sub}`, {
         refresh: {
           name: username,
           icon: claim(payload, "picture", "profileImage", "avatar"),

@@ -5,11 +5,10 @@
  * tries, used once, the newest replacing older ones; a new code at most once a minute while the
  * last is still open. Passwords: argon2id, 8 to 128 characters. No answer tells whether an email
  * has an account: a code goes to any address, and a wrong password reads the same as an unknown
- * email (and costs the same time).
+ * email (and costs the same time). A code is closed by one conditional update, so two requests
+ * (on one gateway or two, D16) cannot both use it, and wrong tries are counted relatively.
  */
 import { randomInt } from "node:crypto";
-import { and, desc, eq, isNull } from "drizzle-orm";
-import { emailCodes } from "./schema.ts";
 import { fail } from "./error-codes.ts";
 import { keyedHash, safeEqual } from "./hash.ts";
 import { enforce, rateLimited } from "./limits.ts";
@@ -55,10 +54,26 @@ function checkPasswordLength(password: string) {
   if (length < PASSWORD_MIN || length > PASSWORD_MAX) throw fail("PASSWORD_LENGTH");
 }
 
+const OPEN_CODE = `SELECT id, code_hash AS "codeHash", created_at AS "createdAt", expires_at AS "expiresAt"
+  FROM email_codes WHERE email = $1 AND closed_at IS NULL ORDER BY created_at DESC, id DESC LIMIT 1`;
+/** Uses the code: only the request whose update closes it may log in. */
+const CLOSE_CODE = "UPDATE email_codes SET closed_at = $2 WHERE id = $1 AND closed_at IS NULL";
+const WRONG_TRY = `UPDATE email_codes SET failed_attempts = failed_attempts + 1,
+  closed_at = CASE WHEN failed_attempts + 1 >= $3 THEN $2 ELSE closed_at END WHERE id = $1 AND closed_at IS NULL`;
+const CLOSE_OPEN = "UPDATE email_codes SET closed_at = $2 WHERE email = $1 AND closed_at IS NULL";
+const INSERT_CODE = "INSERT INTO email_codes (email, code_hash, created_at, expires_at) VALUES ($1, $2, $3, $4) RETURNING id";
+
+interface OpenCode {
+  id: number;
+  codeHash: string;
+  createdAt: number;
+  expiresAt: number;
+}
+
 const hashPassword = (password: string) => Bun.password.hash(password, { algorithm: "argon2id" });
 
 export function createEmailService(ctx: Ctx, deps: { jwtKey: Uint8Array; mailer: Mailer; tokens: TokenService; users: UserService }): EmailService {
-  const { db, now, limits, limiter, log } = ctx;
+  const { sql, now, limits, limiter, log } = ctx;
   const { mailer, tokens, users } = deps;
   const codeHash = (email: string, code: string) => keyedHash(deps.jwtKey, "email-code", `${email}\n${code}`);
 
@@ -66,35 +81,23 @@ export function createEmailService(ctx: Ctx, deps: { jwtKey: Uint8Array; mailer:
   let dummyHash: Promise<string> | undefined;
   const dummy = () => (dummyHash ??= hashPassword(crypto.randomUUID()));
 
-  const openCode = (email: string) =>
-    db
-      .select()
-      .from(emailCodes)
-      .where(and(eq(emailCodes.email, email), isNull(emailCodes.closedAt)))
-      .orderBy(desc(emailCodes.createdAt), desc(emailCodes.id))
-      .get();
+  const openCode = (email: string) => sql.get<OpenCode>(OPEN_CODE, [email]);
 
   /** Closes the email's open code if `code` matches it; counts a wrong try otherwise. */
-  function consumeCode(email: string, code: string) {
+  async function consumeCode(email: string, code: string) {
     const t = now();
-    const outcome = db.transaction((tx) => {
-      const row = openCode(email);
-      if (!row || row.expiresAt <= t) return false;
-      if (safeEqual(row.codeHash, codeHash(email, code))) {
-        tx.update(emailCodes).set({ closedAt: t }).where(eq(emailCodes.id, row.id)).run();
-        return true;
-      }
-      const tries = row.failedAttempts + 1;
-      tx.update(emailCodes)
-        .set({ failedAttempts: tries, closedAt: tries >= CODE_MAX_TRIES ? t : null })
-        .where(eq(emailCodes.id, row.id))
-        .run();
-      return false;
-    });
-    if (!outcome) throw fail("CODE_WRONG");
+    const row = await openCode(email);
+    if (!row || row.expiresAt <= t) throw fail("CODE_WRONG");
+    if (!safeEqual(row.codeHash, codeHash(email, code))) {
+      await sql.run(WRONG_TRY, [row.id, t, CODE_MAX_TRIES]);
+      throw fail("CODE_WRONG");
+    }
+    // Closed meanwhile (used by a racing request, voided, replaced): this request has nothing.
+    if ((await sql.run(CLOSE_CODE, [row.id, t])) === 0) throw fail("CODE_WRONG");
   }
 
-  const emailAccount = (email: string) => users.byEmail(email) ?? users.upsert(`email:${crypto.randomUUID()}`, { create: { email, name: email.split("@")[0] } });
+  const emailAccount = async (email: string) =>
+    (await users.byEmail(email)) ?? users.upsert(`email:${crypto.randomUUID()}`, { create: { email, name: email.split("@")[0] } });
 
   const withNumber = async (user: UserRow, method: "email" | "password", client?: ClientInfo): Promise<AccountTokens> => ({
     uid: user.uid,
@@ -106,23 +109,25 @@ export function createEmailService(ctx: Ctx, deps: { jwtKey: Uint8Array; mailer:
     async sendCode(rawEmail, ip) {
       const email = normalizeEmail(rawEmail);
       const t = now();
-      const open = openCode(email);
+      const open = await openCode(email);
       if (open && open.expiresAt > t && t - open.createdAt < CODE_RESEND_MS) {
         throw rateLimited(Math.ceil((open.createdAt + CODE_RESEND_MS - t) / 1000), fail("CODE_TOO_SOON").message);
       }
-      enforce(ctx, limits.codeSendsPerIp, ip);
-      enforce(ctx, limits.codeSendsPerEmail, email);
-      enforce(ctx, limits.codeSendsOverall, "all");
+      await enforce(ctx, limits.codeSendsPerIp, ip);
+      await enforce(ctx, limits.codeSendsPerEmail, email);
+      await enforce(ctx, limits.codeSendsOverall, "all");
 
       const code = String(randomInt(0, 1_000_000)).padStart(6, "0");
-      const id = db.transaction((tx) => {
-        tx.update(emailCodes).set({ closedAt: t }).where(and(eq(emailCodes.email, email), isNull(emailCodes.closedAt))).run();
-        return tx
-          .insert(emailCodes)
-          .values({ email, codeHash: codeHash(email, code), createdAt: t, expiresAt: t + CODE_TTL_MS })
-          .returning({ id: emailCodes.id })
-          .get().id;
-      });
+      // The newest code replaces the older ones; read committed, as both statements only write.
+      const id = await sql.tx(
+        async (tx) => {
+          await tx.run(CLOSE_OPEN, [email, t]);
+          const row = await tx.get<{ id: number }>(INSERT_CODE, [email, codeHash(email, code), t, t + CODE_TTL_MS]);
+          if (!row) throw new Error("inserting an email code returned no id");
+          return row.id;
+        },
+        { isolation: "read committed" },
+      );
       try {
         await mailer.send({
           to: email,
@@ -130,7 +135,7 @@ export function createEmailService(ctx: Ctx, deps: { jwtKey: Uint8Array; mailer:
           text: `Your Stowage code is ${code}.\n\nIt is valid for 10 minutes and works once. If you did not ask for it, ignore this mail.\n`,
         });
       } catch (err) {
-        db.update(emailCodes).set({ closedAt: now() }).where(eq(emailCodes.id, id)).run();
+        await sql.run(CLOSE_CODE, [id, now()]);
         log.error("sending a code failed", { to: email, err: (err as Error).message });
         throw fail("MAIL_FAILED");
       }
@@ -139,46 +144,46 @@ export function createEmailService(ctx: Ctx, deps: { jwtKey: Uint8Array; mailer:
 
     async loginWithCode(input, ip) {
       const email = normalizeEmail(input.email);
-      enforce(ctx, limits.loginsPerIp, ip);
-      consumeCode(email, input.code);
-      return tokens.issue(emailAccount(email), "email", input);
+      await enforce(ctx, limits.loginsPerIp, ip);
+      await consumeCode(email, input.code);
+      return tokens.issue(await emailAccount(email), "email", input);
     },
 
     async register(input, ip) {
       const email = normalizeEmail(input.email);
       checkPasswordLength(input.password);
-      enforce(ctx, limits.loginsPerIp, ip);
-      const existing = users.byEmail(email);
+      await enforce(ctx, limits.loginsPerIp, ip);
+      const existing = await users.byEmail(email);
       // Only someone holding a valid code learns this, and they own the address.
       const hash = await hashPassword(input.password);
-      consumeCode(email, input.code);
+      await consumeCode(email, input.code);
       if (existing?.passwordHash) throw fail("ALREADY_HAS_PASSWORD");
-      const user = users.update(emailAccount(email).id, { passwordHash: hash });
+      const user = await users.update((await emailAccount(email)).id, { passwordHash: hash });
       return withNumber(user, "password", input);
     },
 
     async loginWithPassword(input, ip) {
       const email = normalizeEmail(input.email);
-      enforce(ctx, limits.loginsPerIp, ip);
+      await enforce(ctx, limits.loginsPerIp, ip);
       // Counted before the (slow) hash check, so parallel guesses cannot all slip under the limit;
       // a right password gives its count back.
-      const attempt = limiter.hit(limits.wrongPasswordsPerEmail, email);
+      const attempt = await limiter.hit(limits.wrongPasswordsPerEmail, email);
       if (!attempt.ok) throw rateLimited(attempt.retryAfter, "Too many wrong passwords for this email; try again later");
-      const user = users.byEmail(email);
+      const user = await users.byEmail(email);
       const matches = await Bun.password.verify(input.password, user?.passwordHash ?? (await dummy()));
       if (!user?.passwordHash || !matches) throw fail("PASSWORD_WRONG");
-      limiter.unhit(limits.wrongPasswordsPerEmail, email);
+      await limiter.unhit(limits.wrongPasswordsPerEmail, email);
       return withNumber(user, "password");
     },
 
     async resetPassword(input, ip) {
       const email = normalizeEmail(input.email);
       checkPasswordLength(input.newPassword);
-      enforce(ctx, limits.loginsPerIp, ip);
+      await enforce(ctx, limits.loginsPerIp, ip);
       const hash = await hashPassword(input.newPassword);
-      consumeCode(email, input.code);
-      const user = users.update(emailAccount(email).id, { passwordHash: hash });
-      tokens.revokeAll(user.id, "password reset");
+      await consumeCode(email, input.code);
+      const user = await users.update((await emailAccount(email)).id, { passwordHash: hash });
+      await tokens.revokeAll(user.id, "password reset");
       log.info("password reset", { uid: user.uid });
     },
   };

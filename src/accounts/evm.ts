@@ -1,15 +1,14 @@
 /**
  * EVM wallet login (DESIGN.md D12): an EIP-4361 challenge for an allowed `Origin`, then a login
- * with the signed message. The nonce is single use, bound to the address and kept in SQLite; every
+ * with the signed message. The nonce is single use (one conditional update spends it, whichever
+ * gateway races, D16), bound to the address and kept in the shared database; every
  * field of the signed message must equal the challenge issued for that nonce (D14: fields, not
  * bytes, since wallet libraries rebuild the text; see siwe.ts). Signatures are checked for
  * plain keys locally and for smart wallets (EIP-1271, undeployed ERC-6492) on the chain, with a
  * gas and time cap. The account is the address: uid = EIP-55 address, did = did:ethr:<chain>:<address>.
  */
-import { and, eq, isNull, lt } from "drizzle-orm";
 import { getAddress, isAddress, isHex, verifyMessage as verifyEoaMessage, type Address, type Hex } from "viem";
 import { createSiweMessage, generateSiweNonce } from "viem/siwe";
-import { siweNonces } from "./schema.ts";
 import { fail } from "./error-codes.ts";
 import { enforce } from "./limits.ts";
 import { parseSiwe, siweMismatch } from "./siwe.ts";
@@ -27,13 +26,18 @@ export const VERIFY_GAS = 5_000_000n;
 const NONCE_RETENTION_MS = 24 * 60 * 60_000;
 const STATEMENT = "Sign in to Stowage with this wallet.";
 
+const SWEEP_NONCES = "DELETE FROM siwe_nonces WHERE expires_at < $1";
+const INSERT_NONCE = "INSERT INTO siwe_nonces (nonce, address, chain_id, message, issued_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6)";
+const FIND_NONCE = `SELECT nonce, address, message, expires_at AS "expiresAt", used_at AS "usedAt" FROM siwe_nonces WHERE nonce = $1`;
+const SPEND_NONCE = "UPDATE siwe_nonces SET used_at = $2 WHERE nonce = $1 AND used_at IS NULL";
+
 export interface EvmLogin extends TokenPair {
   did: string;
   number: string;
 }
 
 export interface EvmService {
-  challenge(input: { address: string; chainid?: number | undefined; origin: string | null }, ip: string): string;
+  challenge(input: { address: string; chainid?: number | undefined; origin: string | null }, ip: string): Promise<string>;
   login(input: { message: string; signature: string } & ClientInfo, ip: string): Promise<EvmLogin>;
 }
 
@@ -60,7 +64,7 @@ function withTimeout<T>(work: Promise<T>, ms: number): Promise<T | "timeout"> {
 }
 
 export function createEvmService(ctx: Ctx, deps: { tokens: TokenService; users: UserService; publicClient?: SignatureVerifier | undefined }): EvmService {
-  const { config, db, now, limits, log } = ctx;
+  const { config, sql, now, limits, log } = ctx;
   const allowed = new Set(config.allowedOrigins.map(originOf).filter((o): o is string => o !== undefined));
 
   async function signatureIsValid(address: Address, message: string, signature: Hex): Promise<boolean> {
@@ -81,14 +85,14 @@ export function createEvmService(ctx: Ctx, deps: { tokens: TokenService; users: 
   }
 
   return {
-    challenge({ address, chainid, origin }, ip) {
+    async challenge({ address, chainid, origin }, ip) {
       if (!origin) throw fail("ORIGIN_MISSING");
       const uri = originOf(origin);
       if (!uri || !allowed.has(uri)) throw fail("ORIGIN_NOT_ALLOWED");
       if (!isAddress(address, { strict: false })) throw fail("ADDRESS_INVALID");
       const chainId = chainid ?? config.chainId;
       if (chainId !== config.chainId) throw fail("CHAIN_UNSUPPORTED", `this server signs in on chain ${config.chainId}`);
-      enforce(ctx, limits.challengesPerIp, ip);
+      await enforce(ctx, limits.challengesPerIp, ip);
 
       const url = new URL(uri);
       const t = now();
@@ -106,16 +110,16 @@ export function createEvmService(ctx: Ctx, deps: { tokens: TokenService; users: 
         issuedAt: new Date(t),
         expirationTime: new Date(t + CHALLENGE_TTL_MS),
       });
-      db.delete(siweNonces).where(lt(siweNonces.expiresAt, t - NONCE_RETENTION_MS)).run();
-      db.insert(siweNonces).values({ nonce, address: checksummed, chainId, message, issuedAt: t, expiresAt: t + CHALLENGE_TTL_MS }).run();
+      await sql.run(SWEEP_NONCES, [t - NONCE_RETENTION_MS]);
+      await sql.run(INSERT_NONCE, [nonce, checksummed, chainId, message, t, t + CHALLENGE_TTL_MS]);
       return message;
     },
 
     async login({ message, signature, ...client }, ip) {
-      enforce(ctx, limits.loginsPerIp, ip);
+      await enforce(ctx, limits.loginsPerIp, ip);
       const fields = parseSiwe(message);
       if (!fields) throw fail("MESSAGE_MALFORMED");
-      const issued = db.select().from(siweNonces).where(eq(siweNonces.nonce, fields.nonce)).get();
+      const issued = await sql.get<{ nonce: string; address: string; message: string; expiresAt: number; usedAt: number | null }>(FIND_NONCE, [fields.nonce]);
       if (!issued) throw fail("NONCE_UNKNOWN");
       if (issued.usedAt !== null) throw fail("NONCE_USED");
       const t = now();
@@ -135,19 +139,13 @@ export function createEvmService(ctx: Ctx, deps: { tokens: TokenService; users: 
       if (!isHex(signature) || signature.length < 4) throw fail("SIGNATURE_INVALID");
 
       // Spent before the (slow) signature check, so two racing logins cannot both use it.
-      const spent = db
-        .update(siweNonces)
-        .set({ usedAt: t })
-        .where(and(eq(siweNonces.nonce, issued.nonce), isNull(siweNonces.usedAt)))
-        .returning({ nonce: siweNonces.nonce })
-        .get();
-      if (!spent) throw fail("NONCE_USED");
+      if ((await sql.run(SPEND_NONCE, [issued.nonce, t])) === 0) throw fail("NONCE_USED");
 
       const address = issued.address as Address;
       if (!(await signatureIsValid(address, message, signature))) throw fail("SIGNATURE_INVALID");
 
       const did = didFor(config.chainId, address);
-      const user = deps.users.upsert(address, { refresh: { address, did } });
+      const user = await deps.users.upsert(address, { refresh: { address, did } });
       return { did, number: String(user.number), ...(await deps.tokens.issue(user, "evm", client)) };
     },
   };

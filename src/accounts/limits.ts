@@ -1,7 +1,8 @@
 /**
  * Rate limits of the login and code endpoints (DESIGN.md D12), as data. `STOWAGE_RATE_LIMITS=off`
  * switches all of them off; the 60-second gap between two codes for one email is a code rule
- * and stays.
+ * and stays. The counters live in the shared database (shared-rate-limit.ts), so every limit
+ * holds across all gateways (D16).
  */
 import type { Limit } from "../http/rate-limit.ts";
 import { accountError } from "../http/errors.ts";
@@ -17,7 +18,7 @@ export const defaultLimits = {
   codeSendsOverall: { name: "code-send-all", max: 300, windowMs: MINUTE },
   loginsPerIp: { name: "login-ip", max: 30, windowMs: MINUTE },
   wrongPasswordsPerEmail: { name: "wrong-password-email", max: 10, windowMs: HOUR },
-  /** Each challenge is a row in SQLite until it expires. */
+  /** Each challenge is a database row until it expires. */
   challengesPerIp: { name: "challenge-ip", max: 30, windowMs: MINUTE },
   refreshesPerIp: { name: "refresh-ip", max: 60, windowMs: MINUTE },
 } satisfies Record<string, Limit>;
@@ -28,7 +29,7 @@ export const rateLimited = (retryAfter: number, message = "Too many requests; tr
   accountError("RATE_LIMITED", message, { "Retry-After": String(retryAfter) });
 
 /** Counts one event against `limit` for `key`, or throws RATE_LIMITED with Retry-After. */
-export function enforce(ctx: Pick<Ctx, "limiter">, limit: Limit, key: string) {
-  const verdict = ctx.limiter.hit(limit, key);
+export async function enforce(ctx: Pick<Ctx, "limiter">, limit: Limit, key: string): Promise<void> {
+  const verdict = await ctx.limiter.hit(limit, key);
   if (!verdict.ok) throw rateLimited(verdict.retryAfter);
 }

@@ -66,10 +66,10 @@ export function createMessengerService(ctx: Ctx, deps: { tokens: TokenService; u
     async login(input, ip) {
       const botToken = config.messengerBotToken;
       if (!botToken) throw fail("MESSENGER_NOT_CONFIGURED");
-      enforce(ctx, limits.loginsPerIp, ip);
+      await enforce(ctx, limits.loginsPerIp, ip);
       const m = verifyInitData(input.initdata, botToken, config.messengerMaxAge, now());
       // Names and photo change on the messenger's side; every login brings them up to date.
-      const user = deps.users.upsert(`messenger:${m.id}`, {
+      const user = await deps.users.upsert(`messenger:${m.id}`, {
         refresh: {
           name: [m.first_name, m.last_name].filter(Boolean).join(" "),
           icon: m.photo_url,

@@ -5,12 +5,11 @@
  * (user, action, slot) is what makes "once" hold however many requests race.
  *
  * @example
- *   points.add(user, 5)     // first liveness-check subscription: +100
- *   points.latest(user, 5)  // { action: 5, points: 100, time: 1767225600 }
+ *   await points.add(user, 5)     // first liveness-check subscription: +100
+ *   await points.latest(user, 5)  // { action: 5, points: 100, time: 1767225600 }
  */
-import { and, desc, eq, sql } from "drizzle-orm";
 import type { Config } from "../config.ts";
-import { actionRecords, users } from "./schema.ts";
+import type { Queryable } from "../db/sql.ts";
 import { fail } from "./error-codes.ts";
 import type { Ctx, UserRow } from "./types.ts";
 
@@ -41,12 +40,23 @@ export interface ActionRecord {
 
 export interface PointsService {
   /** The user's latest record of the action, or null. */
-  latest(user: UserRow, actionId: number): ActionRecord | null;
-  add(user: UserRow, actionId: number, opts?: unknown): ActionRecord;
+  latest(user: UserRow, actionId: number): Promise<ActionRecord | null>;
+  add(user: UserRow, actionId: number, opts?: unknown): Promise<ActionRecord>;
+}
+
+const LATEST = "SELECT id, action, points, time FROM action_records WHERE user_id = $1 AND action = $2 ORDER BY time DESC, id DESC LIMIT 1";
+const INSERT = "INSERT INTO action_records (user_id, action, points, time, slot) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (user_id, action, slot) DO NOTHING RETURNING id";
+const CREDIT = "UPDATE users SET points = points + $2, updated_at = $3 WHERE id = $1";
+
+interface Row {
+  id: number;
+  action: number;
+  points: number;
+  time: number;
 }
 
 export function createPointsService(ctx: Ctx, catalog: readonly ActionRule[] = actionCatalog): PointsService {
-  const { db, now, config } = ctx;
+  const { sql, now, config } = ctx;
   const rules = new Map(catalog.map((r) => [r.id, r]));
   const rule = (id: number) => {
     const r = rules.get(id);
@@ -54,30 +64,26 @@ export function createPointsService(ctx: Ctx, catalog: readonly ActionRule[] = a
     return r;
   };
 
-  const latestRow = (userId: number, action: number) =>
-    db
-      .select()
-      .from(actionRecords)
-      .where(and(eq(actionRecords.userId, userId), eq(actionRecords.action, action)))
-      .orderBy(desc(actionRecords.time), desc(actionRecords.id))
-      .get();
+  const latestRow = (q: Queryable, userId: number, action: number) => q.get<Row>(LATEST, [userId, action]);
 
   const view = (r: { action: number; points: number; time: number }): ActionRecord => ({ action: r.action, points: r.points, time: r.time });
 
   return {
-    latest(user, actionId) {
+    async latest(user, actionId) {
       rule(actionId);
-      const row = latestRow(user.id, actionId);
+      const row = await latestRow(sql, user.id, actionId);
       return row ? view(row) : null;
     },
 
-    add(user, actionId) {
+    async add(user, actionId) {
       const r = rule(actionId);
       const t = now();
-      const outcome = db.transaction((tx) => {
-        const missing = (r.needs ?? []).filter((need) => !latestRow(user.id, need));
+      // SERIALIZABLE (the default): the prerequisite and gap checks read what a racing add writes.
+      const outcome = await sql.tx(async (tx) => {
+        const missing: number[] = [];
+        for (const need of r.needs ?? []) if (!(await latestRow(tx, user.id, need))) missing.push(need);
         if (missing.length) return { ok: false as const, fail: "ACTION_NEEDS" as const, detail: `record action ${missing.join(", ")} first` };
-        const previous = r.once ? undefined : latestRow(user.id, r.id);
+        const previous = r.once ? undefined : await latestRow(tx, user.id, r.id);
         const gap = r.minGapMs?.(config) ?? 0;
         if (previous && t - previous.time * 1000 < gap) {
           const nextAt = new Date(previous.time * 1000 + gap).toISOString();
@@ -85,13 +91,10 @@ export function createPointsService(ctx: Ctx, catalog: readonly ActionRule[] = a
         }
         // "once", or the record this one follows: two requests that saw the same state collide here.
         const slot = r.once ? "once" : `after:${previous?.id ?? 0}`;
-        const record = { userId: user.id, action: r.id, points: r.points, time: Math.floor(t / 1000), slot };
-        const inserted = tx.insert(actionRecords).values(record).onConflictDoNothing().returning({ id: actionRecords.id }).get();
+        const record = { action: r.id, points: r.points, time: Math.floor(t / 1000) };
+        const inserted = await tx.get<{ id: number }>(INSERT, [user.id, record.action, record.points, record.time, slot]);
         if (!inserted) return { ok: false as const, fail: "ACTION_DONE" as const, detail: `action ${r.id}, ${r.name}` };
-        tx.update(users)
-          .set({ points: sql`${users.points} + ${r.points}`, updatedAt: t })
-          .where(eq(users.id, user.id))
-          .run();
+        await tx.run(CREDIT, [user.id, r.points, t]);
         return { ok: true as const, record: view(record) };
       });
       if (!outcome.ok) throw fail(outcome.fail, outcome.detail);

@@ -66,7 +66,7 @@ export function accountRoutes(s: AccountServices) {
   async function account(token: string | undefined): Promise<UserRow> {
     try {
       const { uid } = await s.tokens.verifyAccessToken(token);
-      return s.users.require(uid);
+      return await s.users.require(uid);
     } catch (err) {
       throw err instanceof TokenError ? tokenFailure(err) : err;
     }
@@ -168,10 +168,10 @@ export function accountRoutes(s: AccountServices) {
     )
     .get(
       "/v2/login/evm/challenge",
-      ({ query, headers, request }) => ({
+      async ({ query, headers, request }) => ({
         result: 1 as const,
         // Browsers send no Origin on same-origin GETs; the page's Referer then says where it is.
-        data: s.evm.challenge({ address: query.address, chainid: query.chainid, origin: headers.origin ?? headers.referer ?? null }, clientIp(request)),
+        data: await s.evm.challenge({ address: query.address, chainid: query.chainid, origin: headers.origin ?? headers.referer ?? null }, clientIp(request)),
       }),
       {
         query: t.Object({
@@ -199,7 +199,7 @@ export function accountRoutes(s: AccountServices) {
       "/v2/data/record/:actionID",
       async (c) => {
         const user = await withBearer(c);
-        return { result: 1 as const, data: s.points.latest(user, actionId(c.params.actionID)) };
+        return { result: 1 as const, data: await s.points.latest(user, actionId(c.params.actionID)) };
       },
       {
         params: t.Object({ actionID: t.String({ description: "Action id (positive integer)" }) }),
@@ -211,7 +211,7 @@ export function accountRoutes(s: AccountServices) {
       "/v2/data/record/add",
       async (c) => {
         const user = await withBearer(c);
-        s.points.add(user, actionId(c.body.actionid), c.body.opts);
+        await s.points.add(user, actionId(c.body.actionid), c.body.opts);
         return { result: 1 as const };
       },
       {

@@ -2,11 +2,11 @@
  * The account API's services, built once per server from its parts.
  *
  * @example
- *   const accounts = createAccountServices({ config, db, log, secrets, publicClient: chain.publicClient })
+ *   const accounts = createAccountServices({ config, sql, log, secrets, publicClient: chain.publicClient })
  *   app.use(accountRoutes(accounts))
  *   await accounts.tokens.verifyAccessToken(bearer) // { uid, did? }, for other route groups
  */
-import { createRateLimiter } from "../http/rate-limit.ts";
+import { createSharedRateLimiter, type SharedRateLimiter } from "../http/shared-rate-limit.ts";
 import { createBrowserService, type BrowserService } from "./browser.ts";
 import { createEmailService, type EmailService } from "./email.ts";
 import { createEvmService, type EvmService } from "./evm.ts";
@@ -26,17 +26,19 @@ export interface AccountServices {
   browser: BrowserService;
   evm: EvmService;
   points: PointsService;
+  /** The login and code limits' counters in the shared database, for other login routes too (POST /login). */
+  limiter: SharedRateLimiter;
 }
 
 export function createAccountServices(deps: AccountDeps & { refreshGuards?: Partial<Record<LoginMethod, RefreshGuard>> }): AccountServices {
   const now = deps.now ?? Date.now;
   const ctx: Ctx = {
     config: deps.config,
-    db: deps.db,
+    sql: deps.sql,
     log: deps.log,
     now,
     limits: { ...defaultLimits, ...deps.limits },
-    limiter: createRateLimiter({ now, enabled: deps.config.rateLimits !== "off" }),
+    limiter: createSharedRateLimiter(deps.sql, { now, enabled: deps.config.rateLimits !== "off" }),
   };
   const jwtKey = deps.secrets.jwtKey;
   const tokens = createTokenService(ctx, jwtKey, deps.refreshGuards);
@@ -50,5 +52,6 @@ export function createAccountServices(deps: AccountDeps & { refreshGuards?: Part
     browser: createBrowserService(ctx, { tokens, users }),
     evm: createEvmService(ctx, { tokens, users, publicClient: deps.publicClient }),
     points: createPointsService(ctx),
+    limiter: ctx.limiter,
   };
 }

@@ -5,15 +5,15 @@
  * Refresh rotates lazily: a refresh answers a new pair, the presented token stays usable until
  * its child is first used, and any other token of the session ("family") presented after that
  * is a replay that revokes the whole family. Refresh tokens are stored as keyed hashes only.
+ * Gateways sharing a database (D16) move a family's head with one conditional update, so two
+ * racing refreshes cannot both extend a family from tokens that exclude each other.
  *
  * @example
  *   const tokens = createTokenService(ctx, jwtKey)
  *   const pair = await tokens.issue(user, "evm", { source: "web" })
  *   const { uid, did } = await tokens.verifyAccessToken(pair.accessToken)
  */
-import { and, eq, isNull } from "drizzle-orm";
 import { SignJWT, errors as joseErrors, jwtVerify, type JWTPayload } from "jose";
-import { refreshFamilies, refreshTokens, users } from "./schema.ts";
 import { fail, type AccountErrorCode } from "./error-codes.ts";
 import { keyedHash, safeEqual } from "./hash.ts";
 import { enforce } from "./limits.ts";
@@ -49,7 +49,7 @@ export interface TokenService {
   refresh(refreshToken: string, ip?: string): Promise<TokenPair>;
   /** Resolves with the claims of a valid `typ: access` token, or throws TokenError. */
   verifyAccessToken(token: string | undefined | null): Promise<AccessClaims>;
-  revokeAll(userId: number, reason: string): void;
+  revokeAll(userId: number, reason: string): Promise<void>;
 }
 
 const REASON_CODES: Record<TokenError["reason"], AccountErrorCode> = {
@@ -63,10 +63,38 @@ const REASON_CODES: Record<TokenError["reason"], AccountErrorCode> = {
 export const tokenFailure = (err: TokenError) => fail(REASON_CODES[err.reason]);
 
 const newId = () => crypto.randomUUID();
+
+const INSERT_FAMILY = `INSERT INTO refresh_families (id, user_id, head_id, method, source, user_agent, signer, created_at)
+  VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`;
+const INSERT_TOKEN = "INSERT INTO refresh_tokens (id, family_id, parent_id, token_hash, issued_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6)";
+/** The presented token with its session and account (the account's fields as the user row's). */
+const FIND_TOKEN = `SELECT t.token_hash AS "tokenHash", t.parent_id AS "parentId", f.id AS "familyId", f.method, f.signer,
+  f.revoked_at AS "revokedAt", u.id AS "userId", u.uid, u.did
+  FROM refresh_tokens t JOIN refresh_families f ON f.id = t.family_id JOIN users u ON u.id = f.user_id WHERE t.id = $1`;
+/**
+ * A refresh with token $2 (child of $3) may go on when the family's head is the token itself or
+ * its parent; it then becomes the head. One statement: on PostgreSQL a racing update of the same
+ * family waits for this one and re-checks the head it left.
+ */
+const ADVANCE_HEAD = "UPDATE refresh_families SET head_id = $2 WHERE id = $1 AND revoked_at IS NULL AND (head_id = $2 OR head_id = $3)";
+const REVOKE_FAMILY = "UPDATE refresh_families SET revoked_at = $2, revoked_reason = $3 WHERE id = $1 AND revoked_at IS NULL";
+const REVOKE_USER = "UPDATE refresh_families SET revoked_at = $2, revoked_reason = $3 WHERE user_id = $1 AND revoked_at IS NULL";
+
+interface Found {
+  tokenHash: string;
+  parentId: string | null;
+  familyId: string;
+  method: string;
+  signer: string | null;
+  revokedAt: number | null;
+  userId: number;
+  uid: string;
+  did: string | null;
+}
 const seconds = (ms: number) => Math.floor(ms / 1000);
 
 export function createTokenService(ctx: Ctx, jwtKey: Uint8Array, guards: Partial<Record<LoginMethod, RefreshGuard>> = {}): TokenService {
-  const { db, config, now } = ctx;
+  const { sql, config, now } = ctx;
   const hashToken = (token: string) => keyedHash(jwtKey, "refresh-token", token);
   // Imported once: given raw bytes, jose would import the key again on every sign and verify.
   const hmacKey = crypto.subtle.importKey("raw", new Uint8Array(jwtKey), { name: "HMAC", hash: "SHA-256" }, false, ["sign", "verify"]);
@@ -97,12 +125,7 @@ export function createTokenService(ctx: Ctx, jwtKey: Uint8Array, guards: Partial
     return { sub: payload.sub, jti: payload.jti, did: typeof payload.did === "string" ? payload.did : undefined };
   }
 
-  const revokeFamily = (familyId: string, reason: string) =>
-    db
-      .update(refreshFamilies)
-      .set({ revokedAt: now(), revokedReason: reason })
-      .where(and(eq(refreshFamilies.id, familyId), isNull(refreshFamilies.revokedAt)))
-      .run();
+  const revokeFamily = (familyId: string, reason: string) => sql.run(REVOKE_FAMILY, [familyId, now(), reason]);
 
   return {
     async issue(user, method, client) {
@@ -111,19 +134,19 @@ export function createTokenService(ctx: Ctx, jwtKey: Uint8Array, guards: Partial
       const accessId = newId();
       const refreshId = newId();
       const [accessToken, refreshToken] = await Promise.all([sign("access", user, accessId, t), sign("refresh", user, refreshId, t)]);
-      db.transaction((tx) => {
-        tx.insert(refreshFamilies)
-          .values({ id: familyId, userId: user.id, headId: refreshId, method, source: client?.source ?? "", userAgent: client?.useragent ?? "", signer: client?.signer ?? null, createdAt: t })
-          .run();
-        tx.insert(refreshTokens)
-          .values({ id: refreshId, familyId, parentId: null, tokenHash: hashToken(refreshToken), issuedAt: t, expiresAt: t + config.refreshTokenTtl })
-          .run();
-      });
+      await sql.tx(
+        async (tx) => {
+          await tx.run(INSERT_FAMILY, [familyId, user.id, refreshId, method, client?.source ?? "", client?.useragent ?? "", client?.signer ?? null, t]);
+          await tx.run(INSERT_TOKEN, [refreshId, familyId, null, hashToken(refreshToken), t, t + config.refreshTokenTtl]);
+        },
+        // Two inserts of new rows: nothing read, so nothing to serialise.
+        { isolation: "read committed" },
+      );
       return { accessToken, refreshToken };
     },
 
     async refresh(presented, ip) {
-      if (ip !== undefined) enforce(ctx, ctx.limits.refreshesPerIp, ip);
+      if (ip !== undefined) await enforce(ctx, ctx.limits.refreshesPerIp, ip);
       let claims: Awaited<ReturnType<typeof decode>>;
       try {
         claims = await decode(presented, "refresh");
@@ -131,47 +154,37 @@ export function createTokenService(ctx: Ctx, jwtKey: Uint8Array, guards: Partial
         if (!(err instanceof TokenError)) throw err;
         throw fail(err.reason === "missing" ? "REFRESH_MISSING" : err.reason === "wrong-type" ? "TOKEN_NOT_REFRESH" : REASON_CODES[err.reason]);
       }
-      const found = db
-        .select({ token: refreshTokens, family: refreshFamilies, user: users })
-        .from(refreshTokens)
-        .innerJoin(refreshFamilies, eq(refreshFamilies.id, refreshTokens.familyId))
-        .innerJoin(users, eq(users.id, refreshFamilies.userId))
-        .where(eq(refreshTokens.id, claims.jti))
-        .get();
-      if (!found || !safeEqual(found.token.tokenHash, hashToken(presented))) throw fail("TOKEN_INVALID");
-      if (found.family.revokedAt !== null) throw fail("REFRESH_REVOKED");
+      const found = await sql.get<Found>(FIND_TOKEN, [claims.jti]);
+      if (!found || !safeEqual(found.tokenHash, hashToken(presented))) throw fail("TOKEN_INVALID");
+      if (found.revokedAt !== null) throw fail("REFRESH_REVOKED");
 
-      const guard = guards[found.family.method as LoginMethod];
-      if (guard && !(await guard({ method: found.family.method, userId: found.user.id, uid: found.user.uid, did: found.user.did, signer: found.family.signer }))) {
-        revokeFamily(found.family.id, "login key no longer valid");
+      const guard = guards[found.method as LoginMethod];
+      if (guard && !(await guard({ method: found.method, userId: found.userId, uid: found.uid, did: found.did, signer: found.signer }))) {
+        await revokeFamily(found.familyId, "login key no longer valid");
         throw fail("REFRESH_REVOKED");
       }
 
       const t = now();
       const childId = newId();
-      const [accessToken, refreshToken] = await Promise.all([sign("access", found.user, newId(), t), sign("refresh", found.user, childId, t)]);
-      // Re-read the family inside the transaction: another refresh may have moved its head while
-      // this one was signing.
-      const outcome = db.transaction((tx) => {
-        const family = tx.select().from(refreshFamilies).where(eq(refreshFamilies.id, found.family.id)).get();
-        if (!family || family.revokedAt !== null) return "revoked" as const;
-        const { id, parentId } = found.token;
-        if (id !== family.headId) {
-          if (parentId !== family.headId) {
-            tx.update(refreshFamilies).set({ revokedAt: t, revokedReason: "refresh token reused" }).where(eq(refreshFamilies.id, family.id)).run();
-            return "reused" as const;
+      const [accessToken, refreshToken] = await Promise.all([sign("access", found, newId(), t), sign("refresh", found, childId, t)]);
+      // Another refresh may have moved the head while this one was signing: the head moves only
+      // if it is still this token or its parent, and the child is written in the same transaction.
+      const outcome = await sql.tx(
+        async (tx) => {
+          const id = claims.jti;
+          if ((await tx.run(ADVANCE_HEAD, [found.familyId, id, found.parentId ?? id])) === 0) {
+            // Revoked meanwhile, or the head is neither this token nor its parent: a replay.
+            return (await tx.run(REVOKE_FAMILY, [found.familyId, t, "refresh token reused"])) === 0 ? ("revoked" as const) : ("reused" as const);
           }
-          // First use of the head's child: it becomes the head, and every older token dies.
-          tx.update(refreshFamilies).set({ headId: id }).where(eq(refreshFamilies.id, family.id)).run();
-        }
-        tx.insert(refreshTokens)
-          .values({ id: childId, familyId: family.id, parentId: id, tokenHash: hashToken(refreshToken), issuedAt: t, expiresAt: t + config.refreshTokenTtl })
-          .run();
-        return "ok" as const;
-      });
+          await tx.run(INSERT_TOKEN, [childId, found.familyId, id, hashToken(refreshToken), t, t + config.refreshTokenTtl]);
+          return "ok" as const;
+        },
+        // Conditional updates only: each re-checks its row after waiting for a racing writer.
+        { isolation: "read committed" },
+      );
       if (outcome === "revoked") throw fail("REFRESH_REVOKED");
       if (outcome === "reused") {
-        ctx.log.warn("refresh token reuse: session revoked", { uid: found.user.uid, family: found.family.id });
+        ctx.log.warn("refresh token reuse: session revoked", { uid: found.uid, family: found.familyId });
         throw fail("REFRESH_REUSED");
       }
       return { accessToken, refreshToken };
@@ -182,11 +195,8 @@ export function createTokenService(ctx: Ctx, jwtKey: Uint8Array, guards: Partial
       return { uid: claims.sub, ...(claims.did ? { did: claims.did } : {}) };
     },
 
-    revokeAll(userId, reason) {
-      db.update(refreshFamilies)
-        .set({ revokedAt: now(), revokedReason: reason })
-        .where(and(eq(refreshFamilies.userId, userId), isNull(refreshFamilies.revokedAt)))
-        .run();
+    async revokeAll(userId, reason) {
+      await sql.run(REVOKE_USER, [userId, now(), reason]);
     },
   };
 }

@@ -1,10 +1,10 @@
 /** Types shared by the account services and their routes. */
 import type { Address, Hex } from "viem";
 import type { Config } from "../config.ts";
-import type { Db } from "../db/open.ts";
+import type { Sql } from "../db/sql.ts";
 import type { Logger } from "../log.ts";
 import type { Secrets } from "../datadir/secrets.ts";
-import type { RateLimiter } from "../http/rate-limit.ts";
+import type { SharedRateLimiter } from "../http/shared-rate-limit.ts";
 import type { users } from "./schema.ts";
 import type { Limits } from "./limits.ts";
 import type { Mailer } from "./mailer.ts";
@@ -40,7 +40,8 @@ export interface SignatureVerifier {
 
 export interface AccountDeps {
   config: Config;
-  db: Db;
+  /** The database every gateway shares (D16). */
+  sql: Sql;
   log: Logger;
   secrets: Pick<Secrets, "jwtKey">;
   /** The chain's public client: EIP-1271 and ERC-6492 wallets need it. */
@@ -56,9 +57,9 @@ export interface AccountDeps {
 /** What every service gets: the deps with their defaults filled in. */
 export interface Ctx {
   config: Config;
-  db: Db;
+  sql: Sql;
   log: Logger;
   now: () => number;
-  limiter: RateLimiter;
+  limiter: SharedRateLimiter;
   limits: Limits;
 }

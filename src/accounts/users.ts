@@ -1,13 +1,16 @@
 /**
  * Accounts: finding or making them by uid, the current user (spec 2.11) and user info (2.12).
  *
+ * Plain statements on `Sql` (D16): an account is made by one insert that takes the next number,
+ * so gateways sharing a database never hand out one number or one uid twice.
+ *
  * @example
- *   const user = users.upsert("0xAbC…", { create: { address: "0xAbC…", did: "did:ethr:0x3d9:0xAbC…" } })
+ *   const user = await users.upsert("0xAbC…", { create: { address: "0xAbC…", did: "did:ethr:0x3d9:0xAbC…" } })
  *   users.info(user) // { name, icon, address, did, points, social_info, … }
  */
-import { eq, sql } from "drizzle-orm";
 import { isAddress } from "viem";
-import { users } from "./schema.ts";
+import type { Queryable } from "../db/sql.ts";
+import type { ProviderInfo, users } from "./schema.ts";
 import { fail } from "./error-codes.ts";
 import type { Ctx, UserRow } from "./types.ts";
 
@@ -42,13 +45,16 @@ export interface UserInfo {
 }
 
 export interface UserService {
-  byUid(uid: string): UserRow | undefined;
-  byEmail(email: string): UserRow | undefined;
-  /** Finds the account with `uid` (updating `refresh` fields) or makes it with the next number. */
-  upsert(uid: string, fields: { create?: UserFields; refresh?: UserFields }): UserRow;
-  update(id: number, fields: UserFields): UserRow;
+  byUid(uid: string): Promise<UserRow | undefined>;
+  byEmail(email: string): Promise<UserRow | undefined>;
+  /**
+   * Finds the account with `uid` (updating `refresh` fields) or makes it with the next number.
+   * A `create.email` another account already has makes no account: that one is answered.
+   */
+  upsert(uid: string, fields: { create?: UserFields; refresh?: UserFields }): Promise<UserRow>;
+  update(id: number, fields: UserFields): Promise<UserRow>;
   /** The account behind a verified token; a token of a vanished account is refused. */
-  require(uid: string): UserRow;
+  require(uid: string): Promise<UserRow>;
   role(user: UserRow): "user" | "admin";
   current(user: UserRow): CurrentUser;
   info(user: UserRow): UserInfo;
@@ -62,51 +68,135 @@ const INFO_FIELDS = [
   ["communityInfo", "community_info"],
 ] as const;
 
+/** Every column, under its row-type name; JSON and boolean columns are mapped by `toUser`. */
+const COLUMNS = `id, uid, number, email, password_hash AS "passwordHash", did, address, name, icon, points,
+  browser_info AS "browserInfo", microblog_info AS "microblogInfo", messenger_info AS "messengerInfo",
+  community_info AS "communityInfo", social_followed AS "socialFollowed", created_at AS "createdAt", updated_at AS "updatedAt"`;
+
+const BY_UID = `SELECT ${COLUMNS} FROM users WHERE uid = $1`;
+const BY_EMAIL = `SELECT ${COLUMNS} FROM users WHERE email = $1`;
+/**
+ * The next number is read in the insert itself; two gateways that read the same one collide on
+ * the unique index, and DO NOTHING (no target: uid, number or email) lets the loser look again.
+ * `WHERE true` keeps SQLite from reading ON CONFLICT as a join's ON.
+ */
+const INSERT = `INSERT INTO users (uid, number, email, password_hash, did, address, name, icon, points,
+  browser_info, microblog_info, messenger_info, community_info, social_followed, created_at, updated_at)
+  SELECT $1, COALESCE(MAX(number), $2) + 1, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $15 FROM users WHERE true
+  ON CONFLICT DO NOTHING RETURNING ${COLUMNS}`;
+
+/** Field name → column, for the SET list of an update. */
+const COLUMN_OF: Record<keyof UserFields, string> = {
+  email: "email",
+  passwordHash: "password_hash",
+  did: "did",
+  address: "address",
+  name: "name",
+  icon: "icon",
+  points: "points",
+  browserInfo: "browser_info",
+  microblogInfo: "microblog_info",
+  messengerInfo: "messenger_info",
+  communityInfo: "community_info",
+  socialFollowed: "social_followed",
+};
+const JSON_FIELDS = new Set<keyof UserFields>(["browserInfo", "microblogInfo", "messengerInfo", "communityInfo"]);
+/** A lost race for a number costs one more try; more than this many in a row is a fault. */
+const INSERT_TRIES = 8;
+
+type Raw = Omit<UserRow, "browserInfo" | "microblogInfo" | "messengerInfo" | "communityInfo" | "socialFollowed"> & {
+  browserInfo: string | null;
+  microblogInfo: string | null;
+  messengerInfo: string | null;
+  communityInfo: string | null;
+  socialFollowed: boolean | number;
+};
+
+const parseInfo = (text: string | null) => (text === null ? null : (JSON.parse(text) as ProviderInfo));
+const json = (value: ProviderInfo | null | undefined) => (value == null ? null : JSON.stringify(value));
+
+function toUser(r: Raw): UserRow {
+  return {
+    ...r,
+    browserInfo: parseInfo(r.browserInfo),
+    microblogInfo: parseInfo(r.microblogInfo),
+    messengerInfo: parseInfo(r.messengerInfo),
+    communityInfo: parseInfo(r.communityInfo),
+    socialFollowed: Boolean(r.socialFollowed),
+  };
+}
+
+/** The account with `uid`, on the database or inside a caller's transaction. */
+export async function userByUid(q: Queryable, uid: string): Promise<UserRow | undefined> {
+  const r = await q.get<Raw>(BY_UID, [uid]);
+  return r && toUser(r);
+}
+
 export function createUserService(ctx: Ctx): UserService {
-  const { db, now, config } = ctx;
+  const { sql, now, config } = ctx;
   const admins = new Set(config.adminAddresses.map((a) => a.toLowerCase()));
 
-  const byUid = (uid: string) => db.select().from(users).where(eq(users.uid, uid)).get();
+  const byUid = (uid: string) => userByUid(sql, uid);
+  const byEmail = async (email: string) => {
+    const r = await sql.get<Raw>(BY_EMAIL, [email]);
+    return r && toUser(r);
+  };
   // D2: only a bare address uid is ever proven by a signature, so only those can be admin.
   const role = (user: UserRow) => (isAddress(user.uid, { strict: false }) && admins.has(user.uid.toLowerCase()) ? ("admin" as const) : ("user" as const));
 
-  const update = (id: number, fields: UserFields) => {
-    const row = db
-      .update(users)
-      .set({ ...fields, updatedAt: now() })
-      .where(eq(users.id, id))
-      .returning()
-      .get();
-    if (!row) throw new Error(`user ${id} vanished during an update`);
-    return row;
+  const update = async (id: number, fields: UserFields) => {
+    const keys = (Object.keys(fields) as (keyof UserFields)[]).filter((k) => fields[k] !== undefined && k in COLUMN_OF);
+    const params: (string | number | boolean | null)[] = [id, now()];
+    const sets = keys.map((k) => {
+      const v = fields[k];
+      params.push(JSON_FIELDS.has(k) ? json(v as ProviderInfo | null) : (v as string | number | boolean | null));
+      return `${COLUMN_OF[k]} = $${params.length}`;
+    });
+    const r = await sql.get<Raw>(`UPDATE users SET ${[...sets, "updated_at = $2"].join(", ")} WHERE id = $1 RETURNING ${COLUMNS}`, params);
+    if (!r) throw new Error(`user ${id} vanished during an update`);
+    return toUser(r);
   };
+
+  async function insert(uid: string, f: UserFields): Promise<UserRow | undefined> {
+    const r = await sql.get<Raw>(INSERT, [
+      uid,
+      FIRST_NUMBER - 1,
+      f.email ?? null,
+      f.passwordHash ?? null,
+      f.did ?? null,
+      f.address ?? null,
+      f.name ?? "",
+      f.icon ?? "",
+      f.points ?? 0,
+      json(f.browserInfo),
+      json(f.microblogInfo),
+      json(f.messengerInfo),
+      json(f.communityInfo),
+      f.socialFollowed ?? false,
+      now(),
+    ]);
+    return r && toUser(r);
+  }
 
   return {
     byUid,
-    byEmail: (email) => db.select().from(users).where(eq(users.email, email)).get(),
-    upsert(uid, { create = {}, refresh = {} }) {
-      // One synchronous transaction: bun:sqlite runs it whole, so the number sequence and the
-      // uid's uniqueness cannot race.
-      return db.transaction((tx) => {
-        const existing = tx.select().from(users).where(eq(users.uid, uid)).get();
-        if (existing) {
-          return Object.keys(refresh).length ? update(existing.id, refresh) : existing;
-        }
-        const next = tx
-          .select({ n: sql<number>`coalesce(max(${users.number}), ${FIRST_NUMBER - 1}) + 1` })
-          .from(users)
-          .get();
-        const t = now();
-        return tx
-          .insert(users)
-          .values({ ...create, ...refresh, uid, number: next?.n ?? FIRST_NUMBER, createdAt: t, updatedAt: t })
-          .returning()
-          .get();
-      });
+    byEmail,
+    async upsert(uid, { create = {}, refresh = {} }) {
+      // No transaction: every step is one statement that holds whatever other gateways do, and a
+      // step that loses a race looks again.
+      for (let attempt = 0; attempt < INSERT_TRIES; attempt++) {
+        const existing = await byUid(uid);
+        if (existing) return Object.keys(refresh).length ? update(existing.id, refresh) : existing;
+        const made = await insert(uid, { ...create, ...refresh });
+        if (made) return made;
+        const holder = create.email ? await byEmail(create.email) : undefined;
+        if (holder) return holder;
+      }
+      throw new Error(`could not make an account for ${uid}: its number was taken ${INSERT_TRIES} times`);
     },
     update,
-    require(uid) {
-      const user = byUid(uid);
+    async require(uid) {
+      const user = await byUid(uid);
       if (!user) throw fail("ACCOUNT_GONE");
       return user;
     },

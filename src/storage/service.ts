@@ -26,7 +26,8 @@ import { createSessions, type LoginInput } from "./sessions.ts";
 import { meterDownload, meterUpload } from "./transfer.ts";
 import { createVouchers } from "./vouchers.ts";
 import type { Meter } from "../quota/meter.ts";
-import { createRateLimiter } from "../http/rate-limit.ts";
+import { createRateLimiter, type Limit } from "../http/rate-limit.ts";
+import type { SharedRateLimiter } from "../http/shared-rate-limit.ts";
 
 /** The routes' storage types and the back-ends' kinds are the same two names (a compile-time check). */
 type SameKinds = [BackendKind] extends [StorageKind] ? ([StorageKind] extends [BackendKind] ? true : false) : false;
@@ -97,6 +98,8 @@ export interface StorageDeps {
   /** Rate limits of POST /login (per client address and per DID); on unless false. */
   rateLimits?: boolean;
   loginLimits?: typeof LOGIN_LIMITS;
+  /** The shared database's counters (the account services' limiter), so the limits hold across gateways (D16). */
+  loginLimiter?: Pick<SharedRateLimiter, "hit">;
   now?: () => number;
 }
 
@@ -319,19 +322,21 @@ export function createStorage(deps: StorageDeps) {
     }
   }
 
-  const limiter = createRateLimiter({ enabled: deps.rateLimits !== false, now: deps.now });
+  // In memory only without a shared limiter (one gateway) or with the limits off.
+  const memoryLimiter = createRateLimiter({ enabled: deps.rateLimits !== false, now: deps.now });
+  const hit = async (limit: Limit, key: string) => (deps.rateLimits !== false && deps.loginLimiter ? deps.loginLimiter.hit(limit, key) : memoryLimiter.hit(limit, key));
 
   /** POST /login; with `json`, the answer carries the account API's tokens for this DID. */
   async function login(input: LoginInput, json: boolean, ip: string): Promise<DidLoginTokens | undefined> {
     // One DID, however it is spelled, shares one limit.
     const limits = deps.loginLimits ?? LOGIN_LIMITS;
     for (const [limit, key] of [[limits.perIp, ip], [limits.perDid, didAddressKey(String(input.did ?? ""))]] as const) {
-      const verdict = limiter.hit(limit, key);
+      const verdict = await hit(limit, key);
       if (!verdict.ok) throw storageError.rateLimited(verdict.retryAfter);
     }
     const { did, signer } = await sessions.login(input);
     if (!json) return undefined;
-    const user = deps.users.upsert(did.address, { refresh: { address: did.address, did: did.canonical } });
+    const user = await deps.users.upsert(did.address, { refresh: { address: did.address, did: did.canonical } });
     const pair = await deps.tokens.issue(user, "did", { source: "did-login", signer });
     return { did: did.canonical, accessToken: pair.accessToken, refreshToken: pair.refreshToken };
   }

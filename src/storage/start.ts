@@ -21,7 +21,7 @@ import { createStorage, type StorageDeps } from "./service.ts";
 
 /** The storage service over open back-ends, wired as the server wires it; `extra` overrides. */
 export function storageOver(
-  { config, db, log, chain, accounts, backends }: { config: Config; db: Db; log: Logger; chain: ChainContext; accounts: Pick<AccountServices, "tokens" | "users">; backends: Partial<Record<BackendKind, Backend>> },
+  { config, db, log, chain, accounts, backends }: { config: Config; db: Db; log: Logger; chain: ChainContext; accounts: Pick<AccountServices, "tokens" | "users" | "limiter">; backends: Partial<Record<BackendKind, Backend>> },
   extra: Partial<StorageDeps> = {},
 ) {
   return createStorage({
@@ -36,6 +36,7 @@ export function storageOver(
     domain: storageDomain(config.chainId, chain.contracts.proxy),
     seller: chain.operator.account.address,
     rateLimits: config.rateLimits !== "off",
+    loginLimiter: accounts.limiter,
     ...extra,
   });
 }

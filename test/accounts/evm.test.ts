@@ -7,7 +7,6 @@ import { createPublicClient, encodeFunctionData, getAddress, http, keccak256, se
 import { generatePrivateKey, privateKeyToAccount, type PrivateKeyAccount } from "viem/accounts";
 import { createSiweMessage, parseSiweMessage } from "viem/siwe";
 import { SiweMessage } from "siwe";
-import { users } from "../../src/accounts/schema.ts";
 import { accountsApp, bearer, evmLogin, ORIGIN, type Call } from "../support/accounts.ts";
 import { mined, startAnvil, type Anvil } from "../support/anvil.ts";
 import { testWalletFactoryAbi, testWalletFactoryBytecode } from "../support/artifacts/test-wallets.ts";
@@ -78,8 +77,8 @@ describe("EVM login", () => {
     });
     const second = await evmLogin(app.call, key);
     expect(second.body.data.number).toBe(first.body.data.number);
-    expect(app.database.db.select().from(users).all().filter((u) => u.uid === key.address)).toHaveLength(1);
-    const numbers = app.database.db.select().from(users).all().map((u) => u.number);
+    expect(await app.database.sql.all("SELECT id FROM users WHERE uid = $1", [key.address])).toHaveLength(1);
+    const numbers = (await app.database.sql.all<{ number: number }>("SELECT number FROM users")).map((u) => u.number);
     expect(Math.min(...numbers)).toBe(100001);
     expect(new Set(numbers).size).toBe(numbers.length);
   });

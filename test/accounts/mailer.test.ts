@@ -109,8 +109,8 @@ describe("code mail", () => {
     const r = await call("POST", "/v2/login/email/code", { body: { email: "frank@example.com" } });
     expect(r).toMatchObject({ status: 503, body: { result: -1, error: "UNAVAILABLE", message: "The code could not be sent; try again later" } });
     expect(smtp.received).toHaveLength(0);
-    const open = database.sqlite.query("SELECT count(*) AS n FROM email_codes WHERE email = ? AND closed_at IS NULL").get("frank@example.com") as { n: number };
-    expect(open.n).toBe(0);
+    const open = await database.sql.get<{ n: number }>("SELECT count(*) AS n FROM email_codes WHERE email = $1 AND closed_at IS NULL", ["frank@example.com"]);
+    expect(open?.n).toBe(0);
     // Nor does the failed send count as "a code sent less than a minute ago": a retry is sent.
     const retry = await call("POST", "/v2/login/email/code", { body: { email: "frank@example.com" } });
     expect(retry).toMatchObject({ status: 503, body: { error: "UNAVAILABLE" } });

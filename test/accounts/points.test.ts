@@ -2,9 +2,7 @@
  * Action records and points (spec 4.2 rows 13, 14, rules 2-4; spec 7 rules 3, 4; D12).
  */
 import { describe, expect, test } from "bun:test";
-import { and, eq } from "drizzle-orm";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
-import { actionRecords, users } from "../../src/accounts/schema.ts";
 import { accountsApp, bearer, evmLogin } from "../support/accounts.ts";
 
 const DAY = 24 * 60 * 60_000;
@@ -13,6 +11,7 @@ describe("action records", () => {
   // Tokens that outlive the days this test moves the clock through.
   const t = accountsApp({ env: { STOWAGE_ACCESS_TOKEN_TTL: "365d" } });
   const { call, clock } = t;
+  const userRow = async (uid: string) => (await t.database.sql.get<{ id: number; points: number }>("SELECT id, points FROM users WHERE uid = $1", [uid]))!;
   const login = async () => {
     const key = privateKeyToAccount(generatePrivateKey());
     const token = (await evmLogin(call, key)).body.data.accessToken as string;
@@ -74,8 +73,8 @@ describe("action records", () => {
     const answers = await Promise.all(Array.from({ length: 20 }, () => add(auth, 5)));
     expect(answers.filter((a) => a.status === 200)).toHaveLength(1);
     expect(answers.filter((a) => a.body.error === "USER_ADD_ACTION_FAILED")).toHaveLength(19);
-    const user = t.database.db.select().from(users).where(eq(users.uid, key.address)).get()!;
-    expect(t.database.db.select().from(actionRecords).where(and(eq(actionRecords.userId, user.id), eq(actionRecords.action, 5))).all()).toHaveLength(1);
+    const user = await userRow(key.address);
+    expect(await t.database.sql.all("SELECT id FROM action_records WHERE user_id = $1 AND action = 5", [user.id])).toHaveLength(1);
     expect(user.points).toBe(100);
   });
 
@@ -84,7 +83,7 @@ describe("action records", () => {
     await add(auth, 5);
     const answers = await Promise.all(Array.from({ length: 20 }, () => add(auth, 6)));
     expect(answers.filter((a) => a.status === 200)).toHaveLength(1);
-    const user = t.database.db.select().from(users).where(eq(users.uid, key.address)).get()!;
+    const user = await userRow(key.address);
     expect(user.points).toBe(150);
   });
 

@@ -4,7 +4,6 @@
  */
 import { describe, expect, test } from "bun:test";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
-import { refreshTokens } from "../../src/accounts/schema.ts";
 import { accountsApp, bearer, claimsOf, evmLogin } from "../support/accounts.ts";
 
 const MINUTE = 60_000;
@@ -31,7 +30,7 @@ describe("tokens", () => {
 
   test("refresh tokens are stored only as hashes", async () => {
     const { refreshToken } = (await evmLogin(call, newKey())).body.data;
-    const rows = t.database.db.select().from(refreshTokens).all();
+    const rows = await t.database.sql.all("SELECT * FROM refresh_tokens");
     expect(rows.length).toBeGreaterThan(0);
     const dump = JSON.stringify(rows);
     expect(dump).not.toContain(refreshToken);

@@ -37,7 +37,7 @@ export function testApp(opts: TestAppOptions = {}) {
   afterAll(() => database.close());
   const log = opts.log ?? silentLogger;
   const secrets = { jwtKey: crypto.getRandomValues(new Uint8Array(32)) };
-  const accounts = createAccountServices({ config, db: database.db, log, secrets, publicClient: opts.chain?.publicClient, ...opts.accounts });
+  const accounts = createAccountServices({ config, sql: database.sql, log, secrets, publicClient: opts.chain?.publicClient, ...opts.accounts });
   const quota = opts.quota?.({ db: database.db, log });
   const storage = opts.storage?.({ config, db: database.db, log, accounts, dataDir, quota });
   const app = buildApp({ config, log, db: database.db, health: { database: () => void database.sqlite.query("select 1").get() }, chain: opts.chain, accounts, storage, quota });
