@@ -13,23 +13,21 @@
  *   died), then looks again, and writes the blob when it is missing.
  *
  * Either the deleter's transaction came first (the upload then sees the tombstone or the missing
- * blob) or the pin did (the deleter sees it and keeps the blob): no interleaving loses data.
+ * blob) or the pin did (the deleter sees it and keeps the blob): no interleaving loses data. With
+ * many gateways on PostgreSQL (D16) that order comes from SERIALIZABLE transactions on both sides
+ * (see pinKeys); reference counts change only by relative updates, in the back-ends' own rows.
  *
  * @example
  *   const lease = guard.lease()
- *   lease.pin([key])                          // before looking
+ *   await lease.pin([key])                    // before looking
  *   await guard.ensure(key, () => bytes)      // waits out a deletion, writes if missing
- *   commitRows(); lease.release()             // the rows keep it now
+ *   await commitRows(); await lease.release() // the rows keep it now
  *   await guard.deleteIfUnused(key, (tx) => isReferenced(tx, key))
  */
 import { randomBytes } from "node:crypto";
-import { and, eq, gt, lte, sql } from "drizzle-orm";
-import type { Db } from "../db/open.ts";
+import { placeholders, type Queryable, type Sql } from "../db/sql.ts";
 import type { Logger } from "../log.ts";
-import { blobPins, blobTombstones } from "./schema.ts";
 import type { BlobSource, BlobStore } from "./store.ts";
-
-type Tx = Parameters<Parameters<Db["transaction"]>[0]>[0];
 
 /** How long a pin or tombstone outlives its last renewal: a dead gateway's claims lapse after this. */
 export const LEASE_MS = 60_000;
@@ -37,12 +35,30 @@ const RENEW_EVERY_MS = 10_000;
 /** How often an upload waiting on a tombstone looks again. */
 const TOMBSTONE_POLL_MS = 25;
 
+const PIN = (n: number) =>
+  `INSERT INTO blob_pins (key, holder, expires_at) VALUES ${Array.from({ length: n }, (_, i) => `($${3 + i}, $1, $2)`).join(", ")}
+   ON CONFLICT (key, holder) DO UPDATE SET expires_at = excluded.expires_at`;
+const TOMBSTONES_AMONG = (n: number) => `SELECT key FROM blob_tombstones WHERE key IN (${placeholders(n)})`;
+const RENEW = "UPDATE blob_pins SET expires_at = $2 WHERE holder = $1";
+const UNPIN = "DELETE FROM blob_pins WHERE holder = $1";
+const TOMBSTONE_OF = "SELECT holder, expires_at AS \"expiresAt\" FROM blob_tombstones WHERE key = $1";
+const LIVE_PIN = "SELECT 1 AS one FROM blob_pins WHERE key = $1 AND expires_at > $2 LIMIT 1";
+const TOMBSTONE = "INSERT INTO blob_tombstones (key, holder, expires_at) VALUES ($1, $2, $3) ON CONFLICT (key) DO NOTHING RETURNING key";
+const DROP_TOMBSTONE = "DELETE FROM blob_tombstones WHERE key = $1 AND holder = $2";
+/** Takes over a deletion whose deleter died: exactly one of several claimants gets the row. */
+const TAKE_OVER = "UPDATE blob_tombstones SET holder = $3, expires_at = $4 WHERE key = $1 AND holder = $2 AND expires_at <= $5";
+const STALE_TOMBSTONES = "SELECT key, holder FROM blob_tombstones WHERE expires_at <= $1";
+const DROP_EXPIRED_PINS = "DELETE FROM blob_pins WHERE expires_at <= $1";
+
+/** Keys per pin statement (each binds one parameter). */
+const PIN_BATCH = 500;
+
 export interface Lease {
   readonly holder: string;
-  /** Claims keys (idempotent); call before looking whether they exist. */
-  pin(keys: readonly string[]): void;
+  /** Claims keys (idempotent); await it before looking whether they exist. */
+  pin(keys: readonly string[]): Promise<void>;
   /** Drops this lease's pins: the referencing rows have committed, or the upload gave up. */
-  release(): void;
+  release(): Promise<void>;
 }
 
 export interface BlobGuard {
@@ -53,32 +69,41 @@ export interface BlobGuard {
   ensure(key: string, source: () => BlobSource, size?: number): Promise<boolean>;
   /** Waits out a deletion in progress; then whether the blob exists (its size, or undefined). */
   present(key: string): Promise<number | undefined>;
-  /** Deletes the blob when nothing references it and no live pin holds it; true if it did. */
-  deleteIfUnused(key: string, isReferenced: (tx: Tx) => boolean): Promise<boolean>;
+  /** Deletes the blob when nothing references it and no live pin holds it; true if it did.
+   * `isReferenced` runs inside the deciding transaction: statements only (it may run again). */
+  deleteIfUnused(key: string, isReferenced: (tx: Queryable) => Promise<boolean>): Promise<boolean>;
   /** Finishes deletions whose deleter died; returns how many. */
   finishStaleTombstones(): Promise<number>;
   /** Drops expired pins (they no longer count either way; this only keeps the table small). */
-  dropExpiredPins(): number;
+  dropExpiredPins(): Promise<number>;
 }
 
-export function createBlobGuard({ db, store, log, now = Date.now }: { db: Db; store: BlobStore; log: Logger; now?: () => number }): BlobGuard {
+export function createBlobGuard({ sql, store, log, now = Date.now }: { sql: Sql; store: BlobStore; log: Logger; now?: () => number }): BlobGuard {
   const gateway = randomBytes(6).toString("hex");
   let seq = 0;
-
-  const tombstoneOf = (key: string) => db.select().from(blobTombstones).where(eq(blobTombstones.key, key)).get();
 
   /** DELETE, then the tombstone: a crash in between leaves a tombstone someone finishes later. */
   async function finish(key: string, holder: string) {
     await store.delete(key);
-    db.delete(blobTombstones).where(and(eq(blobTombstones.key, key), eq(blobTombstones.holder, holder))).run();
+    await sql.run(DROP_TOMBSTONE, [key, holder]);
+  }
+
+  /** Finishes a dead deleter's decision unless another gateway took it over first. */
+  async function takeOver(key: string, holder: string): Promise<boolean> {
+    const mine = `${gateway}-fin-${++seq}`;
+    if ((await sql.run(TAKE_OVER, [key, holder, mine, now() + LEASE_MS, now()])) === 0) return false;
+    await finish(key, mine);
+    return true;
   }
 
   async function present(key: string): Promise<number | undefined> {
-    for (let stone = tombstoneOf(key); stone; stone = tombstoneOf(key)) {
+    for (;;) {
+      const stone = await sql.get<{ holder: string; expiresAt: number }>(TOMBSTONE_OF, [key]);
+      if (!stone) break;
       // The deleter died between its decision and its DELETE: the decision stands, finish it.
       if (stone.expiresAt <= now()) {
         log.warn("blob: finishing a deletion its deleter left", { key });
-        await finish(key, stone.holder);
+        await takeOver(key, stone.holder);
       } else await Bun.sleep(TOMBSTONE_POLL_MS);
     }
     return store.stat(key);
@@ -89,28 +114,33 @@ export function createBlobGuard({ db, store, log, now = Date.now }: { db: Db; st
     lease() {
       const holder = `${gateway}-${++seq}`;
       const keys = new Set<string>();
+      /** Pins being written: release() waits for them, so none lands after the pins are dropped. */
+      const writing = new Set<Promise<void>>();
       let released = false;
-      const renew = () => db.update(blobPins).set({ expiresAt: now() + LEASE_MS }).where(eq(blobPins.holder, holder)).run();
+      const renew = () => void sql.run(RENEW, [holder, now() + LEASE_MS]).catch((e) => log.warn("blob: renewing pins failed", { holder, error: String(e) }));
       const timer = setInterval(renew, RENEW_EVERY_MS);
       timer.unref();
       return {
         holder,
-        pin(list) {
+        async pin(list) {
           if (released) throw new Error("blob lease already released");
-          const fresh = list.filter((k) => !keys.has(k));
+          const fresh = [...new Set(list)].filter((k) => !keys.has(k));
           if (fresh.length === 0) return;
-          const expiresAt = now() + LEASE_MS;
-          db.insert(blobPins)
-            .values(fresh.map((key) => ({ key, holder, expiresAt })))
-            .onConflictDoUpdate({ target: [blobPins.key, blobPins.holder], set: { expiresAt } })
-            .run();
+          const write = pinKeys(sql, holder, fresh, now() + LEASE_MS);
+          writing.add(write);
+          try {
+            await write;
+          } finally {
+            writing.delete(write);
+          }
           for (const k of fresh) keys.add(k);
         },
-        release() {
+        async release() {
           if (released) return;
           released = true;
           clearInterval(timer);
-          if (keys.size > 0) db.delete(blobPins).where(eq(blobPins.holder, holder)).run();
+          await Promise.allSettled([...writing]);
+          await sql.run(UNPIN, [holder]);
           keys.clear();
         },
       };
@@ -128,17 +158,13 @@ export function createBlobGuard({ db, store, log, now = Date.now }: { db: Db; st
     async deleteIfUnused(key, isReferenced) {
       const holder = `${gateway}-del-${++seq}`;
       const decidedAt = now();
-      const decided = db.transaction(
-        (tx) => {
-          if (isReferenced(tx)) return false;
-          const pinned = tx.select({ n: sql<number>`1` }).from(blobPins).where(and(eq(blobPins.key, key), gt(blobPins.expiresAt, now()))).get();
-          if (pinned) return false;
-          // A tombstone already there means another deleter is on it.
-          const stone = tx.insert(blobTombstones).values({ key, holder, expiresAt: decidedAt + LEASE_MS }).onConflictDoNothing().returning({ key: blobTombstones.key }).all();
-          return stone.length === 1;
-        },
-        { behavior: "immediate" },
-      );
+      // SERIALIZABLE (the default) and statements only: PostgreSQL may run it again (see pinKeys).
+      const decided = await sql.tx(async (tx) => {
+        if (await isReferenced(tx)) return false;
+        if (await tx.get(LIVE_PIN, [key, now()])) return false;
+        // A tombstone already there means another deleter is on it.
+        return (await tx.all(TOMBSTONE, [key, holder, decidedAt + LEASE_MS])).length === 1;
+      });
       if (!decided) return false;
       // Others finish a tombstone only after LEASE_MS; a deleter that was held up past half of it
       // leaves the DELETE to them rather than racing an upload that has finished it and written
@@ -152,15 +178,37 @@ export function createBlobGuard({ db, store, log, now = Date.now }: { db: Db; st
     },
 
     async finishStaleTombstones() {
-      const stale = db.select().from(blobTombstones).where(lte(blobTombstones.expiresAt, now())).all();
-      for (const stone of stale) await finish(stone.key, stone.holder);
-      return stale.length;
+      let finished = 0;
+      for (const stone of await sql.all<{ key: string; holder: string }>(STALE_TOMBSTONES, [now()])) {
+        if (await takeOver(stone.key, stone.holder)) finished++;
+      }
+      return finished;
     },
 
     dropExpiredPins() {
-      return db.delete(blobPins).where(lte(blobPins.expiresAt, now())).returning({ key: blobPins.key }).all().length;
+      return sql.run(DROP_EXPIRED_PINS, [now()]);
     },
   };
+}
+
+/**
+ * Writes pins and, in the same transaction, reads the tombstones of the same keys. On SQLite
+ * writing transactions run one at a time, so a deleter's decision is wholly before or after the
+ * pin. On PostgreSQL the two run SERIALIZABLE and each reads what the other writes (the decision
+ * reads pins and writes a tombstone; this writes pins and reads tombstones): if they overlap,
+ * PostgreSQL aborts one of them and `sql.tx` runs it again, so either the deleter sees the pin, or
+ * the pin's transaction comes after the tombstone, which the upload then meets and waits out.
+ * Without the read here the two would not conflict, and an upload could find the blob present
+ * just before a deleter that had missed its pin deleted it.
+ */
+function pinKeys(sql: Sql, holder: string, keys: readonly string[], expiresAt: number): Promise<void> {
+  return sql.tx(async (tx) => {
+    for (let i = 0; i < keys.length; i += PIN_BATCH) {
+      const part = keys.slice(i, i + PIN_BATCH);
+      await tx.run(PIN(part.length), [holder, expiresAt, ...part]);
+      await tx.all(TOMBSTONES_AMONG(part.length), part);
+    }
+  });
 }
 
 /** Deletions in flight at once: each is a round trip to S3 (a few ms), so one at a time would

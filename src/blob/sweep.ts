@@ -6,6 +6,9 @@
  * pins): the guard is shared, and a pass that skipped it would keep counting a dead deleter's
  * tombstoned key as held.
  *
+ * One call is one pass. Passes on several gateways at once are safe (every deletion is decided
+ * by the guard) but wasteful: the server runs them as a cluster singleton (D16 leases).
+ *
  * @example
  *   await sweepKeys(guard, "ipfs/", { parse: (k) => k, referencedAmong, deleteUnused })
  */
@@ -32,7 +35,7 @@ export interface SweepOps<T> {
   /** The back-end's name for a key (a chunk hash, the key itself), or undefined for a stranger. */
   parse(key: string): T | undefined;
   /** Those of `items` some row references. */
-  referencedAmong(items: readonly T[]): Set<T>;
+  referencedAmong(items: readonly T[]): Promise<Set<T>>;
   /** Deletes those of `items` that are unused (through the guard); returns how many went. */
   deleteUnused(items: readonly T[]): Promise<number>;
   /** Stops listing (the back-end is stopping); the page in hand is left undecided. */
@@ -44,11 +47,11 @@ const PAGE = 500;
 
 export async function sweepKeys<T>(guard: BlobGuard, prefix: string, ops: SweepOps<T>): Promise<KeySweep> {
   const staleTombstones = await guard.finishStaleTombstones();
-  const expiredPins = guard.dropExpiredPins();
+  const expiredPins = await guard.dropExpiredPins();
   const result: KeySweep = { seen: 0, strangers: 0, referenced: 0, removed: 0, held: 0, staleTombstones, expiredPins };
   let page: T[] = [];
   const decide = async () => {
-    const kept = ops.referencedAmong(page);
+    const kept = await ops.referencedAmong(page);
     result.referenced += kept.size;
     const candidates = page.filter((item) => !kept.has(item));
     const removed = await ops.deleteUnused(candidates);

@@ -1,6 +1,6 @@
 /**
  * Deletes chunks nothing needs any more, through the blob guard (D15): the guard decides in one
- * IMMEDIATE transaction that no `dfs_chunks` row references the chunk (asked with that
+ * transaction that no `dfs_chunks` row references the chunk (asked with that
  * transaction) and that no upload's pin holds it, writes a tombstone, then deletes.
  */
 import { deleteEach } from "../../blob/guard.ts";

@@ -1,7 +1,7 @@
 /**
  * `dfs`: the chunked, content-addressed store (D9). Files are cut into 1 MiB chunks stored once
  * each in the blob store (local files or S3, D15) under `dfs/<chunk Cid>`, deduplicated across
- * files and users, reference-counted in SQLite, and named by the same UnixFS Cid the `ipfs`
+ * files and users, reference-counted in the database, and named by the same UnixFS Cid the `ipfs`
  * back-end gives.
  *
  * Crash safety: a chunk is whole and durable in the blob store before the manifest naming it
@@ -11,7 +11,7 @@
  * rows and the pins (D15), so a deletion cannot take a chunk an upload relies on.
  *
  * @example
- *   const dfs = await openDfs({ db, log, guard, legacyDir: join(dataDir, "dfs") })
+ *   const dfs = await openDfs({ sql, log, guard, legacyDir: join(dataDir, "dfs") })
  *   const up = await dfs.put(request.body)
  *   await up.commit() // or up.abort()
  *   return new Response(dfs.read(up.cid, { start: 0, end: 99 }))
@@ -20,7 +20,7 @@ import { statfs } from "node:fs/promises";
 import { dirname } from "node:path";
 import { LocalBlobStore } from "../../blob/index.ts";
 import { LEASE_MS, type BlobGuard } from "../../blob/guard.ts";
-import type { Db } from "../../db/open.ts";
+import type { Sql } from "../../db/sql.ts";
 import type { Logger } from "../../log.ts";
 import type { Backend } from "../backend.ts";
 import { CHUNK_PREFIX } from "./cid.ts";
@@ -38,7 +38,7 @@ export * from "./errors.ts";
 export type { SweepReport } from "./sweep.ts";
 
 export interface DfsOptions {
-  db: Db;
+  sql: Sql;
   log: Logger;
   /** The server's one guard over its blob store (src/storage/start.ts builds it). */
   guard: BlobGuard;
@@ -61,8 +61,8 @@ export interface DfsBackend extends Backend {
  * holder from a slow one until its pins lapse), so their chunks survive that sweep; one more
  * sweep a lease later removes them.
  */
-export async function openDfs({ db, log, guard, legacyDir, resweepAfterMs = LEASE_MS + 1_000 }: DfsOptions): Promise<DfsBackend> {
-  const ctx: DfsContext = { rows: new Rows(db), store: guard.store, guard, log, active: new Set(), stopping: new AbortController() };
+export async function openDfs({ sql, log, guard, legacyDir, resweepAfterMs = LEASE_MS + 1_000 }: DfsOptions): Promise<DfsBackend> {
+  const ctx: DfsContext = { rows: new Rows(sql), store: guard.store, guard, log, active: new Set(), stopping: new AbortController() };
   if (legacyDir !== undefined) await moveLegacyChunks(ctx, legacyDir);
   const first = await sweep(ctx, { atStart: true });
   let resweep: Promise<unknown> | undefined;
@@ -77,7 +77,7 @@ export async function openDfs({ db, log, guard, legacyDir, resweepAfterMs = LEAS
     kind: "dfs",
     put: (source, opts) => put(ctx, source, opts),
     stat: async (cid) => {
-      const object = ctx.rows.object(cid);
+      const object = await ctx.rows.object(cid);
       return object && { size: object.size };
     },
     read: (cid, range) => read(ctx, cid, range),
@@ -92,7 +92,7 @@ export async function openDfs({ db, log, guard, legacyDir, resweepAfterMs = LEAS
 }
 
 async function health(ctx: DfsContext): Promise<Record<string, unknown>> {
-  const { objects, chunks, bytes } = ctx.rows.counts();
+  const { objects, chunks, bytes } = await ctx.rows.counts();
   return {
     ok: !ctx.stopping.signal.aborted,
     blobStore: ctx.store.kind,
@@ -103,7 +103,7 @@ async function health(ctx: DfsContext): Promise<Record<string, unknown>> {
     /** Free space where the local store keeps its files (an S3 store has no such figure). */
     ...(ctx.store instanceof LocalBlobStore ? { freeBytes: await freeBytes(ctx.store.root) } : {}),
     uploads: ctx.active.size,
-    pinnedChunks: ctx.rows.pinnedChunks(CHUNK_PREFIX),
+    pinnedChunks: await ctx.rows.pinnedChunks(CHUNK_PREFIX),
   };
 }
 

@@ -52,7 +52,7 @@ async function moveOne(ctx: DfsContext, folder: string, name: string, report: Le
     report.strangers++;
     return;
   }
-  if (!ctx.rows.isReferenced(name)) {
+  if (!(await ctx.rows.isReferenced(name))) {
     await unlink(path);
     report.dropped++;
     return;

@@ -84,7 +84,7 @@ class ChunkSink implements WritableStorage {
     this.size += bytes.byteLength;
     if (!this.pinned.has(hash)) {
       this.pinned.add(hash);
-      this.lease.pin([chunkKey(hash)]); // before storeChunk() looks whether it exists (D15)
+      await this.lease.pin([chunkKey(hash)]); // before storeChunk() looks whether it exists (D15)
       this.enqueue(hash, bytes);
     }
     while (this.queue.size >= WRITE_QUEUE) await Promise.race(this.queue);
@@ -134,10 +134,10 @@ function pending(ctx: DfsContext, cid: string, sink: ChunkSink): PendingPut {
     async commit() {
       if (state === "committed") return;
       if (state === "aborted") throw new AbortedPutError(`put of ${cid} was aborted`);
-      ctx.rows.commit(cid, size, manifest);
+      await ctx.rows.commit(cid, size, manifest);
       state = "committed";
       manifest = []; // the rows have it; a PendingPut kept around by a caller should not hold it
-      sink.lease.release(); // the rows keep the chunks now
+      await sink.lease.release(); // the rows keep the chunks now
       sink.pinned.clear();
     },
     async abort() {
@@ -152,7 +152,7 @@ function pending(ctx: DfsContext, cid: string, sink: ChunkSink): PendingPut {
 async function discard(ctx: DfsContext, sink: ChunkSink): Promise<void> {
   const hashes = [...sink.pinned];
   sink.pinned.clear();
-  sink.lease.release();
+  await sink.lease.release();
   await collect(ctx, hashes);
 }
 

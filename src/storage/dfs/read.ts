@@ -34,7 +34,7 @@ export function read(ctx: DfsContext, cid: string, range?: ByteRange): ReadableS
       // async: an unknown Cid or a bad range errors the stream (as a damaged chunk does) instead
       // of throwing from read() — callers handle one way of failing; routes stat() first anyway.
       async start() {
-        plan = planRead(ctx, cid, range);
+        plan = await planRead(ctx, cid, range);
       },
       async pull(controller) {
         while (ahead.length < READ_AHEAD && plan.next <= plan.last) {
@@ -53,8 +53,8 @@ export function read(ctx: DfsContext, cid: string, range?: ByteRange): ReadableS
   );
 }
 
-function planRead(ctx: DfsContext, cid: string, range: ByteRange | undefined): Plan {
-  const object = ctx.rows.object(cid);
+async function planRead(ctx: DfsContext, cid: string, range: ByteRange | undefined): Promise<Plan> {
+  const object = await ctx.rows.object(cid);
   if (!object) throw new NotFoundError(`no dfs content ${cid}`);
   if (!range) return { start: 0, end: object.size - 1, next: 0, last: object.chunks - 1 };
   const { start, end } = range;
@@ -66,7 +66,7 @@ function planRead(ctx: DfsContext, cid: string, range: ByteRange | undefined): P
 
 /** Reads and checks chunk `idx`, returns the part of it inside the range. */
 async function readPart(ctx: DfsContext, cid: string, plan: Plan, idx: number): Promise<Uint8Array> {
-  const chunk = ctx.rows.chunkAt(cid, idx);
+  const chunk = await ctx.rows.chunkAt(cid, idx);
   if (!chunk) throw new NotFoundError(`dfs content ${cid} was released while being read`);
   let bytes: Uint8Array;
   try {
@@ -74,7 +74,7 @@ async function readPart(ctx: DfsContext, cid: string, plan: Plan, idx: number): 
   } catch (e) {
     if (!(e instanceof CorruptChunkError)) throw e;
     // A release between the row lookup and the read takes the chunk: that is no damage.
-    if (!ctx.rows.object(cid)) throw new NotFoundError(`dfs content ${cid} was released while being read`);
+    if (!(await ctx.rows.object(cid))) throw new NotFoundError(`dfs content ${cid} was released while being read`);
     ctx.log.error("dfs: damaged chunk", { cid, idx, hash: chunk.hash, reason: e.message });
     throw e;
   }

@@ -10,7 +10,7 @@ import { NotFoundError } from "./errors.ts";
 import { collect } from "./gc.ts";
 
 export async function release(ctx: DfsContext, cid: string): Promise<void> {
-  const unreferenced = ctx.rows.release(cid);
+  const unreferenced = await ctx.rows.release(cid);
   if (unreferenced === undefined) throw new NotFoundError(`no dfs content ${cid}`);
   const deleted = await collect(ctx, unreferenced);
   if (unreferenced.length > 0) ctx.log.debug("dfs: released", { cid, chunksDeleted: deleted });

@@ -1,13 +1,11 @@
 /**
- * The store's SQLite rows. Every method is synchronous (bun:sqlite) and each write is one
- * transaction; `chunkReferenced` also runs inside the blob guard's deciding transaction (D15).
+ * The store's rows (D16: one SQL text for SQLite and PostgreSQL). Reference counts change only by
+ * relative updates (`refs = refs + 1`, `refs - 1`) in READ COMMITTED transactions, so commits and
+ * releases on many gateways never lose a count: each such update waits for the row lock of the
+ * other and applies to the value it left. `chunkReferenced` also runs inside the blob guard's
+ * deciding transaction (D15).
  */
-import { and, count, eq, gt, inArray, like, lte, sql, sum } from "drizzle-orm";
-import { blobPins } from "../../blob/schema.ts";
-import type { Db } from "../../db/open.ts";
-import { dfsChunks, dfsObjectChunks, dfsObjects } from "./schema.ts";
-
-type Tx = Parameters<Parameters<Db["transaction"]>[0]>[0];
+import { batches, placeholders, type Queryable, type Sql } from "../../db/sql.ts";
 
 /** One position of a manifest. */
 export interface ChunkRef {
@@ -15,46 +13,59 @@ export interface ChunkRef {
   size: number;
 }
 
-/** Rows per multi-row statement: far below SQLite's 32766 bound parameters. */
-const BATCH = 500;
+const OBJECT = "SELECT size, chunks, refs FROM dfs_objects WHERE cid = $1";
+const CHUNK_AT = "SELECT hash, size FROM dfs_object_chunks WHERE cid = $1 AND idx = $2";
+const CHUNK_REFERENCED = "SELECT 1 AS one FROM dfs_chunks WHERE hash = $1";
+const CHUNKS_AMONG = (n: number) => `SELECT hash FROM dfs_chunks WHERE hash IN (${placeholders(n)})`;
+/** One more reference, or the object's row; `refs` 1 means this commit made it. */
+const ADD_OBJECT = `INSERT INTO dfs_objects (cid, size, chunks, refs, created_at) VALUES ($1, $2, $3, 1, $4)
+  ON CONFLICT (cid) DO UPDATE SET refs = dfs_objects.refs + 1 RETURNING refs`;
+const ADD_CHUNKS = (n: number) =>
+  `INSERT INTO dfs_chunks (hash, size, refs) VALUES ${Array.from({ length: n }, (_, i) => `($${2 * i + 1}, $${2 * i + 2}, 1)`).join(", ")}
+   ON CONFLICT (hash) DO UPDATE SET refs = dfs_chunks.refs + 1`;
+const ADD_MANIFEST = (n: number) =>
+  `INSERT INTO dfs_object_chunks (cid, idx, hash, size) VALUES ${Array.from({ length: n }, (_, i) => `($1, $${3 * i + 2}, $${3 * i + 3}, $${3 * i + 4})`).join(", ")}`;
+const DROP_REF = "UPDATE dfs_objects SET refs = refs - 1 WHERE cid = $1 RETURNING refs";
+const MANIFEST_HASHES = "SELECT DISTINCT hash FROM dfs_object_chunks WHERE cid = $1";
+const DROP_MANIFEST = "DELETE FROM dfs_object_chunks WHERE cid = $1";
+const DROP_OBJECT = "DELETE FROM dfs_objects WHERE cid = $1";
+const UNREF_CHUNKS = (n: number) => `UPDATE dfs_chunks SET refs = refs - 1 WHERE hash IN (${placeholders(n)})`;
+const DROP_ZERO_CHUNKS = (n: number) => `DELETE FROM dfs_chunks WHERE hash IN (${placeholders(n)}) AND refs <= 0 RETURNING hash`;
+const DEAD_OBJECTS = "SELECT cid FROM dfs_objects WHERE refs <= 0 FOR UPDATE";
+const DEAD_CHUNKS = "DELETE FROM dfs_chunks WHERE refs <= 0 RETURNING hash";
+/** Byte order on both (a blob key's prefix), not LIKE, which differs in case between the two. */
+const PINNED = "SELECT COUNT(DISTINCT key) AS n FROM blob_pins WHERE substr(key, 1, length($1)) = $1 AND expires_at > $2";
+const OBJECT_COUNT = "SELECT COUNT(*) AS n FROM dfs_objects";
+const CHUNK_COUNT = "SELECT COUNT(*) AS n, CAST(COALESCE(SUM(size), 0) AS BIGINT) AS bytes FROM dfs_chunks";
 
-function* batches<T>(items: readonly T[]): Generator<T[]> {
-  for (let i = 0; i < items.length; i += BATCH) yield items.slice(i, i + BATCH);
-}
+/** Commits and releases: relative updates under row locks (see the header). */
+const LOCKED = { isolation: "read committed" } as const;
 
 /** Whether a row keeps this chunk (rows at zero refs never outlive their transaction). */
-export function chunkReferenced(db: Db | Tx, hash: string): boolean {
-  return db.select({ one: sql`1` }).from(dfsChunks).where(eq(dfsChunks.hash, hash)).get() !== undefined;
+export async function chunkReferenced(q: Queryable, hash: string): Promise<boolean> {
+  return (await q.get(CHUNK_REFERENCED, [hash])) !== undefined;
 }
 
 export class Rows {
-  constructor(private readonly db: Db) {}
+  constructor(private readonly sql: Sql) {}
 
-  object(cid: string): { size: number; chunks: number; refs: number } | undefined {
-    return this.db
-      .select({ size: dfsObjects.size, chunks: dfsObjects.chunks, refs: dfsObjects.refs })
-      .from(dfsObjects)
-      .where(eq(dfsObjects.cid, cid))
-      .get();
+  object(cid: string): Promise<{ size: number; chunks: number; refs: number } | undefined> {
+    return this.sql.get(OBJECT, [cid]);
   }
 
-  chunkAt(cid: string, idx: number): ChunkRef | undefined {
-    return this.db
-      .select({ hash: dfsObjectChunks.hash, size: dfsObjectChunks.size })
-      .from(dfsObjectChunks)
-      .where(and(eq(dfsObjectChunks.cid, cid), eq(dfsObjectChunks.idx, idx)))
-      .get();
+  chunkAt(cid: string, idx: number): Promise<ChunkRef | undefined> {
+    return this.sql.get(CHUNK_AT, [cid, idx]);
   }
 
-  isReferenced(hash: string): boolean {
-    return chunkReferenced(this.db, hash);
+  isReferenced(hash: string): Promise<boolean> {
+    return chunkReferenced(this.sql, hash);
   }
 
   /** Those of `hashes` a row keeps (for sweeps, which look at many keys at once). */
-  referencedAmong(hashes: readonly string[]): Set<string> {
+  async referencedAmong(hashes: readonly string[]): Promise<Set<string>> {
     const out = new Set<string>();
     for (const batch of batches(hashes)) {
-      for (const r of this.db.select({ hash: dfsChunks.hash }).from(dfsChunks).where(inArray(dfsChunks.hash, batch)).all()) out.add(r.hash);
+      for (const r of await this.sql.all<{ hash: string }>(CHUNKS_AMONG(batch.length), batch)) out.add(r.hash);
     }
     return out;
   }
@@ -62,68 +73,54 @@ export class Rows {
   /**
    * One more reference to `cid`: the first commit writes the manifest and gives each distinct
    * chunk one more reference; later commits of the same Cid only count (same Cid, same chunks).
+   * Two first commits at once: the second's insert waits for the first's row, then counts.
    */
-  commit(cid: string, size: number, manifest: readonly ChunkRef[]): void {
-    this.db.transaction(
-      (tx) => {
-        const updated = tx
-          .update(dfsObjects)
-          .set({ refs: sql`${dfsObjects.refs} + 1` })
-          .where(eq(dfsObjects.cid, cid))
-          .returning({ refs: dfsObjects.refs })
-          .all();
-        if (updated.length > 0) return;
-        tx.insert(dfsObjects).values({ cid, size, chunks: manifest.length, refs: 1, createdAt: Date.now() }).run();
-        addChunkRefs(tx, distinct(manifest));
-        for (const rows of batches(manifest.map((c, idx) => ({ cid, idx, hash: c.hash, size: c.size })))) {
-          tx.insert(dfsObjectChunks).values(rows).run();
-        }
-      },
-      { behavior: "immediate" },
-    );
+  async commit(cid: string, size: number, manifest: readonly ChunkRef[]): Promise<void> {
+    await this.sql.tx(async (tx) => {
+      const row = await tx.get<{ refs: number }>(ADD_OBJECT, [cid, size, manifest.length, Date.now()]);
+      if (row?.refs !== 1) return;
+      // Sorted: two commits sharing chunks lock their rows in one order (no deadlock).
+      const chunks = distinct(manifest).sort((a, b) => (a.hash < b.hash ? -1 : a.hash > b.hash ? 1 : 0));
+      for (const part of batches(chunks)) await tx.run(ADD_CHUNKS(part.length), part.flatMap((c) => [c.hash, c.size]));
+      for (const part of batches(manifest.map((c, idx) => [idx, c] as const))) {
+        await tx.run(ADD_MANIFEST(part.length), [cid, ...part.flatMap(([idx, c]) => [idx, c.hash, c.size])]);
+      }
+    }, LOCKED);
   }
 
   /**
    * One reference fewer. Returns undefined for an unknown Cid, else the chunks whose last
-   * reference went (their rows are gone; their files are for the caller to delete).
+   * reference went (their rows are gone; their blobs are for the caller to delete).
    */
-  release(cid: string): string[] | undefined {
-    return this.db.transaction(
-      (tx) => {
-        const row = tx.select({ refs: dfsObjects.refs }).from(dfsObjects).where(eq(dfsObjects.cid, cid)).get();
-        if (!row) return undefined;
-        if (row.refs > 1) {
-          tx.update(dfsObjects).set({ refs: row.refs - 1 }).where(eq(dfsObjects.cid, cid)).run();
-          return [];
-        }
-        return dropObject(tx, cid);
-      },
-      { behavior: "immediate" },
-    );
+  release(cid: string): Promise<string[] | undefined> {
+    return this.sql.tx(async (tx) => {
+      const row = await tx.get<{ refs: number }>(DROP_REF, [cid]);
+      if (!row) return undefined;
+      if (row.refs > 0) return [];
+      return dropObject(tx, cid);
+    }, LOCKED);
   }
 
   /** Removes rows at zero references (none exist unless written by hand or by a bug). */
-  dropDeadRows(): { objects: number; chunks: string[] } {
-    return this.db.transaction(
-      (tx) => {
-        const dead = tx.select({ cid: dfsObjects.cid }).from(dfsObjects).where(lte(dfsObjects.refs, 0)).all();
-        const chunks = dead.flatMap((o) => dropObject(tx, o.cid));
-        const zero = tx.delete(dfsChunks).where(lte(dfsChunks.refs, 0)).returning({ hash: dfsChunks.hash }).all();
-        return { objects: dead.length, chunks: [...chunks, ...zero.map((z) => z.hash)] };
-      },
-      { behavior: "immediate" },
-    );
+  dropDeadRows(): Promise<{ objects: number; chunks: string[] }> {
+    return this.sql.tx(async (tx) => {
+      const dead = await tx.all<{ cid: string }>(DEAD_OBJECTS);
+      const chunks: string[] = [];
+      for (const o of dead) chunks.push(...(await dropObject(tx, o.cid)));
+      const zero = await tx.all<{ hash: string }>(DEAD_CHUNKS);
+      return { objects: dead.length, chunks: [...chunks, ...zero.map((z) => z.hash)] };
+    }, LOCKED);
   }
 
   /** Chunk keys some live upload pins (D15), for health. */
-  pinnedChunks(prefix: string, at = Date.now()): number {
-    return this.db.select({ n: sql<number>`COUNT(DISTINCT ${blobPins.key})` }).from(blobPins).where(and(like(blobPins.key, `${prefix}%`), gt(blobPins.expiresAt, at))).get()?.n ?? 0;
+  async pinnedChunks(prefix: string, at = Date.now()): Promise<number> {
+    return (await this.sql.get<{ n: number }>(PINNED, [prefix, at]))?.n ?? 0;
   }
 
-  counts(): { objects: number; chunks: number; bytes: number } {
-    const objects = this.db.select({ n: count() }).from(dfsObjects).get()?.n ?? 0;
-    const chunks = this.db.select({ n: count(), bytes: sum(dfsChunks.size) }).from(dfsChunks).get();
-    return { objects, chunks: chunks?.n ?? 0, bytes: Number(chunks?.bytes ?? 0) };
+  async counts(): Promise<{ objects: number; chunks: number; bytes: number }> {
+    const objects = (await this.sql.get<{ n: number }>(OBJECT_COUNT))?.n ?? 0;
+    const chunks = await this.sql.get<{ n: number; bytes: number }>(CHUNK_COUNT);
+    return { objects, chunks: chunks?.n ?? 0, bytes: chunks?.bytes ?? 0 };
   }
 }
 
@@ -131,34 +128,18 @@ function distinct(manifest: readonly ChunkRef[]): ChunkRef[] {
   return [...new Map(manifest.map((c) => [c.hash, c] as const)).values()];
 }
 
-function addChunkRefs(tx: Tx, chunks: readonly ChunkRef[]): void {
-  for (const rows of batches(chunks.map((c) => ({ hash: c.hash, size: c.size, refs: 1 })))) {
-    tx.insert(dfsChunks)
-      .values(rows)
-      .onConflictDoUpdate({ target: dfsChunks.hash, set: { refs: sql`${dfsChunks.refs} + 1` } })
-      .run();
-  }
-}
-
-/** Deletes an object and its manifest; its chunks lose a reference. Returns chunks now at zero. */
-function dropObject(tx: Tx, cid: string): string[] {
-  const hashes = tx
-    .selectDistinct({ hash: dfsObjectChunks.hash })
-    .from(dfsObjectChunks)
-    .where(eq(dfsObjectChunks.cid, cid))
-    .all()
-    .map((r) => r.hash);
-  tx.delete(dfsObjectChunks).where(eq(dfsObjectChunks.cid, cid)).run();
-  tx.delete(dfsObjects).where(eq(dfsObjects.cid, cid)).run();
+/**
+ * Deletes an object whose count reached zero (its row is locked by the caller's update) and its
+ * manifest; its chunks lose a reference. Returns the chunks now at zero, whose rows go too.
+ */
+async function dropObject(tx: Queryable, cid: string): Promise<string[]> {
+  const hashes = (await tx.all<{ hash: string }>(MANIFEST_HASHES, [cid])).map((r) => r.hash).sort();
+  await tx.run(DROP_MANIFEST, [cid]);
+  await tx.run(DROP_OBJECT, [cid]);
   const gone: string[] = [];
   for (const batch of batches(hashes)) {
-    tx.update(dfsChunks).set({ refs: sql`${dfsChunks.refs} - 1` }).where(inArray(dfsChunks.hash, batch)).run();
-    const zero = tx
-      .delete(dfsChunks)
-      .where(and(inArray(dfsChunks.hash, batch), lte(dfsChunks.refs, 0)))
-      .returning({ hash: dfsChunks.hash })
-      .all();
-    gone.push(...zero.map((z) => z.hash));
+    await tx.run(UNREF_CHUNKS(batch.length), batch);
+    for (const z of await tx.all<{ hash: string }>(DROP_ZERO_CHUNKS(batch.length), batch)) gone.push(z.hash);
   }
   return gone;
 }

@@ -5,7 +5,8 @@
  *   the chunk writes and the commit, or between a release's transaction and its deletes);
  * - deletions whose deleter died (stale tombstones) and expired pins (the shared sweepKeys does
  *   the listing and this housekeeping, for ipfs too).
- * It runs at start (the factory runs it before returning) and may run at any time later: every
+ * It runs at start (the factory runs it before returning) and may run at any time later, one pass
+ * per call (the server makes it a cluster singleton, D16): every
  * deletion goes through the blob guard (D15), which decides against the rows and the pins in one
  * transaction, so a sweep beside uploads takes nothing they need. Half-written objects are the
  * blob store's own business (a local temp file, an S3 multipart upload), never a key it lists.
@@ -39,7 +40,7 @@ export interface SweepReport {
 /** `atStart`: nothing else of this store runs (the factory has not returned it yet). */
 export async function sweep(ctx: DfsContext, { atStart = false } = {}): Promise<SweepReport> {
   const began = performance.now();
-  const dead = ctx.rows.dropDeadRows();
+  const dead = await ctx.rows.dropDeadRows();
   await collect(ctx, dead.chunks);
   const keys = await sweepKeys(ctx.guard, CHUNK_PREFIX, {
     parse: hashOfKey,
@@ -53,7 +54,7 @@ export async function sweep(ctx: DfsContext, { atStart = false } = {}): Promise<
     keptChunks: keys.referenced + keys.held,
     heldChunks: keys.held,
     strangers: keys.strangers,
-    missingChunks: atStart ? ctx.rows.counts().chunks - keys.referenced : undefined,
+    missingChunks: atStart ? (await ctx.rows.counts()).chunks - keys.referenced : undefined,
     staleTombstones: keys.staleTombstones,
     expiredPins: keys.expiredPins,
     ms: Math.round(performance.now() - began),

@@ -13,13 +13,13 @@
  * (migrate.ts).
  *
  * @example
- *   const ipfs = await openIpfs({ dir: join(dataDir, "ipfs"), listen: config.ipfsListen, db, log, guard })
+ *   const ipfs = await openIpfs({ dir: join(dataDir, "ipfs"), listen: config.ipfsListen, sql, log, guard })
  *   const pending = await ipfs.put(body)
  *   await pending.commit()
  *   return new Response(ipfs.read(pending.cid, { start: 0, end: 99 }))
  */
 import { LEASE_MS, type BlobGuard } from "../../blob/guard.ts";
-import type { Db } from "../../db/open.ts";
+import type { Sql } from "../../db/sql.ts";
 import type { Logger } from "../../log.ts";
 import type { Backend, ByteRange, PendingPut } from "../backend.ts";
 import { BlobBlockstore } from "./blocks.ts";
@@ -44,7 +44,7 @@ export interface OpenIpfsOptions {
   dir: string;
   /** libp2p listen multiaddrs (config `ipfsListen`, STOWAGE_IPFS_LISTEN). */
   listen: readonly string[];
-  db: Db;
+  sql: Sql;
   log: Logger;
   /** The server's blob guard (and through it the blob store the blocks live in). */
   guard: BlobGuard;
@@ -62,13 +62,15 @@ export interface IpfsBackend extends Backend {
   readonly migrated: MigrateResult;
   /** The orphan sweep started at open (it runs beside uploads). */
   readonly swept: Promise<SweepResult>;
+  /** One more pass of the orphan sweep (safe beside uploads; see sweep.ts). */
+  sweep(): Promise<SweepResult>;
 }
 
 export async function openIpfs(opts: OpenIpfsOptions): Promise<IpfsBackend> {
-  const { db, log, guard } = opts;
+  const { sql, log, guard } = opts;
   const began = performance.now();
   // Before the node serves anything: pinned content must be whole in the blob store.
-  const migrated = await migrateOldBlocks({ dir: opts.dir, db, guard, log });
+  const migrated = await migrateOldBlocks({ dir: opts.dir, sql, guard, log });
   const node = await startIpfsNode({
     dir: opts.dir,
     listen: opts.listen,
@@ -89,7 +91,7 @@ export async function openIpfs(opts: OpenIpfsOptions): Promise<IpfsBackend> {
   let again: ReturnType<typeof setTimeout> | undefined;
   let sweeping: Promise<SweepResult>;
   const sweep = (retry: boolean) =>
-    (sweeping = sweepOrphans({ db, guard, log, stopped: () => stopping !== undefined }).then(
+    (sweeping = sweepOrphans({ sql, guard, log, stopped: () => stopping !== undefined }).then(
       (result) => {
         log.info("ipfs orphan sweep done", { ...result });
         // Blocks held by pins at start may be a killed upload's: once its pins have lapsed, one
@@ -114,6 +116,7 @@ export async function openIpfs(opts: OpenIpfsOptions): Promise<IpfsBackend> {
     helia,
     migrated,
     swept,
+    sweep: () => sweep(false),
 
     async put(source: ReadableStream<Uint8Array>, putOpts?: { signal?: AbortSignal }): Promise<PendingPut> {
       running();
@@ -121,7 +124,7 @@ export async function openIpfs(opts: OpenIpfsOptions): Promise<IpfsBackend> {
       const lease = guard.lease();
       const blocks: BlockSizes = new Map();
       const drop = async () => {
-        lease.release();
+        await lease.release();
         await deleteUnreferenced(guard, blocks.keys(), log);
       };
       let imported: Imported;
@@ -140,9 +143,9 @@ export async function openIpfs(opts: OpenIpfsOptions): Promise<IpfsBackend> {
         async commit() {
           if (settled === "committed") return;
           if (settled === "aborted") throw new IpfsError("IPFS_ABORTED", `upload of ${cid} was aborted`);
-          addRef(db, cid, size, blocks);
+          await addRef(sql, cid, size, blocks);
           settled = "committed";
-          lease.release();
+          await lease.release();
         },
         async abort() {
           if (settled) return;
@@ -156,7 +159,7 @@ export async function openIpfs(opts: OpenIpfsOptions): Promise<IpfsBackend> {
 
     async stat(cid: string) {
       const key = tryCidKey(cid);
-      const row = key === undefined ? undefined : pinned(db, key);
+      const row = key === undefined ? undefined : await pinned(sql, key);
       return row ? { size: row.size } : undefined;
     },
 
@@ -164,9 +167,9 @@ export async function openIpfs(opts: OpenIpfsOptions): Promise<IpfsBackend> {
       return readContent(
         {
           store,
-          pinnedSize: (key) => {
+          pinnedSize: async (key) => {
             running();
-            return pinned(db, key)?.size;
+            return (await pinned(sql, key))?.size;
           },
         },
         cid,
@@ -176,7 +179,7 @@ export async function openIpfs(opts: OpenIpfsOptions): Promise<IpfsBackend> {
 
     async release(cid: string) {
       const key = cidKey(parseCid(cid));
-      const { left, freed } = dropRef(db, key);
+      const { left, freed } = await dropRef(sql, key);
       if (left === undefined) log.warn("ipfs release of a Cid with no reference", { cid: key });
       if (freed.length > 0) await deleteUnreferenced(guard, freed, log);
     },
@@ -189,7 +192,7 @@ export async function openIpfs(opts: OpenIpfsOptions): Promise<IpfsBackend> {
         store: store.kind,
         multiaddrs: stopping ? [] : multiaddrs(),
         connections: stopping ? 0 : helia.libp2p.getConnections().length,
-        pinned: pinnedCount(db),
+        pinned: await pinnedCount(sql),
       };
     },
 

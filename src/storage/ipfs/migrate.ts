@@ -18,7 +18,7 @@ import { existsSync } from "node:fs";
 import { rm } from "node:fs/promises";
 import { join } from "node:path";
 import type { BlobGuard, Lease } from "../../blob/guard.ts";
-import type { Db } from "../../db/open.ts";
+import type { Sql } from "../../db/sql.ts";
 import type { Logger } from "../../log.ts";
 import { blockKey, readBlock, verifyBlock } from "./blocks.ts";
 import { parseCid } from "./cids.ts";
@@ -40,12 +40,12 @@ export interface MigrateResult {
   removedOld: boolean;
 }
 
-export async function migrateOldBlocks(deps: { dir: string; db: Db; guard: BlobGuard; log: Logger }): Promise<MigrateResult> {
-  const { db, guard, log } = deps;
+export async function migrateOldBlocks(deps: { dir: string; sql: Sql; guard: BlobGuard; log: Logger }): Promise<MigrateResult> {
+  const { sql, guard, log } = deps;
   const oldDir = join(deps.dir, "blocks");
   const hasOld = existsSync(oldDir);
   const result: MigrateResult = { indexed: 0, copied: 0, missingLeaves: 0, broken: 0, removedOld: false };
-  const roots = unindexedRoots(db);
+  const roots = await unindexedRoots(sql);
   if (!hasOld && roots.length === 0) return result;
 
   const old = hasOld ? new FsBlockstore(oldDir, { shardingStrategy: new NextToLast() }) : undefined;
@@ -60,13 +60,13 @@ export async function migrateOldBlocks(deps: { dir: string; db: Db; guard: BlobG
         result.copied += walked.copied;
         result.missingLeaves += walked.missing;
         if (walked.missing > 0) log.error("ipfs migration: pinned content lacks leaves", { cid: root, missing: walked.missing });
-        indexRoot(db, root, blocks);
+        await indexRoot(sql, root, blocks);
         result.indexed++;
       } catch (err) {
         result.broken++;
         log.error("ipfs migration: cannot walk a pinned root; the old blocks folder stays", { cid: root, err: String(err) });
       } finally {
-        lease.release();
+        await lease.release();
       }
     }
   } finally {
@@ -107,7 +107,7 @@ async function walk(ctx: { guard: BlobGuard; lease: Lease; old?: FsBlockstore },
 /** Makes one block present in the store and records it; answers its links. */
 async function copyBlock(ctx: { guard: BlobGuard; lease: Lease; old?: FsBlockstore }, key: string, cid: CID, blocks: BlockSizes, counts: { copied: number; missing: number }): Promise<CID[]> {
   const { guard, lease, old } = ctx;
-  lease.pin([key]); // before looking (D15)
+  await lease.pin([key]); // before looking (D15)
   let bytes = old ? await readOld(old, cid) : undefined;
   if (bytes) {
     if (await guard.ensure(key, () => bytes!, bytes.byteLength)) counts.copied++;

@@ -1,45 +1,53 @@
 /**
- * Reference counts of pinned roots and of their blocks (schema.ts). Each function is one SQLite
- * statement or one IMMEDIATE transaction, so parallel commits and releases never lose a count,
- * and a block's row and its root's row change together: a block is referenced exactly while some
- * pinned root's DAG contains it.
+ * Reference counts of pinned roots and of their blocks (schema.ts), on one SQL text for SQLite and
+ * PostgreSQL (D16). Counts change only by relative updates (`refs = refs + 1`, `refs - 1`) in
+ * READ COMMITTED transactions, so parallel commits and releases on many gateways never lose a
+ * count (each update waits for the other's row lock and applies to what it left), and a block's
+ * row and its root's row change together: a block is referenced exactly while some pinned root's
+ * DAG contains it.
  */
-import { and, count, eq, gt, inArray, lte, notExists, sql } from "drizzle-orm";
-import type { Db } from "../../db/open.ts";
+import { batches, placeholders, type Queryable, type Sql } from "../../db/sql.ts";
 import type { BlockSizes } from "./put.ts";
-import { ipfsBlocks, ipfsObjectBlocks, ipfsPins } from "./schema.ts";
 
-type Tx = Parameters<Parameters<Db["transaction"]>[0]>[0];
+/** One more reference, or the root's row; `refs` 1 means this commit made it. */
+const ADD_PIN = "INSERT INTO ipfs_pins (cid, refs, size) VALUES ($1, 1, $2) ON CONFLICT (cid) DO UPDATE SET refs = ipfs_pins.refs + 1 RETURNING refs";
+const ADD_OBJECT_BLOCKS = (n: number) =>
+  `INSERT INTO ipfs_object_blocks (cid, key) VALUES ${Array.from({ length: n }, (_, i) => `($1, $${i + 2})`).join(", ")} ON CONFLICT (cid, key) DO NOTHING`;
+const ADD_BLOCKS = (n: number) =>
+  `INSERT INTO ipfs_blocks (key, size, refs) VALUES ${Array.from({ length: n }, (_, i) => `($${2 * i + 1}, $${2 * i + 2}, 1)`).join(", ")}
+   ON CONFLICT (key) DO UPDATE SET refs = ipfs_blocks.refs + 1`;
+const DROP_REF = "UPDATE ipfs_pins SET refs = refs - 1 WHERE cid = $1 RETURNING refs";
+const DROP_PIN = "DELETE FROM ipfs_pins WHERE cid = $1";
+const UNREF_BLOCKS = "UPDATE ipfs_blocks SET refs = refs - 1 WHERE key IN (SELECT key FROM ipfs_object_blocks WHERE cid = $1)";
+const DROP_ZERO_BLOCKS = "DELETE FROM ipfs_blocks WHERE refs <= 0 AND key IN (SELECT key FROM ipfs_object_blocks WHERE cid = $1) RETURNING key";
+const DROP_OBJECT_BLOCKS = "DELETE FROM ipfs_object_blocks WHERE cid = $1";
+const BLOCK_REFERENCED = "SELECT 1 AS one FROM ipfs_blocks WHERE key = $1 AND refs > 0";
+const BLOCKS_AMONG = (n: number) => `SELECT key FROM ipfs_blocks WHERE key IN (${placeholders(n)}) AND refs > 0`;
+const UNINDEXED = "SELECT cid FROM ipfs_pins p WHERE NOT EXISTS (SELECT 1 FROM ipfs_object_blocks o WHERE o.cid = p.cid)";
+const LOCK_PIN = "SELECT 1 AS one FROM ipfs_pins WHERE cid = $1 FOR UPDATE";
+const INDEXED = "SELECT 1 AS one FROM ipfs_object_blocks WHERE cid = $1 LIMIT 1";
+const PINNED = "SELECT refs, size FROM ipfs_pins WHERE cid = $1";
+const PIN_COUNT = "SELECT COUNT(*) AS n FROM ipfs_pins";
 
-/** Rows per INSERT (SQLite binds at most 32,766 variables per statement). */
-const BATCH = 500;
+/** See the header. */
+const LOCKED = { isolation: "read committed" } as const;
 
-/** One more reference to `cid`; the first one also makes its blocks referenced. */
-export function addRef(db: Db, cid: string, size: number, blocks: BlockSizes): void {
-  db.transaction(
-    (tx) => {
-      const row = tx.select({ refs: ipfsPins.refs }).from(ipfsPins).where(eq(ipfsPins.cid, cid)).get();
-      if (row) {
-        tx.update(ipfsPins).set({ refs: sql`${ipfsPins.refs} + 1` }).where(eq(ipfsPins.cid, cid)).run();
-        return;
-      }
-      tx.insert(ipfsPins).values({ cid, refs: 1, size }).run();
-      referenceBlocks(tx, cid, blocks);
-    },
-    { behavior: "immediate" },
-  );
+/** One more reference to `cid`; the first one also makes its blocks referenced. Two first
+ * commits at once: the second's insert waits for the first's row, then only counts. */
+export function addRef(sql: Sql, cid: string, size: number, blocks: BlockSizes): Promise<void> {
+  return sql.tx(async (tx) => {
+    const row = await tx.get<{ refs: number }>(ADD_PIN, [cid, size]);
+    if (row?.refs === 1) await referenceBlocks(tx, cid, blocks);
+  }, LOCKED);
 }
 
 /** Writes the DAG's rows of a root whose pin row exists and that has none yet. */
-function referenceBlocks(tx: Tx, cid: string, blocks: BlockSizes): void {
-  const entries = [...blocks];
-  for (let i = 0; i < entries.length; i += BATCH) {
-    const part = entries.slice(i, i + BATCH);
-    tx.insert(ipfsObjectBlocks).values(part.map(([key]) => ({ cid, key }))).onConflictDoNothing().run();
-    tx.insert(ipfsBlocks)
-      .values(part.map(([key, size]) => ({ key, size, refs: 1 })))
-      .onConflictDoUpdate({ target: ipfsBlocks.key, set: { refs: sql`${ipfsBlocks.refs} + 1` } })
-      .run();
+async function referenceBlocks(tx: Queryable, cid: string, blocks: BlockSizes): Promise<void> {
+  // Sorted: two commits sharing blocks lock their rows in one order (no deadlock).
+  const entries = [...blocks].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  for (const part of batches(entries)) {
+    await tx.run(ADD_OBJECT_BLOCKS(part.length), [cid, ...part.map(([key]) => key)]);
+    await tx.run(ADD_BLOCKS(part.length), part.flatMap(([key, size]) => [key, size]));
   }
 }
 
@@ -48,64 +56,54 @@ function referenceBlocks(tx: Tx, cid: string, blocks: BlockSizes): void {
  * root contains loses its row: those keys are returned, for the caller to delete through the
  * guard. `left` is undefined when there was no reference.
  */
-export function dropRef(db: Db, cid: string): { left: number | undefined; freed: string[] } {
-  return db.transaction(
-    (tx) => {
-      const row = tx.select({ refs: ipfsPins.refs }).from(ipfsPins).where(eq(ipfsPins.cid, cid)).get();
-      if (!row) return { left: undefined, freed: [] };
-      if (row.refs > 1) {
-        tx.update(ipfsPins).set({ refs: row.refs - 1 }).where(eq(ipfsPins.cid, cid)).run();
-        return { left: row.refs - 1, freed: [] };
-      }
-      tx.delete(ipfsPins).where(eq(ipfsPins.cid, cid)).run();
-      const mine = tx.select({ key: ipfsObjectBlocks.key }).from(ipfsObjectBlocks).where(eq(ipfsObjectBlocks.cid, cid));
-      tx.update(ipfsBlocks).set({ refs: sql`${ipfsBlocks.refs} - 1` }).where(inArray(ipfsBlocks.key, mine)).run();
-      const freed = tx.delete(ipfsBlocks).where(and(lte(ipfsBlocks.refs, 0), inArray(ipfsBlocks.key, mine))).returning({ key: ipfsBlocks.key }).all();
-      tx.delete(ipfsObjectBlocks).where(eq(ipfsObjectBlocks.cid, cid)).run();
-      return { left: 0, freed: freed.map((r) => r.key) };
-    },
-    { behavior: "immediate" },
-  );
+export function dropRef(sql: Sql, cid: string): Promise<{ left: number | undefined; freed: string[] }> {
+  return sql.tx(async (tx) => {
+    const row = await tx.get<{ refs: number }>(DROP_REF, [cid]);
+    if (!row) return { left: undefined, freed: [] };
+    if (row.refs > 0) return { left: row.refs, freed: [] };
+    await tx.run(DROP_PIN, [cid]);
+    await tx.run(UNREF_BLOCKS, [cid]);
+    const freed = await tx.all<{ key: string }>(DROP_ZERO_BLOCKS, [cid]);
+    await tx.run(DROP_OBJECT_BLOCKS, [cid]);
+    return { left: 0, freed: freed.map((r) => r.key) };
+  }, LOCKED);
 }
 
 /** Whether a pinned root contains the block (for the guard's deciding transaction). */
-export function blockReferenced(tx: Db | Tx, key: string): boolean {
-  return tx.select({ n: sql<number>`1` }).from(ipfsBlocks).where(and(eq(ipfsBlocks.key, key), gt(ipfsBlocks.refs, 0))).get() !== undefined;
+export async function blockReferenced(q: Queryable, key: string): Promise<boolean> {
+  return (await q.get(BLOCK_REFERENCED, [key])) !== undefined;
 }
 
 /** The keys among `keys` that a pinned root contains. */
-export function referencedAmong(db: Db, keys: readonly string[]): Set<string> {
-  if (keys.length === 0) return new Set();
-  const rows = db.select({ key: ipfsBlocks.key }).from(ipfsBlocks).where(and(inArray(ipfsBlocks.key, [...keys]), gt(ipfsBlocks.refs, 0))).all();
-  return new Set(rows.map((r) => r.key));
+export async function referencedAmong(sql: Sql, keys: readonly string[]): Promise<Set<string>> {
+  const out = new Set<string>();
+  for (const batch of batches(keys)) {
+    for (const r of await sql.all<{ key: string }>(BLOCKS_AMONG(batch.length), batch)) out.add(r.key);
+  }
+  return out;
 }
 
 /** Pinned roots whose blocks are not indexed yet (content from before migration 0012). */
-export function unindexedRoots(db: Db): string[] {
-  return db
-    .select({ cid: ipfsPins.cid })
-    .from(ipfsPins)
-    .where(notExists(db.select({ n: sql`1` }).from(ipfsObjectBlocks).where(eq(ipfsObjectBlocks.cid, ipfsPins.cid))))
-    .all()
-    .map((r) => r.cid);
+export async function unindexedRoots(sql: Sql): Promise<string[]> {
+  return (await sql.all<{ cid: string }>(UNINDEXED)).map((r) => r.cid);
 }
 
-/** Indexes an existing pin's DAG once (a no-op if the pin is gone or already indexed). */
-export function indexRoot(db: Db, cid: string, blocks: BlockSizes): void {
-  db.transaction(
-    (tx) => {
-      if (!tx.select({ n: sql`1` }).from(ipfsPins).where(eq(ipfsPins.cid, cid)).get()) return;
-      if (tx.select({ n: sql`1` }).from(ipfsObjectBlocks).where(eq(ipfsObjectBlocks.cid, cid)).get()) return;
-      referenceBlocks(tx, cid, blocks);
-    },
-    { behavior: "immediate" },
-  );
+/**
+ * Indexes an existing pin's DAG once (a no-op if the pin is gone or already indexed). The pin's
+ * row lock makes two gateways migrating at once index it once: the second waits, then finds rows.
+ */
+export function indexRoot(sql: Sql, cid: string, blocks: BlockSizes): Promise<void> {
+  return sql.tx(async (tx) => {
+    if (!(await tx.get(LOCK_PIN, [cid]))) return;
+    if (await tx.get(INDEXED, [cid])) return;
+    await referenceBlocks(tx, cid, blocks);
+  }, LOCKED);
 }
 
-export function pinned(db: Db, cid: string): { refs: number; size: number } | undefined {
-  return db.select({ refs: ipfsPins.refs, size: ipfsPins.size }).from(ipfsPins).where(eq(ipfsPins.cid, cid)).get();
+export function pinned(sql: Sql, cid: string): Promise<{ refs: number; size: number } | undefined> {
+  return sql.get(PINNED, [cid]);
 }
 
-export function pinnedCount(db: Db): number {
-  return db.select({ n: count() }).from(ipfsPins).get()?.n ?? 0;
+export async function pinnedCount(sql: Sql): Promise<number> {
+  return (await sql.get<{ n: number }>(PIN_COUNT))?.n ?? 0;
 }

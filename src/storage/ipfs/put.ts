@@ -29,7 +29,7 @@ export function uploadSink(guard: BlobGuard, lease: Lease, blocks: BlockSizes): 
   return {
     async put(cid: CID, bytes: Uint8Array) {
       const key = blockKey(cid);
-      lease.pin([key]); // before looking: see the header
+      await lease.pin([key]); // before looking: see the header
       blocks.set(key, bytes.byteLength);
       await guard.ensure(key, () => bytes, bytes.byteLength);
       return cid;

@@ -17,7 +17,7 @@ const READ_AHEAD = 8 * 1_048_576;
 export interface ReadDeps {
   store: BlobStore;
   /** Size of pinned content, or undefined when not pinned (unpinned leftovers count as absent). */
-  pinnedSize(cid: string): number | undefined;
+  pinnedSize(cid: string): Promise<number | undefined>;
 }
 
 export function readContent(deps: ReadDeps, cidText: string, range?: ByteRange): ReadableStream<Uint8Array> {
@@ -25,9 +25,9 @@ export function readContent(deps: ReadDeps, cidText: string, range?: ByteRange):
   const gate = new ReadGate(READ_AHEAD, CHUNK_SIZE);
   let chunks: AsyncIterator<Uint8Array> | undefined;
 
-  const open = (): AsyncIterator<Uint8Array> => {
+  const open = async (): Promise<AsyncIterator<Uint8Array>> => {
     const cid = parseCid(cidText);
-    const size = deps.pinnedSize(cidKey(cid));
+    const size = await deps.pinnedSize(cidKey(cid));
     if (size === undefined) throw new IpfsError("IPFS_NOT_FOUND", `no pinned content ${cidKey(cid)}`);
     const options: CatOptions = { offline: true, signal: abort.signal };
     if (range) {
@@ -41,7 +41,7 @@ export function readContent(deps: ReadDeps, cidText: string, range?: ByteRange):
   return new ReadableStream<Uint8Array>({
     async pull(controller) {
       try {
-        chunks ??= open();
+        chunks ??= await open();
         for (;;) {
           const next = await chunks.next();
           if (next.done) return controller.close();

@@ -4,12 +4,12 @@
  * guard. Safe beside running uploads and releases: each deletion is decided in the guard's
  * transaction, which sees the rows and the live pins of uploads (D15), never an object's age.
  * The listing and the guard's housekeeping are the shared sweepKeys (src/blob/sweep.ts).
- * Runs once at start, as the server's other sweeps do (one gateway; issue 13 makes it a cluster
- * singleton).
+ * Runs once at start, as the server's other sweeps do; one call is one pass (safe on several
+ * gateways at once, but wasteful: the server makes it a cluster singleton, D16).
  */
 import { deleteEach, type BlobGuard } from "../../blob/guard.ts";
 import { sweepKeys } from "../../blob/sweep.ts";
-import type { Db } from "../../db/open.ts";
+import type { Sql } from "../../db/sql.ts";
 import type { Logger } from "../../log.ts";
 import { BLOCK_PREFIX } from "./blocks.ts";
 import { blockReferenced, referencedAmong } from "./pins.ts";
@@ -24,11 +24,11 @@ export interface SweepResult {
   held: number;
 }
 
-export async function sweepOrphans(deps: { db: Db; guard: BlobGuard; log: Logger; stopped?: () => boolean }): Promise<SweepResult> {
-  const { db, guard } = deps;
+export async function sweepOrphans(deps: { sql: Sql; guard: BlobGuard; log: Logger; stopped?: () => boolean }): Promise<SweepResult> {
+  const { sql, guard } = deps;
   const { seen, removed, held } = await sweepKeys(guard, BLOCK_PREFIX, {
     parse: (key) => key,
-    referencedAmong: (keys) => referencedAmong(db, keys),
+    referencedAmong: (keys) => referencedAmong(sql, keys),
     deleteUnused: (keys) => deleteUnreferenced(guard, keys, deps.log),
     stopped: deps.stopped,
   });

@@ -6,14 +6,15 @@
  * survives into the reopened store.
  *
  * Run: bun crash-probe.ts ROOT SEED '<S3BlobStoreOptions as JSON>' (or '' for the local store)
+ *   DATABASE_URL (PostgreSQL on the STOWAGE_TEST_DB=postgres pass, the variable passed on; or '')
  */
 import { LocalBlobStore, localBlobRoot, S3BlobStore } from "../../../src/blob/index.ts";
 import { MiB, bytesOf, chunkKeys, openStore, streamOf } from "./support.ts";
 
-const [root, seedArg, s3] = process.argv.slice(2) as [string, string, string];
+const [root, seedArg, s3, databaseUrl] = process.argv.slice(2) as [string, string, string, string];
 const seed = Number(seedArg);
 const blobs = s3 ? new S3BlobStore(JSON.parse(s3)) : new LocalBlobStore(localBlobRoot(root));
-const store = await openStore(s3 ? "s3" : "local", { root, blobs });
+const store = await openStore(s3 ? "s3" : "local", { root, blobs, databaseUrl: databaseUrl || undefined });
 
 const kept = bytesOf(2 * MiB + 7, seed);
 const up = await store.dfs.put(streamOf(kept));

@@ -9,7 +9,7 @@ import { LEASE_MS } from "../../../src/blob/guard.ts";
 import { createLogger } from "../../../src/log.ts";
 import { CorruptChunkError, NotFoundError } from "../../../src/storage/dfs/index.ts";
 import { tempDir } from "../../support/tmp.ts";
-import { BLOB_KINDS, MiB, blobSettings, bytesOf, chunkKeys, keyOf, keysOf, openStore, readAll, rowCounts, streamOf } from "./support.ts";
+import { BLOB_KINDS, MiB, blobSettings, bytesOf, chunkKeys, databaseUrl, keyOf, keysOf, openStore, readAll, rowCounts, scalar, streamOf } from "./support.ts";
 
 setDefaultTimeout(60_000);
 
@@ -74,7 +74,10 @@ describe.each(BLOB_KINDS)("dfs crash recovery (%s blob store)", (kind) => {
     const root = tempDir("dfs-crash");
     const seed = 10;
     const s3 = await blobSettings(kind, root);
-    const proc = Bun.spawn([process.execPath, join(import.meta.dir, "crash-probe.ts"), root, String(seed), s3 ? JSON.stringify(s3) : ""], { stdout: "pipe", stderr: "pipe" });
+    const proc = Bun.spawn([process.execPath, join(import.meta.dir, "crash-probe.ts"), root, String(seed), s3 ? JSON.stringify(s3) : "", (await databaseUrl(root)) ?? ""], {
+      stdout: "pipe",
+      stderr: "pipe",
+    });
     let out = "";
     for await (const piece of proc.stdout) {
       out += new TextDecoder().decode(piece);
@@ -108,7 +111,7 @@ describe.each(BLOB_KINDS)("dfs crash recovery (%s blob store)", (kind) => {
     });
     const soon = await openStore(kind, { root, log, resweepAfterMs: 20, now: () => Date.now() + (sweeps.length > 0 ? LEASE_MS + 1 : 0) });
     expect(sweeps[0]).toMatchObject({ orphanChunks: 1, keptChunks: 3 + 3, heldChunks: 3 });
-    expect(rowCounts(soon)).toEqual({ objects: 1, chunks: 3, manifest: 3 });
+    expect(await rowCounts(soon)).toEqual({ objects: 1, chunks: 3, manifest: 3 });
     expect(await soon.dfs.stat(cid)).toEqual({ size: kept.length });
     await swept;
     expect(sweeps[1]).toMatchObject({ orphanChunks: 3, keptChunks: 3, heldChunks: 0, expiredPins: 4 });
@@ -120,14 +123,14 @@ describe.each(BLOB_KINDS)("dfs crash recovery (%s blob store)", (kind) => {
     // lease time finds them: it removes every unreferenced object at once.
     const again = await openStore(kind, { root });
     for (const c of [stray, ...lostOwn]) await again.blobs.put(keyOf(c), c);
-    again.database.sqlite.run("INSERT INTO blob_pins (key, holder, expires_at) VALUES (?, 'dead', ?)", [keyOf(lostOwn[0]!), Date.now() + LEASE_MS]);
+    await again.database.sql.run("INSERT INTO blob_pins (key, holder, expires_at) VALUES ($1, 'dead', $2)", [keyOf(lostOwn[0]!), Date.now() + LEASE_MS]);
     await again.close();
 
     // Restarted after the lease time: the start-up sweep removes every unreferenced object.
     const later = await openStore(kind, { root, now: () => Date.now() + LEASE_MS + 1 });
     expect(await chunkKeys(later)).toEqual(keysOf(...chunksOf(kept)));
-    expect(rowCounts(later)).toEqual({ objects: 1, chunks: 3, manifest: 3 });
-    expect(later.database.sqlite.query("SELECT COUNT(*) AS n FROM blob_pins").get()).toEqual({ n: 0 });
+    expect(await rowCounts(later)).toEqual({ objects: 1, chunks: 3, manifest: 3 });
+    expect(await scalar(later, "SELECT COUNT(*) AS n FROM blob_pins")).toBe(0);
     expect(Buffer.compare(await readAll(later.dfs.read(cid)), kept)).toBe(0);
     expect(await later.dfs.sweep()).toMatchObject({ orphanChunks: 0, keptChunks: 3, strangers: 0 });
     await later.close();
@@ -143,7 +146,7 @@ describe.each(BLOB_KINDS)("dfs crash recovery (%s blob store)", (kind) => {
     await before.blobs.delete(keyOf(bytes.subarray(0, MiB)));
     const after = await openStore(kind, { root: before.root, log: createLogger("error", (l) => lines.push(l)) });
     expect(lines.some((l) => l.includes("missing") && l.includes('"missing":1'))).toBe(true);
-    expect(rowCounts(after)).toEqual({ objects: 1, chunks: 2, manifest: 2 }); // rows are not dropped
+    expect(await rowCounts(after)).toEqual({ objects: 1, chunks: 2, manifest: 2 }); // rows are not dropped
     await after.close();
   });
 });

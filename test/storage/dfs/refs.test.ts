@@ -1,7 +1,7 @@
 /** Deduplication and reference counts: chunks stored once, kept while named, gone when not. */
 import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import { AbortedPutError, NotFoundError } from "../../../src/storage/dfs/index.ts";
-import { BLOB_KINDS, MiB, bytesOf, chunkKeys, chunkRefs, keysOf, openStore, readAll, rowCounts, sha256, streamOf } from "./support.ts";
+import { BLOB_KINDS, MiB, bytesOf, chunkKeys, chunkRefs, keysOf, openStore, readAll, rowCounts, scalar, sha256, streamOf } from "./support.ts";
 
 setDefaultTimeout(60_000);
 
@@ -27,10 +27,10 @@ describe.each(BLOB_KINDS)("dfs dedup and references (%s blob store)", (kind) => 
     await b.commit();
     expect(b.cid).toBe(a.cid);
     expect((await chunkKeys(store)).length).toBe(4);
-    expect(rowCounts(store)).toEqual({ objects: 1, chunks: 4, manifest: 4 });
-    expect(store.database.sqlite.query("SELECT refs FROM dfs_objects").get()).toEqual({ refs: 2 });
+    expect(await rowCounts(store)).toEqual({ objects: 1, chunks: 4, manifest: 4 });
+    expect(await scalar(store, "SELECT refs FROM dfs_objects")).toBe(2);
     expect(await store.dfs.health()).toMatchObject({ ok: true, blobStore: kind, objects: 1, chunks: 4, bytes: bytes.length, uploads: 0, pinnedChunks: 0 });
-    expect(store.database.sqlite.query("SELECT COUNT(*) AS n FROM blob_pins").get()).toEqual({ n: 0 }); // committed: the lease is gone
+    expect(await scalar(store, "SELECT COUNT(*) AS n FROM blob_pins")).toBe(0); // committed: the lease is gone
 
     await store.dfs.release(a.cid);
     expect(Buffer.compare(await readAll(store.dfs.read(a.cid)), bytes)).toBe(0);
@@ -38,7 +38,7 @@ describe.each(BLOB_KINDS)("dfs dedup and references (%s blob store)", (kind) => 
 
     await store.dfs.release(a.cid);
     expect(await store.dfs.stat(a.cid)).toBeUndefined();
-    expect(rowCounts(store)).toEqual({ objects: 0, chunks: 0, manifest: 0 });
+    expect(await rowCounts(store)).toEqual({ objects: 0, chunks: 0, manifest: 0 });
     await store.dfs.sweep();
     expect(await chunkKeys(store)).toEqual([]);
     await expect(store.dfs.release(a.cid)).rejects.toBeInstanceOf(NotFoundError);
@@ -56,13 +56,13 @@ describe.each(BLOB_KINDS)("dfs dedup and references (%s blob store)", (kind) => 
     const py = await store.dfs.put(streamOf(y));
     await py.commit();
     expect(await chunkKeys(store)).toEqual(keysOf(c1, c2, c3, tail));
-    expect(chunkRefs(store, sha256(c2))).toBe(2);
-    expect(chunkRefs(store, sha256(tail))).toBe(2);
-    expect(chunkRefs(store, sha256(c1))).toBe(1);
+    expect(await chunkRefs(store, sha256(c2))).toBe(2);
+    expect(await chunkRefs(store, sha256(tail))).toBe(2);
+    expect(await chunkRefs(store, sha256(c1))).toBe(1);
 
     await store.dfs.release(px.cid);
     expect(await chunkKeys(store)).toEqual(keysOf(c2, c3, tail));
-    expect(chunkRefs(store, sha256(c2))).toBe(1);
+    expect(await chunkRefs(store, sha256(c2))).toBe(1);
     expect(Buffer.compare(await readAll(store.dfs.read(py.cid)), y)).toBe(0);
     await store.close();
   });
@@ -73,8 +73,8 @@ describe.each(BLOB_KINDS)("dfs dedup and references (%s blob store)", (kind) => 
     const up = await store.dfs.put(streamOf(Buffer.concat([chunk, chunk, chunk])));
     await up.commit();
     expect(await chunkKeys(store)).toEqual(keysOf(chunk));
-    expect(rowCounts(store)).toEqual({ objects: 1, chunks: 1, manifest: 3 });
-    expect(chunkRefs(store, sha256(chunk))).toBe(1);
+    expect(await rowCounts(store)).toEqual({ objects: 1, chunks: 1, manifest: 3 });
+    expect(await chunkRefs(store, sha256(chunk))).toBe(1);
     await store.dfs.release(up.cid);
     expect(await chunkKeys(store)).toEqual([]);
     await store.close();
@@ -85,7 +85,7 @@ describe.each(BLOB_KINDS)("dfs dedup and references (%s blob store)", (kind) => 
     const up = await store.dfs.put(streamOf(bytesOf(2 * MiB + 1, 31)));
     expect((await chunkKeys(store)).length).toBe(3); // durable before commit...
     expect(await store.dfs.health()).toMatchObject({ pinnedChunks: 3 }); // ...and pinned
-    expect(rowCounts(store)).toEqual({ objects: 0, chunks: 0, manifest: 0 }); // ...but unreferenced
+    expect(await rowCounts(store)).toEqual({ objects: 0, chunks: 0, manifest: 0 }); // ...but unreferenced
     expect(await store.dfs.stat(up.cid)).toBeUndefined();
     await up.abort();
     await up.abort(); // idempotent
@@ -113,7 +113,7 @@ describe.each(BLOB_KINDS)("dfs dedup and references (%s blob store)", (kind) => 
     await up.commit();
     await up.commit();
     await up.abort(); // after commit: nothing to drop
-    expect(store.database.sqlite.query("SELECT refs FROM dfs_objects").get()).toEqual({ refs: 1 });
+    expect(await scalar(store, "SELECT refs FROM dfs_objects")).toBe(1);
     await store.dfs.release(up.cid);
     expect(await store.dfs.stat(up.cid)).toBeUndefined();
     await store.close();
@@ -124,7 +124,7 @@ describe.each(BLOB_KINDS)("dfs dedup and references (%s blob store)", (kind) => 
     const boom = new Error("client went away");
     await expect(store.dfs.put(failingStream(bytesOf(3 * MiB + 5, 61), boom))).rejects.toBe(boom);
     expect(await chunkKeys(store)).toEqual([]);
-    expect(rowCounts(store)).toEqual({ objects: 0, chunks: 0, manifest: 0 });
+    expect(await rowCounts(store)).toEqual({ objects: 0, chunks: 0, manifest: 0 });
     await store.close();
   });
 
@@ -159,6 +159,6 @@ describe.each(BLOB_KINDS)("dfs dedup and references (%s blob store)", (kind) => 
     await expect(running).rejects.toMatchObject({ code: "ERR_STOPPED" });
     await expect(store.dfs.put(streamOf(bytesOf(10)))).rejects.toMatchObject({ code: "ERR_STOPPED" });
     expect(await chunkKeys(store)).toEqual([]);
-    store.database.close();
+    await store.database.close();
   });
 });

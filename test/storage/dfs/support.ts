@@ -1,5 +1,6 @@
 /**
- * Shared helpers for the dfs tests: a store on a real SQLite file and a real blob store — local
+ * Shared helpers for the dfs tests: a store on a real database (a SQLite file, or PostgreSQL on the
+ * STOWAGE_TEST_DB=postgres pass: test/support/db.ts) and a real blob store — local
  * files, or the shared Ceph RGW of test/support/ceph.ts (one key prefix per data dir, so tests
  * never see each other's objects and a reopened data dir finds its own) — and byte sources.
  * Suites run on both with `describe.each(BLOB_KINDS)`.
@@ -9,10 +10,10 @@ import { join } from "node:path";
 import { type BlobStore, LocalBlobStore, localBlobRoot, S3BlobStore } from "../../../src/blob/index.ts";
 import type { S3BlobStoreOptions } from "../../../src/blob/s3.ts";
 import { type BlobGuard, createBlobGuard } from "../../../src/blob/guard.ts";
-import { openDatabase, type OpenDatabase } from "../../../src/db/open.ts";
 import { silentLogger, type Logger } from "../../../src/log.ts";
 import { CHUNK_PREFIX, chunkKey, openDfs, type DfsBackend } from "../../../src/storage/dfs/index.ts";
 import { cephRgw } from "../../support/ceph.ts";
+import { testDatabase, testDatabaseUrlOf, TEST_DB, type TestDatabase } from "../../support/db.ts";
 import { tempDir } from "../../support/tmp.ts";
 
 export const MiB = 1_048_576;
@@ -23,7 +24,7 @@ export const BLOB_KINDS: BlobKind[] = ["local", "s3"];
 export interface Store {
   kind: BlobKind;
   dfs: DfsBackend;
-  database: OpenDatabase;
+  database: TestDatabase;
   blobs: BlobStore;
   guard: BlobGuard;
   /** The data dir holding the database (and, on the local store, the blobs). */
@@ -43,6 +44,8 @@ export interface OpenOptions {
   resweepAfterMs?: number;
   /** The blob store to use instead of `kind`'s (a child process gets its settings: blobSettings). */
   blobs?: BlobStore;
+  /** The PostgreSQL database of `root` (a child process gets it from its parent: databaseUrl). */
+  databaseUrl?: string;
 }
 
 const prefixes = new Map<string, string>();
@@ -71,11 +74,11 @@ export async function blobStoreFor(kind: BlobKind, root: string): Promise<BlobSt
 export async function openStore(kind: BlobKind = "local", o: OpenOptions = {}): Promise<Store> {
   const root = o.root ?? tempDir("dfs");
   const log = o.log ?? silentLogger;
-  const database = openDatabase(join(root, "stowage.db"));
+  const database = testDatabase(root, o.databaseUrl);
   const blobs = o.blobs ?? (await blobStoreFor(kind, root));
-  const guard = createBlobGuard({ db: database.db, store: blobs, log, now: o.now });
+  const guard = createBlobGuard({ sql: database.sql, store: blobs, log, now: o.now });
   const legacyDir = join(root, "dfs");
-  const dfs = await openDfs({ db: database.db, log, guard, legacyDir, resweepAfterMs: o.resweepAfterMs });
+  const dfs = await openDfs({ sql: database.sql, log, guard, legacyDir, resweepAfterMs: o.resweepAfterMs });
   return {
     kind,
     dfs,
@@ -86,7 +89,7 @@ export async function openStore(kind: BlobKind = "local", o: OpenOptions = {}): 
     legacyDir,
     async close() {
       await dfs.stop();
-      database.close();
+      await database.close();
     },
   };
 }
@@ -151,12 +154,23 @@ export function sha256(bytes: Uint8Array): string {
   return new Bun.CryptoHasher("sha256").update(bytes).digest("hex");
 }
 
-/** Row counts of the dfs tables. */
-export function rowCounts(store: Store): { objects: number; chunks: number; manifest: number } {
-  const n = (table: string) => store.database.sqlite.query<{ n: number }, []>(`SELECT COUNT(*) AS n FROM ${table}`).get()?.n ?? 0;
-  return { objects: n("dfs_objects"), chunks: n("dfs_chunks"), manifest: n("dfs_object_chunks") };
+/** The PostgreSQL database of a data dir (undefined on SQLite), for a child process to open it. */
+export async function databaseUrl(root: string): Promise<string | undefined> {
+  return TEST_DB === "postgres" ? testDatabaseUrlOf(root) : undefined;
 }
 
-export function chunkRefs(store: Store, hash: string): number | undefined {
-  return store.database.sqlite.query<{ refs: number }, [string]>("SELECT refs FROM dfs_chunks WHERE hash = ?").get(hash)?.refs;
+/** Row counts of the dfs tables. */
+export async function rowCounts(store: Store): Promise<{ objects: number; chunks: number; manifest: number }> {
+  const n = async (table: string) => (await store.database.sql.get<{ n: number }>(`SELECT COUNT(*) AS n FROM ${table}`))?.n ?? 0;
+  return { objects: await n("dfs_objects"), chunks: await n("dfs_chunks"), manifest: await n("dfs_object_chunks") };
+}
+
+export async function chunkRefs(store: Store, hash: string): Promise<number | undefined> {
+  return (await store.database.sql.get<{ refs: number }>("SELECT refs FROM dfs_chunks WHERE hash = $1", [hash]))?.refs;
+}
+
+/** The one value of a one-row, one-column query. */
+export async function scalar(store: Store, text: string): Promise<unknown> {
+  const row = await store.database.sql.get<Record<string, unknown>>(text);
+  return row && Object.values(row)[0];
 }

@@ -117,7 +117,7 @@ describe("import", () => {
     await again.abort();
     await again.abort();
     expect(await again.commit().then(() => undefined, (e: unknown) => e)).toMatchObject({ code: "IPFS_ABORTED" });
-    expect(b.database.sqlite.query("select refs from ipfs_pins where cid = ?").get(once.cid)).toEqual({ refs: 1 });
+    expect(await b.database.sql.get("select refs from ipfs_pins where cid = $1", [once.cid])).toEqual({ refs: 1 });
     await b.ipfs.release(once.cid);
   });
 });

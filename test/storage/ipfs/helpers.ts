@@ -5,12 +5,12 @@
  */
 import { createBlobGuard, type BlobGuard } from "../../../src/blob/guard.ts";
 import type { BlobStore } from "../../../src/blob/index.ts";
-import { openDatabase, type OpenDatabase } from "../../../src/db/open.ts";
 import { silentLogger, type Logger } from "../../../src/log.ts";
 import { BLOCK_PREFIX } from "../../../src/storage/ipfs/blocks.ts";
 import { openIpfs, type IpfsBackend } from "../../../src/storage/ipfs/index.ts";
 import { join } from "node:path";
 import { blobStoreOf } from "../../support/blobs.ts";
+import { testDatabase, type TestDatabase } from "../../support/db.ts";
 import { tempDir } from "../../support/tmp.ts";
 
 export const MiB = 1_048_576;
@@ -18,7 +18,7 @@ export const LOCAL = ["/ip4/127.0.0.1/tcp/0"];
 
 export interface Opened {
   ipfs: IpfsBackend;
-  database: OpenDatabase;
+  database: TestDatabase;
   dataDir: string;
   store: BlobStore;
   guard: BlobGuard;
@@ -32,15 +32,17 @@ export interface OpenOptions {
   store?: BlobStore;
   /** The guard's clock: ahead of the real one, a restart long after a crash. */
   now?: () => number;
+  /** The PostgreSQL database of `dataDir` (a child process gets it from its parent). */
+  databaseUrl?: string;
 }
 
-/** Opens (or reopens) the back-end of `dataDir`, with its own SQLite file there. */
+/** Opens (or reopens) the back-end of `dataDir`, with its own database (test/support/db.ts). */
 export async function openBackend(dataDir = tempDir("ipfs"), opts: OpenOptions = {}): Promise<Opened> {
-  const database = openDatabase(join(dataDir, "stowage.db"));
+  const database = testDatabase(dataDir, opts.databaseUrl);
   const log = opts.log ?? silentLogger;
   const store = opts.store ?? blobStoreOf(dataDir);
-  const guard = createBlobGuard({ db: database.db, store, log, now: opts.now });
-  const ipfs = await openIpfs({ dir: join(dataDir, "ipfs"), listen: LOCAL, db: database.db, log, guard, allowPeers: opts.allowPeers });
+  const guard = createBlobGuard({ sql: database.sql, store, log, now: opts.now });
+  const ipfs = await openIpfs({ dir: join(dataDir, "ipfs"), listen: LOCAL, sql: database.sql, log, guard, allowPeers: opts.allowPeers });
   return {
     ipfs,
     database,
@@ -49,7 +51,7 @@ export async function openBackend(dataDir = tempDir("ipfs"), opts: OpenOptions =
     guard,
     async close() {
       await ipfs.stop();
-      database.close();
+      await database.close();
     },
   };
 }
@@ -89,8 +91,8 @@ export async function blockKeys(store: BlobStore): Promise<string[]> {
 }
 
 /** Rows of the block index: key → refs. */
-export function blockRows(o: Opened): Map<string, number> {
-  const rows = o.database.sqlite.query<{ key: string; refs: number }, []>("select key, refs from ipfs_blocks").all();
+export async function blockRows(o: Opened): Promise<Map<string, number>> {
+  const rows = await o.database.sql.all<{ key: string; refs: number }>("select key, refs from ipfs_blocks");
   return new Map(rows.map((r) => [r.key, r.refs]));
 }
 

@@ -12,7 +12,7 @@ import { importer } from "ipfs-unixfs-importer";
 import { CID } from "multiformats/cid";
 import { existsSync, rmSync } from "node:fs";
 import { join } from "node:path";
-import { openDatabase } from "../../../src/db/open.ts";
+import { testDatabase } from "../../support/db.ts";
 import { blockKey, cidOfKey } from "../../../src/storage/ipfs/blocks.ts";
 import { d9ImporterOptions } from "../../../src/storage/ipfs/index.ts";
 import { tempDir } from "../../support/tmp.ts";
@@ -29,7 +29,7 @@ async function oldDataDir(files: Array<{ bytes: Uint8Array; pinned: boolean }>) 
   const fs = new FsBlockstore(blocksDir, { shardingStrategy: sharding });
   await fs.open();
   const out: Array<{ cid: string; keys: string[]; path: (cid: CID) => string }> = [];
-  const database = openDatabase(join(dataDir, "stowage.db"));
+  const database = testDatabase(dataDir);
   for (const file of files) {
     const keys = new Set<string>();
     const recording = {
@@ -41,10 +41,10 @@ async function oldDataDir(files: Array<{ bytes: Uint8Array; pinned: boolean }>) 
     let root: CID | undefined;
     for await (const entry of importer([{ content: file.bytes }], recording, d9ImporterOptions())) root = entry.cid;
     const cid = root!.toV1().toString();
-    if (file.pinned) database.sqlite.query("insert into ipfs_pins (cid, refs, size) values (?, 1, ?)").run(cid, file.bytes.byteLength);
+    if (file.pinned) await database.sql.run("insert into ipfs_pins (cid, refs, size) values ($1, 1, $2)", [cid, file.bytes.byteLength]);
     out.push({ cid, keys: [...keys].sort(), path: (c) => join(blocksDir, sharding.encode(c).dir, sharding.encode(c).file) });
   }
-  database.close();
+  await database.close();
   await fs.close();
   return { dataDir, blocksDir, files: out };
 }
@@ -69,7 +69,7 @@ describe("moving an old data dir's blocks into the blob store", () => {
     const keys = [...fa!.keys, ...fb!.keys].sort();
     expect(await blockKeys(o.store)).toEqual(keys);
     expect(fg!.keys.some((k) => keys.includes(k))).toBe(false);
-    expect([...blockRows(o).keys()].sort()).toEqual(keys);
+    expect([...(await blockRows(o)).keys()].sort()).toEqual(keys);
     expect(sha256(await collect(o.ipfs.read(fa!.cid)))).toBe(sha256(a));
     expect(await collect(o.ipfs.read(fb!.cid))).toEqual(b);
     await o.close();

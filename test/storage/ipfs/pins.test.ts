@@ -9,18 +9,18 @@ import { CID } from "multiformats/cid";
 import { readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { LEASE_MS } from "../../../src/blob/guard.ts";
-import { blobTombstones } from "../../../src/blob/schema.ts";
 import { blockKey } from "../../../src/storage/ipfs/blocks.ts";
 import { localStore } from "../../../src/storage/ipfs/local-store.ts";
 import { sweepOrphans } from "../../../src/storage/ipfs/sweep.ts";
 import { silentLogger } from "../../../src/log.ts";
 import { blobStoreOf, prefixOf, testRgw } from "../../support/blobs.ts";
+import { TEST_DB, testDatabaseUrlOf } from "../../support/db.ts";
 import { tempDir } from "../../support/tmp.ts";
 import { MiB, blockKeys, blockRows, collect, openBackend, randomBytes, sha256, streamOf, within, type Opened } from "./helpers.ts";
 
 setDefaultTimeout(60_000);
 
-const refs = (o: Opened, cid: string) => o.database.sqlite.query<{ refs: number }, [string]>("select refs from ipfs_pins where cid = ?").get(cid)?.refs;
+const refs = async (o: Opened, cid: string) => (await o.database.sql.get<{ refs: number }>("select refs from ipfs_pins where cid = $1", [cid]))?.refs;
 
 /** Every block key of a pinned root's DAG, read from the store. */
 async function dagKeys(o: Opened, root: string): Promise<string[]> {
@@ -53,25 +53,25 @@ describe("references", () => {
     const second = await o.ipfs.put(streamOf(bytes));
     expect(second.cid).toBe(first.cid);
     await second.commit();
-    expect(refs(o, first.cid)).toBe(2);
+    expect(await refs(o, first.cid)).toBe(2);
     const keys = await blockKeys(o.store);
     expect(keys).toHaveLength(4); // root + 3 leaves, stored once
     expect(keys).toEqual(await dagKeys(o, first.cid));
-    expect([...blockRows(o)].sort()).toEqual(keys.map((k) => [k, 1]));
+    expect([...(await blockRows(o))].sort()).toEqual(keys.map((k) => [k, 1]));
 
     await o.ipfs.release(first.cid);
-    expect(refs(o, first.cid)).toBe(1);
+    expect(await refs(o, first.cid)).toBe(1);
     expect(await o.ipfs.stat(first.cid)).toEqual({ size: bytes.byteLength });
     expect(sha256(await collect(o.ipfs.read(first.cid)))).toBe(sha256(bytes));
     expect(await blockKeys(o.store)).toEqual(keys);
 
     await o.ipfs.release(first.cid);
-    expect(refs(o, first.cid)).toBeUndefined();
+    expect(await refs(o, first.cid)).toBeUndefined();
     expect(await o.ipfs.stat(first.cid)).toBeUndefined();
     expect((await o.ipfs.health()).pinned).toBe(0);
     expect(await blockKeys(o.store)).toEqual([]);
-    expect(blockRows(o).size).toBe(0);
-    expect(o.database.sqlite.query("select count(*) as n from ipfs_object_blocks").get()).toEqual({ n: 0 });
+    expect((await blockRows(o)).size).toBe(0);
+    expect(await o.database.sql.get("select count(*) as n from ipfs_object_blocks")).toEqual({ n: 0 });
     await o.ipfs.release(first.cid); // one too many: harmless
     await o.close();
   });
@@ -104,12 +104,12 @@ describe("references", () => {
     const common = keysA.filter((k) => keysB.includes(k));
     expect(common).toHaveLength(2); // the two shared leaves
     expect(await blockKeys(o.store)).toHaveLength(keysA.length + keysB.length - 2);
-    for (const k of common) expect(blockRows(o).get(k)).toBe(2);
+    for (const k of common) expect((await blockRows(o)).get(k)).toBe(2);
 
     await o.ipfs.release(cidB);
     expect(await blockKeys(o.store)).toEqual(keysA); // B's root and tail went, the shared leaves stay
     expect(sha256(await collect(o.ipfs.read(cidA)))).toBe(sha256(a));
-    for (const k of common) expect(blockRows(o).get(k)).toBe(1);
+    for (const k of common) expect((await blockRows(o)).get(k)).toBe(1);
 
     // Helia 7.1.15's own pin counts lost a shared block in this order: pin A again, release it.
     const again = await o.ipfs.put(streamOf(b));
@@ -152,7 +152,7 @@ describe("races (D15)", () => {
     const o = await openBackend();
     const bytes = randomBytes(3 * MiB + 1);
     const cid = await putCommitted(o, bytes);
-    const sweep = () => sweepOrphans({ db: o.database.db, guard: o.guard, log: silentLogger });
+    const sweep = () => sweepOrphans({ sql: o.database.sql, guard: o.guard, log: silentLogger });
     for (let round = 0; round < 40; round++) {
       const again = (async () => {
         const p = await o.ipfs.put(streamOf(bytes, 256 * 1024));
@@ -176,10 +176,10 @@ describe("orphan sweep at start", () => {
     await o.ipfs.swept;
     const stray = blockKey(CID.parse("bafkreigh2akiscaildcqabsyg3dfr6chu3fgpregiymsck7e7aqa4s52zy"));
     await o.store.put(stray, new TextEncoder().encode("a block its deleter meant to delete"));
-    o.database.db.insert(blobTombstones).values({ key: stray, holder: "dead-deleter", expiresAt: Date.now() - 1 }).run();
-    expect(await sweepOrphans({ db: o.database.db, guard: o.guard, log: silentLogger })).toEqual({ seen: 0, removed: 0, held: 0 });
+    await o.database.sql.run("INSERT INTO blob_tombstones (key, holder, expires_at) VALUES ($1, 'dead-deleter', $2)", [stray, Date.now() - 1]);
+    expect(await sweepOrphans({ sql: o.database.sql, guard: o.guard, log: silentLogger })).toEqual({ seen: 0, removed: 0, held: 0 });
     expect(await o.store.stat(stray)).toBeUndefined();
-    expect(o.database.db.select().from(blobTombstones).all()).toEqual([]);
+    expect(await o.database.sql.all("SELECT key FROM blob_tombstones")).toEqual([]);
     await o.close();
   });
 
@@ -238,7 +238,8 @@ describe("restarts", () => {
     const dataDir = tempDir("ipfs");
     const prefix = prefixOf(dataDir);
     const s3 = testRgw && prefix !== undefined ? [JSON.stringify({ endpoint: testRgw.endpoint, bucket: testRgw.bucket, region: testRgw.region, prefix, accessKeyId: testRgw.accessKeyId, secretAccessKey: testRgw.secretAccessKey })] : [];
-    const child = Bun.spawn(["bun", join(import.meta.dir, "fixtures", "upload-forever.ts"), dataDir, ...s3], {
+    const databaseUrl = TEST_DB === "postgres" ? await testDatabaseUrlOf(dataDir) : "";
+    const child = Bun.spawn(["bun", join(import.meta.dir, "fixtures", "upload-forever.ts"), dataDir, s3[0] ?? "", databaseUrl], {
       stdout: "pipe",
       stderr: "inherit",
       // The child is given its store; it must not start a Ceph of its own.

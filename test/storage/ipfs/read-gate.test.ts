@@ -37,7 +37,7 @@ function counted() {
     delete: (key) => inner.delete(key),
     list: (prefix, options) => inner.list(prefix, options),
   };
-  return { store, blocks, pinnedSize: () => bytes.byteLength };
+  return { store, blocks, pinnedSize: async () => bytes.byteLength };
 }
 
 /** Waits until `value()` stops changing for 100 ms (at most 3 s): time for a runaway reader to run. */
