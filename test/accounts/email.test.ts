@@ -224,7 +224,8 @@ describe("register, password login, reset", () => {
     expect(Number(blocked.headers.get("retry-after"))).toBeGreaterThan(0);
     clock.advance(60 * MINUTE);
     expect((await passwordLogin(email, "the right one")).status).toBe(200);
-  });
+    // Thirteen argon2id hashes: seconds on a loaded two-core machine.
+  }, 30_000);
 
   test("25 wrong passwords at once: no more than ten are checked, the rest are 429", async () => {
     const email = freshEmail();

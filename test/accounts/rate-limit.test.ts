@@ -1,10 +1,14 @@
 /**
- * Rate limits (D12): the keyed limiter itself, and the limits of the login and code endpoints
- * (per IP and per email, 429 with Retry-After; off with STOWAGE_RATE_LIMITS=off).
+ * Rate limits (D12): the keyed limiters themselves (in memory, and in the shared database for the
+ * login limits, D16), and the limits of the login and code endpoints (per IP and per email, 429
+ * with Retry-After; off with STOWAGE_RATE_LIMITS=off).
  */
-import { describe, expect, test } from "bun:test";
+import { afterAll, describe, expect, test } from "bun:test";
 import { createRateLimiter } from "../../src/http/rate-limit.ts";
+import { createSharedRateLimiter } from "../../src/http/shared-rate-limit.ts";
 import { accountsApp, ORIGIN } from "../support/accounts.ts";
+import { testDatabase } from "../support/db.ts";
+import { tempDir } from "../support/tmp.ts";
 
 describe("rate limiter", () => {
   const limit = { name: "l", max: 3, windowMs: 10_000 };
@@ -53,6 +57,55 @@ describe("rate limiter", () => {
     limiter.hit(limit, "new");
     // Every old key was swept: each starts a fresh window.
     for (let i = 0; i < 3; i++) expect(limiter.hit(limit, "k1").ok).toBe(true);
+  });
+});
+
+describe("shared rate limiter", () => {
+  const database = testDatabase(tempDir("limits"));
+  afterAll(() => database.close());
+  const { sql } = database;
+  const limit = { name: "shared", max: 3, windowMs: 10_000 };
+  let t = 1_000_000;
+  const limiter = createSharedRateLimiter(sql, { now: () => t });
+  const rows = async () => (await sql.all<{ key: string }>("SELECT key FROM rate_counters ORDER BY key")).map((r) => r.key);
+
+  test("allows max hits a window from its first hit, then answers the seconds until it ends", async () => {
+    for (let i = 0; i < 3; i++) expect(await limiter.hit(limit, "a")).toEqual({ ok: true });
+    t += 2_000;
+    expect(await limiter.hit(limit, "a")).toEqual({ ok: false, retryAfter: 8 });
+    expect(await limiter.hit(limit, "b")).toEqual({ ok: true });
+    expect(await limiter.hit({ ...limit, name: "other" }, "a")).toEqual({ ok: true });
+    t += 8_000;
+    expect(await limiter.hit(limit, "a")).toEqual({ ok: true });
+  });
+
+  test("hits through two limiters on one database, in parallel, are counted once each", async () => {
+    const other = createSharedRateLimiter(sql, { now: () => t });
+    const wide = { name: "parallel", max: 25, windowMs: 60_000 };
+    const verdicts = await Promise.all(Array.from({ length: 60 }, (_, i) => (i % 2 ? limiter : other).hit(wide, "k")));
+    expect(verdicts.filter((v) => v.ok)).toHaveLength(25);
+  });
+
+  test("unhit gives one event back", async () => {
+    const one = { name: "unhit", max: 1, windowMs: 60_000 };
+    expect((await limiter.hit(one, "k")).ok).toBe(true);
+    expect((await limiter.hit(one, "k")).ok).toBe(false);
+    await limiter.unhit(one, "k");
+    await limiter.unhit(one, "k");
+    expect((await limiter.hit(one, "k")).ok).toBe(true);
+  });
+
+  test("rows of windows over an hour old are swept", async () => {
+    expect(await rows()).toContain("shared:a");
+    t += 2 * 60 * 60_000;
+    await limiter.hit(limit, "fresh");
+    expect(await rows()).toEqual(["shared:fresh"]);
+  });
+
+  test("switched off, it counts nothing and writes nothing", async () => {
+    const off = createSharedRateLimiter(sql, { now: () => t, enabled: false });
+    for (let i = 0; i < 10; i++) expect((await off.hit(limit, "off")).ok).toBe(true);
+    expect(await rows()).not.toContain("shared:off");
   });
 });
 

@@ -1,0 +1,160 @@
+/**
+ * Two gateways over one database (D16): each has its own account services, limiter and HTTP app,
+ * as two processes behind a load balancer would, and they share only the database (SQLite file
+ * on the default pass, PostgreSQL on the STOWAGE_TEST_DB=postgres pass) and the JWT key. What
+ * must hold across them: the login limits count every gateway's attempts, and a code, a nonce or
+ * a refresh token's place in its session is used once, however the requests are spread.
+ */
+import { afterAll, describe, expect, test } from "bun:test";
+import { join } from "node:path";
+import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
+import { buildApp } from "../../src/app.ts";
+import { createAccountServices } from "../../src/accounts/index.ts";
+import { parseConfig } from "../../src/config.ts";
+import { openDatabase } from "../../src/db/open.ts";
+import { openPostgres } from "../../src/db/postgres.ts";
+import type { Sql } from "../../src/db/sql.ts";
+import { rememberClientIp } from "../../src/http/client-ip.ts";
+import { silentLogger } from "../../src/log.ts";
+import { ORIGIN, memoryMailer, testClock, type Call } from "../support/accounts.ts";
+import { TEST_DB, testDatabaseUrl } from "../support/db.ts";
+import { tempDir } from "../support/tmp.ts";
+
+const clock = testClock();
+const mail = memoryMailer();
+const jwtKey = crypto.getRandomValues(new Uint8Array(32));
+const closers: (() => unknown)[] = [];
+afterAll(async () => {
+  for (const close of closers.reverse()) await close();
+});
+
+/** Two connections to one database, one per gateway. */
+async function sharedDatabase(dirs: [string, string]): Promise<[Sql, Sql]> {
+  if (TEST_DB === "postgres") {
+    const url = await testDatabaseUrl();
+    const [a, b] = await Promise.all([openPostgres(url, { max: 4 }), openPostgres(url, { max: 4 })]);
+    closers.push(a.close, b.close);
+    return [a.sql, b.sql];
+  }
+  // Two processes on one SQLite file: each its own connections, BEGIN IMMEDIATE between them.
+  const file = join(dirs[0], "stowage.db");
+  const [a, b] = [openDatabase(file), openDatabase(file)];
+  closers.push(a.close, b.close);
+  return [a.sql, b.sql];
+}
+
+function gateway(dataDir: string, sql: Sql): Call {
+  const config = parseConfig([], { STOWAGE_DATA_DIR: dataDir, STOWAGE_ALLOWED_ORIGINS: ORIGIN });
+  // A SQLite file of the gateway's own for AppServices.db: buildApp reads no table through it.
+  const local = openDatabase(join(dataDir, "local.db"));
+  closers.push(local.close);
+  const accounts = createAccountServices({ config, sql, log: silentLogger, secrets: { jwtKey }, mailer: mail.mailer, now: clock.now });
+  const app = buildApp({ config, log: silentLogger, db: local.db, health: {}, accounts });
+  let calls = 0;
+  return async (method, path, { body, headers = {}, ip } = {}) => {
+    const init: RequestInit = { method, headers: { ...headers, ...(body === undefined ? {} : { "content-type": "application/json" }) } };
+    if (body !== undefined) init.body = JSON.stringify(body);
+    const request = new Request(`http://stowage.test${path}`, init);
+    rememberClientIp(request, ip ?? `client-${++calls}-${crypto.randomUUID()}`);
+    const res = await app.handle(request);
+    const text = await res.text();
+    return { status: res.status, headers: res.headers, body: text ? JSON.parse(text) : undefined };
+  };
+}
+
+const dirs: [string, string] = [tempDir("gw-a"), tempDir("gw-b")];
+const [sqlA, sqlB] = await sharedDatabase(dirs);
+const a = gateway(dirs[0], sqlA);
+const b = gateway(dirs[1], sqlB);
+const both = [a, b];
+
+let n = 0;
+const freshEmail = () => `gw${++n}.${crypto.randomUUID().slice(0, 8)}@example.com`;
+const sendCode = (call: Call, email: string) => call("POST", "/v2/login/email/code", { body: { email } });
+const codeLogin = (call: Call, email: string, code: string) => call("POST", "/v2/login/email", { body: { email, code, source: "test" } });
+const refresh = (call: Call, token: string) => call("POST", "/v2/login/refresh", { headers: { authorization: token } });
+
+test("the gateways share one database", () => {
+  expect(sqlA.dialect).toBe(TEST_DB);
+  expect(sqlA).not.toBe(sqlB);
+});
+
+describe("login limits count every gateway's attempts", () => {
+  test("30 login attempts a minute per IP, alternating between the gateways", async () => {
+    const ip = "192.0.2.78";
+    const attempt = (call: Call) => call("POST", "/v2/login/email", { body: { email: "z@example.com", code: "123456", source: "t" }, ip });
+    for (let i = 0; i < 30; i++) expect((await attempt(both[i % 2] as Call)).body.error).toBe("CODE_INVALID");
+    for (const call of both) {
+      const over = await attempt(call);
+      expect(over).toMatchObject({ status: 429, body: { error: "RATE_LIMITED" } });
+      expect(Number(over.headers.get("retry-after"))).toBeGreaterThan(0);
+    }
+    clock.advance(60_000);
+    expect((await attempt(b)).body.error).toBe("CODE_INVALID");
+  });
+
+  test("50 parallel attempts from one address over both gateways: exactly 30 are let through", async () => {
+    const ip = "192.0.2.79";
+    const answers = await Promise.all(
+      Array.from({ length: 50 }, (_, i) => (both[i % 2] as Call)("POST", "/v2/login/email", { body: { email: `p${i}@example.com`, code: "123456", source: "t" }, ip })),
+    );
+    expect(answers.filter((r) => r.status === 429)).toHaveLength(20);
+    expect(answers.filter((r) => r.body.error === "CODE_INVALID")).toHaveLength(30);
+    clock.advance(60_000);
+  });
+});
+
+describe("used once, whichever gateway is asked", () => {
+  test("an email code used in parallel at both gateways logs in once", async () => {
+    const email = freshEmail();
+    expect((await sendCode(a, email)).status).toBe(200);
+    const code = mail.lastCode(email);
+    const answers = await Promise.all([a, b, a, b].map((call) => codeLogin(call, email, code)));
+    expect(answers.filter((r) => r.status === 200)).toHaveLength(1);
+    expect(answers.filter((r) => r.body.error === "CODE_INVALID")).toHaveLength(3);
+    clock.advance(60_000);
+  });
+
+  test("a sign-in message's nonce logs in once", async () => {
+    const key = privateKeyToAccount(generatePrivateKey());
+    const challenge = await a("GET", `/v2/login/evm/challenge?address=${key.address}`, { headers: { origin: ORIGIN } });
+    expect(challenge.status).toBe(200);
+    const message = challenge.body.data as string;
+    const signature = await key.signMessage({ message });
+    const answers = await Promise.all([b, a, b, a].map((call) => call("POST", "/v2/login/evm", { body: { message, signature, source: "test" } })));
+    expect(answers.filter((r) => r.status === 200)).toHaveLength(1);
+    expect(answers.filter((r) => r.status === 401)).toHaveLength(3);
+  });
+
+  test("two refresh tokens that exclude each other, used in parallel at both gateways: one wins, the session ends", async () => {
+    const email = freshEmail();
+    await sendCode(b, email);
+    const login = await codeLogin(b, email, mail.lastCode(email));
+    const first = login.body.data.refreshToken as string;
+    // Lazy rotation: the first token may be refreshed again until a child is used, so it has two
+    // children, and using one of them makes the other a replay.
+    const [one, two] = [(await refresh(a, first)).body.data.refreshToken as string, (await refresh(b, first)).body.data.refreshToken as string];
+    const answers = await Promise.all([refresh(a, one), refresh(b, two)]);
+    const won = answers.filter((r) => r.status === 200);
+    expect(won).toHaveLength(1);
+    expect(answers.filter((r) => r.status === 401)).toHaveLength(1);
+    // The loser was a replay: the whole session is revoked, the winner's new token included.
+    const after = await refresh(a, won[0]?.body.data.refreshToken as string);
+    expect(after).toMatchObject({ status: 401 });
+    expect(after.body.message).toContain("revoked");
+  });
+
+  test("20 parallel refreshes with one token at both gateways: each child is a branch only one of which can be used", async () => {
+    const email = freshEmail();
+    await sendCode(a, email);
+    const login = await codeLogin(a, email, mail.lastCode(email));
+    const token = login.body.data.refreshToken as string;
+    const answers = await Promise.all(Array.from({ length: 20 }, (_, i) => refresh(both[i % 2] as Call, token)));
+    // The token is the head, so every refresh with it is good (lazy rotation, D3) …
+    expect(answers.filter((r) => r.status === 200)).toHaveLength(20);
+    const children = answers.map((r) => r.body.data.refreshToken as string);
+    // … but of its children used in parallel, exactly one becomes the head.
+    const uses = await Promise.all(children.map((child, i) => refresh(both[i % 2] as Call, child)));
+    expect(uses.filter((r) => r.status === 200)).toHaveLength(1);
+  });
+});
