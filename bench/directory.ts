@@ -181,12 +181,12 @@ function oneQuerySearch(sqlite: Database) {
   };
 }
 
-function timeQueries(run: (text: string) => unknown[], queries: { kind: QueryClass; text: string }[]) {
+async function timeQueries(run: (text: string) => unknown[] | Promise<unknown[]>, queries: { kind: QueryClass; text: string }[]) {
   const ms = new Float64Array(queries.length);
   let hits = 0;
   for (let i = 0; i < queries.length; i++) {
     const t0 = performance.now();
-    hits += run((queries[i] as { text: string }).text).length;
+    hits += (await run((queries[i] as { text: string }).text)).length;
     ms[i] = performance.now() - t0;
   }
   return { ms, hits };
@@ -203,7 +203,7 @@ async function benchSearch(size: number) {
   for (let from = 0; from < size; from += 100_000) fillCorpus(database.sqlite, from, Math.min(size, from + 100_000));
   progress(`built in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
   database.sqlite.exec("ANALYZE");
-  const search = directorySearch(database.sqlite);
+  const search = directorySearch(database.sql);
   const fts = (text: string) => search({ query: text, page: "1", size: "20" });
   const like = likeSearch(database.sqlite);
   const queries = querySet(queriesPerRound);
@@ -216,8 +216,8 @@ async function benchSearch(size: number) {
       median: { unit: "ms", higherIsBetter: false, label: "median latency" },
       p99: { unit: "ms", higherIsBetter: false, label: "p99 latency" },
     },
-    subject: async () => summary(timeQueries(fts, queries).ms),
-    baseline: async () => summary(timeQueries(like, queries).ms),
+    subject: async () => summary((await timeQueries(fts, queries)).ms),
+    baseline: async () => summary((await timeQueries(like, queries)).ms),
   });
 
   // One more pass per class, for information: where the time goes.
@@ -226,7 +226,7 @@ async function benchSearch(size: number) {
   for (const kind of ["rare word", "common word", "two words", "3-letter prefix", "accented, other case"] as QueryClass[]) {
     const subset = queries.filter((q) => q.kind === kind);
     for (const [label, run] of [["fts5", fts], ["fts5, one statement", oneQuery], ["like", like]] as const) {
-      const t = timeQueries(run, subset);
+      const t = await timeQueries(run, subset);
       const s = summary(t.ms);
       rows.push([label === "fts5" ? kind : "", label, fmt(s.median), fmt(s.p99), fmt(t.hits / subset.length)]);
     }
@@ -275,20 +275,17 @@ function syntheticEvents(n: number): IndexedEvent[] {
   return out;
 }
 
-function applyAll(events: IndexedEvent[], withLog: boolean): number {
+async function applyAll(events: IndexedEvent[], withLog: boolean): Promise<number> {
   const database = freshDb();
-  const consumer = directoryConsumer({ sqlite: database.sqlite, chainId: CHAIN_ID, address: owners[0] as Address, fromBlock: 0n });
-  const state = directoryState(database.sqlite, CHAIN_ID);
+  const consumer = directoryConsumer({ chainId: CHAIN_ID, address: owners[0] as Address, fromBlock: 0n });
+  const state = directoryState(CHAIN_ID);
   const t0 = performance.now();
   for (let i = 0; i < events.length; i += batch) {
     const range = events.slice(i, i + batch);
-    database.db.transaction(
-      (tx) => {
-        if (withLog) consumer.apply(tx, range);
-        else for (const e of range) state.applyEvent(toDirectoryEvent(e) as NonNullable<ReturnType<typeof toDirectoryEvent>>);
-      },
-      { behavior: "immediate" },
-    );
+    await database.sql.tx(async (tx) => {
+      if (withLog) await consumer.apply(tx, range);
+      else for (const e of range) await state.applyEvent(tx, toDirectoryEvent(e) as NonNullable<ReturnType<typeof toDirectoryEvent>>);
+    });
   }
   const seconds = (performance.now() - t0) / 1000;
   database.close();
@@ -302,8 +299,8 @@ async function benchIndexing() {
     rounds,
     labels: { subject: "consumer", baseline: "state-only" },
     metrics: { rate: { unit: "events/s", higherIsBetter: true, label: "indexing rate" } },
-    subject: async () => ({ rate: applyAll(events, true) }),
-    baseline: async () => ({ rate: applyAll(events, false) }),
+    subject: async () => ({ rate: await applyAll(events, true) }),
+    baseline: async () => ({ rate: await applyAll(events, false) }),
   });
 }
 

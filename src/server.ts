@@ -22,6 +22,7 @@ import { storedBytes } from "./storage/files.ts";
 import { createDirectory } from "./directory/index.ts";
 import { createQuota } from "./quota/index.ts";
 import { createIndexer } from "./chain/indexer.ts";
+import { aborted, singleton } from "./db/leases.ts";
 
 export interface RunningServer {
   /** The address it listens on, with the real port when 0 was asked for. */
@@ -65,20 +66,35 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     });
     const quota = createQuota({ db: database.db, chain: chain.context, log, storedBytes: (did, except) => storedBytes(database.db, did, except) });
     quota.meter.clearStale();
-    const directory = createDirectory({ sqlite: database.sqlite, chainId: config.chainId, address: chain.context.contracts.directory, fromBlock: BigInt(chain.deployment.block) });
+    const directory = createDirectory({ sql: database.sql, chainId: config.chainId, address: chain.context.contracts.directory, fromBlock: BigInt(chain.deployment.block) });
     const stored = await startStorage({ config, db: database.db, log, chain: chain.context, accounts, extra: { resolver, readGrant: directory.readGrant, isPublic: directory.isPublic, meter: quota.meter } });
     cleanup.push(() => stored.stop());
+    // One indexer in the cluster (D16): it runs on the gateway holding the "indexer" lease, and
+    // its cursor writes are fenced by that lease's epoch. Unique per process, not per data dir.
+    const gatewayId = `${installation}/${crypto.randomUUID()}`;
+    const indexing = singleton(
+      database.sql,
+      "indexer",
+      gatewayId,
+      async ({ signal }) => {
+        indexer.start();
+        await aborted(signal);
+        await indexer.stop();
+      },
+      { log },
+    );
     const indexer = createIndexer({
-      db: database.db,
+      sql: database.sql,
       publicClient: chain.context.publicClient,
       confirmations: config.chainConfirmations ?? (chain.context.embedded ? 0 : 6),
       pollMs: config.indexerPoll,
       log,
+      fence: () => indexing.held(),
     });
     // Capabilities that follow chain events add their consumers here.
     indexer.add(directory.consumer);
-    indexer.start();
-    cleanup.push(() => indexer.stop());
+    indexing.start();
+    cleanup.push(() => indexing.stop());
     // Bind first: with --port 0 the real port is known only now, and the public URL names it.
     let handle = async (_: Request) => storageError.unavailable("starting").toResponse();
     const server = await listen({

@@ -1,25 +1,29 @@
 /**
  * The event indexer that other capabilities subscribe to. Each consumer has its own cursor in
- * SQLite; events are read with `getLogs` over block ranges (no filters: production RPCs drop
+ * the database; events are read with `getLogs` over block ranges (no filters: production RPCs drop
  * them), `confirmations` blocks behind the head. A consumer's events and its cursor commit in one
  * transaction, so a crash or restart re-reads from the cursor and applies nothing twice. The hash
  * of each processed range's last block is kept; when the chain rewinds (the hash at the cursor
  * changed), the consumer rolls back to the newest block both chains share. Failures retry with
  * backoff, forever: the indexer never stops for good.
  *
+ * Many gateways (D16): the server runs the indexer only while it holds the "indexer" lease
+ * (src/db/leases.ts), and with `fence` set every cursor write is a compare-and-set on that
+ * lease's epoch, in the same transaction as the consumer's writes: a former holder that lost the
+ * lease without noticing has its whole range refused (`LeaseLostError`). Without a fence, passes
+ * still apply nothing twice (the cursor is re-read inside the transaction), they only duplicate
+ * the chain reads.
+ *
  * @example
- *   const indexer = createIndexer({ db, publicClient, confirmations: 0, log })
+ *   const indexer = createIndexer({ sql, publicClient, confirmations: 0, log, fence: () => lease.held() })
  *   indexer.add({ name: "directory", address, abi: directoryAbi, fromBlock: 0n, apply, rollback })
  *   indexer.start()
  */
-import { and, desc, eq, gt, lt } from "drizzle-orm";
 import type { Abi, Address, Chain, Log, PublicClient, Transport } from "viem";
 import { decodeEventLog } from "viem";
 import type { Logger } from "../log.ts";
-import type { Db } from "../db/open.ts";
-import { chainBlocks, chainCursors } from "./schema.ts";
-
-export type Tx = Parameters<Parameters<Db["transaction"]>[0]>[0];
+import { fenceCondition, fenceParams, LeaseLostError, type Lease } from "../db/leases.ts";
+import type { Queryable, Sql } from "../db/sql.ts";
 
 export interface IndexedEvent {
   eventName: string;
@@ -37,14 +41,17 @@ export interface Consumer {
   abi: Abi;
   /** First block that can hold its events (the deployment block). */
   fromBlock: bigint;
-  /** Applies a range's events in order, inside the range's transaction. Must be synchronous. */
-  apply(tx: Tx, events: IndexedEvent[]): void;
-  /** Undoes everything applied from blocks after `block`, inside a transaction. */
-  rollback(tx: Tx, block: bigint): void;
+  /**
+   * Applies a range's events in order, inside the range's transaction. Statements only: on
+   * PostgreSQL the transaction may run again after a serialization failure.
+   */
+  apply(tx: Queryable, events: IndexedEvent[]): Promise<void>;
+  /** Undoes everything applied from blocks after `block`, inside a transaction (statements only). */
+  rollback(tx: Queryable, block: bigint): Promise<void>;
 }
 
 export interface IndexerOptions {
-  db: Db;
+  sql: Sql;
   publicClient: PublicClient<Transport, Chain>;
   /** Blocks an event waits behind the head before it is applied. */
   confirmations: number;
@@ -57,12 +64,40 @@ export interface IndexerOptions {
   maxBackoffMs?: number;
   /** Block hashes kept per consumer, to find where two chains part. */
   keepBlocks?: number;
+  /**
+   * The lease this indexer writes under: the current term, or undefined when not held (then a
+   * pass reads nothing and writes nothing). Unset: no cluster guard (one process, tests).
+   */
+  fence?: () => Lease | undefined;
 }
+
+interface Cursor {
+  block: number;
+  hash: string | null;
+}
+
+const CURSOR = "SELECT block, hash FROM chain_cursors WHERE name = $1";
+// Two passes over one range (two gateways without a lease, or a takeover mid-pass) meet on this
+// row lock: the second waits, then (SERIALIZABLE) retries and finds the cursor moved. Without it
+// both would insert the range's rows, and a unique key would fail with 23505, not a retryable 40001.
+const CURSOR_LOCKED = `${CURSOR} FOR UPDATE`;
+// The row must exist for the lock to hold anything; the start position is the same whoever writes it.
+const START_CURSOR = "INSERT INTO chain_cursors (name, block, hash) VALUES ($1, $2, NULL) ON CONFLICT (name) DO NOTHING";
+const KEPT = "SELECT number, hash FROM chain_blocks WHERE name = $1 ORDER BY number DESC";
+const DROP_AFTER = "DELETE FROM chain_blocks WHERE name = $1 AND number > $2";
+const DROP_BEFORE = "DELETE FROM chain_blocks WHERE name = $1 AND number < $2";
+const KEEP = "INSERT INTO chain_blocks (name, number, hash) VALUES ($1, $2, $3) ON CONFLICT (name, number) DO UPDATE SET hash = excluded.hash";
+const UPSERT_CURSOR = "ON CONFLICT (name) DO UPDATE SET block = excluded.block, hash = excluded.hash";
+const PUT_CURSOR = `INSERT INTO chain_cursors (name, block, hash) VALUES ($1, $2, $3) ${UPSERT_CURSOR}`;
+// The compare-and-set: the row is written only while the lease is still this term. The casts
+// give PostgreSQL the types a VALUES list would have taken from the columns.
+const PUT_CURSOR_FENCED = `INSERT INTO chain_cursors (name, block, hash)
+  SELECT CAST($1 AS TEXT), CAST($2 AS BIGINT), CAST($3 AS TEXT) WHERE ${fenceCondition(4)} ${UPSERT_CURSOR}`;
 
 type Step = "idle" | "progress" | "rewound";
 
 export function createIndexer(opts: IndexerOptions) {
-  const { db, publicClient, log } = opts;
+  const { sql, publicClient, log } = opts;
   const pollMs = opts.pollMs ?? 2000;
   const batchBlocks = BigInt(opts.batchBlocks ?? 2000);
   const keepBlocks = opts.keepBlocks ?? 256;
@@ -72,8 +107,27 @@ export function createIndexer(opts: IndexerOptions) {
   let wake: (() => void) | undefined;
   const listeners = new Set<() => void>();
 
-  const cursorOf = (c: Consumer) =>
-    db.select().from(chainCursors).where(eq(chainCursors.name, c.name)).get() ?? { name: c.name, block: Number(c.fromBlock) - 1, hash: null };
+  const start = (c: Consumer): Cursor => ({ block: Number(c.fromBlock) - 1, hash: null });
+  const cursorOf = async (q: Queryable, c: Consumer, text = CURSOR): Promise<Cursor> => (await q.get<Cursor>(text, [c.name])) ?? start(c);
+  const started = new Set<string>();
+
+  /** The term to write under; throws when a fenced indexer does not hold its lease. */
+  function term(): Lease | undefined {
+    if (!opts.fence) return undefined;
+    const lease = opts.fence();
+    if (!lease) throw new LeaseLostError("indexer: this process does not hold its lease");
+    return lease;
+  }
+
+  /** Moves the cursor, fenced when the indexer runs under a lease. */
+  async function putCursor(tx: Queryable, c: Consumer, at: Cursor, lease: Lease | undefined) {
+    if (!lease) {
+      await tx.run(PUT_CURSOR, [c.name, at.block, at.hash]);
+      return;
+    }
+    // No row written: another gateway holds the lease now; the transaction rolls back whole.
+    if ((await tx.run(PUT_CURSOR_FENCED, [c.name, at.block, at.hash, ...fenceParams(lease)])) === 0) throw LeaseLostError.of(lease);
+  }
 
   const hashAt = async (n: bigint) => {
     try {
@@ -85,27 +139,34 @@ export function createIndexer(opts: IndexerOptions) {
   };
 
   /** Newest kept block that is still on the chain; the consumer goes back to it. */
-  async function rewind(c: Consumer) {
-    const kept = db.select().from(chainBlocks).where(eq(chainBlocks.name, c.name)).orderBy(desc(chainBlocks.number)).all();
-    let ancestor = { block: Number(c.fromBlock) - 1, hash: null as string | null };
+  async function rewind(c: Consumer, lease: Lease | undefined, seen: Cursor) {
+    const kept = await sql.all<{ number: number; hash: string }>(KEPT, [c.name]);
+    let ancestor: Cursor = start(c);
     for (const k of kept) {
       if ((await hashAt(BigInt(k.number))) === k.hash) {
         ancestor = { block: k.number, hash: k.hash };
         break;
       }
     }
-    db.transaction((tx) => {
-      c.rollback(tx, BigInt(ancestor.block));
-      tx.delete(chainBlocks).where(and(eq(chainBlocks.name, c.name), gt(chainBlocks.number, ancestor.block))).run();
-      tx.insert(chainCursors).values({ name: c.name, ...ancestor }).onConflictDoUpdate({ target: chainCursors.name, set: ancestor }).run();
-    }, { behavior: "immediate" });
+    await sql.tx(async (tx) => {
+      const now = await cursorOf(tx, c, CURSOR_LOCKED);
+      if (now.block !== seen.block || now.hash !== seen.hash) return; // another pass moved it meanwhile
+      await c.rollback(tx, BigInt(ancestor.block));
+      await tx.run(DROP_AFTER, [c.name, ancestor.block]);
+      await putCursor(tx, c, ancestor, lease);
+    });
     log.warn("chain rewound: indexer rolled back", { consumer: c.name, to: ancestor.block });
   }
 
   async function step(c: Consumer, safe: bigint): Promise<Step> {
-    const cursor = cursorOf(c);
+    const lease = term();
+    if (!started.has(c.name)) {
+      await sql.run(START_CURSOR, [c.name, start(c).block]);
+      started.add(c.name);
+    }
+    const cursor = await cursorOf(sql, c);
     if (cursor.hash && (await hashAt(BigInt(cursor.block))) !== cursor.hash) {
-      await rewind(c);
+      await rewind(c, lease, cursor);
       return "rewound";
     }
     const from = BigInt(cursor.block) + 1n;
@@ -117,16 +178,16 @@ export function createIndexer(opts: IndexerOptions) {
     // The range moved under us (a reorg during the read): read it again next round.
     if (!before || before !== after) return "progress";
     const events = decode(c, logs);
-    db.transaction((tx) => {
-      // Another pass may have applied this range while we read it: apply nothing twice.
-      const now = tx.select().from(chainCursors).where(eq(chainCursors.name, c.name)).get();
-      if ((now?.block ?? Number(c.fromBlock) - 1) !== cursor.block) return;
-      c.apply(tx, events);
+    await sql.tx(async (tx) => {
+      // Another pass (here or on another gateway) may have applied this range while we read it:
+      // apply nothing twice.
+      if ((await cursorOf(tx, c, CURSOR_LOCKED)).block !== cursor.block) return;
+      await c.apply(tx, events);
       const at = { block: Number(to), hash: after };
-      tx.insert(chainCursors).values({ name: c.name, ...at }).onConflictDoUpdate({ target: chainCursors.name, set: at }).run();
-      tx.insert(chainBlocks).values({ name: c.name, number: at.block, hash: after }).onConflictDoUpdate({ target: [chainBlocks.name, chainBlocks.number], set: { hash: after } }).run();
-      tx.delete(chainBlocks).where(and(eq(chainBlocks.name, c.name), lt(chainBlocks.number, at.block - keepBlocks))).run();
-    }, { behavior: "immediate" });
+      await putCursor(tx, c, at, lease);
+      await tx.run(KEEP, [c.name, at.block, after]);
+      await tx.run(DROP_BEFORE, [c.name, at.block - keepBlocks]);
+    });
     return "progress";
   }
 
@@ -160,7 +221,8 @@ export function createIndexer(opts: IndexerOptions) {
       } catch (err) {
         failures++;
         const delay = Math.min(opts.maxBackoffMs ?? 30_000, (opts.backoffMs ?? 500) * 2 ** Math.min(failures - 1, 16));
-        log.warn("indexer: chain read failed, retrying", { err: (err as Error).message.split("\n")[0], failures, retryMs: delay });
+        const what = err instanceof LeaseLostError ? "indexer: lease lost, pausing" : "indexer: chain read failed, retrying";
+        log.warn(what, { err: (err as Error).message.split("\n")[0], failures, retryMs: delay });
         await pause(delay);
       }
     }
@@ -184,9 +246,9 @@ export function createIndexer(opts: IndexerOptions) {
     },
     syncOnce,
     /** The block the consumer has applied up to. */
-    cursor: (name: string) => {
+    cursor: async (name: string) => {
       const c = consumers.find((x) => x.name === name);
-      return c ? cursorOf(c).block : undefined;
+      return c ? (await cursorOf(sql, c)).block : undefined;
     },
     start() {
       if (running) return;

@@ -11,7 +11,6 @@
  * Published (a publish starts from nothing: the contract never publishes over an existing entry
  * and an unpublish drops grants and purchases). Pairs the rewind did not touch are not read.
  */
-import type { Database } from "bun:sqlite";
 import type { Address } from "viem";
 import { directoryAbi } from "../chain/artifacts/index.ts";
 import type { Consumer } from "../chain/indexer.ts";
@@ -19,7 +18,6 @@ import { toDirectoryEvent, type DirectoryEvent } from "./events.ts";
 import { directoryState } from "./state.ts";
 
 export interface DirectoryConsumerOptions {
-  sqlite: Database;
   chainId: number;
   /** The Directory contract. */
   address: Address;
@@ -41,46 +39,38 @@ interface LoggedRow {
 
 const fromLog = (r: LoggedRow) => ({ block: r.block, logIndex: r.log_index, tx: r.tx, kind: r.kind, owner: r.owner, mid: r.mid, data: JSON.parse(r.data) }) as DirectoryEvent;
 
+const LOG = "INSERT INTO directory_events (block, log_index, tx, kind, owner, mid, data) VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING";
+const TOUCHED_AFTER = "SELECT DISTINCT owner, mid FROM directory_events WHERE block > $1";
+const DROP_AFTER = "DELETE FROM directory_events WHERE block > $1";
+const LAST_PUBLISHED = "SELECT block, log_index FROM directory_events WHERE owner = $1 AND mid = $2 AND kind = 'Published' ORDER BY block DESC, log_index DESC LIMIT 1";
+const SINCE = "SELECT block, log_index, tx, kind, owner, mid, data FROM directory_events WHERE owner = $1 AND mid = $2 AND (block > $3 OR (block = $3 AND log_index >= $4)) ORDER BY block, log_index";
+
 export function directoryConsumer(opts: DirectoryConsumerOptions): Consumer {
-  const { sqlite } = opts;
-  const state = directoryState(sqlite, opts.chainId);
-  const q = {
-    log: sqlite.prepare<never, [number, number, string, string, string, string, string]>(
-      "INSERT INTO directory_events (block, log_index, tx, kind, owner, mid, data) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
-    ),
-    touchedAfter: sqlite.prepare<{ owner: string; mid: string }, [number]>("SELECT DISTINCT owner, mid FROM directory_events WHERE block > ?"),
-    dropAfter: sqlite.prepare<never, [number]>("DELETE FROM directory_events WHERE block > ?"),
-    lastPublished: sqlite.prepare<{ block: number; log_index: number }, [string, string]>(
-      "SELECT block, log_index FROM directory_events WHERE owner = ? AND mid = ? AND kind = 'Published' ORDER BY block DESC, log_index DESC LIMIT 1",
-    ),
-    since: sqlite.prepare<LoggedRow, [string, string, number, number, number]>(
-      "SELECT * FROM directory_events WHERE owner = ? AND mid = ? AND (block > ? OR (block = ? AND log_index >= ?)) ORDER BY block, log_index",
-    ),
-  };
+  const state = directoryState(opts.chainId);
 
   return {
     name: opts.name ?? "directory",
     address: opts.address,
     abi: directoryAbi,
     fromBlock: opts.fromBlock,
-    apply(_tx, events) {
+    async apply(tx, events) {
       for (const raw of events) {
         const e = toDirectoryEvent(raw);
         if (!e) continue;
-        const logged = q.log.run(e.block, e.logIndex, e.tx, e.kind, e.owner, e.mid, JSON.stringify(e.data));
-        if (logged.changes === 0) continue;
-        state.applyEvent(e);
+        const logged = await tx.run(LOG, [e.block, e.logIndex, e.tx, e.kind, e.owner, e.mid, JSON.stringify(e.data)]);
+        if (logged === 0) continue;
+        await state.applyEvent(tx, e);
       }
     },
-    rollback(_tx, block) {
+    async rollback(tx, block) {
       const after = Number(block);
-      const touched = q.touchedAfter.all(after);
-      q.dropAfter.run(after);
+      const touched = await tx.all<{ owner: string; mid: string }>(TOUCHED_AFTER, [after]);
+      await tx.run(DROP_AFTER, [after]);
       for (const { owner, mid } of touched) {
-        state.clear(owner, mid);
-        const start = q.lastPublished.get(owner, mid);
+        await state.clear(tx, owner, mid);
+        const start = await tx.get<{ block: number; log_index: number }>(LAST_PUBLISHED, [owner, mid]);
         if (!start) continue;
-        for (const row of q.since.all(owner, mid, start.block, start.block, start.log_index)) state.applyEvent(fromLog(row));
+        for (const row of await tx.all<LoggedRow>(SINCE, [owner, mid, start.block, start.log_index])) await state.applyEvent(tx, fromLog(row));
       }
     },
   };

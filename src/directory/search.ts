@@ -1,16 +1,19 @@
 /**
  * Directory search, `GET /challenge?query=&page=&size=` (spec 4.1 row 7, D10): the entries whose
  * owner stores that Cid at this gateway (on either back-end), matching the query's words as
- * prefixes of words in names and keywords, best bm25 first (a name match weighs twice a keyword
- * match; see migration 0008) — a query with more than RANK_WINDOW matches is ranked among its
- * RANK_WINDOW newest. No query, or a blank one, lists the stored entries newest first.
+ * prefixes of words in names and keywords, best first (a name match above a keyword-only one) — a
+ * query with more than RANK_WINDOW matches is ranked among its RANK_WINDOW newest. No query, or a
+ * blank one, lists the stored entries newest first. The ranking SQL is per dialect (D16):
+ * FTS5 + bm25 in search-sqlite.ts, tsvector + GIN + ts_rank in search-pg.ts.
  *
  * Answers spec 2.7 objects, plus `Owner`: the same Mid can be published by several owners, and
  * buying read permission (`buyRead(owner, mid)`) needs to know whose entry it is.
  */
-import type { Database } from "bun:sqlite";
+import type { Queryable } from "../db/sql.ts";
 import { storageError } from "../http/errors.ts";
-import { matchExpression } from "./text.ts";
+import { ENTRY_COLUMNS, STORED, toResult, type EntryRow } from "./entries.ts";
+import { pgText, rankedPg } from "./search-pg.ts";
+import { rankedSqlite, sqliteText } from "./search-sqlite.ts";
 
 export interface SearchResult {
   Mid: string;
@@ -49,73 +52,26 @@ export function parseSearch(p: SearchQuery) {
   return { text, page, size };
 }
 
-interface Row {
-  owner: string;
-  mid: string;
-  name: string;
-  size: string;
-  price: string;
-  public: number;
-  keywords: string;
-}
+const NEWEST = `SELECT ${ENTRY_COLUMNS} FROM directory_entries e WHERE ${STORED} ORDER BY e.id DESC LIMIT $1 OFFSET $2`;
 
-const COLUMNS = "e.owner, e.mid, e.name, e.size, e.price, e.public, e.keywords";
-/** The entry's owner keeps that Cid here: `files` by (backend, cid, did), its index's order. */
-const STORED = "EXISTS (SELECT 1 FROM files f WHERE f.backend IN ('dfs', 'ipfs') AND f.cid = e.cid AND f.did = e.did)";
-
-const toResult = (r: Row): SearchResult => ({
-  Mid: r.mid,
-  Name: r.name,
-  Size: Number(r.size),
-  Public: r.public === 1,
-  Price: Number(r.price),
-  keywords: JSON.parse(r.keywords) as string[],
-  Owner: r.owner,
-});
-
-/** Broad queries are ranked among this many of their newest matches (see `directorySearch`). */
+/** Broad queries are ranked among this many of their newest matches (the document-frequency
+ * cutoff for common words; search-sqlite.ts, search-pg.ts). */
 export const RANK_WINDOW = 20_000;
 
-/**
- * The search behind GET /challenge. bun:sqlite is synchronous, so a search holds the event loop
- * for as long as it runs; its cost is kept bounded:
- *
- * 1. bm25 is computed by FTS5 alone, over the match's rowids, and only the best
- *    `offset + size` (plus slack) are joined to entries and checked against `files`; when the
- *    stored-filter drops too many, the candidate list is widened and the step repeated. Joining
- *    every match before sorting, as one plain query would, costs 2–3× as much on broad queries.
- * 2. A query with more than `rankWindow` matches is ranked among its `rankWindow` newest matches
- *    (a rowid range, which FTS5 applies while reading its lists): computing bm25 for hundreds of
- *    thousands of rows (a 3-letter prefix over a million entries) takes seconds. Narrower
- *    queries — nearly all — are ranked over every match.
- */
-export function directorySearch(sqlite: Database, opts: { rankWindow?: number } = {}) {
+/** The search SQL that differs by dialect, and the text index that goes with it. */
+export const searchDialects = {
+  sqlite: { ranked: rankedSqlite, text: sqliteText },
+  postgres: { ranked: rankedPg, text: pgText },
+} as const;
+
+/** The search behind GET /challenge, on either database. */
+export function directorySearch(sql: Queryable, opts: { rankWindow?: number } = {}) {
   const rankWindow = opts.rankWindow ?? RANK_WINDOW;
-  const nthNewest = sqlite.prepare<{ rowid: number }, [string, number]>("SELECT rowid FROM directory_fts WHERE directory_fts MATCH ? ORDER BY rowid DESC LIMIT 1 OFFSET ?");
-  const best = sqlite.prepare<{ id: number }, [string, number, number]>(
-    "SELECT rowid AS id FROM directory_fts WHERE directory_fts MATCH ? AND rowid >= ? ORDER BY rank, rowid LIMIT ?",
-  );
-  const stored = sqlite.prepare<Row & { id: number }, [string]>(`SELECT e.id, ${COLUMNS} FROM directory_entries e WHERE e.id IN (SELECT value FROM json_each(?)) AND ${STORED}`);
-  const newest = sqlite.prepare<Row, [number, number]>(`SELECT ${COLUMNS} FROM directory_entries e WHERE ${STORED} ORDER BY e.id DESC LIMIT ? OFFSET ?`);
-
-  function ranked(match: string, offset: number, size: number): Row[] {
-    const floor = nthNewest.get(match, rankWindow - 1)?.rowid ?? 0;
-    const wanted = offset + size;
-    for (let limit = wanted * 2 + 16; ; limit *= 4) {
-      const ids = best.all(match, floor, limit).map((r) => r.id);
-      const rows = new Map(stored.all(JSON.stringify(ids)).map((r) => [r.id, r]));
-      const inOrder = ids.flatMap((id) => rows.get(id) ?? []);
-      // Enough stored rows for this page, or every candidate seen: done.
-      if (inOrder.length >= wanted || ids.length < limit) return inOrder.slice(offset, wanted);
-    }
-  }
-
-  return function search(p: SearchQuery): SearchResult[] {
+  const { ranked } = searchDialects[sql.dialect];
+  return async function search(p: SearchQuery): Promise<SearchResult[]> {
     const { text, page, size } = parseSearch(p);
     const offset = (page - 1) * size;
-    if (!text) return newest.all(size, offset).map(toResult);
-    const match = matchExpression(text);
-    if (!match) return [];
-    return ranked(match, offset, size).map(toResult);
+    const rows = text ? await ranked(sql, text, offset, size, rankWindow) : await sql.all<EntryRow>(NEWEST, [size, offset]);
+    return rows.map(toResult);
   };
 }

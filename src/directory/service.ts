@@ -4,19 +4,19 @@
  * (`readGrant` for downloads, `isPublic` for listobjects).
  *
  * @example
- *   const directory = createDirectory({ sqlite, chainId, address: contracts.directory, fromBlock })
+ *   const directory = createDirectory({ sql, chainId, address: contracts.directory, fromBlock })
  *   indexer.add(directory.consumer)
  *   startStorage({ …, extra: { readGrant: directory.readGrant, isPublic: directory.isPublic } })
  */
 import type { Address } from "viem";
-import type { Database } from "bun:sqlite";
+import type { Sql } from "../db/sql.ts";
 import { directoryAccess } from "./access.ts";
 import { directoryConsumer } from "./indexer.ts";
 import { directorySearch } from "./search.ts";
 
 export interface DirectoryDeps {
-  /** The server's database connection (`openDatabase(...).sqlite`). */
-  sqlite: Database;
+  /** The server's database (SQLite or PostgreSQL). */
+  sql: Sql;
   chainId: number;
   /** The Directory contract. */
   address: Address;
@@ -25,10 +25,9 @@ export interface DirectoryDeps {
 }
 
 export function createDirectory(deps: DirectoryDeps) {
-  const { sqlite } = deps;
-  const consumer = directoryConsumer({ sqlite, chainId: deps.chainId, address: deps.address, fromBlock: deps.fromBlock });
-  const search = directorySearch(sqlite);
-  const { readGrant, isPublic } = directoryAccess(sqlite);
+  const consumer = directoryConsumer({ chainId: deps.chainId, address: deps.address, fromBlock: deps.fromBlock });
+  const search = directorySearch(deps.sql);
+  const { readGrant, isPublic } = directoryAccess(deps.sql);
   return { consumer, search, readGrant, isPublic };
 }
 

@@ -1,88 +1,81 @@
 /**
- * The directory's current state (entries, their FTS5 rows, grants, purchases) and the one place
- * that changes it: `applyEvent`. Callers run it inside a transaction; an entry and its FTS5 row
- * always change together, so the index never disagrees with the table.
+ * The directory's current state (entries, their search text, grants, purchases) and the one place
+ * that changes it: `applyEvent`. Callers run it inside a transaction; an entry and its search text
+ * (FTS5 rows on SQLite; nothing to keep on PostgreSQL, whose index is on an expression) always
+ * change together, so the index never disagrees with the table.
  *
- * Plain prepared statements rather than the query builder: the indexer runs these for every
- * event, and the FTS5 table is not in the drizzle schema anyway.
+ * Plain statements, one text for both databases (src/db/sql.ts): the indexer runs these for every
+ * event.
  */
-import type { Database } from "bun:sqlite";
 import type { Address } from "viem";
+import type { Queryable } from "../db/sql.ts";
 import { canonicalDid } from "../identity/did.ts";
 import type { DirectoryEvent, EntryFields } from "./events.ts";
-import { canonicalCid, keywordText, normalize } from "./text.ts";
+import { searchDialects } from "./search.ts";
+import { canonicalCid } from "./text.ts";
 
-export function directoryState(sqlite: Database, chainId: number) {
-  const q = {
-    entryId: sqlite.prepare<{ id: number }, [string, string]>("SELECT id FROM directory_entries WHERE owner = ? AND mid = ?"),
-    insertEntry: sqlite.prepare<{ id: number }, [string, string, string, string | null, string, string, string, number, string, number]>(
-      "INSERT INTO directory_entries (owner, mid, did, cid, name, size, price, public, keywords, block) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
-    ),
-    updateEntry: sqlite.prepare<never, [string, string, string, number, string, number, number]>(
-      "UPDATE directory_entries SET name = ?, size = ?, price = ?, public = ?, keywords = ?, block = ? WHERE id = ?",
-    ),
-    deleteEntry: sqlite.prepare<never, [number]>("DELETE FROM directory_entries WHERE id = ?"),
-    insertFts: sqlite.prepare<never, [number, string, string]>("INSERT INTO directory_fts (rowid, name, keywords) VALUES (?, ?, ?)"),
-    deleteFts: sqlite.prepare<never, [number]>("DELETE FROM directory_fts WHERE rowid = ?"),
-    grant: sqlite.prepare<never, [string, string, string, number]>("INSERT INTO directory_grants (owner, mid, reader, block) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING"),
-    revoke: sqlite.prepare<never, [string, string, string]>("DELETE FROM directory_grants WHERE owner = ? AND mid = ? AND reader = ?"),
-    buy: sqlite.prepare<never, [string, string, string, string, number, string]>(
-      "INSERT INTO directory_purchases (owner, mid, reader, paid, block, tx) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
-    ),
-    dropGrants: sqlite.prepare<never, [string, string]>("DELETE FROM directory_grants WHERE owner = ? AND mid = ?"),
-    dropPurchases: sqlite.prepare<never, [string, string]>("DELETE FROM directory_purchases WHERE owner = ? AND mid = ?"),
-  };
+const ENTRY_ID = "SELECT id FROM directory_entries WHERE owner = $1 AND mid = $2";
+const INSERT_ENTRY = "INSERT INTO directory_entries (owner, mid, did, cid, name, size, price, public, keywords, block) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING id";
+const UPDATE_ENTRY = "UPDATE directory_entries SET name = $1, size = $2, price = $3, public = $4, keywords = $5, block = $6 WHERE id = $7";
+const DELETE_ENTRY = "DELETE FROM directory_entries WHERE id = $1";
+const GRANT = "INSERT INTO directory_grants (owner, mid, reader, block) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING";
+const REVOKE = "DELETE FROM directory_grants WHERE owner = $1 AND mid = $2 AND reader = $3";
+const BUY = "INSERT INTO directory_purchases (owner, mid, reader, paid, block, tx) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING";
+const DROP_GRANTS = "DELETE FROM directory_grants WHERE owner = $1 AND mid = $2";
+const DROP_PURCHASES = "DELETE FROM directory_purchases WHERE owner = $1 AND mid = $2";
 
-  function putEntry(owner: Address, mid: string, f: EntryFields, block: number) {
+export function directoryState(chainId: number) {
+  async function putEntry(tx: Queryable, owner: Address, mid: string, f: EntryFields, block: number) {
+    const text = searchDialects[tx.dialect].text;
     const keywords = JSON.stringify(f.keywords);
-    const found = q.entryId.get(owner, mid);
+    const found = await tx.get<{ id: number }>(ENTRY_ID, [owner, mid]);
     let id: number;
     if (found) {
       id = found.id;
-      q.deleteFts.run(id);
-      q.updateEntry.run(f.name, f.size, f.price, f.isPublic ? 1 : 0, keywords, block, id);
+      await text.drop(tx, id);
+      await tx.run(UPDATE_ENTRY, [f.name, f.size, f.price, f.isPublic, keywords, block, id]);
     } else {
-      const row = q.insertEntry.get(owner, mid, canonicalDid(owner, chainId), canonicalCid(mid), f.name, f.size, f.price, f.isPublic ? 1 : 0, keywords, block);
+      const row = await tx.get<{ id: number }>(INSERT_ENTRY, [owner, mid, canonicalDid(owner, chainId), canonicalCid(mid), f.name, f.size, f.price, f.isPublic, keywords, block]);
       if (!row) throw new Error("directory: inserting an entry returned no id");
       id = row.id;
     }
-    q.insertFts.run(id, normalize(f.name), keywordText(f.keywords));
+    await text.put(tx, id, f.name, f.keywords);
   }
 
   /** Removes an entry with everything that hangs on it (the contract's generation bump). */
-  function clear(owner: string, mid: string) {
-    const found = q.entryId.get(owner, mid);
+  async function clear(tx: Queryable, owner: string, mid: string) {
+    const found = await tx.get<{ id: number }>(ENTRY_ID, [owner, mid]);
     if (found) {
-      q.deleteFts.run(found.id);
-      q.deleteEntry.run(found.id);
+      await searchDialects[tx.dialect].text.drop(tx, found.id);
+      await tx.run(DELETE_ENTRY, [found.id]);
     }
-    q.dropGrants.run(owner, mid);
-    q.dropPurchases.run(owner, mid);
+    await tx.run(DROP_GRANTS, [owner, mid]);
+    await tx.run(DROP_PURCHASES, [owner, mid]);
   }
 
   /** Applies one event to the state. Total: any event the contract can emit is accepted, since an
    * event the indexer refused would stall it for good. */
-  function applyEvent(e: DirectoryEvent) {
+  async function applyEvent(tx: Queryable, e: DirectoryEvent) {
     switch (e.kind) {
       case "Published":
         // A publish starts a new generation on chain: no earlier grant or purchase carries over.
-        clear(e.owner, e.mid);
-        putEntry(e.owner, e.mid, e.data, e.block);
+        await clear(tx, e.owner, e.mid);
+        await putEntry(tx, e.owner, e.mid, e.data, e.block);
         break;
       case "Updated":
-        putEntry(e.owner, e.mid, e.data, e.block);
+        await putEntry(tx, e.owner, e.mid, e.data, e.block);
         break;
       case "Unpublished":
-        clear(e.owner, e.mid);
+        await clear(tx, e.owner, e.mid);
         break;
       case "ReadGranted":
-        q.grant.run(e.owner, e.mid, e.data.reader, e.block);
+        await tx.run(GRANT, [e.owner, e.mid, e.data.reader, e.block]);
         break;
       case "ReadRevoked":
-        q.revoke.run(e.owner, e.mid, e.data.reader);
+        await tx.run(REVOKE, [e.owner, e.mid, e.data.reader]);
         break;
       case "ReadBought":
-        q.buy.run(e.owner, e.mid, e.data.reader, e.data.paid, e.block, e.tx);
+        await tx.run(BUY, [e.owner, e.mid, e.data.reader, e.data.paid, e.block, e.tx]);
         break;
     }
   }

@@ -1,10 +1,10 @@
 /**
- * The directory consumer under the chain indexer, on a real anvil: whatever happens while
+ * The directory consumer under the chain indexer, on a real anvil and the database of this pass
+ * (SQLite or PostgreSQL): whatever happens while
  * indexing (a crash and restart mid-stream, an RPC outage, a chain rewind), the index ends up
  * exactly as a fresh index of the same chain, and no event is applied twice.
  */
 import { afterAll, describe, expect, test } from "bun:test";
-import { join } from "node:path";
 import { decodeEventLog, getContract, parseGwei, type Address } from "viem";
 import type { PrivateKeyAccount } from "viem/accounts";
 import { CID } from "multiformats/cid";
@@ -13,15 +13,19 @@ import * as raw from "multiformats/codecs/raw";
 import { directoryAbi } from "../../src/chain/artifacts/index.ts";
 import { chainClients } from "../../src/chain/clients.ts";
 import { createIndexer, type Consumer } from "../../src/chain/indexer.ts";
-import { openDatabase } from "../../src/db/open.ts";
+import type { Queryable } from "../../src/db/sql.ts";
 import { directoryConsumer } from "../../src/directory/indexer.ts";
 import { silentLogger } from "../../src/log.ts";
 import { mined } from "../support/anvil.ts";
 import { testChain } from "../support/chain.ts";
 import { tempDir } from "../support/tmp.ts";
-import { indexState } from "./support.ts";
+import { TEST_DB, testDatabase } from "../support/db.ts";
+import { postgres } from "../support/postgres.ts";
+import { indexState, textMatches } from "./support.ts";
 
 const chain = await testChain();
+// PostgreSQL's start (initdb included) takes seconds: before the tests, not inside the first one's timeout.
+if (TEST_DB === "postgres") await postgres();
 const { anvil } = chain;
 const address = chain.context.contracts.directory;
 
@@ -31,19 +35,19 @@ const cidOf = async (text: string) => CID.create(1, raw.code, await sha256.diges
 
 /** A fresh database and a consumer over it, as a server process would have. */
 function indexDb(name = "directory") {
-  const database = openDatabase(join(tempDir("dir-idx"), "stowage.db"));
+  const database = testDatabase(tempDir("dir-idx"));
   afterAll(() => database.close());
-  const consumer = () => directoryConsumer({ sqlite: database.sqlite, chainId: anvil.chainId, address, fromBlock: chain.deployBlock, name });
+  const consumer = () => directoryConsumer({ chainId: anvil.chainId, address, fromBlock: chain.deployBlock, name });
   return { database, consumer };
 }
 
 /** A fresh index of the whole chain as it is now: what any other index must equal. */
 async function reference() {
   const { database, consumer } = indexDb();
-  const indexer = createIndexer({ db: database.db, publicClient: anvil.publicClient, confirmations: 0, log: silentLogger });
+  const indexer = createIndexer({ sql: database.sql, publicClient: anvil.publicClient, confirmations: 0, log: silentLogger });
   indexer.add(consumer());
   await indexer.syncOnce();
-  return indexState(database.sqlite);
+  return indexState(database.sql);
 }
 
 /** Directory traffic in two acts, one transaction (and block) per step. */
@@ -69,17 +73,17 @@ async function story() {
   return { a, b, r1, r2, r3, m1, m2, act1, act2, events: 11 };
 }
 
-const eventCount = (sqlite: ReturnType<typeof indexDb>["database"]["sqlite"]) => sqlite.query<{ n: number }, []>("SELECT count(*) AS n FROM directory_events").get()?.n;
+const eventCount = async (sql: Queryable) => (await sql.get<{ n: number }>("SELECT count(*) AS n FROM directory_events"))?.n;
 
 describe("directory indexing", () => {
   test("a crash mid-stream and a restart apply every event exactly once", async () => {
     const s = await story();
     const { database, consumer } = indexDb();
-    const before = eventCount(database.sqlite) ?? 0;
+    const before = (await eventCount(database.sql)) ?? 0;
 
     // Process 1 indexes the first act, then goes away.
     await s.act1();
-    const first = createIndexer({ db: database.db, publicClient: anvil.publicClient, confirmations: 0, log: silentLogger, batchBlocks: 1 });
+    const first = createIndexer({ sql: database.sql, publicClient: anvil.publicClient, confirmations: 0, log: silentLogger, batchBlocks: 1 });
     first.add(consumer());
     await first.syncOnce();
 
@@ -89,27 +93,27 @@ describe("directory indexing", () => {
     const healthy = consumer();
     const crashing: Consumer = {
       ...healthy,
-      apply(tx, events) {
-        healthy.apply(tx, events);
+      async apply(tx, events) {
+        await healthy.apply(tx, events);
         if (events.length > 0 && ++ranges === 3) throw new Error("power cut");
       },
     };
-    const second = createIndexer({ db: database.db, publicClient: anvil.publicClient, confirmations: 0, log: silentLogger, batchBlocks: 1 });
+    const second = createIndexer({ sql: database.sql, publicClient: anvil.publicClient, confirmations: 0, log: silentLogger, batchBlocks: 1 });
     second.add(crashing);
     await expect(second.syncOnce()).rejects.toThrow("power cut");
 
     // Process 3 picks up from the cursor.
-    const third = createIndexer({ db: database.db, publicClient: anvil.publicClient, confirmations: 0, log: silentLogger, batchBlocks: 1 });
+    const third = createIndexer({ sql: database.sql, publicClient: anvil.publicClient, confirmations: 0, log: silentLogger, batchBlocks: 1 });
     third.add(consumer());
     await third.syncOnce();
     await third.syncOnce();
 
-    const state = indexState(database.sqlite);
+    const state = await indexState(database.sql);
     expect(state).toEqual(await reference());
-    expect(state.ftsInStep).toBe(true);
-    expect(eventCount(database.sqlite)).toBe(before + s.events);
-    expect(database.sqlite.query("SELECT reader FROM directory_grants WHERE owner = ? AND mid = ?").all(s.a.address, s.m1)).toEqual([{ reader: s.r2.address }]);
-    expect(database.sqlite.query("SELECT owner, reader FROM directory_purchases WHERE mid = ? ORDER BY reader").all(s.m1)).toHaveLength(2);
+    expect(state.ftsInStep).not.toBe(false);
+    expect(await eventCount(database.sql)).toBe(before + s.events);
+    expect(await database.sql.all("SELECT reader FROM directory_grants WHERE owner = $1 AND mid = $2", [s.a.address, s.m1])).toEqual([{ reader: s.r2.address }]);
+    expect(await database.sql.all("SELECT owner, reader FROM directory_purchases WHERE mid = $1 ORDER BY reader", [s.m1])).toHaveLength(2);
 
     // A range delivered once more (say, by a buggy caller) changes nothing: positions are logged.
     const logs = await anvil.publicClient.getLogs({ address, fromBlock: chain.deployBlock });
@@ -118,8 +122,8 @@ describe("directory indexing", () => {
       const d = decodeEventLog({ abi: directoryAbi, data: l.data, topics: l.topics });
       return { eventName: d.eventName, args: d.args as Record<string, unknown>, blockNumber: l.blockNumber, logIndex: l.logIndex, transactionHash: l.transactionHash, address: l.address };
     });
-    database.db.transaction((tx) => again.apply(tx, events));
-    expect(indexState(database.sqlite)).toEqual(state);
+    await database.sql.tx((tx) => again.apply(tx, events));
+    expect(await indexState(database.sql)).toEqual(state);
   });
 
   test("an RPC outage during indexing is waited out, and nothing is lost or doubled", async () => {
@@ -141,14 +145,14 @@ describe("directory indexing", () => {
     });
     afterAll(() => proxy.stop(true));
     const { publicClient } = chainClients(anvil.chainId, `http://127.0.0.1:${proxy.port}`, true);
-    const indexer = createIndexer({ db: database.db, publicClient, confirmations: 0, log: silentLogger, pollMs: 20, backoffMs: 5, maxBackoffMs: 40, batchBlocks: 2 });
+    const indexer = createIndexer({ sql: database.sql, publicClient, confirmations: 0, log: silentLogger, pollMs: 20, backoffMs: 5, maxBackoffMs: 40, batchBlocks: 2 });
     indexer.add(consumer());
     indexer.start();
     try {
       const s = await story();
       await s.act1();
       while (refused < 5) await Bun.sleep(5);
-      expect(eventCount(database.sqlite)).toBe(0);
+      expect(await eventCount(database.sql)).toBe(0);
       mode = "flaky";
       await s.act2();
       const refusedBefore = refused;
@@ -156,7 +160,7 @@ describe("directory indexing", () => {
       mode = "up";
       await indexer.nextPass();
       await indexer.nextPass();
-      const state = indexState(database.sqlite);
+      const state = await indexState(database.sql);
       expect(state).toEqual(await reference());
       expect(state.entries.some((e) => (e as { name: string }).name === "Gallery reopened")).toBe(true);
     } finally {
@@ -168,19 +172,22 @@ describe("directory indexing", () => {
     const s = await story();
     await s.act1();
     const { database, consumer } = indexDb();
-    const indexer = createIndexer({ db: database.db, publicClient: anvil.publicClient, confirmations: 0, log: silentLogger });
+    const indexer = createIndexer({ sql: database.sql, publicClient: anvil.publicClient, confirmations: 0, log: silentLogger });
     indexer.add(consumer());
     await indexer.syncOnce();
-    const row = (owner: Address, mid: string) => database.sqlite.query("SELECT name, price, public FROM directory_entries WHERE owner = ? AND mid = ?").get(owner, mid);
-    const beforeFork = indexState(database.sqlite);
+    const row = async (owner: Address, mid: string) => {
+      const r = await database.sql.get<{ name: string; price: string; public: number | boolean }>("SELECT name, price, public FROM directory_entries WHERE owner = $1 AND mid = $2", [owner, mid]);
+      return r && { ...r, public: Boolean(r.public) };
+    };
+    const beforeFork = await indexState(database.sql);
 
     const snapshot = await anvil.testClient.snapshot();
     await s.act2(); // update, revoke, unpublish + re-publish, another owner, a purchase: all to be lost
     const lost = await cidOf(`lost ${crypto.randomUUID()}`);
     await send(as(s.a).write.publish([lost, "Vanishing entry", 1n, 0n, true, ["vanish"]]));
     await indexer.syncOnce();
-    expect(row(s.a.address, s.m1)).toEqual({ name: "Ledger renamed", price: "9", public: 0 });
-    expect(row(s.a.address, lost)).not.toBeNull();
+    expect(await row(s.a.address, s.m1)).toEqual({ name: "Ledger renamed", price: "9", public: false });
+    expect(await row(s.a.address, lost)).toBeDefined();
 
     await anvil.testClient.revert({ id: snapshot });
     // The new chain goes another way: same block numbers, other blocks.
@@ -190,22 +197,22 @@ describe("directory indexing", () => {
     await indexer.syncOnce(); // notices the rewind and rolls back
     await indexer.syncOnce(); // indexes the new chain
 
-    const state = indexState(database.sqlite);
+    const state = await indexState(database.sql);
     expect(state).toEqual(await reference());
-    expect(state.ftsInStep).toBe(true);
-    expect(row(s.a.address, s.m1)).toEqual({ name: "Ledger", price: "5", public: 0 });
-    expect(row(s.a.address, lost)).toBeNull();
-    expect(row(s.b.address, s.m1)).toBeNull();
-    expect(row(s.a.address, s.m2)).toEqual({ name: "Gallery", price: "0", public: 1 });
-    expect(database.sqlite.query("SELECT reader FROM directory_grants WHERE owner = ? AND mid = ? ORDER BY reader").all(s.a.address, s.m1)).toEqual(
+    expect(state.ftsInStep).not.toBe(false);
+    expect(await row(s.a.address, s.m1)).toEqual({ name: "Ledger", price: "5", public: false });
+    expect(await row(s.a.address, lost)).toBeUndefined();
+    expect(await row(s.b.address, s.m1)).toBeUndefined();
+    expect(await row(s.a.address, s.m2)).toEqual({ name: "Gallery", price: "0", public: true });
+    expect(await database.sql.all("SELECT reader FROM directory_grants WHERE owner = $1 AND mid = $2 ORDER BY reader", [s.a.address, s.m1])).toEqual(
       [s.r1.address, s.r2.address, s.r3.address].sort().map((reader) => ({ reader })),
     );
     expect(state.purchases).toEqual(beforeFork.purchases);
     // The search index followed: the lost names are gone, the old ones are back.
-    const mids = (q: string) => database.sqlite.query<{ mid: string }, [string]>("SELECT e.mid FROM directory_fts JOIN directory_entries e ON e.id = directory_fts.rowid WHERE directory_fts MATCH ?").all(q).map((r) => r.mid);
-    expect(mids('"vanish"*')).toEqual([]);
-    expect(mids('"renamed"*')).not.toContain(s.m1);
-    expect(mids('"books"*')).toContain(s.m1);
-    expect(mids('"reopened"*')).not.toContain(s.m2);
+    const mids = (word: string) => textMatches(database.sql, word);
+    expect(await mids("vanish")).toEqual([]);
+    expect(await mids("renamed")).not.toContain(s.m1);
+    expect(await mids("books")).toContain(s.m1);
+    expect(await mids("reopened")).not.toContain(s.m2);
   });
 });

@@ -129,7 +129,7 @@ describe("directory SDK", () => {
   test("a running indexer makes a published file searchable by itself, with no pass asked for", async () => {
     const pollMs = 200;
     // Stands in for the server's indexer (same database, same consumer); the other tests sync by hand.
-    const live = createIndexer({ db: dg.gw.database.db, publicClient: dg.gw.chain.anvil.publicClient, confirmations: 0, log: silentLogger, pollMs });
+    const live = createIndexer({ sql: dg.sql, publicClient: dg.gw.chain.anvil.publicClient, confirmations: 0, log: silentLogger, pollMs });
     live.add(dg.directory.consumer);
     live.start();
     try {
@@ -139,7 +139,7 @@ describe("directory SDK", () => {
       const published = await dg.gw.chain.anvil.publicClient.getBlockNumber({ cacheTime: 0 });
       // Only the loop's own polls move the cursor here (nothing pokes it or syncs by hand); a loop
       // that stopped polling leaves it behind until the test's timeout fails the test.
-      while ((live.cursor(dg.directory.consumer.name) ?? -1) < published) await Bun.sleep(pollMs / 4);
+      while (((await live.cursor(dg.directory.consumer.name)) ?? -1) < published) await Bun.sleep(pollMs / 4);
       expect((await a.dir.search("freshly")).map((r) => r.Mid)).toEqual([file.Cid]);
     } finally {
       await live.stop();

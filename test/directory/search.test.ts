@@ -1,7 +1,8 @@
 /**
- * GET /challenge over a corpus published on a real chain and indexed by the real consumer: bm25
- * ranking, prefixes, accents, case, names vs keywords, paging and its limits, and user input that
- * looks like FTS5 syntax.
+ * GET /challenge over a corpus published on a real chain and indexed by the real consumer, on the
+ * database of this pass (FTS5 + bm25 on SQLite, tsvector + ts_rank on PostgreSQL): ranking,
+ * prefixes, accents, case, names vs keywords, paging and its limits, and user input that looks
+ * like FTS5 or tsquery syntax.
  */
 import { beforeAll, describe, expect, test } from "bun:test";
 import { directoryAbi } from "../../src/chain/artifacts/index.ts";
@@ -105,13 +106,13 @@ describe("directory search", () => {
     expect(await search({ query: "paging", size: "100" })).toHaveLength(14);
   });
 
-  test("a query broader than the rank window is ranked among its newest matches only", () => {
-    const windowed = directorySearch(dg.sqlite, { rankWindow: 25 });
+  test("a query broader than the rank window is ranked among its newest matches only", async () => {
+    const windowed = directorySearch(dg.sql, { rankWindow: 25 });
     // 34 entries match "paging" (20 of them not stored): the 25 newest are the 20 ghosts and the
     // last 5 paging items.
-    expect(windowed({ query: "paging", size: "100" }).map((r) => r.Name).sort()).toEqual(["Paging item 10", "Paging item 11", "Paging item 12", "Paging item 13", "Paging item 14"]);
+    expect((await windowed({ query: "paging", size: "100" })).map((r) => r.Name).sort()).toEqual(["Paging item 10", "Paging item 11", "Paging item 12", "Paging item 13", "Paging item 14"]);
     // Narrower queries are ranked over all their matches, as before.
-    expect(windowed({ query: "sunset" }).map((r) => r.Name)).toEqual(["Sunset harbour", "Harbour chart"]);
+    expect((await windowed({ query: "sunset" })).map((r) => r.Name)).toEqual(["Sunset harbour", "Harbour chart"]);
   });
 
   test("page and size out of bounds or not numbers answer 400 in the storage error shape", async () => {
@@ -127,8 +128,8 @@ describe("directory search", () => {
     expect(long.status).toBe(400);
   });
 
-  test("FTS5 syntax in the query is taken as plain words, never as operators", async () => {
-    const harmless = ['"', "*", "-", "(", ")", ":", "^", "+", "'", '""', "{}", ";DROP TABLE directory_entries;--"];
+  test("FTS5 and tsquery syntax in the query is taken as plain words, never as operators", async () => {
+    const harmless = ['"', "*", "-", "(", ")", ":", "^", "+", "'", '""', "{}", ";DROP TABLE directory_entries;--", "&", "|", "!", "<->", ":*", "'':*"];
     for (const query of harmless) expect({ query, hits: await names(query) }).toEqual({ query, hits: [] });
     // Operators are words like any other: "OR" is the prefix of "Orchard", "NEAR" of "Nearby".
     expect(await names("OR")).toEqual(["Orchard notes"]);
@@ -141,6 +142,6 @@ describe("directory search", () => {
     expect(await names("keywords:sunset")).toEqual(["Sunset harbour", "Harbour chart"]);
     expect(await names("red NOT car")).toEqual(expect.arrayContaining(["Red car", "Red bicycle", "Orchard notes"]));
     expect(await names('NEAR(red car, 1)')).toEqual(expect.arrayContaining(["Red car", "Red bicycle", "Nearby shops"]));
-    expect(dg.sqlite.query("SELECT count(*) AS n FROM directory_entries").get()).toEqual({ n: CORPUS.length + GHOSTS });
+    expect(await dg.sql.get("SELECT count(*) AS n FROM directory_entries")).toEqual({ n: CORPUS.length + GHOSTS });
   });
 });

@@ -1,14 +1,14 @@
 /**
  * A whole gateway with the directory wired in as the server wires it: `testGateway` (anvil,
- * SQLite, dfs, Helia) whose storage asks the directory's `readGrant`/`isPublic`, an app built by
+ * the database of this pass (SQLite or PostgreSQL, test/support/db.ts), dfs, Helia) whose storage asks the directory's `readGrant`/`isPublic`, an app built by
  * `buildApp` with the directory's routes, and an indexer with the directory's consumer over the
  * same database. Users get a storage client and a directory client, both talking to the app.
  */
 import { afterAll } from "bun:test";
-import type { Database } from "bun:sqlite";
 import type { PrivateKeyAccount } from "viem/accounts";
 import { buildApp } from "../../src/app.ts";
 import { createIndexer } from "../../src/chain/indexer.ts";
+import type { Queryable } from "../../src/db/sql.ts";
 import { createDirectory, type Directory } from "../../src/directory/index.ts";
 import { silentLogger } from "../../src/log.ts";
 import { connectDirectory } from "../../src/sdk/directory.ts";
@@ -26,11 +26,11 @@ export async function directoryGateway(o: { ipfs?: boolean; pollMs?: number } = 
       isPublic: (owner, cid) => (directory as Directory).isPublic(owner, cid),
     },
   });
-  const sqlite = gw.database.sqlite;
-  directory = createDirectory({ sqlite, chainId: gw.config.chainId, address: gw.chain.context.contracts.directory, fromBlock: gw.chain.deployBlock });
+  const sql = gw.database.sql;
+  directory = createDirectory({ sql, chainId: gw.config.chainId, address: gw.chain.context.contracts.directory, fromBlock: gw.chain.deployBlock });
   const app = buildApp({ config: gw.config, log: gw.log, db: gw.database.db, health: {}, chain: gw.chain.context, accounts: gw.accounts, storage: gw.storage, directory });
   const fetch = appFetch(app);
-  const indexer = createIndexer({ db: gw.database.db, publicClient: gw.chain.anvil.publicClient, confirmations: 0, log: silentLogger, pollMs: o.pollMs ?? 60_000 });
+  const indexer = createIndexer({ sql, publicClient: gw.chain.anvil.publicClient, confirmations: 0, log: silentLogger, pollMs: o.pollMs ?? 60_000 });
   indexer.add(directory.consumer);
   afterAll(() => indexer.stop());
 
@@ -58,19 +58,31 @@ export async function directoryGateway(o: { ipfs?: boolean; pollMs?: number } = 
     }
   }
 
-  return { gw, sqlite, directory, app, fetch, indexer, user, challenge, downloadStatus, sync: () => indexer.syncOnce() };
+  return { gw, sql, directory, app, fetch, indexer, user, challenge, downloadStatus, sync: () => indexer.syncOnce() };
 }
 
 export type DirectoryGateway = Awaited<ReturnType<typeof directoryGateway>>;
 
 /** Everything the index holds, without row ids (which a rebuild may renumber), in a stable order;
- * plus whether the FTS5 rows are exactly the entries. */
-export function indexState(sqlite: Database) {
-  const entries = sqlite.query("SELECT owner, mid, did, cid, name, size, price, public, keywords, block FROM directory_entries ORDER BY owner, mid").all();
-  const grants = sqlite.query("SELECT owner, mid, reader, block FROM directory_grants ORDER BY owner, mid, reader").all();
-  const purchases = sqlite.query("SELECT owner, mid, reader, paid, block, tx FROM directory_purchases ORDER BY owner, mid, reader").all();
-  const events = sqlite.query("SELECT block, log_index, tx, kind, owner, mid, data FROM directory_events ORDER BY block, log_index").all();
-  const ids = sqlite.query<{ id: number }, []>("SELECT id FROM directory_entries ORDER BY id").all().map((r) => r.id);
-  const ftsIds = sqlite.query<{ rowid: number }, []>("SELECT rowid FROM directory_fts ORDER BY rowid").all().map((r) => r.rowid);
+ * plus, on SQLite, whether the FTS5 rows are exactly the entries (PostgreSQL has no such rows:
+ * its search index is on an expression of the entries themselves). */
+export async function indexState(sql: Queryable) {
+  const entries = await sql.all("SELECT owner, mid, did, cid, name, size, price, public, keywords, block FROM directory_entries ORDER BY owner, mid");
+  const grants = await sql.all("SELECT owner, mid, reader, block FROM directory_grants ORDER BY owner, mid, reader");
+  const purchases = await sql.all("SELECT owner, mid, reader, paid, block, tx FROM directory_purchases ORDER BY owner, mid, reader");
+  const events = await sql.all("SELECT block, log_index, tx, kind, owner, mid, data FROM directory_events ORDER BY block, log_index");
+  if (sql.dialect !== "sqlite") return { entries, grants, purchases, events, ftsInStep: undefined };
+  const ids = (await sql.all<{ id: number }>("SELECT id FROM directory_entries ORDER BY id")).map((r) => r.id);
+  const ftsIds = (await sql.all<{ rowid: number }>("SELECT rowid FROM directory_fts ORDER BY rowid")).map((r) => r.rowid);
   return { entries, grants, purchases, events, ftsInStep: JSON.stringify(ids) === JSON.stringify(ftsIds) };
+}
+
+/** The Mids of every entry whose name or keywords have a word starting with `word` (stored or not),
+ * straight from the dialect's search index. */
+export async function textMatches(sql: Queryable, word: string): Promise<string[]> {
+  const rows =
+    sql.dialect === "sqlite"
+      ? await sql.all<{ mid: string }>("SELECT e.mid FROM directory_fts JOIN directory_entries e ON e.id = directory_fts.rowid WHERE directory_fts MATCH $1", [`"${word}"*`])
+      : await sql.all<{ mid: string }>("SELECT e.mid FROM directory_entries e WHERE directory_search_document(e.name, e.keywords) @@ to_tsquery('simple', stowage_fold($1))", [`'${word}':*`]);
+  return rows.map((r) => r.mid);
 }

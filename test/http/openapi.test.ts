@@ -26,7 +26,7 @@ test("the OpenAPI page is served", async () => {
 
 test("the whole app's OpenAPI document lists every route of every capability", async () => {
   const gw = await testGateway({ quota: true, ipfs: false });
-  const directory = createDirectory({ sqlite: gw.database.sqlite, chainId: 985, address: gw.chain.context.contracts.directory, fromBlock: gw.chain.deployBlock });
+  const directory = createDirectory({ sql: gw.database.sql, chainId: 985, address: gw.chain.context.contracts.directory, fromBlock: gw.chain.deployBlock });
   const app = buildApp({
     config: gw.config,
     log: gw.log,
