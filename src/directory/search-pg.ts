@@ -24,7 +24,7 @@ const QUERY = "to_tsquery('simple', stowage_fold($1))";
 const DOC = "directory_search_document(e.name, e.keywords)";
 // The matches come from the GIN index (MATERIALIZED keeps the planner from walking the primary
 // key backwards and testing every entry instead); ts_rank runs over the window's stored rows only.
-const RANKED = `WITH matched AS MATERIALIZED (SELECT e.id FROM directory_entries e WHERE ${DOC} @@ ${QUERY}),
+export const RANKED = `WITH matched AS MATERIALIZED (SELECT e.id FROM directory_entries e WHERE ${DOC} @@ ${QUERY}),
   recent AS (SELECT id FROM matched ORDER BY id DESC LIMIT $2)
   SELECT ${ENTRY_COLUMNS} FROM directory_entries e
   WHERE e.id IN (SELECT id FROM recent) AND ${STORED}
