@@ -46,6 +46,8 @@ export interface OpenOptions {
   blobs?: BlobStore;
   /** The PostgreSQL database of `root` (a child process gets it from its parent: databaseUrl). */
   databaseUrl?: string;
+  /** Another store's database connection, shared (closed by that store). */
+  database?: TestDatabase;
 }
 
 const prefixes = new Map<string, string>();
@@ -74,7 +76,7 @@ export async function blobStoreFor(kind: BlobKind, root: string): Promise<BlobSt
 export async function openStore(kind: BlobKind = "local", o: OpenOptions = {}): Promise<Store> {
   const root = o.root ?? tempDir("dfs");
   const log = o.log ?? silentLogger;
-  const database = testDatabase(root, o.databaseUrl);
+  const database = o.database ?? testDatabase(root, o.databaseUrl);
   const blobs = o.blobs ?? (await blobStoreFor(kind, root));
   const guard = createBlobGuard({ sql: database.sql, store: blobs, log, now: o.now });
   const legacyDir = join(root, "dfs");
@@ -89,7 +91,7 @@ export async function openStore(kind: BlobKind = "local", o: OpenOptions = {}): 
     legacyDir,
     async close() {
       await dfs.stop();
-      await database.close();
+      if (!o.database) await database.close();
     },
   };
 }

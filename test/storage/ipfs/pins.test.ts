@@ -170,6 +170,32 @@ describe("races (D15)", () => {
   });
 });
 
+describe("parallel commits and releases (D16)", () => {
+  test("commits and releases of one Cid at once keep the root's and the blocks' counts exact", async () => {
+    const o = await openBackend();
+    const shared = randomBytes(MiB);
+    const x = Buffer.concat([shared, randomBytes(MiB + 3)]);
+    const cid = await putCommitted(o, x);
+    const keys = await dagKeys(o, cid);
+    let held = 1;
+    for (let round = 0; round < 4; round++) {
+      const ups = await Promise.all(Array.from({ length: 4 }, () => o.ipfs.put(streamOf(x, 256 * 1024))));
+      // This round's commits beside releases of every reference the last round left.
+      await Promise.all([...ups.map((u) => u.commit()), ...Array.from({ length: held }, () => o.ipfs.release(cid))]);
+      held = 4;
+      expect(await refs(o, cid)).toBe(4);
+      expect([...(await blockRows(o))].sort()).toEqual(keys.map((k) => [k, 1]));
+      expect(await blockKeys(o.store)).toEqual(keys);
+      expect(sha256(await collect(o.ipfs.read(cid)))).toBe(sha256(x));
+    }
+    await Promise.all(Array.from({ length: held }, () => o.ipfs.release(cid)));
+    expect(await refs(o, cid)).toBeUndefined();
+    expect((await blockRows(o)).size).toBe(0);
+    expect(await blockKeys(o.store)).toEqual([]);
+    await o.close();
+  });
+});
+
 describe("orphan sweep at start", () => {
   test("a deletion whose deleter died is finished by the sweep (the guard's housekeeping), not kept as held", async () => {
     const o = await openBackend();
