@@ -16,6 +16,10 @@
  *   current lease expires, so it takes over at most `ttlMs` after the holder's last renewal,
  *   that is within 10 s of its death.
  *
+ * A run whose work leaves the database (deleting blobs, say) checks `held()` before each step:
+ * the fence protects only the writes that carry it, and a run learns of a lost lease at the next
+ * renewal at the latest.
+ *
  * Times are the gateways' own clocks (epoch ms), so they must agree to well within `ttlMs` (NTP).
  * Tests inject `now` and drive `tick()` by hand instead of sleeping.
  *
@@ -130,6 +134,7 @@ export function singleton(sql: Queryable, name: string, holder: string, run: (te
   const renewMs = opts.renewMs ?? LEASE_DEFAULTS.renewMs;
   const now = opts.now ?? Date.now;
   const log = opts.log;
+  if (!(renewMs > 0 && renewMs < ttlMs)) throw new RangeError(`lease "${name}": renewMs must be above 0 and below ttlMs`);
   let lease: Lease | undefined;
   let term: { lease: Lease; controller: AbortController; done: Promise<void> } | undefined;
   let stopped = false;
