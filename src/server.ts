@@ -52,7 +52,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     const database = openDatabase(join(config.dataDir, "stowage.db"));
     cleanup.push(() => database.close());
 
-    const installation = installationId(database.db);
+    const installation = await installationId(database.sql);
     const chain = await startChain(config, secrets, log);
     cleanup.push(() => chain.stop());
     const resolver = ethrResolver({ publicClient: chain.context.publicClient, registry: chain.context.contracts.didRegistry });
@@ -64,10 +64,11 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
       publicClient: chain.context.publicClient,
       refreshGuards: { did: (session) => keyStillSigns(resolver, config.chainId, session) },
     });
-    const quota = createQuota({ db: database.db, chain: chain.context, log, storedBytes: (did, except) => storedBytes(database.db, did, except) });
-    quota.meter.clearStale();
+    const quota = createQuota({ sql: database.sql, chain: chain.context, log, storedBytes });
+    // Only expired holds: live ones may be another gateway's (D16).
+    await quota.meter.clearStale();
     const directory = createDirectory({ sql: database.sql, chainId: config.chainId, address: chain.context.contracts.directory, fromBlock: BigInt(chain.deployment.block) });
-    const stored = await startStorage({ config, db: database.db, log, chain: chain.context, accounts, extra: { resolver, readGrant: directory.readGrant, isPublic: directory.isPublic, meter: quota.meter } });
+    const stored = await startStorage({ config, db: database.db, sql: database.sql, log, chain: chain.context, accounts, extra: { resolver, readGrant: directory.readGrant, isPublic: directory.isPublic, meter: quota.meter } });
     cleanup.push(() => stored.stop());
     // One indexer in the cluster (D16): it runs on the gateway holding the "indexer" lease, and
     // its cursor writes are fenced by that lease's epoch. Unique per process, not per data dir.

@@ -71,6 +71,10 @@ export function readFilePart(request: Request): Promise<FilePart> {
       }
       settled = true;
       const out = new PassThrough();
+      // The upload reads a failure through its iterator, which may not exist yet: the service
+      // awaits its database checks first, and the form may fail meanwhile. Unheard, that
+      // failure would be an uncaught 'error' event.
+      out.on("error", () => {});
       file = out;
       let partDone = false;
       let formDone = false;

@@ -3,21 +3,21 @@
  * them, and purchases by the operator key.
  *
  * @example
- *   const quota = createQuota({ db, chain, log, storedBytes: (did, except) => storedBytes(db, did, except) })
+ *   const quota = createQuota({ sql, chain, log, storedBytes })
  *   app.use(quotaRoutes({ ...quota, tokens, chainId }))
  */
 import type { ChainContext } from "../chain/types.ts";
-import type { Db } from "../db/open.ts";
+import type { Sql } from "../db/sql.ts";
 import type { Logger } from "../log.ts";
 import { createMeter, type StoredBytes } from "./meter.ts";
 import { createPurchases } from "./purchase.ts";
 import { createRecords } from "./records.ts";
 
 /** `storedBytes` is the storage catalog's count of an account's bytes (src/storage/files.ts). */
-export function createQuota({ db, chain, log, storedBytes, maxAgeMs }: { db: Db; chain: ChainContext; log: Logger; storedBytes: StoredBytes; maxAgeMs?: number }) {
+export function createQuota({ sql, chain, log, storedBytes, maxAgeMs }: { sql: Sql; chain: ChainContext; log: Logger; storedBytes: StoredBytes; maxAgeMs?: number }) {
   const records = createRecords({ publicClient: chain.publicClient, proxy: chain.contracts.proxy, maxAgeMs });
-  const meter = createMeter({ db, records, storedBytes });
-  const purchases = createPurchases({ db, chain, records, log });
+  const meter = createMeter({ sql, records, storedBytes });
+  const purchases = createPurchases({ sql, chain, records, log });
   return { records, meter, purchases };
 }
 

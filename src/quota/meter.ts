@@ -4,30 +4,28 @@
  * that have arrived (multipart framing and bytes not yet sent never hold anything, so they cannot
  * refuse another transfer). An upload checks again when its bytes pass what was free (or its
  * declared length) at its last check; the exact check — stored + others' holds + this file ≤ pool
- * — runs in the transaction that inserts the file row. Each check is one `BEGIN IMMEDIATE`
- * transaction, so no number of parallel requests can exceed a pool.
+ * — runs in the transaction that inserts the file row. Each check is one transaction that first
+ * locks the account's `quota_accounts` row (D16), so no number of parallel requests, on one
+ * gateway or many, can exceed a pool: the checks of one account run one after the other, each
+ * reading what the last one wrote (READ COMMITTED, a fresh snapshot per statement).
  *
  * Holds carry this gateway's id and an `expires_at` renewed while bytes flow: a hold of a dead
  * gateway or a silent client stops counting once expired, and only expired holds are ever cleared.
  *
  * What an account stores is the storage catalog's to say: the meter is handed `storedBytes`, and
- * calls it inside its own transactions (one SQLite connection, so it sees the file row the
- * deciding transaction has just written).
+ * calls it with its own transaction, so it sees the file row the deciding transaction has just
+ * written.
  *
  * @example
- *   const meter = createMeter({ db, records, storedBytes: (did, except) => storedBytes(db, did, except) })
+ *   const meter = createMeter({ sql, records, storedBytes })
  *   const up = await meter.beginUpload(address, did, { declared, backend: "dfs", name })
- *   up.add(chunk.byteLength)              // throws 402 once it cannot fit
- *   files.add(row, (tx) => up.commit(tx, size, moved))   // or up.release()
+ *   await up.add(chunk.byteLength)              // throws 402 once it cannot fit
+ *   await files.add(row, up.commit(size, moved))   // or await up.release()
  */
-import { and, eq, gt, lte, notInArray, sql } from "drizzle-orm";
 import type { Address } from "viem";
-import type { Db } from "../db/open.ts";
+import { placeholders, type Queryable, type Sql, type TxOptions } from "../db/sql.ts";
 import { storageError } from "../http/errors.ts";
 import { allowance, weiToGwei, type Kind, type Records } from "./records.ts";
-import { quotaReservations, trafficUsage } from "./schema.ts";
-
-type Tx = Parameters<Parameters<Db["transaction"]>[0]>[0];
 
 /** A hold nobody renews stops counting after this long (a gateway killed, a client gone silent). */
 export const RESERVATION_TTL_MS = 60_000;
@@ -41,22 +39,47 @@ const safe = (n: bigint) => Number(n > BigInt(Number.MAX_SAFE_INTEGER) ? BigInt(
 
 /**
  * Bytes `did` stores, leaving out the file named `except` (the one an upload would replace: it stops
- * counting when replaced). Read on the meter's own connection, inside its transactions.
+ * counting when replaced). Read with `q`: the meter's own transaction, when it is in one.
  */
-export type StoredBytes = (did: string, except?: { backend: string; name: string }) => number;
+export type StoredBytes = (q: Queryable, did: string, except?: { backend: string; name: string }) => Promise<number>;
+
+/** Every quota transaction: its reads follow the account's row lock, its writes are relative (D16). */
+const LOCKED: TxOptions = { isolation: "read committed" };
+
+const LOCK = "SELECT account FROM quota_accounts WHERE account = $1 FOR UPDATE";
+const ADD_ACCOUNT = "INSERT INTO quota_accounts (account) VALUES ($1) ON CONFLICT (account) DO NOTHING";
+const RESERVED = "SELECT CAST(COALESCE(SUM(bytes), 0) AS BIGINT) AS n FROM quota_reservations WHERE account = $1 AND kind = $2 AND expires_at > $3";
+const MOVED = "SELECT bytes FROM traffic_usage WHERE account = $1 AND period_start = $2";
+const RENEW = "UPDATE quota_reservations SET bytes = $2, expires_at = $3 WHERE id = $1 RETURNING id";
+const HOLD = "INSERT INTO quota_reservations (account, kind, bytes, created_at, gateway, expires_at) VALUES ($1, $2, $3, $4, $5, $6) RETURNING id";
+const ADD_TRAFFIC = "INSERT INTO traffic_usage (account, period_start, bytes) VALUES ($1, $2, $3) ON CONFLICT (account, period_start) DO UPDATE SET bytes = traffic_usage.bytes + excluded.bytes";
+const CLEAR_STALE = "DELETE FROM quota_reservations WHERE expires_at <= $1";
+
+/**
+ * D16: the first statements of every quota transaction. The account's row is made on its first
+ * transfer (a conflict-free insert), then locked; another gateway's check of the same account
+ * waits here until this transaction ends.
+ */
+async function lockAccount(tx: Queryable, account: string) {
+  if (await tx.get(LOCK, [account])) return;
+  await tx.run(ADD_ACCOUNT, [account]);
+  await tx.get(LOCK, [account]);
+}
 
 /** Bytes live holds of other transfers count against a pool. */
-const sumReserved = (tx: Tx | Db, account: string, kind: Kind, at: number, mine: number[] = []) =>
-  tx
-    .select({ n: sql<number>`coalesce(sum(${quotaReservations.bytes}), 0)` })
-    .from(quotaReservations)
-    .where(and(eq(quotaReservations.account, account), eq(quotaReservations.kind, kind), gt(quotaReservations.expiresAt, at), mine.length ? notInArray(quotaReservations.id, mine) : undefined))
-    .get()?.n ?? 0;
+async function sumReserved(q: Queryable, account: string, kind: Kind, at: number, mine: number[] = []) {
+  const text = mine.length ? `${RESERVED} AND id NOT IN (${placeholders(mine.length, 4)})` : RESERVED;
+  return (await q.get<{ n: number }>(text, [account, kind, at, ...mine]))?.n ?? 0;
+}
 
-const trafficMoved = (tx: Tx | Db, account: string, periodStart: number) =>
-  tx.select().from(trafficUsage).where(and(eq(trafficUsage.account, account), eq(trafficUsage.periodStart, periodStart))).get()?.bytes ?? 0;
+const trafficMoved = async (q: Queryable, account: string, periodStart: number) => (await q.get<{ bytes: number }>(MOVED, [account, periodStart]))?.bytes ?? 0;
 
-export function createMeter({ db, records, storedBytes, now = Date.now, gateway = crypto.randomUUID() }: { db: Db; records: Records; storedBytes: StoredBytes; now?: () => number; gateway?: string }) {
+const drop = async (q: Queryable, ids: (number | undefined)[]) => {
+  const some = ids.filter((id): id is number => id !== undefined);
+  if (some.length) await q.run(`DELETE FROM quota_reservations WHERE id IN (${placeholders(some.length)})`, some);
+};
+
+export function createMeter({ sql, records, storedBytes, now = Date.now, gateway = crypto.randomUUID() }: { sql: Sql; records: Records; storedBytes: StoredBytes; now?: () => number; gateway?: string }) {
   async function pool(account: Address, kind: Kind) {
     const [record, time] = await Promise.all([records.get(account, kind), records.chainTime()]);
     return { record, limit: allowance(record, time), periodStart: Number(record.periodStart), expired: record.expire <= time };
@@ -66,34 +89,29 @@ export function createMeter({ db, records, storedBytes, now = Date.now, gateway 
    * Bytes of a pool in use: stored, leaving out `except` (space), or moved this period (traffic),
    * plus the live holds of transfers other than the holds `mine`.
    */
-  function used(tx: Tx | Db, account: Address, did: string, kind: Kind, periodStart: number, opts: { except?: { backend: string; name: string }; mine?: number[] } = {}) {
-    return (kind === "space" ? storedBytes(did, opts.except) : trafficMoved(tx, account, periodStart)) + sumReserved(tx, account, kind, now(), opts.mine);
+  async function used(q: Queryable, account: Address, did: string, kind: Kind, periodStart: number, opts: { except?: { backend: string; name: string }; mine?: number[] } = {}) {
+    const base = kind === "space" ? await storedBytes(q, did, opts.except) : await trafficMoved(q, account, periodStart);
+    return base + (await sumReserved(q, account, kind, now(), opts.mine));
   }
 
   const refuse = (kind: Kind, limit: number, inUse: number, want: number) =>
     storageError.quota(`not enough ${kind}: ${limit} bytes allowed, ${inUse} in use, ${want} more needed — buy more (GET /dfs/buy${kind}) or ask for a grant`);
 
   /** Inserts or renews a hold of `bytes`; a hold that expired meanwhile (and was cleared) is made again. */
-  function hold(tx: Tx, account: Address, kind: Kind, bytes: number, id: number | undefined): number {
+  async function hold(tx: Queryable, account: Address, kind: Kind, bytes: number, id: number | undefined): Promise<number> {
     const expiresAt = now() + RESERVATION_TTL_MS;
     if (id !== undefined) {
-      const kept = tx.update(quotaReservations).set({ bytes, expiresAt }).where(eq(quotaReservations.id, id)).returning({ id: quotaReservations.id }).get();
+      const kept = await tx.get<{ id: number }>(RENEW, [id, bytes, expiresAt]);
       if (kept) return kept.id;
     }
-    return tx.insert(quotaReservations).values({ account, kind, bytes, createdAt: now(), gateway, expiresAt }).returning({ id: quotaReservations.id }).get().id;
+    const made = await tx.get<{ id: number }>(HOLD, [account, kind, bytes, now(), gateway, expiresAt]);
+    if (!made) throw new Error("INSERT … RETURNING gave no row");
+    return made.id;
   }
 
-  function addTraffic(tx: Tx, account: Address, periodStart: number, bytes: number) {
-    if (bytes <= 0) return;
-    tx.insert(trafficUsage)
-      .values({ account, periodStart, bytes })
-      .onConflictDoUpdate({ target: [trafficUsage.account, trafficUsage.periodStart], set: { bytes: sql`${trafficUsage.bytes} + ${bytes}` } })
-      .run();
+  async function addTraffic(tx: Queryable, account: Address, periodStart: number, bytes: number) {
+    if (bytes > 0) await tx.run(ADD_TRAFFIC, [account, periodStart, bytes]);
   }
-
-  const drop = (tx: Tx | Db, ids: (number | undefined)[]) => {
-    for (const id of ids) if (id !== undefined) tx.delete(quotaReservations).where(eq(quotaReservations.id, id)).run();
-  };
 
   /**
    * An upload's meter. `declared` is the request's Content-Length (file plus framing), if any;
@@ -111,68 +129,87 @@ export function createMeter({ db, records, storedBytes, now = Date.now, gateway 
     let recorded = 0;
     let recordedAt = 0;
     let closed = false;
+    /** The check running now: bytes that arrive meanwhile wait for it rather than start another. */
+    let checking: Promise<void> | undefined;
 
     const mine = () => Object.values(ids).filter((id) => id !== undefined);
 
     /** Checks both pools for the bytes received so far and records them as this upload's holds. */
-    function check() {
-      const outcome = db.transaction(
-        (tx) => {
-          let free = Number.POSITIVE_INFINITY;
-          for (const [kind, p] of [["space", space], ["traffic", traffic]] as const) {
-            const others = used(tx, account, did, kind, p.periodStart, { except: replaced, mine: mine() });
-            if (others + received > p.limit) {
-              // Dropped in this same transaction: a refused upload never counts against another.
-              drop(tx, Object.values(ids));
-              return refuse(kind, p.limit, others, received);
-            }
-            free = Math.min(free, p.limit - others - received);
+    async function check() {
+      const want = received;
+      // Each attempt starts from the holds as they were: a retried transaction must not see ids
+      // its rolled-back attempt made.
+      const before = { ...ids };
+      const outcome = await sql.tx(async (tx) => {
+        Object.assign(ids, before);
+        await lockAccount(tx, account);
+        let free = Number.POSITIVE_INFINITY;
+        for (const [kind, p] of [["space", space], ["traffic", traffic]] as const) {
+          const others = await used(tx, account, did, kind, p.periodStart, { except: replaced, mine: mine() });
+          if (others + want > p.limit) {
+            // Dropped in this same transaction: a refused upload never counts against another.
+            await drop(tx, Object.values(ids));
+            return refuse(kind, p.limit, others, want);
           }
-          ids.space = hold(tx, account, "space", received, ids.space);
-          ids.traffic = hold(tx, account, "traffic", received, ids.traffic);
-          return free;
-        },
-        { behavior: "immediate" },
-      );
+          free = Math.min(free, p.limit - others - want);
+        }
+        ids.space = await hold(tx, account, "space", want, ids.space);
+        ids.traffic = await hold(tx, account, "traffic", want, ids.traffic);
+        return free;
+      }, LOCKED);
       if (typeof outcome !== "number") {
         closed = true;
         throw outcome;
       }
-      recorded = received;
+      recorded = want;
       recordedAt = now();
-      checkAt = received + Math.min(Math.max(declared - received, 0), outcome);
+      checkAt = want + Math.min(Math.max(declared - want, 0), outcome);
     }
 
-    check();
+    await check();
     return {
       /** Counts bytes that arrived: checks again past what was free, records them now and then. */
-      add(bytes: number) {
+      async add(bytes: number) {
         if (closed) return;
         received += bytes;
-        if (received > checkAt || received - recorded >= RECORD_STEP || now() - recordedAt >= RENEW_MS) check();
+        while (!closed && (received > checkAt || received - recorded >= RECORD_STEP || now() - recordedAt >= RENEW_MS)) {
+          if (checking) {
+            await checking;
+            continue;
+          }
+          checking = check().finally(() => {
+            checking = undefined;
+          });
+          await checking;
+        }
       },
       /**
-       * The exact check, in the transaction `tx` that has just recorded the file row (of `size`
-       * bytes, `moved` over the wire): the file now counts as stored, its traffic as moved, and the
-       * holds go. Throws 402 (rolling `tx` back) when it does not fit.
+       * The exact check, for the transaction that records the file row (of `size` bytes, `moved`
+       * over the wire): it locks the account first, then, once the row is in, the file counts as
+       * stored, its traffic as moved, and the holds go. Throws 402 (rolling it back) when it does not fit.
        */
-      commit(tx: Tx, size: number, moved: number) {
+      commit(size: number, moved: number) {
         if (closed) throw new Error("upload meter already closed");
-        const holds = mine();
-        // The file row is in: it counts in what is stored.
-        const withFile = used(tx, account, did, "space", space.periodStart, { mine: holds });
-        if (withFile > space.limit) throw refuse("space", space.limit, withFile - size, size);
-        const movedBefore = used(tx, account, did, "traffic", traffic.periodStart, { mine: holds });
-        if (movedBefore + moved > traffic.limit) throw refuse("traffic", traffic.limit, movedBefore, moved);
-        drop(tx, holds);
-        addTraffic(tx, account, traffic.periodStart, moved);
-        closed = true;
+        return {
+          lock: (tx: Queryable) => lockAccount(tx, account),
+          settle: async (tx: Queryable) => {
+            const holds = mine();
+            // The file row is in: it counts in what is stored.
+            const withFile = await used(tx, account, did, "space", space.periodStart, { mine: holds });
+            if (withFile > space.limit) throw refuse("space", space.limit, withFile - size, size);
+            const movedBefore = await used(tx, account, did, "traffic", traffic.periodStart, { mine: holds });
+            if (movedBefore + moved > traffic.limit) throw refuse("traffic", traffic.limit, movedBefore, moved);
+            await drop(tx, holds);
+            await addTraffic(tx, account, traffic.periodStart, moved);
+            closed = true;
+          },
+        };
       },
-      /** Gives the holds back (a refused or failed upload). Synchronous, so no other check runs first. */
-      release() {
+      /** Gives the holds back (a refused or failed upload). Deleting only lowers what counts: no lock needed. */
+      async release() {
         if (closed) return;
         closed = true;
-        drop(db, Object.values(ids));
+        await drop(sql, Object.values(ids));
       },
     };
   }
@@ -180,31 +217,34 @@ export function createMeter({ db, records, storedBytes, now = Date.now, gateway 
   /** A download holds its whole length from the start: those bytes are going out. */
   async function beginDownload(account: Address, bytes: number) {
     const traffic = await pool(account, "traffic");
-    let id = db.transaction(
-      (tx) => {
-        const inUse = used(tx, account, "", "traffic", traffic.periodStart); // traffic: no DID needed
-        if (inUse + bytes > traffic.limit) throw refuse("traffic", traffic.limit, inUse, bytes);
-        return hold(tx, account, "traffic", bytes, undefined);
-      },
-      { behavior: "immediate" },
-    );
+    let id = await sql.tx(async (tx) => {
+      await lockAccount(tx, account);
+      const inUse = await used(tx, account, "", "traffic", traffic.periodStart); // traffic: no DID needed
+      if (inUse + bytes > traffic.limit) throw refuse("traffic", traffic.limit, inUse, bytes);
+      return hold(tx, account, "traffic", bytes, undefined);
+    }, LOCKED);
     let renewedAt = now();
     let closed = false;
     return {
       /** Bytes are flowing: keeps the hold alive past its TTL (a slow client of a large file). */
-      renew() {
+      async renew() {
         if (closed || now() - renewedAt < RENEW_MS) return;
         renewedAt = now();
-        id = db.transaction((tx) => hold(tx, account, "traffic", bytes, id), { behavior: "immediate" });
+        const kept = id;
+        id = await sql.tx(async (tx) => {
+          await lockAccount(tx, account);
+          return hold(tx, account, "traffic", bytes, kept);
+        }, LOCKED);
       },
       /** What was really sent counts; the rest of the reservation is given back. */
-      settle(sent: number) {
+      async settle(sent: number) {
         if (closed) return;
         closed = true;
-        db.transaction((tx) => {
-          drop(tx, [id]);
-          addTraffic(tx, account, traffic.periodStart, sent);
-        }, { behavior: "immediate" });
+        await sql.tx(async (tx) => {
+          await lockAccount(tx, account);
+          await drop(tx, [id]);
+          await addTraffic(tx, account, traffic.periodStart, sent);
+        }, LOCKED);
       },
     };
   }
@@ -212,7 +252,7 @@ export function createMeter({ db, records, storedBytes, now = Date.now, gateway 
   /** The quota record of spec 2.6 for one pool: what is left once stored (or moved) bytes and live holds count. */
   async function record(account: Address, did: string, kind: Kind) {
     const { record: r, limit, periodStart } = await pool(account, kind);
-    const inUse = used(db, account, did, kind, periodStart);
+    const inUse = await used(sql, account, did, kind, periodStart);
     const gwei = weiToGwei(r.deposit);
     return {
       Nonce: Number(r.nonce),
@@ -227,8 +267,8 @@ export function createMeter({ db, records, storedBytes, now = Date.now, gateway 
    * Clears holds whose time is up (at start, and whenever called later). A live hold — another
    * gateway's, or this one's — is never touched: it stops counting only once it expires.
    */
-  function clearStale(): number {
-    return db.delete(quotaReservations).where(lte(quotaReservations.expiresAt, now())).returning({ id: quotaReservations.id }).all().length;
+  function clearStale(): Promise<number> {
+    return sql.run(CLEAR_STALE, [now()]);
   }
 
   return { beginUpload, beginDownload, record, clearStale, gateway };

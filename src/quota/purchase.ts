@@ -2,17 +2,30 @@
  * Purchases (D8): the operator key calls `buySpace`/`buyTraffic(user, bytes, expectedNonce)`,
  * simulated first; the Proxy debits the user's deposit and pays the treasury. `{ tx }` is answered
  * once the receipt is mined with success. An Idempotency-Key makes a retry answer the same
- * transaction and buy once. Operator transactions go one at a time, so their nonces never race.
+ * transaction and buy once, however many gateways the retries reach. Operator transactions take
+ * their nonces from the database (src/chain/operator-nonces.ts, D16): purchases on one gateway or
+ * many go out in parallel, and never share a nonce.
  */
-import { and, eq } from "drizzle-orm";
 import { BaseError, ContractFunctionRevertedError, type Address, type Hash } from "viem";
 import { proxyAbi } from "../chain/artifacts/index.ts";
 import type { ChainContext } from "../chain/types.ts";
-import type { Db } from "../db/open.ts";
+import { operatorNonces } from "../chain/operator-nonces.ts";
+import type { Sql } from "../db/sql.ts";
 import { storageError, StorageError } from "../http/errors.ts";
 import type { Logger } from "../log.ts";
 import { weiToGwei, type Kind, type Records } from "./records.ts";
-import { purchases } from "./schema.ts";
+import type { purchases } from "./schema.ts";
+
+type Purchase = Pick<typeof purchases.$inferSelect, "id" | "bytes" | "status" | "tx">;
+
+const COLUMNS = "id, bytes, status, tx";
+const CLAIM = `INSERT INTO purchases (account, kind, idempotency_key, bytes, status, created_at) VALUES ($1, $2, $3, $4, 'pending', $5)
+  ON CONFLICT (account, kind, idempotency_key) DO NOTHING RETURNING ${COLUMNS}`;
+const CLAIMED = `SELECT ${COLUMNS} FROM purchases WHERE account = $1 AND kind = $2 AND idempotency_key = $3 FOR UPDATE`;
+const PENDING = "UPDATE purchases SET status = 'pending' WHERE id = $1";
+const SENT = "UPDATE purchases SET tx = $2 WHERE id = $1";
+const DONE = "UPDATE purchases SET status = 'done' WHERE id = $1";
+const FAILED = "UPDATE purchases SET status = 'failed', tx = NULL WHERE id = $1";
 
 /** Default packages when no `size` is given (D8). */
 export const DEFAULT_PACKAGE: Record<Kind, number> = { space: 2 ** 30, traffic: 10 * 2 ** 30 };
@@ -26,45 +39,39 @@ function revertName(err: unknown): string | undefined {
   return reverted instanceof ContractFunctionRevertedError ? reverted.data?.errorName : undefined;
 }
 
-/** One operator transaction at a time. */
-function serial() {
-  let tail: Promise<unknown> = Promise.resolve();
-  return <T>(job: () => Promise<T>): Promise<T> => {
-    const run = tail.then(job, job);
-    tail = run.catch(() => {});
-    return run;
-  };
-}
-
-export function createPurchases({ db, chain, records, log, now = Date.now }: { db: Db; chain: ChainContext; records: Records; log: Logger; now?: () => number }) {
-  const operatorQueue = serial();
+export function createPurchases({ sql, chain, records, log, now = Date.now }: { sql: Sql; chain: ChainContext; records: Records; log: Logger; now?: () => number }) {
   const { proxy } = chain.contracts;
+  const operator = chain.operator.account.address;
+  const nonces = operatorNonces({
+    sql,
+    chainId: chain.chain.id,
+    address: operator,
+    pending: () => chain.publicClient.getTransactionCount({ address: operator, blockTag: "pending" }),
+  });
 
   const gwei = (wei: bigint) => weiToGwei(wei).toString();
 
   async function send(user: Address, kind: Kind, bytes: bigint): Promise<Hash> {
-    return operatorQueue(async () => {
-      for (let attempt = 0; ; attempt++) {
-        const record = await records.get(user, kind, true);
-        const price = await chain.publicClient.readContract({ address: proxy, abi: proxyAbi, functionName: PRICE[kind] });
-        const cost = bytes * price;
-        if (record.deposit < cost) throw storageError.quota(`deposit ${gwei(record.deposit)} gwei is less than the cost ${gwei(cost)} gwei of ${bytes} bytes: deposit more first`);
-        try {
-          const call = { account: chain.operator.account, address: proxy, abi: proxyAbi, functionName: FN[kind], args: [user, bytes, record.nonce] } as const;
-          const { request } = await chain.publicClient.simulateContract(call);
-          // The estimate holds for the block it ran on; a purchase mined in the next second moves
-          // `expire` and costs a little more, so leave headroom instead of running out of gas.
-          const gas = await chain.publicClient.estimateContractGas(call);
-          return await chain.operator.writeContract({ ...request, gas: gas + gas / 4n });
-        } catch (err) {
-          const name = revertName(err);
-          if (name === "InsufficientDeposit") throw storageError.quota("deposit too small for this purchase");
-          // Someone's grant moved the nonce between our read and the call: read again, once.
-          if (name === "NonceMismatch" && attempt === 0) continue;
-          throw err;
-        }
+    for (let attempt = 0; ; attempt++) {
+      const record = await records.get(user, kind, true);
+      const price = await chain.publicClient.readContract({ address: proxy, abi: proxyAbi, functionName: PRICE[kind] });
+      const cost = bytes * price;
+      if (record.deposit < cost) throw storageError.quota(`deposit ${gwei(record.deposit)} gwei is less than the cost ${gwei(cost)} gwei of ${bytes} bytes: deposit more first`);
+      try {
+        const call = { account: chain.operator.account, address: proxy, abi: proxyAbi, functionName: FN[kind], args: [user, bytes, record.nonce] } as const;
+        const { request } = await chain.publicClient.simulateContract(call);
+        // The estimate holds for the block it ran on; a purchase mined in the next second moves
+        // `expire` and costs a little more, so leave headroom instead of running out of gas.
+        const gas = await chain.publicClient.estimateContractGas(call);
+        return await nonces.send((nonce) => chain.operator.writeContract({ ...request, gas: gas + gas / 4n, nonce }));
+      } catch (err) {
+        const name = revertName(err);
+        if (name === "InsufficientDeposit") throw storageError.quota("deposit too small for this purchase");
+        // Someone's grant moved the nonce between our read and the call: read again, once.
+        if (name === "NonceMismatch" && attempt === 0) continue;
+        throw err;
       }
-    });
+    }
   }
 
   async function confirm(hash: Hash) {
@@ -72,38 +79,39 @@ export function createPurchases({ db, chain, records, log, now = Date.now }: { d
     if (receipt.status !== "success") throw new Error(`purchase ${hash} reverted`);
   }
 
-  function claimKey(user: Address, kind: Kind, key: string, bytes: number) {
-    return db.transaction(
-      (tx) => {
-        const found = tx.select().from(purchases).where(and(eq(purchases.account, user), eq(purchases.kind, kind), eq(purchases.idempotencyKey, key))).get();
-        if (!found) return tx.insert(purchases).values({ account: user, kind, idempotencyKey: key, bytes, status: "pending", createdAt: now() }).returning().get();
+  /** The purchase row of an Idempotency-Key: made by the first request, locked while one decides (D16). */
+  function claimKey(user: Address, kind: Kind, key: string, bytes: number): Promise<Purchase> {
+    return sql.tx(
+      async (tx) => {
+        const made = await tx.get<Purchase>(CLAIM, [user, kind, key, bytes, now()]);
+        if (made) return made;
+        const found = await tx.get<Purchase>(CLAIMED, [user, kind, key]);
+        if (!found) throw new Error("purchases: the row that conflicted is gone");
         if (found.bytes !== bytes) throw storageError.badRequest("this Idempotency-Key was used for a different size");
         if (found.status === "pending" && !found.tx) throw storageError.conflict("a purchase with this Idempotency-Key is in progress");
-        if (found.status === "failed") tx.update(purchases).set({ status: "pending" }).where(eq(purchases.id, found.id)).run();
+        if (found.status === "failed") await tx.run(PENDING, [found.id]);
         return found;
       },
-      { behavior: "immediate" },
+      { isolation: "read committed" },
     );
   }
 
-  const mark = (id: number, set: Partial<typeof purchases.$inferInsert>) => db.update(purchases).set(set).where(eq(purchases.id, id)).run();
-
   async function buy(user: Address, kind: Kind, bytes: number, key?: string): Promise<{ tx: Hash }> {
-    const row = key ? claimKey(user, kind, key, bytes) : undefined;
+    const row = key ? await claimKey(user, kind, key, bytes) : undefined;
     if (row?.status === "done" && row.tx) return { tx: row.tx as Hash };
     let sent: Hash | undefined = row?.tx ? (row.tx as Hash) : undefined;
     try {
       // A retry after a lost receipt finds the transaction already sent and sees how it ended.
       sent ??= await send(user, kind, BigInt(bytes));
-      if (row) mark(row.id, { tx: sent });
+      if (row) await sql.run(SENT, [row.id, sent]);
       await confirm(sent);
-      if (row) mark(row.id, { status: "done" });
+      if (row) await sql.run(DONE, [row.id]);
       records.forget(user);
       return { tx: sent };
     } catch (err) {
       const reverted = err instanceof Error && err.message.includes("reverted");
       // Sent but not known to be mined: keep the hash, so a retry asks the chain instead of buying twice.
-      if (row) mark(row.id, sent && !reverted ? { status: "pending" } : { status: "failed", tx: null });
+      if (row) await sql.run(sent && !reverted ? PENDING : FAILED, [row.id]).catch((e) => log.error("recording a purchase's outcome failed", { err: (e as Error).message }));
       records.forget(user);
       if (err instanceof StorageError) throw err;
       log.error("purchase failed", { kind, bytes, err: (err as Error).message.split("\n")[0] });

@@ -204,17 +204,23 @@ export async function connectStorage(opts: StorageOptions) {
     /** Downloads by Cid; `range` is inclusive. Resolves with the Response to stream from. */
     async download(kind: StorageKind, cid: string, o: { range?: [number, number]; size?: number; method?: "GET" | "HEAD" } = {}): Promise<Response> {
       const bytes = o.range ? o.range[1] - o.range[0] + 1 : (o.size ?? (await this.sizeOf(kind, cid)));
-      const v = await voucher(o.method === "HEAD" ? 0 : bytes);
       const headers: Record<string, string> = o.range ? { range: `bytes=${o.range[0]}-${o.range[1]}` } : {};
       // A delegate key reads for the DID it signs for: `did` names it (the owner's own key needs none).
       const forDid = opts.did ? `&did=${encodeURIComponent(did)}` : "";
-      const res = await doFetch(`${base}/${kind}/${cid}?size=${v.fields.size}&sign=${v.fields.sign}${forDid}`, { method: o.method ?? "GET", headers }).finally(v.accepted);
-      if (!res.ok) {
+      for (let attempt = 1; ; attempt++) {
+        const v = await voucher(o.method === "HEAD" ? 0 : bytes);
+        const res = await doFetch(`${base}/${kind}/${cid}?size=${v.fields.size}&sign=${v.fields.sign}${forDid}`, { method: o.method ?? "GET", headers }).finally(v.accepted);
+        if (res.ok) return res;
         // A HEAD answer has no body to parse.
         const text = await res.text();
-        throw new StorageApiError(res.status, text && res.headers.get("content-type")?.includes("json") ? (JSON.parse(text) as StorageApiError["body"]) : {});
+        const err = new StorageApiError(res.status, text && res.headers.get("content-type")?.includes("json") ? (JSON.parse(text) as StorageApiError["body"]) : {});
+        // Parallel transfers of this client may reach the server (or its several gateways) in
+        // another order than they were signed in: one signed later may be counted before this
+        // one is accepted, leaving its voucher short. The server refused it before anything
+        // moved and kept nothing, so sign again from the counter as it is now.
+        if (res.status === 402 && /^the voucher covers up to/.test(err.body.Description ?? "") && attempt < 4) continue;
+        throw err;
       }
-      return res;
     },
 
     /** The size of a readable file, from a HEAD (which charges nothing). */

@@ -2,15 +2,32 @@
  * The file catalog (D9): buckets named by canonical DID, files unique by (bucket, back-end,
  * name) — an upload with an existing name replaces that entry — and the entries of spec 2.5.
  */
-import { and, asc, eq, gt, sql } from "drizzle-orm";
-import type { Db } from "../db/open.ts";
+import type { Queryable, Sql } from "../db/sql.ts";
 import { storageError } from "../http/errors.ts";
 import type { FileEntry } from "../http/model.ts";
 import type { BackendKind } from "./backend.ts";
-import { buckets, files } from "./schema.ts";
+import type { files } from "./schema.ts";
 
 export type FileRow = typeof files.$inferSelect;
-type Tx = Parameters<Parameters<Db["transaction"]>[0]>[0];
+
+/** What runs inside the transaction that records a file: the quota's exact check (src/quota/meter.ts). */
+export interface AddHook {
+  /** The transaction's first statements: D16's lock on the account's quota row. */
+  lock(tx: Queryable): Promise<void>;
+  /** Once the row is in; throwing undoes it all. */
+  settle(tx: Queryable): Promise<void>;
+}
+
+const COLUMNS = `id, did, backend, name, cid, size, encryption, mod_time AS "modTime"`;
+const STORED = "SELECT CAST(COALESCE(SUM(size), 0) AS BIGINT) AS n FROM files WHERE did = $1";
+const STORED_EXCEPT = `${STORED} AND NOT (backend = $2 AND name = $3)`;
+const ADD_BUCKET = "INSERT INTO buckets (did, created_at) VALUES ($1, $2) ON CONFLICT (did) DO NOTHING";
+const DROP_NAMED = "DELETE FROM files WHERE did = $1 AND backend = $2 AND name = $3 RETURNING cid";
+const INSERT_FILE = `INSERT INTO files (did, backend, name, cid, size, encryption, mod_time) VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING ${COLUMNS}`;
+const LIST = `SELECT ${COLUMNS} FROM files WHERE did = $1 AND backend = $2 AND id > $3 ORDER BY id LIMIT $4`;
+const REMOVE = `DELETE FROM files WHERE id = $1 AND backend = $2 AND did = $3 RETURNING ${COLUMNS}`;
+const OWNER_OF = "SELECT did FROM files WHERE id = $1 AND backend = $2";
+const OWNS = `SELECT ${COLUMNS} FROM files WHERE backend = $1 AND cid = $2 AND did = $3 LIMIT 1`;
 
 /** A file entry as spec 2.5 names its fields. */
 export function fileEntry(row: FileRow, isPublic = false): FileEntry {
@@ -38,58 +55,51 @@ export function cleanName(raw: string | undefined): string {
  * Bytes `did` stores on both back-ends (one space pool, D7), leaving out the file named `except`
  * (the entry an upload would replace). The quota meter counts with it, inside its transactions.
  */
-export function storedBytes(db: Db, did: string, except?: { backend: string; name: string }): number {
-  return (
-    db
-      .select({ n: sql<number>`coalesce(sum(${files.size}), 0)` })
-      .from(files)
-      .where(and(eq(files.did, did), except ? sql`not (${files.backend} = ${except.backend} and ${files.name} = ${except.name})` : undefined))
-      .get()?.n ?? 0
-  );
+export async function storedBytes(q: Queryable, did: string, except?: { backend: string; name: string }): Promise<number> {
+  const row = except ? await q.get<{ n: number }>(STORED_EXCEPT, [did, except.backend, except.name]) : await q.get<{ n: number }>(STORED, [did]);
+  return row?.n ?? 0;
 }
 
-export function createFiles(db: Db, now: () => number = Date.now) {
+export function createFiles(sql: Sql, now: () => number = Date.now) {
   return {
     /**
-     * Records a stored file; returns the new row and the Cid of an entry it replaced. `settle` runs
-     * in the same transaction once the row is in (the quota's exact check); throwing undoes it all.
+     * Records a stored file; returns the new row and the Cid of an entry it replaced. `hook` (the
+     * quota) locks first and settles once the row is in, in the same transaction; throwing undoes it all.
      */
-    add(f: { did: string; backend: BackendKind; name: string; cid: string; size: number; encryption: string }, settle?: (tx: Tx) => void): { row: FileRow; replaced?: string } {
-      return db.transaction(
-        (tx) => {
-          tx.insert(buckets).values({ did: f.did, createdAt: now() }).onConflictDoNothing().run();
-          const old = tx.delete(files).where(and(eq(files.did, f.did), eq(files.backend, f.backend), eq(files.name, f.name))).returning().get();
-          const row = tx.insert(files).values({ ...f, modTime: now() }).returning().get();
-          settle?.(tx);
+    add(f: { did: string; backend: BackendKind; name: string; cid: string; size: number; encryption: string }, hook?: AddHook): Promise<{ row: FileRow; replaced?: string }> {
+      return sql.tx(
+        async (tx) => {
+          await hook?.lock(tx);
+          await tx.run(ADD_BUCKET, [f.did, now()]);
+          const old = await tx.get<{ cid: string }>(DROP_NAMED, [f.did, f.backend, f.name]);
+          const row = await tx.get<FileRow>(INSERT_FILE, [f.did, f.backend, f.name, f.cid, f.size, f.encryption, now()]);
+          if (!row) throw new Error("INSERT … RETURNING gave no row");
+          await hook?.settle(tx);
           return { row, replaced: old?.cid };
         },
-        { behavior: "immediate" },
+        // With the quota's lock held, every read of the account's rows is current (D16). Without
+        // it, SERIALIZABLE makes two uploads of one name replace each other in turn (a retry).
+        { isolation: hook ? "read committed" : "serializable" },
       );
     },
 
-    list(did: string, backend: BackendKind, page: { limit?: number; after?: number } = {}): FileRow[] {
-      const where = and(eq(files.did, did), eq(files.backend, backend), page.after !== undefined ? gt(files.id, page.after) : undefined);
-      const q = db.select().from(files).where(where).orderBy(asc(files.id));
-      return page.limit !== undefined ? q.limit(page.limit).all() : q.all();
+    list(did: string, backend: BackendKind, page: { limit?: number; after?: number } = {}): Promise<FileRow[]> {
+      return sql.all<FileRow>(LIST, [did, backend, page.after ?? -1, page.limit ?? Number.MAX_SAFE_INTEGER]);
     },
 
     /** Deletes a file of `did` on `backend`: 404 unknown id, 403 someone else's. */
-    remove(did: string, backend: BackendKind, id: number): FileRow {
-      return db.transaction(
-        (tx) => {
-          const row = tx.select().from(files).where(and(eq(files.id, id), eq(files.backend, backend))).get();
-          if (!row) throw storageError.notFound("File not found");
-          if (row.did !== did) throw storageError.forbidden("Permission denied: the file belongs to another account");
-          tx.delete(files).where(eq(files.id, id)).run();
-          return row;
-        },
-        { behavior: "immediate" },
-      );
+    async remove(did: string, backend: BackendKind, id: number): Promise<FileRow> {
+      // One conditional statement: two deletes of one file (on two gateways) remove it once.
+      const row = await sql.get<FileRow>(REMOVE, [id, backend, did]);
+      if (row) return row;
+      const other = await sql.get<{ did: string }>(OWNER_OF, [id, backend]);
+      if (other) throw storageError.forbidden("Permission denied: the file belongs to another account");
+      throw storageError.notFound("File not found");
     },
 
     /** Whether `did` stores a file with this Cid on this back-end. */
-    owns(did: string, backend: BackendKind, cid: string): FileRow | undefined {
-      return db.select().from(files).where(and(eq(files.backend, backend), eq(files.cid, cid), eq(files.did, did))).get();
+    owns(did: string, backend: BackendKind, cid: string): Promise<FileRow | undefined> {
+      return sql.get<FileRow>(OWNS, [backend, cid, did]);
     },
   };
 }

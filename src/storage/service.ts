@@ -5,14 +5,14 @@
  * (file entries, a readable file): requests, headers, Range, multipart and HEAD are the routes'.
  *
  * @example
- *   const storage = createStorage({ db, backends, tokens, users, resolver, domain, seller, … })
+ *   const storage = createStorage({ sql, backends, tokens, users, resolver, domain, seller, … })
  *   const entry = await storage.upload(caller, storage.kind("dfs"), { declared, form: () => readFilePart(request) })
  */
 import { CID } from "multiformats/cid";
 import type { Address, TypedDataDomain } from "viem";
 import type { TokenService } from "../accounts/tokens.ts";
 import type { UserService } from "../accounts/users.ts";
-import type { Db } from "../db/open.ts";
+import type { Sql } from "../db/sql.ts";
 import type { Readable } from "node:stream";
 import { StorageError, storageError } from "../http/errors.ts";
 import { isStorageKind, type DidLoginTokens, type FileEntry, type FileList, type StorageKind, type TrafficHashResult } from "../http/model.ts";
@@ -80,7 +80,7 @@ export interface ReadableFile {
 export type ReadGrant = (reader: Address, kind: BackendKind, cid: string) => Promise<Address | undefined>;
 
 export interface StorageDeps {
-  db: Db;
+  sql: Sql;
   log: Logger;
   chainId: number;
   maxBody: number;
@@ -92,7 +92,7 @@ export interface StorageDeps {
   seller: Address;
   readGrant?: ReadGrant;
   /** Whether the caller's own directory entry for a Cid is public (listobjects' `Public`). */
-  isPublic?: (owner: Address, cid: string) => boolean;
+  isPublic?: (owner: Address, cid: string) => boolean | Promise<boolean>;
   /** Quota enforcement (D7); absent, only the vouchers bound use. */
   meter?: Meter;
   /** Rate limits of POST /login (per client address and per DID); on unless false. */
@@ -116,10 +116,10 @@ export const LOGIN_LIMITS = {
 };
 
 export function createStorage(deps: StorageDeps) {
-  const { db, log, chainId } = deps;
-  const sessions = createSessions({ db, resolver: deps.resolver, domain: deps.domain, chainId, now: deps.now });
-  const vouchers = createVouchers({ db, domain: deps.domain, seller: deps.seller, now: deps.now });
-  const files = createFiles(db, deps.now);
+  const { sql, log, chainId } = deps;
+  const sessions = createSessions({ sql, resolver: deps.resolver, domain: deps.domain, chainId, now: deps.now });
+  const vouchers = createVouchers({ sql, domain: deps.domain, seller: deps.seller, now: deps.now });
+  const files = createFiles(sql, deps.now);
   // Every back-end failure reaches this service already mapped (storage/errors.ts). Looked up per
   // call: the back-ends may be opened after the service is made (they are its deps, not its own).
   const mapped = new WeakMap<Backend, Backend>();
@@ -157,13 +157,13 @@ export function createStorage(deps: StorageDeps) {
         throw storageError.address("the voucher's payer is not the Bearer account or one of its keys");
       }
       quota = await deps.meter?.beginUpload(who.did.address, who.did.canonical, { declared: Number.isFinite(declared) ? declared : undefined, backend: b.kind, name });
-      const accepted = vouchers.accept(voucher);
+      const accepted = await vouchers.accept(voucher);
       const limit = Math.min(accepted.allowance, deps.maxBody);
       const { stream, meter } = meterUpload(
         part.stream,
         limit,
         () => (limit === deps.maxBody ? storageError.tooLarge(deps.maxBody) : storageError.quota(`the voucher allows ${accepted.allowance} more bytes`)),
-        (n) => quota?.add(n),
+        async (n) => quota?.add(n),
       );
       let pending: Awaited<ReturnType<Backend["put"]>>;
       try {
@@ -183,26 +183,26 @@ export function createStorage(deps: StorageDeps) {
         await pending.abort().catch(() => {}); // never leave a put neither committed nor aborted
         throw err;
       }
-      let added: ReturnType<typeof files.add>;
+      let added: Awaited<ReturnType<typeof files.add>>;
       try {
         // The quota's exact check runs in the transaction that records the file (D14).
-        added = files.add({ did: who.did.canonical, backend: b.kind, name, cid: pending.cid, size: pending.size, encryption: String(part.fields.encryption ?? "") }, quota && ((tx) => quota?.commit(tx, pending.size, meter.bytes)));
+        added = await files.add({ did: who.did.canonical, backend: b.kind, name, cid: pending.cid, size: pending.size, encryption: String(part.fields.encryption ?? "") }, quota?.commit(pending.size, meter.bytes));
       } catch (err) {
-        quota?.release(); // before any await: a refused upload never counts against another's check
+        await quota?.release(); // first: a refused upload never counts against another's check
         await release(b, pending.cid);
         throw err;
       }
       // The file is stored: what follows is bookkeeping, and its failure must not turn a stored
       // file into an error answer.
       try {
-        vouchers.settle(accepted, meter.bytes);
+        await vouchers.settle(accepted, meter.bytes);
       } catch (err) {
         log.error("settling an upload's counters failed", { cid: pending.cid, err: (err as Error).message });
       }
       if (added.replaced) await release(b, added.replaced);
-      return fileEntry(added.row, deps.isPublic?.(who.did.address, added.row.cid));
+      return fileEntry(added.row, await deps.isPublic?.(who.did.address, added.row.cid));
     } finally {
-      quota?.release(); // a no-op once committed
+      await quota?.release().catch((err) => log.error("releasing an upload's holds failed", { err: (err as Error).message })); // a no-op once committed
       part.stream.resume();
       part.stop();
     }
@@ -211,10 +211,10 @@ export function createStorage(deps: StorageDeps) {
   /** The file entry a reader reads through: its own, or that of the owner whose directory entry
    * grants it (never another owner's private name for the same bytes). */
   async function readableRow(reader: Address, kind: BackendKind, cid: string) {
-    const own = files.owns(canonicalDid(reader, chainId), kind, cid);
+    const own = await files.owns(canonicalDid(reader, chainId), kind, cid);
     if (own) return own;
     const owner = await deps.readGrant?.(reader, kind, cid);
-    return owner ? files.owns(canonicalDid(owner, chainId), kind, cid) : undefined;
+    return owner ? await files.owns(canonicalDid(owner, chainId), kind, cid) : undefined;
   }
 
   /** Whom a download reads for: the payer, or the DID `did` names when the payer is one of its keys (D2). */
@@ -254,16 +254,21 @@ export function createStorage(deps: StorageDeps) {
     async function send(range?: ByteRange) {
       const length = range ? range.end - range.start + 1 : total;
       const traffic = await deps.meter?.beginDownload(reader, length);
-      let accepted: ReturnType<typeof vouchers.accept>;
+      let accepted: Awaited<ReturnType<typeof vouchers.accept>>;
       try {
-        accepted = vouchers.accept({ payer, size }, length);
+        accepted = await vouchers.accept({ payer, size }, length);
       } catch (err) {
-        traffic?.settle(0); // the reservation must not outlive a refused voucher
+        await traffic?.settle(0); // the reservation must not outlive a refused voucher
         throw err;
       }
-      const settle = (sent: number) => {
-        vouchers.settle(accepted, sent);
-        traffic?.settle(sent);
+      // Bookkeeping once bytes went out: a failure is logged, never the download's answer.
+      const settle = async (sent: number) => {
+        try {
+          await vouchers.settle(accepted, sent);
+          await traffic?.settle(sent);
+        } catch (err) {
+          log.error("settling a download's counters failed", { cid, err: (err as Error).message });
+        }
       };
       if (length <= WHOLE_BODY_MAX) {
         // A small body is read (and its hashes checked) before the headers go out: a failure is
@@ -272,13 +277,14 @@ export function createStorage(deps: StorageDeps) {
         try {
           bytes = await Bun.readableStreamToBytes(b.read(cid, range));
         } catch (err) {
-          settle(0);
+          await settle(0);
           throw err;
         }
-        settle(bytes.byteLength);
+        await settle(bytes.byteLength);
         return bytes;
       }
-      return meterDownload(b.read(cid, range), settle, () => traffic?.renew());
+      const renew = () => void traffic?.renew().catch((err) => log.error("renewing a download's hold failed", { cid, err: (err as Error).message }));
+      return meterDownload(b.read(cid, range), settle, renew);
     }
     return { name: row.name, cid, size: total, send };
   }
@@ -289,13 +295,14 @@ export function createStorage(deps: StorageDeps) {
     const after = page.after === undefined ? undefined : Number(page.after);
     if (limit !== undefined && !(Number.isInteger(limit) && limit >= 1 && limit <= 1000)) throw storageError.badRequest("limit must be 1 to 1000");
     if (after !== undefined && !(Number.isInteger(after) && after >= 0)) throw storageError.badRequest("after must be a file ID");
-    let rows: ReturnType<typeof files.list>;
+    let rows: Awaited<ReturnType<typeof files.list>>;
     try {
-      rows = files.list(who.did.canonical, b.kind, { limit, after });
+      rows = await files.list(who.did.canonical, b.kind, { limit, after });
     } catch (err) {
       throw storageError.listFailed((err as Error).message);
     }
-    return { Address: who.did.address, Storage: b.kind, Object: rows.map((r) => fileEntry(r, deps.isPublic?.(who.did.address, r.cid))) };
+    const entries = await Promise.all(rows.map(async (r) => fileEntry(r, await deps.isPublic?.(who.did.address, r.cid))));
+    return { Address: who.did.address, Storage: b.kind, Object: entries };
   }
 
   /**
@@ -311,7 +318,7 @@ export function createStorage(deps: StorageDeps) {
       await sessions.restricted({ ...query, payload: query.payload }, "delete", who.did);
       if (query.payload !== idText) throw storageError.unauthorized("payload must be the file id");
       if (!/^\d{1,15}$/.test(idText)) throw storageError.notFound("File not found");
-      const row = files.remove(who.did.canonical, b.kind, Number(idText));
+      const row = await files.remove(who.did.canonical, b.kind, Number(idText));
       await release(b, row.cid);
       return { Status: "Success" as const };
     } catch (err) {
@@ -341,7 +348,7 @@ export function createStorage(deps: StorageDeps) {
     return { did: did.canonical, accessToken: pair.accessToken, refreshToken: pair.refreshToken };
   }
 
-  function trafficHash(who: Caller, size: unknown): TrafficHashResult {
+  function trafficHash(who: Caller, size: unknown): Promise<TrafficHashResult> {
     return vouchers.hashFor(who.did.address, size);
   }
 

@@ -8,16 +8,16 @@
  *
  * Restricted calls carry `requestID`: any id of the session not seen before and greater than
  * (highest seen − 64) is accepted, so parallel calls work; an id is claimed by a unique insert,
- * and only after its signature verified.
+ * and only after its signature verified. Every write to a session runs after its row is locked
+ * (or in the one statement that makes it), so two gateways that see one requestID at the same
+ * moment accept it once (D16).
  */
-import { and, desc, eq, lt, max, sql } from "drizzle-orm";
 import type { Address, Hex, TypedDataDomain } from "viem";
-import type { Db } from "../db/open.ts";
+import type { Sql } from "../db/sql.ts";
 import { storageError } from "../http/errors.ts";
 import { parseDid, type Did } from "../identity/did.ts";
 import { isSignature, recoverLogin, recoverRequest } from "../identity/eip712.ts";
 import type { DidResolver } from "../identity/resolver.ts";
-import { sessionRequests, storageSessions } from "./schema.ts";
 
 export const LOGIN_WINDOW_S = 60;
 export const REQUEST_WINDOW = 64;
@@ -36,6 +36,22 @@ export interface RestrictedInput {
   payload?: string;
   signature?: string;
 }
+
+const LATEST_AT = "SELECT MAX(created_at) AS at FROM storage_sessions WHERE did = $1 AND timestamp = $2";
+// One statement decides: a new session, or an existing one whose last login is older. The
+// (did, token) key makes two identical logins at once collide, and only one updates.
+const OPEN = `INSERT INTO storage_sessions (did, token, timestamp, highest_request, created_at) VALUES ($1, $2, $3, 0, $4)
+  ON CONFLICT (did, token) DO UPDATE SET timestamp = excluded.timestamp, highest_request = 0, created_at = excluded.created_at
+  WHERE storage_sessions.timestamp < excluded.timestamp RETURNING did`;
+const FORGET_REQUESTS = "DELETE FROM session_requests WHERE did = $1 AND token = $2";
+const LATEST = `SELECT token, timestamp, highest_request AS "highestRequest" FROM storage_sessions WHERE did = $1 ORDER BY timestamp DESC, created_at DESC LIMIT 1`;
+const SESSION = `SELECT timestamp, highest_request AS "highestRequest" FROM storage_sessions WHERE did = $1 AND token = $2`;
+const SESSION_LOCKED = `${SESSION} FOR UPDATE`;
+const CLAIM = "INSERT INTO session_requests (did, token, request_id) VALUES ($1, $2, $3) ON CONFLICT (did, token, request_id) DO NOTHING RETURNING request_id";
+const RAISE = "UPDATE storage_sessions SET highest_request = $3 WHERE did = $1 AND token = $2 AND highest_request < $3";
+const PRUNE = "DELETE FROM session_requests WHERE did = $1 AND token = $2 AND request_id < $3";
+
+type SessionRow = { timestamp: number; highestRequest: number };
 
 const refuse = (why: string) => storageError.unauthorized(why);
 
@@ -71,8 +87,8 @@ async function authorizedSigner(resolver: DidResolver, who: Did, recover: () => 
   return signer;
 }
 
-export function createSessions(deps: { db: Db; resolver: DidResolver; domain: TypedDataDomain; chainId: number; now?: () => number }) {
-  const { db, resolver, domain, chainId } = deps;
+export function createSessions(deps: { sql: Sql; resolver: DidResolver; domain: TypedDataDomain; chainId: number; now?: () => number }) {
+  const { sql, resolver, domain, chainId } = deps;
   const nowS = () => Math.floor((deps.now ?? Date.now)() / 1000);
 
   async function login(input: LoginInput): Promise<{ did: Did; signer: Address }> {
@@ -88,30 +104,20 @@ export function createSessions(deps: { db: Db; resolver: DidResolver; domain: Ty
     const signer = await authorizedSigner(resolver, who, () => recoverLogin(domain, { did: input.did as string, token, timestamp }, signature));
 
     const at = Number(timestamp);
-    db.transaction(
-      (tx) => {
-        // "Latest session" (GET /login) must be well defined when two tokens share a second: the
-        // later login gets the later created_at, even within one millisecond.
-        const tie = tx.select({ at: max(storageSessions.createdAt) }).from(storageSessions).where(and(eq(storageSessions.did, who.canonical), eq(storageSessions.timestamp, at))).get();
-        const session = { timestamp: at, highestRequest: 0, createdAt: Math.max(Date.now(), (tie?.at ?? 0) + 1) };
-        // One statement decides: a new session, or an existing one whose last login is older.
-        // The (did, token) key makes two identical logins at once collide, and only one updates.
-        const opened = tx
-          .insert(storageSessions)
-          .values({ did: who.canonical, token, ...session })
-          .onConflictDoUpdate({ target: [storageSessions.did, storageSessions.token], set: session, setWhere: sql`${storageSessions.timestamp} < excluded.timestamp` })
-          .returning({ did: storageSessions.did })
-          .get();
-        if (!opened) throw refuse("timestamp is not newer than this session's last login: replayed or out of order");
-        tx.delete(sessionRequests).where(and(eq(sessionRequests.did, who.canonical), eq(sessionRequests.token, token))).run();
-      },
-      { behavior: "immediate" },
-    );
+    const key = who.canonical;
+    await sql.tx(async (tx) => {
+      // "Latest session" (GET /login) must be well defined when two tokens share a second: the
+      // later login gets the later created_at, even within one millisecond.
+      const tie = await tx.get<{ at: number | null }>(LATEST_AT, [key, at]);
+      const opened = await tx.get(OPEN, [key, token, at, Math.max(Date.now(), (tie?.at ?? 0) + 1)]);
+      if (!opened) throw refuse("timestamp is not newer than this session's last login: replayed or out of order");
+      await tx.run(FORGET_REQUESTS, [key, token]);
+    });
     return { did: who, signer };
   }
 
   /** Login info (spec 2.2) of the DID's latest session. */
-  function info(didParam: string | undefined) {
+  async function info(didParam: string | undefined) {
     if (!didParam) throw storageError.badRequest("did is required");
     let who: Did;
     try {
@@ -119,7 +125,7 @@ export function createSessions(deps: { db: Db; resolver: DidResolver; domain: Ty
     } catch (err) {
       throw storageError.badRequest((err as Error).message);
     }
-    const s = db.select().from(storageSessions).where(eq(storageSessions.did, who.canonical)).orderBy(desc(storageSessions.timestamp), desc(storageSessions.createdAt)).get();
+    const s = await sql.get<{ token: string; timestamp: number; highestRequest: number }>(LATEST, [who.canonical]);
     if (!s) throw storageError.notFound("no login for this DID");
     return { token: s.token, timestamp: s.timestamp, requestID: String(s.highestRequest) };
   }
@@ -132,8 +138,7 @@ export function createSessions(deps: { db: Db; resolver: DidResolver; domain: Ty
     const token = normalizeToken(input.token);
     const requestID = integer(input.requestID, "requestID");
     if (requestID < 1n) throw refuse("requestID starts at 1 after a login");
-    const session = () => db.select().from(storageSessions).where(and(eq(storageSessions.did, who.canonical), eq(storageSessions.token, token))).get();
-    const open = session();
+    const open = await sql.get<SessionRow>(SESSION, [who.canonical, token]);
     if (!open) throw refuse("no session for this token: log in first");
     if (Number(requestID) <= open.highestRequest - REQUEST_WINDOW) throw refuse("requestID is too old");
     if (!isSignature(input.signature)) throw refuse("signature must be 65 bytes of 0x-hex");
@@ -141,19 +146,21 @@ export function createSessions(deps: { db: Db; resolver: DidResolver; domain: Ty
     const payload = input.payload;
     await authorizedSigner(resolver, who, () => recoverRequest(domain, { did: input.did as string, token, requestID, action, payload }, signature));
 
-    db.transaction(
-      (tx) => {
-        // Read again: a login or other calls may have moved the session while we verified.
-        const now = tx.select().from(storageSessions).where(and(eq(storageSessions.did, who.canonical), eq(storageSessions.token, token))).get();
+    const id = Number(requestID);
+    await sql.tx(
+      async (tx) => {
+        // Read again, locked: a login or other calls may have moved the session while we verified,
+        // and none can until this transaction ends.
+        const now = await tx.get<SessionRow>(SESSION_LOCKED, [who.canonical, token]);
         if (!now || now.timestamp !== open.timestamp) throw refuse("the session changed: log in again");
-        if (Number(requestID) <= now.highestRequest - REQUEST_WINDOW) throw refuse("requestID is too old");
-        const claimed = tx.insert(sessionRequests).values({ did: who.canonical, token, requestId: Number(requestID) }).onConflictDoNothing().returning().get();
+        if (id <= now.highestRequest - REQUEST_WINDOW) throw refuse("requestID is too old");
+        const claimed = await tx.get(CLAIM, [who.canonical, token, id]);
         if (!claimed) throw refuse("requestID already used");
-        const highest = Math.max(now.highestRequest, Number(requestID));
-        tx.update(storageSessions).set({ highestRequest: highest }).where(and(eq(storageSessions.did, who.canonical), eq(storageSessions.token, token))).run();
-        tx.delete(sessionRequests).where(and(eq(sessionRequests.did, who.canonical), eq(sessionRequests.token, token), lt(sessionRequests.requestId, highest - REQUEST_WINDOW))).run();
+        const highest = Math.max(now.highestRequest, id);
+        await tx.run(RAISE, [who.canonical, token, highest]);
+        await tx.run(PRUNE, [who.canonical, token, highest - REQUEST_WINDOW]);
       },
-      { behavior: "immediate" },
+      { isolation: "read committed" },
     );
     return requestID;
   }

@@ -11,6 +11,7 @@ import type { ChainContext } from "../chain/types.ts";
 import type { Config } from "../config.ts";
 import { installationId } from "../db/installation.ts";
 import type { Db } from "../db/open.ts";
+import type { Sql } from "../db/sql.ts";
 import { storageDomain } from "../identity/eip712.ts";
 import { ethrResolver } from "../identity/resolver.ts";
 import type { Logger } from "../log.ts";
@@ -21,11 +22,11 @@ import { createStorage, type StorageDeps } from "./service.ts";
 
 /** The storage service over open back-ends, wired as the server wires it; `extra` overrides. */
 export function storageOver(
-  { config, db, log, chain, accounts, backends }: { config: Config; db: Db; log: Logger; chain: ChainContext; accounts: Pick<AccountServices, "tokens" | "users" | "limiter">; backends: Partial<Record<BackendKind, Backend>> },
+  { config, sql, log, chain, accounts, backends }: { config: Config; sql: Sql; log: Logger; chain: ChainContext; accounts: Pick<AccountServices, "tokens" | "users" | "limiter">; backends: Partial<Record<BackendKind, Backend>> },
   extra: Partial<StorageDeps> = {},
 ) {
   return createStorage({
-    db,
+    sql,
     log,
     chainId: config.chainId,
     maxBody: config.maxBody,
@@ -51,30 +52,30 @@ export interface Blobs {
  * Opens the configured blob store and claims it for this deployment (its installation id, made
  * once in app_state) before anything sweeps it: a store another deployment claimed is refused.
  */
-export async function openBlobs({ config, db, log }: { config: Config; db: Db; log: Logger }): Promise<Blobs> {
+export async function openBlobs({ config, db, sql, log }: { config: Config; db: Db; sql: Sql; log: Logger }): Promise<Blobs> {
   const store = await openBlobStore(config);
-  await claimDeployment(store, installationId(db));
-  return { store, guard: createBlobGuard({ db, store, log }) };
+  await claimDeployment(store, await installationId(sql));
+  return { store, guard: createBlobGuard({ sql, store, log }) };
 }
 
-export async function startStorage(deps: { config: Config; db: Db; log: Logger; chain: ChainContext; accounts: AccountServices; extra?: Partial<StorageDeps> }) {
+export async function startStorage(deps: { config: Config; db: Db; sql: Sql; log: Logger; chain: ChainContext; accounts: AccountServices; extra?: Partial<StorageDeps> }) {
   const { config, db, log, chain, accounts } = deps;
   const backends: Partial<Record<BackendKind, Backend>> = {};
   const stop = async () => {
     for (const b of Object.values(backends)) await b.stop();
   };
-  const blobs = await openBlobs({ config, db, log });
+  const blobs = await openBlobs({ config, db, sql: deps.sql, log });
   log.info("blob store ready", { kind: blobs.store.kind });
   try {
-    backends.dfs = await openDfs({ db, log, guard: blobs.guard, legacyDir: join(config.dataDir, "dfs") });
-    const ipfs = await openIpfs({ dir: join(config.dataDir, "ipfs"), listen: config.ipfsListen, db, log, guard: blobs.guard });
+    backends.dfs = await openDfs({ sql: deps.sql, log, guard: blobs.guard, legacyDir: join(config.dataDir, "dfs") });
+    const ipfs = await openIpfs({ dir: join(config.dataDir, "ipfs"), listen: config.ipfsListen, sql: deps.sql, log, guard: blobs.guard });
     backends.ipfs = ipfs;
     log.info("ipfs node ready", { peerId: ipfs.peerId, addresses: ipfs.multiaddrs() });
   } catch (err) {
     await stop();
     throw err;
   }
-  const storage = storageOver({ config, db, log, chain, accounts, backends }, deps.extra);
+  const storage = storageOver({ config, sql: deps.sql, log, chain, accounts, backends }, deps.extra);
   const health = { blobs: () => ({ kind: blobs.store.kind }), ...Object.fromEntries(Object.entries(backends).map(([kind, b]) => [kind, () => b.health()])) };
   return { storage, backends, blobs, health, stop };
 }

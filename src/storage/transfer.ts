@@ -20,7 +20,7 @@ export function meterUpload(
   limit: number,
   overLimit: () => StorageError,
   /** Sees each chunk's size before it is passed on; throwing (a quota refusal) stops the upload. */
-  onBytes: (n: number) => void = () => {},
+  onBytes: (n: number) => void | Promise<void> = () => {},
 ): { stream: ReadableStream<Uint8Array>; meter: UploadMeter } {
   const hasher = new Bun.CryptoHasher("sha256");
   const meter: UploadMeter = { bytes: 0, sha256: () => hasher.digest("hex") };
@@ -42,7 +42,7 @@ export function meterUpload(
       meter.bytes += value.byteLength;
       try {
         if (meter.bytes > limit) throw overLimit();
-        onBytes(value.byteLength);
+        await onBytes(value.byteLength);
       } catch (err) {
         meter.failure = err as StorageError;
         file.destroy();
@@ -59,14 +59,15 @@ export function meterUpload(
 }
 
 /** Passes a download through, reporting how many bytes went out when it ends, fails or is cancelled
- * (`flowing` hears of each chunk: the quota hold is renewed while bytes flow). */
-export function meterDownload(source: ReadableStream<Uint8Array>, done: (bytes: number) => void, flowing: () => void = () => {}): ReadableStream<Uint8Array> {
+ * (`flowing` hears of each chunk: the quota hold is renewed while bytes flow). The report is
+ * awaited before the stream ends, so the counters are settled by the time the client sees the end. */
+export function meterDownload(source: ReadableStream<Uint8Array>, done: (bytes: number) => void | Promise<void>, flowing: () => void = () => {}): ReadableStream<Uint8Array> {
   let bytes = 0;
   let reported = false;
-  const report = () => {
+  const report = async () => {
     if (!reported) {
       reported = true;
-      done(bytes);
+      await done(bytes);
     }
   };
   const reader = source.getReader();
@@ -75,19 +76,19 @@ export function meterDownload(source: ReadableStream<Uint8Array>, done: (bytes: 
       try {
         const { value, done: end } = await reader.read();
         if (end) {
-          report();
+          await report();
           return controller.close();
         }
         bytes += value.byteLength;
         flowing();
         controller.enqueue(value);
       } catch (err) {
-        report();
+        await report();
         controller.error(err);
       }
     },
-    cancel(reason) {
-      report();
+    async cancel(reason) {
+      await report();
       return reader.cancel(reason);
     },
     // No read-ahead: a chunk is pulled only when the consumer asks for one, so what was counted

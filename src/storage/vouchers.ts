@@ -7,15 +7,20 @@
  * @example
  *   const v = await vouchers.accept({ size, sign }, { needs: length })
  *   … stream …
- *   vouchers.settle(v, sentBytes)
+ *   await vouchers.settle(v, sentBytes)
+ *
+ * Two gateways that see one voucher at the same moment accept it once: the (payer, size) key
+ * decides, in a conditional insert (D16).
  */
-import { eq, sql } from "drizzle-orm";
 import { getAddress, type Address, type TypedDataDomain } from "viem";
-import type { Db } from "../db/open.ts";
+import type { Sql } from "../db/sql.ts";
 import { storageError } from "../http/errors.ts";
 import { wholeBytes } from "../http/params.ts";
 import { isSignature, recoverVoucher, voucherHash } from "../identity/eip712.ts";
-import { voucherCounters, vouchersUsed } from "./schema.ts";
+
+const USED = "SELECT used FROM voucher_counters WHERE payer = $1";
+const CLAIM = "INSERT INTO vouchers_used (payer, size, base, used_at) VALUES ($1, $2, $3, $4) ON CONFLICT (payer, size) DO NOTHING RETURNING payer";
+const COUNT = "INSERT INTO voucher_counters (payer, used) VALUES ($1, $2) ON CONFLICT (payer) DO UPDATE SET used = voucher_counters.used + excluded.used";
 
 export interface AcceptedVoucher {
   payer: Address;
@@ -24,15 +29,14 @@ export interface AcceptedVoucher {
   allowance: number;
 }
 
-
-export function createVouchers({ db, domain, seller, now = Date.now }: { db: Db; domain: TypedDataDomain; seller: Address; now?: () => number }) {
-  const usedBy = (payer: string) => db.select().from(voucherCounters).where(eq(voucherCounters.payer, payer)).get()?.used ?? 0;
+export function createVouchers({ sql, domain, seller, now = Date.now }: { sql: Sql; domain: TypedDataDomain; seller: Address; now?: () => number }) {
+  const usedBy = async (payer: string) => (await sql.get<{ used: number }>(USED, [payer]))?.used ?? 0;
 
   /** GET /traffichash: the digest to sign for `size`, with the payer's counter. */
-  function hashFor(payer: Address, rawSize: unknown) {
+  async function hashFor(payer: Address, rawSize: unknown) {
     const size = wholeBytes(rawSize);
     if (size === undefined) throw storageError.badRequest("size must be a whole number of bytes");
-    const used = usedBy(getAddress(payer));
+    const used = await usedBy(getAddress(payer));
     return {
       hash: voucherHash(domain, { seller, size: BigInt(size) }),
       seller,
@@ -56,29 +60,27 @@ export function createVouchers({ db, domain, seller, now = Date.now }: { db: Db;
   }
 
   /** Accepts a voucher once, for a transfer of `needs` bytes (unknown for uploads until the end). */
-  function accept(v: { payer: Address; size: number }, needs?: number): AcceptedVoucher {
-    return db.transaction(
-      (tx) => {
-        const used = tx.select().from(voucherCounters).where(eq(voucherCounters.payer, v.payer)).get()?.used ?? 0;
+  function accept(v: { payer: Address; size: number }, needs?: number): Promise<AcceptedVoucher> {
+    // Every read-modify-write here is the conditional insert: READ COMMITTED suffices (D16).
+    return sql.tx(
+      async (tx) => {
+        const used = (await tx.get<{ used: number }>(USED, [v.payer]))?.used ?? 0;
         const allowance = v.size - used;
         if (allowance <= 0 || (needs !== undefined && needs > allowance)) {
           throw storageError.quota(`the voucher covers up to ${v.size} bytes in all; ${used} are used${needs !== undefined ? `, this transfer needs ${needs}` : ""}: sign a new one (GET /traffichash)`);
         }
-        const fresh = tx.insert(vouchersUsed).values({ payer: v.payer, size: v.size, base: used, usedAt: now() }).onConflictDoNothing().returning().get();
+        const fresh = await tx.get(CLAIM, [v.payer, v.size, used, now()]);
         if (!fresh) throw storageError.quota("this voucher was already used: sign a new one (GET /traffichash)");
         return { payer: v.payer, size: v.size, allowance };
       },
-      { behavior: "immediate" },
+      { isolation: "read committed" },
     );
   }
 
   /** Adds what really moved to the payer's all-time count. */
-  function settle(v: AcceptedVoucher, bytes: number) {
+  async function settle(v: AcceptedVoucher, bytes: number) {
     if (bytes <= 0) return;
-    db.insert(voucherCounters)
-      .values({ payer: v.payer, used: bytes })
-      .onConflictDoUpdate({ target: voucherCounters.payer, set: { used: sql`${voucherCounters.used} + ${bytes}` } })
-      .run();
+    await sql.run(COUNT, [v.payer, bytes]);
   }
 
   return { hashFor, payerOf, accept, settle, usedBy };

@@ -4,11 +4,9 @@
  * no more than they received, and only expired holds are ever cleared.
  */
 import { describe, expect, test } from "bun:test";
-import { eq } from "drizzle-orm";
 import type { Address } from "viem";
 import { proxyAbi } from "../../src/chain/artifacts/index.ts";
 import { createMeter, RESERVATION_TTL_MS } from "../../src/quota/meter.ts";
-import { quotaReservations } from "../../src/quota/schema.ts";
 import { mined } from "../support/anvil.ts";
 import { readJson, statusOf } from "../support/app.ts";
 import { testGateway } from "../support/storage.ts";
@@ -17,7 +15,7 @@ const gw = await testGateway({ quota: true, ipfs: false });
 const { anvil, context } = gw.chain;
 const KIND = { space: 0, traffic: 1 } as const;
 const meter = gw.quota!.meter;
-const db = gw.database.db;
+const sql = gw.database.sql;
 
 async function grant(user: Address, kind: keyof typeof KIND, bytes: number) {
   await mined(
@@ -27,7 +25,9 @@ async function grant(user: Address, kind: keyof typeof KIND, bytes: number) {
 }
 
 const random = (n: number) => crypto.getRandomValues(new Uint8Array(n));
-const holdsOf = (account: Address) => db.select().from(quotaReservations).where(eq(quotaReservations.account, account)).all();
+const holdsOf = (account: Address) => sql.all<{ kind: string; bytes: number; gateway: string }>("SELECT kind, bytes, gateway FROM quota_reservations WHERE account = $1 ORDER BY id", [account]);
+const addHold = (h: { account: Address; bytes: number; createdAt: number; gateway: string; expiresAt: number }) =>
+  sql.run("INSERT INTO quota_reservations (account, kind, bytes, created_at, gateway, expires_at) VALUES ($1, 'space', $2, $3, $4, $5)", [h.account, h.bytes, h.createdAt, h.gateway, h.expiresAt]);
 
 /**
  * An upload whose client sends the first `sent` bytes of its body and then stalls, with the whole
@@ -82,7 +82,7 @@ describe("parallel uploads", () => {
     expect(before).toHaveLength(sizes.length + 1);
     expect(await statusOf(client.upload("dfs", random(1), { name: "one-more" }))).toBe(402);
     expect((await client.list("dfs")).Object).toEqual(before);
-    expect(holdsOf(account.address)).toEqual([]);
+    expect(await holdsOf(account.address)).toEqual([]);
   });
 });
 
@@ -99,14 +99,14 @@ describe("stalled and aborted uploads", () => {
     // Whatever they hold is at most what they received (8 MiB), so the other 8 MiB take a file.
     const other = await statusOf(client.upload("dfs", random(space - 8 * MiB), { name: "beside-the-stalled.bin" }));
     expect(other).toBe(200);
-    const held = holdsOf(account.address).filter((h) => h.kind === "space").reduce((n, h) => n + h.bytes, 0);
+    const held = (await holdsOf(account.address)).filter((h) => h.kind === "space").reduce((n, h) => n + h.bytes, 0);
     expect(held).toBeLessThanOrEqual(8 * MiB);
 
     for (const u of stalled) u.abort();
     const answers = await Promise.all(stalled.map((u) => u.answer));
     for (const a of answers) expect(a.status).toBe(400);
     expect((await readJson(answers[0] as Response)).Description).toMatch(/interrupted/);
-    expect(holdsOf(account.address)).toEqual([]);
+    expect(await holdsOf(account.address)).toEqual([]);
     expect((await client.space()).SizeByte).toBe(8 * MiB);
   });
 });
@@ -116,22 +116,22 @@ describe("renewing holds", () => {
     const { account, client } = await gw.user();
     await grant(account.address, "traffic", 1_000_000);
     let clock = Date.now();
-    const timed = createMeter({ db, records: gw.quota!.records, storedBytes: () => 0, now: () => clock });
+    const timed = createMeter({ sql, records: gw.quota!.records, storedBytes: async () => 0, now: () => clock });
     const trafficLeft = async () => (await timed.record(account.address, client.did, "traffic")).SizeByte;
     const down = await timed.beginDownload(account.address, 600_000);
     expect(await trafficLeft()).toBe(400_000);
     // Bytes flow for twice the TTL; each 10 s of it renews the hold.
     for (let waited = 0; waited < 2 * RESERVATION_TTL_MS; waited += 10_000) {
       clock += 10_000;
-      down.renew();
+      await down.renew();
     }
     expect(await trafficLeft()).toBe(400_000);
     expect(await timed.beginDownload(account.address, 400_001).then(() => 200, (err: { status?: number }) => err.status)).toBe(402);
     // The client goes silent: a TTL after the last renewal, the hold no longer counts.
     clock += RESERVATION_TTL_MS;
     expect(await trafficLeft()).toBe(1_000_000);
-    down.settle(0);
-    expect(holdsOf(account.address)).toEqual([]);
+    await down.settle(0);
+    expect(await holdsOf(account.address)).toEqual([]);
   });
 
   test("a slow upload renews its holds as its bytes trickle in, past the TTL; once they stop, the holds expire", async () => {
@@ -139,19 +139,19 @@ describe("renewing holds", () => {
     await grant(account.address, "space", 1_000_000);
     await grant(account.address, "traffic", 1_000_000);
     let clock = Date.now();
-    const timed = createMeter({ db, records: gw.quota!.records, storedBytes: () => 0, now: () => clock });
+    const timed = createMeter({ sql, records: gw.quota!.records, storedBytes: async () => 0, now: () => clock });
     const spaceLeft = async () => (await timed.record(account.address, client.did, "space")).SizeByte;
     // Far below the declared length, so only the time since the last record makes it check again.
     const up = await timed.beginUpload(account.address, client.did, { declared: 100_000, backend: "dfs", name: "slow.bin" });
     for (let waited = 0; waited < 2 * RESERVATION_TTL_MS; waited += 10_000) {
       clock += 10_000;
-      up.add(10);
+      await up.add(10);
     }
     expect(await spaceLeft()).toBe(1_000_000 - 120);
     clock += RESERVATION_TTL_MS;
     expect(await spaceLeft()).toBe(1_000_000);
-    up.release();
-    expect(holdsOf(account.address)).toEqual([]);
+    await up.release();
+    expect(await holdsOf(account.address)).toEqual([]);
   });
 });
 
@@ -163,20 +163,20 @@ describe("clearing holds", () => {
     // An upload in flight on this gateway: its first check made its hold rows.
     const live = await meter.beginUpload(account.address, client.did, { declared: 200_000, backend: "dfs", name: "in-flight.bin" });
     const now = Date.now();
-    db.insert(quotaReservations).values({ account: account.address, kind: "space", bytes: 300_000, createdAt: now, gateway: "another-gateway", expiresAt: now + 60_000 }).run();
-    db.insert(quotaReservations).values({ account: account.address, kind: "space", bytes: 400_000, createdAt: now - 120_000, gateway: "a-dead-gateway", expiresAt: now - 1 }).run();
+    await addHold({ account: account.address, bytes: 300_000, createdAt: now, gateway: "another-gateway", expiresAt: now + 60_000 });
+    await addHold({ account: account.address, bytes: 400_000, createdAt: now - 120_000, gateway: "a-dead-gateway", expiresAt: now - 1 });
     // An expired hold no longer counts, even before anything clears it.
     expect((await client.space()).SizeByte).toBe(700_000);
 
-    expect(meter.clearStale()).toBe(1);
-    const left = holdsOf(account.address);
+    expect(await meter.clearStale()).toBe(1);
+    const left = await holdsOf(account.address);
     expect(left.map((h) => `${h.kind} ${h.gateway}`).sort()).toEqual([`space ${meter.gateway}`, "space another-gateway", `traffic ${meter.gateway}`].sort());
     // Another gateway's live hold still counts.
     expect((await client.space()).SizeByte).toBe(700_000);
     expect(await statusOf(client.upload("dfs", random(700_001), { name: "too-big" }))).toBe(402);
 
-    live.release();
-    expect(holdsOf(account.address).map((h) => h.gateway)).toEqual(["another-gateway"]);
+    await live.release();
+    expect((await holdsOf(account.address)).map((h) => h.gateway)).toEqual(["another-gateway"]);
     expect(await statusOf(client.upload("dfs", random(700_000), { name: "fits" }))).toBe(200);
     expect((await client.space()).SizeByte).toBe(0);
   });

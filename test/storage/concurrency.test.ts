@@ -1,10 +1,13 @@
 // Parallel restricted calls (D5): distinct requestIDs in parallel all pass; the same requestID
-// raced passes exactly once (claimed by a unique insert).
+// raced passes exactly once (claimed by a unique insert), on one gateway or on two that share the
+// database (D16); so is one voucher (D6).
 import { expect, test } from "bun:test";
 import { readJson } from "../support/app.ts";
 import { testGateway } from "../support/storage.ts";
 
 const gw = await testGateway({ ipfs: false });
+/** A second gateway over the same database. */
+const gw2 = gw.another();
 
 test("10 parallel uploads by one user with distinct requestIDs all succeed", async () => {
   const { client } = await gw.user();
@@ -58,4 +61,33 @@ test("two deletes racing with the same requestID: exactly one succeeds", async (
   const answers = await Promise.all((await Promise.all([del(x.ID), del(y.ID)])).map((r) => gw.app.handle(r)));
   expect(answers.map((r) => r.status).sort()).toEqual([200, 401]);
   expect((await client.list("dfs")).Object).toHaveLength(1);
+});
+
+test("two gateways, one database: the same requestID sent to both at once passes exactly once", async () => {
+  for (let round = 0; round < 5; round++) {
+    const s = await gw.session(await gw.chain.anvil.newAccount());
+    const [a, b] = [crypto.getRandomValues(new Uint8Array(20_000)), crypto.getRandomValues(new Uint8Array(20_000))];
+    const requests = await Promise.all([gw.uploadRequest(s, { requestID: 1, bytes: a, name: "a" }), gw.uploadRequest(s, { requestID: 1, bytes: b, name: "b" })]);
+    const answers = await Promise.all([gw.app.handle(requests[0] as Request), gw2.app.handle(requests[1] as Request)]);
+    expect(answers.map((r) => r.status).sort()).toEqual([200, 401]);
+    const listed = await gw2.app.handle(new Request(`http://stowage.test/dfs/listobjects`, { headers: { authorization: `Bearer ${s.accessToken}` } }));
+    expect((await readJson(listed)).Object).toHaveLength(1);
+  }
+});
+
+test("two gateways, one database: one voucher spent on both at once is accepted once, and counted once", async () => {
+  const { account, client } = await gw.user();
+  const bytes = crypto.getRandomValues(new Uint8Array(30_000));
+  const e = await client.upload("dfs", bytes, { name: "twice.bin" });
+  for (let round = 0; round < 5; round++) {
+    const before = await gw.storage?.vouchers.usedBy(account.address);
+    const size = (before ?? 0) + 2 * bytes.length;
+    const q = new URLSearchParams({ size: String(size), sign: await gw.sign.voucher(account, size) });
+    const read = (app: typeof gw.app) => app.handle(new Request(`http://stowage.test/dfs/${e.Cid}?${q}`));
+    const answers = await Promise.all([read(gw.app), read(gw2.app)]);
+    expect(answers.map((r) => r.status).sort()).toEqual([200, 402]);
+    const refused = answers.find((r) => r.status === 402) as Response;
+    expect((await readJson(refused)).Description).toMatch(/already used/);
+    expect(await gw2.storage.vouchers.usedBy(account.address)).toBe((before ?? 0) + bytes.length);
+  }
 });

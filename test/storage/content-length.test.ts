@@ -29,10 +29,10 @@ const onTheWire = (method: "GET" | "HEAD", path: string, range?: string) =>
 const { account } = await gw.user({ login: false });
 const store = await connectStorage({ baseUrl: `http://127.0.0.1:${server.port}`, account });
 await store.login();
-const used = (a: LocalAccount) => gw.storage?.vouchers.usedBy(a.address) ?? 0;
+const used = async (a: LocalAccount) => (await gw.storage?.vouchers.usedBy(a.address)) ?? 0;
 /** A download path with a fresh voucher for `bytes` (HEAD needs one too, but uses nothing). */
 async function path(kind: string, cid: string, bytes: number) {
-  const size = used(account) + bytes + 1 + Math.floor(Math.random() * 1_000_000);
+  const size = (await used(account)) + bytes + 1 + Math.floor(Math.random() * 1_000_000);
   return `/${kind}/${cid}?size=${size}&sign=${await gw.sign.voucher(account, size)}`;
 }
 
@@ -84,17 +84,17 @@ test("small downloads and JSON answers carry Content-Length too", async () => {
 test("a client that leaves half way is charged only what was sent, and the server goes on", async () => {
   const size = 32 * MiB;
   const { Cid } = await store.upload("dfs", new Uint8Array(size), { name: "leave-early.bin" });
-  const before = used(account);
+  const before = await used(account);
   const res = await fetch(`http://127.0.0.1:${server.port}${await path("dfs", Cid, size)}`);
   expect(res.headers.get("content-length")).toBe(String(size));
   const reader = (res.body as ReadableStream<Uint8Array>).getReader();
   await reader.read();
   await reader.cancel();
   // The server settles once it sees the connection go; a later request sees the settled counter.
-  let settled = used(account);
+  let settled = await used(account);
   for (let i = 0; i < 200 && settled === before; i++) {
     await new Promise((r) => setTimeout(r, 10));
-    settled = used(account);
+    settled = await used(account);
   }
   expect(settled).toBeGreaterThan(before);
   expect(settled - before).toBeLessThan(size);

@@ -22,7 +22,7 @@ async function ownerAndDelegate(gw: Awaited<ReturnType<typeof testGateway>>) {
 async function handLogin(gw: Awaited<ReturnType<typeof testGateway>>, signer: Parameters<typeof gw.sign.login>[0], did: string) {
   let last = 0;
   try {
-    last = gw.storage?.loginInfo(did).timestamp ?? 0;
+    last = (await gw.storage?.loginInfo(did))?.timestamp ?? 0;
   } catch {}
   const timestamp = Math.max(Math.floor(Date.now() / 1000), last + 1);
   const token = newToken();

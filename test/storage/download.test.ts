@@ -22,11 +22,11 @@ const onDfs = await owner.client.upload("dfs", bytes, { name: NAME });
 const onIpfs = await owner.client.upload("ipfs", bytes, { name: NAME });
 const CID = onDfs.Cid;
 
-const used = (account: LocalAccount) => gw.storage?.vouchers.usedBy(account.address) ?? 0;
+const used = async (account: LocalAccount) => (await gw.storage?.vouchers.usedBy(account.address)) ?? 0;
 
 /** A voucher for `bytes` more than `account` has used, distinct from any other. */
 async function voucher(account: LocalAccount, bytes: number) {
-  const size = used(account) + bytes + 1 + Math.floor(Math.random() * 1_000_000);
+  const size = (await used(account)) + bytes + 1 + Math.floor(Math.random() * 1_000_000);
   return { size: String(size), sign: await gw.sign.voucher(account, size) };
 }
 
@@ -47,7 +47,7 @@ async function failure(p: Promise<unknown>): Promise<StorageApiError> {
 
 describe("a whole file", () => {
   test.each(["dfs", "ipfs"] as const)("%s: 200 with length, type, RFC 6266 disposition, ETag = Cid, no-store and no-referrer", async (kind) => {
-    const before = used(owner.account);
+    const before = await used(owner.account);
     const res = await owner.client.download(kind, CID, { size: SIZE });
     expect(res.status).toBe(200);
     expect(Object.fromEntries(res.headers)).toMatchObject({
@@ -62,7 +62,7 @@ describe("a whole file", () => {
     const star = /filename\*=UTF-8''(.+)$/.exec(res.headers.get("content-disposition") ?? "")?.[1] ?? "";
     expect(decodeURIComponent(star)).toBe(NAME);
     expect(new Uint8Array(await res.arrayBuffer())).toEqual(bytes);
-    expect(used(owner.account) - before).toBe(SIZE);
+    expect((await used(owner.account)) - before).toBe(SIZE);
   });
 
   test("the Content-Type follows the name; an unknown extension is application/octet-stream", async () => {
@@ -98,14 +98,14 @@ describe("Range", () => {
   ];
   for (const kind of ["dfs", "ipfs"] as const) {
     test.each(cases)(`${kind}: %s → 206 with Content-Range`, async (range, start, end) => {
-      const before = used(owner.account);
+      const before = await used(owner.account);
       const res = await ranged(kind, range, end - start + 1);
       expect(res.status).toBe(206);
       expect(res.headers.get("content-range")).toBe(`bytes ${start}-${end}/${SIZE}`);
       expect(res.headers.get("content-length")).toBe(String(end - start + 1));
       expect(res.headers.get("etag")).toBe(`"${CID}"`);
       expect(new Uint8Array(await res.arrayBuffer())).toEqual(bytes.subarray(start, end + 1));
-      expect(used(owner.account) - before).toBe(end - start + 1);
+      expect((await used(owner.account)) - before).toBe(end - start + 1);
     });
   }
 
@@ -132,7 +132,7 @@ describe("Range", () => {
 describe("HEAD", () => {
   test("gives the headers, uses no voucher and charges nothing; the same voucher then buys a GET", async () => {
     const v = await voucher(owner.account, SIZE);
-    const before = used(owner.account);
+    const before = await used(owner.account);
     for (const range of [undefined, "bytes=0-9"]) {
       const res = await download("dfs", CID, v, { method: "HEAD", range });
       expect(res.status).toBe(range ? 206 : 200);
@@ -141,11 +141,11 @@ describe("HEAD", () => {
       expect(res.headers.get("content-type")).toBe("application/pdf");
       expect((await res.arrayBuffer()).byteLength).toBe(0);
     }
-    expect(used(owner.account)).toBe(before);
+    expect((await used(owner.account))).toBe(before);
     const res = await download("dfs", CID, v);
     expect(res.status).toBe(200);
     expect((await res.arrayBuffer()).byteLength).toBe(SIZE);
-    expect(used(owner.account)).toBe(before + SIZE);
+    expect((await used(owner.account))).toBe(before + SIZE);
   });
 
   test("the SDK learns a file's size from HEAD", async () => {
@@ -207,11 +207,11 @@ describe("who may read", () => {
   });
 
   test("a voucher too small for the transfer → 402, and nothing is counted", async () => {
-    const size = used(owner.account) + SIZE - 1;
-    const before = used(owner.account);
+    const size = (await used(owner.account)) + SIZE - 1;
+    const before = await used(owner.account);
     const res = await download("dfs", CID, { size: String(size), sign: await gw.sign.voucher(owner.account, size) });
     expect(res.status).toBe(402);
-    expect(used(owner.account)).toBe(before);
+    expect((await used(owner.account))).toBe(before);
     // The same voucher covers a smaller range.
     expect((await download("dfs", CID, { size: String(size), sign: await gw.sign.voucher(owner.account, size) }, { range: "bytes=0-99" })).status).toBe(206);
   });
@@ -231,7 +231,7 @@ describe("who may read", () => {
 
 describe("a download the client cancels", () => {
   test.each(["dfs", "ipfs"] as const)("%s: only the bytes really sent are counted", async (kind) => {
-    const before = used(owner.account);
+    const before = await used(owner.account);
     const res = await download(kind, CID, await voucher(owner.account, SIZE));
     expect(res.status).toBe(200);
     const reader = (res.body as ReadableStream<Uint8Array>).getReader();
@@ -246,7 +246,7 @@ describe("a download the client cancels", () => {
     // the client never got must not be counted.
     await Bun.sleep(30);
     await reader.cancel();
-    expect(used(owner.account) - before).toBe(received);
+    expect((await used(owner.account)) - before).toBe(received);
   });
 });
 
@@ -260,7 +260,7 @@ test("a download by an SDK client acting with a delegate key (its vouchers name 
   expect(await (await client.download("dfs", CID)).arrayBuffer()).toEqual(bytes.buffer);
   // Naming a DID the payer is no key of, or a malformed one, does not open anything.
   const other = await gw.chain.anvil.newAccount();
-  const q = async (did: string) => `size=${used(other) + 10}&sign=${await gw.sign.voucher(other, used(other) + 10)}&did=${encodeURIComponent(did)}`;
+  const q = async (did: string) => `size=${(await used(other)) + 10}&sign=${await gw.sign.voucher(other, (await used(other)) + 10)}&did=${encodeURIComponent(did)}`;
   expect((await gw.app.handle(get(`/dfs/${CID}?${await q(owner.client.did)}`, { headers: { range: "bytes=0-9" } }))).status).toBe(403);
   expect((await gw.app.handle(get(`/dfs/${CID}?${await q("did:ethr:0x1:0x12")}`, { headers: { range: "bytes=0-9" } }))).status).toBe(400);
   // The SDK's errors on HEAD are StorageApiErrors too (a HEAD answer has no body to parse).

@@ -86,12 +86,12 @@ test("download: the back-end cannot be asked → 500", async () => {
 test("delete: the catalog fails → 500 with Status 'Failure' (D9), and the file is still there after", async () => {
   const { client } = await gw.user();
   const entry = await client.upload("dfs", new TextEncoder().encode("hold on"), { name: "h.txt" });
-  gw.database.sqlite.exec("ALTER TABLE files RENAME TO files_away");
+  await gw.database.sql.run("ALTER TABLE files RENAME TO files_away");
   let e: StorageApiError;
   try {
     e = await failure(client.delete(entry.ID));
   } finally {
-    gw.database.sqlite.exec("ALTER TABLE files_away RENAME TO files");
+    await gw.database.sql.run("ALTER TABLE files_away RENAME TO files");
   }
   expect(e.status).toBe(500);
   expect(e.body).toEqual({ Status: "Failure", ...INTERNAL });

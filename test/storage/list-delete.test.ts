@@ -9,7 +9,7 @@ const gw = await testGateway();
 const dfs = gw.backends.dfs as NonNullable<typeof gw.backends.dfs>;
 const enc = new TextEncoder();
 const unique = (label: string) => enc.encode(`${label} ${crypto.randomUUID()}`);
-const dfsRefs = (cid: string) => gw.database.sqlite.query<{ refs: number }, [string]>("select refs from dfs_objects where cid = ?").get(cid)?.refs;
+const dfsRefs = async (cid: string) => (await gw.database.sql.get<{ refs: number }>("SELECT refs FROM dfs_objects WHERE cid = $1", [cid]))?.refs;
 
 async function failure(p: Promise<unknown>): Promise<StorageApiError> {
   const e = await p.then(() => undefined, (err: unknown) => err);
@@ -63,14 +63,14 @@ describe("listobjects", () => {
 
   test("a failing catalog → 516 with the detail", async () => {
     const { client } = await gw.user();
-    gw.database.sqlite.exec("ALTER TABLE files RENAME TO files_away");
+    await gw.database.sql.run("ALTER TABLE files RENAME TO files_away");
     try {
       const e = await failure(client.list("dfs"));
       expect(e.status).toBe(516);
       expect(e.body).toMatchObject({ Code: "Storage", HTTPStatusCode: 516 });
       expect(e.body.Description).toMatch(/^list object error: .*files/);
     } finally {
-      gw.database.sqlite.exec("ALTER TABLE files_away RENAME TO files");
+      await gw.database.sql.run("ALTER TABLE files_away RENAME TO files");
     }
     expect((await client.list("dfs")).Object).toEqual([]);
   });
@@ -99,9 +99,9 @@ describe("delete", () => {
     const bytes = unique("twice");
     const a = await client.upload("dfs", bytes, { name: "a" });
     const b = await client.upload("dfs", bytes, { name: "b" });
-    expect(dfsRefs(a.Cid)).toBe(2);
+    expect(await dfsRefs(a.Cid)).toBe(2);
     await client.delete(a.ID);
-    expect(dfsRefs(a.Cid)).toBe(1);
+    expect(await dfsRefs(a.Cid)).toBe(1);
     expect(await (await client.download("dfs", b.Cid)).text()).toBe(new TextDecoder().decode(bytes));
     await client.delete(b.ID);
     expect(await dfs.stat(a.Cid)).toBeUndefined();

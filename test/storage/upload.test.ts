@@ -13,8 +13,8 @@ const dfs = gw.backends.dfs as NonNullable<typeof gw.backends.dfs>;
 const ipfs = gw.backends.ipfs as NonNullable<typeof gw.backends.ipfs>;
 const unique = (label: string) => enc.encode(`${label} ${crypto.randomUUID()}`);
 const sha256 = (b: Uint8Array) => new Bun.CryptoHasher("sha256").update(b).digest("hex");
-const dfsRefs = (cid: string) => gw.database.sqlite.query<{ refs: number }, [string]>("select refs from dfs_objects where cid = ?").get(cid)?.refs;
-const hasBucket = (did: string) => gw.database.sqlite.query("select did from buckets where did = ?").get(did) !== null;
+const dfsRefs = async (cid: string) => (await gw.database.sql.get<{ refs: number }>("SELECT refs FROM dfs_objects WHERE cid = $1", [cid]))?.refs;
+const hasBucket = async (did: string) => (await gw.database.sql.get("SELECT did FROM buckets WHERE did = $1", [did])) !== undefined;
 
 async function failure(p: Promise<unknown>): Promise<StorageApiError> {
   const e = await p.then(() => undefined, (err: unknown) => err);
@@ -31,7 +31,7 @@ const dfsHolds = async () => {
 describe("a good upload", () => {
   test("answers the file entry (spec 2.5), creating the DID's bucket on the first upload", async () => {
     const { client } = await gw.user();
-    expect(hasBucket(client.did)).toBe(false);
+    expect(await hasBucket(client.did)).toBe(false);
     const bytes = enc.encode("hello world\n");
     const before = Date.now();
     const entry = await client.upload("dfs", bytes, { name: "hello.txt" });
@@ -46,7 +46,7 @@ describe("a good upload", () => {
     });
     expect(Date.parse(entry.ModTime)).toBeGreaterThanOrEqual(before - 1000);
     expect(Date.parse(entry.ModTime)).toBeLessThanOrEqual(Date.now());
-    expect(hasBucket(client.did)).toBe(true);
+    expect(await hasBucket(client.did)).toBe(true);
     expect((await client.list("dfs")).Object).toEqual([entry]);
   });
 
@@ -187,7 +187,7 @@ describe("a refused upload keeps nothing", () => {
     for (const bytes of [first, second]) expect(await backend.stat(await cidOf([bytes]))).toBeUndefined();
     expect(await dfsHolds()).toEqual(held);
     expect((await readJson(await gw.app.handle(get(`/${kind}/listobjects`, { headers: auth })))).Object).toEqual([]);
-    expect(gw.storage?.vouchers.usedBy(s.account.address)).toBe(0);
+    expect(await gw.storage?.vouchers.usedBy(s.account.address)).toBe(0);
     // The same file alone is then accepted (under a new request id: the refused one was used).
     const alone = await gw.app.handle(await gw.uploadRequest(s, { requestID: 2, bytes: first, kind, name: "first" }));
     expect(alone.status).toBe(200);
@@ -213,7 +213,7 @@ describe("a refused upload keeps nothing", () => {
     expect(await readJson(res)).toMatchObject({ Code: "InvalidArgument", HTTPStatusCode: 400 });
     expect(await dfs.stat(await cidOf([bytes]))).toBeUndefined();
     expect(await dfsHolds()).toEqual(held);
-    expect(gw.storage?.vouchers.usedBy(s.account.address)).toBe(0);
+    expect(await gw.storage?.vouchers.usedBy(s.account.address)).toBe(0);
   });
 
   test("names that need quoting or encoding survive the SDK's multipart (RFC 5987)", async () => {
@@ -257,9 +257,9 @@ describe("names", () => {
     const shared = unique("shared");
     const kept = await client.upload("dfs", shared, { name: "keep.txt" });
     await client.upload("dfs", shared, { name: "doc.txt" });
-    expect(dfsRefs(kept.Cid)).toBe(2);
+    expect(await dfsRefs(kept.Cid)).toBe(2);
     await client.upload("dfs", unique("new"), { name: "doc.txt" });
-    expect(dfsRefs(kept.Cid)).toBe(1);
+    expect(await dfsRefs(kept.Cid)).toBe(1);
     expect(await (await client.download("dfs", kept.Cid)).text()).toBe(new TextDecoder().decode(shared));
   });
 
@@ -293,14 +293,14 @@ describe("content", () => {
     const a = await alice.client.upload("dfs", bytes, { name: "a.bin" });
     const b = await bob.client.upload("dfs", bytes, { name: "b.bin" });
     expect(b.Cid).toBe(a.Cid);
-    expect(dfsRefs(a.Cid)).toBe(2);
+    expect(await dfsRefs(a.Cid)).toBe(2);
     // Stored once: one object, two chunks, the bytes once.
     expect(await dfsHolds()).toEqual({ objects: held.objects + 1, chunks: held.chunks + 2, bytes: held.bytes + bytes.length });
     expect((await alice.client.list("dfs")).Object).toEqual([a]);
     expect((await bob.client.list("dfs")).Object).toEqual([b]);
 
     expect(await alice.client.delete(a.ID)).toEqual({ Status: "Success" });
-    expect(dfsRefs(a.Cid)).toBe(1);
+    expect(await dfsRefs(a.Cid)).toBe(1);
     expect((await alice.client.list("dfs")).Object).toEqual([]);
     expect(new Uint8Array(await (await bob.client.download("dfs", b.Cid)).arrayBuffer())).toEqual(bytes);
     expect((await failure(alice.client.download("dfs", a.Cid, { size: bytes.length }))).status).toBe(403);

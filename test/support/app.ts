@@ -12,6 +12,7 @@ import { createAccountServices, type AccountDeps, type AccountServices, type Ref
 import type { LoginMethod } from "../../src/accounts/types.ts";
 import type { Config } from "../../src/config.ts";
 import type { Db } from "../../src/db/open.ts";
+import type { Sql } from "../../src/db/sql.ts";
 import type { Storage } from "../../src/storage/service.ts";
 import type { Quota } from "../../src/quota/index.ts";
 
@@ -22,9 +23,9 @@ export interface TestAppOptions {
   chain?: ChainContext;
   accounts?: Partial<AccountDeps> & { refreshGuards?: Partial<Record<LoginMethod, RefreshGuard>> };
   /** Builds the storage service over this app's database and account services. */
-  storage?: (ctx: { config: Config; db: Db; log: Logger; accounts: AccountServices; dataDir: string; quota?: Quota }) => Storage;
+  storage?: (ctx: { config: Config; db: Db; sql: Sql; log: Logger; accounts: AccountServices; dataDir: string; quota?: Quota }) => Storage;
   /** Builds metering and payments over this app's database. */
-  quota?: (ctx: { db: Db; log: Logger }) => Quota;
+  quota?: (ctx: { sql: Sql; log: Logger }) => Quota;
 }
 
 export function testApp(opts: TestAppOptions = {}) {
@@ -38,8 +39,8 @@ export function testApp(opts: TestAppOptions = {}) {
   const log = opts.log ?? silentLogger;
   const secrets = { jwtKey: crypto.getRandomValues(new Uint8Array(32)) };
   const accounts = createAccountServices({ config, sql: database.sql, log, secrets, publicClient: opts.chain?.publicClient, ...opts.accounts });
-  const quota = opts.quota?.({ db: database.db, log });
-  const storage = opts.storage?.({ config, db: database.db, log, accounts, dataDir, quota });
+  const quota = opts.quota?.({ sql: database.sql, log });
+  const storage = opts.storage?.({ config, db: database.db, sql: database.sql, log, accounts, dataDir, quota });
   const app = buildApp({ config, log, db: database.db, health: { database: () => void database.sqlite.query("select 1").get() }, chain: opts.chain, accounts, storage, quota });
   return { app, config, database, log, dataDir, accounts, secrets, storage, quota };
 }

@@ -14,6 +14,7 @@ import { openIpfs } from "../../src/storage/ipfs/index.ts";
 import type { ReadGrant, StorageDeps } from "../../src/storage/service.ts";
 import { openBlobs, storageOver } from "../../src/storage/start.ts";
 import type { Backend, BackendKind } from "../../src/storage/backend.ts";
+import { buildApp } from "../../src/app.ts";
 import { appFetch, postJson, testApp } from "./app.ts";
 import { createQuota } from "../../src/quota/index.ts";
 import { storedBytes } from "../../src/storage/files.ts";
@@ -55,17 +56,17 @@ export async function testGateway(opts: GatewayOptions = {}) {
     // As the server does: a DID login's refresh needs its key to still sign for the DID (D3).
     accounts: { refreshGuards: { did: (session) => keyStillSigns(resolver, chainId, session) } },
     // No record cache in tests: each read sees the chain as it is (the server keeps answers ≤ 1 s).
-    quota: opts.quota ? ({ db, log }) => createQuota({ db, chain: chain.context, log, maxAgeMs: 0, storedBytes: (did, except) => storedBytes(db, did, except) }) : undefined,
-    storage: ({ config, db, log, accounts, quota }) =>
+    quota: opts.quota ? ({ sql, log }) => createQuota({ sql, chain: chain.context, log, maxAgeMs: 0, storedBytes }) : undefined,
+    storage: ({ config, sql, log, accounts, quota }) =>
       storageOver(
-        { config, db, log, chain: chain.context, accounts, backends },
+        { config, sql, log, chain: chain.context, accounts, backends },
         // Every test request comes from one address ("local"); limits have tests of their own.
         { resolver, readGrant: opts.readGrant, meter: quota?.meter, rateLimits: false, ...opts.extra },
       ),
   });
-  const blobs = await openBlobs({ config: made.config, db: made.database.db, log: made.log });
-  backends.dfs = await openDfs({ db: made.database.db, log: made.log, guard: blobs.guard, legacyDir: join(made.dataDir, "dfs") });
-  if (opts.ipfs !== false) backends.ipfs = await openIpfs({ dir: join(made.dataDir, "ipfs"), listen: ["/ip4/127.0.0.1/tcp/0"], db: made.database.db, log: made.log, guard: blobs.guard });
+  const blobs = await openBlobs({ config: made.config, db: made.database.db, sql: made.database.sql, log: made.log });
+  backends.dfs = await openDfs({ sql: made.database.sql, log: made.log, guard: blobs.guard, legacyDir: join(made.dataDir, "dfs") });
+  if (opts.ipfs !== false) backends.ipfs = await openIpfs({ dir: join(made.dataDir, "ipfs"), listen: ["/ip4/127.0.0.1/tcp/0"], sql: made.database.sql, log: made.log, guard: blobs.guard });
   afterAll(async () => {
     for (const b of Object.values(backends)) await b.stop();
   });
@@ -94,7 +95,7 @@ export async function testGateway(opts: GatewayOptions = {}) {
     const token = o.token ?? newToken();
     let last = 0;
     try {
-      last = made.storage?.loginInfo(did).timestamp ?? 0;
+      last = (await made.storage?.loginInfo(did))?.timestamp ?? 0;
     } catch {}
     // D4: a login must be newer than the DID's last one, and SDK logins may have used this second.
     const timestamp = Math.max(Math.floor(Date.now() / 1000), last + 1);
@@ -115,7 +116,7 @@ export async function testGateway(opts: GatewayOptions = {}) {
     o: { requestID: number; bytes: Uint8Array; name?: string; kind?: string; payload?: string; fields?: Record<string, string | undefined>; fileFirst?: boolean },
   ) {
     const payload = o.payload ?? new Bun.CryptoHasher("sha256").update(o.bytes).digest("hex");
-    const size = (made.storage?.vouchers.usedBy(s.account.address) ?? 0) + o.bytes.byteLength + 1 + Math.floor(Math.random() * 1_000_000);
+    const size = ((await made.storage?.vouchers.usedBy(s.account.address)) ?? 0) + o.bytes.byteLength + 1 + Math.floor(Math.random() * 1_000_000);
     const fields: Record<string, string | undefined> = {
       did: s.did,
       token: s.token,
@@ -134,7 +135,22 @@ export async function testGateway(opts: GatewayOptions = {}) {
     return new Request(`${BASE}/${o.kind ?? "dfs"}/`, { method: "POST", headers: { authorization: `Bearer ${s.accessToken}` }, body: form });
   }
 
-  return { ...made, chain, backends, resolver, fetch, user, domain, seller, sign, session, uploadRequest };
+  /**
+   * Another gateway over the same database, chain and blob store (D16), as a second process
+   * would be: services and a quota meter (with its own gateway id) of its own, nothing shared in
+   * memory with this one but the back-ends' handles.
+   */
+  function another() {
+    const quota = opts.quota ? createQuota({ sql: made.database.sql, chain: chain.context, log: made.log, maxAgeMs: 0, storedBytes }) : undefined;
+    const storage = storageOver(
+      { config: made.config, sql: made.database.sql, log: made.log, chain: chain.context, accounts: made.accounts, backends },
+      { resolver, readGrant: opts.readGrant, meter: quota?.meter, rateLimits: false, ...opts.extra },
+    );
+    const app = buildApp({ config: made.config, log: made.log, db: made.database.db, health: {}, chain: chain.context, accounts: made.accounts, storage, quota });
+    return { app, storage, quota };
+  }
+
+  return { ...made, chain, backends, resolver, fetch, user, domain, seller, sign, session, uploadRequest, another };
 }
 
 /** A user-generated login token (D4: 16–64 bytes of hex). */

@@ -1,0 +1,74 @@
+/**
+ * Many gateways over one database (D16): quota checks of one account on two gateways run one after
+ * the other (the account's quota row is locked first), so parallel uploads spread over both never
+ * exceed the pool; and operator transactions take their nonces from the database, so purchases
+ * sent by two gateways at once never share one. The second gateway is a second set of services
+ * over the same `Sql`, as a second process would be; both passes (SQLite, PostgreSQL) run it.
+ */
+import { describe, expect, test } from "bun:test";
+import { parseEther, type Address } from "viem";
+import { proxyAbi } from "../../src/chain/artifacts/index.ts";
+import { connectGateway } from "../../src/sdk/chain.ts";
+import { mined } from "../support/anvil.ts";
+import { get, readJson } from "../support/app.ts";
+import { BASE, testGateway } from "../support/storage.ts";
+
+const gw = await testGateway({ quota: true, ipfs: false });
+const gw2 = gw.another();
+const { anvil, context } = gw.chain;
+const KIND = { space: 0, traffic: 1 } as const;
+
+async function grant(user: Address, kind: keyof typeof KIND, bytes: number) {
+  await mined(
+    anvil.publicClient,
+    anvil.wallet(gw.chain.admin).writeContract({ address: context.contracts.proxy, abi: proxyAbi, functionName: "grantFree", args: [user, KIND[kind], BigInt(bytes), 0n] }),
+  );
+}
+
+const random = (n: number) => crypto.getRandomValues(new Uint8Array(n));
+
+describe("two gateways, one database", () => {
+  test("parallel uploads spread over both never store more than the space pool", async () => {
+    const FILE = 100_000;
+    const SPACE = 5 * FILE + FILE / 2;
+    for (let round = 0; round < 3; round++) {
+      const { account } = await gw.user();
+      await grant(account.address, "space", SPACE);
+      await grant(account.address, "traffic", 100 * FILE);
+      const s = await gw.session(account);
+      const requests = await Promise.all(Array.from({ length: 12 }, (_, i) => gw.uploadRequest(s, { requestID: i + 1, bytes: random(FILE), name: `f${i}` })));
+      const answers = await Promise.all(requests.map((r, i) => (i % 2 ? gw2 : gw).app.handle(r)));
+      const statuses = answers.map((r) => r.status);
+      for (const st of statuses) expect([200, 402]).toContain(st);
+      const stored = statuses.filter((st) => st === 200).length;
+      expect(stored).toBeGreaterThan(0);
+      expect(stored * FILE).toBeLessThanOrEqual(SPACE);
+      const auth = { authorization: `Bearer ${s.accessToken}` };
+      expect((await readJson(await gw2.app.handle(get("/dfs/listobjects", { headers: auth })))).Object).toHaveLength(stored);
+      expect((await readJson(await gw.app.handle(get("/dfs/space", { headers: auth })))).SizeByte).toBe(SPACE - stored * FILE);
+      // Every hold is gone, on both gateways: nothing is left to count against the pool.
+      expect(await gw.database.sql.all("SELECT id FROM quota_reservations WHERE account = $1", [account.address])).toEqual([]);
+    }
+  });
+
+  test("purchases sent by both at once each mine, with nonces of their own", async () => {
+    const buyers = await Promise.all(
+      Array.from({ length: 6 }, async () => {
+        const u = await gw.user();
+        await (await connectGateway(BASE, { account: u.account, fetch: gw.fetch })).deposit(parseEther("1"));
+        return u;
+      }),
+    );
+    const operator = gw.chain.operator.address;
+    const sentBefore = await anvil.publicClient.getTransactionCount({ address: operator });
+    const answers = await Promise.all(
+      buyers.map((u, i) => (i % 2 ? gw2 : gw).app.handle(get("/dfs/buyspace?size=1000", { headers: { authorization: `Bearer ${u.client.accessToken}` } }))),
+    );
+    expect(answers.map((r) => r.status)).toEqual(buyers.map(() => 200));
+    const hashes = await Promise.all(answers.map(async (r) => (await readJson(r)).tx as `0x${string}`));
+    const nonces = await Promise.all(hashes.map(async (hash) => (await anvil.publicClient.getTransaction({ hash })).nonce));
+    expect(new Set(nonces).size).toBe(buyers.length);
+    expect(await anvil.publicClient.getTransactionCount({ address: operator })).toBe(sentBefore + buyers.length);
+    for (const u of buyers) expect((await u.client.space()).SizeByte).toBe(1000);
+  });
+});
