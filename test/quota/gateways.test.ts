@@ -72,3 +72,20 @@ describe("two gateways, one database", () => {
     for (const u of buyers) expect((await u.client.space()).SizeByte).toBe(1000);
   });
 });
+
+describe("operator nonces", () => {
+  test("a transaction of the operator key the database did not hand out (sent by other means) does not stall the next purchase", async () => {
+    const u = await gw.user();
+    await (await connectGateway(BASE, { account: u.account, fetch: gw.fetch })).deposit(parseEther("1"));
+    const buy = (app: typeof gw.app) => app.handle(get("/dfs/buyspace?size=500", { headers: { authorization: `Bearer ${u.client.accessToken}` } }));
+    expect((await buy(gw.app)).status).toBe(200);
+    const operator = gw.chain.operator;
+    await mined(anvil.publicClient, anvil.wallet(operator).sendTransaction({ to: operator.address, value: 0n }));
+    await mined(anvil.publicClient, anvil.wallet(operator).sendTransaction({ to: operator.address, value: 0n }));
+    const next = await buy(gw2.app);
+    expect(next.status).toBe(200);
+    const { nonce } = await anvil.publicClient.getTransaction({ hash: (await readJson(next)).tx });
+    expect(nonce).toBe((await anvil.publicClient.getTransactionCount({ address: operator.address })) - 1);
+    expect((await u.client.space()).SizeByte).toBe(1000);
+  });
+});
