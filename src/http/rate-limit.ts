@@ -1,6 +1,8 @@
 /**
- * Keyed fixed-window counters in memory: enough for one server per data directory (DESIGN.md §4),
- * and forgotten on restart, which only ever lets a client in earlier.
+ * Keyed fixed-window counters in memory, per gateway, forgotten on restart (which only ever lets a
+ * client in earlier). Under D16 these are for limits that may stay per gateway (reads, so a read
+ * is never a database write); the login and code limits count in the shared database instead
+ * (shared-rate-limit.ts), since a client could otherwise spread its guesses over the gateways.
  *
  * @example
  *   const limiter = createRateLimiter()
