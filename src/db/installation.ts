@@ -1,12 +1,16 @@
 /**
- * The installation id: made once per data directory, so clients and operators can tell two
- * gateways (or a wiped data dir) apart.
+ * The installation id: made once per deployment, so clients and operators can tell two
+ * deployments (or a wiped database) apart. Gateways sharing a database (D16) share it: the first
+ * to start makes it, and a racing start keeps the one already written.
  */
-import { eq } from "drizzle-orm";
-import type { Db } from "./open.ts";
-import { appState } from "./schema.ts";
+import type { Queryable } from "./sql.ts";
 
-export function installationId(db: Db): string {
-  db.insert(appState).values({ key: "installation_id", value: crypto.randomUUID(), updatedAt: Date.now() }).onConflictDoNothing().run();
-  return db.select().from(appState).where(eq(appState.key, "installation_id")).get()!.value;
+const MAKE = "INSERT INTO app_state (key, value, updated_at) VALUES ('installation_id', $1, $2) ON CONFLICT (key) DO NOTHING";
+const READ = "SELECT value FROM app_state WHERE key = 'installation_id'";
+
+export async function installationId(sql: Queryable): Promise<string> {
+  await sql.run(MAKE, [crypto.randomUUID(), Date.now()]);
+  const row = await sql.get<{ value: string }>(READ);
+  if (!row) throw new Error("app_state has no installation_id right after making one");
+  return row.value;
 }
