@@ -66,7 +66,8 @@ export interface IndexerOptions {
   keepBlocks?: number;
   /**
    * The lease this indexer writes under: the current term, or undefined when not held (then a
-   * pass reads nothing and writes nothing). Unset: no cluster guard (one process, tests).
+   * pass stops with LeaseLostError before reading any logs). Unset: no cluster guard (one
+   * process, tests).
    */
   fence?: () => Lease | undefined;
 }
