@@ -73,6 +73,25 @@ describe("two gateways, one database", () => {
   });
 });
 
+describe("Idempotency-Key over two gateways", () => {
+  test("one key sent to both at once buys once: every 200 answers the same transaction, the others are 409", async () => {
+    for (let round = 0; round < 3; round++) {
+      const u = await gw.user();
+      await (await connectGateway(BASE, { account: u.account, fetch: gw.fetch })).deposit(parseEther("1"));
+      const headers = { authorization: `Bearer ${u.client.accessToken}`, "idempotency-key": `order-${round}` };
+      const answers = await Promise.all(Array.from({ length: 4 }, (_, i) => (i % 2 ? gw2 : gw).app.handle(get("/dfs/buyspace?size=700", { headers }))));
+      const statuses = answers.map((r) => r.status);
+      for (const st of statuses) expect([200, 409]).toContain(st);
+      const txs = new Set(await Promise.all(answers.filter((r) => r.status === 200).map(async (r) => (await readJson(r)).tx)));
+      expect(txs.size).toBe(1);
+      expect((await u.client.space()).SizeByte).toBe(700);
+      // Once it is mined, the same key answers the same transaction, on either gateway.
+      const again = await gw2.app.handle(get("/dfs/buyspace?size=700", { headers }));
+      expect((await readJson(again)).tx).toBe([...txs][0]);
+    }
+  });
+});
+
 describe("operator nonces", () => {
   test("a transaction of the operator key the database did not hand out (sent by other means) does not stall the next purchase", async () => {
     const u = await gw.user();
