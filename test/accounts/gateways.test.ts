@@ -104,6 +104,30 @@ describe("login limits count every gateway's attempts", () => {
   });
 });
 
+describe("accounts made by both gateways at once", () => {
+  const evmLogin = async (call: Call, key: ReturnType<typeof privateKeyToAccount>) => {
+    const challenge = await call("GET", `/v2/login/evm/challenge?address=${key.address}`, { headers: { origin: ORIGIN } });
+    const message = challenge.body.data as string;
+    return call("POST", "/v2/login/evm", { body: { message, signature: await key.signMessage({ message }), source: "test" } });
+  };
+
+  test("20 new wallets logging in at once get 20 distinct numbers", async () => {
+    const keys = Array.from({ length: 20 }, () => privateKeyToAccount(generatePrivateKey()));
+    const answers = await Promise.all(keys.map((key, i) => evmLogin(both[i % 2] as Call, key)));
+    expect(answers.map((r) => r.status)).toEqual(keys.map(() => 200));
+    const numbers = answers.map((r) => r.body.data.number as string);
+    expect(new Set(numbers).size).toBe(20);
+  });
+
+  test("one wallet logging in 10 times at once is one account", async () => {
+    const key = privateKeyToAccount(generatePrivateKey());
+    const answers = await Promise.all(Array.from({ length: 10 }, (_, i) => evmLogin(both[i % 2] as Call, key)));
+    expect(answers.map((r) => r.status)).toEqual(answers.map(() => 200));
+    expect(new Set(answers.map((r) => r.body.data.number)).size).toBe(1);
+    expect(await sqlA.all("SELECT id FROM users WHERE uid = $1", [key.address])).toHaveLength(1);
+  });
+});
+
 describe("used once, whichever gateway is asked", () => {
   test("an email code used in parallel at both gateways logs in once", async () => {
     const email = freshEmail();
