@@ -60,7 +60,7 @@ function readOrCreate(dir: string, file: { name: string; make: () => Hex }): Hex
   return value as Hex;
 }
 
-export function loadSecrets(dataDir: string, config: Pick<Config, "jwtKey" | "operatorKey" | "adminKey">): Secrets {
+export function loadSecrets(dataDir: string, config: Pick<Config, "operatorKey" | "adminKey"> & Partial<Pick<Config, "jwtKey">>): Secrets {
   const dir = secretsDir(dataDir);
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   checkPrivate(dir);

@@ -136,7 +136,7 @@ function balancer() {
   const f = ((input: string | URL | Request, init?: RequestInit) => {
     const u = route(input);
     sent.push(u.href);
-    return fetch(input instanceof Request ? new Request(u, input) : u, init);
+    return fetch(input instanceof Request ? new Request(u.href, input) : u.href, init);
   }) as typeof fetch;
   return {
     fetch: f,

@@ -38,6 +38,15 @@ describe("secrets", () => {
     expect(() => readFileSync(join(dir, "secrets", "operator.key"))).toThrow();
   });
 
+  test("a configured JWT key (STOWAGE_JWT_KEY: one for every gateway of a cluster) wins over the file", () => {
+    const dir = tempDir("sec");
+    const generated = loadSecrets(dir, none).jwtKey;
+    const key = `0x${"2a".repeat(32)}` as const;
+    const s = loadSecrets(dir, { ...none, jwtKey: key });
+    expect(Buffer.from(s.jwtKey).toString("hex")).toBe("2a".repeat(32));
+    expect(Buffer.from(s.jwtKey).equals(Buffer.from(generated))).toBe(false);
+  });
+
   test("a secrets folder readable by others stops the start", () => {
     const dir = tempDir("sec");
     loadSecrets(dir, none);
