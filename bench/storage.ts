@@ -21,13 +21,18 @@
  * it) to the end, with Bun's default part size and queue. The ratio then says what Stowage's
  * gateway costs on top of the object store itself.
  *
+ * CPU: utime + stime (/proc/PID/stat) of the server process during the upload and the full
+ * download, per MiB moved; with `--s3` also that of the Ceph daemons (radosgw, OSD, mon), which
+ * shows what each side's pattern of requests costs the store (0 without `--s3`).
+ *
  * Peak RSS: /proc/PID/status VmHWM of the server process (not its anvil), reset through
  * /proc/PID/clear_refs before each upload and before the downloads (Linux; run as the owner).
  *
  * Run: bun bench/storage.ts [--rounds 3] [--size-mib 256] [--big-mib 1024] [--big-rounds 1]
  *        [--ranges 32] [--range-kib 1024] [--backends dfs,ipfs] [--no-big] [--binary] [--s3]
+ *        [--cpu-prof DIR]
  */
-import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync, writeSync } from "node:fs";
+import { closeSync, existsSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync, writeSync } from "node:fs";
 import { randomBytes } from "node:crypto";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -235,7 +240,7 @@ async function main() {
   const ROOT = join(import.meta.dir, "..");
   const BINARY = join(ROOT, "dist", "stowage");
   const usage = (message: string): never => {
-    console.error(`${message}\nUsage: bun bench/storage.ts [--rounds N] [--size-mib M] [--big-mib M] [--big-rounds N] [--ranges N] [--range-kib K] [--backends dfs,ipfs] [--no-big] [--binary] [--s3]`);
+    console.error(`${message}\nUsage: bun bench/storage.ts [--rounds N] [--size-mib M] [--big-mib M] [--big-rounds N] [--ranges N] [--range-kib K] [--backends dfs,ipfs] [--no-big] [--binary] [--s3] [--cpu-prof DIR]`);
     process.exit(2);
   };
   let values: Record<string, string | boolean | undefined>;
@@ -253,6 +258,7 @@ async function main() {
         "no-big": { type: "boolean", default: false },
         binary: { type: "boolean", default: false },
         s3: { type: "boolean", default: false },
+        "cpu-prof": { type: "string" },
         help: { type: "boolean", short: "h", default: false },
       },
       strict: true,
@@ -280,7 +286,12 @@ async function main() {
 
   const work = mkdtempSync(join(tmpdir(), "stowage-bench-storage-"));
   const dataDir = join(work, "data");
-  const stowageCmd = useBinary ? [BINARY] : [process.execPath, join(ROOT, "src", "main.ts")];
+  // --cpu-prof DIR: the server (not the compiled binary) writes a CPU profile there when it exits,
+  // both as .cpuprofile and as grep-friendly markdown.
+  const cpuProf = typeof values["cpu-prof"] === "string" ? values["cpu-prof"] : undefined;
+  if (cpuProf && useBinary) usage("--cpu-prof profiles `bun src/main.ts`, not --binary");
+  const profFlags = cpuProf ? ["--cpu-prof", "--cpu-prof-md", `--cpu-prof-dir=${cpuProf}`] : [];
+  const stowageCmd = useBinary ? [BINARY] : [process.execPath, ...profFlags, join(ROOT, "src", "main.ts")];
   // A clean environment, as an operator's service would have (PATH only for `bun src/main.ts`).
   const env: Record<string, string | undefined> = { HOME: tmpdir(), ...(useBinary ? {} : { PATH: process.env.PATH }) };
   // --s3: a one-node Ceph RGW (stopped when this process exits); Stowage and the S3 baseline each
@@ -301,6 +312,24 @@ async function main() {
     const m = new RegExp(`^${key}:\\s+(\\d+) kB`, "m").exec(readFileSync(`/proc/${pid}/status`, "utf8"));
     if (!m) throw new Error(`no ${key} for ${pid}`);
     return Number(m[1]);
+  };
+  /** CPU time (user + system) a process has used so far, in ms (clock ticks of 10 ms). */
+  const cpuMs = (pid: number) => {
+    const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.split(" ") ?? [];
+    return (Number(fields[11]) + Number(fields[12])) * 10;
+  };
+  /** CPU time of the Ceph daemons (with --s3): what the object store spent on the same bytes. */
+  const cephCpuMs = () => {
+    if (!useS3) return 0;
+    let ms = 0;
+    for (const pid of readdirSync("/proc").filter((d) => /^\d+$/.test(d))) {
+      try {
+        if (/^(radosgw|ceph-osd|ceph-mon)/.test(readFileSync(`/proc/${pid}/comm`, "utf8"))) ms += cpuMs(Number(pid));
+      } catch {
+        // gone between the listing and the read
+      }
+    }
+    return ms;
   };
   /** Resets the process's peak RSS to its current RSS (Linux 4.0+). */
   const resetPeak = (pid: number) => writeFileSync(`/proc/${pid}/clear_refs`, "5");
@@ -345,7 +374,7 @@ async function main() {
   };
 
   /** What one side measures in one round. */
-  type Sample = { up: number; down: number; range: number; rssIdle: number; rssUp: number; rssDown: number };
+  type Sample = { up: number; down: number; range: number; cpuUp: number; cpuDown: number; cephUp: number; cephDown: number; rssIdle: number; rssUp: number; rssDown: number };
   interface Side {
     pid: number;
     upload(path: string, sha256: string): Promise<{ ms: number; id: string }>;
@@ -363,10 +392,16 @@ async function main() {
       try {
         resetPeak(side.pid);
         const rssIdle = statusKiB(side.pid, "VmRSS") / 1024;
+        // CPU per MiB moved: the server's (the S3 baseline's child for s3-direct) and the store's.
+        const perMiB = (ms: number) => ms / (fileSize / MiB);
+        let [cpu, ceph] = [cpuMs(side.pid), cephCpuMs()];
         const up = await side.upload(file.path, file.sha256);
+        const [cpuUp, cephUp] = [perMiB(cpuMs(side.pid) - cpu), perMiB(cephCpuMs() - ceph)];
         const rssUp = peakMiB(side.pid);
         resetPeak(side.pid);
+        [cpu, ceph] = [cpuMs(side.pid), cephCpuMs()];
         const down = await side.download(up.id, undefined, verify ? file.sha256 : undefined);
+        const [cpuDown, cephDown] = [perMiB(cpuMs(side.pid) - cpu), perMiB(cephCpuMs() - ceph)];
         expectBytes("download", down.bytes, fileSize);
         let rangeMs = 0;
         if (withRanges) {
@@ -378,7 +413,7 @@ async function main() {
         }
         const rssDown = peakMiB(side.pid);
         await side.remove(up.id);
-        return { up: fileSize / MiB / (up.ms / 1000), down: fileSize / MiB / (down.ms / 1000), range: withRanges ? rangeMs / rangeCount : 0, rssIdle, rssUp, rssDown };
+        return { up: fileSize / MiB / (up.ms / 1000), down: fileSize / MiB / (down.ms / 1000), range: withRanges ? rangeMs / rangeCount : 0, cpuUp, cpuDown, cephUp, cephDown, rssIdle, rssUp, rssDown };
       } finally {
         rmSync(file.path, { force: true });
       }
@@ -532,6 +567,10 @@ async function main() {
       up: { unit: "MiB/s", higherIsBetter: true, label: "upload" },
       down: { unit: "MiB/s", higherIsBetter: true, label: "full download" },
       range: { unit: "ms", higherIsBetter: false, label: `ranged GET of ${rangeBytes / 1024} KiB, mean` },
+      cpuUp: { unit: "ms/MiB", higherIsBetter: false, label: "server CPU, upload" },
+      cpuDown: { unit: "ms/MiB", higherIsBetter: false, label: "server CPU, full download" },
+      cephUp: { unit: "ms/MiB", higherIsBetter: null, label: "Ceph daemons' CPU, upload" },
+      cephDown: { unit: "ms/MiB", higherIsBetter: null, label: "Ceph daemons' CPU, full download" },
       rssIdle: { unit: "MiB", higherIsBetter: null, label: "server RSS before the upload" },
       rssUp: { unit: "MiB", higherIsBetter: false, label: "server peak RSS, upload" },
       rssDown: { unit: "MiB", higherIsBetter: false, label: "server peak RSS, downloads" },
