@@ -26,6 +26,9 @@ import { indexState, textMatches } from "./support.ts";
 const chain = await testChain();
 // PostgreSQL's start (initdb included) takes seconds: before the tests, not inside the first one's timeout.
 if (TEST_DB === "postgres") await postgres();
+/** Each test mines a dozen transactions and indexes them twice (its index and a reference, each a
+ * new database): seconds on PostgreSQL, more when the machine is busy. */
+const SLOW = 30_000;
 const { anvil } = chain;
 const address = chain.context.contracts.directory;
 
@@ -124,7 +127,7 @@ describe("directory indexing", () => {
     });
     await database.sql.tx((tx) => again.apply(tx, events));
     expect(await indexState(database.sql)).toEqual(state);
-  });
+  }, SLOW);
 
   test("an RPC outage during indexing is waited out, and nothing is lost or doubled", async () => {
     const { database, consumer } = indexDb();
@@ -166,7 +169,7 @@ describe("directory indexing", () => {
     } finally {
       await indexer.stop();
     }
-  });
+  }, SLOW);
 
   test("a chain rewind rolls entries, grants and purchases back to what the new chain says", async () => {
     const s = await story();
@@ -214,5 +217,5 @@ describe("directory indexing", () => {
     expect(await mids("renamed")).not.toContain(s.m1);
     expect(await mids("books")).toContain(s.m1);
     expect(await mids("reopened")).not.toContain(s.m2);
-  });
+  }, SLOW);
 });
