@@ -128,6 +128,12 @@ export async function connectStorage(opts: StorageOptions) {
   }
 
   /**
+   * Whether the server refused a transfer only because its voucher was left short by this
+   * client's other transfers, counted first: it refused before keeping anything.
+   */
+  const overtaken = (err: unknown) => err instanceof StorageApiError && err.status === 402 && /^the voucher (covers up to|allows)/.test(err.body.Description ?? "");
+
+  /**
    * A fresh voucher for a transfer of `bytes` (D6): the server's counter, plus this client's
    * transfers still in flight (so parallel transfers each stay covered, whatever order they are
    * accepted in), plus the bytes; never the same size twice.
@@ -191,13 +197,20 @@ export async function connectStorage(opts: StorageOptions) {
       const blob = toBlob(source);
       const name = o.name ?? (typeof source === "string" ? (source.split("/").pop() as string) : blob instanceof File ? blob.name : "file");
       const payload = await sha256Of(blob);
-      const v = await voucher(blob.size);
-      const fields = { ...(await signed("upload", payload)), ...v.fields, ...(o.encryption ? { encryption: o.encryption } : {}) };
-      const { body, type, length } = multipart(fields, { name, blob });
-      try {
-        return await call<FileEntry>(`/${kind}/`, { method: "POST", headers: { ...auth(), "content-type": type, "content-length": String(length) }, body });
-      } finally {
-        v.accepted();
+      for (let attempt = 1; ; attempt++) {
+        const v = await voucher(blob.size);
+        const fields = { ...(await signed("upload", payload)), ...v.fields, ...(o.encryption ? { encryption: o.encryption } : {}) };
+        const { body, type, length } = multipart(fields, { name, blob });
+        try {
+          return await call<FileEntry>(`/${kind}/`, { method: "POST", headers: { ...auth(), "content-type": type, "content-length": String(length) }, body });
+        } catch (err) {
+          // As for downloads: a voucher overtaken by a parallel transfer (see `voucher`). The
+          // refused upload kept nothing; the next attempt takes a new requestID and voucher.
+          if (attempt < 4 && overtaken(err)) continue;
+          throw err;
+        } finally {
+          v.accepted();
+        }
       }
     },
 
@@ -218,7 +231,7 @@ export async function connectStorage(opts: StorageOptions) {
         // another order than they were signed in: one signed later may be counted before this
         // one is accepted, leaving its voucher short. The server refused it before anything
         // moved and kept nothing, so sign again from the counter as it is now.
-        if (res.status === 402 && /^the voucher covers up to/.test(err.body.Description ?? "") && attempt < 4) continue;
+        if (attempt < 4 && overtaken(err)) continue;
         throw err;
       }
     },

@@ -2,8 +2,9 @@
 // raced passes exactly once (claimed by a unique insert), on one gateway or on two that share the
 // database (D16); so is one voucher (D6).
 import { expect, test } from "bun:test";
+import { connectStorage } from "../../src/sdk/storage.ts";
 import { readJson } from "../support/app.ts";
-import { testGateway } from "../support/storage.ts";
+import { BASE, testGateway } from "../support/storage.ts";
 
 const gw = await testGateway({ ipfs: false });
 /** A second gateway over the same database. */
@@ -90,4 +91,38 @@ test("two gateways, one database: one voucher spent on both at once is accepted 
     expect((await readJson(refused)).Description).toMatch(/already used/);
     expect(await gw2.storage.vouchers.usedBy(account.address)).toBe((before ?? 0) + bytes.length);
   }
+});
+
+test("the SDK: a download whose request is overtaken by a later one of the same client still succeeds, and each is counted once", async () => {
+  // The order parallel requests reach a server is not the order they were signed in (on one
+  // gateway that awaits its database, and across gateways). Here the first download's request is
+  // held until the second has finished: its voucher, signed first, no longer covers it when it is
+  // accepted, and the SDK signs again from the counter as it is then.
+  const { account, client: owner } = await gw.user();
+  const bytes = crypto.getRandomValues(new Uint8Array(40_000));
+  const e = await owner.upload("dfs", bytes, { name: "overtaken.bin" });
+  let held: (() => void) | undefined;
+  let reached!: () => void;
+  const heldReached = new Promise<void>((ok) => (reached = ok));
+  const gate = new Promise<void>((ok) => (held = ok));
+  let first = true;
+  const fetch = (async (input: string | URL | Request, init?: RequestInit) => {
+    const url = String(input instanceof Request ? input.url : input);
+    if (url.includes(`/dfs/${e.Cid}?size=`) && first) {
+      first = false;
+      reached();
+      await gate;
+    }
+    return gw.fetch(input, init);
+  }) as typeof globalThis.fetch;
+  const client = await connectStorage({ baseUrl: BASE, account, fetch });
+  await client.login();
+  const before = Number((await client.trafficHash(0)).used);
+  const a = client.download("dfs", e.Cid, { size: bytes.length });
+  await heldReached;
+  const b = await client.download("dfs", e.Cid, { size: bytes.length });
+  expect(new Uint8Array(await b.arrayBuffer())).toEqual(bytes);
+  held?.();
+  expect(new Uint8Array(await (await a).arrayBuffer())).toEqual(bytes);
+  expect(Number((await client.trafficHash(0)).used)).toBe(before + 2 * bytes.length);
 });
