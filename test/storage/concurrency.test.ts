@@ -126,3 +126,31 @@ test("the SDK: a download whose request is overtaken by a later one of the same 
   expect(new Uint8Array(await (await a).arrayBuffer())).toEqual(bytes);
   expect(Number((await client.trafficHash(0)).used)).toBe(before + 2 * bytes.length);
 });
+
+test("the SDK: an upload whose request is overtaken by a later, larger one of the same client still succeeds", async () => {
+  const { account } = await gw.user({ login: false });
+  let held: (() => void) | undefined;
+  let reached!: () => void;
+  const heldReached = new Promise<void>((ok) => (reached = ok));
+  const gate = new Promise<void>((ok) => (held = ok));
+  let first = true;
+  const fetch = (async (input: string | URL | Request, init?: RequestInit) => {
+    const url = String(input instanceof Request ? input.url : input);
+    if (url.endsWith("/dfs/") && first) {
+      first = false;
+      reached();
+      await gate;
+    }
+    return gw.fetch(input, init);
+  }) as typeof globalThis.fetch;
+  const client = await connectStorage({ baseUrl: BASE, account, fetch });
+  await client.login();
+  const [small, large] = [crypto.getRandomValues(new Uint8Array(10_000)), crypto.getRandomValues(new Uint8Array(50_000))];
+  const a = client.upload("dfs", small, { name: "small.bin" });
+  await heldReached;
+  await client.upload("dfs", large, { name: "large.bin" });
+  held?.();
+  expect((await a).Size).toBe(small.length);
+  expect((await client.list("dfs")).Object.map((f) => f.Name).sort()).toEqual(["large.bin", "small.bin"]);
+  expect(Number((await client.trafficHash(0)).used)).toBe(small.length + large.length);
+});
