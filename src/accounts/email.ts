@@ -109,25 +109,29 @@ export function createEmailService(ctx: Ctx, deps: { jwtKey: Uint8Array; mailer:
     async sendCode(rawEmail, ip) {
       const email = normalizeEmail(rawEmail);
       const t = now();
-      const open = await openCode(email);
-      if (open && open.expiresAt > t && t - open.createdAt < CODE_RESEND_MS) {
-        throw rateLimited(Math.ceil((open.createdAt + CODE_RESEND_MS - t) / 1000), fail("CODE_TOO_SOON").message);
-      }
+      /** Seconds until the open code may be replaced, or undefined when it may be now. */
+      const wait = (open: OpenCode | undefined) =>
+        open && open.expiresAt > t && t - open.createdAt < CODE_RESEND_MS ? Math.ceil((open.createdAt + CODE_RESEND_MS - t) / 1000) : undefined;
+      const early = wait(await openCode(email));
+      if (early !== undefined) throw rateLimited(early, fail("CODE_TOO_SOON").message);
       await enforce(ctx, limits.codeSendsPerIp, ip);
       await enforce(ctx, limits.codeSendsPerEmail, email);
       await enforce(ctx, limits.codeSendsOverall, "all");
 
       const code = String(randomInt(0, 1_000_000)).padStart(6, "0");
-      // The newest code replaces the older ones; read committed, as both statements only write.
-      const id = await sql.tx(
-        async (tx) => {
-          await tx.run(CLOSE_OPEN, [email, t]);
-          const row = await tx.get<{ id: number }>(INSERT_CODE, [email, codeHash(email, code), t, t + CODE_TTL_MS]);
-          if (!row) throw new Error("inserting an email code returned no id");
-          return row.id;
-        },
-        { isolation: "read committed" },
-      );
+      // The newest code replaces the older ones. SERIALIZABLE, and the minute is checked again
+      // inside: two sends for one email that both saw no recent code conflict, and the one run
+      // again finds the other's code (on SQLite the transactions simply run one after the other).
+      const made = await sql.tx<{ wait: number } | { id: number }>(async (tx) => {
+        const late = wait(await tx.get<OpenCode>(OPEN_CODE, [email]));
+        if (late !== undefined) return { wait: late };
+        await tx.run(CLOSE_OPEN, [email, t]);
+        const row = await tx.get<{ id: number }>(INSERT_CODE, [email, codeHash(email, code), t, t + CODE_TTL_MS]);
+        if (!row) throw new Error("inserting an email code returned no id");
+        return { id: row.id };
+      });
+      if ("wait" in made) throw rateLimited(made.wait, fail("CODE_TOO_SOON").message);
+      const { id } = made;
       try {
         await mailer.send({
           to: email,
