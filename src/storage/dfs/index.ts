@@ -51,8 +51,9 @@ export interface DfsOptions {
 
 export interface DfsBackend extends Backend {
   readonly kind: "dfs";
-  /** Removes leftovers nothing references; safe beside uploads (see sweep.ts). */
-  sweep(): Promise<SweepReport>;
+  /** One pass removing leftovers nothing references; safe beside uploads (see sweep.ts).
+   * `stopped` ends the listing early. */
+  sweep(opts?: { stopped?: () => boolean }): Promise<SweepReport>;
 }
 
 /**
@@ -83,7 +84,7 @@ export async function openDfs({ sql, log, guard, legacyDir, resweepAfterMs = LEA
     read: (cid, range) => read(ctx, cid, range),
     release: (cid) => release(ctx, cid),
     health: () => health(ctx),
-    sweep: () => sweep(ctx),
+    sweep: (opts) => sweep(ctx, opts),
     stop: async () => {
       await stop(ctx);
       await resweep;

@@ -37,8 +37,11 @@ export interface SweepReport {
   ms: number;
 }
 
-/** `atStart`: nothing else of this store runs (the factory has not returned it yet). */
-export async function sweep(ctx: DfsContext, { atStart = false } = {}): Promise<SweepReport> {
+/**
+ * `atStart`: nothing else of this store runs (the factory has not returned it yet). `stopped`:
+ * ends the listing early (its caller lost its cluster lease, say); the store's stop() does too.
+ */
+export async function sweep(ctx: DfsContext, { atStart = false, stopped }: { atStart?: boolean; stopped?: () => boolean } = {}): Promise<SweepReport> {
   const began = performance.now();
   const dead = await ctx.rows.dropDeadRows();
   await collect(ctx, dead.chunks);
@@ -46,6 +49,7 @@ export async function sweep(ctx: DfsContext, { atStart = false } = {}): Promise<
     parse: hashOfKey,
     referencedAmong: (hashes) => ctx.rows.referencedAmong(hashes),
     deleteUnused: (hashes) => collect(ctx, hashes),
+    stopped: () => ctx.stopping.signal.aborted || stopped?.() === true,
   });
   const report: SweepReport = {
     deadObjects: dead.objects,

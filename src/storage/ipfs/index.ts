@@ -62,8 +62,9 @@ export interface IpfsBackend extends Backend {
   readonly migrated: MigrateResult;
   /** The orphan sweep started at open (it runs beside uploads). */
   readonly swept: Promise<SweepResult>;
-  /** One more pass of the orphan sweep (safe beside uploads; see sweep.ts). */
-  sweep(): Promise<SweepResult>;
+  /** One more pass of the orphan sweep (safe beside uploads; see sweep.ts); `stopped` ends the
+   * listing early. */
+  sweep(opts?: { stopped?: () => boolean }): Promise<SweepResult>;
 }
 
 export async function openIpfs(opts: OpenIpfsOptions): Promise<IpfsBackend> {
@@ -90,8 +91,8 @@ export async function openIpfs(opts: OpenIpfsOptions): Promise<IpfsBackend> {
 
   let again: ReturnType<typeof setTimeout> | undefined;
   let sweeping: Promise<SweepResult>;
-  const sweep = (retry: boolean) =>
-    (sweeping = sweepOrphans({ sql, guard, log, stopped: () => stopping !== undefined }).then(
+  const sweep = (retry: boolean, stopped?: () => boolean) =>
+    (sweeping = sweepOrphans({ sql, guard, log, stopped: () => stopping !== undefined || stopped?.() === true }).then(
       (result) => {
         log.info("ipfs orphan sweep done", { ...result });
         // Blocks held by pins at start may be a killed upload's: once its pins have lapsed, one
@@ -116,7 +117,7 @@ export async function openIpfs(opts: OpenIpfsOptions): Promise<IpfsBackend> {
     helia,
     migrated,
     swept,
-    sweep: () => sweep(false),
+    sweep: (o) => sweep(false, o?.stopped),
 
     async put(source: ReadableStream<Uint8Array>, putOpts?: { signal?: AbortSignal }): Promise<PendingPut> {
       running();

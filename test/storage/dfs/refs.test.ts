@@ -1,7 +1,7 @@
 /** Deduplication and reference counts: chunks stored once, kept while named, gone when not. */
 import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import { AbortedPutError, NotFoundError } from "../../../src/storage/dfs/index.ts";
-import { BLOB_KINDS, MiB, bytesOf, chunkKeys, chunkRefs, keysOf, openStore, readAll, rowCounts, scalar, sha256, streamOf } from "./support.ts";
+import { BLOB_KINDS, MiB, bytesOf, chunkKeys, chunkRefs, keyOf, keysOf, openStore, readAll, rowCounts, scalar, sha256, streamOf } from "./support.ts";
 
 setDefaultTimeout(60_000);
 
@@ -139,6 +139,17 @@ describe.each(BLOB_KINDS)("dfs dedup and references (%s blob store)", (kind) => 
       },
     });
     await expect(store.dfs.put(source, { signal: controller.signal })).rejects.toThrow("too large");
+    expect(await chunkKeys(store)).toEqual([]);
+    await store.close();
+  });
+
+  test("a sweep pass told to stop (its lease lost, say) deletes nothing more; the next pass does", async () => {
+    const store = await openStore(kind);
+    const strays = [bytesOf(MiB, 90), bytesOf(10, 91)];
+    for (const c of strays) await store.blobs.put(keyOf(c), c);
+    expect(await store.dfs.sweep({ stopped: () => true })).toMatchObject({ orphanChunks: 0 });
+    expect(await chunkKeys(store)).toEqual(keysOf(...strays));
+    expect(await store.dfs.sweep()).toMatchObject({ orphanChunks: 2 });
     expect(await chunkKeys(store)).toEqual([]);
     await store.close();
   });
