@@ -39,6 +39,24 @@ function revertName(err: unknown): string | undefined {
   return reverted instanceof ContractFunctionRevertedError ? reverted.data?.errorName : undefined;
 }
 
+/**
+ * Jobs of one key one at a time, different keys in parallel. A purchase reads its record's
+ * expected nonce just before it sends: two purchases of one record sent at once would both
+ * expect the same one, and the second would revert.
+ */
+function perKey() {
+  const tails = new Map<string, Promise<unknown>>();
+  return <T>(key: string, job: () => Promise<T>): Promise<T> => {
+    const run = (tails.get(key) ?? Promise.resolve()).then(job, job);
+    const tail = run.catch(() => {});
+    tails.set(key, tail);
+    void tail.then(() => {
+      if (tails.get(key) === tail) tails.delete(key);
+    });
+    return run;
+  };
+}
+
 export function createPurchases({ sql, chain, records, log, now = Date.now }: { sql: Sql; chain: ChainContext; records: Records; log: Logger; now?: () => number }) {
   const { proxy } = chain.contracts;
   const operator = chain.operator.account.address;
@@ -50,6 +68,7 @@ export function createPurchases({ sql, chain, records, log, now = Date.now }: { 
   });
 
   const gwei = (wei: bigint) => weiToGwei(wei).toString();
+  const oneRecordAtATime = perKey();
 
   async function send(user: Address, kind: Kind, bytes: bigint): Promise<Hash> {
     for (let attempt = 0; ; attempt++) {
@@ -102,7 +121,7 @@ export function createPurchases({ sql, chain, records, log, now = Date.now }: { 
     let sent: Hash | undefined = row?.tx ? (row.tx as Hash) : undefined;
     try {
       // A retry after a lost receipt finds the transaction already sent and sees how it ended.
-      sent ??= await send(user, kind, BigInt(bytes));
+      sent ??= await oneRecordAtATime(`${user}:${kind}`, () => send(user, kind, BigInt(bytes)));
       if (row) await sql.run(SENT, [row.id, sent]);
       await confirm(sent);
       if (row) await sql.run(DONE, [row.id]);

@@ -65,6 +65,13 @@ describe("purchases (D8)", () => {
   });
 });
 
+test("three purchases of one record at once on one gateway: each expects the record's nonce as the last one left it, and all mine", async () => {
+  const { client, buy } = await buyer(gw, "1");
+  const answers = await Promise.all([1, 2, 3].map((i) => buy(`/dfs/buyspace?size=${i * 1000}`)));
+  expect(answers.map((r) => r.status)).toEqual([200, 200, 200]);
+  expect(await client.space()).toMatchObject({ Nonce: 3, SizeByte: 6000 });
+});
+
 test("a chain node that is gone: 500 in the storage shape, not a hang", async () => {
   const doomed = await testGateway({ quota: true, ipfs: false });
   const { buy } = await buyer(doomed, "1");
