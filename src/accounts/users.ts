@@ -9,7 +9,6 @@
  *   users.info(user) // { name, icon, address, did, points, social_info, … }
  */
 import { isAddress } from "viem";
-import type { Queryable } from "../db/sql.ts";
 import type { ProviderInfo, users } from "./schema.ts";
 import { fail } from "./error-codes.ts";
 import type { Ctx, UserRow } from "./types.ts";
@@ -101,8 +100,11 @@ const COLUMN_OF: Record<keyof UserFields, string> = {
   socialFollowed: "social_followed",
 };
 const JSON_FIELDS = new Set<keyof UserFields>(["browserInfo", "microblogInfo", "messengerInfo", "communityInfo"]);
-/** A lost race for a number costs one more try; more than this many in a row is a fault. */
-const INSERT_TRIES = 8;
+/**
+ * A lost race for a number costs one more try, and each round has a winner, so this bounds how
+ * many accounts may be made at the same instant; more than that in a row is a fault.
+ */
+const INSERT_TRIES = 32;
 
 type Raw = Omit<UserRow, "browserInfo" | "microblogInfo" | "messengerInfo" | "communityInfo" | "socialFollowed"> & {
   browserInfo: string | null;
@@ -126,21 +128,16 @@ function toUser(r: Raw): UserRow {
   };
 }
 
-/** The account with `uid`, on the database or inside a caller's transaction. */
-export async function userByUid(q: Queryable, uid: string): Promise<UserRow | undefined> {
-  const r = await q.get<Raw>(BY_UID, [uid]);
-  return r && toUser(r);
-}
-
 export function createUserService(ctx: Ctx): UserService {
   const { sql, now, config } = ctx;
   const admins = new Set(config.adminAddresses.map((a) => a.toLowerCase()));
 
-  const byUid = (uid: string) => userByUid(sql, uid);
-  const byEmail = async (email: string) => {
-    const r = await sql.get<Raw>(BY_EMAIL, [email]);
+  const one = async (text: string, key: string) => {
+    const r = await sql.get<Raw>(text, [key]);
     return r && toUser(r);
   };
+  const byUid = (uid: string) => one(BY_UID, uid);
+  const byEmail = (email: string) => one(BY_EMAIL, email);
   // D2: only a bare address uid is ever proven by a signature, so only those can be admin.
   const role = (user: UserRow) => (isAddress(user.uid, { strict: false }) && admins.has(user.uid.toLowerCase()) ? ("admin" as const) : ("user" as const));
 
