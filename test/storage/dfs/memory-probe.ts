@@ -1,14 +1,15 @@
 /**
  * Puts and reads back a generated 256 MiB stream through the dfs store and prints the peak RSS
  * growth as JSON. It runs in a process of its own (spawned by memory.test.ts), so no other test's
- * memory counts against it.
+ * memory counts against it. Its one argument: the PostgreSQL database on the STOWAGE_TEST_DB=postgres
+ * pass (its parent's), or ''.
  */
 import { MiB, openStore } from "./support.ts";
 
 const SIZE = 256 * MiB;
 const PIECE = 64 * 1024;
 
-const store = await openStore();
+const store = await openStore("local", { databaseUrl: process.argv[2] || undefined });
 Bun.gc(true);
 const start = process.memoryUsage().rss;
 let peak = start;

@@ -7,13 +7,16 @@
  */
 import { expect, test } from "bun:test";
 import { join } from "node:path";
+import { TEST_DB, testDatabaseUrl } from "../../support/db.ts";
 
 const MiB = 1_048_576;
 const SIZE = 256 * MiB;
 const BOUND = 128 * MiB;
 
 test("a 256 MiB upload and its download keep RSS growth well under the file size", async () => {
-  const proc = Bun.spawn([process.execPath, join(import.meta.dir, "memory-probe.ts")], { stdout: "pipe", stderr: "pipe" });
+  // On the PostgreSQL pass the probe gets a database of the shared server rather than starting one.
+  const databaseUrl = TEST_DB === "postgres" ? await testDatabaseUrl() : "";
+  const proc = Bun.spawn([process.execPath, join(import.meta.dir, "memory-probe.ts"), databaseUrl], { stdout: "pipe", stderr: "pipe" });
   const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
   expect(code, err).toBe(0);
   const r = JSON.parse(out.trim().split("\n").pop() as string) as { size: number; read: number; putGrowth: number; growth: number };
