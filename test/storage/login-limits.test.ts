@@ -1,6 +1,7 @@
 /** Rate limits of POST /login: per client address and per DID, 429 with Retry-After beyond. */
 import { expect, test } from "bun:test";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
+import { didAddressKey } from "../../src/identity/did.ts";
 import { LOGIN_LIMITS } from "../../src/storage/service.ts";
 import { postJson, readJson } from "../support/app.ts";
 import { testGateway } from "../support/storage.ts";
@@ -18,6 +19,14 @@ test("one DID gets a bounded number of attempts a minute, then 429 with Retry-Af
   expect(limited.status).toBe(429);
   expect(Number(limited.headers.get("retry-after"))).toBeGreaterThan(0);
   expect(await readJson(limited)).toMatchObject({ Code: "RateLimited", HTTPStatusCode: 429 });
+});
+
+test("the counts live in the shared database, so every gateway on it meets the same limit (D16)", async () => {
+  const did = newDid();
+  for (let i = 0; i < 3; i++) await attempt(did);
+  const key = `${LIMITS.perDid.name}:${didAddressKey(did)}`;
+  const row = await gw.database.sql.get<{ count: number }>("SELECT count FROM rate_counters WHERE key = $1", [key]);
+  expect(row?.count).toBe(3);
 });
 
 test("another spelling of the same DID shares its limit", async () => {
