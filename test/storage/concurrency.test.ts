@@ -154,3 +154,24 @@ test("the SDK: an upload whose request is overtaken by a later, larger one of th
   expect((await client.list("dfs")).Object.map((f) => f.Name).sort()).toEqual(["large.bin", "small.bin"]);
   expect(Number((await client.trafficHash(0)).used)).toBe(small.length + large.length);
 });
+
+test("two gateways, one database: one file deleted on both at once is deleted once; its content is released once", async () => {
+  const { account, client } = await gw.user();
+  const s = await gw.session(account);
+  for (let round = 0; round < 8; round++) {
+    const bytes = crypto.getRandomValues(new Uint8Array(30_000));
+    const x = await client.upload("dfs", bytes, { name: `x${round}` });
+    // A second file with the same bytes: the content must outlive the one delete.
+    await client.upload("dfs", bytes, { name: `x${round}-again` });
+    const del = async (requestID: number) => {
+      const signature = await gw.sign.request(account, { did: s.did, token: s.token, requestID, action: "delete", payload: String(x.ID) });
+      const q = new URLSearchParams({ id: String(x.ID), did: s.did, token: s.token, requestID: String(requestID), payload: String(x.ID), signature });
+      return new Request(`http://stowage.test/dfs/delete?${q}`, { headers: { authorization: `Bearer ${s.accessToken}` } });
+    };
+    const [one, two] = await Promise.all([del(2 * round + 1), del(2 * round + 2)]);
+    const answers = await Promise.all([gw.app.handle(one), gw2.app.handle(two)]);
+    expect(answers.map((r) => r.status).sort()).toEqual([200, 404]);
+    expect((await client.list("dfs")).Object.map((f) => f.Name)).not.toContain(`x${round}`);
+    expect(new Uint8Array(await (await client.download("dfs", x.Cid, { size: bytes.length })).arrayBuffer())).toEqual(bytes);
+  }
+});
