@@ -78,7 +78,9 @@ export function createPointsService(ctx: Ctx, catalog: readonly ActionRule[] = a
     async add(user, actionId) {
       const r = rule(actionId);
       const t = now();
-      // SERIALIZABLE (the default): the prerequisite and gap checks read what a racing add writes.
+      // SERIALIZABLE (the default), not READ COMMITTED: the unique slot alone would keep a racing
+      // renewal out too, but answer it "already recorded" where run one after the other it reads
+      // "too soon"; run again after a conflict, it reads what SQLite's serial order answers.
       const outcome = await sql.tx(async (tx) => {
         const missing: number[] = [];
         for (const need of r.needs ?? []) if (!(await latestRow(tx, user.id, need))) missing.push(need);

@@ -78,11 +78,12 @@ describe("action records", () => {
     expect(user.points).toBe(100);
   });
 
-  test("20 parallel renewals make one record", async () => {
+  test("20 parallel renewals make one record; the others read 'too soon', as one after the other, on either database", async () => {
     const { key, auth } = await login();
     await add(auth, 5);
     const answers = await Promise.all(Array.from({ length: 20 }, () => add(auth, 6)));
     expect(answers.filter((a) => a.status === 200)).toHaveLength(1);
+    expect(answers.filter((a) => a.body.error === "VERIFY_ACTION_FAILED")).toHaveLength(19);
     const user = await userRow(key.address);
     expect(user.points).toBe(150);
   });
