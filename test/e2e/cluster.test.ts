@@ -191,6 +191,12 @@ describe("three gateways, one service", () => {
     expect(await bytesOf(await store.download("dfs", fileOne.Cid, { size: one.length }))).toEqual(one);
     expect(await bytesOf(await store.download("ipfs", fileTwo.Cid, { size: two.length }))).toEqual(two);
 
+    // Every gateway serves every block of the shared store over bitswap: an outside IPFS node that
+    // dials C alone fetches the ipfs file uploaded at A.
+    const peer = Bun.spawn(["bun", join(import.meta.dir, "..", "support", "ipfs-peer.ts"), ipfsAddrs(C).find((a) => a.includes("/tcp/"))!, fileTwo.Cid], { stdout: "pipe", stderr: "pipe" });
+    const fetched = JSON.parse((await new Response(peer.stdout).text()).trim()) as { sha256?: string; bytes?: number; ms?: number; error?: string };
+    expect(fetched).toEqual({ sha256: new Bun.CryptoHasher("sha256").update(two).digest("hex"), bytes: two.length, ms: expect.any(Number) });
+
     lb.via(B);
     await store.delete(fileOne.ID);
     const deleteUrl = lb.sent.findLast((u) => u.includes("/dfs/delete"))!;
