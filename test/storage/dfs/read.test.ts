@@ -9,7 +9,7 @@ describe.each(BLOB_KINDS)("dfs reads (%s blob store)", (kind) => {
   let store: Store;
   beforeAll(async () => {
     store = await openStore(kind);
-  });
+  }, 60_000); // the database may start here (PostgreSQL pass)
   afterAll(() => store.close());
 
   async function putCommitted(bytes: Uint8Array, piece?: number): Promise<string> {
@@ -65,7 +65,7 @@ describe.each(BLOB_KINDS)("dfs reads (%s blob store)", (kind) => {
     let cid: string;
     beforeAll(async () => {
       cid = await putCommitted(bytes);
-    });
+    }, 60_000);
 
     const cases: [string, number, number][] = [
       ["first byte", 0, 0],

@@ -11,9 +11,10 @@ import { isIpfsError } from "../../../src/storage/ipfs/index.ts";
 import { MiB, collect, openBackend, randomBytes, sha256, streamOf, within, type Opened } from "./helpers.ts";
 
 let b: Opened;
+// The first test process's database may start here (PostgreSQL pass): more than a hook's 5 s.
 beforeAll(async () => {
   b = await openBackend();
-});
+}, 60_000);
 afterAll(() => b.close());
 
 async function putCommitted(bytes: Uint8Array) {
@@ -127,7 +128,7 @@ describe("read", () => {
   let cid = "";
   beforeAll(async () => {
     cid = (await putCommitted(bytes)).cid;
-  });
+  }, 60_000);
 
   const cases: Array<[string, number, number]> = [
     ["first byte", 0, 0],

@@ -52,7 +52,7 @@ describe("another process fetches by Cid over TCP + bitswap", () => {
     const p = await o.ipfs.put(streamOf(bytes));
     await p.commit();
     cid = p.cid;
-  });
+  }, 60_000);
   afterAll(() => o.close());
 
   test("a 5 MiB multi-block file arrives byte-exact", async () => {

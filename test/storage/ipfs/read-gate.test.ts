@@ -1,4 +1,4 @@
-/** Downloads keep memory bounded: the exporter may not read far ahead of a slow consumer. */
+/** Downloads keep memory bounded: the reader may not fetch far ahead of a slow consumer. */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { CID } from "multiformats/cid";
 import type { BlobStore } from "../../../src/blob/index.ts";
@@ -14,7 +14,7 @@ beforeAll(async () => {
   const p = await o.ipfs.put(streamOf(bytes, MiB / 2));
   await p.commit();
   cid = p.cid;
-});
+}, 60_000); // the database may start here (PostgreSQL pass), and 40 MiB go to S3 on that pass
 afterAll(() => o.close());
 
 /** The same stored blocks, counting the leaves read (every block but the root is a leaf here). */
