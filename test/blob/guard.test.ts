@@ -54,6 +54,15 @@ describe("blob guard (D15)", () => {
     expect(await guard.dropExpiredPins()).toBe(1);
   });
 
+  test("a lease released while a pin is still being written leaves no pin behind", async () => {
+    const { sql, guard } = setup();
+    const lease = guard.lease();
+    const pinning = lease.pin(["dfs/p1", "dfs/p2"]);
+    await lease.release(); // an upload that failed at once: it does not wait for its own pin
+    await pinning;
+    expect(await sql.all("SELECT key FROM blob_pins")).toEqual([]);
+  });
+
   test("an upload that meets a deletion in progress waits for it, then writes the blob again", async () => {
     const { sql, store, guard, clock } = setup();
     await store.put("dfs/c", bytes("c"));
