@@ -1,18 +1,28 @@
 /**
  * Streams pinned content, or an inclusive byte range of it, from the blob store only (D9: downloads
- * never fetch from the network). Missing or damaged blocks error the stream; memory stays bounded
- * by the read gate however slowly the consumer reads.
+ * never fetch from the network). Missing or damaged blocks error the stream.
+ *
+ * The file's DAG is walked here rather than through @helia/unixfs `cat`: every dag-pb node says
+ * how many bytes each child holds (UnixFS blockSizes), so the leaves overlapping the range are
+ * known as the walk meets them, and are fetched LEAVES_AHEAD at a time in file order, each checked
+ * against its Cid (readBlock) and the size its parent gives before any of its bytes go out. The
+ * exporter cost a copy of every block (it collects each block's stream with it-to-buffer) and
+ * its queues ≈ 0.9 ms of CPU per MiB on Ceph RGW, a quarter of a download's; and it read leaves
+ * into an unbounded queue, which needed a gate. Here memory is the LEAVES_AHEAD leaves in flight
+ * (1 MiB each with D9's chunker), however slowly the consumer reads.
  */
-import { unixfs, type CatOptions } from "@helia/unixfs";
-import type { ByteRange } from "../backend.ts";
-import { cidKey, parseCid } from "./cids.ts";
+import * as dagPb from "@ipld/dag-pb";
+import { UnixFS } from "ipfs-unixfs";
+import type { CID } from "multiformats/cid";
 import type { BlobStore } from "../../blob/index.ts";
+import type { ByteRange } from "../backend.ts";
+import { readBlock } from "./blocks.ts";
+import { cidKey, parseCid } from "./cids.ts";
 import { IpfsError } from "./errors.ts";
-import { CHUNK_SIZE } from "../cid-options.ts";
-import { localStore, ReadGate } from "./local-store.ts";
 
-/** Leaf bytes read ahead of the consumer at most (reads in flight included). */
-const READ_AHEAD = 8 * 1_048_576;
+/** Leaves fetched (or being fetched) ahead of the consumer at most. */
+const LEAVES_AHEAD = 8;
+const RAW = 0x55;
 
 export interface ReadDeps {
   store: BlobStore;
@@ -20,47 +30,108 @@ export interface ReadDeps {
   pinnedSize(cid: string): Promise<number | undefined>;
 }
 
+/** A piece of the file, in file order: a leaf to fetch, or bytes a dag-pb node carries itself. */
+type Piece = { cid: CID; offset: number; size: number } | { bytes: Uint8Array; offset: number };
+
+interface Walk {
+  pieces: AsyncGenerator<Piece>;
+  /** Inclusive byte range of the content. */
+  start: number;
+  end: number;
+}
+
 export function readContent(deps: ReadDeps, cidText: string, range?: ByteRange): ReadableStream<Uint8Array> {
   const abort = new AbortController();
-  const gate = new ReadGate(READ_AHEAD, CHUNK_SIZE);
-  let chunks: AsyncIterator<Uint8Array> | undefined;
+  let walk: Walk | undefined;
+  let walked = false;
+  /** Leaf fetches started, in file order. */
+  const ahead: Promise<Uint8Array>[] = [];
 
-  const open = async (): Promise<AsyncIterator<Uint8Array>> => {
+  const open = async (): Promise<Walk> => {
     const cid = parseCid(cidText);
     const size = await deps.pinnedSize(cidKey(cid));
     if (size === undefined) throw new IpfsError("IPFS_NOT_FOUND", `no pinned content ${cidKey(cid)}`);
-    const options: CatOptions = { offline: true, signal: abort.signal };
-    if (range) {
-      if (!validRange(range, size)) throw new IpfsError("IPFS_BAD_RANGE", `range ${range.start}-${range.end} outside 0-${size - 1}`);
-      options.offset = range.start;
-      options.length = range.end - range.start + 1;
-    }
-    return unixfs({ blockstore: localStore(deps.store, gate) }).cat(cid, options)[Symbol.asyncIterator]();
+    if (range && !validRange(range, size)) throw new IpfsError("IPFS_BAD_RANGE", `range ${range.start}-${range.end} outside 0-${size - 1}`);
+    const [start, end] = range ? [range.start, range.end] : [0, size - 1];
+    return { pieces: piecesOf(deps.store, cid, { offset: 0, size }, start, end, abort.signal), start, end };
   };
 
-  return new ReadableStream<Uint8Array>({
-    async pull(controller) {
-      try {
-        chunks ??= await open();
-        for (;;) {
-          const next = await chunks.next();
-          if (next.done) return controller.close();
-          gate.handed(next.value.byteLength);
-          // A range ending on a leaf boundary makes the exporter read the next leaf and yield it
-          // empty; a stream chunk should carry bytes.
-          if (next.value.byteLength === 0) continue;
-          return controller.enqueue(next.value);
+  /** A piece's bytes inside the range, its leaf fetched and checked first. */
+  const load = async (piece: Piece, { start, end }: Walk): Promise<Uint8Array> => {
+    let bytes: Uint8Array;
+    if ("bytes" in piece) bytes = piece.bytes;
+    else {
+      bytes = await readBlock(deps.store, piece.cid, { signal: abort.signal });
+      if (bytes.byteLength !== piece.size) throw new IpfsError("IPFS_BLOCK_CORRUPT", `block ${piece.cid} holds ${bytes.byteLength} bytes, expected ${piece.size}`);
+    }
+    return bytes.subarray(Math.max(start - piece.offset, 0), Math.max(Math.min(end - piece.offset + 1, bytes.byteLength), 0));
+  };
+
+  return new ReadableStream<Uint8Array>(
+    {
+      async pull(controller) {
+        try {
+          walk ??= await open();
+          for (;;) {
+            while (ahead.length < LEAVES_AHEAD && !walked) {
+              const next = await walk.pieces.next(); // reads the inner nodes as it meets them
+              if (next.done) walked = true;
+              else {
+                const part = load(next.value, walk);
+                part.catch(() => {}); // awaited in turn below; a cancelled download never awaits it
+                ahead.push(part);
+              }
+            }
+            const next = ahead.shift();
+            if (next === undefined) return controller.close();
+            const part = await next;
+            if (part.byteLength > 0) return controller.enqueue(part);
+          }
+        } catch (err) {
+          abort.abort(err);
+          controller.error(err);
         }
-      } catch (err) {
-        abort.abort(err);
-        controller.error(err);
-      }
+      },
+      async cancel(reason) {
+        abort.abort(reason);
+        await walk?.pieces.return(undefined);
+      },
     },
-    async cancel(reason) {
-      abort.abort(reason);
-      await chunks?.return?.();
-    },
-  }, { highWaterMark: 0 });
+    { highWaterMark: 0 },
+  );
+}
+
+/**
+ * The pieces of the node `cid` (which holds `at.size` bytes from file offset `at.offset`) that
+ * overlap [start, end], in file order. A raw block is a leaf; a dag-pb node is a UnixFS file (or
+ * raw) node: its own data first, then its children, whose sizes it lists.
+ */
+async function* piecesOf(store: BlobStore, cid: CID, at: { offset: number; size: number }, start: number, end: number, signal: AbortSignal): AsyncGenerator<Piece> {
+  if (cid.code === RAW) {
+    yield { cid, ...at };
+    return;
+  }
+  if (cid.code !== dagPb.code) throw new IpfsError("IPFS_BLOCK_CORRUPT", `block ${cid} is neither raw nor dag-pb`);
+  let node: dagPb.PBNode;
+  let file: UnixFS;
+  try {
+    node = dagPb.decode(await readBlock(store, cid, { signal }));
+    file = UnixFS.unmarshal(node.Data ?? new Uint8Array(0));
+  } catch (err) {
+    if (err instanceof IpfsError) throw err;
+    throw new IpfsError("IPFS_BLOCK_CORRUPT", `block ${cid} is no UnixFS node`, { cause: err });
+  }
+  if (file.type !== "file" && file.type !== "raw") throw new IpfsError("IPFS_NOT_FOUND", `${cid} is a UnixFS ${file.type}, not a file`);
+  if (node.Links.length !== file.blockSizes.length) throw new IpfsError("IPFS_BLOCK_CORRUPT", `block ${cid} has ${node.Links.length} links and ${file.blockSizes.length} sizes`);
+  let offset = at.offset;
+  const own = file.data ?? new Uint8Array(0);
+  if (own.byteLength > 0 && offset + own.byteLength > start && offset <= end) yield { bytes: own, offset };
+  offset += own.byteLength;
+  for (let i = 0; i < node.Links.length && offset <= end; i++) {
+    const size = Number(file.blockSizes[i]);
+    if (offset + size > start) yield* piecesOf(store, (node.Links[i] as dagPb.PBLink).Hash, { offset, size }, start, end, signal);
+    offset += size;
+  }
 }
 
 function validRange({ start, end }: ByteRange, size: number): boolean {
