@@ -1,10 +1,9 @@
 /**
  * Upload: the source streams through ipfs-unixfs-importer (which cuts 1 MiB chunks and hashes them
  * for the raw-leaf Cids); each raw leaf reaches `ChunkSink.put` in file order, is pinned under the
- * upload's lease (D15) with the next few (PIN_BATCH), and is written to the blob store behind the
- * importer, at most WRITE_QUEUE chunks at once. Memory holds the chunk being cut plus the chunks
- * waiting for their pin and queued — a few MiB whatever the file size — and the manifest (one
- * hash per MiB). Inner dag-pb nodes are not stored: the Cid
+ * upload's lease (D15), and is written to the blob store behind the importer, at most WRITE_QUEUE
+ * chunks at once. Memory holds the chunk being cut plus the chunks queued — a few MiB whatever
+ * the file size — and the manifest (one hash per MiB). Inner dag-pb nodes are not stored: the Cid
  * is all we need of them.
  *
  * Nothing is referenced until `commit()` writes the manifest, in one transaction, after every
@@ -29,14 +28,6 @@ import type { ChunkRef } from "./rows.ts";
  * to four at once at ≈ 50–70 (2-core VM, noisy); local files showed no clear difference.
  */
 const WRITE_QUEUE = 3;
-
-/**
- * Chunks pinned in one transaction. A pin is a database write, and on SQLite (synchronous =
- * FULL) each one is an fsync, ≈ 3–4 ms during which the event loop stands still (bun:sqlite is
- * synchronous): one per chunk took ≈ 0.5 s of a 128 MiB upload to Ceph RGW. The chunks of a
- * batch wait for the batch to fill before their writes start, so this adds to memory.
- */
-const PIN_BATCH = 4;
 
 export async function put(ctx: DfsContext, source: ReadableStream<Uint8Array>, opts: { signal?: AbortSignal } = {}): Promise<PendingPut> {
   if (ctx.stopping.signal.aborted) throw new StoppedError("dfs store is stopped");
@@ -71,13 +62,11 @@ async function upload(ctx: DfsContext, source: ReadableStream<Uint8Array>, signa
 /** The importer's blockstore: keeps raw leaves as chunk objects, drops inner nodes. */
 class ChunkSink implements WritableStorage {
   readonly manifest: ChunkRef[] = [];
-  /** Distinct chunks of this upload, each pinned once (or waiting in `unpinned` for its pin). */
+  /** Distinct chunks of this upload, each pinned once. */
   readonly pinned = new Set<string>();
   size = 0;
   /** Chunks whose bytes this upload wrote (the rest were in the store already). */
   written = 0;
-  /** Chunks handed over and not pinned yet: pinned together once PIN_BATCH have come. */
-  private unpinned: { hash: string; bytes: Uint8Array }[] = [];
   /** Writes handed over and not finished, running at once. */
   private readonly queue = new Set<Promise<void>>();
   private failure: { error: unknown } | undefined;
@@ -95,8 +84,8 @@ class ChunkSink implements WritableStorage {
     this.size += bytes.byteLength;
     if (!this.pinned.has(hash)) {
       this.pinned.add(hash);
-      this.unpinned.push({ hash, bytes });
-      if (this.unpinned.length >= PIN_BATCH) await this.pinAndWrite();
+      await this.lease.pin([chunkKey(hash)]); // before storeChunk() looks whether it exists (D15)
+      this.enqueue(hash, bytes);
     }
     while (this.queue.size >= WRITE_QUEUE) await Promise.race(this.queue);
     this.throwIfFailed();
@@ -105,18 +94,8 @@ class ChunkSink implements WritableStorage {
 
   /** Waits for every write (each durable once done); throws the first failure. */
   async finish(): Promise<void> {
-    await this.pinAndWrite();
     await this.settle();
     this.throwIfFailed();
-  }
-
-  /** Pins the waiting chunks in one transaction, then hands them to the writers. */
-  private async pinAndWrite(): Promise<void> {
-    const batch = this.unpinned;
-    if (batch.length === 0) return;
-    this.unpinned = [];
-    await this.lease.pin(batch.map((c) => chunkKey(c.hash))); // before storeChunk() looks whether they exist (D15)
-    for (const c of batch) this.enqueue(c.hash, c.bytes);
   }
 
   /** Waits for every write, failed or not. */
