@@ -3,14 +3,13 @@
  * `server.ts` puts it behind the HTTP listener (`http/listen.ts`).
  *
  * @example
- *   const app = buildApp({ config, log, db, health: { db: () => db.get(sql`select 1`) } })
+ *   const app = buildApp({ config, log, accounts, health: { database: () => sql.get("SELECT 1 AS one") } })
  *   const res = await app.handle(new Request("http://local/healthz"))
  */
 import { Elysia } from "elysia";
 import { openapi } from "@elysiajs/openapi";
 import type { Config } from "./config.ts";
 import type { Logger } from "./log.ts";
-import type { Db } from "./db/open.ts";
 import { errorHandler } from "./http/error-handler.ts";
 import { healthRoutes, type HealthCheck } from "./http/health.ts";
 import { version } from "./version.ts";
@@ -26,7 +25,6 @@ import { quotaRoutes, type Quota } from "./quota/index.ts";
 export interface AppServices {
   config: Config;
   log: Logger;
-  db: Db;
   health: Record<string, HealthCheck>;
   /** Absent only in tests of parts that need no chain. */
   chain?: ChainContext;

@@ -2,14 +2,14 @@
  * `stowage serve`: prepares the data directory, starts every component, listens, and on stop
  * drains in-flight requests before closing the components in reverse order.
  */
-import { join } from "node:path";
 import type { Config } from "./config.ts";
 import type { Logger } from "./log.ts";
 import { acquireLock } from "./datadir/lock.ts";
 import { loadSecrets } from "./datadir/secrets.ts";
 import { makePrivate } from "./datadir/private.ts";
-import { openDatabase } from "./db/open.ts";
+import { openStore } from "./db/connect.ts";
 import { installationId } from "./db/installation.ts";
+import { gatewayId } from "./datadir/gateway-id.ts";
 import { buildApp } from "./app.ts";
 import { createHandler } from "./http/handler.ts";
 import { storageError } from "./http/errors.ts";
@@ -49,10 +49,14 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     const lock = acquireLock(config.dataDir);
     cleanup.push(() => lock.release());
     const secrets = loadSecrets(config.dataDir, config);
-    const database = openDatabase(join(config.dataDir, "stowage.db"));
+    // SQLite in the data dir, or the cluster's PostgreSQL (STOWAGE_DATABASE_URL, D16).
+    const database = await openStore(config, log);
     cleanup.push(() => database.close());
 
     const installation = await installationId(database.sql);
+    // This gateway's name in the cluster's leases (the indexer, the sweeps): one per data dir.
+    const gateway = gatewayId(config.dataDir);
+    log.info("gateway", { id: gateway, installation });
     const chain = await startChain(config, secrets, log);
     cleanup.push(() => chain.stop());
     const resolver = ethrResolver({ publicClient: chain.context.publicClient, registry: chain.context.contracts.didRegistry });
@@ -68,15 +72,14 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     // Only expired holds: live ones may be another gateway's (D16).
     await quota.meter.clearStale();
     const directory = createDirectory({ sql: database.sql, chainId: config.chainId, address: chain.context.contracts.directory, fromBlock: BigInt(chain.deployment.block) });
-    const stored = await startStorage({ config, db: database.db, sql: database.sql, log, chain: chain.context, accounts, extra: { resolver, readGrant: directory.readGrant, isPublic: directory.isPublic, meter: quota.meter } });
+    const stored = await startStorage({ config, sql: database.sql, gatewayId: gateway, log, chain: chain.context, accounts, extra: { resolver, readGrant: directory.readGrant, isPublic: directory.isPublic, meter: quota.meter } });
     cleanup.push(() => stored.stop());
     // One indexer in the cluster (D16): it runs on the gateway holding the "indexer" lease, and
-    // its cursor writes are fenced by that lease's epoch. Unique per process, not per data dir.
-    const gatewayId = `${installation}/${crypto.randomUUID()}`;
+    // its cursor writes are fenced by that lease's epoch.
     const indexing = singleton(
       database.sql,
       "indexer",
-      gatewayId,
+      gateway,
       async ({ signal }) => {
         indexer.start();
         await aborted(signal);
@@ -113,7 +116,6 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     const app = buildApp({
       config: effective,
       log,
-      db: database.db,
       chain: chain.context,
       accounts,
       storage: stored.storage,
@@ -122,9 +124,9 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
       health: {
         ...stored.health,
         chain: () => chain.health(),
-        database: () => {
-          database.sqlite.query("select 1").get();
-          return { installation };
+        database: async () => {
+          await database.sql.get("SELECT 1 AS one");
+          return { dialect: database.dialect, installation };
         },
       },
     });

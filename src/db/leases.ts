@@ -11,7 +11,7 @@
  *   to write. A write that must not outlive the term adds `fenceCondition` (the lease row still
  *   has this holder and epoch) to its own statement, in a SERIALIZABLE transaction or as one
  *   statement, and treats "no row changed" as `LeaseLostError`.
- * - `singleton(sql, name, holder, run)` renews every `renewMs` (3 s) with a `ttlMs` (10 s)
+ * - `singleton(sql, name, holder, run)` renews every `renewMs` (3 s) with a `ttlMs` (8 s)
  *   lifetime and runs `run` while it holds; a waiting gateway tries again at the moment the
  *   current lease expires, so it takes over at most `ttlMs` after the holder's last renewal,
  *   that is within 10 s of its death.
@@ -43,7 +43,9 @@ export interface Lease {
   expiresAt: number;
 }
 
-export const LEASE_DEFAULTS = { ttlMs: 10_000, renewMs: 3_000 } as const;
+/** The lease lapses 8 s after its last renewal, so "another gateway takes over within 10 s of a
+ * death" (D16) holds with the new holder's first pass included (an indexer poll, a sweep start). */
+export const LEASE_DEFAULTS = { ttlMs: 8_000, renewMs: 3_000 } as const;
 
 /** A fenced write found that its lease is no longer this holder's term. */
 export class LeaseLostError extends Error {

@@ -1,7 +1,9 @@
 /**
  * Starts the storage part of the server: the blob store (D15: local files or S3) with its one
  * deletion guard, the `dfs` store on it, the embedded IPFS node, the DID resolver over the
- * chain's registry, and the storage service.
+ * chain's registry, and the storage service. The orphan sweeps of both back-ends run as one
+ * cluster singleton (sweeps.ts), not at each back-end's open: with many gateways on one database
+ * and one blob store, one gateway sweeps at a time.
  */
 import { join } from "node:path";
 import { claimDeployment, openBlobStore, type BlobStore } from "../blob/index.ts";
@@ -10,7 +12,6 @@ import type { AccountServices } from "../accounts/index.ts";
 import type { ChainContext } from "../chain/types.ts";
 import type { Config } from "../config.ts";
 import { installationId } from "../db/installation.ts";
-import type { Db } from "../db/open.ts";
 import type { Sql } from "../db/sql.ts";
 import { storageDomain } from "../identity/eip712.ts";
 import { ethrResolver } from "../identity/resolver.ts";
@@ -18,6 +19,8 @@ import type { Logger } from "../log.ts";
 import type { Backend, BackendKind } from "./backend.ts";
 import { openDfs } from "./dfs/index.ts";
 import { openIpfs } from "./ipfs/index.ts";
+import { parsePeerAddrs } from "./ipfs/peers.ts";
+import { clusterSweeps } from "./sweeps.ts";
 import { createStorage, type StorageDeps } from "./service.ts";
 
 /** The storage service over open back-ends, wired as the server wires it; `extra` overrides. */
@@ -52,25 +55,32 @@ export interface Blobs {
  * Opens the configured blob store and claims it for this deployment (its installation id, made
  * once in app_state) before anything sweeps it: a store another deployment claimed is refused.
  */
-export async function openBlobs({ config, db, sql, log }: { config: Config; db: Db; sql: Sql; log: Logger }): Promise<Blobs> {
+export async function openBlobs({ config, sql, log }: { config: Config; sql: Sql; log: Logger }): Promise<Blobs> {
   const store = await openBlobStore(config);
   await claimDeployment(store, await installationId(sql));
   return { store, guard: createBlobGuard({ sql, store, log }) };
 }
 
-export async function startStorage(deps: { config: Config; db: Db; sql: Sql; log: Logger; chain: ChainContext; accounts: AccountServices; extra?: Partial<StorageDeps> }) {
-  const { config, db, log, chain, accounts } = deps;
+export async function startStorage(deps: { config: Config; sql: Sql; log: Logger; gatewayId: string; chain: ChainContext; accounts: AccountServices; extra?: Partial<StorageDeps> }) {
+  const { config, log, chain, accounts } = deps;
   const backends: Partial<Record<BackendKind, Backend>> = {};
+  let sweeps: ReturnType<typeof clusterSweeps> | undefined;
   const stop = async () => {
+    await sweeps?.stop();
     for (const b of Object.values(backends)) await b.stop();
   };
-  const blobs = await openBlobs({ config, db, sql: deps.sql, log });
+  // A bad STOWAGE_IPFS_PEERS stops the start before anything opens.
+  const peers = parsePeerAddrs(config.ipfsPeers);
+  const blobs = await openBlobs({ config, sql: deps.sql, log });
   log.info("blob store ready", { kind: blobs.store.kind });
   try {
-    backends.dfs = await openDfs({ sql: deps.sql, log, guard: blobs.guard, legacyDir: join(config.dataDir, "dfs") });
-    const ipfs = await openIpfs({ dir: join(config.dataDir, "ipfs"), listen: config.ipfsListen, sql: deps.sql, log, guard: blobs.guard });
+    const dfs = await openDfs({ sql: deps.sql, log, guard: blobs.guard, legacyDir: join(config.dataDir, "dfs"), sweepAtOpen: false });
+    backends.dfs = dfs;
+    const ipfs = await openIpfs({ dir: join(config.dataDir, "ipfs"), listen: config.ipfsListen, sql: deps.sql, log, guard: blobs.guard, peers, sweepAtOpen: false });
     backends.ipfs = ipfs;
     log.info("ipfs node ready", { peerId: ipfs.peerId, addresses: ipfs.multiaddrs() });
+    sweeps = clusterSweeps({ sql: deps.sql, holder: deps.gatewayId, backends: [dfs, ipfs], log });
+    sweeps.start();
   } catch (err) {
     await stop();
     throw err;

@@ -52,7 +52,7 @@ function gateway(dataDir: string, sql: Sql): Call {
   const local = openDatabase(join(dataDir, "local.db"));
   closers.push(local.close);
   const accounts = createAccountServices({ config, sql, log: silentLogger, secrets: { jwtKey }, mailer: mail.mailer, now: clock.now });
-  const app = buildApp({ config, log: silentLogger, db: local.db, health: {}, accounts });
+  const app = buildApp({ config, log: silentLogger, health: {}, accounts });
   let calls = 0;
   return async (method, path, { body, headers = {}, ip } = {}) => {
     const init: RequestInit = { method, headers: { ...headers, ...(body === undefined ? {} : { "content-type": "application/json" }) } };

@@ -10,12 +10,19 @@ import { createBlobGuard, LEASE_MS } from "../../src/blob/guard.ts";
 import type { Queryable } from "../../src/db/sql.ts";
 import { LocalBlobStore } from "../../src/blob/local.ts";
 import { silentLogger } from "../../src/log.ts";
-import { TEST_DB, testDatabase } from "../support/db.ts";
+import { postgresSql, testDatabase } from "../support/db.ts";
 import { tempDir } from "../support/tmp.ts";
 
-function setup(clock = { t: Date.now() }) {
+/** `on`: PostgreSQL whatever this pass's database is, for a race only PostgreSQL can have. */
+function databaseFor(dir: string, on?: "postgres") {
+  if (on !== "postgres") return testDatabase(dir);
+  const sql = postgresSql();
+  return { sql, close: () => sql.close() };
+}
+
+function setup(clock = { t: Date.now() }, on?: "postgres") {
   const dir = tempDir("guard");
-  const database = testDatabase(dir);
+  const database = databaseFor(dir, on);
   afterAll(() => database.close());
   const { sql } = database;
   const store = new LocalBlobStore(join(dir, "blobs"));
@@ -115,9 +122,10 @@ describe("blob guard (D15)", () => {
     expect(await sql.all("SELECT key FROM blob_tombstones")).toHaveLength(1);
   });
 
-  // On SQLite the pin would wait for the open decision (writers run one at a time): nothing to race.
-  test.skipIf(TEST_DB !== "postgres")("a pin taken while a deleter is deciding: the deleter keeps the blob the upload found", async () => {
-    const { sql, store, guard } = setup();
+  // On PostgreSQL in every pass: on SQLite the pin would wait for the open decision (writers run
+  // one at a time), so there is nothing to race.
+  test("on PostgreSQL, a pin taken while a deleter is deciding: the deleter keeps the blob the upload found", async () => {
+    const { sql, store, guard } = setup(undefined, "postgres");
     await store.put("dfs/h", bytes("h"));
     let paused = false;
     let found: number | undefined;

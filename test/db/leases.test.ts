@@ -25,12 +25,13 @@ describe(`leases on ${TEST_DB}`, () => {
     const a = await acquire(sql, name, "a", { now: 1_000 });
     expect(a).toEqual({ name, holder: "a", epoch: 1, expiresAt: 1_000 + LEASE_DEFAULTS.ttlMs });
     expect(await acquire(sql, name, "b", { now: 1_001 })).toBeUndefined();
-    expect(await acquire(sql, name, "a", { now: 4_000 })).toEqual({ name, holder: "a", epoch: 1, expiresAt: 14_000 });
+    const ttl = LEASE_DEFAULTS.ttlMs;
+    expect(await acquire(sql, name, "a", { now: 4_000 })).toEqual({ name, holder: "a", epoch: 1, expiresAt: 4_000 + ttl });
     // Still a's until the very millisecond its renewal runs out.
-    expect(await acquire(sql, name, "b", { now: 13_999 })).toBeUndefined();
-    expect(await acquire(sql, name, "b", { now: 14_000 })).toEqual({ name, holder: "b", epoch: 2, expiresAt: 24_000 });
-    expect(await acquire(sql, name, "a", { now: 14_001 })).toBeUndefined();
-    expect(await currentLease(sql, name)).toEqual({ holder: "b", epoch: 2, expiresAt: 24_000 });
+    expect(await acquire(sql, name, "b", { now: 4_000 + ttl - 1 })).toBeUndefined();
+    expect(await acquire(sql, name, "b", { now: 4_000 + ttl })).toEqual({ name, holder: "b", epoch: 2, expiresAt: 4_000 + 2 * ttl });
+    expect(await acquire(sql, name, "a", { now: 4_000 + ttl + 1 })).toBeUndefined();
+    expect(await currentLease(sql, name)).toEqual({ holder: "b", epoch: 2, expiresAt: 4_000 + 2 * ttl });
   });
 
   test("release hands the lease over at once, as a new term; a stale release changes nothing", async () => {

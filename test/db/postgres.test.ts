@@ -12,6 +12,7 @@ import { SQLiteTable, getTableConfig as sqliteConfig } from "drizzle-orm/sqlite-
 import { embeddedPgMigrations } from "../../src/db/pg/migrations.macro.ts";
 import * as pg from "../../src/db/pg/schema.ts";
 import { openPostgres, sumNumber, type OpenPostgres } from "../../src/db/postgres.ts";
+import { RANKED, tsqueryText } from "../../src/directory/search-pg.ts";
 import * as sqlite from "../../src/schema.ts";
 import { postgres, type Postgres } from "../support/postgres.ts";
 
@@ -167,6 +168,16 @@ describe("directory search on PostgreSQL", () => {
     const plan = await db.transaction(async (tx) => {
       await tx.execute(sql`SET LOCAL enable_seqscan = off`);
       return tx.execute(sql`EXPLAIN SELECT id FROM directory_entries WHERE directory_search_document(name, keywords) @@ to_tsquery('simple', stowage_fold('cafe'))`);
+    });
+    expect(JSON.stringify(plan)).toContain("directory_entries_search");
+  });
+
+  test("the server's ranked search query (search-pg.ts) finds its matches through the GIN index", async () => {
+    const { sql: q } = await open(await server.createDatabase());
+    const plan = await q.tx(async (tx) => {
+      // An empty table: forbid the sequential scan to see that the index can answer the match.
+      await tx.run("SET LOCAL enable_seqscan = off");
+      return tx.all<Record<string, string>>(`EXPLAIN ${RANKED}`, [tsqueryText("harbour") as string, 20_000, 20, 0]);
     });
     expect(JSON.stringify(plan)).toContain("directory_entries_search");
   });

@@ -28,7 +28,7 @@ export async function directoryGateway(o: { ipfs?: boolean; pollMs?: number } = 
   });
   const sql = gw.database.sql;
   directory = createDirectory({ sql, chainId: gw.config.chainId, address: gw.chain.context.contracts.directory, fromBlock: gw.chain.deployBlock });
-  const app = buildApp({ config: gw.config, log: gw.log, db: gw.database.db, health: {}, chain: gw.chain.context, accounts: gw.accounts, storage: gw.storage, directory });
+  const app = buildApp({ config: gw.config, log: gw.log, health: {}, chain: gw.chain.context, accounts: gw.accounts, storage: gw.storage, directory });
   const fetch = appFetch(app);
   const indexer = createIndexer({ sql, publicClient: gw.chain.anvil.publicClient, confirmations: 0, log: silentLogger, pollMs: o.pollMs ?? 60_000 });
   indexer.add(directory.consumer);

@@ -30,7 +30,6 @@ test("the whole app's OpenAPI document lists every route of every capability", a
   const app = buildApp({
     config: gw.config,
     log: gw.log,
-    db: gw.database.db,
     health: {},
     chain: gw.chain.context,
     accounts: gw.accounts,

@@ -41,7 +41,7 @@ export function testApp(opts: TestAppOptions = {}) {
   const accounts = createAccountServices({ config, sql: database.sql, log, secrets, publicClient: opts.chain?.publicClient, ...opts.accounts });
   const quota = opts.quota?.({ sql: database.sql, log });
   const storage = opts.storage?.({ config, db: database.db, sql: database.sql, log, accounts, dataDir, quota });
-  const app = buildApp({ config, log, db: database.db, health: { database: () => void database.sqlite.query("select 1").get() }, chain: opts.chain, accounts, storage, quota });
+  const app = buildApp({ config, log, health: { database: () => database.sql.get("SELECT 1 AS one") }, chain: opts.chain, accounts, storage, quota });
   return { app, config, database, log, dataDir, accounts, secrets, storage, quota };
 }
 

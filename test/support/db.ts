@@ -50,6 +50,11 @@ class LazyPgSql implements Sql {
   }
 }
 
+/** A fresh PostgreSQL database whatever this pass's database is, for what only PostgreSQL has. */
+export function postgresSql(): Sql {
+  return new LazyPgSql(testDatabaseUrl());
+}
+
 export interface TestDatabase {
   /** The data-access layer on the chosen database. */
   sql: Sql;

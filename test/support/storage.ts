@@ -64,7 +64,7 @@ export async function testGateway(opts: GatewayOptions = {}) {
         { resolver, readGrant: opts.readGrant, meter: quota?.meter, rateLimits: false, ...opts.extra },
       ),
   });
-  const blobs = await openBlobs({ config: made.config, db: made.database.db, sql: made.database.sql, log: made.log });
+  const blobs = await openBlobs({ config: made.config, sql: made.database.sql, log: made.log });
   backends.dfs = await openDfs({ sql: made.database.sql, log: made.log, guard: blobs.guard, legacyDir: join(made.dataDir, "dfs") });
   if (opts.ipfs !== false) backends.ipfs = await openIpfs({ dir: join(made.dataDir, "ipfs"), listen: ["/ip4/127.0.0.1/tcp/0"], sql: made.database.sql, log: made.log, guard: blobs.guard });
   afterAll(async () => {
@@ -146,7 +146,7 @@ export async function testGateway(opts: GatewayOptions = {}) {
       { config: made.config, sql: made.database.sql, log: made.log, chain: chain.context, accounts: made.accounts, backends },
       { resolver, readGrant: opts.readGrant, meter: quota?.meter, rateLimits: false, ...opts.extra },
     );
-    const app = buildApp({ config: made.config, log: made.log, db: made.database.db, health: {}, chain: chain.context, accounts: made.accounts, storage, quota });
+    const app = buildApp({ config: made.config, log: made.log, health: {}, chain: chain.context, accounts: made.accounts, storage, quota });
     return { app, storage, quota };
   }
 

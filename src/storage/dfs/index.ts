@@ -47,6 +47,9 @@ export interface DfsOptions {
   /** When the start-up sweep kept unreferenced chunks for their pins, it runs once more this
    * much later (default: once those pins, if their holder died, have lapsed). */
   resweepAfterMs?: number;
+  /** false: no sweep at open; the server runs the sweeps on one gateway of the cluster at a time
+   * (src/storage/sweeps.ts) and calls `sweep()` itself. Default true (one store on its own). */
+  sweepAtOpen?: boolean;
 }
 
 export interface DfsBackend extends Backend {
@@ -62,12 +65,12 @@ export interface DfsBackend extends Backend {
  * holder from a slow one until its pins lapse), so their chunks survive that sweep; one more
  * sweep a lease later removes them.
  */
-export async function openDfs({ sql, log, guard, legacyDir, resweepAfterMs = LEASE_MS + 1_000 }: DfsOptions): Promise<DfsBackend> {
+export async function openDfs({ sql, log, guard, legacyDir, resweepAfterMs = LEASE_MS + 1_000, sweepAtOpen = true }: DfsOptions): Promise<DfsBackend> {
   const ctx: DfsContext = { rows: new Rows(sql), store: guard.store, guard, log, active: new Set(), stopping: new AbortController() };
   if (legacyDir !== undefined) await moveLegacyChunks(ctx, legacyDir);
-  const first = await sweep(ctx, { atStart: true });
+  const first = sweepAtOpen ? await sweep(ctx, { atStart: true }) : undefined;
   let resweep: Promise<unknown> | undefined;
-  if (first.heldChunks > 0) {
+  if (first && first.heldChunks > 0) {
     const again = setTimeout(() => {
       resweep = sweep(ctx).catch((e) => log.warn("dfs: sweep failed", { error: String(e) }));
     }, resweepAfterMs);

@@ -31,6 +31,8 @@ import { addRef, dropRef, pinned, pinnedCount } from "./pins.ts";
 import { importStream, uploadSink, type BlockSizes, type Imported } from "./put.ts";
 import { readContent } from "./read.ts";
 import { deleteUnreferenced, sweepOrphans, type SweepResult } from "./sweep.ts";
+import { keepDialled } from "./peers.ts";
+import type { Multiaddr } from "@multiformats/multiaddr";
 
 export { IpfsError, isIpfsError, type IpfsErrorCode } from "./errors.ts";
 export { d9ImporterOptions } from "../cid-options.ts";
@@ -50,6 +52,11 @@ export interface OpenIpfsOptions {
   guard: BlobGuard;
   /** Peer ids allowed to connect, and so to fetch over bitswap (D9); unset = anyone. */
   allowPeers?: readonly string[];
+  /** Other gateways' multiaddrs (STOWAGE_IPFS_PEERS), kept dialled (peers.ts). */
+  peers?: readonly Multiaddr[];
+  /** false: no orphan sweep at open; the server runs the sweeps on one gateway of the cluster at
+   * a time (src/storage/sweeps.ts) and calls `sweep()` itself. Default true. */
+  sweepAtOpen?: boolean;
 }
 
 export interface IpfsBackend extends Backend {
@@ -60,8 +67,8 @@ export interface IpfsBackend extends Backend {
   readonly helia: IpfsHelia;
   /** What moving an old data dir's blocks did (all zero when there was nothing to move). */
   readonly migrated: MigrateResult;
-  /** The orphan sweep started at open (it runs beside uploads). */
-  readonly swept: Promise<SweepResult>;
+  /** The orphan sweep started at open (it runs beside uploads); none with `sweepAtOpen: false`. */
+  readonly swept: Promise<SweepResult> | undefined;
   /** One more pass of the orphan sweep (safe beside uploads; see sweep.ts); `stopped` ends the
    * listing early. */
   sweep(opts?: { stopped?: () => boolean }): Promise<SweepResult>;
@@ -90,7 +97,7 @@ export async function openIpfs(opts: OpenIpfsOptions): Promise<IpfsBackend> {
   };
 
   let again: ReturnType<typeof setTimeout> | undefined;
-  let sweeping: Promise<SweepResult>;
+  let sweeping: Promise<unknown> = Promise.resolve();
   const sweep = (retry: boolean, stopped?: () => boolean) =>
     (sweeping = sweepOrphans({ sql, guard, log, stopped: () => stopping !== undefined || stopped?.() === true }).then(
       (result) => {
@@ -108,7 +115,8 @@ export async function openIpfs(opts: OpenIpfsOptions): Promise<IpfsBackend> {
         return { seen: 0, removed: 0, held: 0 };
       },
     ));
-  const swept = sweep(true);
+  const swept = opts.sweepAtOpen === false ? undefined : sweep(true);
+  const dialled = opts.peers?.length ? keepDialled(helia.libp2p, opts.peers, log) : undefined;
 
   return {
     kind: "ipfs",
@@ -200,6 +208,7 @@ export async function openIpfs(opts: OpenIpfsOptions): Promise<IpfsBackend> {
     stop() {
       // Bun keeps the process alive about 1 s after the TCP listener closes; nothing to wait for.
       clearTimeout(again);
+      dialled?.stop();
       stopping ??= sweeping
         .then(() => node.stop())
         .then(() => log.info("ipfs node stopped", { peerId }));
