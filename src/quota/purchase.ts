@@ -4,12 +4,15 @@
  * once the receipt is mined with success. An Idempotency-Key makes a retry answer the same
  * transaction and buy once, however many gateways the retries reach. Operator transactions take
  * their nonces from the database (src/chain/operator-nonces.ts, D16): purchases on one gateway or
- * many go out in parallel, and never share a nonce.
+ * many go out in parallel, and never share a nonce. Purchases of one record (user and kind) run
+ * one after the other across the cluster, from simulation to receipt, under a lease row of that
+ * record: each expects the record's nonce it reads, so two in flight at once would revert one.
  */
 import { BaseError, ContractFunctionRevertedError, type Address, type Hash } from "viem";
 import { proxyAbi } from "../chain/artifacts/index.ts";
 import type { ChainContext } from "../chain/types.ts";
 import { operatorNonces } from "../chain/operator-nonces.ts";
+import { acquire, release } from "../db/leases.ts";
 import type { Sql } from "../db/sql.ts";
 import { storageError, StorageError } from "../http/errors.ts";
 import type { Logger } from "../log.ts";
@@ -31,6 +34,12 @@ const FAILED = "UPDATE purchases SET status = 'failed', tx = NULL WHERE id = $1"
 export const DEFAULT_PACKAGE: Record<Kind, number> = { space: 2 ** 30, traffic: 10 * 2 ** 30 };
 
 const FN = { space: "buySpace", traffic: "buyTraffic" } as const;
+const RECEIPT_TIMEOUT_MS = 120_000;
+/** A record's lease outlives the longest purchase (a receipt's wait), so only a dead holder's lapses. */
+const RECORD_LEASE_MS = RECEIPT_TIMEOUT_MS + 30_000;
+/** How long a purchase waits for another of the same record before answering 409. */
+const RECORD_WAIT_MS = 60_000;
+const RECORD_POLL_MS = 50;
 const PRICE = { space: "spacePrice", traffic: "trafficPrice" } as const;
 
 function revertName(err: unknown): string | undefined {
@@ -94,7 +103,7 @@ export function createPurchases({ sql, chain, records, log, now = Date.now }: { 
   }
 
   async function confirm(hash: Hash) {
-    const receipt = await chain.publicClient.waitForTransactionReceipt({ hash, timeout: 120_000 });
+    const receipt = await chain.publicClient.waitForTransactionReceipt({ hash, timeout: RECEIPT_TIMEOUT_MS });
     if (receipt.status !== "success") throw new Error(`purchase ${hash} reverted`);
   }
 
@@ -115,18 +124,42 @@ export function createPurchases({ sql, chain, records, log, now = Date.now }: { 
     );
   }
 
+  /** `job` while this purchase holds its record's lease, waited for across the cluster (D16). */
+  async function oneRecordInCluster<T>(record: string, job: () => Promise<T>): Promise<T> {
+    const name = `purchase:${record}`;
+    const holder = crypto.randomUUID();
+    const deadline = now() + RECORD_WAIT_MS;
+    let lease = await acquire(sql, name, holder, { ttlMs: RECORD_LEASE_MS, now: now() });
+    while (!lease) {
+      if (now() > deadline) throw storageError.conflict("another purchase of this record is still in progress; try again");
+      await Bun.sleep(RECORD_POLL_MS);
+      lease = await acquire(sql, name, holder, { ttlMs: RECORD_LEASE_MS, now: now() });
+    }
+    try {
+      return await job();
+    } finally {
+      await release(sql, lease).catch((err) => log.warn("releasing a purchase's record lease failed", { err: (err as Error).message }));
+    }
+  }
+
   async function buy(user: Address, kind: Kind, bytes: number, key?: string): Promise<{ tx: Hash }> {
     const row = key ? await claimKey(user, kind, key, bytes) : undefined;
     if (row?.status === "done" && row.tx) return { tx: row.tx as Hash };
     let sent: Hash | undefined = row?.tx ? (row.tx as Hash) : undefined;
     try {
-      // A retry after a lost receipt finds the transaction already sent and sees how it ended.
-      sent ??= await oneRecordAtATime(`${user}:${kind}`, () => send(user, kind, BigInt(bytes)));
-      if (row) await sql.run(SENT, [row.id, sent]);
-      await confirm(sent);
+      const record = `${user}:${kind}`;
+      const hash = await oneRecordAtATime(record, () =>
+        oneRecordInCluster(record, async () => {
+          // A retry after a lost receipt finds the transaction already sent and sees how it ended.
+          sent ??= await send(user, kind, BigInt(bytes));
+          if (row) await sql.run(SENT, [row.id, sent]);
+          await confirm(sent);
+          return sent;
+        }),
+      );
       if (row) await sql.run(DONE, [row.id]);
       records.forget(user);
-      return { tx: sent };
+      return { tx: hash };
     } catch (err) {
       const reverted = err instanceof Error && err.message.includes("reverted");
       // Sent but not known to be mined: keep the hash, so a retry asks the chain instead of buying twice.

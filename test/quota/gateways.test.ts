@@ -71,6 +71,16 @@ describe("two gateways, one database", () => {
     expect(await anvil.publicClient.getTransactionCount({ address: operator })).toBe(sentBefore + buyers.length);
     for (const u of buyers) expect((await u.client.space()).SizeByte).toBe(1000);
   });
+
+  test("one user's purchases of one record sent to both at once all go through, one after the other", async () => {
+    const u = await gw.user();
+    await (await connectGateway(BASE, { account: u.account, fetch: gw.fetch })).deposit(parseEther("1"));
+    const auth = { authorization: `Bearer ${u.client.accessToken}` };
+    // Each expects the record's nonce it read: sent together from two gateways, all but one would revert.
+    const answers = await Promise.all(Array.from({ length: 4 }, (_, i) => (i % 2 ? gw2 : gw).app.handle(get("/dfs/buyspace?size=1000", { headers: auth }))));
+    expect(answers.map((r) => r.status)).toEqual([200, 200, 200, 200]);
+    expect(await u.client.space()).toMatchObject({ SizeByte: 4000, Nonce: 4 });
+  });
 });
 
 describe("Idempotency-Key over two gateways", () => {
