@@ -23,7 +23,9 @@
  *
  * CPU: utime + stime (/proc/PID/stat) of the server process during the upload and the full
  * download, per MiB moved; with `--s3` also that of the Ceph daemons (radosgw, OSD, mon), which
- * shows what each side's pattern of requests costs the store (0 without `--s3`).
+ * shows what each side's pattern of requests costs the store (0 without `--s3`); and the bench's
+ * own, which is Stowage's client (the SDK sending and reading over HTTP), while the S3 baseline
+ * reads and writes inside its child (there the bench only asks, so it is near 0).
  *
  * Peak RSS: /proc/PID/status VmHWM of the server process (not its anvil), reset through
  * /proc/PID/clear_refs before each upload and before the downloads (Linux; run as the owner).
@@ -374,7 +376,7 @@ async function main() {
   };
 
   /** What one side measures in one round. */
-  type Sample = { up: number; down: number; range: number; cpuUp: number; cpuDown: number; cephUp: number; cephDown: number; rssIdle: number; rssUp: number; rssDown: number };
+  type Sample = { up: number; down: number; range: number; cpuUp: number; cpuDown: number; cephUp: number; cephDown: number; clientUp: number; clientDown: number; rssIdle: number; rssUp: number; rssDown: number };
   interface Side {
     pid: number;
     upload(path: string, sha256: string): Promise<{ ms: number; id: string }>;
@@ -394,14 +396,14 @@ async function main() {
         const rssIdle = statusKiB(side.pid, "VmRSS") / 1024;
         // CPU per MiB moved: the server's (the S3 baseline's child for s3-direct) and the store's.
         const perMiB = (ms: number) => ms / (fileSize / MiB);
-        let [cpu, ceph] = [cpuMs(side.pid), cephCpuMs()];
+        let [cpu, ceph, own] = [cpuMs(side.pid), cephCpuMs(), cpuMs(process.pid)];
         const up = await side.upload(file.path, file.sha256);
-        const [cpuUp, cephUp] = [perMiB(cpuMs(side.pid) - cpu), perMiB(cephCpuMs() - ceph)];
+        const [cpuUp, cephUp, clientUp] = [perMiB(cpuMs(side.pid) - cpu), perMiB(cephCpuMs() - ceph), perMiB(cpuMs(process.pid) - own)];
         const rssUp = peakMiB(side.pid);
         resetPeak(side.pid);
-        [cpu, ceph] = [cpuMs(side.pid), cephCpuMs()];
+        [cpu, ceph, own] = [cpuMs(side.pid), cephCpuMs(), cpuMs(process.pid)];
         const down = await side.download(up.id, undefined, verify ? file.sha256 : undefined);
-        const [cpuDown, cephDown] = [perMiB(cpuMs(side.pid) - cpu), perMiB(cephCpuMs() - ceph)];
+        const [cpuDown, cephDown, clientDown] = [perMiB(cpuMs(side.pid) - cpu), perMiB(cephCpuMs() - ceph), perMiB(cpuMs(process.pid) - own)];
         expectBytes("download", down.bytes, fileSize);
         let rangeMs = 0;
         if (withRanges) {
@@ -413,7 +415,7 @@ async function main() {
         }
         const rssDown = peakMiB(side.pid);
         await side.remove(up.id);
-        return { up: fileSize / MiB / (up.ms / 1000), down: fileSize / MiB / (down.ms / 1000), range: withRanges ? rangeMs / rangeCount : 0, cpuUp, cpuDown, cephUp, cephDown, rssIdle, rssUp, rssDown };
+        return { up: fileSize / MiB / (up.ms / 1000), down: fileSize / MiB / (down.ms / 1000), range: withRanges ? rangeMs / rangeCount : 0, cpuUp, cpuDown, cephUp, cephDown, clientUp, clientDown, rssIdle, rssUp, rssDown };
       } finally {
         rmSync(file.path, { force: true });
       }
@@ -571,12 +573,23 @@ async function main() {
       cpuDown: { unit: "ms/MiB", higherIsBetter: false, label: "server CPU, full download" },
       cephUp: { unit: "ms/MiB", higherIsBetter: null, label: "Ceph daemons' CPU, upload" },
       cephDown: { unit: "ms/MiB", higherIsBetter: null, label: "Ceph daemons' CPU, full download" },
+      clientUp: { unit: "ms/MiB", higherIsBetter: null, label: "the bench's own CPU (the client), upload" },
+      clientDown: { unit: "ms/MiB", higherIsBetter: null, label: "the bench's own CPU (the client), full download" },
       rssIdle: { unit: "MiB", higherIsBetter: null, label: "server RSS before the upload" },
       rssUp: { unit: "MiB", higherIsBetter: false, label: "server peak RSS, upload" },
       rssDown: { unit: "MiB", higherIsBetter: false, label: "server peak RSS, downloads" },
     } as const;
     const labels = { subject: `${subjectLabel}-KIND`, baseline: s3Target ? "s3-direct" : "baseline" };
     const summary: string[] = [];
+    /**
+     * CPU spent per MiB by the server, (with --s3) the Ceph daemons and the bench, medians. On a machine with
+     * few cores, where the store, the server and the bench share them, throughput follows the CPU
+     * all of them spend on a MiB: the inverse ratio of these says roughly where the throughput
+     * ratio can go at best.
+     */
+    type CpuMetrics = Record<"cpuUp" | "cpuDown" | "cephUp" | "cephDown" | "clientUp" | "clientDown", { subject: { median: number }; baseline: { median: number } }>;
+    const cpuOf = (m: CpuMetrics, way: "up" | "down", side: "subject" | "baseline") =>
+      way === "up" ? m.cpuUp[side].median + m.cephUp[side].median + m.clientUp[side].median : m.cpuDown[side].median + m.cephDown[side].median + m.clientDown[side].median;
     for (const kind of backends as ("dfs" | "ipfs")[]) {
       const r = await compareMany({
         name: `${kind}: ${size / MiB} MiB`,
@@ -591,7 +604,9 @@ async function main() {
         `${kind} ${size / MiB} MiB: upload ${fmt(m.up.subject.median)} vs ${fmt(m.up.baseline.median)} MiB/s (${m.up.ratio.toFixed(2)}×), ` +
           `full download ${fmt(m.down.subject.median)} vs ${fmt(m.down.baseline.median)} MiB/s (${m.down.ratio.toFixed(2)}×), ` +
           `ranged GET ${fmt(m.range.subject.median)} vs ${fmt(m.range.baseline.median)} ms (${m.range.ratio.toFixed(2)}×), ` +
-          `peak RSS ${fmt(Math.max(m.rssUp.subject.max, m.rssDown.subject.max))} vs ${fmt(Math.max(m.rssUp.baseline.max, m.rssDown.baseline.max))} MiB`,
+          `peak RSS ${fmt(Math.max(m.rssUp.subject.max, m.rssDown.subject.max))} vs ${fmt(Math.max(m.rssUp.baseline.max, m.rssDown.baseline.max))} MiB; ` +
+          `CPU ${useS3 ? "server + Ceph + client" : "server + client"} per MiB: upload ${fmt(cpuOf(m, "up", "subject"))} vs ${fmt(cpuOf(m, "up", "baseline"))} ms (${(cpuOf(m, "up", "baseline") / cpuOf(m, "up", "subject")).toFixed(2)}×), ` +
+          `download ${fmt(cpuOf(m, "down", "subject"))} vs ${fmt(cpuOf(m, "down", "baseline"))} ms (${(cpuOf(m, "down", "baseline") / cpuOf(m, "down", "subject")).toFixed(2)}×)`,
       );
     }
     if (values["no-big"] !== true) {
