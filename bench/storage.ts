@@ -24,8 +24,9 @@
  * CPU: utime + stime (/proc/PID/stat) of the server process during the upload and the full
  * download, per MiB moved; with `--s3` also that of the Ceph daemons (radosgw, OSD, mon), which
  * shows what each side's pattern of requests costs the store (0 without `--s3`); and the bench's
- * own, which is Stowage's client (the SDK sending and reading over HTTP), while the S3 baseline
- * reads and writes inside its child (there the bench only asks, so it is near 0).
+ * own, which is Stowage's client (the SDK sending and reading over HTTP; on uploads this includes
+ * the SDK hashing the file before the timed request), while the S3 baseline reads and writes
+ * inside its child (there the bench only asks, so it is near 0).
  *
  * Peak RSS: /proc/PID/status VmHWM of the server process (not its anvil), reset through
  * /proc/PID/clear_refs before each upload and before the downloads (Linux; run as the owner).
