@@ -368,8 +368,11 @@ async function runCommand(cmd: string[], opts: Omit<CommandOptions, "parse">): P
 // ───────────────────────────── HTTP load ─────────────────────────────
 
 export interface LoadTestOptions {
-  /** Loopback only (127.0.0.0/8, localhost, [::1]): load is never sent anywhere else. */
-  url: string;
+  /**
+   * Loopback only (127.0.0.0/8, localhost, [::1]): load is never sent anywhere else. Several URLs
+   * (several gateways of one service) take the requests in turn, as a round-robin balancer would.
+   */
+  url: string | string[];
   durationMs: number;
   /** Concurrent keep-alive request loops, one connection each. */
   connections: number;
@@ -407,7 +410,9 @@ export function assertLoopback(url: string): void {
  * Throws if any request failed or got a non-2xx status: such a round measures something else.
  */
 export async function loadTest(opts: LoadTestOptions): Promise<LoadTestResult> {
-  assertLoopback(opts.url);
+  const urls = [opts.url].flat();
+  if (urls.length === 0) throw new Error("loadTest needs at least one URL");
+  for (const url of urls) assertLoopback(url);
   if (!(opts.durationMs > 0 && opts.durationMs <= 600_000)) throw new Error("durationMs must be in (0, 600000]");
   if (!(Number.isInteger(opts.connections) && opts.connections >= 1 && opts.connections <= 1024)) throw new Error("connections must be 1..1024");
   const child = spawnChild([process.execPath, WORKER, JSON.stringify(opts)]);
@@ -418,7 +423,7 @@ export async function loadTest(opts: LoadTestOptions): Promise<LoadTestResult> {
   if (code !== 0) throw new Error(`load worker exited ${code}:\n${child.output()}`);
   const last = child.stdout().trimEnd().split("\n").pop() ?? "";
   const result = JSON.parse(last) as LoadTestResult & { firstError?: string };
-  if (result.errors > 0) throw new Error(`${opts.url}: ${result.errors} of ${result.requests + result.errors} requests failed (first: ${result.firstError})`);
+  if (result.errors > 0) throw new Error(`${urls.join(", ")}: ${result.errors} of ${result.requests + result.errors} requests failed (first: ${result.firstError})`);
   const { firstError: _, ...clean } = result;
   return clean;
 }

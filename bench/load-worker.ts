@@ -7,6 +7,9 @@
  * so each loop holds one keep-alive connection (Bun's fetch reuses idle sockets by default) and
  * the number of requests in flight is exactly `connections` (a closed-loop test).
  *
+ * With several URLs (`"url": [a, b, c]`), each request goes to the next one in turn (a round-robin
+ * balancer in front of several gateways); each loop then keeps one keep-alive connection per URL.
+ *
  * Usage (from harness.ts): bun bench/load-worker.ts '{"url":…,"durationMs":…,"connections":…}'
  * Prints one JSON line: { requests, errors, seconds, rps, p50Ms, p99Ms, maxMs, generatorCpu, firstError? }
  */
@@ -16,7 +19,10 @@ import { assertLoopback, percentile, type LoadTestOptions } from "./harness.ts";
 const REQUEST_TIMEOUT_MS = 5000;
 
 const opts = JSON.parse(process.argv[2] ?? "{}") as LoadTestOptions;
-assertLoopback(opts.url);
+const urls = [opts.url].flat();
+for (const url of urls) assertLoopback(url);
+/** The next request's target when there are several: each request takes the next URL in turn. */
+let turn = 0;
 
 let requests = 0;
 let errors = 0;
@@ -32,7 +38,8 @@ async function loop(): Promise<void> {
   while (performance.now() < deadline) {
     const t0 = performance.now();
     try {
-      const res = await fetch(opts.url, { method: opts.method ?? "GET", headers: opts.headers, signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) });
+      const url = urls[turn++ % urls.length] as string;
+      const res = await fetch(url, { method: opts.method ?? "GET", headers: opts.headers, signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) });
       // Reading the body to its end is what returns the socket to the pool for the next request.
       await res.arrayBuffer();
       if (!res.ok) throw new Error(`HTTP ${res.status}`);

@@ -1,0 +1,386 @@
+/**
+ * Many gateways as one service (issue 13, DESIGN.md D16): how requests/s scale from one gateway
+ * to three over one PostgreSQL and one Ceph RGW on this 2-core machine, and where the CPU of a
+ * request goes (the gateways, postgres, the Ceph daemons, the chain, the load generator).
+ *
+ * One run starts what test/e2e/cluster.test.ts starts: an external anvil with the contracts
+ * deployed, a real PostgreSQL, a one-node Ceph RGW and three compiled gateways (`dist/stowage`,
+ * built first when older than the sources) sharing database URL, bucket prefix, chain, JWT key and
+ * operator key; plus, for reference, one gateway on the embedded default (SQLite and local files)
+ * on the same external chain, so the table also shows what PostgreSQL + RGW cost one gateway.
+ * Three sides are measured in alternation, round by round, each kind of load in turn:
+ *
+ *   sqlite ×1  the SQLite gateway alone
+ *   pg ×1      gateway A of the cluster alone (B and C idle: lease renewals, indexer polls)
+ *   pg ×3      A, B and C, the load spread over them round-robin
+ *
+ * Loads: GET /dfs/space and GET /dfs/listobjects with a Bearer token (one session at the
+ * cluster is valid at every gateway: the JWT key is shared), in the load generator process of
+ * harness.ts; and 1 MiB uploads through the SDK, `--clients` users in parallel, each logged in
+ * at its own gateway (its own session; pg ×3: client i at gateway i mod 3), each upload fresh
+ * bytes, a signed restricted call with a voucher (two HTTP requests: /traffichash, then the POST).
+ *
+ * CPU per request comes from /proc: each component's user + system time over the measurement,
+ * divided by the requests it served. PostgreSQL and Ceph are found by the pid files of this
+ * process's own servers (others may run their own on the same machine). "rest of the machine" is
+ * its busy CPU (/proc/stat) minus all of our processes': other sessions' work, and kernel threads
+ * (some of them doing our I/O: loopback softirqs, writeback), so never quite zero.
+ *
+ * Run: bun bench/cluster.ts [--rounds 3] [--warmup 1] [--seconds 5] [--connections 16] [--clients 6] [--loads space,list,upload]
+ */
+import { readdirSync, readFileSync } from "node:fs";
+import { randomBytes } from "node:crypto";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { parseArgs } from "node:util";
+import { parseEther } from "viem";
+import { generatePrivateKey, privateKeyToAccount, type PrivateKeyAccount } from "viem/accounts";
+import { readDeployment } from "../src/chain/deployment.ts";
+import { runAdmin } from "../src/cli/admin.ts";
+import { runChain } from "../src/cli/chain.ts";
+import { canonicalDid } from "../src/identity/did.ts";
+import { connectStorage, type StorageClient } from "../src/sdk/storage.ts";
+import { ANVIL_BIN, startAnvil } from "../test/support/anvil.ts";
+import { cephRgw, stowageS3Env } from "../test/support/ceph.ts";
+import { ensureFresh, STOWAGE_BUILD } from "../test/support/fresh-build.ts";
+import { postgres } from "../test/support/postgres.ts";
+import { tempDir } from "../test/support/tmp.ts";
+import { fmt, loadTest, percentile, processCpuSeconds, startServer, stats, type RunningServer, type Stats } from "./harness.ts";
+
+const MiB = 2 ** 20;
+const progress = (line: string) => process.stderr.write(`${line}\n`);
+
+// ───────────────────────────── options ─────────────────────────────
+
+const LOADS = ["space", "list", "upload"] as const;
+type Load = (typeof LOADS)[number];
+
+function usage(message: string): never {
+  console.error(`${message}\nUsage: bun bench/cluster.ts [--rounds N] [--warmup N] [--seconds S] [--connections C] [--clients N] [--loads space,list,upload]`);
+  process.exit(2);
+}
+let args: Record<string, string | boolean | undefined>;
+try {
+  ({ values: args } = parseArgs({
+    options: {
+      rounds: { type: "string", default: "3" },
+      warmup: { type: "string", default: "1" },
+      seconds: { type: "string", default: "5" },
+      connections: { type: "string", default: "16" },
+      clients: { type: "string", default: "6" },
+      loads: { type: "string", default: LOADS.join(",") },
+      help: { type: "boolean", short: "h", default: false },
+    },
+    strict: true,
+  }));
+} catch (err) {
+  usage((err as Error).message);
+}
+if (args.help) usage("Small requests and 1 MiB uploads through 1 and 3 gateways on PostgreSQL + Ceph RGW, and 1 on SQLite.");
+const count = (name: string, min: number) => {
+  const n = Number(args[name]);
+  if (!Number.isInteger(n) || n < min) usage(`--${name} must be an integer ≥ ${min} (got ${args[name]})`);
+  return n;
+};
+const rounds = count("rounds", 1);
+const warmup = count("warmup", 0);
+const seconds = Number(args.seconds);
+if (!(seconds > 0 && seconds <= 600)) usage(`--seconds must be in (0, 600] (got ${args.seconds})`);
+const connections = count("connections", 1);
+const clientCount = count("clients", 1);
+const loads = String(args.loads).split(",") as Load[];
+if (loads.length === 0 || loads.some((l) => !LOADS.includes(l))) usage(`--loads takes some of ${LOADS.join(",")}`);
+
+// ───────────────────────────── CPU from /proc ─────────────────────────────
+
+const CLK_TCK = Number(Bun.spawnSync(["getconf", "CLK_TCK"]).stdout.toString().trim()) || 100;
+
+/** Busy CPU seconds of the whole machine so far (all cores; idle and iowait excluded). */
+function machineBusySeconds(): number {
+  const fields = (readFileSync("/proc/stat", "utf8").split("\n")[0] ?? "").trim().split(/\s+/).slice(1).map(Number);
+  // user nice system idle iowait irq softirq steal (guest time is already in user).
+  const total = fields.slice(0, 8).reduce((a, b) => a + b, 0);
+  return (total - (fields[3] ?? 0) - (fields[4] ?? 0)) / CLK_TCK;
+}
+
+const cpuOf = (pids: number[]) => pids.reduce((sum, pid) => sum + processCpuSeconds(pid), 0);
+
+/** Pids named in pid files under the folders this process's servers made (`prefix` + our pid). */
+function pidsFromFiles(parent: string, prefix: string, files: string[]): number[] {
+  const dirs = readdirSync(parent).filter((d) => d.startsWith(`${prefix}${process.pid}-`));
+  const pids: number[] = [];
+  for (const d of dirs) {
+    for (const f of files) {
+      try {
+        const pid = Number(readFileSync(join(parent, d, f), "utf8").split("\n")[0]);
+        if (pid > 0) pids.push(pid);
+      } catch {
+        // not written (yet), or gone
+      }
+    }
+  }
+  return pids;
+}
+
+/** The anvil listening on `port` (startAnvil does not hand out its pid). */
+function anvilPid(port: string): number {
+  for (const p of readdirSync("/proc")) {
+    if (!/^\d+$/.test(p)) continue;
+    try {
+      const argv = readFileSync(`/proc/${p}/cmdline`, "utf8").split("\0");
+      if (argv[0] === ANVIL_BIN && argv[argv.indexOf("--port") + 1] === port) return Number(p);
+    } catch {
+      // gone meanwhile
+    }
+  }
+  throw new Error(`no anvil process on port ${port}`);
+}
+
+// ───────────────────────────── the shared parts ─────────────────────────────
+
+const hex32 = () => `0x${randomBytes(32).toString("hex")}`;
+const servers: RunningServer[] = [];
+const stops: (() => Promise<unknown>)[] = [];
+let exitCode = 0;
+
+try {
+  // Built first when older than the sources, as the e2e tests do.
+  await ensureFresh(STOWAGE_BUILD, progress);
+  progress(`binary: ${STOWAGE_BUILD.binary}`);
+
+  const anvil = await startAnvil();
+  stops.push(() => anvil.stop());
+  const adminKey = generatePrivateKey();
+  const operatorKey = generatePrivateKey();
+  await anvil.fund(privateKeyToAccount(adminKey).address, parseEther("100"));
+  await anvil.fund(privateKeyToAccount(operatorKey).address, parseEther("100"));
+  const deployDir = tempDir("bench-cluster-deploy");
+  const chainEnv: Record<string, string> = { STOWAGE_DATA_DIR: deployDir, STOWAGE_CHAIN_RPC: anvil.url, STOWAGE_ADMIN_KEY: adminKey, STOWAGE_OPERATOR_KEY: operatorKey };
+  if ((await runChain(["deploy"], chainEnv, () => {}, () => {})) !== 0) throw new Error("stowage chain deploy failed");
+  const deployment = readDeployment(deployDir);
+  if (!deployment) throw new Error("the deploy wrote no deployment");
+  const contracts = {
+    STOWAGE_PROXY_ADDRESS: deployment.contracts.proxy,
+    STOWAGE_DID_REGISTRY_ADDRESS: deployment.contracts.didRegistry,
+    STOWAGE_DIRECTORY_ADDRESS: deployment.contracts.directory,
+    STOWAGE_CONTRACTS_BLOCK: String(deployment.block),
+  };
+  Object.assign(chainEnv, contracts);
+  const anvilPids = [anvilPid(new URL(anvil.url).port)];
+  progress(`chain: ${anvil.url}, contracts deployed`);
+
+  // PostgreSQL and Ceph start side by side: each takes seconds, mostly waiting.
+  const [pg, rgw] = await Promise.all([postgres(), cephRgw()]);
+  stops.push(() => rgw.stop(), () => pg.stop());
+  const databaseUrl = await pg.createDatabase();
+  const pgPids = () => pidsFromFiles("/tmp", "stowage-pg-", ["data/postmaster.pid"]);
+  const cephPids = () => pidsFromFiles(tmpdir(), "stowage-ceph-", ["run/mon.pid", "run/osd.pid", "run/rgw.pid"]);
+  if (pgPids().length !== 1 || cephPids().length !== 3) throw new Error(`found ${pgPids().length} postmaster(s) and ${cephPids().length} Ceph daemon(s) of ours, expected 1 and 3`);
+  progress(`postgres (${pg.startMs} ms) and ceph rgw (${rgw.startMs} ms) up`);
+
+  // What every gateway shares (README "Running many gateways"); the SQLite one differs only in
+  // having no database URL and no S3 settings.
+  const shared: Record<string, string> = {
+    HOME: tmpdir(),
+    STOWAGE_CHAIN_RPC: anvil.url,
+    ...contracts,
+    STOWAGE_CHAIN_CONFIRMATIONS: "0",
+    STOWAGE_JWT_KEY: hex32(),
+    STOWAGE_OPERATOR_KEY: operatorKey,
+    STOWAGE_ACCESS_TOKEN_TTL: "12h",
+  };
+  const cluster = { ...shared, STOWAGE_DATABASE_URL: databaseUrl, ...stowageS3Env(rgw, rgw.prefix()) };
+  const startGateway = async (name: string, env: Record<string, string>) => {
+    const dataDir = join(tempDir(`bench-cluster-${name}`), "data");
+    const cmd = [STOWAGE_BUILD.binary, "serve", "--host", "127.0.0.1", "--port", "0", "--data-dir", dataDir, "--log-level", "error", "--ipfs-listen", "/ip4/127.0.0.1/tcp/0"];
+    const server = await startServer(cmd, { env, timeoutMs: 60_000 });
+    servers.push(server);
+    progress(`gateway ${name}: ${server.url} (pid ${server.proc.pid})`);
+    return server;
+  };
+  const S = await startGateway("sqlite", shared);
+  // A first: it migrates; B and C then find the schema in place.
+  const A = await startGateway("A", cluster);
+  const [B, C] = await Promise.all([startGateway("B", cluster), startGateway("C", cluster)]);
+
+  // ── users: space and traffic granted on the shared chain, as an operator would ──
+  const grant = async (account: PrivateKeyAccount) => {
+    const did = canonicalDid(account.address, anvil.chainId);
+    for (const quota of [["--space", "1024GiB"], ["--traffic", "1024GiB"]]) {
+      const log: string[] = [];
+      const code = await runAdmin(["grant", "--did", did, ...(quota as [string, string])], chainEnv, () => {}, (l) => log.push(l));
+      if (code !== 0) throw new Error(`stowage admin grant ${quota.join(" ")} failed:\n${log.join("\n")}`);
+    }
+  };
+  const login = async (server: RunningServer, account: PrivateKeyAccount) => {
+    const store = await connectStorage({ baseUrl: server.url, account });
+    await store.login();
+    return store;
+  };
+  // The small requests' user: a session at each store, and a listing of 10 files.
+  const reader = privateKeyToAccount(generatePrivateKey());
+  await grant(reader);
+  const readers = { sqlite: await login(S, reader), pg: await login(A, reader) };
+  for (const store of Object.values(readers)) {
+    for (let i = 0; i < 10; i++) await store.upload("dfs", new Uint8Array(randomBytes(1000)), { name: `listed-${i}.bin` });
+  }
+  const uploaders = Array.from({ length: clientCount }, () => privateKeyToAccount(generatePrivateKey()));
+  for (const account of uploaders) await grant(account);
+  progress(`${1 + clientCount} users granted 1 TiB of space and traffic`);
+
+  // ── the three sides ──
+  interface Side {
+    name: string;
+    gateways: RunningServer[];
+    token: string;
+    clients: StorageClient[];
+  }
+  const tokenOf = (s: StorageClient) => s.accessToken as string;
+  const sides: Side[] = [
+    { name: "sqlite ×1", gateways: [S], token: tokenOf(readers.sqlite), clients: await Promise.all(uploaders.map((a) => login(S, a))) },
+    { name: "pg ×1", gateways: [A], token: tokenOf(readers.pg), clients: await Promise.all(uploaders.map((a) => login(A, a))) },
+    { name: "pg ×3", gateways: [A, B, C], token: tokenOf(readers.pg), clients: await Promise.all(uploaders.map((a, i) => login([A, B, C][i % 3] as RunningServer, a))) },
+  ];
+  const allGateways = [S, A, B, C].map((g) => g.proc.pid);
+
+  // ── one measurement ──
+  type Metrics = Record<MetricKey, number>;
+  /** CPU seconds of each component now, and of the machine. */
+  const snapshot = () => {
+    const gateways = new Map(allGateways.map((pid) => [pid, processCpuSeconds(pid)]));
+    return { gateways, postgres: cpuOf(pgPids()), ceph: cpuOf(cephPids()), chain: cpuOf(anvilPids), machine: machineBusySeconds(), at: performance.now() };
+  };
+  /** CPU per request (µs) by component, from two snapshots and what the generator used. */
+  const attribute = (side: Side, before: ReturnType<typeof snapshot>, after: ReturnType<typeof snapshot>, requests: number, generatorSeconds: number) => {
+    const d = (k: "postgres" | "ceph" | "chain") => after[k] - before[k];
+    const gw = (pids: number[]) => pids.reduce((sum, pid) => sum + ((after.gateways.get(pid) ?? 0) - (before.gateways.get(pid) ?? 0)), 0);
+    const ours = gw(allGateways) + d("postgres") + d("ceph") + d("chain") + generatorSeconds;
+    const wall = (after.at - before.at) / 1000;
+    const per = (s: number) => (s / requests) * 1e6;
+    const cpuGateways = per(gw(side.gateways.map((g) => g.proc.pid)));
+    const parts = { cpuGateways, cpuPostgres: per(d("postgres")), cpuCeph: per(d("ceph")), cpuChain: per(d("chain")), cpuGenerator: per(generatorSeconds) };
+    const total = Object.values(parts).reduce((a, b) => a + b, 0);
+    return { ...parts, cpuTotal: total, rest: Math.max(0, (after.machine - before.machine - ours) / wall) };
+  };
+
+  async function small(side: Side, path: string): Promise<Metrics> {
+    const before = snapshot();
+    const r = await loadTest({ url: side.gateways.map((g) => `${g.url}${path}`), durationMs: seconds * 1000, connections, headers: { authorization: `Bearer ${side.token}` } });
+    const after = snapshot();
+    return { rate: r.rps, p50: r.p50Ms, p99: r.p99Ms, ...attribute(side, before, after, r.requests, r.generatorCpu * r.seconds) };
+  }
+
+  let serial = 0;
+  async function uploads(side: Side): Promise<Metrics> {
+    const latencies: number[] = [];
+    const before = snapshot();
+    const cpu0 = process.cpuUsage();
+    const t0 = performance.now();
+    const deadline = t0 + seconds * 1000;
+    await Promise.all(
+      side.clients.map(async (store) => {
+        // Fresh bytes each time (no store finds content it already has): a random MiB with a
+        // serial number in front, cheaper than drawing a new MiB per upload.
+        const base = new Uint8Array(randomBytes(MiB));
+        while (performance.now() < deadline) {
+          const bytes = base.slice();
+          new DataView(bytes.buffer).setFloat64(0, ++serial);
+          const started = performance.now();
+          await store.upload("dfs", bytes, { name: `u${serial}.bin` });
+          latencies.push(performance.now() - started);
+        }
+      }),
+    );
+    const wall = (performance.now() - t0) / 1000;
+    const cpu = process.cpuUsage(cpu0);
+    const after = snapshot();
+    const sorted = Float64Array.from(latencies).sort();
+    const per = attribute(side, before, after, latencies.length, (cpu.user + cpu.system) / 1e6);
+    // Per upload in ms, not µs.
+    const ms = Object.fromEntries(Object.entries(per).map(([k, v]) => [k, k === "rest" ? v : v / 1000])) as typeof per;
+    return { rate: latencies.length / wall, p50: percentile(sorted, 50), p99: percentile(sorted, 99), ...ms };
+  }
+
+  const measure: Record<Load, (side: Side) => Promise<Metrics>> = {
+    space: (side) => small(side, "/dfs/space"),
+    list: (side) => small(side, "/dfs/listobjects"),
+    upload: uploads,
+  };
+
+  // ── alternating rounds: every load, every side in turn, so pairs see the same machine ──
+  const samples = new Map<string, Metrics[]>();
+  for (let i = 0; i < warmup + rounds; i++) {
+    const tag = i < warmup ? `warm-up ${i + 1}/${warmup}` : `round ${i - warmup + 1}/${rounds}`;
+    for (const load of loads) {
+      for (const side of sides) {
+        const m = await measure[load](side);
+        const unit = load === "upload" ? "ms" : "µs";
+        progress(
+          `${load.padEnd(6)} ${tag} ${side.name.padEnd(9)} ${fmt(m.rate)}/s p99 ${fmt(m.p99)} ms; CPU ${unit}/req: gateways ${fmt(m.cpuGateways)} postgres ${fmt(m.cpuPostgres)} ceph ${fmt(m.cpuCeph)} generator ${fmt(m.cpuGenerator)}; rest of machine ${fmt(m.rest)} cores${i < warmup ? " (discarded)" : ""}`,
+        );
+        if (i >= warmup) samples.set(`${load}/${side.name}`, [...(samples.get(`${load}/${side.name}`) ?? []), m]);
+      }
+    }
+  }
+
+  // ── the table ──
+  const startedAt = new Date().toISOString().slice(0, 16).replace("T", " ");
+  console.log(`cluster: ${rounds} rounds (+${warmup} warm-up) × ${seconds} s per load and side, in alternation; ${connections} connections for small requests, ${clientCount} upload clients; ${startedAt} UTC, load average ${readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" ")}`);
+  for (const load of loads) console.log(`\n${table(load, sides.map((s) => s.name), (side) => samples.get(`${load}/${side}`) ?? [])}`);
+  console.log("\nside columns: median (min–max) of the rounds; ratio columns: ratio of the medians (min–max of the per-round paired ratios)");
+} catch (err) {
+  exitCode = 1;
+  console.error(err instanceof Error ? (err.stack ?? err.message) : err);
+  for (const s of servers) if (s.proc.exitCode !== null) console.error(`--- ${s.url} exited ${s.proc.exitCode}:\n${s.output()}`);
+} finally {
+  progress("stopping gateways, ceph, postgres, anvil");
+  await Promise.all(servers.map((s) => s.stop().catch(() => undefined)));
+  for (const stop of stops.reverse()) await stop().catch((e: unknown) => progress(`stop failed: ${(e as Error).message}`));
+}
+process.exit(exitCode);
+
+// ───────────────────────────── formatting ─────────────────────────────
+
+type MetricKey = "rate" | "p50" | "p99" | "cpuGateways" | "cpuPostgres" | "cpuCeph" | "cpuChain" | "cpuGenerator" | "cpuTotal" | "rest";
+
+function table(load: Load, sideNames: string[], of: (side: string) => Record<MetricKey, number>[]): string {
+  const up = load === "upload";
+  const title = { space: "GET /dfs/space (Bearer)", list: "GET /dfs/listobjects (Bearer, 10 files)", upload: "1 MiB uploads (SDK: /traffichash + signed POST)" }[load];
+  const cpu = up ? "CPU ms/upload" : "CPU µs/request";
+  const rows: [MetricKey, string, boolean][] = [
+    ["rate", up ? "uploads/s (= MiB/s)" : "requests/s", true],
+    ["p50", "p50 latency (ms)", true],
+    ["p99", "p99 latency (ms)", true],
+    ["cpuGateways", `${cpu}: gateways`, true],
+    ["cpuPostgres", `${cpu}: postgres`, true],
+    ["cpuCeph", `${cpu}: ceph (rgw, osd, mon)`, true],
+    ["cpuChain", `${cpu}: anvil`, true],
+    ["cpuGenerator", `${cpu}: ${up ? "client (SDK)" : "load generator"}`, true],
+    ["cpuTotal", `${cpu}: total`, true],
+    ["rest", "rest of the machine (cores, information)", false],
+  ];
+  const ratios: [string, string, string][] = [
+    ["pg ×3/pg ×1", "pg ×3", "pg ×1"],
+    ["pg ×1/sqlite ×1", "pg ×1", "sqlite ×1"],
+  ].filter(([, a, b]) => sideNames.includes(a as string) && sideNames.includes(b as string)) as [string, string, string][];
+  const out: string[][] = [[title, ...sideNames, ...ratios.map((r) => r[0])]];
+  const range = (s: Stats) => `${fmt(s.median)} (${fmt(s.min)}–${fmt(s.max)})`;
+  for (const [key, label, withRatio] of rows) {
+    const st = new Map(sideNames.map((n) => [n, of(n).map((m) => m[key])]));
+    const row = [label, ...sideNames.map((n) => range(stats(st.get(n) as number[])))];
+    for (const [, a, b] of ratios) {
+      const xs = st.get(a) as number[];
+      const ys = st.get(b) as number[];
+      const paired = xs.map((x, i) => x / (ys[i] as number));
+      const ratio = stats(xs).median / stats(ys).median;
+      // A component that is mere background on the other side (postgres beside the SQLite
+      // gateway: the idle cluster's lease renewals) gives a ratio of noise: none is shown.
+      const background = key.startsWith("cpu") && key !== "cpuTotal" && stats(ys).median < 0.02 * stats(of(b).map((m) => m.cpuTotal)).median;
+      const shown = withRatio && !background && Number.isFinite(ratio) && paired.every(Number.isFinite);
+      row.push(shown ? `${ratio.toFixed(2)} (${stats(paired).min.toFixed(2)}–${stats(paired).max.toFixed(2)})` : "—");
+    }
+    out.push(row);
+  }
+  const widths = (out[0] as string[]).map((_, c) => Math.max(...out.map((r) => (r[c] ?? "").length)));
+  return out.map((r) => r.map((cell, c) => (c === 0 ? cell.padEnd(widths[c] ?? 0) : cell.padStart(widths[c] ?? 0))).join("  ").trimEnd()).join("\n");
+}
