@@ -19,9 +19,13 @@ type Bindable = string | number | bigint | boolean | null | Uint8Array;
 /** Prepared statements of one connection, by SQL text, with `$n` rewritten to SQLite's `?n`. */
 class Statements {
   private readonly cache = new Map<string, Statement>();
+  /** Set by close(): a timer that outlives its database (a lease renewal, say) gets a plain error
+   * instead of reaching a closed connection. */
+  closed = false;
   constructor(private readonly db: Database) {}
 
   of(text: string): Statement {
+    if (this.closed) throw new Error("the database is closed");
     let stmt = this.cache.get(text);
     if (!stmt) {
       if (this.cache.size >= MAX_STATEMENTS) this.clear();
@@ -108,6 +112,7 @@ export class SqliteSql implements Sql {
   }
 
   async close(): Promise<void> {
+    this.writer.statements.closed = this.reader.statements.closed = true;
     this.writer.statements.clear();
     if (this.readerDb) {
       this.reader.statements.clear();
