@@ -57,7 +57,10 @@ export function clusterSweeps(o: { sql: Queryable; holder: string; backends: rea
   );
 }
 
+/** Resolves after `ms`, or at once when `signal` is (or gets) aborted: an abort event that
+ * already fired will not fire again. */
 function pause(ms: number, signal: AbortSignal): Promise<void> {
+  if (signal.aborted) return Promise.resolve();
   return new Promise((ok) => {
     const timer = setTimeout(done, ms);
     function done() {
