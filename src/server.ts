@@ -72,7 +72,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     // Only expired holds: live ones may be another gateway's (D16).
     await quota.meter.clearStale();
     const directory = createDirectory({ sql: database.sql, chainId: config.chainId, address: chain.context.contracts.directory, fromBlock: BigInt(chain.deployment.block) });
-    const stored = await startStorage({ config, sql: database.sql, gatewayId: gateway, log, chain: chain.context, accounts, extra: { resolver, readGrant: directory.readGrant, isPublic: directory.isPublic, meter: quota.meter } });
+    const stored = await startStorage({ config, sql: database.sql, gatewayId: gateway, log, chain: chain.context, accounts, extra: { resolver, readGrant: directory.readGrant, publicCids: directory.publicCids, meter: quota.meter } });
     cleanup.push(() => stored.stop());
     // One indexer in the cluster (D16): it runs on the gateway holding the "indexer" lease, and
     // its cursor writes are fenced by that lease's epoch.

@@ -6,10 +6,11 @@
  *   that back-end here, is public, or grants the reader read permission, or was bought by the
  *   reader. An entry for a Cid its owner does not store grants nothing, so publishing someone
  *   else's Cid as public opens nothing.
- * - `isPublic(owner, cid)` — listobjects' `Public`: the owner's own entry for that Cid is public.
+ * - `publicCids(owner, cids)` — listobjects' `Public`: those Cids whose owner's own entry is
+ *   public, for a whole page in one query.
  */
 import { getAddress, type Address } from "viem";
-import type { Queryable } from "../db/sql.ts";
+import { batches, placeholders, type Queryable } from "../db/sql.ts";
 import type { BackendKind } from "../storage/backend.ts";
 import type { ReadGrant } from "../storage/service.ts";
 
@@ -21,7 +22,7 @@ const READABLE = `SELECT e.owner AS owner FROM directory_entries e
       OR EXISTS (SELECT 1 FROM directory_grants g WHERE g.owner = e.owner AND g.mid = e.mid AND g.reader = $3)
       OR EXISTS (SELECT 1 FROM directory_purchases p WHERE p.owner = e.owner AND p.mid = e.mid AND p.reader = $3))
   LIMIT 1`;
-const PUBLIC_OWN = "SELECT 1 AS ok FROM directory_entries WHERE cid = $1 AND owner = $2 AND public = $3 LIMIT 1";
+const publicOwn = (n: number) => `SELECT DISTINCT cid FROM directory_entries WHERE owner = $1 AND public = $2 AND cid IN (${placeholders(n, 3)})`;
 
 export function directoryAccess(sql: Queryable) {
   const readGrant: ReadGrant = async (reader: Address, kind: BackendKind, cid: string) => {
@@ -29,7 +30,13 @@ export function directoryAccess(sql: Queryable) {
     return row ? getAddress(row.owner) : undefined;
   };
 
-  const isPublic = async (owner: Address, cid: string) => (await sql.get(PUBLIC_OWN, [cid, getAddress(owner), true])) !== undefined;
+  const publicCids = async (owner: Address, cids: readonly string[]): Promise<ReadonlySet<string>> => {
+    const found = new Set<string>();
+    for (const batch of batches([...new Set(cids)])) {
+      for (const r of await sql.all<{ cid: string }>(publicOwn(batch.length), [getAddress(owner), true, ...batch])) found.add(r.cid);
+    }
+    return found;
+  };
 
-  return { readGrant, isPublic };
+  return { readGrant, publicCids };
 }

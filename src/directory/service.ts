@@ -1,12 +1,12 @@
 /**
  * The directory capability (D10) over the server's database: the indexer consumer that keeps the
  * index, the search behind `GET /challenge`, and the access hooks the storage service asks
- * (`readGrant` for downloads, `isPublic` for listobjects).
+ * (`readGrant` for downloads, `publicCids` for listobjects).
  *
  * @example
  *   const directory = createDirectory({ sql, chainId, address: contracts.directory, fromBlock })
  *   indexer.add(directory.consumer)
- *   startStorage({ …, extra: { readGrant: directory.readGrant, isPublic: directory.isPublic } })
+ *   startStorage({ …, extra: { readGrant: directory.readGrant, publicCids: directory.publicCids } })
  */
 import type { Address } from "viem";
 import type { Sql } from "../db/sql.ts";
@@ -27,8 +27,8 @@ export interface DirectoryDeps {
 export function createDirectory(deps: DirectoryDeps) {
   const consumer = directoryConsumer({ chainId: deps.chainId, address: deps.address, fromBlock: deps.fromBlock });
   const search = directorySearch(deps.sql);
-  const { readGrant, isPublic } = directoryAccess(deps.sql);
-  return { consumer, search, readGrant, isPublic };
+  const { readGrant, publicCids } = directoryAccess(deps.sql);
+  return { consumer, search, readGrant, publicCids };
 }
 
 export type Directory = ReturnType<typeof createDirectory>;

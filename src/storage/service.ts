@@ -91,8 +91,9 @@ export interface StorageDeps {
   domain: TypedDataDomain;
   seller: Address;
   readGrant?: ReadGrant;
-  /** Whether the caller's own directory entry for a Cid is public (listobjects' `Public`). */
-  isPublic?: (owner: Address, cid: string) => boolean | Promise<boolean>;
+  /** Those of `cids` whose owner's own directory entry is public (listobjects' `Public`): one
+   * query for a whole page, not one per file. */
+  publicCids?: (owner: Address, cids: readonly string[]) => Promise<ReadonlySet<string>>;
   /** Quota enforcement (D7); absent, only the vouchers bound use. */
   meter?: Meter;
   /** Rate limits of POST /login (per client address and per DID); on unless false. */
@@ -200,7 +201,7 @@ export function createStorage(deps: StorageDeps) {
         log.error("settling an upload's counters failed", { cid: pending.cid, err: (err as Error).message });
       }
       if (added.replaced) await release(b, added.replaced);
-      return fileEntry(added.row, await deps.isPublic?.(who.did.address, added.row.cid));
+      return fileEntry(added.row, (await deps.publicCids?.(who.did.address, [added.row.cid]))?.has(added.row.cid));
     } finally {
       await quota?.release().catch((err) => log.error("releasing an upload's holds failed", { err: (err as Error).message })); // a no-op once committed
       part.stream.resume();
@@ -301,7 +302,8 @@ export function createStorage(deps: StorageDeps) {
     } catch (err) {
       throw storageError.listFailed((err as Error).message);
     }
-    const entries = await Promise.all(rows.map(async (r) => fileEntry(r, await deps.isPublic?.(who.did.address, r.cid))));
+    const open = await deps.publicCids?.(who.did.address, rows.map((r) => r.cid));
+    const entries = rows.map((r) => fileEntry(r, open?.has(r.cid)));
     return { Address: who.did.address, Storage: b.kind, Object: entries };
   }
 

@@ -1,6 +1,6 @@
 /**
  * A whole gateway with the directory wired in as the server wires it: `testGateway` (anvil,
- * the database of this pass (SQLite or PostgreSQL, test/support/db.ts), dfs, Helia) whose storage asks the directory's `readGrant`/`isPublic`, an app built by
+ * the database of this pass (SQLite or PostgreSQL, test/support/db.ts), dfs, Helia) whose storage asks the directory's `readGrant`/`publicCids`, an app built by
  * `buildApp` with the directory's routes, and an indexer with the directory's consumer over the
  * same database. Users get a storage client and a directory client, both talking to the app.
  */
@@ -23,7 +23,7 @@ export async function directoryGateway(o: { ipfs?: boolean; pollMs?: number } = 
     ipfs: o.ipfs,
     extra: {
       readGrant: (reader, kind, cid) => (directory as Directory).readGrant(reader, kind, cid),
-      isPublic: (owner, cid) => (directory as Directory).isPublic(owner, cid),
+      publicCids: (owner, cids) => (directory as Directory).publicCids(owner, cids),
     },
   });
   const sql = gw.database.sql;
