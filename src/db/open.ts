@@ -3,19 +3,14 @@
  * embedded migrations, each in its own transaction.
  *
  * @example
- *   const { db, close } = openDatabase("data/stowage.db")
+ *   const { sql, close } = openDatabase("data/stowage.db")
  */
 import { Database } from "bun:sqlite";
-import { drizzle, type BunSQLiteDatabase } from "drizzle-orm/bun-sqlite";
 import type { MigrationMeta } from "drizzle-orm/migrator";
 import { embeddedMigrations } from "./migrations.macro.ts" with { type: "macro" };
 import type { Sql } from "./sql.ts";
 import { SqliteSql } from "./sqlite-sql.ts";
-// No relational schema: the code builds its queries from the tables themselves (select, insert…),
-// so `Db` need not know every table, and src/db/ imports no capability.
-export type Db = BunSQLiteDatabase;
 export interface OpenDatabase {
-  db: Db;
   sqlite: Database;
   /** The async data-access layer (sql.ts) over the same writing connection. */
   sql: Sql;
@@ -35,7 +30,6 @@ export function openDatabase(file: string, migrations: MigrationMeta[] = embedde
   migrate(sqlite, migrations);
   const sql = new SqliteSql(sqlite, file);
   return {
-    db: drizzle({ client: sqlite }),
     sqlite,
     sql,
     close: () => {

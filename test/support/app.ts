@@ -11,7 +11,6 @@ import type { ChainContext } from "../../src/chain/types.ts";
 import { createAccountServices, type AccountDeps, type AccountServices, type RefreshGuard } from "../../src/accounts/index.ts";
 import type { LoginMethod } from "../../src/accounts/types.ts";
 import type { Config } from "../../src/config.ts";
-import type { Db } from "../../src/db/open.ts";
 import type { Sql } from "../../src/db/sql.ts";
 import type { Storage } from "../../src/storage/service.ts";
 import type { Quota } from "../../src/quota/index.ts";
@@ -23,7 +22,7 @@ export interface TestAppOptions {
   chain?: ChainContext;
   accounts?: Partial<AccountDeps> & { refreshGuards?: Partial<Record<LoginMethod, RefreshGuard>> };
   /** Builds the storage service over this app's database and account services. */
-  storage?: (ctx: { config: Config; db: Db; sql: Sql; log: Logger; accounts: AccountServices; dataDir: string; quota?: Quota }) => Storage;
+  storage?: (ctx: { config: Config; sql: Sql; log: Logger; accounts: AccountServices; dataDir: string; quota?: Quota }) => Storage;
   /** Builds metering and payments over this app's database. */
   quota?: (ctx: { sql: Sql; log: Logger }) => Quota;
 }
@@ -40,7 +39,7 @@ export function testApp(opts: TestAppOptions = {}) {
   const secrets = { jwtKey: crypto.getRandomValues(new Uint8Array(32)) };
   const accounts = createAccountServices({ config, sql: database.sql, log, secrets, publicClient: opts.chain?.publicClient, ...opts.accounts });
   const quota = opts.quota?.({ sql: database.sql, log });
-  const storage = opts.storage?.({ config, db: database.db, sql: database.sql, log, accounts, dataDir, quota });
+  const storage = opts.storage?.({ config, sql: database.sql, log, accounts, dataDir, quota });
   const app = buildApp({ config, log, health: { database: () => database.sql.get("SELECT 1 AS one") }, chain: opts.chain, accounts, storage, quota });
   return { app, config, database, log, dataDir, accounts, secrets, storage, quota };
 }
