@@ -30,6 +30,9 @@ export interface RunningServer {
   stop(): Promise<void>;
 }
 
+/** How often expired quota holds are cleared. */
+const HOLDS_CLEAR_MS = 10 * 60_000;
+
 /** Multipart framing around a file: allowed on top of STOWAGE_MAX_BODY so a max-size file fits. */
 const FRAMING_SLACK = 1024 * 1024;
 
@@ -69,8 +72,13 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
       refreshGuards: { did: (session) => keyStillSigns(resolver, config.chainId, session) },
     });
     const quota = createQuota({ sql: database.sql, chain: chain.context, log, storedBytes });
-    // Only expired holds: live ones may be another gateway's (D16).
+    // Only expired holds: live ones may be another gateway's (D16). Expired ones count against no
+    // pool, but a dead gateway's rows would stay: every gateway clears them now and then (one
+    // idempotent DELETE, so no lease is needed).
     await quota.meter.clearStale();
+    const holds = setInterval(() => void quota.meter.clearStale().catch((err) => log.warn("clearing expired quota holds failed", { err: (err as Error).message })), HOLDS_CLEAR_MS);
+    holds.unref();
+    cleanup.push(() => clearInterval(holds));
     const directory = createDirectory({ sql: database.sql, chainId: config.chainId, address: chain.context.contracts.directory, fromBlock: BigInt(chain.deployment.block) });
     const stored = await startStorage({ config, sql: database.sql, gatewayId: gateway, log, chain: chain.context, accounts, extra: { resolver, readGrant: directory.readGrant, publicCids: directory.publicCids, meter: quota.meter } });
     cleanup.push(() => stored.stop());
