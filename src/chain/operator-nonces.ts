@@ -4,10 +4,12 @@
  * purchases on many gateways never reuse a nonce, nor wait for one another's transactions to be
  * mined. The row starts from the chain's pending count; an allocation never goes below the
  * chain's pending count either (a transaction sent by other means moves it), and a nonce whose
- * transaction was never sent is given back when nobody took a later one.
+ * transaction was never sent is given back when nobody took a later one. When someone did, the
+ * nonce cannot come back and the chain would hold every later transaction of the operator behind
+ * the gap until their receipts time out: the caller's `fill` sends something else with it.
  *
  * @example
- *   const nonces = operatorNonces({ sql, chainId, address, pending: () => publicClient.getTransactionCount({ address, blockTag: "pending" }) })
+ *   const nonces = operatorNonces({ sql, chainId, address, pending: () => publicClient.getTransactionCount({ address, blockTag: "pending" }), fill: (nonce) => selfTransfer(nonce) })
  *   await nonces.send((nonce) => operator.writeContract({ ...request, nonce }))
  */
 import { BaseError, NonceTooLowError, type Address } from "viem";
@@ -23,7 +25,8 @@ function tooLow(err: unknown): boolean {
   return err instanceof BaseError && err.walk((e) => e instanceof NonceTooLowError) instanceof NonceTooLowError;
 }
 
-export function operatorNonces({ sql, chainId, address, pending }: { sql: Sql; chainId: number; address: Address; pending: () => Promise<number> }) {
+/** `fill` sends a transaction of no effect with a nonce taken and never used; it logs its own failure. */
+export function operatorNonces({ sql, chainId, address, pending, fill }: { sql: Sql; chainId: number; address: Address; pending: () => Promise<number>; fill: (nonce: number) => Promise<void> }) {
   /** The next nonce of the operator, never below the chain's pending count. */
   async function take(): Promise<number> {
     const chainNext = await pending();
@@ -33,15 +36,16 @@ export function operatorNonces({ sql, chainId, address, pending }: { sql: Sql; c
     return row.nonce;
   }
 
-  /** Gives `nonce` back when it is still the last one taken (its transaction was never sent). */
-  async function giveBack(nonce: number): Promise<void> {
-    await sql.run(GIVE_BACK, [chainId, address, nonce]);
+  /** Gives `nonce` back when it is still the last one taken (its transaction was never sent): whether it could. */
+  async function giveBack(nonce: number): Promise<boolean> {
+    return (await sql.run(GIVE_BACK, [chainId, address, nonce])) > 0;
   }
 
   /**
    * Sends one operator transaction with a nonce of its own. A node that says the nonce is used
    * makes it take another (the next allocation starts from the chain's count); any other failure
-   * gives the nonce back, if it can, and is thrown.
+   * gives the nonce back, if it can, or else fills it, and is thrown. A nonce the node called used
+   * is never filled: it is not a gap.
    */
   async function send<T>(sign: (nonce: number) => Promise<T>): Promise<T> {
     for (let attempt = 0; ; attempt++) {
@@ -49,8 +53,10 @@ export function operatorNonces({ sql, chainId, address, pending }: { sql: Sql; c
       try {
         return await sign(nonce);
       } catch (err) {
-        if (tooLow(err) && attempt < 3) continue;
-        await giveBack(nonce).catch(() => {});
+        const used = tooLow(err);
+        if (used && attempt < 3) continue;
+        const given = await giveBack(nonce).catch(() => false);
+        if (!given && !used) await fill(nonce).catch(() => {});
         throw err;
       }
     }

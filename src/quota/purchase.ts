@@ -4,7 +4,9 @@
  * once the receipt is mined with success. An Idempotency-Key makes a retry answer the same
  * transaction and buy once, however many gateways the retries reach. Operator transactions take
  * their nonces from the database (src/chain/operator-nonces.ts, D16): purchases on one gateway or
- * many go out in parallel, and never share a nonce. Purchases of one record (user and kind) run
+ * many go out in parallel, and never share a nonce; a nonce whose purchase was never sent, when it
+ * cannot be given back, is spent on a 0-value transfer to the operator, so the chain holds no later
+ * purchase behind it. Purchases of one record (user and kind) run
  * one after the other across the cluster, from simulation to receipt, under a lease row of that
  * record: each expects the record's nonce it reads, so two in flight at once would revert one.
  */
@@ -66,15 +68,31 @@ function perKey() {
   };
 }
 
-export function createPurchases({ sql, chain, records, log, now = Date.now }: { sql: Sql; chain: ChainContext; records: Records; log: Logger; now?: () => number }) {
-  const { proxy } = chain.contracts;
+/** The operator's nonces (D16), with gaps filled by a 0-value transfer to itself. */
+export function purchaseNonces({ sql, chain, log }: { sql: Sql; chain: ChainContext; log: Logger }) {
   const operator = chain.operator.account.address;
-  const nonces = operatorNonces({
+  return operatorNonces({
     sql,
     chainId: chain.chain.id,
     address: operator,
     pending: () => chain.publicClient.getTransactionCount({ address: operator, blockTag: "pending" }),
+    fill: async (nonce) => {
+      log.warn("an operator nonce was taken and its transaction never sent; filling it with a 0-value transfer to the operator", { nonce });
+      try {
+        await chain.operator.sendTransaction({ to: operator, value: 0n, nonce });
+      } catch (err) {
+        log.error("filling an operator nonce failed: the gap stays, and later operator transactions wait behind it until their receipts time out", {
+          nonce,
+          err: (err as Error).message.split("\n")[0],
+        });
+      }
+    },
   });
+}
+
+export function createPurchases({ sql, chain, records, log, now = Date.now }: { sql: Sql; chain: ChainContext; records: Records; log: Logger; now?: () => number }) {
+  const { proxy } = chain.contracts;
+  const nonces = purchaseNonces({ sql, chain, log });
 
   const gwei = (wei: bigint) => weiToGwei(wei).toString();
   const oneRecordAtATime = perKey();

@@ -2,12 +2,14 @@
  * Many gateways over one database (D16): quota checks of one account on two gateways run one after
  * the other (the account's quota row is locked first), so parallel uploads spread over both never
  * exceed the pool; and operator transactions take their nonces from the database, so purchases
- * sent by two gateways at once never share one. The second gateway is a second set of services
+ * sent by two gateways at once never share one, nor wait behind a nonce one of them took and never
+ * used (it is filled). The second gateway is a second set of services
  * over the same `Sql`, as a second process would be; both passes (SQLite, PostgreSQL) run it.
  */
 import { describe, expect, test } from "bun:test";
 import { parseEther, type Address } from "viem";
 import { proxyAbi } from "../../src/chain/artifacts/index.ts";
+import { purchaseNonces } from "../../src/quota/purchase.ts";
 import { connectGateway } from "../../src/sdk/chain.ts";
 import { mined } from "../support/anvil.ts";
 import { get, readJson } from "../support/app.ts";
@@ -117,4 +119,36 @@ describe("operator nonces", () => {
     expect(nonce).toBe((await anvil.publicClient.getTransactionCount({ address: operator.address })) - 1);
     expect((await u.client.space()).SizeByte).toBe(1000);
   });
+
+  test("a nonce taken and never sent after another gateway took the next one is filled: the next purchase mines at once, not after its receipt's timeout", async () => {
+    const u = await gw.user();
+    await (await connectGateway(BASE, { account: u.account, fetch: gw.fetch })).deposit(parseEther("1"));
+    const operator = gw.chain.operator.address;
+    const row = "SELECT next FROM operator_nonces WHERE chain_id = $1 AND address = $2";
+    // A third gateway's operator transaction: its nonce is taken, then a purchase on gw2 takes the
+    // next one and is sent, and only then does this one's send fail (as a refusing RPC would).
+    const third = purchaseNonces({ sql: gw.database.sql, chain: context, log: gw.log });
+    let buying: Promise<Response> | undefined;
+    let started = 0;
+    const failed = third.send(async (nonce) => {
+      started = Date.now();
+      buying = gw2.app.handle(get("/dfs/buyspace?size=600", { headers: { authorization: `Bearer ${u.client.accessToken}` } }));
+      // Until the purchase has its nonce (nonce + 1): the row then reads nonce + 2.
+      while (((await gw.database.sql.get<{ next: number }>(row, [context.chain.id, operator]))?.next ?? 0) < nonce + 2) await Bun.sleep(5);
+      throw new Error("the RPC refused this transaction");
+    });
+    await expect(failed).rejects.toThrow("the RPC refused this transaction");
+    if (!buying) throw new Error("the failing send never ran");
+    const answer = await buying;
+    const ms = Date.now() - started;
+    expect(answer.status).toBe(200);
+    // Without the fill the purchase's transaction waits behind the gap for its 120 s receipt timeout.
+    expect(ms).toBeLessThan(5_000);
+    const bought = await anvil.publicClient.getTransaction({ hash: (await readJson(answer)).tx });
+    expect((await u.client.space()).SizeByte).toBe(600);
+    // The nonce before it went to a 0-value transfer from the operator to itself, mined with it or just before.
+    const near = await Promise.all([0n, 1n].map(async (back) => (await anvil.publicClient.getBlock({ blockNumber: (bought.blockNumber ?? 0n) - back, includeTransactions: true })).transactions));
+    const fill = near.flat().find((t) => t.from.toLowerCase() === operator.toLowerCase() && t.nonce === bought.nonce - 1);
+    expect(fill).toMatchObject({ to: operator.toLowerCase(), value: 0n });
+  }, 20_000);
 });
