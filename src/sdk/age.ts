@@ -1,0 +1,412 @@
+/**
+ * SDK: client-side encryption in the age v1 format (issue 16, DESIGN.md D20), X25519 recipients only.
+ * A file encrypted here opens with any age tool and the other way round, so a user is never locked
+ * into this SDK for their own keys. Both directions stream: memory holds one 64 KiB chunk (and the
+ * header), never the file. Built on the same @noble/@scure primitives as the `age-encryption`
+ * package, with no Bun or Node API, so it runs in browsers too. Not supported (yet): scrypt
+ * (passphrase) stanzas, plugins, the ASCII armor.
+ *
+ * @example
+ *   const identity = generateIdentity()            // AGE-SECRET-KEY-1…, keep it secret
+ *   const recipient = identityToRecipient(identity) // age1…, share it
+ *   const sealed = encryptStream([recipient], file.stream())
+ *   const plain = decryptStream([identity], sealed)
+ */
+import { chacha20poly1305 } from "@noble/ciphers/chacha.js";
+import { x25519 } from "@noble/curves/ed25519.js";
+import { hkdf } from "@noble/hashes/hkdf.js";
+import { hmac } from "@noble/hashes/hmac.js";
+import { sha256 } from "@noble/hashes/sha2.js";
+import { concatBytes, randomBytes, utf8ToBytes } from "@noble/hashes/utils.js";
+import { base64nopad, bech32 } from "@scure/base";
+
+/** Why an age operation failed; a caller can branch on it (a wrong key is not a corrupt file). */
+export type AgeErrorCode =
+  | "bad_recipient" // not an `age1…` X25519 recipient
+  | "bad_identity" // not an `AGE-SECRET-KEY-1…` identity
+  | "bad_header" // not an age v1 header, or a malformed one
+  | "no_identity" // none of the given identities opens any stanza: the file is for someone else
+  | "bad_header_mac" // the header was changed after it was written
+  | "bad_chunk" // a payload chunk fails authentication: changed, reordered or cut inside
+  | "truncated" // the input ends before the final chunk
+  | "trailing_data"; // bytes follow the chunk marked final
+
+export class AgeError extends Error {
+  override name = "AgeError";
+  constructor(
+    readonly code: AgeErrorCode,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+const INTRO = "age-encryption.org/v1";
+const X25519_INFO = utf8ToBytes("age-encryption.org/v1/X25519");
+const RECIPIENT_HRP = "age";
+const IDENTITY_HRP = "age-secret-key-";
+const FILE_KEY_SIZE = 16;
+const NONCE_SIZE = 16;
+const TAG_SIZE = 16;
+/** Plaintext bytes per STREAM chunk (the spec fixes it). */
+export const CHUNK_SIZE = 64 * 1024;
+const CHUNK_CT_SIZE = CHUNK_SIZE + TAG_SIZE;
+const COLUMNS = 64;
+/** The header is read into memory; a bound keeps a hostile input from growing it without end
+ * (at ≈ 110 bytes a stanza this still allows several hundred recipients). */
+const MAX_HEADER = 64 * 1024;
+
+// ---------------------------------------------------------------------------------------------
+// Keys
+
+/** A fresh X25519 identity, as age-keygen writes it: `AGE-SECRET-KEY-1…` (bech32, upper case). */
+export function generateIdentity(): string {
+  return bech32.encode(IDENTITY_HRP, bech32.toWords(x25519.utils.randomSecretKey()), false).toUpperCase();
+}
+
+/** The public `age1…` recipient of an identity: what others encrypt to. */
+export function identityToRecipient(identity: string): string {
+  return bech32.encode(RECIPIENT_HRP, bech32.toWords(x25519.getPublicKey(parseIdentity(identity))), false);
+}
+
+function decodeKey(text: string, hrp: string, code: AgeErrorCode, what: string): Uint8Array {
+  let decoded: { prefix: string; words: number[] };
+  try {
+    // false: no length limit (BIP-173's 90 is for addresses; age keys stay under it anyway).
+    decoded = bech32.decode(text.trim() as `${string}1${string}`, false);
+  } catch (e) {
+    throw new AgeError(code, `not ${what}: ${(e as Error).message}`);
+  }
+  if (decoded.prefix !== hrp) throw new AgeError(code, `not ${what}: prefix ${decoded.prefix}`);
+  const bytes = bech32.fromWords(decoded.words);
+  if (bytes.length !== 32) throw new AgeError(code, `not ${what}: ${bytes.length} bytes, not 32`);
+  return bytes;
+}
+
+function parseIdentity(identity: string): Uint8Array {
+  return decodeKey(identity, IDENTITY_HRP, "bad_identity", "an age X25519 identity (AGE-SECRET-KEY-1…)");
+}
+
+function parseRecipient(recipient: string): Uint8Array {
+  if (recipient.trim() !== recipient.trim().toLowerCase()) throw new AgeError("bad_recipient", "not an age recipient: age1… is lower case");
+  return decodeKey(recipient, RECIPIENT_HRP, "bad_recipient", "an age X25519 recipient (age1…)");
+}
+
+/** The X25519 stanza's wrapping key; an all-zero shared secret (a low-order share) is refused as
+ * the spec requires, or anyone could read the wrapped file key. */
+function wrapKey(secret: Uint8Array, peer: Uint8Array, share: Uint8Array, recipient: Uint8Array): Uint8Array | null {
+  let shared: Uint8Array;
+  try {
+    shared = x25519.getSharedSecret(secret, peer);
+  } catch {
+    return null; // noble refuses low-order points itself
+  }
+  if (shared.every((b) => b === 0)) return null;
+  return hkdf(sha256, shared, concatBytes(share, recipient), X25519_INFO, 32);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Header
+
+interface Stanza {
+  args: string[];
+  body: Uint8Array;
+}
+
+const ZERO_NONCE = new Uint8Array(12);
+
+function headerMac(fileKey: Uint8Array, headerUpToDashes: Uint8Array): Uint8Array {
+  const key = hkdf(sha256, fileKey, new Uint8Array(0), utf8ToBytes("header"), 32);
+  return hmac(sha256, key, headerUpToDashes);
+}
+
+function payloadKey(fileKey: Uint8Array, nonce: Uint8Array): Uint8Array {
+  return hkdf(sha256, fileKey, nonce, utf8ToBytes("payload"), 32);
+}
+
+/** The body's base64 in 64-column lines, the last one always shorter (so possibly empty): that is
+ * how a reader knows where the body ends. */
+function encodeBody(body: Uint8Array): string {
+  const b64 = base64nopad.encode(body);
+  let out = "";
+  for (let i = 0; i <= b64.length; i += COLUMNS) out += `${b64.slice(i, i + COLUMNS)}\n`;
+  return out;
+}
+
+function encodeHeader(recipients: Uint8Array[], fileKey: Uint8Array): Uint8Array {
+  let text = `${INTRO}\n`;
+  for (const recipient of recipients) {
+    const ephemeral = x25519.utils.randomSecretKey();
+    const share = x25519.getPublicKey(ephemeral);
+    const key = wrapKey(ephemeral, recipient, share, recipient);
+    if (!key) throw new AgeError("bad_recipient", "the recipient is a low-order point");
+    const body = chacha20poly1305(key, ZERO_NONCE).encrypt(fileKey);
+    text += `-> X25519 ${base64nopad.encode(share)}\n${encodeBody(body)}`;
+  }
+  text += "---";
+  const upToDashes = utf8ToBytes(text);
+  return utf8ToBytes(`${text} ${base64nopad.encode(headerMac(fileKey, upToDashes))}\n`);
+}
+
+/** Strict base64: no padding, and canonical (re-encodes to the same text), as the spec asks. */
+function decodeB64(text: string, what: string): Uint8Array {
+  let bytes: Uint8Array;
+  try {
+    bytes = base64nopad.decode(text);
+  } catch {
+    throw new AgeError("bad_header", `bad base64 in ${what}`);
+  }
+  if (base64nopad.encode(bytes) !== text) throw new AgeError("bad_header", `non-canonical base64 in ${what}`);
+  return bytes;
+}
+
+const ARG = /^[\x21-\x7e]+$/;
+
+/** Reads the header line by line; returns its stanzas, the bytes the MAC covers and the MAC. */
+async function readHeader(input: ByteReader): Promise<{ stanzas: Stanza[]; upToDashes: Uint8Array; mac: Uint8Array }> {
+  const lines: string[] = [];
+  let size = 0;
+  const next = async (): Promise<string> => {
+    const line = await input.readLine(MAX_HEADER - size);
+    if (line === null) throw new AgeError("bad_header", "the input ends inside the age header");
+    size += line.length;
+    // The header is ASCII; anything else is not age v1 (and would break the MAC's byte count).
+    for (const b of line) if (b > 0x7e || (b < 0x20 && b !== 0x0a)) throw new AgeError("bad_header", "a non-ASCII byte in the age header");
+    const text = new TextDecoder().decode(line.subarray(0, line.length - 1));
+    lines.push(text);
+    return text;
+  };
+  if ((await next()) !== INTRO) throw new AgeError("bad_header", `not an age v1 file (the first line is not ${INTRO})`);
+  const stanzas: Stanza[] = [];
+  for (;;) {
+    const line = await next();
+    if (line.startsWith("---")) {
+      if (!line.startsWith("--- ")) throw new AgeError("bad_header", "malformed MAC line");
+      const mac = decodeB64(line.slice(4), "the header MAC");
+      if (mac.length !== 32) throw new AgeError("bad_header", "the header MAC is not 32 bytes");
+      const upToDashes = utf8ToBytes(`${lines.slice(0, -1).join("\n")}\n---`);
+      return { stanzas, upToDashes, mac };
+    }
+    if (!line.startsWith("-> ")) throw new AgeError("bad_header", "expected a stanza (-> …) or the MAC line (--- …)");
+    const args = line.slice(3).split(" ");
+    if (args.some((a) => !ARG.test(a))) throw new AgeError("bad_header", "malformed stanza arguments");
+    const parts: Uint8Array[] = [];
+    for (;;) {
+      const bodyLine = await next();
+      if (bodyLine.length > COLUMNS) throw new AgeError("bad_header", "a stanza body line is longer than 64 columns");
+      parts.push(decodeB64(bodyLine, "a stanza body"));
+      if (bodyLine.length < COLUMNS) break;
+    }
+    stanzas.push({ args, body: concatBytes(...parts) });
+  }
+}
+
+function unwrapFileKey(stanzas: Stanza[], identities: Uint8Array[]): Uint8Array {
+  for (const stanza of stanzas) {
+    if (stanza.args[0] !== "X25519") continue; // another recipient type: not ours to open
+    if (stanza.args.length !== 2 || stanza.body.length !== FILE_KEY_SIZE + TAG_SIZE) throw new AgeError("bad_header", "malformed X25519 stanza");
+    const share = decodeB64(stanza.args[1] as string, "an X25519 share");
+    if (share.length !== 32) throw new AgeError("bad_header", "malformed X25519 share");
+    for (const secret of identities) {
+      const key = wrapKey(secret, share, share, x25519.getPublicKey(secret));
+      if (!key) throw new AgeError("bad_header", "an X25519 stanza with a low-order share");
+      try {
+        return chacha20poly1305(key, ZERO_NONCE).decrypt(stanza.body);
+      } catch {
+        // not wrapped for this identity: try the next
+      }
+    }
+  }
+  throw new AgeError("no_identity", "none of the given identities can open this file (it was encrypted for other recipients)");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Streaming helpers
+
+/** A pull-based byte buffer over a stream: keeps only what the caller has not taken yet. */
+class ByteReader {
+  private chunks: Uint8Array[] = [];
+  private size = 0;
+  private done = false;
+  private readonly reader;
+  constructor(input: ReadableStream<Uint8Array>) {
+    this.reader = input.getReader();
+  }
+
+  get length(): number {
+    return this.size;
+  }
+
+  /** Reads until at least `n` bytes are buffered or the input ends; false if it ended short. */
+  async fill(n: number): Promise<boolean> {
+    while (this.size < n && !this.done) {
+      const r = await this.reader.read();
+      if (r.done) this.done = true;
+      else if (r.value.length > 0) {
+        this.chunks.push(r.value);
+        this.size += r.value.length;
+      }
+    }
+    return this.size >= n;
+  }
+
+  take(n: number): Uint8Array {
+    const out = new Uint8Array(n);
+    let at = 0;
+    while (at < n) {
+      const head = this.chunks[0] as Uint8Array;
+      const part = Math.min(head.length, n - at);
+      out.set(head.subarray(0, part), at);
+      at += part;
+      if (part === head.length) this.chunks.shift();
+      else this.chunks[0] = head.subarray(part);
+    }
+    this.size -= n;
+    return out;
+  }
+
+  /** One line with its "\n"; null at the end of input, an error past `max` bytes. */
+  async readLine(max: number): Promise<Uint8Array | null> {
+    let scanned = 0;
+    for (;;) {
+      let at = 0;
+      for (const c of this.chunks) {
+        if (at + c.length > scanned) {
+          const i = c.indexOf(0x0a, Math.max(0, scanned - at));
+          if (i >= 0) {
+            if (at + i + 1 > max) break;
+            return this.take(at + i + 1);
+          }
+        }
+        at += c.length;
+      }
+      scanned = this.size;
+      if (scanned >= max) throw new AgeError("bad_header", `the age header is longer than ${MAX_HEADER} bytes`);
+      if (!(await this.fill(this.size + 1))) return null;
+    }
+  }
+
+  cancel(reason: unknown): Promise<void> {
+    return this.reader.cancel(reason);
+  }
+}
+
+/** A ReadableStream driven by an async generator: it runs only when the consumer pulls, so at most
+ * one chunk is in flight (backpressure all the way to the source). */
+function fromGenerator(gen: AsyncGenerator<Uint8Array, void>, input: ByteReader): ReadableStream<Uint8Array> {
+  return new ReadableStream<Uint8Array>(
+    {
+      async pull(controller) {
+        let r: IteratorResult<Uint8Array, void>;
+        try {
+          r = await gen.next();
+        } catch (e) {
+          // Release the source too: nothing more will be read from it.
+          await input.cancel(e).catch(() => {});
+          throw e;
+        }
+        if (r.done) controller.close();
+        else controller.enqueue(r.value);
+      },
+      async cancel(reason) {
+        await gen.return();
+        await input.cancel(reason);
+      },
+    },
+    { highWaterMark: 0 },
+  );
+}
+
+/** STREAM's nonce: an 11-byte big-endian chunk counter, then 1 on the final chunk and 0 before. */
+function chunkNonce(counter: number, last: boolean): Uint8Array {
+  const nonce = new Uint8Array(12);
+  const view = new DataView(nonce.buffer);
+  // Safe integers reach 2^53 chunks (2^69 bytes): bytes 0–2 of the counter stay zero.
+  view.setUint32(3, Math.floor(counter / 2 ** 32));
+  view.setUint32(7, counter >>> 0);
+  nonce[11] = last ? 1 : 0;
+  return nonce;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Encrypt / decrypt
+
+/** Encrypts `input` to every recipient (`age1…`); the output is an age v1 file. Recipients are
+ * checked before anything is read. */
+export function encryptStream(recipients: string[], input: ReadableStream<Uint8Array>): ReadableStream<Uint8Array> {
+  if (recipients.length === 0) throw new AgeError("bad_recipient", "at least one recipient is needed");
+  const keys = recipients.map(parseRecipient);
+  const reader = new ByteReader(input);
+  async function* run(): AsyncGenerator<Uint8Array, void> {
+    const fileKey = randomBytes(FILE_KEY_SIZE);
+    const nonce = randomBytes(NONCE_SIZE);
+    const key = payloadKey(fileKey, nonce);
+    yield concatBytes(encodeHeader(keys, fileKey), nonce);
+    // A full chunk is final only when nothing follows it, so look one byte past it before sealing.
+    for (let counter = 0; ; counter++) {
+      const more = await reader.fill(CHUNK_SIZE + 1);
+      const plain = reader.take(Math.min(reader.length, CHUNK_SIZE));
+      yield chacha20poly1305(key, chunkNonce(counter, !more)).encrypt(plain);
+      if (!more) return;
+    }
+  }
+  return fromGenerator(run(), reader);
+}
+
+/** Decrypts an age v1 file with the first of `identities` (`AGE-SECRET-KEY-1…`) that opens it.
+ * Plaintext comes out chunk by chunk, each only after it has been authenticated; a stream that
+ * errors (AgeError) may already have handed out earlier, authentic chunks, so a consumer should
+ * treat the output as incomplete until the stream closes. */
+export function decryptStream(identities: string[], input: ReadableStream<Uint8Array>): ReadableStream<Uint8Array> {
+  if (identities.length === 0) throw new AgeError("bad_identity", "at least one identity is needed");
+  const secrets = identities.map(parseIdentity);
+  const reader = new ByteReader(input);
+  async function* run(): AsyncGenerator<Uint8Array, void> {
+    const header = await readHeader(reader);
+    const fileKey = unwrapFileKey(header.stanzas, secrets);
+    const mac = headerMac(fileKey, header.upToDashes);
+    if (!equalBytes(mac, header.mac)) throw new AgeError("bad_header_mac", "the age header's MAC does not match: the header was altered");
+    if (!(await reader.fill(NONCE_SIZE))) throw new AgeError("truncated", "the input ends before the payload nonce");
+    const key = payloadKey(fileKey, reader.take(NONCE_SIZE));
+    for (let counter = 0; ; counter++) {
+      // One byte past a full chunk says whether it must be the final one.
+      const more = await reader.fill(CHUNK_CT_SIZE + 1);
+      const sealed = reader.take(Math.min(reader.length, CHUNK_CT_SIZE));
+      const open = (last: boolean): Uint8Array | null => {
+        try {
+          return chacha20poly1305(key, chunkNonce(counter, last)).decrypt(sealed);
+        } catch {
+          return null;
+        }
+      };
+      if (more) {
+        const plain = open(false);
+        if (plain) {
+          yield plain;
+          continue;
+        }
+        if (open(true)) throw new AgeError("trailing_data", `chunk ${counter} is marked final but more data follows it`);
+        throw new AgeError("bad_chunk", `payload chunk ${counter} fails authentication: the file was altered`);
+      }
+      if (sealed.length < TAG_SIZE) throw new AgeError("truncated", "the input ends inside a payload chunk");
+      const plain = open(true);
+      if (plain) {
+        // Only an empty file has an empty final chunk; age refuses one after full chunks.
+        if (plain.length === 0 && counter > 0) throw new AgeError("bad_chunk", "an empty final chunk after full ones");
+        if (plain.length > 0) yield plain;
+        return;
+      }
+      if (open(false)) throw new AgeError("truncated", "the input ends before the final chunk: the file was cut");
+      throw new AgeError("bad_chunk", `payload chunk ${counter} fails authentication: the file was altered or cut`);
+    }
+  }
+  return fromGenerator(run(), reader);
+}
+
+/** Constant time in the length: a MAC comparison must not say where it first differs. */
+function equalBytes(a: Uint8Array, b: Uint8Array): boolean {
+  if (a.length !== b.length) return false;
+  let diff = 0;
+  for (let i = 0; i < a.length; i++) diff |= (a[i] as number) ^ (b[i] as number);
+  return diff === 0;
+}

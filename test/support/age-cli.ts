@@ -1,0 +1,23 @@
+/**
+ * Debian's `age` CLI, the reference implementation the SDK's age v1 code (src/sdk/age.ts) is
+ * checked against both ways. Installed when missing (`scripts/age.sh install`, which holds a lock
+ * so parallel callers wait), so a fresh machine needs nothing beforehand.
+ */
+import { join } from "node:path";
+
+const ROOT = join(import.meta.dir, "..", "..");
+
+/** Resolves once `age` and `age-keygen` are on PATH. */
+export async function ensureAgeCli(): Promise<void> {
+  if (Bun.which("age") && Bun.which("age-keygen")) return;
+  const proc = Bun.spawn(["sh", join(ROOT, "scripts", "age.sh"), "install"], { stdout: "inherit", stderr: "inherit" });
+  if ((await proc.exited) !== 0) throw new Error("installing age failed (scripts/age.sh install): see the output above");
+}
+
+/** Runs an `age` command with `stdin` on its standard input; its output, or an error with its stderr. */
+export async function ageCli(args: string[], stdin: Uint8Array): Promise<Uint8Array> {
+  const proc = Bun.spawn(["age", ...args], { stdin: new Blob([stdin]), stdout: "pipe", stderr: "pipe" });
+  const [out, err, code] = await Promise.all([new Response(proc.stdout).bytes(), new Response(proc.stderr).text(), proc.exited]);
+  if (code !== 0) throw new Error(`age ${args.join(" ")} exited ${code}: ${err.trim()}`);
+  return out;
+}
