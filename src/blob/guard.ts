@@ -25,7 +25,7 @@
  *   await guard.deleteIfUnused(key, (tx) => isReferenced(tx, key))
  */
 import { randomBytes } from "node:crypto";
-import { placeholders, type Queryable, type Sql } from "../db/sql.ts";
+import { batches, placeholders, type Queryable, type Sql } from "../db/sql.ts";
 import type { Logger } from "../log.ts";
 import type { BlobSource, BlobStore } from "./store.ts";
 
@@ -49,9 +49,6 @@ const DROP_TOMBSTONE = "DELETE FROM blob_tombstones WHERE key = $1 AND holder = 
 const TAKE_OVER = "UPDATE blob_tombstones SET holder = $3, expires_at = $4 WHERE key = $1 AND holder = $2 AND expires_at <= $5";
 const STALE_TOMBSTONES = "SELECT key, holder FROM blob_tombstones WHERE expires_at <= $1";
 const DROP_EXPIRED_PINS = "DELETE FROM blob_pins WHERE expires_at <= $1";
-
-/** Keys per pin statement (each binds one parameter). */
-const PIN_BATCH = 500;
 
 export interface Lease {
   readonly holder: string;
@@ -203,8 +200,7 @@ export function createBlobGuard({ sql, store, log, now = Date.now }: { sql: Sql;
  */
 function pinKeys(sql: Sql, holder: string, keys: readonly string[], expiresAt: number): Promise<void> {
   return sql.tx(async (tx) => {
-    for (let i = 0; i < keys.length; i += PIN_BATCH) {
-      const part = keys.slice(i, i + PIN_BATCH);
+    for (const part of batches(keys)) {
       await tx.run(PIN(part.length), [holder, expiresAt, ...part]);
       await tx.all(TOMBSTONES_AMONG(part.length), part);
     }
