@@ -93,6 +93,28 @@ test("two gateways, one database: one voucher spent on both at once is accepted 
   }
 });
 
+/**
+ * A fetch to the test gateway that holds the first request whose URL matches until `release()`;
+ * `reached` resolves once that request is held.
+ */
+function holdFirst(matches: (url: string) => boolean) {
+  let release!: () => void;
+  let reachedNow!: () => void;
+  const reached = new Promise<void>((ok) => (reachedNow = ok));
+  const gate = new Promise<void>((ok) => (release = ok));
+  let first = true;
+  const fetch = (async (input: string | URL | Request, init?: RequestInit) => {
+    const url = String(input instanceof Request ? input.url : input);
+    if (first && matches(url)) {
+      first = false;
+      reachedNow();
+      await gate;
+    }
+    return gw.fetch(input, init);
+  }) as typeof globalThis.fetch;
+  return { fetch, reached, release };
+}
+
 test("the SDK: a download whose request is overtaken by a later one of the same client still succeeds, and each is counted once", async () => {
   // The order parallel requests reach a server is not the order they were signed in (on one
   // gateway that awaits its database, and across gateways). Here the first download's request is
@@ -101,55 +123,29 @@ test("the SDK: a download whose request is overtaken by a later one of the same 
   const { account, client: owner } = await gw.user();
   const bytes = crypto.getRandomValues(new Uint8Array(40_000));
   const e = await owner.upload("dfs", bytes, { name: "overtaken.bin" });
-  let held: (() => void) | undefined;
-  let reached!: () => void;
-  const heldReached = new Promise<void>((ok) => (reached = ok));
-  const gate = new Promise<void>((ok) => (held = ok));
-  let first = true;
-  const fetch = (async (input: string | URL | Request, init?: RequestInit) => {
-    const url = String(input instanceof Request ? input.url : input);
-    if (url.includes(`/dfs/${e.Cid}?size=`) && first) {
-      first = false;
-      reached();
-      await gate;
-    }
-    return gw.fetch(input, init);
-  }) as typeof globalThis.fetch;
-  const client = await connectStorage({ baseUrl: BASE, account, fetch });
+  const hold = holdFirst((url) => url.includes(`/dfs/${e.Cid}?size=`));
+  const client = await connectStorage({ baseUrl: BASE, account, fetch: hold.fetch });
   await client.login();
   const before = Number((await client.trafficHash(0)).used);
   const a = client.download("dfs", e.Cid, { size: bytes.length });
-  await heldReached;
+  await hold.reached;
   const b = await client.download("dfs", e.Cid, { size: bytes.length });
   expect(new Uint8Array(await b.arrayBuffer())).toEqual(bytes);
-  held?.();
+  hold.release();
   expect(new Uint8Array(await (await a).arrayBuffer())).toEqual(bytes);
   expect(Number((await client.trafficHash(0)).used)).toBe(before + 2 * bytes.length);
 });
 
 test("the SDK: an upload whose request is overtaken by a later, larger one of the same client still succeeds", async () => {
   const { account } = await gw.user({ login: false });
-  let held: (() => void) | undefined;
-  let reached!: () => void;
-  const heldReached = new Promise<void>((ok) => (reached = ok));
-  const gate = new Promise<void>((ok) => (held = ok));
-  let first = true;
-  const fetch = (async (input: string | URL | Request, init?: RequestInit) => {
-    const url = String(input instanceof Request ? input.url : input);
-    if (url.endsWith("/dfs/") && first) {
-      first = false;
-      reached();
-      await gate;
-    }
-    return gw.fetch(input, init);
-  }) as typeof globalThis.fetch;
-  const client = await connectStorage({ baseUrl: BASE, account, fetch });
+  const hold = holdFirst((url) => url.endsWith("/dfs/"));
+  const client = await connectStorage({ baseUrl: BASE, account, fetch: hold.fetch });
   await client.login();
   const [small, large] = [crypto.getRandomValues(new Uint8Array(10_000)), crypto.getRandomValues(new Uint8Array(50_000))];
   const a = client.upload("dfs", small, { name: "small.bin" });
-  await heldReached;
+  await hold.reached;
   await client.upload("dfs", large, { name: "large.bin" });
-  held?.();
+  hold.release();
   expect((await a).Size).toBe(small.length);
   expect((await client.list("dfs")).Object.map((f) => f.Name).sort()).toEqual(["large.bin", "small.bin"]);
   expect(Number((await client.trafficHash(0)).used)).toBe(small.length + large.length);
