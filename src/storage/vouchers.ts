@@ -13,7 +13,7 @@
  * decides, in a conditional insert (D16).
  */
 import { getAddress, type Address, type TypedDataDomain } from "viem";
-import type { Sql } from "../db/sql.ts";
+import type { Queryable, Sql } from "../db/sql.ts";
 import { storageError } from "../http/errors.ts";
 import { wholeBytes } from "../http/params.ts";
 import { isSignature, recoverVoucher, voucherHash } from "../identity/eip712.ts";
@@ -30,7 +30,9 @@ export interface AcceptedVoucher {
 }
 
 export function createVouchers({ sql, domain, seller, now = Date.now }: { sql: Sql; domain: TypedDataDomain; seller: Address; now?: () => number }) {
-  const usedBy = async (payer: string) => (await sql.get<{ used: number }>(USED, [payer]))?.used ?? 0;
+  /** The payer's all-time count, read with `q` (accept()'s transaction, or the pool). */
+  const usedIn = async (q: Queryable, payer: string) => (await q.get<{ used: number }>(USED, [payer]))?.used ?? 0;
+  const usedBy = (payer: string) => usedIn(sql, payer);
 
   /** GET /traffichash: the digest to sign for `size`, with the payer's counter. */
   async function hashFor(payer: Address, rawSize: unknown) {
@@ -64,7 +66,7 @@ export function createVouchers({ sql, domain, seller, now = Date.now }: { sql: S
     // Every read-modify-write here is the conditional insert: READ COMMITTED suffices (D16).
     return sql.tx(
       async (tx) => {
-        const used = (await tx.get<{ used: number }>(USED, [v.payer]))?.used ?? 0;
+        const used = await usedIn(tx, v.payer);
         const allowance = v.size - used;
         if (allowance <= 0 || (needs !== undefined && needs > allowance)) {
           throw storageError.quota(`the voucher covers up to ${v.size} bytes in all; ${used} are used${needs !== undefined ? `, this transfer needs ${needs}` : ""}: sign a new one (GET /traffichash)`);
