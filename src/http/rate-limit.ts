@@ -23,12 +23,6 @@ export type Verdict = { ok: true } | { ok: false; retryAfter: number };
 export interface RateLimiter {
   /** Counts one event and says whether it is within the limit; an event over the limit is not counted. */
   hit(limit: Limit, key: string): Verdict;
-  /** Says whether one more event would be within the limit, counting nothing (for "count failures only" limits). */
-  check(limit: Limit, key: string): Verdict;
-  /** Forgets a key's count (a success may clear its failures). */
-  reset(limit: Limit, key: string): void;
-  /** Takes back one counted event (one that turned out not to be a failure). */
-  unhit(limit: Limit, key: string): void;
 }
 
 interface Window {
@@ -41,7 +35,7 @@ const SWEEP_AT = 10_000;
 
 export function createRateLimiter(opts: { now?: () => number; enabled?: boolean } = {}): RateLimiter {
   const now = opts.now ?? Date.now;
-  if (opts.enabled === false) return { hit: () => ({ ok: true }), check: () => ({ ok: true }), reset() {}, unhit() {} };
+  if (opts.enabled === false) return { hit: () => ({ ok: true }) };
 
   const windows = new Map<string, Window & { windowMs: number }>();
   const sweep = (t: number) => {
@@ -67,17 +61,6 @@ export function createRateLimiter(opts: { now?: () => number; enabled?: boolean 
       const v = verdict(limit, w, t);
       if (v.ok) w.count++;
       return v;
-    },
-    check(limit, key) {
-      const t = now();
-      return verdict(limit, current(limit, key, t), t);
-    },
-    reset(limit, key) {
-      windows.delete(`${limit.name}\u0000${key}`);
-    },
-    unhit(limit, key) {
-      const w = windows.get(`${limit.name}\u0000${key}`);
-      if (w && w.count > 0) w.count--;
     },
   };
 }
