@@ -70,3 +70,13 @@ export const BATCH = 500;
 export function* batches<T>(items: readonly T[], size = BATCH): Generator<T[]> {
   for (let i = 0; i < items.length; i += size) yield items.slice(i, i + size);
 }
+
+/**
+ * Every row of a query over many items, sent a batch at a time: `text(n)` is the statement for a
+ * batch of n (its `IN` list binds the batch after `leading`).
+ */
+export async function allInBatches<T extends object>(q: Queryable, text: (n: number) => string, items: readonly Param[], leading: readonly Param[] = []): Promise<T[]> {
+  const rows: T[] = [];
+  for (const batch of batches(items)) rows.push(...(await q.all<T>(text(batch.length), [...leading, ...batch])));
+  return rows;
+}

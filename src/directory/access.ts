@@ -10,7 +10,7 @@
  *   public, for a whole page in one query.
  */
 import { getAddress, type Address } from "viem";
-import { batches, placeholders, type Queryable } from "../db/sql.ts";
+import { allInBatches, placeholders, type Queryable } from "../db/sql.ts";
 import type { BackendKind } from "../storage/backend.ts";
 import type { ReadGrant } from "../storage/service.ts";
 
@@ -31,11 +31,8 @@ export function directoryAccess(sql: Queryable) {
   };
 
   const publicCids = async (owner: Address, cids: readonly string[]): Promise<ReadonlySet<string>> => {
-    const found = new Set<string>();
-    for (const batch of batches([...new Set(cids)])) {
-      for (const r of await sql.all<{ cid: string }>(publicOwn(batch.length), [getAddress(owner), true, ...batch])) found.add(r.cid);
-    }
-    return found;
+    const rows = await allInBatches<{ cid: string }>(sql, publicOwn, [...new Set(cids)], [getAddress(owner), true]);
+    return new Set(rows.map((r) => r.cid));
   };
 
   return { readGrant, publicCids };

@@ -5,7 +5,7 @@
  * other and applies to the value it left. `chunkReferenced` also runs inside the blob guard's
  * deciding transaction (D15).
  */
-import { batches, placeholders, type Queryable, type Sql } from "../../db/sql.ts";
+import { allInBatches, batches, placeholders, type Queryable, type Sql } from "../../db/sql.ts";
 
 /** One position of a manifest. */
 export interface ChunkRef {
@@ -63,11 +63,7 @@ export class Rows {
 
   /** Those of `hashes` a row keeps (for sweeps, which look at many keys at once). */
   async referencedAmong(hashes: readonly string[]): Promise<Set<string>> {
-    const out = new Set<string>();
-    for (const batch of batches(hashes)) {
-      for (const r of await this.sql.all<{ hash: string }>(CHUNKS_AMONG(batch.length), batch)) out.add(r.hash);
-    }
-    return out;
+    return new Set((await allInBatches<{ hash: string }>(this.sql, CHUNKS_AMONG, hashes)).map((r) => r.hash));
   }
 
   /**

@@ -6,7 +6,7 @@
  * row and its root's row change together: a block is referenced exactly while some pinned root's
  * DAG contains it.
  */
-import { batches, placeholders, type Queryable, type Sql } from "../../db/sql.ts";
+import { allInBatches, batches, placeholders, type Queryable, type Sql } from "../../db/sql.ts";
 import type { BlockSizes } from "./put.ts";
 
 /** One more reference, or the root's row; `refs` 1 means this commit made it. */
@@ -76,11 +76,7 @@ export async function blockReferenced(q: Queryable, key: string): Promise<boolea
 
 /** The keys among `keys` that a pinned root contains. */
 export async function referencedAmong(sql: Sql, keys: readonly string[]): Promise<Set<string>> {
-  const out = new Set<string>();
-  for (const batch of batches(keys)) {
-    for (const r of await sql.all<{ key: string }>(BLOCKS_AMONG(batch.length), batch)) out.add(r.key);
-  }
-  return out;
+  return new Set((await allInBatches<{ key: string }>(sql, BLOCKS_AMONG, keys)).map((r) => r.key));
 }
 
 /** Pinned roots whose blocks are not indexed yet (content from before migration 0012). */
