@@ -48,9 +48,6 @@ async function sharedDatabase(dirs: [string, string]): Promise<[Sql, Sql]> {
 
 function gateway(dataDir: string, sql: Sql): Call {
   const config = parseConfig([], { STOWAGE_DATA_DIR: dataDir, STOWAGE_ALLOWED_ORIGINS: ORIGIN });
-  // A SQLite file of the gateway's own for AppServices.db: buildApp reads no table through it.
-  const local = openDatabase(join(dataDir, "local.db"));
-  closers.push(local.close);
   const accounts = createAccountServices({ config, sql, log: silentLogger, secrets: { jwtKey }, mailer: mail.mailer, now: clock.now });
   const app = buildApp({ config, log: silentLogger, health: {}, accounts });
   let calls = 0;
