@@ -15,13 +15,16 @@ import { parseEther } from "viem";
 import { generatePrivateKey, privateKeyToAccount, type PrivateKeyAccount } from "viem/accounts";
 import { runChain } from "../../src/cli/chain.ts";
 import { readDeployment } from "../../src/chain/deployment.ts";
+import { connectGateway } from "../../src/sdk/chain.ts";
 import { connectDirectory, type SearchResult } from "../../src/sdk/directory.ts";
-import { connectStorage, StorageApiError, type StorageClient } from "../../src/sdk/storage.ts";
+import { connectStorage, type StorageClient } from "../../src/sdk/storage.ts";
 import { startAnvil } from "../support/anvil.ts";
+import { statusOf } from "../support/app.ts";
 import { runBinary, startBinary, type RunningBinary } from "../support/binary.ts";
 import { cephRgw, stowageS3Env } from "../support/ceph.ts";
 import { postgres } from "../support/postgres.ts";
 import { tempDir } from "../support/tmp.ts";
+import { until } from "../support/until.ts";
 
 const POLL_MS = 200;
 const hex32 = () => `0x${randomBytes(32).toString("hex")}`;
@@ -35,15 +38,17 @@ await anvil.fund(privateKeyToAccount(adminKey).address, parseEther("100"));
 await anvil.fund(privateKeyToAccount(operatorKey).address, parseEther("100"));
 const deployDir = tempDir("cluster-deploy");
 // The deploy names the operator the Proxy accepts purchases from: the gateways' shared key.
-const chainEnv: Record<string, string> = { STOWAGE_DATA_DIR: deployDir, STOWAGE_CHAIN_RPC: anvil.url, STOWAGE_ADMIN_KEY: adminKey, STOWAGE_OPERATOR_KEY: operatorKey };
-if ((await runChain(["deploy"], chainEnv, () => {}, () => {})) !== 0) throw new Error("stowage chain deploy failed");
+const deployEnv = { STOWAGE_DATA_DIR: deployDir, STOWAGE_CHAIN_RPC: anvil.url, STOWAGE_ADMIN_KEY: adminKey, STOWAGE_OPERATOR_KEY: operatorKey };
+if ((await runChain(["deploy"], deployEnv, () => {}, () => {})) !== 0) throw new Error("stowage chain deploy failed");
 const deployment = readDeployment(deployDir)!;
-Object.assign(chainEnv, {
+/** The chain and its contracts, as every gateway and the operator's command line are told them. */
+const chainEnv: Record<string, string> = {
+  STOWAGE_CHAIN_RPC: anvil.url,
   STOWAGE_PROXY_ADDRESS: deployment.contracts.proxy,
   STOWAGE_DID_REGISTRY_ADDRESS: deployment.contracts.didRegistry,
   STOWAGE_DIRECTORY_ADDRESS: deployment.contracts.directory,
   STOWAGE_CONTRACTS_BLOCK: String(deployment.block),
-});
+};
 
 const pg = await postgres();
 const databaseUrl = await pg.createDatabase();
@@ -51,11 +56,7 @@ const db = new SQL(databaseUrl, { max: 2 });
 const rgw = await cephRgw();
 
 const shared: Record<string, string> = {
-  STOWAGE_CHAIN_RPC: anvil.url,
-  STOWAGE_PROXY_ADDRESS: deployment.contracts.proxy,
-  STOWAGE_DID_REGISTRY_ADDRESS: deployment.contracts.didRegistry,
-  STOWAGE_DIRECTORY_ADDRESS: deployment.contracts.directory,
-  STOWAGE_CONTRACTS_BLOCK: String(deployment.block),
+  ...chainEnv,
   STOWAGE_CHAIN_CONFIRMATIONS: "0",
   STOWAGE_INDEXER_POLL: `${POLL_MS}ms`,
   STOWAGE_DATABASE_URL: databaseUrl,
@@ -105,7 +106,7 @@ const gw = (name: string) => gateways.find((g) => g.name === name)!;
 
 /** `stowage admin …` against the shared chain, as an operator runs it from anywhere. */
 async function admin(...args: string[]) {
-  const r = await runBinary(["admin", ...args], chainEnv);
+  const r = await runBinary(["admin", ...args], { ...deployEnv, ...chainEnv });
   if (r.code !== 0) throw new Error(`stowage admin ${args.join(" ")} failed: ${r.stderr}`);
 }
 
@@ -148,27 +149,7 @@ function balancer() {
   };
 }
 
-async function statusOf(call: Promise<unknown>): Promise<number> {
-  try {
-    await call;
-    return 200;
-  } catch (err) {
-    if (err instanceof StorageApiError) return err.status;
-    throw err;
-  }
-}
-
 const bytesOf = async (res: Response) => new Uint8Array(await res.arrayBuffer());
-
-async function until<T>(what: string, read: () => Promise<T>, ok: (v: T) => boolean, timeoutMs = 15_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await read();
-    if (ok(v)) return v;
-    if (Date.now() > deadline) throw new Error(`${what}: still ${JSON.stringify(v)} after ${timeoutMs} ms`);
-    await Bun.sleep(POLL_MS / 4);
-  }
-}
 
 describe("three gateways, one service", () => {
   test("log in at A, restricted calls at B (one requestID window); upload at A and B, list at B, download at C, delete at B", async () => {
@@ -261,7 +242,6 @@ describe("three gateways, one service", () => {
         return s;
       }),
     );
-    const { connectGateway } = await import("../../src/sdk/chain.ts");
     for (const [i, account] of buyers.entries()) await (await connectGateway([A, B, C][i % 3]!.url, { account })).deposit(parseEther("0.001"));
     const bought = await Promise.all(stores.map((s) => s.buySpace({ size: 10_000 })));
     expect(new Set(bought.map((b) => b.tx)).size).toBe(6);
@@ -277,14 +257,14 @@ describe("three gateways, one service", () => {
     await dir.publish({ cid: file.Cid, name: "Cluster atlas", size: file.Size, price: 0n, keywords: ["cartography"] });
     for (const g of [A, B, C]) {
       const d = await connectDirectory(g.url, { account });
-      const hits = await until(`search at ${g.name}`, () => d.search("cartograph"), (h: SearchResult[]) => h.length > 0);
+      const hits = await until(`search at ${g.name}`, () => d.search("cartograph"), (h: SearchResult[]) => h.length > 0, 15_000);
       expect(hits.map((h) => h.Mid)).toEqual([file.Cid]);
     }
   }, 60_000);
 
   test("kill -9 of the indexing gateway: another one indexes within 10 s", async () => {
     const holder = async () => ((await db`SELECT holder FROM leases WHERE name = 'indexer'`) as { holder: string }[])[0]?.holder;
-    const first = await until("an indexer lease", holder, (h) => h !== undefined);
+    const first = await until("an indexer lease", holder, (h) => h !== undefined, 15_000);
     // Each gateway logs its lease holder id at start.
     const victim = gateways.find((g) => g.bin.output().includes(first!))!;
     expect(victim).toBeDefined();

@@ -14,8 +14,11 @@ import { connectDirectory, type SearchResult } from "../../src/sdk/directory.ts"
 import { connectStorage, StorageApiError } from "../../src/sdk/storage.ts";
 import { runBinary, startBinary, type RunningBinary } from "../support/binary.ts";
 import { tempDir } from "../support/tmp.ts";
+import { until } from "../support/until.ts";
 
 const POLL_MS = 200;
+/** The server's indexer applies a transaction at its next poll: ten polls and some slack. */
+const WAIT_MS = 10 * POLL_MS + 3000;
 const dataDir = join(tempDir("e2e-directory"), "data");
 let server: RunningBinary | undefined;
 afterAll(async () => {
@@ -27,16 +30,6 @@ async function admin(...args: string[]) {
   if (r.code !== 0) throw new Error(`stowage admin ${args.join(" ")} failed: ${r.stderr}`);
 }
 
-/** Re-checks until `ok` holds: the server's indexer applies a transaction at its next poll. */
-async function until<T>(what: string, read: () => Promise<T>, ok: (v: T) => boolean, timeoutMs = 10 * POLL_MS + 3000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await read();
-    if (ok(v)) return v;
-    if (Date.now() > deadline) throw new Error(`${what}: still ${JSON.stringify(v)} after ${timeoutMs} ms`);
-    await Bun.sleep(POLL_MS / 4);
-  }
-}
 
 test("A publishes a priced file; B finds it, is refused, buys and downloads it; C is granted and downloads it", async () => {
   server = await startBinary(["serve", "--port", "0", "--host", "127.0.0.1", "--data-dir", dataDir], { STOWAGE_INDEXER_POLL: `${POLL_MS}ms` });
@@ -58,7 +51,7 @@ test("A publishes a priced file; B finds it, is refused, buys and downloads it; 
 
   // B finds it by a keyword prefix.
   const dirB = await connectDirectory(url, { account: b });
-  const hits = await until("search", () => dirB.search("financ"), (h: SearchResult[]) => h.length > 0);
+  const hits = await until("search", () => dirB.search("financ"), (h: SearchResult[]) => h.length > 0, WAIT_MS, POLL_MS / 4);
   expect(hits).toEqual([{ Mid: file.Cid, Name: "Quarterly report Q3", Size: content.length, Public: false, Price: 2500, keywords: ["finance", "quarterly"], Owner: a.address }]);
   const [hit] = hits as [SearchResult];
 
@@ -81,7 +74,7 @@ test("A publishes a priced file; B finds it, is refused, buys and downloads it; 
   const before = await chain.getBalance({ address: owner });
   await dirB.buyRead(owner, hit.Mid);
   expect((await chain.getBalance({ address: owner })) - before).toBe(parseGwei("2500"));
-  const bought = await until("B's download", () => status(storeB), (r) => r.status !== 403);
+  const bought = await until("B's download", () => status(storeB), (r) => r.status !== 403, WAIT_MS, POLL_MS / 4);
   expect(bought.status).toBe(200);
   expect(bought.bytes).toEqual(content);
 
@@ -90,7 +83,7 @@ test("A publishes a priced file; B finds it, is refused, buys and downloads it; 
   await storeC.login();
   expect((await status(storeC)).status).toBe(403);
   await dirA.grantRead(hit.Mid, c.address);
-  const granted = await until("C's download", () => status(storeC), (r) => r.status !== 403);
+  const granted = await until("C's download", () => status(storeC), (r) => r.status !== 403, WAIT_MS, POLL_MS / 4);
   expect(granted.status).toBe(200);
   expect(granted.bytes).toEqual(content);
 

@@ -22,6 +22,7 @@ import { CHUNK_PREFIX, CHUNK_SIZE, hashOfKey } from "../../src/storage/dfs/cid.t
 import { anvilsOf, runBinary, startBinary, type RunningBinary } from "../support/binary.ts";
 import { blobStoreOf } from "../support/blobs.ts";
 import { tempDir } from "../support/tmp.ts";
+import { until } from "../support/until.ts";
 
 const MiB = 1024 * 1024;
 const ROOT = join(import.meta.dir, "..", "..");
@@ -105,13 +106,6 @@ function logLines(binary: RunningBinary, msg: string): Record<string, unknown>[]
 }
 
 
-async function until(what: string, ok: () => boolean | Promise<boolean>, ms: number) {
-  const deadline = Date.now() + ms;
-  while (!(await ok())) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-    await Bun.sleep(25);
-  }
-}
 
 /** Remaining space and traffic (spec 2.6 `SizeByte`) of the test account. */
 async function quotaLeft(url: string): Promise<{ space: number; traffic: number }> {
@@ -254,7 +248,7 @@ test("kill -9 during a dfs and an ipfs upload: restart lists no partial file, le
       ),
     );
     // In flight on both back-ends: new chunk files and new blocks appear under DATA_DIR.
-    await until("chunks and blocks of the uploads on disk", async () => (await dfsFiles()).chunks.length >= contentChunks.size + 24 && (await ipfsBlocks()) >= blocksBefore + 24, 60_000);
+    await until("chunks and blocks of the uploads on disk", async () => (await dfsFiles()).chunks.length >= contentChunks.size + 24 && (await ipfsBlocks()) >= blocksBefore + 24, Boolean, 60_000);
     expect(await first.stop("SIGKILL")).not.toBe(0);
     for (const outcome of await Promise.all(outcomes)) expect(outcome).toHaveProperty("error");
   } finally {
@@ -279,13 +273,13 @@ test("kill -9 during a dfs and an ipfs upload: restart lists no partial file, le
   // The sweeps run beside the started server, on the gateway holding their lease (this one, at
   // once: the lease is its own from before the kill). The dfs sweep removes every chunk no
   // committed file names; the ipfs sweep every block no pinned root contains.
-  await until("the dfs sweep", async () => logLines(second, "dfs: sweep").length > 0, 30_000);
+  await until("the dfs sweep", async () => logLines(second, "dfs: sweep").length > 0, Boolean, 30_000);
   expect(await dfsFiles()).toEqual({ chunks: [...contentChunks].sort(), temps: 0 });
   const [sweep] = logLines(second, "dfs: sweep");
   expect(sweep).toMatchObject({ deadObjects: 0, keptChunks: contentChunks.size });
   expect(sweep?.orphanChunks as number).toBe(left.chunks.length - contentChunks.size);
   // The ipfs orphan sweep runs beside the started server.
-  await until("the ipfs orphan sweep", () => logLines(second, "ipfs orphan sweep done").length > 0, 30_000);
+  await until("the ipfs orphan sweep", () => logLines(second, "ipfs orphan sweep done").length > 0, Boolean, 30_000);
   const [ipfsSweep] = logLines(second, "ipfs orphan sweep done");
   expect(ipfsSweep).toMatchObject({ held: 0 });
   expect(ipfsSweep?.removed as number).toBeGreaterThanOrEqual(24);
@@ -328,7 +322,7 @@ test("SIGTERM while a download is in flight: the download completes, the exit co
 
   // Nothing more is read until the server has taken the signal: the body is still in flight.
   serving.proc.kill("SIGTERM");
-  await until("the server to log its stop", () => logLines(serving, "stopping").length > 0, 10_000);
+  await until("the server to log its stop", () => logLines(serving, "stopping").length > 0, Boolean, 10_000);
   expect(received).toBeLessThan(content.length);
   for (let next = await reader.read(); !next.done; next = await reader.read()) {
     hash.update(next.value);

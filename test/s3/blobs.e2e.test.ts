@@ -26,8 +26,9 @@ import { isAlive } from "../../src/datadir/lock.ts";
 import { CHUNK_SIZE, d9ImporterOptions } from "../../src/storage/cid-options.ts";
 import { connectStorage, type FileEntry, type StorageClient } from "../../src/sdk/storage.ts";
 import { anvilsOf, runBinary, startBinary, type RunningBinary } from "../support/binary.ts";
-import { cephRgw, type Rgw } from "../support/ceph.ts";
+import { cephRgw, stowageS3Env, type Rgw } from "../support/ceph.ts";
 import { tempDir } from "../support/tmp.ts";
+import { until } from "../support/until.ts";
 
 const MiB = 1024 * 1024;
 const ROOT = join(import.meta.dir, "..", "..");
@@ -42,14 +43,7 @@ async function s3World(name: string) {
   const rgw = await cephRgw();
   const dataDir = join(tempDir(name), "data");
   const prefix = rgw.prefix();
-  const env = {
-    STOWAGE_S3_ENDPOINT: rgw.endpoint,
-    STOWAGE_S3_BUCKET: rgw.bucket,
-    STOWAGE_S3_REGION: rgw.region,
-    STOWAGE_S3_PREFIX: prefix,
-    STOWAGE_S3_ACCESS_KEY_ID: rgw.accessKeyId,
-    STOWAGE_S3_SECRET_ACCESS_KEY: rgw.secretAccessKey,
-  };
+  const env = stowageS3Env(rgw, prefix);
   const args = ["serve", "--port", "0", "--host", "127.0.0.1", "--data-dir", dataDir];
   afterAll(() => {
     // A test that failed between its kill -9 and the restart leaves the killed server's anvil.
@@ -170,13 +164,6 @@ async function peerFetch(addr: string, cid: string): Promise<{ sha256?: string; 
   return JSON.parse(out.trim().split("\n").pop() ?? "{}");
 }
 
-async function until(what: string, ok: () => Promise<boolean>, ms: number) {
-  const deadline = Date.now() + ms;
-  while (!(await ok())) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-    await Bun.sleep(50);
-  }
-}
 
 describe("content on S3 (Ceph RGW)", () => {
   test("no chunk or block under the data dir; a restart without the local block and chunk folders serves every file byte-exact, and another IPFS node fetches over bitswap", async () => {
@@ -290,7 +277,9 @@ describe("content on S3 (Ceph RGW)", () => {
           const now = await contentObjects(world.rgw, world.prefix);
           return gate.stalled >= 4 && unfinished(now, "dfs") >= 24 && unfinished(now, "ipfs") >= 24;
         },
+        Boolean,
         90_000,
+        50,
       );
       expect(await first.stop("SIGKILL")).not.toBe(0);
       for (const outcome of await Promise.all(big)) expect(outcome).toHaveProperty("error");
@@ -340,7 +329,9 @@ describe("content on S3 (Ceph RGW)", () => {
           after = await contentObjects(world.rgw, world.prefix);
           return strays("dfs", after).length === 0 && strays("ipfs", after).length === 0;
         },
+        Boolean,
         30_000,
+        50,
       ).catch(() => {}); // the expectations below say what is left
       expect({ dfs: strays("dfs", after), ipfs: strays("ipfs", after) }).toEqual({ dfs: [], ipfs: [] });
       for (const kind of ["dfs", "ipfs"] as const) for (const d of leavesNeeded[kind]) expect(after[kind].has(d)).toBe(true);
