@@ -14,18 +14,20 @@ import type { BlobGuard, Lease } from "../../blob/guard.ts";
 import { d9ImporterOptions } from "../cid-options.ts";
 import { blockKey } from "./blocks.ts";
 import { IpfsError } from "./errors.ts";
-import type { ReadBlockstore } from "./local-store.ts";
 
 export interface Imported {
   cid: CID;
   size: number;
 }
 
+/** What @helia/unixfs's importer needs of a blockstore. */
+export type ImporterBlockstore = Parameters<typeof unixfs>[0]["blockstore"];
+
 /** The blocks an upload wrote or found: key → size (each key once, however often linked). */
 export type BlockSizes = Map<string, number>;
 
 /** A write-only blockstore for one upload's importer. */
-export function uploadSink(guard: BlobGuard, lease: Lease, blocks: BlockSizes): ReadBlockstore {
+export function uploadSink(guard: BlobGuard, lease: Lease, blocks: BlockSizes): ImporterBlockstore {
   const pin = pinTogether(lease);
   return {
     async put(cid: CID, bytes: Uint8Array) {
@@ -69,7 +71,7 @@ export function pinTogether(lease: Lease): (key: string) => Promise<void> {
   };
 }
 
-export async function importStream(sink: ReadBlockstore, source: ReadableStream<Uint8Array>, signal?: AbortSignal): Promise<Imported> {
+export async function importStream(sink: ImporterBlockstore, source: ReadableStream<Uint8Array>, signal?: AbortSignal): Promise<Imported> {
   const counted = { bytes: 0 };
   try {
     signal?.throwIfAborted();
