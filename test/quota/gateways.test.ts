@@ -7,25 +7,18 @@
  * over the same `Sql`, as a second process would be; both passes (SQLite, PostgreSQL) run it.
  */
 import { describe, expect, test } from "bun:test";
-import { parseEther, type Address } from "viem";
-import { proxyAbi } from "../../src/chain/artifacts/index.ts";
+import { parseEther } from "viem";
 import { purchaseNonces } from "../../src/quota/purchase.ts";
 import { connectGateway } from "../../src/sdk/chain.ts";
 import { mined } from "../support/anvil.ts";
 import { get, readJson } from "../support/app.ts";
 import { BASE, testGateway } from "../support/storage.ts";
+import { granter } from "./grants.ts";
 
 const gw = await testGateway({ quota: true, ipfs: false });
 const gw2 = gw.another();
 const { anvil, context } = gw.chain;
-const KIND = { space: 0, traffic: 1 } as const;
-
-async function grant(user: Address, kind: keyof typeof KIND, bytes: number) {
-  await mined(
-    anvil.publicClient,
-    anvil.wallet(gw.chain.admin).writeContract({ address: context.contracts.proxy, abi: proxyAbi, functionName: "grantFree", args: [user, KIND[kind], BigInt(bytes), 0n] }),
-  );
-}
+const grant = granter(gw.chain);
 
 const random = (n: number) => crypto.getRandomValues(new Uint8Array(n));
 

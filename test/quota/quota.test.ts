@@ -2,27 +2,19 @@
  * Metering and payments (spec 4.1 rows 9–12, D7, D8) through `app.handle()`, on anvil.
  */
 import { describe, expect, test } from "bun:test";
-import { parseEther, type Address } from "viem";
-import { proxyAbi } from "../../src/chain/artifacts/index.ts";
+import { parseEther } from "viem";
 import { runAdmin } from "../../src/cli/admin.ts";
 import { connectGateway } from "../../src/sdk/chain.ts";
 import { StorageApiError } from "../../src/sdk/storage.ts";
 import { get, readJson, statusOf } from "../support/app.ts";
 import { BASE, testGateway } from "../support/storage.ts";
 import { tempDir } from "../support/tmp.ts";
-import { mined } from "../support/anvil.ts";
+import { granter } from "./grants.ts";
 import { storageDomain, storageTypes } from "../../src/identity/eip712.ts";
 
 const gw = await testGateway({ quota: true });
 const { anvil, context } = gw.chain;
-const KIND = { space: 0, traffic: 1 } as const;
-
-async function grant(user: Address, kind: keyof typeof KIND, bytes: number, validitySeconds = 0) {
-  await mined(
-    anvil.publicClient,
-    anvil.wallet(gw.chain.admin).writeContract({ address: context.contracts.proxy, abi: proxyAbi, functionName: "grantFree", args: [user, KIND[kind], BigInt(bytes), BigInt(validitySeconds)] }),
-  );
-}
+const grant = granter(gw.chain);
 
 async function funded(eth = "0") {
   const u = await gw.user();

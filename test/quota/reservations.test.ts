@@ -5,24 +5,16 @@
  */
 import { describe, expect, test } from "bun:test";
 import type { Address } from "viem";
-import { proxyAbi } from "../../src/chain/artifacts/index.ts";
 import { createMeter, RESERVATION_TTL_MS } from "../../src/quota/meter.ts";
-import { mined } from "../support/anvil.ts";
 import { readJson, statusOf } from "../support/app.ts";
 import { testGateway } from "../support/storage.ts";
+import { granter } from "./grants.ts";
 
 const gw = await testGateway({ quota: true, ipfs: false });
-const { anvil, context } = gw.chain;
-const KIND = { space: 0, traffic: 1 } as const;
 const meter = gw.quota!.meter;
 const sql = gw.database.sql;
 
-async function grant(user: Address, kind: keyof typeof KIND, bytes: number) {
-  await mined(
-    anvil.publicClient,
-    anvil.wallet(gw.chain.admin).writeContract({ address: context.contracts.proxy, abi: proxyAbi, functionName: "grantFree", args: [user, KIND[kind], BigInt(bytes), 0n] }),
-  );
-}
+const grant = granter(gw.chain);
 
 const random = (n: number) => crypto.getRandomValues(new Uint8Array(n));
 const holdsOf = (account: Address) => sql.all<{ kind: string; bytes: number; gateway: string }>("SELECT kind, bytes, gateway FROM quota_reservations WHERE account = $1 ORDER BY id", [account]);
