@@ -50,7 +50,7 @@ class PgQueryable implements Queryable {
   }
 }
 
-export function sqlState(err: unknown): string | undefined {
+function sqlState(err: unknown): string | undefined {
   const errno = (err as { errno?: unknown } | null)?.errno;
   return typeof errno === "string" ? errno : undefined;
 }

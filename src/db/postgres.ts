@@ -1,29 +1,23 @@
 /**
- * Opens PostgreSQL (D16) through Bun's built-in SQL client and drizzle's `bun-sql` driver, then
- * applies the embedded PostgreSQL migrations. Many gateways share one database and may start at
+ * Opens PostgreSQL (D16) through Bun's built-in SQL client, then applies the embedded PostgreSQL migrations. Many gateways share one database and may start at
  * the same moment, so the migrations run in one transaction that first takes a transaction-scoped
  * advisory lock: the second gateway waits, then finds nothing left to apply. (drizzle's own
  * migrator creates its table and reads the last migration outside any lock, so two starts race.)
  * The lock is released by COMMIT or ROLLBACK — and by the server if the gateway dies holding it.
  *
- * Bun SQL returns int8, numeric and `sum()` as strings: the schema's int8 columns map to numbers
- * (src/db/pg/schema.ts); aggregates go through `sumNumber` (or `.mapWith(Number)`).
+ * The services reach it through the data-access layer (`sql`, pg-sql.ts), which maps int8 to
+ * numbers; drizzle keeps only the schema and the migration history (src/db/pg/).
  *
  * @example
- *   const { db, close } = await openPostgres("postgres://stowage@127.0.0.1:5432/stowage")
+ *   const { sql, close } = await openPostgres("postgres://stowage@127.0.0.1:5432/stowage")
  */
 import { SQL as BunSQL } from "bun";
-import { sql, type SQL, type SQLWrapper } from "drizzle-orm";
-import { drizzle, type BunSQLDatabase } from "drizzle-orm/bun-sql";
 import type { MigrationMeta } from "drizzle-orm/migrator";
 import { PgSql } from "./pg-sql.ts";
 import type { Sql } from "./sql.ts";
 import { embeddedPgMigrations } from "./pg/migrations.macro.ts" with { type: "macro" };
 
-// No relational schema, as on SQLite (src/db/open.ts): queries are built from the tables.
-export type PgDb = BunSQLDatabase;
 export interface OpenPostgres {
-  db: PgDb;
   client: BunSQL;
   /** The async data-access layer (sql.ts) over the same client. */
   sql: Sql;
@@ -43,7 +37,7 @@ export async function openPostgres(url: string, opts: { max?: number; migrations
   const client = new BunSQL(url, { max: opts.max ?? 10, bigint: true });
   try {
     const migrated = await migratePostgres(client, opts.migrations ?? embeddedPgMigrations());
-    return { db: drizzle({ client }), client, sql: new PgSql(client), migrated, close: () => client.close() };
+    return { client, sql: new PgSql(client), migrated, close: () => client.close() };
   } catch (e) {
     await client.close().catch(() => {});
     throw e;
@@ -67,9 +61,4 @@ export async function migratePostgres(client: BunSQL, migrations: MigrationMeta[
     }
     return pending.length;
   });
-}
-
-/** `sum()` as a number (0 over no rows): PostgreSQL's sum of int8 is numeric, a string in Bun SQL. */
-export function sumNumber(expr: SQLWrapper): SQL<number> {
-  return sql`coalesce(sum(${expr}), 0)`.mapWith(Number);
 }

@@ -6,12 +6,13 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { SQL } from "bun";
-import { asc, count, eq, is, sql } from "drizzle-orm";
+import { asc, count, eq, is, sql, type SQLWrapper } from "drizzle-orm";
 import { PgTable, getTableConfig as pgConfig } from "drizzle-orm/pg-core";
 import { SQLiteTable, getTableConfig as sqliteConfig } from "drizzle-orm/sqlite-core";
 import { embeddedPgMigrations } from "../../src/db/pg/migrations.macro.ts";
 import * as pg from "../../src/db/pg/schema.ts";
-import { openPostgres, sumNumber, type OpenPostgres } from "../../src/db/postgres.ts";
+import { drizzle } from "drizzle-orm/bun-sql";
+import { openPostgres, type OpenPostgres } from "../../src/db/postgres.ts";
 import { RANKED, tsqueryText } from "../../src/directory/search-pg.ts";
 import * as sqlite from "../../src/schema.ts";
 import { postgres, type Postgres } from "../support/postgres.ts";
@@ -19,11 +20,15 @@ import { postgres, type Postgres } from "../support/postgres.ts";
 const MiB = 2 ** 20;
 let server: Postgres;
 const opened: OpenPostgres[] = [];
+/** The server's opener, plus drizzle over its client for the schema checks below. */
 const open = async (url: string) => {
   const o = await openPostgres(url, { max: 4 });
   opened.push(o);
-  return o;
+  return { ...o, db: drizzle({ client: o.client }) };
 };
+
+/** `sum()` as a number (0 over no rows): PostgreSQL's sum of int8 is numeric, a string in Bun SQL. */
+const sumNumber = (expr: SQLWrapper) => sql`coalesce(sum(${expr}), 0)`.mapWith(Number);
 
 beforeAll(async () => {
   server = await postgres();
