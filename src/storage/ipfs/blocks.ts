@@ -13,12 +13,12 @@ import type { AbortOptions } from "@libp2p/interface";
 import type { HeliaInit } from "helia";
 import { base32 } from "multiformats/bases/base32";
 import { CID } from "multiformats/cid";
+import * as raw from "multiformats/codecs/raw";
 import * as Digest from "multiformats/hashes/digest";
 import { isBlobError, type BlobStore } from "../../blob/index.ts";
 import { IpfsError } from "./errors.ts";
 
 export const BLOCK_PREFIX = "ipfs/";
-const RAW = 0x55;
 const SHA2_256 = 0x12;
 
 type Blockstore = NonNullable<HeliaInit["blockstore"]>;
@@ -32,7 +32,7 @@ export function blockKey(cid: CID): string {
 export function cidOfKey(key: string): CID | undefined {
   if (!key.startsWith(BLOCK_PREFIX)) return undefined;
   try {
-    return CID.createV1(RAW, Digest.decode(base32.baseDecode(key.slice(BLOCK_PREFIX.length))));
+    return CID.createV1(raw.code, Digest.decode(base32.baseDecode(key.slice(BLOCK_PREFIX.length))));
   } catch {
     return undefined;
   }

@@ -14,6 +14,7 @@ import { FsBlockstore } from "blockstore-fs";
 import { NextToLast } from "blockstore-fs/sharding";
 import { exporter } from "ipfs-unixfs-exporter";
 import type { CID } from "multiformats/cid";
+import * as raw from "multiformats/codecs/raw";
 import { existsSync } from "node:fs";
 import { rm } from "node:fs/promises";
 import { join } from "node:path";
@@ -25,7 +26,6 @@ import { parseCid } from "./cids.ts";
 import { indexRoot, unindexedRoots } from "./pins.ts";
 import type { BlockSizes } from "./put.ts";
 
-const RAW = 0x55;
 
 export interface MigrateResult {
   /** Pinned roots indexed now. */
@@ -111,7 +111,7 @@ async function copyBlock(ctx: { guard: BlobGuard; lease: Lease; old?: FsBlocksto
   let bytes = old ? await readOld(old, cid) : undefined;
   if (bytes) {
     if (await guard.ensure(key, () => bytes!, bytes.byteLength)) counts.copied++;
-  } else if (cid.code === RAW) {
+  } else if (cid.code === raw.code) {
     // A leaf is only needed for its size here: no read of 1 MiB.
     const size = await guard.present(key);
     if (size === undefined) counts.missing++;
@@ -121,7 +121,7 @@ async function copyBlock(ctx: { guard: BlobGuard; lease: Lease; old?: FsBlocksto
     bytes = await readBlock(guard.store, cid); // throws when missing or damaged: a broken root
   }
   blocks.set(key, bytes.byteLength);
-  return cid.code === RAW ? [] : linksOf(cid, bytes);
+  return cid.code === raw.code ? [] : linksOf(cid, bytes);
 }
 
 /** The block from the old folder, or undefined when it is missing or does not match its Cid. */

@@ -14,6 +14,7 @@
 import * as dagPb from "@ipld/dag-pb";
 import { UnixFS } from "ipfs-unixfs";
 import type { CID } from "multiformats/cid";
+import * as raw from "multiformats/codecs/raw";
 import type { BlobStore } from "../../blob/index.ts";
 import type { ByteRange } from "../backend.ts";
 import { readBlock } from "./blocks.ts";
@@ -22,7 +23,6 @@ import { IpfsError } from "./errors.ts";
 
 /** Leaves fetched (or being fetched) ahead of the consumer at most. */
 const LEAVES_AHEAD = 8;
-const RAW = 0x55;
 
 export interface ReadDeps {
   store: BlobStore;
@@ -107,7 +107,7 @@ export function readContent(deps: ReadDeps, cidText: string, range?: ByteRange):
  * raw) node: its own data first, then its children, whose sizes it lists.
  */
 async function* piecesOf(store: BlobStore, cid: CID, at: { offset: number; size: number }, start: number, end: number, signal: AbortSignal): AsyncGenerator<Piece> {
-  if (cid.code === RAW) {
+  if (cid.code === raw.code) {
     yield { cid, ...at };
     return;
   }
