@@ -48,11 +48,8 @@ const LATEST = "SELECT id, action, points, time FROM action_records WHERE user_i
 const INSERT = "INSERT INTO action_records (user_id, action, points, time, slot) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (user_id, action, slot) DO NOTHING RETURNING id";
 const CREDIT = "UPDATE users SET points = points + $2, updated_at = $3 WHERE id = $1";
 
-interface Row {
+interface Row extends ActionRecord {
   id: number;
-  action: number;
-  points: number;
-  time: number;
 }
 
 export function createPointsService(ctx: Ctx, catalog: readonly ActionRule[] = actionCatalog): PointsService {
@@ -66,7 +63,7 @@ export function createPointsService(ctx: Ctx, catalog: readonly ActionRule[] = a
 
   const latestRow = (q: Queryable, userId: number, action: number) => q.get<Row>(LATEST, [userId, action]);
 
-  const view = (r: { action: number; points: number; time: number }): ActionRecord => ({ action: r.action, points: r.points, time: r.time });
+  const view = (r: ActionRecord): ActionRecord => ({ action: r.action, points: r.points, time: r.time });
 
   return {
     async latest(user, actionId) {
