@@ -98,21 +98,19 @@ test("two gateways, one database: one voucher spent on both at once is accepted 
  * `reached` resolves once that request is held.
  */
 function holdFirst(matches: (url: string) => boolean) {
-  let release!: () => void;
-  let reachedNow!: () => void;
-  const reached = new Promise<void>((ok) => (reachedNow = ok));
-  const gate = new Promise<void>((ok) => (release = ok));
+  const reached = Promise.withResolvers<void>();
+  const gate = Promise.withResolvers<void>();
   let first = true;
   const fetch = (async (input: string | URL | Request, init?: RequestInit) => {
     const url = String(input instanceof Request ? input.url : input);
     if (first && matches(url)) {
       first = false;
-      reachedNow();
-      await gate;
+      reached.resolve();
+      await gate.promise;
     }
     return gw.fetch(input, init);
   }) as typeof globalThis.fetch;
-  return { fetch, reached, release };
+  return { fetch, reached: reached.promise, release: () => gate.resolve() };
 }
 
 test("the SDK: a download whose request is overtaken by a later one of the same client still succeeds, and each is counted once", async () => {
