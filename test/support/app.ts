@@ -31,9 +31,8 @@ export function testApp(opts: TestAppOptions = {}) {
   const dataDir = tempDir("app");
   // On the S3 pass (STOWAGE_TEST_BLOBS=s3, blobs.ts) the app is configured for the shared RGW.
   const config = parseConfig([], { STOWAGE_DATA_DIR: dataDir, ...(setsBlobs(opts.env) ? {} : blobEnv(dataDir)), ...opts.env });
-  // The SQLite file always; `database.sql` is PostgreSQL on the STOWAGE_TEST_DB=postgres pass (db.ts).
-  const tdb = testDatabase(dataDir);
-  const database = { ...tdb.sqlite, sql: tdb.sql, close: () => tdb.close() };
+  // A SQLite file in the data dir, or PostgreSQL on the STOWAGE_TEST_DB=postgres pass (db.ts).
+  const database = testDatabase(dataDir);
   afterAll(() => database.close());
   const log = opts.log ?? silentLogger;
   const secrets = { jwtKey: crypto.getRandomValues(new Uint8Array(32)) };

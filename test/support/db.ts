@@ -58,8 +58,6 @@ export function postgresSql(): Sql {
 export interface TestDatabase {
   /** The data-access layer on the chosen database. */
   sql: Sql;
-  /** The SQLite file's connection in the data dir, opened either way (code not yet on `sql`). */
-  sqlite: ReturnType<typeof openDatabase>;
   close(): Promise<void>;
 }
 
@@ -78,15 +76,11 @@ export function testDatabaseUrlOf(dataDir: string): Promise<string> {
  * reopened). `url`: the PostgreSQL database to use, for a child process its parent hands it to.
  */
 export function testDatabase(dataDir: string, url?: string): TestDatabase {
-  const sqlite = openDatabase(join(dataDir, "stowage.db"));
+  if (TEST_DB === "sqlite") {
+    const sqlite = openDatabase(join(dataDir, "stowage.db"));
+    return { sql: sqlite.sql, close: async () => sqlite.close() };
+  }
   if (url !== undefined) urls.set(dataDir, Promise.resolve(url));
-  const sql = TEST_DB === "postgres" ? new LazyPgSql(testDatabaseUrlOf(dataDir)) : sqlite.sql;
-  return {
-    sql,
-    sqlite,
-    async close() {
-      if (sql !== sqlite.sql) await sql.close();
-      sqlite.close();
-    },
-  };
+  const sql = new LazyPgSql(testDatabaseUrlOf(dataDir));
+  return { sql, close: () => sql.close() };
 }
