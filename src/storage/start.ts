@@ -20,7 +20,7 @@ import type { Backend, BackendKind } from "./backend.ts";
 import { openDfs } from "./dfs/index.ts";
 import { openIpfs } from "./ipfs/index.ts";
 import { parsePeerAddrs } from "./ipfs/peers.ts";
-import { clusterSweeps } from "./sweeps.ts";
+import { clusterSweeps, type Sweepable } from "./sweeps.ts";
 import { createStorage, type StorageDeps } from "./service.ts";
 
 /** The storage service over open back-ends, wired as the server wires it; `extra` overrides. */
@@ -79,7 +79,9 @@ export async function startStorage(deps: { config: Config; sql: Sql; log: Logger
     const ipfs = await openIpfs({ dir: join(config.dataDir, "ipfs"), listen: config.ipfsListen, sql: deps.sql, log, guard: blobs.guard, peers, sweepAtOpen: false });
     backends.ipfs = ipfs;
     log.info("ipfs node ready", { peerId: ipfs.peerId, addresses: ipfs.multiaddrs() });
-    sweeps = clusterSweeps({ sql: deps.sql, holder: deps.gatewayId, backends: [dfs, ipfs], log });
+    // dfs calls the chunks a pass kept for pins `heldChunks`; ipfs reports `held` as it is.
+    const dfsSweeps: Sweepable = { kind: "dfs", sweep: async (o) => ({ held: (await dfs.sweep(o)).heldChunks }) };
+    sweeps = clusterSweeps({ sql: deps.sql, holder: deps.gatewayId, backends: [dfsSweeps, ipfs], log });
     sweeps.start();
   } catch (err) {
     await stop();

@@ -15,20 +15,14 @@ import { singleton, type Singleton } from "../db/leases.ts";
 import type { Queryable } from "../db/sql.ts";
 import type { Logger } from "../log.ts";
 
-/** What a back-end's sweep reports that this runner needs: blobs kept for a live pin. */
+/** One back-end's pass, reduced to what this runner needs: how many blobs it kept for a live pin. */
 export interface Sweepable {
   readonly kind: string;
-  sweep(opts: { stopped: () => boolean }): Promise<object>;
+  sweep(opts: { stopped: () => boolean }): Promise<{ held: number }>;
 }
 
 export const SWEEP_LEASE = "blob-sweeps";
 const DEFAULT_EVERY_MS = 60 * 60_000;
-
-/** Blobs a pass kept for pins: dfs reports `heldChunks`, ipfs `held`. */
-function held(report: object): number {
-  const r = report as { heldChunks?: number; held?: number };
-  return (r.heldChunks ?? 0) + (r.held ?? 0);
-}
 
 export function clusterSweeps(o: { sql: Queryable; holder: string; backends: readonly Sweepable[]; log: Logger; everyMs?: number }): Singleton {
   const everyMs = o.everyMs ?? DEFAULT_EVERY_MS;
@@ -44,7 +38,7 @@ export function clusterSweeps(o: { sql: Queryable; holder: string; backends: rea
         for (const b of o.backends) {
           if (signal.aborted) return;
           try {
-            kept += held(await b.sweep({ stopped }));
+            kept += (await b.sweep({ stopped })).held;
           } catch (err) {
             o.log.error("sweep failed", { backend: b.kind, err: (err as Error).message });
           }
