@@ -13,3 +13,4 @@ export * from "./storage/ipfs/schema.ts";
 export * from "./storage/schema.ts";
 export * from "./quota/schema.ts";
 export * from "./directory/schema.ts";
+export * from "./encryption/schema.ts";

@@ -443,3 +443,23 @@ export const directoryEvents = pgTable(
   },
   (t) => [primaryKey({ columns: [t.block, t.logIndex] }), index("directory_events_key").on(t.owner, t.mid, t.block, t.logIndex)],
 );
+
+// ---- src/encryption/schema.ts
+
+export const ageIdentities = pgTable("age_identities", {
+  account: text("account").primaryKey(),
+  wrapped: text("wrapped").notNull(),
+  updatedAt: int8("updated_at").notNull(),
+});
+
+export const ageShares = pgTable(
+  "age_shares",
+  {
+    owner: text("owner").notNull(),
+    mid: text("mid").notNull(),
+    reader: text("reader").notNull(),
+    header: text("header").notNull(),
+    updatedAt: int8("updated_at").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.owner, t.mid, t.reader] })],
+);

@@ -1,0 +1,14 @@
+CREATE TABLE "age_identities" (
+	"account" text PRIMARY KEY NOT NULL,
+	"wrapped" text NOT NULL,
+	"updated_at" bigint NOT NULL
+);
+--> statement-breakpoint
+CREATE TABLE "age_shares" (
+	"owner" text NOT NULL,
+	"mid" text NOT NULL,
+	"reader" text NOT NULL,
+	"header" text NOT NULL,
+	"updated_at" bigint NOT NULL,
+	CONSTRAINT "age_shares_owner_mid_reader_pk" PRIMARY KEY("owner","mid","reader")
+);
