@@ -14,3 +14,4 @@ export * from "./storage/schema.ts";
 export * from "./quota/schema.ts";
 export * from "./directory/schema.ts";
 export * from "./encryption/schema.ts";
+export * from "./keys/schema.ts";

@@ -463,3 +463,22 @@ export const ageShares = pgTable(
   },
   (t) => [primaryKey({ columns: [t.owner, t.mid, t.reader] })],
 );
+
+// ---- src/keys/schema.ts
+
+export const accessKeys = pgTable(
+  "access_keys",
+  {
+    id: text("id").primaryKey(),
+    accessKeyId: text("access_key_id").notNull().unique(),
+    did: text("did").notNull(),
+    signer: text("signer").notNull(),
+    access: text("access", { enum: ["rw", "ro"] }).notNull(),
+    bucket: text("bucket", { enum: ["dfs", "ipfs", "*"] }).notNull(),
+    secretEnc: text("secret_enc").notNull(),
+    expiresAt: int8("expires_at"),
+    createdAt: int8("created_at").notNull(),
+    revokedAt: int8("revoked_at"),
+  },
+  (t) => [index("access_keys_did").on(t.did, t.createdAt)],
+);
