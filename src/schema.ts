@@ -15,3 +15,4 @@ export * from "./quota/schema.ts";
 export * from "./directory/schema.ts";
 export * from "./encryption/schema.ts";
 export * from "./keys/schema.ts";
+export * from "./gateway/schema.ts";

@@ -320,6 +320,7 @@ export const files = pgTable(
     size: int8("size").notNull(),
     encryption: text("encryption").notNull().default(""),
     modTime: int8("mod_time").notNull(),
+    etag: text("etag"),
   },
   (t) => [uniqueIndex("files_name").on(t.did, t.backend, t.name), index("files_cid").on(t.backend, t.cid, t.did)],
 );
@@ -481,4 +482,46 @@ export const accessKeys = pgTable(
     revokedAt: int8("revoked_at"),
   },
   (t) => [index("access_keys_did").on(t.did, t.createdAt)],
+);
+
+// ---- src/gateway/schema.ts
+
+export const publicEgress = pgTable(
+  "public_egress",
+  {
+    owner: text("owner").notNull(),
+    day: int8("day").notNull(),
+    bytes: int8("bytes").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.owner, t.day] })],
+);
+
+// ---- src/s3api/schema.ts
+
+export const s3Uploads = pgTable(
+  "s3_uploads",
+  {
+    id: text("id").primaryKey(),
+    did: text("did").notNull(),
+    backend: text("backend", { enum: ["dfs", "ipfs"] }).notNull(),
+    name: bytesText("name").notNull(),
+    contentType: text("content_type"),
+    reservation: int8("reservation"),
+    createdAt: int8("created_at").notNull(),
+    expiresAt: int8("expires_at").notNull(),
+  },
+  (t) => [index("s3_uploads_did").on(t.did, t.backend, t.name), index("s3_uploads_expiry").on(t.expiresAt)],
+);
+
+export const s3Parts = pgTable(
+  "s3_parts",
+  {
+    uploadId: text("upload_id").notNull(),
+    partNumber: int8("part_number").notNull(),
+    cid: text("cid").notNull(),
+    size: int8("size").notNull(),
+    md5: text("md5").notNull(),
+    createdAt: int8("created_at").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.uploadId, t.partNumber] })],
 );
