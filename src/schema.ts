@@ -16,3 +16,4 @@ export * from "./directory/schema.ts";
 export * from "./encryption/schema.ts";
 export * from "./keys/schema.ts";
 export * from "./gateway/schema.ts";
+export * from "./s3api/schema.ts";

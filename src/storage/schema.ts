@@ -56,6 +56,9 @@ export const files = sqliteTable(
     size: integer("size").notNull(),
     encryption: text("encryption").notNull().default(""),
     modTime: integer("mod_time").notNull(),
+    /** The S3 API's ETag (D18), unquoted: the MD5 of the bytes in hex, or `<md5 of part MD5s>-N`
+     * for a multipart upload; null for files uploaded without one (the S3 API then shows a non-hex tag). */
+    etag: text("etag"),
   },
   (t) => [uniqueIndex("files_name").on(t.did, t.backend, t.name), index("files_cid").on(t.backend, t.cid, t.did)],
 );
