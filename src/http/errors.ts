@@ -20,6 +20,7 @@ export const storageCodes = {
   403: "AccessDenied",
   404: "NotFound",
   405: "MethodNotAllowed",
+  406: "NotAcceptable",
   409: "Conflict",
   411: "InvalidArgument",
   413: "EntityTooLarge",
@@ -65,6 +66,8 @@ export const storageError = {
   forbidden: (what = "Permission denied") => new StorageError(403, what),
   conflict: (what: string) => new StorageError(409, what),
   notFound: (what = "Not found") => new StorageError(404, what),
+  /** A response format the trustless gateway cannot serve (D17). */
+  notAcceptable: (what: string) => new StorageError(406, what),
   tooLarge: (limit: number) => new StorageError(413, `Request body is larger than ${limit} bytes`),
   lengthRequired: () => new StorageError(411, LENGTH_REQUIRED),
   rateLimited: (retryAfterSeconds: number) =>
