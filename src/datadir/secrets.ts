@@ -18,6 +18,8 @@ export class InsecureSecrets extends Error {
 export interface Secrets {
   /** HMAC key of the account API's JWTs. */
   jwtKey: Uint8Array;
+  /** Encrypts secrets kept in the database, such as S3 access-key secrets (D18). */
+  secretsKey: Uint8Array;
   /** The gateway's chain key: sends purchases, signs nothing of users'. */
   operatorKey: `0x${string}`;
   /** The owner key of the contracts, used by the command line. */
@@ -29,6 +31,7 @@ const hex32 = (): Hex => `0x${Buffer.from(crypto.getRandomValues(new Uint8Array(
 
 const files = {
   jwt: { name: "jwt.key", make: hex32 },
+  secrets: { name: "secrets.key", make: hex32 },
   operator: { name: "operator.key", make: generatePrivateKey },
   admin: { name: "admin.key", make: generatePrivateKey },
 } as const;
@@ -60,13 +63,15 @@ function readOrCreate(dir: string, file: { name: string; make: () => Hex }): Hex
   return value as Hex;
 }
 
-export function loadSecrets(dataDir: string, config: Pick<Config, "operatorKey" | "adminKey"> & Partial<Pick<Config, "jwtKey">>): Secrets {
+export function loadSecrets(dataDir: string, config: Pick<Config, "operatorKey" | "adminKey"> & Partial<Pick<Config, "jwtKey" | "secretsKey">>): Secrets {
   const dir = secretsDir(dataDir);
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   checkPrivate(dir);
   return {
     // Configured when many gateways must accept each other's tokens (D16).
     jwtKey: Buffer.from((config.jwtKey ?? readOrCreate(dir, files.jwt)).slice(2), "hex"),
+    // Configured for the same reason: a key minted at one gateway is checked at another.
+    secretsKey: Buffer.from((config.secretsKey ?? readOrCreate(dir, files.secrets)).slice(2), "hex"),
     operatorKey: config.operatorKey ?? readOrCreate(dir, files.operator),
     adminKey: config.adminKey ?? readOrCreate(dir, files.admin),
   };

@@ -33,11 +33,14 @@ export interface LoginMessage {
   timestamp: bigint;
 }
 
+export type RequestAction = "upload" | "delete" | "keys";
+
 export interface RequestMessage {
   did: string;
   token: Hex;
   requestID: bigint;
-  action: "upload" | "delete";
+  /** D5 upload and delete; D18 "keys" mints an S3 access key. */
+  action: RequestAction;
   payload: string;
 }
 

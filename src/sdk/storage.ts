@@ -14,7 +14,7 @@ import { createHash } from "node:crypto";
 import type { Hex, LocalAccount } from "viem";
 import type { DidLoginTokens, FileEntry, FileList, LoginInfo, PurchaseResult, QuotaRecord, StorageErrorBody, TrafficHashResult } from "../http/model.ts";
 import { canonicalDid } from "../identity/did.ts";
-import { storageDomain, storageTypes } from "../identity/eip712.ts";
+import { storageDomain, storageTypes, type RequestAction } from "../identity/eip712.ts";
 import { discoverGateway, type GatewayInfo } from "./chain.ts";
 
 // The wire types are the server's own (src/http/model.ts): imported as types only, so the SDK
@@ -47,26 +47,33 @@ export interface StorageOptions {
   accessToken?: string;
 }
 
-type Source = Blob | Uint8Array | string;
+/** Bytes of known size read as a stream: what an upload needs of its source (a Blob is one; the
+ * encryption SDK passes a sealing stream, read once for the hash and once for the upload). */
+export interface SizedSource {
+  size: number;
+  stream(): ReadableStream<Uint8Array>;
+}
+
+type Source = Blob | Uint8Array | string | SizedSource;
 
 const randomHex = (bytes: number): Hex => `0x${Buffer.from(crypto.getRandomValues(new Uint8Array(bytes))).toString("hex")}`;
 
-async function sha256Of(blob: Blob): Promise<string> {
+async function sha256Of(blob: SizedSource): Promise<string> {
   const hasher = createHash("sha256");
   for await (const chunk of blob.stream()) hasher.update(chunk);
   return hasher.digest("hex");
 }
 
-function toBlob(source: Source): Blob {
+function toBlob(source: Source): Blob | SizedSource {
   if (typeof source === "string") return Bun.file(source);
-  return source instanceof Blob ? source : new Blob([source]);
+  return source instanceof Uint8Array ? new Blob([source]) : source;
 }
 
 /** RFC 5987 ext-value: encodeURIComponent leaves ' ( ) * as they are, which parsers refuse. */
 const rfc5987 = (s: string) => encodeURIComponent(s).replace(/['()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
 
 /** A multipart body streamed from its parts: fields first, then the file's bytes as they are read. */
-function multipart(fields: Record<string, string>, file: { name: string; blob: Blob }) {
+function multipart(fields: Record<string, string>, file: { name: string; blob: SizedSource }) {
   const boundary = `----stowage${randomHex(12).slice(2)}`;
   const esc = (s: string) => s.replace(/["\r\n\\]/g, "_");
   const head =
@@ -120,7 +127,7 @@ export async function connectStorage(opts: StorageOptions) {
   }
 
   /** Signs a restricted call (D5) with the next requestID of the session. */
-  async function signed(action: "upload" | "delete", payload: string) {
+  async function signed(action: RequestAction, payload: string) {
     if (!session) throw new Error("log in first: store.login()");
     const requestID = session.next++;
     const signature = await opts.account.signTypedData({ domain, types: storageTypes, primaryType: "Request", message: { did, token: session.token, requestID, action, payload } });

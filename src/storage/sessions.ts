@@ -16,7 +16,7 @@ import type { Address, Hex, TypedDataDomain } from "viem";
 import type { Sql } from "../db/sql.ts";
 import { storageError } from "../http/errors.ts";
 import { parseDid, type Did } from "../identity/did.ts";
-import { isSignature, recoverLogin, recoverRequest } from "../identity/eip712.ts";
+import { isSignature, recoverLogin, recoverRequest, type RequestAction } from "../identity/eip712.ts";
 import type { DidResolver } from "../identity/resolver.ts";
 
 export const LOGIN_WINDOW_S = 60;
@@ -130,8 +130,11 @@ export function createSessions(deps: { sql: Sql; resolver: DidResolver; domain: 
     return { token: s.token, timestamp: s.timestamp, requestID: String(s.highestRequest) };
   }
 
-  /** Verifies a restricted call and claims its requestID. `caller` is the Bearer token's DID. */
-  async function restricted(input: RestrictedInput, action: "upload" | "delete", caller: Did): Promise<bigint> {
+  /**
+   * Verifies a restricted call and claims its requestID. `caller` is the Bearer token's DID.
+   * Answers the claimed id and the key that signed (D18 records it with an access key).
+   */
+  async function restricted(input: RestrictedInput, action: RequestAction, caller: Did): Promise<{ requestID: bigint; signer: Address }> {
     if (!input.did || !input.token || input.requestID === undefined || input.requestID === "" || input.payload === undefined || !input.signature) throw refuse("Missing parameter");
     const who = did(input.did, chainId);
     if (who.canonical !== caller.canonical) throw refuse("the signed did is not the Bearer token's DID");
@@ -144,7 +147,7 @@ export function createSessions(deps: { sql: Sql; resolver: DidResolver; domain: 
     if (!isSignature(input.signature)) throw refuse("signature must be 65 bytes of 0x-hex");
     const signature = input.signature;
     const payload = input.payload;
-    await authorizedSigner(resolver, who, () => recoverRequest(domain, { did: input.did as string, token, requestID, action, payload }, signature));
+    const signer = await authorizedSigner(resolver, who, () => recoverRequest(domain, { did: input.did as string, token, requestID, action, payload }, signature));
 
     const id = Number(requestID);
     await sql.tx(
@@ -162,7 +165,7 @@ export function createSessions(deps: { sql: Sql; resolver: DidResolver; domain: 
       },
       { isolation: "read committed" },
     );
-    return requestID;
+    return { requestID, signer };
   }
 
   return { login, info, restricted };

@@ -5,7 +5,7 @@
 import { afterAll } from "bun:test";
 import { join } from "node:path";
 import type { Hex, LocalAccount } from "viem";
-import { storageDomain, storageTypes } from "../../src/identity/eip712.ts";
+import { storageDomain, storageTypes, type RequestAction } from "../../src/identity/eip712.ts";
 import { canonicalDid } from "../../src/identity/did.ts";
 import { ethrResolver, keyStillSigns } from "../../src/identity/resolver.ts";
 import { connectStorage } from "../../src/sdk/storage.ts";
@@ -84,7 +84,7 @@ export async function testGateway(opts: GatewayOptions = {}) {
   const sign = {
     login: (account: LocalAccount, m: { did: string; token: Hex; timestamp: number | bigint }) =>
       account.signTypedData({ domain, types: storageTypes, primaryType: "Login", message: { ...m, timestamp: BigInt(m.timestamp) } }),
-    request: (account: LocalAccount, m: { did: string; token: Hex; requestID: number | bigint; action: "upload" | "delete"; payload: string }) =>
+    request: (account: LocalAccount, m: { did: string; token: Hex; requestID: number | bigint; action: RequestAction; payload: string }) =>
       account.signTypedData({ domain, types: storageTypes, primaryType: "Request", message: { ...m, requestID: BigInt(m.requestID) } }),
     voucher: (account: LocalAccount, size: number | bigint) => account.signTypedData({ domain, types: storageTypes, primaryType: "Voucher", message: { seller, size: BigInt(size) } }),
   };
