@@ -185,6 +185,7 @@ try {
     STOWAGE_CHAIN_RPC: anvil.url,
     ...contracts,
     STOWAGE_CHAIN_CONFIRMATIONS: "0",
+    STOWAGE_METRICS_LISTEN: "", // three gateways on one machine: the default port fits one
     STOWAGE_JWT_KEY: hex32(),
     STOWAGE_OPERATOR_KEY: operatorKey,
     STOWAGE_ACCESS_TOKEN_TTL: "12h",

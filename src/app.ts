@@ -21,6 +21,7 @@ import { storageRoutes } from "./storage/routes.ts";
 import type { Storage } from "./storage/service.ts";
 import { directoryRoutes, type Directory } from "./directory/index.ts";
 import { quotaRoutes, type Quota } from "./quota/index.ts";
+import type { RouteLabels } from "./metrics/index.ts";
 
 export interface AppServices {
   config: Config;
@@ -36,12 +37,15 @@ export interface AppServices {
   directory?: Pick<Directory, "search">;
   /** Quota records, enforcement and purchases; absent in tests that need none. */
   quota?: Quota;
+  /** Records the route pattern of each request for the metrics' `route` label; absent, none. */
+  routes?: RouteLabels;
 }
 
 export const OPENAPI_PATH = "/openapi";
 
 export function buildApp(services: AppServices) {
   return new Elysia()
+    .use(services.routes?.plugin ?? new Elysia())
     .use(errorHandler(services.log))
     .use(bodyLimit)
     .use(

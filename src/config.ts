@@ -22,7 +22,7 @@ export class ConfigError extends Error {
 /** Who reads a setting: the server and its operator commands, or the user commands. */
 export type Scope = "server" | "client";
 
-type Kind = "port" | "int" | "bytes" | "duration" | "string" | "url" | "postgresUrl" | "list" | "address" | "addressList" | "key";
+type Kind = "port" | "int" | "bytes" | "duration" | "string" | "url" | "postgresUrl" | "list" | "address" | "addressList" | "key" | "hostPort";
 
 interface Setting<K extends Kind = Kind> {
   kind: K;
@@ -49,6 +49,7 @@ export const settings = {
   shutdownTimeout: setting({ kind: "duration", env: "STOWAGE_SHUTDOWN_TIMEOUT", flag: "--shutdown-timeout", default: "8s", help: "How long SIGTERM waits for in-flight requests" }),
   maxBody: setting({ kind: "bytes", env: "STOWAGE_MAX_BODY", flag: "--max-body", default: "10GiB", help: "Largest upload body" }),
   corsOrigins: setting({ kind: "list", env: "STOWAGE_CORS_ORIGINS", flag: "--cors-origins", default: "", help: "Comma-separated origins allowed by CORS (empty: none)" }),
+  metricsListen: setting({ kind: "hostPort", env: "STOWAGE_METRICS_LISTEN", flag: "--metrics-listen", default: "127.0.0.1:9464", help: "Where GET /metrics (Prometheus) listens, never on the public port; empty = off" }),
   trustProxy: setting({ kind: "int", env: "STOWAGE_TRUST_PROXY", flag: "--trust-proxy", default: "0", help: "Number of reverse proxies whose X-Forwarded-For is trusted" }),
   chainRpc: setting({ kind: "url", env: "STOWAGE_CHAIN_RPC", flag: "--chain-rpc", help: "EVM JSON-RPC URL (unset: embedded chain)" }),
   embeddedChain: setting({ kind: "string", env: "STOWAGE_EMBEDDED_CHAIN", flag: "--embedded-chain", default: "auto", choices: ["auto", "anvil", "evm"], help: "Engine of the embedded chain: anvil in a private network namespace, evm in-process, auto (anvil where the host allows namespaces)" }),
@@ -145,6 +146,14 @@ const parsers: { [K in Kind]: (raw: string) => ValueOf<K> } = {
     return raw;
   },
   list: splitList,
+  // Empty turns the listener off.
+  hostPort: (raw) => {
+    const value = raw.trim();
+    if (value === "") return value;
+    const m = /^(\[[0-9a-fA-F:.]+\]|[^:\s[\]]+):(\d{1,5})$/.exec(value);
+    if (!m || Number(m[2]) > 65535) throw new ConfigError("must be HOST:PORT, such as 127.0.0.1:9464 (port 0 picks a free one), or empty to turn it off");
+    return value;
+  },
   address: (raw) => {
     if (!/^0x[0-9a-fA-F]{40}$/.test(raw)) throw new ConfigError("must be a 0x-prefixed 20-byte hex address");
     return raw as `0x${string}`;

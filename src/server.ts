@@ -21,7 +21,8 @@ import { startStorage } from "./storage/start.ts";
 import { storedBytes } from "./storage/files.ts";
 import { createDirectory } from "./directory/index.ts";
 import { createQuota } from "./quota/index.ts";
-import { createIndexer } from "./chain/indexer.ts";
+import { createIndexer, indexerLag } from "./chain/indexer.ts";
+import { createMetrics, routeLabels, serveMetrics } from "./metrics/index.ts";
 import { aborted, singleton } from "./db/leases.ts";
 
 export interface RunningServer {
@@ -60,7 +61,8 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     // This gateway's name in the cluster's leases (the indexer, the sweeps): one per data dir.
     const gateway = gatewayId(config.dataDir);
     log.info("gateway", { id: gateway, installation });
-    const chain = await startChain(config, secrets, log);
+    const metrics = createMetrics();
+    const chain = await startChain(config, secrets, log, metrics.rpc);
     cleanup.push(() => chain.stop());
     const resolver = ethrResolver({ publicClient: chain.context.publicClient, registry: chain.context.contracts.didRegistry });
     const accounts = createAccountServices({
@@ -71,7 +73,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
       publicClient: chain.context.publicClient,
       refreshGuards: { did: (session) => keyStillSigns(resolver, config.chainId, session) },
     });
-    const quota = createQuota({ sql: database.sql, chain: chain.context, log, storedBytes });
+    const quota = createQuota({ sql: database.sql, chain: chain.context, log, storedBytes, onPurchase: metrics.purchase });
     // Only expired holds: live ones may be another gateway's (D16). Expired ones count against no
     // pool, but a dead gateway's rows would stay: every gateway clears them now and then (one
     // idempotent DELETE, so no lease is needed).
@@ -80,7 +82,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     holds.unref();
     cleanup.push(() => clearInterval(holds));
     const directory = createDirectory({ sql: database.sql, chainId: config.chainId, address: chain.context.contracts.directory, fromBlock: BigInt(chain.deployment.block) });
-    const stored = await startStorage({ config, sql: database.sql, gatewayId: gateway, log, chain: chain.context, accounts, extra: { resolver, readGrant: directory.readGrant, publicCids: directory.publicCids, meter: quota.meter } });
+    const stored = await startStorage({ config, sql: database.sql, gatewayId: gateway, log, chain: chain.context, accounts, extra: { resolver, readGrant: directory.readGrant, publicCids: directory.publicCids, meter: quota.meter, onTransfer: metrics.transferred } });
     cleanup.push(() => stored.stop());
     // One indexer in the cluster (D16): it runs on the gateway holding the "indexer" lease, and
     // its cursor writes are fenced by that lease's epoch.
@@ -107,13 +109,31 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     indexer.add(directory.consumer);
     indexing.start();
     cleanup.push(() => indexing.stop());
+    metrics.gauges({
+      reservations: quota.meter.live,
+      indexerLag: () => indexerLag(database.sql, chain.context.publicClient),
+      peers: async () => Number((await stored.backends.ipfs?.health())?.connections ?? 0),
+    });
+    if (config.metricsListen !== "") {
+      // Its own listener, never the public port (D19); a busy address stops the start by name.
+      const served = listenMetrics(config.metricsListen, metrics.registry);
+      cleanup.push(() => served.stop());
+      log.info("metrics listening", { url: `${served.url}/metrics` });
+    }
+    const routes = routeLabels();
     // Bind first: with --port 0 the real port is known only now, and the public URL names it.
     let handle = async (_: Request) => storageError.unavailable("starting").toResponse();
     const server = await listen({
       hostname: config.host,
       port: config.port,
       maxRequestBodySize: config.maxBody + FRAMING_SLACK,
-      fetch: createHandler({ handle: (r) => handle(r), log, corsOrigins: config.corsOrigins, trustProxy: config.trustProxy }),
+      fetch: createHandler({
+        handle: (r) => handle(r),
+        log,
+        corsOrigins: config.corsOrigins,
+        trustProxy: config.trustProxy,
+        observe: (request, status, seconds) => metrics.request(request.method, routes.of(request), status, seconds),
+      }),
       error(err) {
         log.error("server error", { err: err.message });
         return storageError.internal().toResponse();
@@ -129,6 +149,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
       storage: stored.storage,
       directory,
       quota,
+      routes,
       health: {
         ...stored.health,
         chain: () => chain.health(),
@@ -164,5 +185,13 @@ async function drain(server: Listener, limitMs: number, log: Logger) {
   if (outcome === "cut") {
     log.warn("shutdown: cutting connections still open", { pending: server.pendingRequests });
     await server.stop(true);
+  }
+}
+
+function listenMetrics(address: string, registry: Parameters<typeof serveMetrics>[1]) {
+  try {
+    return serveMetrics(address, registry);
+  } catch (err) {
+    throw new Error(`STOWAGE_METRICS_LISTEN ${address}: ${(err as Error).message}`);
   }
 }

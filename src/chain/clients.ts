@@ -1,5 +1,5 @@
 /** viem clients for a chain endpoint: one definition used by the server, the CLI and the SDK. */
-import { createPublicClient, createWalletClient, defineChain, type Account, type Chain } from "viem";
+import { createPublicClient, createWalletClient, defineChain, type Account, type Chain, type Transport } from "viem";
 import { httpEndpoint, type RpcEndpoint } from "./endpoint.ts";
 
 export function defineStowageChain(chainId: number, url?: string): Chain {
@@ -11,16 +11,40 @@ export function defineStowageChain(chainId: number, url?: string): Chain {
   });
 }
 
+/** Hears of every JSON-RPC call with its duration (the server's metrics). */
+export type RpcObserver = (method: string, seconds: number, ok: boolean) => void;
+
 /** Polls fast on the embedded chain (it mines each transaction at once), politely elsewhere.
  * A string is an HTTP JSON-RPC URL. */
-export function chainClients(chainId: number, target: string | RpcEndpoint, fast: boolean) {
+export function chainClients(chainId: number, target: string | RpcEndpoint, fast: boolean, onRpc?: RpcObserver) {
   const endpoint = typeof target === "string" ? httpEndpoint(target) : target;
   const chain = defineStowageChain(chainId, typeof target === "string" ? target : undefined);
-  const transport = endpoint.transport();
+  const transport = onRpc ? timed(endpoint.transport(), onRpc) : endpoint.transport();
   const pollingInterval = fast ? 25 : 2000;
   return {
     chain,
     publicClient: createPublicClient({ chain, transport, pollingInterval }),
     wallet: (account: Account) => createWalletClient({ account, chain, transport, pollingInterval }),
   };
+}
+
+/** The same transport, timing each request. */
+function timed(transport: Transport, onRpc: RpcObserver): Transport {
+  return ((params: Parameters<Transport>[0]) => {
+    const inner = transport(params);
+    return {
+      ...inner,
+      async request(args: { method: string; params?: unknown }, options?: unknown) {
+        const started = performance.now();
+        let ok = false;
+        try {
+          const result = await (inner.request as (a: typeof args, o?: unknown) => Promise<unknown>)(args, options);
+          ok = true;
+          return result;
+        } finally {
+          onRpc(args.method, (performance.now() - started) / 1000, ok);
+        }
+      },
+    };
+  }) as Transport;
 }

@@ -78,6 +78,7 @@ interface Cursor {
 }
 
 const CURSOR = "SELECT block, hash FROM chain_cursors WHERE name = $1";
+const SLOWEST_CURSOR = "SELECT MIN(block) AS block FROM chain_cursors";
 // Two passes over one range (two gateways without a lease, or a takeover mid-pass) meet on this
 // row lock: the second waits, then (SERIALIZABLE) retries and finds the cursor moved. Without it
 // both would insert the range's rows, and a unique key would fail with 23505, not a retryable 40001.
@@ -280,6 +281,15 @@ export function createIndexer(opts: IndexerOptions) {
 }
 
 export type Indexer = ReturnType<typeof createIndexer>;
+
+/** Blocks between the chain head and the slowest consumer's cursor (the metrics' indexer lag);
+ * undefined before any consumer has a cursor. Read from the shared cursors, so every gateway of
+ * a cluster reports the lag of the one indexer that runs. */
+export async function indexerLag(sql: Sql, publicClient: Pick<PublicClient, "getBlockNumber">): Promise<number | undefined> {
+  const row = await sql.get<{ block: number | null }>(SLOWEST_CURSOR);
+  if (row?.block === null || row?.block === undefined) return undefined;
+  return Math.max(0, Number(await publicClient.getBlockNumber()) - row.block);
+}
 
 function decode(c: Consumer, logs: Log[]): IndexedEvent[] {
   const out: IndexedEvent[] = [];

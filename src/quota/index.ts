@@ -14,10 +14,10 @@ import { createPurchases } from "./purchase.ts";
 import { createRecords } from "./records.ts";
 
 /** `storedBytes` is the storage catalog's count of an account's bytes (src/storage/files.ts). */
-export function createQuota({ sql, chain, log, storedBytes, maxAgeMs }: { sql: Sql; chain: ChainContext; log: Logger; storedBytes: StoredBytes; maxAgeMs?: number }) {
+export function createQuota({ sql, chain, log, storedBytes, maxAgeMs, onPurchase }: { sql: Sql; chain: ChainContext; log: Logger; storedBytes: StoredBytes; maxAgeMs?: number; onPurchase?: Parameters<typeof createPurchases>[0]["onOutcome"] }) {
   const records = createRecords({ publicClient: chain.publicClient, proxy: chain.contracts.proxy, maxAgeMs });
   const meter = createMeter({ sql, records, storedBytes });
-  const purchases = createPurchases({ sql, chain, records, log });
+  const purchases = createPurchases({ sql, chain, records, log, onOutcome: onPurchase });
   return { records, meter, purchases };
 }
 

@@ -46,6 +46,7 @@ export type StoredBytes = (q: Queryable, did: string, except?: { backend: string
 /** Every quota transaction: its reads follow the account's row lock, its writes are relative (D16). */
 const LOCKED: TxOptions = { isolation: "read committed" };
 
+const LIVE = "SELECT kind AS pool, COUNT(*) AS count, CAST(COALESCE(SUM(bytes), 0) AS BIGINT) AS bytes FROM quota_reservations WHERE expires_at > $1 GROUP BY kind";
 const LOCK = "SELECT account FROM quota_accounts WHERE account = $1 FOR UPDATE";
 const ADD_ACCOUNT = "INSERT INTO quota_accounts (account) VALUES ($1) ON CONFLICT (account) DO NOTHING";
 const RESERVED = "SELECT CAST(COALESCE(SUM(bytes), 0) AS BIGINT) AS n FROM quota_reservations WHERE account = $1 AND kind = $2 AND expires_at > $3";
@@ -271,7 +272,12 @@ export function createMeter({ sql, records, storedBytes, now = Date.now, gateway
     return sql.run(CLEAR_STALE, [now()]);
   }
 
-  return { beginUpload, beginDownload, record, clearStale, gateway };
+  /** Live holds by pool, cluster-wide (the metrics' reservations gauge). */
+  function live(): Promise<{ pool: string; count: number; bytes: number }[]> {
+    return sql.all(LIVE, [now()]);
+  }
+
+  return { beginUpload, beginDownload, record, clearStale, live, gateway };
 }
 
 export type Meter = ReturnType<typeof createMeter>;

@@ -90,7 +90,8 @@ export function purchaseNonces({ sql, chain, log }: { sql: Sql; chain: ChainCont
   });
 }
 
-export function createPurchases({ sql, chain, records, log, now = Date.now }: { sql: Sql; chain: ChainContext; records: Records; log: Logger; now?: () => number }) {
+/** `onOutcome` hears how each purchase ended (the server's metrics). */
+export function createPurchases({ sql, chain, records, log, now = Date.now, onOutcome }: { sql: Sql; chain: ChainContext; records: Records; log: Logger; now?: () => number; onOutcome?: (kind: Kind, outcome: "done" | "failed") => void }) {
   const { proxy } = chain.contracts;
   const nonces = purchaseNonces({ sql, chain, log });
 
@@ -177,12 +178,14 @@ export function createPurchases({ sql, chain, records, log, now = Date.now }: { 
       );
       if (row) await sql.run(DONE, [row.id]);
       records.forget(user);
+      onOutcome?.(kind, "done");
       return { tx: hash };
     } catch (err) {
       const reverted = err instanceof Error && err.message.includes("reverted");
       // Sent but not known to be mined: keep the hash, so a retry asks the chain instead of buying twice.
       if (row) await sql.run(sent && !reverted ? PENDING : FAILED, [row.id]).catch((e) => log.error("recording a purchase's outcome failed", { err: (e as Error).message }));
       records.forget(user);
+      onOutcome?.(kind, "failed");
       if (err instanceof StorageError) throw err;
       log.error("purchase failed", { kind, bytes, err: (err as Error).message.split("\n")[0] });
       throw storageError.internal();

@@ -96,6 +96,8 @@ export interface StorageDeps {
   publicCids?: (owner: Address, cids: readonly string[]) => Promise<ReadonlySet<string>>;
   /** Quota enforcement (D7); absent, only the vouchers bound use. */
   meter?: Meter;
+  /** Hears of file bytes received (in) and sent (out), per back-end: the server's metrics. */
+  onTransfer?: (backend: BackendKind, direction: "in" | "out", bytes: number) => void;
   /** Rate limits of POST /login (per client address and per DID); on unless false. */
   rateLimits?: boolean;
   loginLimits?: typeof LOGIN_LIMITS;
@@ -195,6 +197,7 @@ export function createStorage(deps: StorageDeps) {
       }
       // The file is stored: what follows is bookkeeping, and its failure must not turn a stored
       // file into an error answer.
+      deps.onTransfer?.(b.kind, "in", meter.bytes);
       try {
         await vouchers.settle(accepted, meter.bytes);
       } catch (err) {
@@ -264,6 +267,7 @@ export function createStorage(deps: StorageDeps) {
       }
       // Bookkeeping once bytes went out: a failure is logged, never the download's answer.
       const settle = async (sent: number) => {
+        deps.onTransfer?.(b.kind, "out", sent);
         try {
           await vouchers.settle(accepted, sent);
           await traffic?.settle(sent);

@@ -67,6 +67,7 @@ async function serve(dataDir: string, path: string): Promise<{ npm: Subprocess<"
       STOWAGE_PORT: "0",
       STOWAGE_HOST: "127.0.0.1",
       STOWAGE_IPFS_LISTEN: "/ip4/127.0.0.1/tcp/0",
+      STOWAGE_METRICS_LISTEN: "127.0.0.1:0",
     },
     stdin: "ignore",
     stdout: "pipe",

@@ -18,8 +18,9 @@ export const requireBinary = (): Promise<void> => (fresh ??= ensureFresh(STOWAGE
 await requireBinary();
 
 /** A clean environment: nothing from this shell (not even a PATH to Bun) reaches the binary; the
- * IPFS node takes a free loopback port so servers of parallel tests don't collide. */
-const BASE_ENV = { HOME: "/tmp", STOWAGE_IPFS_LISTEN: "/ip4/127.0.0.1/tcp/0" };
+ * IPFS node takes a free loopback port so servers of parallel tests don't collide, and the
+ * metrics listener (default 127.0.0.1:9464, one per machine) is off unless a test turns it on. */
+const BASE_ENV = { HOME: "/tmp", STOWAGE_IPFS_LISTEN: "/ip4/127.0.0.1/tcp/0", STOWAGE_METRICS_LISTEN: "" };
 
 export interface RunningBinary {
   proc: Subprocess<"ignore", "pipe", "pipe">;

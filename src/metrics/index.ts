@@ -1,0 +1,10 @@
+/**
+ * Prometheus metrics (D19): the registry and its hooks, the route label, and the listener.
+ *
+ * @example
+ *   const metrics = createMetrics()
+ *   const served = serveMetrics(config.metricsListen, metrics.registry)
+ */
+export { createMetrics, type Metrics, type GaugeSources } from "./registry.ts";
+export { routeLabels, type RouteLabels } from "./routes.ts";
+export { serveMetrics, type MetricsListener } from "./listener.ts";
