@@ -21,6 +21,7 @@ import { startStorage } from "./storage/start.ts";
 import { storedBytes } from "./storage/files.ts";
 import { createDirectory } from "./directory/index.ts";
 import { createQuota } from "./quota/index.ts";
+import { createEncryption } from "./encryption/index.ts";
 import { createIndexer, indexerLag } from "./chain/indexer.ts";
 import { createMetrics, routeLabels, serveMetrics } from "./metrics/index.ts";
 import { aborted, singleton } from "./db/leases.ts";
@@ -149,6 +150,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
       storage: stored.storage,
       directory,
       quota,
+      encryption: createEncryption({ sql: database.sql }),
       routes,
       health: {
         ...stored.health,

@@ -83,6 +83,17 @@ function decodeKey(text: string, hrp: string, code: AgeErrorCode, what: string):
   return bytes;
 }
 
+/** An X25519 public key (32 bytes, as a DID's key-agreement attribute holds it) as `age1…`. */
+export function recipientFromBytes(key: Uint8Array): string {
+  if (key.length !== 32) throw new AgeError("bad_recipient", `not an X25519 public key: ${key.length} bytes, not 32`);
+  return bech32.encode(RECIPIENT_HRP, bech32.toWords(key), false);
+}
+
+/** The 32 bytes of an `age1…` recipient. */
+export function recipientToBytes(recipient: string): Uint8Array {
+  return parseRecipient(recipient);
+}
+
 function parseIdentity(identity: string): Uint8Array {
   return decodeKey(identity, IDENTITY_HRP, "bad_identity", "an age X25519 identity (AGE-SECRET-KEY-1…)");
 }
@@ -331,26 +342,79 @@ function chunkNonce(counter: number, last: boolean): Uint8Array {
 // ---------------------------------------------------------------------------------------------
 // Encrypt / decrypt
 
+/**
+ * An encryption fixed in advance: file key, payload nonce and header (ephemeral shares included)
+ * are drawn once, so `encrypt` turns the same plaintext into the same ciphertext every time it is
+ * called. That is what an upload needs: its SHA-256 is signed before the bytes are sent (D5), so
+ * the hash pass and the upload pass must see identical bytes. Use one per file, never for two
+ * different plaintexts.
+ */
+export interface PreparedEncryption {
+  /** The age header, MAC line included (ASCII). */
+  header: Uint8Array;
+  /** The ciphertext's size for `plainSize` bytes of input. */
+  sealedSize(plainSize: number): number;
+  encrypt(input: ReadableStream<Uint8Array>): ReadableStream<Uint8Array>;
+}
+
+/** Prepares an encryption to every recipient (`age1…`); recipients are checked now. */
+export function prepareEncryption(recipients: string[]): PreparedEncryption {
+  if (recipients.length === 0) throw new AgeError("bad_recipient", "at least one recipient is needed");
+  const keys = recipients.map(parseRecipient);
+  const fileKey = randomBytes(FILE_KEY_SIZE);
+  const nonce = randomBytes(NONCE_SIZE);
+  const header = encodeHeader(keys, fileKey);
+  const key = payloadKey(fileKey, nonce);
+  return {
+    header,
+    sealedSize: (plainSize) => header.length + NONCE_SIZE + plainSize + TAG_SIZE * Math.max(1, Math.ceil(plainSize / CHUNK_SIZE)),
+    encrypt(input) {
+      const reader = new ByteReader(input);
+      async function* run(): AsyncGenerator<Uint8Array, void> {
+        yield concatBytes(header, nonce);
+        // A full chunk is final only when nothing follows it, so look one byte past it before sealing.
+        for (let counter = 0; ; counter++) {
+          const more = await reader.fill(CHUNK_SIZE + 1);
+          const plain = reader.take(Math.min(reader.length, CHUNK_SIZE));
+          yield chacha20poly1305(key, chunkNonce(counter, !more)).encrypt(plain);
+          if (!more) return;
+        }
+      }
+      return fromGenerator(run(), reader);
+    },
+  };
+}
+
 /** Encrypts `input` to every recipient (`age1…`); the output is an age v1 file. Recipients are
  * checked before anything is read. */
 export function encryptStream(recipients: string[], input: ReadableStream<Uint8Array>): ReadableStream<Uint8Array> {
-  if (recipients.length === 0) throw new AgeError("bad_recipient", "at least one recipient is needed");
-  const keys = recipients.map(parseRecipient);
+  return prepareEncryption(recipients).encrypt(input);
+}
+
+/**
+ * The file key of an age file, from its header (read from `input`, which may hold more), opened
+ * with the first of `identities` that can and checked against the header's MAC. With it the
+ * owner writes a share: a new header for another recipient, over the same payload.
+ */
+export async function readFileKey(identities: string[], input: ReadableStream<Uint8Array>): Promise<Uint8Array> {
+  const secrets = identities.map(parseIdentity);
   const reader = new ByteReader(input);
-  async function* run(): AsyncGenerator<Uint8Array, void> {
-    const fileKey = randomBytes(FILE_KEY_SIZE);
-    const nonce = randomBytes(NONCE_SIZE);
-    const key = payloadKey(fileKey, nonce);
-    yield concatBytes(encodeHeader(keys, fileKey), nonce);
-    // A full chunk is final only when nothing follows it, so look one byte past it before sealing.
-    for (let counter = 0; ; counter++) {
-      const more = await reader.fill(CHUNK_SIZE + 1);
-      const plain = reader.take(Math.min(reader.length, CHUNK_SIZE));
-      yield chacha20poly1305(key, chunkNonce(counter, !more)).encrypt(plain);
-      if (!more) return;
-    }
+  try {
+    const header = await readHeader(reader);
+    const fileKey = unwrapFileKey(header.stanzas, secrets);
+    if (!equalBytes(headerMac(fileKey, header.upToDashes), header.mac)) throw new AgeError("bad_header_mac", "the age header's MAC does not match: the header was altered");
+    return fileKey;
+  } finally {
+    await reader.cancel(undefined).catch(() => {});
   }
-  return fromGenerator(run(), reader);
+}
+
+/** A header wrapping `fileKey` to `recipients`: with the payload of the file `fileKey` opens, an
+ * age file those recipients decrypt with any age tool (D20 sharing). */
+export function headerFor(fileKey: Uint8Array, recipients: string[]): Uint8Array {
+  if (fileKey.length !== FILE_KEY_SIZE) throw new AgeError("bad_header", "a file key is 16 bytes");
+  if (recipients.length === 0) throw new AgeError("bad_recipient", "at least one recipient is needed");
+  return encodeHeader(recipients.map(parseRecipient), fileKey);
 }
 
 /** Decrypts an age v1 file with the first of `identities` (`AGE-SECRET-KEY-1…`) that opens it.
@@ -361,46 +425,66 @@ export function decryptStream(identities: string[], input: ReadableStream<Uint8A
   if (identities.length === 0) throw new AgeError("bad_identity", "at least one identity is needed");
   const secrets = identities.map(parseIdentity);
   const reader = new ByteReader(input);
-  async function* run(): AsyncGenerator<Uint8Array, void> {
-    const header = await readHeader(reader);
-    const fileKey = unwrapFileKey(header.stanzas, secrets);
-    const mac = headerMac(fileKey, header.upToDashes);
-    if (!equalBytes(mac, header.mac)) throw new AgeError("bad_header_mac", "the age header's MAC does not match: the header was altered");
-    if (!(await reader.fill(NONCE_SIZE))) throw new AgeError("truncated", "the input ends before the payload nonce");
-    const key = payloadKey(fileKey, reader.take(NONCE_SIZE));
-    for (let counter = 0; ; counter++) {
-      // One byte past a full chunk says whether it must be the final one.
-      const more = await reader.fill(CHUNK_CT_SIZE + 1);
-      const sealed = reader.take(Math.min(reader.length, CHUNK_CT_SIZE));
-      const open = (last: boolean): Uint8Array | null => {
-        try {
-          return chacha20poly1305(key, chunkNonce(counter, last)).decrypt(sealed);
-        } catch {
-          return null;
-        }
-      };
-      if (more) {
-        const plain = open(false);
-        if (plain) {
-          yield plain;
-          continue;
-        }
-        if (open(true)) throw new AgeError("trailing_data", `chunk ${counter} is marked final but more data follows it`);
-        throw new AgeError("bad_chunk", `payload chunk ${counter} fails authentication: the file was altered`);
+  return fromGenerator(decryptPayload(secrets, () => readHeader(reader), reader), reader);
+}
+
+/**
+ * Decrypts the payload of the age file `input` under another header: a share (D20), which
+ * wraps the same file key to one of `identities`. The file's own header is read and skipped.
+ * The same as giving `age -d` the share followed by the file's payload.
+ */
+export function decryptWithHeader(identities: string[], header: Uint8Array, input: ReadableStream<Uint8Array>): ReadableStream<Uint8Array> {
+  if (identities.length === 0) throw new AgeError("bad_identity", "at least one identity is needed");
+  const secrets = identities.map(parseIdentity);
+  const reader = new ByteReader(input);
+  const readShare = async () => {
+    const share = new ByteReader(new Blob([header]).stream());
+    const parsed = await readHeader(share);
+    if (await share.fill(1)) throw new AgeError("bad_header", "bytes follow the shared header");
+    await readHeader(reader); // the file's own: skipped
+    return parsed;
+  };
+  return fromGenerator(decryptPayload(secrets, readShare, reader), reader);
+}
+
+async function* decryptPayload(secrets: Uint8Array[], readFirst: () => ReturnType<typeof readHeader>, reader: ByteReader): AsyncGenerator<Uint8Array, void> {
+  const header = await readFirst();
+  const fileKey = unwrapFileKey(header.stanzas, secrets);
+  const mac = headerMac(fileKey, header.upToDashes);
+  if (!equalBytes(mac, header.mac)) throw new AgeError("bad_header_mac", "the age header's MAC does not match: the header was altered");
+  if (!(await reader.fill(NONCE_SIZE))) throw new AgeError("truncated", "the input ends before the payload nonce");
+  const key = payloadKey(fileKey, reader.take(NONCE_SIZE));
+  for (let counter = 0; ; counter++) {
+    // One byte past a full chunk says whether it must be the final one.
+    const more = await reader.fill(CHUNK_CT_SIZE + 1);
+    const sealed = reader.take(Math.min(reader.length, CHUNK_CT_SIZE));
+    const open = (last: boolean): Uint8Array | null => {
+      try {
+        return chacha20poly1305(key, chunkNonce(counter, last)).decrypt(sealed);
+      } catch {
+        return null;
       }
-      if (sealed.length < TAG_SIZE) throw new AgeError("truncated", "the input ends inside a payload chunk");
-      const plain = open(true);
+    };
+    if (more) {
+      const plain = open(false);
       if (plain) {
-        // Only an empty file has an empty final chunk; age refuses one after full chunks.
-        if (plain.length === 0 && counter > 0) throw new AgeError("bad_chunk", "an empty final chunk after full ones");
-        if (plain.length > 0) yield plain;
-        return;
+        yield plain;
+        continue;
       }
-      if (open(false)) throw new AgeError("truncated", "the input ends before the final chunk: the file was cut");
-      throw new AgeError("bad_chunk", `payload chunk ${counter} fails authentication: the file was altered or cut`);
+      if (open(true)) throw new AgeError("trailing_data", `chunk ${counter} is marked final but more data follows it`);
+      throw new AgeError("bad_chunk", `payload chunk ${counter} fails authentication: the file was altered`);
     }
+    if (sealed.length < TAG_SIZE) throw new AgeError("truncated", "the input ends inside a payload chunk");
+    const plain = open(true);
+    if (plain) {
+      // Only an empty file has an empty final chunk; age refuses one after full chunks.
+      if (plain.length === 0 && counter > 0) throw new AgeError("bad_chunk", "an empty final chunk after full ones");
+      if (plain.length > 0) yield plain;
+      return;
+    }
+    if (open(false)) throw new AgeError("truncated", "the input ends before the final chunk: the file was cut");
+    throw new AgeError("bad_chunk", `payload chunk ${counter} fails authentication: the file was altered or cut`);
   }
-  return fromGenerator(run(), reader);
 }
 
 /** Constant time in the length: a MAC comparison must not say where it first differs. */

@@ -47,26 +47,33 @@ export interface StorageOptions {
   accessToken?: string;
 }
 
-type Source = Blob | Uint8Array | string;
+/** Bytes of known size read as a stream: what an upload needs of its source (a Blob is one; the
+ * encryption SDK passes a sealing stream, read once for the hash and once for the upload). */
+export interface SizedSource {
+  size: number;
+  stream(): ReadableStream<Uint8Array>;
+}
+
+type Source = Blob | Uint8Array | string | SizedSource;
 
 const randomHex = (bytes: number): Hex => `0x${Buffer.from(crypto.getRandomValues(new Uint8Array(bytes))).toString("hex")}`;
 
-async function sha256Of(blob: Blob): Promise<string> {
+async function sha256Of(blob: SizedSource): Promise<string> {
   const hasher = createHash("sha256");
   for await (const chunk of blob.stream()) hasher.update(chunk);
   return hasher.digest("hex");
 }
 
-function toBlob(source: Source): Blob {
+function toBlob(source: Source): Blob | SizedSource {
   if (typeof source === "string") return Bun.file(source);
-  return source instanceof Blob ? source : new Blob([source]);
+  return source instanceof Uint8Array ? new Blob([source]) : source;
 }
 
 /** RFC 5987 ext-value: encodeURIComponent leaves ' ( ) * as they are, which parsers refuse. */
 const rfc5987 = (s: string) => encodeURIComponent(s).replace(/['()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
 
 /** A multipart body streamed from its parts: fields first, then the file's bytes as they are read. */
-function multipart(fields: Record<string, string>, file: { name: string; blob: Blob }) {
+function multipart(fields: Record<string, string>, file: { name: string; blob: SizedSource }) {
   const boundary = `----stowage${randomHex(12).slice(2)}`;
   const esc = (s: string) => s.replace(/["\r\n\\]/g, "_");
   const head =
@@ -189,6 +196,9 @@ export async function connectStorage(opts: StorageOptions) {
 
     /** GET /login?did=: the latest session's token, timestamp and requestID. */
     loginInfo: (forDid = did) => call<LoginInfo>(`/login?did=${encodeURIComponent(forDid)}`),
+
+    /** Signs a restricted call (D5) with this session's next requestID: for the signed calls of other APIs (the keys SDK, D18). */
+    signRequest: signed,
 
     trafficHash: (size: number | bigint) => call<TrafficHashResult>(`/traffichash?size=${size}`, { headers: auth() }),
 

@@ -14,6 +14,7 @@ import type { Config } from "../../src/config.ts";
 import type { Sql } from "../../src/db/sql.ts";
 import type { Storage } from "../../src/storage/service.ts";
 import type { Quota } from "../../src/quota/index.ts";
+import { createEncryption } from "../../src/encryption/index.ts";
 
 /** `accounts` overrides parts of the account services: a clock, a mailer, a chain client, limits. */
 export interface TestAppOptions {
@@ -39,8 +40,9 @@ export function testApp(opts: TestAppOptions = {}) {
   const accounts = createAccountServices({ config, sql: database.sql, log, secrets, publicClient: opts.chain?.publicClient, ...opts.accounts });
   const quota = opts.quota?.({ sql: database.sql, log });
   const storage = opts.storage?.({ config, sql: database.sql, log, accounts, dataDir, quota });
-  const app = buildApp({ config, log, health: { database: () => database.sql.get("SELECT 1 AS one") }, chain: opts.chain, accounts, storage, quota });
-  return { app, config, database, log, dataDir, accounts, secrets, storage, quota };
+  const encryption = createEncryption({ sql: database.sql });
+  const app = buildApp({ config, log, health: { database: () => database.sql.get("SELECT 1 AS one") }, chain: opts.chain, accounts, storage, quota, encryption });
+  return { app, config, database, log, dataDir, accounts, secrets, storage, quota, encryption };
 }
 
 export const get = (path: string, init?: RequestInit) => new Request(`http://stowage.test${path}`, init);

@@ -1,0 +1,132 @@
+/**
+ * The encryption routes of the account API (D20): an account's wrapped age identity
+ * (`GET|PUT /v2/keys/age`) and shares of file keys (`PUT|DELETE /v2/shares/<mid>/<reader>` by the
+ * owner, `GET /v2/shares/<owner>/<mid>` by a reader). All take the Bearer access token of an
+ * account with a DID; the DID's identity address is whose identity, and whose shares, these are.
+ * `/v2/keys/age` is a fixed path beside the access-key routes' `/v2/keys/:id`, and wins over it.
+ */
+import { Elysia, t } from "elysia";
+import { getAddress, isAddress, type Address } from "viem";
+import { TokenError } from "../accounts/index.ts";
+import { tokenFailure } from "../accounts/tokens.ts";
+import { accountError } from "../http/errors.ts";
+import { bearerToken } from "../http/params.ts";
+import type { AccessTokens } from "../http/storage-guard.ts";
+import { parseDid } from "../identity/did.ts";
+import type { Encryption } from "./service.ts";
+
+const TAG = ["encryption"];
+/** A wrapped X25519 identity is ≈ 200 bytes; room for a passphrase wrap's parameters, no more. */
+export const WRAPPED_MAX = 4096;
+/** One X25519 stanza is ≈ 160 bytes: a share header is one, or a few. */
+export const SHARE_HEADER_MAX = 8192;
+
+/** An age v1 header: the intro line, stanzas of printable ASCII, and the MAC line (D20). It is
+ * checked for shape only: the gateway holds no key to check more. */
+const AGE_HEADER = /^age-encryption\.org\/v1\n(-> [\x21-\x7e]+( [\x21-\x7e]+)*\n([A-Za-z0-9+/]{0,64}\n)+)+--- [A-Za-z0-9+/]{43}\n$/;
+/** A Mid is the file's Cid: base32 or base58 text. */
+const MID = /^[A-Za-z0-9]{8,128}$/;
+
+const ok = <T extends Parameters<typeof t.Object>[0]>(fields: T) => t.Object({ result: t.Literal(1), ...fields });
+const identity = t.Object({ wrapped: t.String(), updatedAt: t.Integer({ description: "Epoch ms of the last write" }) });
+const share = t.Object({ owner: t.String(), mid: t.String(), reader: t.String(), header: t.String({ description: "An age v1 header (ASCII) wrapping the file key to the reader" }), updatedAt: t.Integer() });
+const pair = t.Object({ a: t.String(), b: t.String() });
+
+function address(raw: string, what: string): Address {
+  if (!isAddress(raw, { strict: false })) throw accountError("PARAM_ERROR", `${what} must be a 0x address (got ${JSON.stringify(raw.slice(0, 64))})`);
+  return getAddress(raw);
+}
+
+function mid(raw: string): string {
+  if (!MID.test(raw)) throw accountError("PARAM_ERROR", "mid must be the file's Cid");
+  return raw;
+}
+
+export function encryptionRoutes({ encryption, tokens, chainId }: { encryption: Encryption; tokens: AccessTokens; chainId: number }) {
+  /** The caller's DID identity address, or the account API's 401. */
+  async function caller(headers: Record<string, string | undefined>): Promise<Address> {
+    let claims: { did?: string };
+    try {
+      claims = await tokens.verifyAccessToken(bearerToken(headers.authorization) ?? "");
+    } catch (err) {
+      throw err instanceof TokenError ? tokenFailure(err) : err;
+    }
+    if (!claims.did) throw accountError("UNAUTHORIZED", "this account has no DID: encryption keys belong to a DID (log in with a wallet)");
+    return parseDid(claims.did, chainId).address;
+  }
+
+  return new Elysia({ name: "encryption" })
+    .get(
+      "/v2/keys/age",
+      async ({ headers, set }) => {
+        const who = await caller(headers);
+        set.headers["cache-control"] = "no-store";
+        const stored = await encryption.identity(who);
+        if (!stored) throw accountError("NOT_FOUND", `no age identity is stored for ${who} yet: the account's client makes one at its first encrypted upload`);
+        return { result: 1 as const, data: stored };
+      },
+      { response: { 200: ok({ data: identity }) }, detail: { summary: "The account's wrapped age identity (D20), opaque to the gateway", tags: TAG } },
+    )
+    .put(
+      "/v2/keys/age",
+      async ({ headers, body, set }) => {
+        const who = await caller(headers);
+        set.headers["cache-control"] = "no-store";
+        const { stored, written } = await encryption.putIdentity(who, body.wrapped, body.replace === true);
+        // Never overwrite silently: files already sealed to the stored identity would be lost.
+        if (!written) throw accountError("CONFLICT", "another age identity is already stored for this account: GET it, or send replace: true to rewrap it");
+        return { result: 1 as const, data: stored };
+      },
+      {
+        body: t.Object({
+          wrapped: t.String({ minLength: 1, maxLength: WRAPPED_MAX, description: "The wrapped identity, as the client made it" }),
+          replace: t.Optional(t.Boolean({ description: "Replace a stored identity (a rewrap); default false: the first one stays" })),
+        }),
+        response: { 200: ok({ data: identity }) },
+        detail: { summary: "Store the account's wrapped age identity (first writer wins unless replace)", tags: TAG },
+      },
+    )
+    .put(
+      "/v2/shares/:a/:b",
+      async ({ headers, params, body, set }) => {
+        const owner = await caller(headers);
+        set.headers["cache-control"] = "no-store";
+        if (!AGE_HEADER.test(body.header)) throw accountError("PARAM_ERROR", "header must be an age v1 header (age-encryption.org/v1 … --- MAC)");
+        return { result: 1 as const, data: await encryption.putShare(owner, mid(params.a), address(params.b, "reader"), body.header) };
+      },
+      {
+        params: pair,
+        body: t.Object({ header: t.String({ maxLength: SHARE_HEADER_MAX }) }),
+        response: { 200: ok({ data: share }) },
+        detail: { summary: "Share a file key: PUT /v2/shares/<mid>/<reader address>, the owner's age header for the reader", tags: TAG },
+      },
+    )
+    .delete(
+      "/v2/shares/:a/:b",
+      async ({ headers, params }) => {
+        const owner = await caller(headers);
+        return { result: 1 as const, data: { removed: await encryption.deleteShare(owner, mid(params.a), address(params.b, "reader")) } };
+      },
+      {
+        params: pair,
+        response: { 200: ok({ data: t.Object({ removed: t.Boolean() }) }) },
+        detail: { summary: "Remove a share: DELETE /v2/shares/<mid>/<reader address> (future access only)", tags: TAG },
+      },
+    )
+    .get(
+      "/v2/shares/:a/:b",
+      async ({ headers, params, set }) => {
+        const reader = await caller(headers);
+        set.headers["cache-control"] = "no-store";
+        const owner = address(params.a, "owner");
+        const found = await encryption.share(owner, mid(params.b), reader);
+        if (!found) throw accountError("NOT_FOUND", `${owner} has not shared ${params.b} with ${reader}: ask the owner to grant it (stowage grant)`);
+        return { result: 1 as const, data: found };
+      },
+      {
+        params: pair,
+        response: { 200: ok({ data: share }) },
+        detail: { summary: "Your share of a file: GET /v2/shares/<owner address>/<mid> (a reader sees only its own)", tags: TAG },
+      },
+    );
+}

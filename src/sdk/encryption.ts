@@ -1,0 +1,340 @@
+/**
+ * SDK: files encrypted on the client (D20). Each account has one random age identity, made by its
+ * client and kept at the gateway wrapped under a key only the DID owner's wallet can derive (its
+ * signature of EIP-712 `EncryptionKey(string purpose)`); its recipient is published as the DID's
+ * key-agreement attribute, so others can share with it. Uploads are sealed to that recipient with
+ * `UserDefined.encryption = "age"` (Cids are of the ciphertext); downloads open by themselves, the
+ * owner's with its identity and a grantee's with the share the owner wrote for it. The format is
+ * plain age v1, so `age -d -i` opens everything without Stowage (`identity()` exports the key).
+ *
+ * @example
+ *   const enc = await connectEncryption({ baseUrl, store, account })
+ *   const entry = await enc.upload("ipfs", Bun.file("notes.txt"))   // sealed, then uploaded
+ *   const { body } = await enc.download("ipfs", entry.Cid)            // plaintext, streamed
+ *   await enc.share(entry.Cid, reader)                                // after dir.grantRead
+ */
+import { xchacha20poly1305 } from "@noble/ciphers/chacha.js";
+import { hkdf } from "@noble/hashes/hkdf.js";
+import { scrypt } from "@noble/hashes/scrypt.js";
+import { sha256 } from "@noble/hashes/sha2.js";
+import { randomBytes, utf8ToBytes } from "@noble/hashes/utils.js";
+import { base64nopad } from "@scure/base";
+import { getAddress, hexToBytes, isAddressEqual, recoverTypedDataAddress, stringToHex, type Address, type Hex, type LocalAccount } from "viem";
+import { didRegistryAbi } from "../chain/artifacts/index.ts";
+import { AgeError, decryptStream, decryptWithHeader, generateIdentity, headerFor, identityToRecipient, prepareEncryption, readFileKey, recipientFromBytes, recipientToBytes } from "./age.ts";
+import { connectGateway } from "./chain.ts";
+import type { FileEntry, StorageClient, StorageKind } from "./storage.ts";
+
+/** Why an encryption step failed, for callers that branch on it. */
+export type EncryptionErrorCode =
+  | "nondeterministic_signer" // the wallet's two signatures differ: no stable key can come from it
+  | "not_owner" // the signer is not the DID's owner (a delegate cannot unwrap the identity)
+  | "bad_wrap" // the stored identity does not open with this signature or passphrase
+  | "no_recipient" // the reader has published no age recipient on its DID
+  | "no_share" // nobody shared this file's key with this reader
+  | "gateway"; // the gateway refused a call (status and its words in the message)
+
+export class EncryptionError extends Error {
+  override name = "EncryptionError";
+  constructor(
+    readonly code: EncryptionErrorCode,
+    message: string,
+    readonly status?: number,
+  ) {
+    super(message);
+  }
+}
+
+export const ENCRYPTION_PURPOSE = "stowage age identity v1";
+export const encryptionKeyTypes = { EncryptionKey: [{ name: "purpose", type: "string" }] } as const;
+export const encryptionDomain = (chainId: number) => ({ name: "Stowage", version: "1", chainId }) as const;
+/** The did:ethr attribute a DID's key-agreement key is published under (bytes32, right-padded). */
+export const KEY_AGREEMENT_ATTRIBUTE = "did/pub/X25519/enc/base64";
+const ATTRIBUTE_NAME = stringToHex(KEY_AGREEMENT_ATTRIBUTE, { size: 32 });
+/** How long a published recipient stays valid: a century, in seconds. */
+const ATTRIBUTE_VALIDITY = 100n * 365n * 24n * 3600n;
+/** The marker an encrypted entry carries (UserDefined.encryption) and downloads announce. */
+export const AGE = "age";
+
+/** The secp256k1 group order: s above half of it is the other of a signature's two forms. */
+const N = 0xfffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141n;
+
+/**
+ * A signature as (r, low-s), 64 bytes: the two valid encodings of one signature (s and n − s, with
+ * v flipped) must derive the same key, or a wallet that emits the other form would lock its owner out.
+ */
+export function normaliseSignature(signature: Hex): Uint8Array {
+  const bytes = hexToBytes(signature);
+  if (bytes.length !== 65 && bytes.length !== 64) throw new EncryptionError("bad_wrap", `not an ECDSA signature (${bytes.length} bytes)`);
+  const r = bytes.slice(0, 32);
+  // A 64-byte signature is EIP-2098's compact form: v in the top bit of s.
+  const sBytes = bytes.slice(32, 64);
+  if (bytes.length === 64) sBytes[0] = (sBytes[0] as number) & 0x7f;
+  let s = BigInt(`0x${Buffer.from(sBytes).toString("hex")}`);
+  if (s > N / 2n) s = N - s;
+  const out = new Uint8Array(64);
+  out.set(r, 0);
+  out.set(hexToBytes(`0x${s.toString(16).padStart(64, "0")}`), 32);
+  return out;
+}
+
+/** The wrapping key from a normalised signature: HKDF-SHA-256, bound to the purpose. */
+export const wrappingKey = (normalised: Uint8Array) => hkdf(sha256, normalised, new Uint8Array(0), utf8ToBytes(`${ENCRYPTION_PURPOSE} wrap`), 32);
+
+/** Passphrase wrapping (for wallets that do not sign deterministically): scrypt, as age's own. */
+const SCRYPT = { N: 2 ** 17, r: 8, p: 1, dkLen: 32 } as const;
+
+interface Wrapped {
+  v: 1;
+  /** "signature": the key is `wrappingKey` of the owner's EncryptionKey signature; "passphrase": scrypt. */
+  kdf: "signature" | "passphrase";
+  salt?: string;
+  nonce: string;
+  box: string;
+  /** The identity's recipient, public: a check that the unwrapped identity is the right one. */
+  recipient: string;
+}
+
+/** Wraps `identity` under `key` (XChaCha20-Poly1305, the DID's address as associated data, so a
+ * blob moved to another account does not open). */
+export function wrapIdentity(identity: string, key: Uint8Array, account: Address, kdf: Wrapped["kdf"], salt?: Uint8Array): string {
+  const nonce = randomBytes(24);
+  const box = xchacha20poly1305(key, nonce, utf8ToBytes(getAddress(account))).encrypt(utf8ToBytes(identity));
+  const wrapped: Wrapped = { v: 1, kdf, ...(salt ? { salt: base64nopad.encode(salt) } : {}), nonce: base64nopad.encode(nonce), box: base64nopad.encode(box), recipient: identityToRecipient(identity) };
+  return JSON.stringify(wrapped);
+}
+
+function parseWrapped(text: string): Wrapped {
+  try {
+    const w = JSON.parse(text) as Wrapped;
+    if (w.v === 1 && (w.kdf === "signature" || w.kdf === "passphrase") && typeof w.nonce === "string" && typeof w.box === "string" && typeof w.recipient === "string") return w;
+  } catch {}
+  throw new EncryptionError("bad_wrap", "the gateway's stored age identity is not one this SDK wrote");
+}
+
+export function unwrapIdentity(text: string, key: Uint8Array, account: Address): string {
+  const w = parseWrapped(text);
+  let identity: string;
+  try {
+    identity = new TextDecoder().decode(xchacha20poly1305(key, base64nopad.decode(w.nonce), utf8ToBytes(getAddress(account))).decrypt(base64nopad.decode(w.box)));
+  } catch {
+    throw new EncryptionError("bad_wrap", w.kdf === "passphrase" ? "the passphrase does not open this account's age identity" : "the owner's signature does not open this account's age identity (was it wrapped by another owner, or with a passphrase?)");
+  }
+  if (identityToRecipient(identity) !== w.recipient) throw new EncryptionError("bad_wrap", "the unwrapped age identity does not match its recipient");
+  return identity;
+}
+
+const passphraseKey = (passphrase: string, salt: Uint8Array) => scrypt(utf8ToBytes(passphrase), salt, SCRYPT);
+
+export interface EncryptionOptions {
+  baseUrl: string;
+  /** A logged-in storage client (its Bearer token reaches the account API). */
+  store: StorageClient;
+  /** The DID's owner key: it signs the EncryptionKey message and publishes the recipient. */
+  account: LocalAccount;
+  /** Wrap with a passphrase instead of the wallet's signature (wallets that cannot sign deterministically). */
+  passphrase?: string;
+  fetch?: typeof fetch;
+}
+
+/** A download, decrypted when the entry says `age`. */
+export interface OpenedDownload {
+  body: ReadableStream<Uint8Array>;
+  encrypted: boolean;
+  /** The gateway's answer (its headers: name, Cid; its Content-Length is the ciphertext's). */
+  response: Response;
+}
+
+export async function connectEncryption(opts: EncryptionOptions) {
+  const base = opts.baseUrl.replace(/\/$/, "");
+  const doFetch = opts.fetch ?? fetch;
+  const { store, account } = opts;
+  const chainId = store.info.chainId;
+  const registry = store.info.contracts.didRegistry;
+  const me = getAddress(store.did.split(":").pop() as string);
+  let gateway: Awaited<ReturnType<typeof connectGateway>> | undefined;
+  const chain = async () => (gateway ??= await connectGateway(base, { account, ...(opts.fetch ? { fetch: opts.fetch } : {}) }));
+
+  /** The account API: `{ result: 1, data }` or an EncryptionError with the gateway's words. */
+  async function api<T>(method: string, path: string, body?: unknown): Promise<{ status: number; data?: T; error?: string; message?: string }> {
+    const token = store.accessToken;
+    if (!token) throw new Error("log in first: store.login()");
+    const res = await doFetch(`${base}${path}`, {
+      method,
+      headers: { authorization: `Bearer ${token}`, ...(body !== undefined ? { "content-type": "application/json" } : {}) },
+      ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+    });
+    const json = (await res.json().catch(() => ({}))) as { result?: number; data?: T; error?: string; message?: string };
+    return { status: res.status, ...json };
+  }
+  const refused = (r: { status: number; error?: string; message?: string }, what: string) =>
+    new EncryptionError("gateway", `${what}: the gateway answered ${r.status} ${r.error ?? ""}: ${r.message ?? ""}`, r.status);
+
+  /** The owner's EncryptionKey signature, normalised, after checking it recovers to the owner. */
+  async function ownerSignature(): Promise<Uint8Array> {
+    const typed = { domain: encryptionDomain(chainId), types: encryptionKeyTypes, primaryType: "EncryptionKey", message: { purpose: ENCRYPTION_PURPOSE } } as const;
+    const signature = await account.signTypedData(typed);
+    const signer = await recoverTypedDataAddress({ ...typed, signature });
+    const owner = await (await chain()).publicClient.readContract({ address: registry, abi: didRegistryAbi, functionName: "identityOwner", args: [me] });
+    if (!isAddressEqual(signer, owner)) throw new EncryptionError("not_owner", `the age identity of ${me} is wrapped under its owner's signature, but ${signer} signed, and the owner is ${owner}: use the owner key`);
+    return normaliseSignature(signature);
+  }
+
+  async function wrappingFor(w: Wrapped | undefined): Promise<{ key: Uint8Array; kdf: Wrapped["kdf"]; salt?: Uint8Array }> {
+    if (opts.passphrase !== undefined || w?.kdf === "passphrase") {
+      if (opts.passphrase === undefined) throw new EncryptionError("bad_wrap", "this account's age identity is wrapped with a passphrase: give it");
+      const salt = w?.salt ? base64nopad.decode(w.salt) : randomBytes(16);
+      return { key: passphraseKey(opts.passphrase, salt), kdf: "passphrase", salt };
+    }
+    return { key: wrappingKey(await ownerSignature()), kdf: "signature" };
+  }
+
+  /** Makes and stores the account's identity (first writer wins: on a race, the stored one). */
+  async function setup(): Promise<string> {
+    let wrap: { key: Uint8Array; kdf: Wrapped["kdf"]; salt?: Uint8Array };
+    if (opts.passphrase === undefined) {
+      // Two signatures, or the key could not be derived again later: a wallet that signs with
+      // random nonces (some hardware, MPC and smart-contract wallets) would lose every file.
+      const first = await ownerSignature();
+      const second = await ownerSignature();
+      if (Buffer.compare(Buffer.from(first), Buffer.from(second)) !== 0) throw new EncryptionError("nondeterministic_signer", "this wallet does not sign deterministically; use a passphrase");
+      wrap = { key: wrappingKey(first), kdf: "signature" };
+    } else wrap = await wrappingFor(undefined);
+    const identity = generateIdentity();
+    const put = await api<{ wrapped: string }>("PUT", "/v2/keys/age", { wrapped: wrapIdentity(identity, wrap.key, me, wrap.kdf, wrap.salt) });
+    if (put.status === 409) return load();
+    if (put.status !== 200) throw refused(put, "storing the wrapped age identity");
+    return identity;
+  }
+
+  async function load(): Promise<string> {
+    const got = await api<{ wrapped: string }>("GET", "/v2/keys/age");
+    if (got.status === 404) return setup();
+    if (got.status !== 200 || !got.data) throw refused(got, "reading the wrapped age identity");
+    const w = parseWrapped(got.data.wrapped);
+    return unwrapIdentity(got.data.wrapped, (await wrappingFor(w)).key, me);
+  }
+
+  let identity: Promise<string> | undefined;
+  const identityOnce = () => {
+    identity ??= load();
+    identity.catch(() => (identity = undefined));
+    return identity;
+  };
+
+  /** The recipient `address`'s DID publishes (the newest valid key-agreement attribute), if any. */
+  async function recipientOf(address: Address): Promise<string | undefined> {
+    const { publicClient } = await chain();
+    const who = getAddress(address);
+    const now = BigInt(Math.floor(Date.now() / 1000));
+    const revoked = new Set<string>();
+    // ERC-1056 keeps no attribute state: walk the identity's change log from its newest block back.
+    let block = await publicClient.readContract({ address: registry, abi: didRegistryAbi, functionName: "changed", args: [who] });
+    while (block > 0n) {
+      const logs = await publicClient.getContractEvents({ address: registry, abi: didRegistryAbi, fromBlock: block, toBlock: block });
+      const mine = logs.filter((l) => (l.args as { identity?: Address }).identity && isAddressEqual((l.args as { identity: Address }).identity, who));
+      if (!mine.length) break;
+      for (const log of [...mine].reverse()) {
+        if (log.eventName !== "DIDAttributeChanged") continue;
+        const { name, value, validTo } = log.args as { name: Hex; value: Hex; validTo: bigint };
+        if (name !== ATTRIBUTE_NAME) continue;
+        if (validTo > now && !revoked.has(value)) {
+          try {
+            return recipientFromBytes(hexToBytes(value));
+          } catch {
+            revoked.add(value); // not a key: look further back
+          }
+        } else revoked.add(value);
+      }
+      // The block's first event links to the identity's previous change.
+      block = (mine[0]?.args as { previousChange: bigint }).previousChange;
+    }
+    return undefined;
+  }
+
+  /** Publishes the account's recipient on its DID unless it is already there. */
+  async function publish(): Promise<{ recipient: string; tx?: Hex }> {
+    const recipient = identityToRecipient(await identityOnce());
+    if ((await recipientOf(me)) === recipient) return { recipient };
+    const gw = await chain();
+    const { request } = await gw.publicClient.simulateContract({
+      account,
+      address: registry,
+      abi: didRegistryAbi,
+      functionName: "setAttribute",
+      args: [me, ATTRIBUTE_NAME, `0x${Buffer.from(recipientToBytes(recipient)).toString("hex")}`, ATTRIBUTE_VALIDITY],
+    });
+    return { recipient, tx: await gw.confirm(gw.wallet().writeContract(request)) };
+  }
+
+  /** The file key of one of this account's encrypted files, from its header (a few KiB read). */
+  async function fileKeyOf(kind: StorageKind, cid: string): Promise<Uint8Array> {
+    const size = await store.sizeOf(kind, cid);
+    const res = await store.download(kind, cid, { range: [0, Math.min(size, 8192) - 1] });
+    return readFileKey([await identityOnce()], res.body ?? new Blob([]).stream());
+  }
+
+  return {
+    did: store.did,
+    address: me,
+    /** The account's age identity (`AGE-SECRET-KEY-1…`), made and stored wrapped at first use. */
+    identity: identityOnce,
+    recipient: async () => identityToRecipient(await identityOnce()),
+    recipientOf,
+    publish,
+
+    /** Encrypts `source` to the account's own recipient and uploads it with `encryption: age`.
+     * The recipient is published on the DID first if it is not yet. */
+    async upload(kind: StorageKind, source: Blob | Uint8Array | string, o: { name?: string } = {}): Promise<FileEntry> {
+      const blob = typeof source === "string" ? Bun.file(source) : source instanceof Blob ? source : new Blob([source]);
+      const name = o.name ?? (typeof source === "string" ? (source.split("/").pop() as string) : blob instanceof File ? blob.name : "file");
+      const { recipient } = await publish();
+      const sealed = prepareEncryption([recipient]);
+      return store.upload(kind, { size: sealed.sealedSize(blob.size), stream: () => sealed.encrypt(blob.stream()) }, { name, encryption: AGE });
+    },
+
+    /**
+     * Downloads and, when the gateway says the entry is `age`, decrypts on the fly: with the
+     * account's identity for its own files, else with the share the owner wrote for this account.
+     * `raw` skips decryption (the ciphertext as stored).
+     */
+    async download(kind: StorageKind, cid: string, o: { raw?: boolean } = {}): Promise<OpenedDownload> {
+      const response = await store.download(kind, cid);
+      const body = response.body ?? new Blob([]).stream();
+      if (o.raw || response.headers.get("x-stowage-encryption") !== AGE) return { body, encrypted: false, response };
+      const ownerDid = response.headers.get("x-stowage-owner") ?? store.did;
+      const owner = getAddress(ownerDid.split(":").pop() as string);
+      try {
+        if (isAddressEqual(owner, me)) return { body: decryptStream([await identityOnce()], body), encrypted: true, response };
+        const share = await api<{ header: string }>("GET", `/v2/shares/${owner}/${cid}`);
+        if (share.status === 404) throw new EncryptionError("no_share", `${cid} is encrypted, and ${owner} has shared its key with no key of yours (${me}): ask the owner to \`stowage grant ${cid} ${me}\``, 404);
+        if (share.status !== 200 || !share.data) throw refused(share, "reading the share");
+        return { body: decryptWithHeader([await identityOnce()], utf8ToBytes(share.data.header), body), encrypted: true, response };
+      } catch (err) {
+        await body.cancel().catch(() => {});
+        throw err;
+      }
+    },
+
+    /** Lets `reader` decrypt one of this account's encrypted files: a header wrapping its file
+     * key to the reader's published recipient, stored at the gateway. Grant read on chain too. */
+    async share(cid: string, reader: Address, kind: StorageKind = "dfs") {
+      const recipient = await recipientOf(reader);
+      if (!recipient) throw new EncryptionError("no_recipient", `${reader} has published no encryption key on its DID yet: they must run \`stowage age-key --publish\` (or upload one encrypted file) first`);
+      const header = new TextDecoder().decode(headerFor(await fileKeyOf(kind, cid), [recipient]));
+      const put = await api("PUT", `/v2/shares/${cid}/${getAddress(reader)}`, { header });
+      if (put.status !== 200) throw refused(put, "storing the share");
+      return { reader: getAddress(reader), recipient };
+    },
+
+    /** Removes `reader`'s share (future access only: a key already read stays read). */
+    async unshare(cid: string, reader: Address): Promise<boolean> {
+      const del = await api<{ removed: boolean }>("DELETE", `/v2/shares/${cid}/${getAddress(reader)}`);
+      if (del.status !== 200) throw refused(del, "removing the share");
+      return Boolean(del.data?.removed);
+    },
+  };
+}
+
+export type EncryptionClient = Awaited<ReturnType<typeof connectEncryption>>;
+export { AgeError };

@@ -1,0 +1,52 @@
+/**
+ * A whole gateway for the encryption tests, wired as the server wires it: `testGateway` (anvil,
+ * this pass's database, dfs, Helia) with the encryption routes (testApp mounts them), storage that
+ * asks the directory's `readGrant`, and an indexer over the same database. Users get the SDK's
+ * storage, directory and encryption clients, all talking to the app.
+ */
+import { afterAll } from "bun:test";
+import type { LocalAccount } from "viem";
+import { createIndexer } from "../../src/chain/indexer.ts";
+import { createDirectory, type Directory } from "../../src/directory/index.ts";
+import { silentLogger } from "../../src/log.ts";
+import { connectDirectory } from "../../src/sdk/directory.ts";
+import { connectEncryption } from "../../src/sdk/encryption.ts";
+import { connectStorage } from "../../src/sdk/storage.ts";
+import { BASE, testGateway } from "../support/storage.ts";
+
+export async function encryptionGateway() {
+  let directory: Directory | undefined;
+  const gw = await testGateway({
+    extra: {
+      readGrant: (reader, kind, cid) => (directory as Directory).readGrant(reader, kind, cid),
+      publicCids: (owner, cids) => (directory as Directory).publicCids(owner, cids),
+    },
+  });
+  const sql = gw.database.sql;
+  directory = createDirectory({ sql, chainId: gw.config.chainId, address: gw.chain.context.contracts.directory, fromBlock: gw.chain.deployBlock });
+  const indexer = createIndexer({ sql, publicClient: gw.chain.anvil.publicClient, confirmations: 0, log: silentLogger, pollMs: 60_000 });
+  indexer.add(directory.consumer);
+  afterAll(() => indexer.stop());
+
+  /** A funded user logged in to storage, with directory and encryption clients. */
+  async function user(account?: LocalAccount) {
+    const acct = account ?? (await gw.chain.anvil.newAccount());
+    const store = await connectStorage({ baseUrl: BASE, account: acct, fetch: gw.fetch });
+    await store.login();
+    const dir = await connectDirectory(BASE, { account: acct, fetch: gw.fetch });
+    const enc = await connectEncryption({ baseUrl: BASE, store, account: acct, fetch: gw.fetch });
+    return { account: acct, address: acct.address, store, dir, enc };
+  }
+
+  /** A call to the account API as any client would make it. */
+  const call = (method: string, path: string, o: { token?: string; body?: unknown } = {}) =>
+    gw.app.handle(
+      new Request(`${BASE}${path}`, {
+        method,
+        headers: { ...(o.token ? { authorization: `Bearer ${o.token}` } : {}), ...(o.body !== undefined ? { "content-type": "application/json" } : {}) },
+        ...(o.body !== undefined ? { body: JSON.stringify(o.body) } : {}),
+      }),
+    );
+
+  return { gw, sql, directory, indexer, user, call, sync: () => indexer.syncOnce() };
+}
