@@ -83,7 +83,8 @@ const drop = async (q: Queryable, ids: (number | undefined)[]) => {
 export function createMeter({ sql, records, storedBytes, now = Date.now, gateway = crypto.randomUUID() }: { sql: Sql; records: Records; storedBytes: StoredBytes; now?: () => number; gateway?: string }) {
   async function pool(account: Address, kind: Kind) {
     const [record, time] = await Promise.all([records.get(account, kind), records.chainTime()]);
-    return { record, limit: allowance(record, time), periodStart: Number(record.periodStart), expired: record.expire <= time };
+    // Expire 0: nothing was ever bought or granted, which is not "expired".
+    return { record, limit: allowance(record, time), periodStart: Number(record.periodStart), expired: record.expire > 0n && record.expire <= time };
   }
 
   /**

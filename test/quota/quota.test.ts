@@ -32,6 +32,11 @@ describe("quota records", () => {
     expect(dfs).toEqual({ Nonce: 0, Balance: 0, SizeByte: 0, FreeByte: 0, Expire: 0 });
     expect(await client.space("ipfs")).toEqual(dfs);
     expect(await client.traffic("ipfs")).toEqual(await client.traffic("dfs"));
+    // Nothing was ever bought or granted: nothing "expired".
+    const refused = await client.upload("dfs", random(10), { name: "first" }).catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(StorageApiError);
+    expect((refused as StorageApiError).status).toBe(402);
+    expect((refused as StorageApiError).message).toContain("no storage space: buy some");
   });
 
   test("deposit, purchase, grant, upload, download and delete each show at once", async () => {
@@ -169,7 +174,9 @@ describe("enforcement", () => {
     await anvil.testClient.increaseTime({ seconds: 200 });
     await anvil.testClient.mine({ blocks: 1 });
     expect((await client.space()).SizeByte).toBe(0);
-    expect(await statusOf(client.upload("dfs", random(10), { name: "after" }))).toBe(402);
+    const refused = await client.upload("dfs", random(10), { name: "after" }).catch((e: unknown) => e);
+    expect((refused as StorageApiError).status).toBe(402);
+    expect((refused as StorageApiError).message).toContain("your storage space has expired");
     // Files stay stored and readable while traffic remains.
     const [kept] = (await client.list("dfs")).Object;
     expect((await (await client.download("dfs", kept!.Cid)).arrayBuffer()).byteLength).toBe(3000);
