@@ -19,7 +19,7 @@ export interface HandlerOptions {
 }
 
 const CORS_METHODS = "GET, HEAD, POST, OPTIONS";
-const CORS_EXPOSE = "Content-Length, Content-Range, Content-Disposition, ETag, Retry-After, X-Request-Id";
+const CORS_EXPOSE = "Content-Length, Content-Range, Content-Disposition, ETag, Retry-After, X-Request-Id, X-Stowage-Encryption, X-Stowage-Owner";
 
 export function createHandler({ handle, log, corsOrigins, trustProxy, observe }: HandlerOptions) {
   const allowed = new Set(corsOrigins);

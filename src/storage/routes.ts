@@ -51,6 +51,11 @@ async function answerDownload(request: Request, file: ReadableFile): Promise<Res
     "cache-control": "no-store",
     "referrer-policy": "no-referrer",
   };
+  // D20: a client decrypts by itself what its owner's client encrypted, with the owner's share.
+  if (file.encryption) {
+    headers["x-stowage-encryption"] = file.encryption;
+    headers["x-stowage-owner"] = file.owner;
+  }
   const range = parseRange(request.headers.get("range"), file.size);
   if (range === "unsatisfiable") {
     return new Response(null, { status: 416, headers: { ...headers, "content-range": `bytes */${file.size}` } });

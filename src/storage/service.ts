@@ -68,6 +68,10 @@ export interface ReadableFile {
   name: string;
   cid: string;
   size: number;
+  /** The entry's `UserDefined.encryption` ("age" for a file encrypted by its client, D20), or "". */
+  encryption: string;
+  /** The DID whose entry this read goes through (the owner's, for a grantee): whose share to ask for. */
+  owner: string;
   /**
    * Accepts the voucher and holds the traffic for `range` (or the whole file), then answers its
    * bytes: read whole when small (a damaged chunk is then an error before any byte goes out),
@@ -291,7 +295,7 @@ export function createStorage(deps: StorageDeps) {
       const renew = () => void traffic?.renew().catch((err) => log.error("renewing a download's hold failed", { cid, err: (err as Error).message }));
       return meterDownload(b.read(cid, range), settle, renew);
     }
-    return { name: row.name, cid, size: total, send };
+    return { name: row.name, cid, size: total, encryption: row.encryption, owner: row.did, send };
   }
 
   async function list(who: Caller, kind: BackendKind, page: { limit?: string; after?: string }): Promise<FileList> {
