@@ -90,6 +90,7 @@ export const settings = {
   rateLimits: setting({ kind: "string", env: "STOWAGE_RATE_LIMITS", flag: "--rate-limits", default: "on", choices: ["on", "off"], help: "on | off: rate limits of login and code endpoints" }),
   gateway: setting({ scope: "client", kind: "url", env: "STOWAGE_GATEWAY", flag: "--gateway", default: "http://localhost:8080", help: "Gateway the user commands (login, put, get, …) talk to" }),
   userKey: setting({ scope: "client", kind: "key", env: "STOWAGE_USER_KEY", help: "The user's private key for the user commands (or their --key-file PATH)" }),
+  encrypt: setting({ scope: "client", kind: "string", env: "STOWAGE_ENCRYPT", default: "off", choices: ["on", "off"], help: "on: \`stowage put\` encrypts every file (age, D20) unless --plain; off: only with --encrypt" }),
 } as const;
 
 export type SettingName = keyof typeof settings;
