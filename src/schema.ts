@@ -17,3 +17,4 @@ export * from "./encryption/schema.ts";
 export * from "./keys/schema.ts";
 export * from "./gateway/schema.ts";
 export * from "./s3api/schema.ts";
+export * from "./grants/schema.ts";

@@ -525,3 +525,18 @@ export const s3Parts = pgTable(
   },
   (t) => [primaryKey({ columns: [t.uploadId, t.partNumber] })],
 );
+
+// ---- src/grants/schema.ts
+
+export const sessionGrants = pgTable(
+  "session_grants",
+  {
+    did: text("did").notNull(),
+    key: text("key").notNull(),
+    validUntil: int8("valid_until").notNull(),
+    signer: text("signer").notNull(),
+    createdAt: int8("created_at").notNull(),
+    revokedAt: int8("revoked_at"),
+  },
+  (t) => [primaryKey({ columns: [t.did, t.key] }), index("session_grants_key").on(t.key)],
+);
