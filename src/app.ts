@@ -21,6 +21,7 @@ import { storageRoutes } from "./storage/routes.ts";
 import type { Storage } from "./storage/service.ts";
 import { directoryRoutes, type Directory } from "./directory/index.ts";
 import { quotaRoutes, type Quota } from "./quota/index.ts";
+import { keysRoutes, type Keys } from "./keys/index.ts";
 import { encryptionRoutes, type Encryption } from "./encryption/index.ts";
 import type { RouteLabels } from "./metrics/index.ts";
 
@@ -38,6 +39,8 @@ export interface AppServices {
   directory?: Pick<Directory, "search">;
   /** Quota records, enforcement and purchases; absent in tests that need none. */
   quota?: Quota;
+  /** S3 access keys (D18); absent in tests that need none. */
+  keys?: Keys;
   /** Wrapped age identities and shares (D20); absent in tests that need none. */
   encryption?: Encryption;
   /** Records the route pattern of each request for the metrics' `route` label; absent, none. */
@@ -61,6 +64,7 @@ export function buildApp(services: AppServices) {
     )
     .use(healthRoutes(services.health, version))
     .use(accountRoutes(services.accounts))
+    .use(services.keys ? keysRoutes({ keys: services.keys, tokens: services.accounts.tokens, chainId: services.config.chainId }) : new Elysia())
     .use(services.encryption ? encryptionRoutes({ encryption: services.encryption, tokens: services.accounts.tokens, chainId: services.config.chainId }) : new Elysia())
     .use(services.chain ? chainRoutes({ chain: services.chain, publicUrl: services.config.publicUrl, log: services.log }) : new Elysia())
     .use(services.quota ? quotaRoutes({ ...services.quota, tokens: services.accounts.tokens, chainId: services.config.chainId }) : new Elysia())

@@ -17,6 +17,8 @@ import { listen, type Listener } from "./http/listen.ts";
 import { startChain } from "./chain/start.ts";
 import { createAccountServices } from "./accounts/index.ts";
 import { ethrResolver, keyStillSigns } from "./identity/resolver.ts";
+import { storageDomain } from "./identity/eip712.ts";
+import { createKeys } from "./keys/index.ts";
 import { startStorage } from "./storage/start.ts";
 import { storedBytes } from "./storage/files.ts";
 import { createDirectory } from "./directory/index.ts";
@@ -83,6 +85,8 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     holds.unref();
     cleanup.push(() => clearInterval(holds));
     const directory = createDirectory({ sql: database.sql, chainId: config.chainId, address: chain.context.contracts.directory, fromBlock: BigInt(chain.deployment.block) });
+    // S3 access keys (D18): minted by restricted requests signed in the storage domain, valid while their signer may sign for the DID.
+    const keys = createKeys({ sql: database.sql, secretsKey: secrets.secretsKey, resolver, chainId: config.chainId, domain: storageDomain(config.chainId, chain.context.contracts.proxy) });
     const stored = await startStorage({ config, sql: database.sql, gatewayId: gateway, log, chain: chain.context, accounts, extra: { resolver, readGrant: directory.readGrant, publicCids: directory.publicCids, meter: quota.meter, onTransfer: metrics.transferred } });
     cleanup.push(() => stored.stop());
     // One indexer in the cluster (D16): it runs on the gateway holding the "indexer" lease, and
@@ -150,6 +154,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
       storage: stored.storage,
       directory,
       quota,
+      keys,
       encryption: createEncryption({ sql: database.sql }),
       routes,
       health: {

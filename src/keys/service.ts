@@ -20,6 +20,7 @@ import type { Did } from "../identity/did.ts";
 import { keyStillSigns, type DidResolver } from "../identity/resolver.ts";
 import { createSessions, type RestrictedInput } from "../storage/sessions.ts";
 import { fail } from "./error-codes.ts";
+import type { ListedKey, MintedKey } from "./model.ts";
 import { secretBox, type SecretBox } from "./secret-box.ts";
 
 export type KeyAccess = "rw" | "ro";
@@ -36,12 +37,6 @@ export type AccessKey = {
   /** Unix seconds; null = no expiry. */
   expiresAt: number | null;
 };
-
-/** POST /v2/keys's answer: the only time the secret is shown. */
-export type MintedKey = { accessKeyId: string; secretAccessKey: string; scope: KeyAccess; bucket: KeyBucket; expiresAt: number | null };
-
-/** A key as GET /v2/keys lists it: never its secret. */
-export type ListedKey = { id: string; accessKeyId: string; scope: KeyAccess; bucket: KeyBucket; expiresAt: number | null; createdAt: number; signer: string };
 
 export interface KeysDeps {
   sql: Sql;

@@ -14,6 +14,7 @@ import type { Config } from "../../src/config.ts";
 import type { Sql } from "../../src/db/sql.ts";
 import type { Storage } from "../../src/storage/service.ts";
 import type { Quota } from "../../src/quota/index.ts";
+import type { Keys } from "../../src/keys/index.ts";
 import { createEncryption } from "../../src/encryption/index.ts";
 
 /** `accounts` overrides parts of the account services: a clock, a mailer, a chain client, limits. */
@@ -26,6 +27,8 @@ export interface TestAppOptions {
   storage?: (ctx: { config: Config; sql: Sql; log: Logger; accounts: AccountServices; dataDir: string; quota?: Quota }) => Storage;
   /** Builds metering and payments over this app's database. */
   quota?: (ctx: { sql: Sql; log: Logger }) => Quota;
+  /** Builds the S3 access keys service (D18) over this app's database and secrets key. */
+  keys?: (ctx: { sql: Sql; secretsKey: Uint8Array }) => Keys;
 }
 
 export function testApp(opts: TestAppOptions = {}) {
@@ -36,13 +39,14 @@ export function testApp(opts: TestAppOptions = {}) {
   const database = testDatabase(dataDir);
   afterAll(() => database.close());
   const log = opts.log ?? silentLogger;
-  const secrets = { jwtKey: crypto.getRandomValues(new Uint8Array(32)) };
+  const secrets = { jwtKey: crypto.getRandomValues(new Uint8Array(32)), secretsKey: crypto.getRandomValues(new Uint8Array(32)) };
   const accounts = createAccountServices({ config, sql: database.sql, log, secrets, publicClient: opts.chain?.publicClient, ...opts.accounts });
   const quota = opts.quota?.({ sql: database.sql, log });
   const storage = opts.storage?.({ config, sql: database.sql, log, accounts, dataDir, quota });
+  const keys = opts.keys?.({ sql: database.sql, secretsKey: secrets.secretsKey });
   const encryption = createEncryption({ sql: database.sql });
-  const app = buildApp({ config, log, health: { database: () => database.sql.get("SELECT 1 AS one") }, chain: opts.chain, accounts, storage, quota, encryption });
-  return { app, config, database, log, dataDir, accounts, secrets, storage, quota, encryption };
+  const app = buildApp({ config, log, health: { database: () => database.sql.get("SELECT 1 AS one") }, chain: opts.chain, accounts, storage, quota, keys, encryption });
+  return { app, config, database, log, dataDir, accounts, secrets, storage, quota, keys, encryption };
 }
 
 export const get = (path: string, init?: RequestInit) => new Request(`http://stowage.test${path}`, init);

@@ -19,6 +19,7 @@ import { appFetch, postJson, testApp } from "./app.ts";
 import { createQuota } from "../../src/quota/index.ts";
 import { storedBytes } from "../../src/storage/files.ts";
 import { testChain } from "./chain.ts";
+import { createKeys } from "../../src/keys/index.ts";
 
 export const BASE = "http://stowage.test";
 
@@ -57,6 +58,8 @@ export async function testGateway(opts: GatewayOptions = {}) {
     accounts: { refreshGuards: { did: (session) => keyStillSigns(resolver, chainId, session) } },
     // No record cache in tests: each read sees the chain as it is (the server keeps answers ≤ 1 s).
     quota: opts.quota ? ({ sql, log }) => createQuota({ sql, chain: chain.context, log, maxAgeMs: 0, storedBytes }) : undefined,
+    // S3 access keys (D18) through the same resolver, so a delegate revoked on chain is seen as the server sees it.
+    keys: ({ sql, secretsKey }) => createKeys({ sql, secretsKey, resolver, chainId, domain }),
     storage: ({ config, sql, log, accounts, quota }) =>
       storageOver(
         { config, sql, log, chain: chain.context, accounts, backends },

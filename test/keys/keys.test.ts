@@ -1,0 +1,278 @@
+/**
+ * S3 access keys (D18) through the account API: POST /v2/keys needs the Bearer token and a signed
+ * restricted request (D5, action "keys"); the secret is shown once and kept sealed; GET lists
+ * without secrets; DELETE revokes the caller's own keys only. `findAccessKey` (the S3 listener's
+ * lookup) sees only keys that may authenticate now: not revoked, not expired, and whose signer
+ * may still sign for the DID.
+ */
+import { describe, expect, test } from "bun:test";
+import { SignJWT } from "jose";
+import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
+import { didRegistryAbi } from "../../src/chain/artifacts/index.ts";
+import { findAccessKey } from "../../src/keys/index.ts";
+import { secretBox } from "../../src/keys/secret-box.ts";
+import { connectGateway } from "../../src/sdk/chain.ts";
+import { keysClient } from "../../src/sdk/keys.ts";
+import { AccountApiError } from "../../src/sdk/account.ts";
+import { get, readJson, type Json } from "../support/app.ts";
+import { BASE, type Session, testGateway } from "../support/storage.ts";
+
+// No DID cache: a delegate revoked on chain is seen at once (the server's bound is 10 s, D2).
+const gw = await testGateway({ ipfs: false, resolverCacheMs: 0 });
+const chainId = gw.chain.context.chain.id;
+const deps = { sql: gw.database.sql, secretsKey: gw.secrets.secretsKey, resolver: gw.resolver, chainId };
+const nowS = () => Math.floor(Date.now() / 1000);
+
+const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
+
+/** POST /v2/keys as a client sends it; `fields` replaces or (undefined) drops fields after signing. */
+async function mintRequest(s: Session, requestID: number, payload: string, o: { signed?: string; fields?: Record<string, unknown>; accessToken?: string } = {}) {
+  const signature = await gw.sign.request(s.account, { did: s.did, token: s.token, requestID, action: "keys", payload: o.signed ?? payload });
+  const body: Record<string, unknown> = { did: s.did, token: s.token, requestID: String(requestID), payload, signature, ...o.fields };
+  for (const [k, v] of Object.entries(body)) if (v === undefined) delete body[k];
+  return new Request(`${BASE}/v2/keys`, { method: "POST", headers: { "content-type": "application/json", ...bearer(o.accessToken ?? s.accessToken) }, body: JSON.stringify(body) });
+}
+const mint = async (s: Session, requestID: number, payload: string, o: Parameters<typeof mintRequest>[3] = {}) => gw.app.handle(await mintRequest(s, requestID, payload, o));
+
+const list = async (s: Session) => gw.app.handle(get("/v2/keys", { headers: bearer(s.accessToken) }));
+const revoke = async (s: Session, id: string) => gw.app.handle(new Request(`${BASE}/v2/keys/${id}`, { method: "DELETE", headers: bearer(s.accessToken) }));
+
+/** Every key row of a DID, as stored. */
+const rows = (did: string) =>
+  gw.database.sql.all<{ id: string; accessKeyId: string; secretEnc: string; revokedAt: number | null }>(
+    `SELECT id, access_key_id AS "accessKeyId", secret_enc AS "secretEnc", revoked_at AS "revokedAt" FROM access_keys WHERE did = $1`,
+    [did],
+  );
+
+async function expectError(res: Response, status: number, error: string, message?: RegExp) {
+  const body: Json = await readJson(res);
+  expect({ status: res.status, body }).toMatchObject({ status, body: { result: -1, error } });
+  if (message) expect(body.message).toMatch(message);
+}
+
+const highest = async (s: Session) => (await readJson(await gw.app.handle(get(`/login?did=${s.did}`)))).requestID;
+const newSession = async () => gw.session(await gw.chain.anvil.newAccount());
+
+describe("minting", () => {
+  test("a valid signed request mints a key, shown once, that findAccessKey finds", async () => {
+    const s = await newSession();
+    const expiry = nowS() + 3600;
+    const res = await mint(s, 1, `ro:dfs:${expiry}`);
+    expect(res.status).toBe(200);
+    expect(res.headers.get("cache-control")).toBe("no-store");
+    const { result, data } = await readJson(res);
+    expect(result).toBe(1);
+    expect(Object.keys(data).sort()).toEqual(["accessKeyId", "bucket", "expiresAt", "scope", "secretAccessKey"]);
+    expect(data).toMatchObject({ scope: "ro", bucket: "dfs", expiresAt: expiry });
+    expect(data.accessKeyId).toMatch(/^STW[A-Z2-7]{17}$/);
+    expect(data.secretAccessKey).toMatch(/^[A-Za-z0-9_-]{40}$/);
+
+    const found = await findAccessKey(deps, data.accessKeyId);
+    expect(found).toEqual({ id: expect.any(String), accessKeyId: data.accessKeyId, secretAccessKey: data.secretAccessKey, did: s.did, access: "ro", bucket: "dfs", expiresAt: expiry });
+    expect(await highest(s)).toBe("1");
+  });
+
+  test("the listing shows the key without its secret, and never again the secret", async () => {
+    const s = await newSession();
+    const minted = (await readJson(await mint(s, 1, "rw:*:0"))).data;
+    const res = await list(s);
+    expect(res.status).toBe(200);
+    const text = await res.text();
+    expect(text).not.toContain(minted.secretAccessKey);
+    const { data } = JSON.parse(text);
+    expect(data).toEqual([
+      { id: expect.any(String), accessKeyId: minted.accessKeyId, scope: "rw", bucket: "*", expiresAt: null, createdAt: expect.any(Number), signer: s.account.address.toLowerCase() },
+    ]);
+    expect(Math.abs(data[0].createdAt - nowS())).toBeLessThan(60);
+  });
+
+  test("the secret at rest is sealed: not the plaintext, opens only with the secrets key and on its own row", async () => {
+    const s = await newSession();
+    const a = (await readJson(await mint(s, 1, "rw:dfs:0"))).data;
+    const b = (await readJson(await mint(s, 2, "rw:ipfs:0"))).data;
+    const stored = await rows(s.did);
+    expect(stored).toHaveLength(2);
+    const rowA = stored.find((r) => r.accessKeyId === a.accessKeyId) as (typeof stored)[number];
+    const rowB = stored.find((r) => r.accessKeyId === b.accessKeyId) as (typeof stored)[number];
+    for (const [row, key] of [[rowA, a], [rowB, b]] as const) {
+      expect(row.secretEnc).not.toContain(key.secretAccessKey);
+      expect(Buffer.from(row.secretEnc.slice(3), "base64url").toString("latin1")).not.toContain(key.secretAccessKey);
+    }
+    const box = secretBox(gw.secrets.secretsKey, "s3-access-key-secret");
+    expect(box.open(rowA.secretEnc, rowA.id)).toBe(a.secretAccessKey);
+    // Another key, or the sealed value moved onto another row, does not open.
+    expect(() => secretBox(crypto.getRandomValues(new Uint8Array(32)), "s3-access-key-secret").open(rowA.secretEnc, rowA.id)).toThrow(/does not open/);
+    expect(() => box.open(rowA.secretEnc, rowB.id)).toThrow(/does not open/);
+  });
+
+  test("two parallel mints with one requestID: one key", async () => {
+    const s = await newSession();
+    const [r1, r2] = await Promise.all([mintRequest(s, 1, "rw:*:0"), mintRequest(s, 1, "rw:*:0")]);
+    const answers = await Promise.all([gw.app.handle(r1), gw.app.handle(r2)]);
+    expect(answers.map((r) => r.status).sort()).toEqual([200, 401]);
+    await expectError(answers.find((r) => r.status === 401) as Response, 401, "UNAUTHORIZED", /requestID already used/);
+    expect(await rows(s.did)).toHaveLength(1);
+  });
+
+  test("the SDK mints, lists and revokes with its logged-in storage session", async () => {
+    const { client } = await gw.user();
+    const keys = keysClient({ baseUrl: BASE, store: client, fetch: gw.fetch });
+    const expiresAt = new Date((nowS() + 600) * 1000);
+    const a = await keys.create({ access: "ro", bucket: "ipfs", expiresAt });
+    const b = await keys.create();
+    expect(a).toMatchObject({ scope: "ro", bucket: "ipfs", expiresAt: Math.floor(expiresAt.getTime() / 1000) });
+    expect(b).toMatchObject({ scope: "rw", bucket: "*", expiresAt: null });
+    expect((await keys.list()).map((k) => k.accessKeyId).sort()).toEqual([a.accessKeyId, b.accessKeyId].sort());
+    await keys.revoke(a.accessKeyId);
+    expect((await keys.list()).map((k) => k.accessKeyId)).toEqual([b.accessKeyId]);
+    // An upload after the mints takes the next requestID of the same session.
+    await client.upload("dfs", new TextEncoder().encode(`after keys ${Math.random()}`), { name: "after" });
+    expect((await client.loginInfo()).requestID).toBe("3");
+    const err = await keys.create({ access: "rw", bucket: "dfs", expiresAt: 1 }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(AccountApiError);
+    expect(err).toMatchObject({ status: 400, error: "PARAM_ERROR" });
+  });
+});
+
+describe("refusals store nothing", () => {
+  test("without a signature, or with a signature of another payload or action", async () => {
+    const s = await newSession();
+    await expectError(await mint(s, 1, "rw:*:0", { fields: { signature: undefined } }), 401, "UNAUTHORIZED", /Missing parameter/);
+    await expectError(await mint(s, 1, "rw:*:0", { signed: "rw:*:1" }), 401, "UNAUTHORIZED");
+    const uploadSig = await gw.sign.request(s.account, { did: s.did, token: s.token, requestID: 1, action: "upload", payload: "rw:*:0" });
+    await expectError(await mint(s, 1, "rw:*:0", { fields: { signature: uploadSig } }), 401, "UNAUTHORIZED");
+    await expectError(await gw.app.handle(new Request(`${BASE}/v2/keys`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" })), 401, "UNAUTHORIZED");
+    expect(await rows(s.did)).toHaveLength(0);
+    // None of them claimed requestID 1.
+    expect(await highest(s)).toBe("0");
+    expect((await mint(s, 1, "rw:*:0")).status).toBe(200);
+  });
+
+  test("a replayed requestID", async () => {
+    const s = await newSession();
+    const first = await mintRequest(s, 1, "rw:dfs:0");
+    const replay = new Request(first.url, { method: "POST", headers: first.headers, body: await first.clone().text() });
+    expect((await gw.app.handle(first)).status).toBe(200);
+    await expectError(await gw.app.handle(replay), 401, "UNAUTHORIZED", /requestID already used/);
+    expect(await rows(s.did)).toHaveLength(1);
+  });
+
+  test("the Bearer token of another DID", async () => {
+    const a = await newSession();
+    const b = await newSession();
+    await expectError(await mint(a, 1, "rw:*:0", { accessToken: b.accessToken }), 401, "UNAUTHORIZED", /not the Bearer token's DID/);
+    expect(await rows(a.did)).toHaveLength(0);
+    expect(await rows(b.did)).toHaveLength(0);
+  });
+
+  test("a bad payload: 400, no requestID claimed", async () => {
+    const s = await newSession();
+    const bad = ["", "rw", "rw:dfs", "rw:dfs:0:1", "rx:dfs:0", "RW:dfs:0", "rw:s3:0", "rw:dfs:-1", "rw:dfs:1.5", "rw:dfs:01", `rw:dfs:${nowS() - 10}`, "rw:dfs:9999999999999"];
+    for (const payload of bad) await expectError(await mint(s, 1, payload), 400, "PARAM_ERROR", /payload must be/);
+    await expectError(await mint(s, 1, "rw:dfs:0", { fields: { payload: undefined } }), 400, "PARAM_ERROR", /payload is missing/);
+    await expectError(await mint(s, 1, "rw:dfs:0", { fields: { payload: 7 } }), 400, "PARAM_ERROR");
+    expect(await rows(s.did)).toHaveLength(0);
+    expect(await highest(s)).toBe("0");
+  });
+
+  test("an account without a DID, and no token at all", async () => {
+    const noDid = await new SignJWT({ typ: "access" })
+      .setProtectedHeader({ alg: "HS256", typ: "JWT" })
+      .setSubject("user@example.com")
+      .setJti(crypto.randomUUID())
+      .setIssuedAt()
+      .setExpirationTime(nowS() + 600)
+      .sign(gw.secrets.jwtKey);
+    await expectError(await gw.app.handle(get("/v2/keys", { headers: bearer(noDid) })), 401, "UNAUTHORIZED", /DID accounts only/);
+    await expectError(await gw.app.handle(get("/v2/keys")), 401, "UNAUTHORIZED");
+    await expectError(await gw.app.handle(new Request(`${BASE}/v2/keys/x`, { method: "DELETE" })), 401, "UNAUTHORIZED");
+  });
+});
+
+describe("revoking", () => {
+  test("the owner revokes by id or access key id; findAccessKey no longer finds it; twice is 404", async () => {
+    const s = await newSession();
+    const a = (await readJson(await mint(s, 1, "rw:*:0"))).data;
+    const b = (await readJson(await mint(s, 2, "rw:*:0"))).data;
+    const idOfB = (await readJson(await list(s))).data.find((k: Json) => k.accessKeyId === b.accessKeyId).id;
+    expect((await revoke(s, a.accessKeyId)).status).toBe(200);
+    expect((await revoke(s, idOfB)).status).toBe(200);
+    expect(await findAccessKey(deps, a.accessKeyId)).toBeUndefined();
+    expect(await findAccessKey(deps, b.accessKeyId)).toBeUndefined();
+    expect((await readJson(await list(s))).data).toEqual([]);
+    await expectError(await revoke(s, a.accessKeyId), 404, "NOT_FOUND", /no such access key/);
+  });
+
+  test("another account cannot revoke a key: 404, and the key still works", async () => {
+    const owner = await newSession();
+    const other = await newSession();
+    const key = (await readJson(await mint(owner, 1, "rw:*:0"))).data;
+    const id = (await readJson(await list(owner))).data[0].id;
+    await expectError(await revoke(other, key.accessKeyId), 404, "NOT_FOUND");
+    await expectError(await revoke(other, id), 404, "NOT_FOUND");
+    expect((await readJson(await list(other))).data).toEqual([]);
+    expect((await findAccessKey(deps, key.accessKeyId))?.secretAccessKey).toBe(key.secretAccessKey);
+  });
+
+  test("GET /v2/keys/age is not a keys route (the encryption API's path)", async () => {
+    const s = await newSession();
+    await mint(s, 1, "rw:*:0");
+    const res = await gw.app.handle(get("/v2/keys/age", { headers: bearer(s.accessToken) }));
+    const body: Json = await readJson(res);
+    expect(Array.isArray(body.data)).toBe(false);
+    expect(JSON.stringify(body)).not.toContain("accessKeyId");
+  });
+});
+
+describe("findAccessKey", () => {
+  test("unknown and malformed ids are not found", async () => {
+    expect(await findAccessKey(deps, "STWAAAAAAAAAAAAAAAAA")).toBeUndefined();
+    for (const bad of ["", "stwaaaaaaaaaaaaaaaaa", "AKIAIOSFODNN7EXAMPLE", "STW' OR 1=1 --"]) expect(await findAccessKey(deps, bad)).toBeUndefined();
+  });
+
+  test("an expired key is not found; before its expiry it is", async () => {
+    const s = await newSession();
+    const expiry = nowS() + 120;
+    const key = (await readJson(await mint(s, 1, `rw:*:${expiry}`))).data;
+    expect(await findAccessKey({ ...deps, now: () => expiry * 1000 - 1 }, key.accessKeyId)).toBeDefined();
+    expect(await findAccessKey({ ...deps, now: () => expiry * 1000 }, key.accessKeyId)).toBeUndefined();
+    expect(await findAccessKey({ ...deps, now: () => expiry * 1000 + 3_600_000 }, key.accessKeyId)).toBeUndefined();
+  });
+
+  test("a key minted by a delegate stops being found once the delegate is revoked on chain; the owner's keys stay", async () => {
+    const owner = await gw.chain.anvil.newAccount();
+    const delegate = privateKeyToAccount(generatePrivateKey());
+    const registry = await connectGateway(BASE, { account: owner, fetch: gw.fetch });
+    await registry.addDelegate(delegate.address, 3600n);
+    const did = `did:ethr:0x${chainId.toString(16)}:${owner.address}`;
+
+    const byDelegate = await gw.session(delegate, { did });
+    const delegateKey = (await readJson(await mint(byDelegate, 1, "rw:*:0"))).data;
+    const byOwner = await gw.session(owner);
+    const ownerKey = (await readJson(await mint(byOwner, 1, "rw:*:0"))).data;
+    const listed = (await readJson(await list(byOwner))).data;
+    expect(listed.map((k: Json) => k.signer).sort()).toEqual([delegate.address.toLowerCase(), owner.address.toLowerCase()].sort());
+    expect((await findAccessKey(deps, delegateKey.accessKeyId))?.did).toBe(byOwner.did);
+
+    await registry.revokeDelegate(delegate.address);
+    expect(await findAccessKey(deps, delegateKey.accessKeyId)).toBeUndefined();
+    expect((await findAccessKey(deps, ownerKey.accessKeyId))?.secretAccessKey).toBe(ownerKey.secretAccessKey);
+  });
+
+  test("a key stops being found once the DID's owner changes", async () => {
+    const owner = await gw.chain.anvil.newAccount();
+    const s = await gw.session(owner);
+    const key = (await readJson(await mint(s, 1, "rw:*:0"))).data;
+    expect(await findAccessKey(deps, key.accessKeyId)).toBeDefined();
+    const next = privateKeyToAccount(generatePrivateKey()).address;
+    const hash = await gw.chain.anvil.wallet(owner).writeContract({ address: gw.chain.context.contracts.didRegistry, abi: didRegistryAbi, functionName: "changeOwner", args: [owner.address, next] });
+    expect((await gw.chain.anvil.publicClient.waitForTransactionReceipt({ hash })).status).toBe("success");
+    expect(await findAccessKey(deps, key.accessKeyId)).toBeUndefined();
+  });
+});
+
+test("the OpenAPI document describes the keys routes", async () => {
+  const doc: Json = await readJson(await gw.app.handle(get("/openapi/json")));
+  expect(Object.keys(doc.paths["/v2/keys"]).sort()).toEqual(["get", "post"]);
+  expect(Object.keys(doc.paths["/v2/keys/{id}"])).toEqual(["delete"]);
+});
