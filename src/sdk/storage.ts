@@ -200,9 +200,6 @@ export async function connectStorage(opts: StorageOptions) {
     /** Signs a restricted call (D5) with this session's next requestID: for the signed calls of other APIs (the keys SDK, D18). */
     signRequest: signed,
 
-    /** Signs a restricted call (D5) with this session's next requestID: for the signed calls of other APIs (the keys SDK, D18). */
-    signRequest: signed,
-
     trafficHash: (size: number | bigint) => call<TrafficHashResult>(`/traffichash?size=${size}`, { headers: auth() }),
 
     /** Uploads a file (a Blob, bytes, or a path on disk) to `kind`; answers its entry. */
