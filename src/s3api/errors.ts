@@ -1,0 +1,90 @@
+/**
+ * S3 errors as data (D18): each code the S3 API answers, with its HTTP status, in one table, so
+ * every failure on the S3 port is an S3 XML error with an S3 code (never the storage API's JSON).
+ * The storage layer's own errors (quota, size, a missing file) are mapped here, by status, too.
+ */
+import { StorageError } from "../http/errors.ts";
+
+/** S3 error code → HTTP status (AWS's S3 error-code table, and QuotaExceeded of our own). */
+export const S3_CODES = {
+  AccessDenied: 403,
+  AuthorizationHeaderMalformed: 400,
+  AuthorizationQueryParametersError: 400,
+  BadDigest: 400,
+  BucketAlreadyOwnedByYou: 409,
+  EntityTooLarge: 400,
+  EntityTooSmall: 400,
+  IncompleteBody: 400,
+  InternalError: 500,
+  InvalidAccessKeyId: 403,
+  InvalidArgument: 400,
+  InvalidBucketName: 400,
+  InvalidDigest: 400,
+  InvalidPart: 400,
+  InvalidPartOrder: 400,
+  InvalidRange: 416,
+  InvalidRequest: 400,
+  KeyTooLongError: 400,
+  MalformedXML: 400,
+  MethodNotAllowed: 405,
+  MissingContentLength: 411,
+  MissingSecurityHeader: 400,
+  NoSuchBucket: 404,
+  NoSuchKey: 404,
+  NoSuchUpload: 404,
+  NotImplemented: 501,
+  PreconditionFailed: 412,
+  QuotaExceeded: 403,
+  RequestTimeTooSkewed: 403,
+  ServiceUnavailable: 503,
+  SignatureDoesNotMatch: 403,
+  XAmzContentSHA256Mismatch: 400,
+} as const;
+
+export type S3Code = keyof typeof S3_CODES;
+
+export class S3Error extends Error {
+  override name = "S3Error";
+  constructor(
+    readonly code: S3Code,
+    message: string,
+    /** Extra elements of the error document (such as the bucket or key), and headers. */
+    readonly extra: { fields?: Record<string, string>; headers?: Record<string, string> } = {},
+  ) {
+    super(message);
+  }
+
+  get status(): number {
+    return S3_CODES[this.code];
+  }
+}
+
+export const s3Error = (code: S3Code, message: string, fields?: Record<string, string>) => new S3Error(code, message, { fields });
+
+/** The storage layer's errors in S3's words, by status; anything else is an InternalError (logged by the caller). */
+export function toS3Error(err: unknown): S3Error | undefined {
+  if (err instanceof S3Error) return err;
+  if (!(err instanceof StorageError)) return undefined;
+  switch (err.status) {
+    case 400:
+    case 411:
+      return s3Error("InvalidRequest", err.description);
+    case 402:
+      return s3Error("QuotaExceeded", err.description);
+    case 403:
+      return s3Error("AccessDenied", err.description);
+    case 404:
+      return s3Error("NoSuchKey", err.description);
+    case 413:
+      return s3Error("EntityTooLarge", err.description);
+    case 416:
+      return s3Error("InvalidRange", "The requested range is not satisfiable");
+    case 503:
+      return s3Error("ServiceUnavailable", err.description);
+    case 516:
+    case 518:
+      return s3Error("MethodNotAllowed", err.description);
+    default:
+      return undefined;
+  }
+}

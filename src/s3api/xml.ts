@@ -1,0 +1,84 @@
+/**
+ * The S3 API's XML, both ways: results and errors rendered from plain data (an element tree of
+ * strings), and the two request documents clients send (Delete, CompleteMultipartUpload) read
+ * back. Those request documents are flat and fixed, so a few patterns read them; no XML parser
+ * is needed, and nothing in them (entities, namespaces, DTDs) is ever expanded beyond the five
+ * predefined entities and numeric references.
+ */
+import { S3Error, s3Error } from "./errors.ts";
+
+const NS = "http://s3.amazonaws.com/doc/2006-03-01/";
+
+/** An element's content: text, child elements (an array of entries keeps repeats and order), or nothing. */
+export type Node = string | number | boolean | undefined | null | [string, Node][];
+
+export function escapeXml(s: string): string {
+  return s.replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&apos;" })[c] as string);
+}
+
+function render(name: string, node: Node): string {
+  if (node === undefined || node === null) return "";
+  if (Array.isArray(node)) return `<${name}>${node.map(([n, v]) => render(n, v)).join("")}</${name}>`;
+  return `<${name}>${escapeXml(String(node))}</${name}>`;
+}
+
+/** A whole document: the root element in S3's namespace. */
+export function xmlDocument(root: string, children: [string, Node][]): string {
+  const inner = children.map(([n, v]) => render(n, v)).join("");
+  return `<?xml version="1.0" encoding="UTF-8"?>\n<${root} xmlns="${NS}">${inner}</${root}>`;
+}
+
+export function xmlResponse(root: string, children: [string, Node][], init: { status?: number; headers?: Record<string, string> } = {}): Response {
+  return new Response(xmlDocument(root, children), { status: init.status ?? 200, headers: { "content-type": "application/xml", ...init.headers } });
+}
+
+/** An S3 error document (no namespace, as S3 sends it). */
+export function errorXml(err: S3Error, resource: string, requestId: string): string {
+  const fields = Object.entries(err.extra.fields ?? {}).map(([n, v]) => render(n, v)).join("");
+  return `<?xml version="1.0" encoding="UTF-8"?>\n<Error>${render("Code", err.code)}${render("Message", err.message)}${fields}${render("Resource", resource)}${render("RequestId", requestId)}</Error>`;
+}
+
+export function errorResponse(err: S3Error, resource: string, requestId: string, head = false): Response {
+  const headers = { "content-type": "application/xml", "x-amz-request-id": requestId, ...err.extra.headers };
+  return new Response(head ? null : errorXml(err, resource, requestId), { status: err.status, headers });
+}
+
+function unescapeXml(s: string): string {
+  return s.replace(/&(#x[0-9a-fA-F]+|#\d+|amp|lt|gt|quot|apos);/g, (_, e: string) => {
+    if (e[0] === "#") return String.fromCodePoint(e[1] === "x" ? Number.parseInt(e.slice(2), 16) : Number(e.slice(1)));
+    return ({ amp: "&", lt: "<", gt: ">", quot: '"', apos: "'" } as Record<string, string>)[e] as string;
+  });
+}
+
+/** The text of each `<tag>…</tag>` inside `xml`, in order. */
+function texts(xml: string, tag: string): string[] {
+  return [...xml.matchAll(new RegExp(`<${tag}(?:\\s[^>]*)?>([\\s\\S]*?)</${tag}>`, "g"))].map((m) => unescapeXml(m[1] as string));
+}
+
+const malformed = () => s3Error("MalformedXML", "The XML you provided was not well-formed or did not validate against our published schema");
+
+/** A DeleteObjects body: the keys, and whether only errors are wanted back (Quiet). */
+export function parseDelete(xml: string): { keys: string[]; quiet: boolean } {
+  if (!/<Delete[\s>]/.test(xml)) throw malformed();
+  const objects = [...xml.matchAll(/<Object(?:\s[^>]*)?>([\s\S]*?)<\/Object>/g)].map((m) => m[1] as string);
+  const keys = objects.map((o) => {
+    const key = texts(o, "Key")[0];
+    if (key === undefined) throw malformed();
+    return key;
+  });
+  if (keys.length === 0 || keys.length > 1000) throw malformed();
+  return { keys, quiet: texts(xml, "Quiet")[0]?.trim() === "true" };
+}
+
+/** A CompleteMultipartUpload body: the parts named, with the ETags the client holds for them. */
+export function parseComplete(xml: string): { partNumber: number; etag: string }[] {
+  if (!/<CompleteMultipartUpload[\s>]/.test(xml)) throw malformed();
+  const parts = [...xml.matchAll(/<Part(?:\s[^>]*)?>([\s\S]*?)<\/Part>/g)].map((m) => {
+    const n = texts(m[1] as string, "PartNumber")[0]?.trim();
+    const etag = texts(m[1] as string, "ETag")[0]?.trim();
+    if (n === undefined || !/^\d{1,5}$/.test(n) || etag === undefined) throw malformed();
+    return { partNumber: Number(n), etag: etag.replace(/^"|"$/g, "") };
+  });
+  if (parts.length === 0) throw malformed();
+  return parts;
+}
