@@ -18,12 +18,16 @@ export interface AddHook {
   settle(tx: Queryable): Promise<void>;
 }
 
-const COLUMNS = `id, did, backend, name, cid, size, encryption, mod_time AS "modTime"`;
+const COLUMNS = `id, did, backend, name, cid, size, encryption, mod_time AS "modTime", etag`;
 const STORED = "SELECT CAST(COALESCE(SUM(size), 0) AS BIGINT) AS n FROM files WHERE did = $1";
 const STORED_EXCEPT = `${STORED} AND NOT (backend = $2 AND name = $3)`;
 const ADD_BUCKET = "INSERT INTO buckets (did, created_at) VALUES ($1, $2) ON CONFLICT (did) DO NOTHING";
 const DROP_NAMED = "DELETE FROM files WHERE did = $1 AND backend = $2 AND name = $3 RETURNING cid";
-const INSERT_FILE = `INSERT INTO files (did, backend, name, cid, size, encryption, mod_time) VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING ${COLUMNS}`;
+const INSERT_FILE = `INSERT INTO files (did, backend, name, cid, size, encryption, mod_time, etag) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING ${COLUMNS}`;
+// By name, in byte order (PostgreSQL's name column is COLLATE "C", SQLite compares bytes): the S3 API's listing (D18).
+const NAMED = `SELECT ${COLUMNS} FROM files WHERE did = $1 AND backend = $2 AND name = $3`;
+const LIST_NAMES = `SELECT ${COLUMNS} FROM files WHERE did = $1 AND backend = $2 AND name > $3 AND substr(name, 1, length($4)) = $4 ORDER BY name LIMIT $5`;
+const REMOVE_NAMED = `DELETE FROM files WHERE did = $1 AND backend = $2 AND name = $3 RETURNING ${COLUMNS}`;
 const LIST = `SELECT ${COLUMNS} FROM files WHERE did = $1 AND backend = $2 AND id > $3 ORDER BY id LIMIT $4`;
 const REMOVE = `DELETE FROM files WHERE id = $1 AND backend = $2 AND did = $3 RETURNING ${COLUMNS}`;
 const OWNER_OF = "SELECT did FROM files WHERE id = $1 AND backend = $2";
@@ -66,13 +70,13 @@ export function createFiles(sql: Sql, now: () => number = Date.now) {
      * Records a stored file; returns the new row and the Cid of an entry it replaced. `hook` (the
      * quota) locks first and settles once the row is in, in the same transaction; throwing undoes it all.
      */
-    add(f: { did: string; backend: BackendKind; name: string; cid: string; size: number; encryption: string }, hook?: AddHook): Promise<{ row: FileRow; replaced?: string }> {
+    add(f: { did: string; backend: BackendKind; name: string; cid: string; size: number; encryption: string; etag?: string }, hook?: AddHook): Promise<{ row: FileRow; replaced?: string }> {
       return sql.tx(
         async (tx) => {
           await hook?.lock(tx);
           await tx.run(ADD_BUCKET, [f.did, now()]);
           const old = await tx.get<{ cid: string }>(DROP_NAMED, [f.did, f.backend, f.name]);
-          const row = await tx.get<FileRow>(INSERT_FILE, [f.did, f.backend, f.name, f.cid, f.size, f.encryption, now()]);
+          const row = await tx.get<FileRow>(INSERT_FILE, [f.did, f.backend, f.name, f.cid, f.size, f.encryption, now(), f.etag ?? null]);
           if (!row) throw new Error("INSERT … RETURNING gave no row");
           await hook?.settle(tx);
           return { row, replaced: old?.cid };
@@ -95,6 +99,21 @@ export function createFiles(sql: Sql, now: () => number = Date.now) {
       const other = await sql.get<{ did: string }>(OWNER_OF, [id, backend]);
       if (other) throw storageError.forbidden("Permission denied: the file belongs to another account");
       throw storageError.notFound("File not found");
+    },
+
+    /** The file of `did` named `name` on `backend`. */
+    named(did: string, backend: BackendKind, name: string): Promise<FileRow | undefined> {
+      return sql.get<FileRow>(NAMED, [did, backend, name]);
+    },
+
+    /** Files of `did` whose names start with `prefix`, after the name `after`, in byte order. */
+    listNames(did: string, backend: BackendKind, page: { prefix: string; after: string; limit: number }): Promise<FileRow[]> {
+      return sql.all<FileRow>(LIST_NAMES, [did, backend, page.after, page.prefix, page.limit]);
+    },
+
+    /** Deletes the file of `did` named `name` (one statement: two deletes remove it once); its row, if there was one. */
+    removeNamed(did: string, backend: BackendKind, name: string): Promise<FileRow | undefined> {
+      return sql.get<FileRow>(REMOVE_NAMED, [did, backend, name]);
     },
 
     /** Whether `did` stores a file with this Cid on this back-end. */

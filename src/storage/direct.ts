@@ -1,0 +1,211 @@
+/**
+ * The storage service's narrow entry for callers that carry the account's own authorisation
+ * instead of the storage API's per-request signatures and traffic vouchers: the S3 API (D18),
+ * whose access key already is the account's say-so. Files by name (the S3 object key) rather
+ * than by id or Cid; quota from the account's pools through the same meter as the HTTP API, the
+ * account itself paying (no voucher). Content goes through the same back-ends, catalog (files.ts)
+ * and error mapping (errors.ts) as service.ts: nothing about storing is done differently here.
+ *
+ * @example
+ *   const direct = createDirectStorage({ sql, log, maxBody, backends, meter })
+ *   const row = await direct.put(did, "dfs", "photos/a.jpg", request.body, { declared })
+ *   const file = await direct.open(did, "dfs", "photos/a.jpg")
+ */
+import type { Logger } from "../log.ts";
+import type { Sql } from "../db/sql.ts";
+import type { Did } from "../identity/did.ts";
+import type { Meter } from "../quota/meter.ts";
+import { storageError } from "../http/errors.ts";
+import { isStorageKind } from "../http/model.ts";
+import type { Backend, BackendKind, ByteRange, PendingPut } from "./backend.ts";
+import { withStorageErrors } from "./errors.ts";
+import { createFiles, type FileRow } from "./files.ts";
+import { meterDownload } from "./transfer.ts";
+import { WHOLE_BODY_MAX } from "./service.ts";
+
+export interface DirectDeps {
+  sql: Sql;
+  log: Logger;
+  maxBody: number;
+  backends: Partial<Record<BackendKind, Backend>>;
+  /** Quota enforcement (D7); absent, nothing is metered (tests without a chain). */
+  meter?: Meter;
+  now?: () => number;
+}
+
+/** What a stream carried: its length and MD5 (the S3 ETag), and the failure that stopped it, if any. */
+interface Counted {
+  bytes: number;
+  md5(): string;
+  failure?: unknown;
+}
+
+/** Counts and MD5-hashes a body as it flows; errors it past `limit` bytes or when `onBytes` throws (quota). */
+function counted(source: ReadableStream<Uint8Array>, limit: number, onBytes: (n: number) => Promise<void> | void): { stream: ReadableStream<Uint8Array>; meter: Counted } {
+  const hasher = new Bun.CryptoHasher("md5");
+  const meter: Counted = { bytes: 0, md5: () => hasher.digest("hex") };
+  const reader = source.getReader();
+  const stream = new ReadableStream<Uint8Array>(
+    {
+      async pull(controller) {
+        try {
+          const { value, done } = await reader.read();
+          if (done) return controller.close();
+          meter.bytes += value.byteLength;
+          if (meter.bytes > limit) throw storageError.tooLarge(limit);
+          await onBytes(value.byteLength);
+          hasher.update(value);
+          controller.enqueue(value);
+        } catch (err) {
+          meter.failure ??= err;
+          void reader.cancel(err).catch(() => {});
+          controller.error(err);
+        }
+      },
+      cancel: (reason) => reader.cancel(reason),
+    },
+    { highWaterMark: 0 },
+  );
+  return { stream, meter };
+}
+
+export function createDirectStorage(deps: DirectDeps) {
+  const { sql, log } = deps;
+  const files = createFiles(sql, deps.now);
+  const mapped = new WeakMap<Backend, Backend>();
+
+  function backend(kind: string): Backend {
+    const raw = isStorageKind(kind) ? deps.backends[kind] : undefined;
+    if (!raw) throw storageError.unsupportedType();
+    let b = mapped.get(raw);
+    if (!b) mapped.set(raw, (b = withStorageErrors(raw)));
+    return b;
+  }
+
+  async function release(b: Backend, cid: string) {
+    await b.release(cid).catch((err) => log.error("releasing content failed", { backend: b.kind, cid, err: (err as Error).message }));
+  }
+
+  /** Streams `source` into the back-end, uncommitted; the stream's own failure (a bad signature, a
+   * quota refusal) is the answer rather than the back-end's wrapping of it. */
+  async function putCounted(b: Backend, source: ReadableStream<Uint8Array>, onBytes: (n: number) => Promise<void> | void): Promise<{ pending: PendingPut; meter: Counted }> {
+    const { stream, meter } = counted(source, deps.maxBody, onBytes);
+    try {
+      return { pending: await b.put(stream), meter };
+    } catch (err) {
+      throw meter.failure ?? err;
+    }
+  }
+
+  /**
+   * Stores `source` as the file `name` of `who` on `kind`, replacing one of that name; the quota's
+   * checks as on the HTTP API (space and traffic from the account's pools). `etag` names the
+   * stored ETag; by default the MD5 of the bytes. `verify` sees the MD5 before anything is kept:
+   * throwing (a Content-MD5 that differs) keeps nothing. `traffic: false`: bytes that did not come
+   * over the wire (a server-side copy) count no traffic.
+   */
+  async function put(who: Did, kind: BackendKind, name: string, source: ReadableStream<Uint8Array>, opts: { declared?: number; verify?: (md5: string) => void; etag?: (md5: string) => string; traffic?: boolean } = {}): Promise<FileRow> {
+    const b = backend(kind);
+    if (opts.declared !== undefined && opts.declared > deps.maxBody) throw storageError.tooLarge(deps.maxBody);
+    const quota = await deps.meter?.beginUpload(who.address, who.canonical, { declared: opts.declared, backend: b.kind, name });
+    try {
+      const { pending, meter } = await putCounted(b, source, (n) => quota?.add(n));
+      const md5 = meter.md5();
+      try {
+        opts.verify?.(md5);
+      } catch (err) {
+        await pending.abort();
+        throw err;
+      }
+      try {
+        await pending.commit();
+      } catch (err) {
+        await pending.abort().catch(() => {});
+        throw err;
+      }
+      let added: Awaited<ReturnType<typeof files.add>>;
+      try {
+        added = await files.add({ did: who.canonical, backend: b.kind, name, cid: pending.cid, size: pending.size, encryption: "", etag: opts.etag ? opts.etag(md5) : md5 }, quota?.commit(pending.size, opts.traffic === false ? 0 : meter.bytes));
+      } catch (err) {
+        await quota?.release();
+        await release(b, pending.cid);
+        throw err;
+      }
+      if (added.replaced) await release(b, added.replaced);
+      return added.row;
+    } finally {
+      await quota?.release().catch((err) => log.error("releasing an upload's holds failed", { err: (err as Error).message }));
+    }
+  }
+
+  /** The file of `who` named `name`, or undefined. */
+  const named = (who: Did, kind: BackendKind, name: string) => files.named(who.canonical, backend(kind).kind, name);
+
+  /**
+   * The bytes of `row` (or a range), the account's traffic pool paying: small bodies are read
+   * whole (a damaged chunk is then a clean error), larger ones stream and count what went out.
+   */
+  async function read(who: Did, row: FileRow, range?: ByteRange): Promise<Uint8Array | ReadableStream<Uint8Array>> {
+    const b = backend(row.backend);
+    const length = range ? range.end - range.start + 1 : row.size;
+    const traffic = await deps.meter?.beginDownload(who.address, length);
+    const settle = async (sent: number) => {
+      try {
+        await traffic?.settle(sent);
+      } catch (err) {
+        log.error("settling a download's counters failed", { cid: row.cid, err: (err as Error).message });
+      }
+    };
+    if (length <= WHOLE_BODY_MAX) {
+      let bytes: Uint8Array;
+      try {
+        bytes = await Bun.readableStreamToBytes(b.read(row.cid, range));
+      } catch (err) {
+        await settle(0);
+        throw err;
+      }
+      await settle(bytes.byteLength);
+      return bytes;
+    }
+    const renew = () => void traffic?.renew().catch((err) => log.error("renewing a download's hold failed", { cid: row.cid, err: (err as Error).message }));
+    return meterDownload(b.read(row.cid, range), settle, renew);
+  }
+
+  /** Files of `who` on `kind` whose names start with `prefix`, after `after`, in byte order. */
+  const list = (who: Did, kind: BackendKind, page: { prefix: string; after: string; limit: number }) => files.listNames(who.canonical, backend(kind).kind, page);
+
+  /** Deletes the file `name` (dfs only: spec rule 4); whether there was one. */
+  async function remove(who: Did, kind: BackendKind, name: string): Promise<boolean> {
+    if (kind !== "dfs") throw storageError.unsupportedType();
+    const b = backend(kind);
+    const row = await files.removeNamed(who.canonical, b.kind, name);
+    if (row) await release(b, row.cid);
+    return row !== undefined;
+  }
+
+  /**
+   * Content held outside the catalog with one reference (a multipart upload's part): streamed in,
+   * committed, and answered with its Cid, size and MD5. Its space is the caller's to account for.
+   */
+  async function stash(kind: BackendKind, source: ReadableStream<Uint8Array>, onBytes: (n: number) => Promise<void> | void = () => {}): Promise<{ cid: string; size: number; md5: string }> {
+    const b = backend(kind);
+    const { pending, meter } = await putCounted(b, source, onBytes);
+    try {
+      await pending.commit();
+    } catch (err) {
+      await pending.abort().catch(() => {});
+      throw err;
+    }
+    return { cid: pending.cid, size: pending.size, md5: meter.md5() };
+  }
+
+  /** Reads stashed (or any held) content whole, as a stream; no traffic is charged (server-side). */
+  const readContent = (kind: BackendKind, cid: string) => backend(kind).read(cid);
+
+  /** Drops a stash's reference. */
+  const unstash = (kind: BackendKind, cid: string) => release(backend(kind), cid);
+
+  return { kind: (k: string) => backend(k).kind, put, named, read, list, remove, stash, readContent, unstash };
+}
+
+export type DirectStorage = ReturnType<typeof createDirectStorage>;
