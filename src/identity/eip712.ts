@@ -49,6 +49,24 @@ export interface VoucherMessage {
   size: bigint;
 }
 
+/**
+ * D19: the wallet lets a console's session key sign `Request` and `Voucher` messages (never a
+ * login, a purchase or a key mint) until `validUntil`. Off chain: registered at the gateway
+ * (POST /v2/session-grants), nothing written to the registry.
+ */
+export const sessionGrantTypes = {
+  SessionGrant: [
+    { name: "key", type: "address" },
+    { name: "validUntil", type: "uint64" },
+  ],
+} as const;
+
+export interface SessionGrantMessage {
+  key: Address;
+  /** Unix seconds. */
+  validUntil: bigint;
+}
+
 export const storageDomain = (chainId: number, proxy: Address): TypedDataDomain => ({ name: "Stowage", version: "1", chainId, verifyingContract: proxy });
 
 export const recoverLogin = (domain: TypedDataDomain, message: LoginMessage, signature: Hex) =>
@@ -61,6 +79,9 @@ export const voucherHash = (domain: TypedDataDomain, message: VoucherMessage) =>
 
 export const recoverVoucher = (domain: TypedDataDomain, message: VoucherMessage, signature: Hex) =>
   recoverTypedDataAddress({ domain, types: storageTypes, primaryType: "Voucher", message, signature });
+
+export const recoverSessionGrant = (domain: TypedDataDomain, message: SessionGrantMessage, signature: Hex) =>
+  recoverTypedDataAddress({ domain, types: sessionGrantTypes, primaryType: "SessionGrant", message, signature });
 
 /** 65-byte signatures only (v 27/28 or 0/1): a malformed one is refused before any curve work. */
 export const isSignature = (s: unknown): s is Hex => typeof s === "string" && /^0x[0-9a-fA-F]{130}$/.test(s);

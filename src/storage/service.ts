@@ -22,7 +22,7 @@ import type { Logger } from "../log.ts";
 import type { Backend, BackendKind, ByteRange } from "./backend.ts";
 import { withStorageErrors } from "./errors.ts";
 import { cleanName, createFiles, fileEntry } from "./files.ts";
-import { createSessions, type LoginInput } from "./sessions.ts";
+import { createSessions, type LoginInput, type SessionKeys } from "./sessions.ts";
 import { meterDownload, meterUpload } from "./transfer.ts";
 import { createVouchers } from "./vouchers.ts";
 import type { Meter } from "../quota/meter.ts";
@@ -92,6 +92,8 @@ export interface StorageDeps {
   tokens: Pick<TokenService, "verifyAccessToken" | "issue">;
   users: Pick<UserService, "upsert">;
   resolver: DidResolver;
+  /** Console session keys the DID granted (D19): they may sign uploads, deletes and vouchers. */
+  sessionKeys?: SessionKeys;
   domain: TypedDataDomain;
   seller: Address;
   readGrant?: ReadGrant;
@@ -124,7 +126,9 @@ export const LOGIN_LIMITS = {
 
 export function createStorage(deps: StorageDeps) {
   const { sql, log, chainId } = deps;
-  const sessions = createSessions({ sql, resolver: deps.resolver, domain: deps.domain, chainId, now: deps.now });
+  const sessions = createSessions({ sql, resolver: deps.resolver, domain: deps.domain, chainId, now: deps.now, sessionKeys: deps.sessionKeys });
+  /** Whether `key` may sign vouchers for the DID: its owner, a delegate, or a session key it granted. */
+  const paysFor = async (who: Did, key: Address) => who.address === key || (await deps.resolver.canSign(who, key)) || ((await deps.sessionKeys?.allows(who, key)) ?? false);
   const vouchers = createVouchers({ sql, domain: deps.domain, seller: deps.seller, now: deps.now });
   const files = createFiles(sql, deps.now);
   // Every back-end failure reaches this service already mapped (storage/errors.ts). Looked up per
@@ -160,7 +164,7 @@ export function createStorage(deps: StorageDeps) {
       if (!HEX64.test(payload)) throw storageError.badRequest("payload must be the file's SHA-256 in hex");
       await sessions.restricted({ ...part.fields, payload }, "upload", who.did);
       const voucher = await vouchers.payerOf(part.fields);
-      if (voucher.payer !== who.did.address && !(await deps.resolver.canSign(who.did, voucher.payer))) {
+      if (!(await paysFor(who.did, voucher.payer))) {
         throw storageError.address("the voucher's payer is not the Bearer account or one of its keys");
       }
       quota = await deps.meter?.beginUpload(who.did.address, who.did.canonical, { declared: Number.isFinite(declared) ? declared : undefined, backend: b.kind, name });
@@ -234,7 +238,7 @@ export function createStorage(deps: StorageDeps) {
     } catch (err) {
       throw storageError.badRequest((err as Error).message);
     }
-    if (who.address !== payer && !(await deps.resolver.canSign(who, payer))) throw storageError.forbidden("Permission denied: the voucher's payer is not a key of this DID");
+    if (!(await paysFor(who, payer))) throw storageError.forbidden("Permission denied: the voucher's payer is not a key of this DID");
     return who.address;
   }
 

@@ -76,18 +76,26 @@ function did(value: string, chainId: number): Did {
   }
 }
 
-async function authorizedSigner(resolver: DidResolver, who: Did, recover: () => Promise<Address>) {
+/** A console's session key, granted by the DID's wallet (D19, src/grants): asked only for these. */
+export interface SessionKeys {
+  allows(did: Did, signer: Address): Promise<boolean>;
+}
+
+/** The restricted actions a session key may sign (D19): never "keys", and logins never ask. */
+const GRANTABLE: ReadonlySet<RequestAction> = new Set(["upload", "delete"]);
+
+async function authorizedSigner(resolver: DidResolver, who: Did, recover: () => Promise<Address>, sessionKeys?: SessionKeys) {
   let signer: Address;
   try {
     signer = await recover();
   } catch {
     throw refuse("signature cannot be verified");
   }
-  if (!(await resolver.canSign(who, signer))) throw refuse("the signer is not the DID's owner or a valid delegate");
+  if (!(await resolver.canSign(who, signer)) && !(await sessionKeys?.allows(who, signer))) throw refuse("the signer is not the DID's owner or a valid delegate");
   return signer;
 }
 
-export function createSessions(deps: { sql: Sql; resolver: DidResolver; domain: TypedDataDomain; chainId: number; now?: () => number }) {
+export function createSessions(deps: { sql: Sql; resolver: DidResolver; domain: TypedDataDomain; chainId: number; now?: () => number; sessionKeys?: SessionKeys }) {
   const { sql, resolver, domain, chainId } = deps;
   const nowS = () => Math.floor((deps.now ?? Date.now)() / 1000);
 
@@ -147,7 +155,8 @@ export function createSessions(deps: { sql: Sql; resolver: DidResolver; domain: 
     if (!isSignature(input.signature)) throw refuse("signature must be 65 bytes of 0x-hex");
     const signature = input.signature;
     const payload = input.payload;
-    const signer = await authorizedSigner(resolver, who, () => recoverRequest(domain, { did: input.did as string, token, requestID, action, payload }, signature));
+    const granted = GRANTABLE.has(action) ? deps.sessionKeys : undefined;
+    const signer = await authorizedSigner(resolver, who, () => recoverRequest(domain, { did: input.did as string, token, requestID, action, payload }, signature), granted);
 
     const id = Number(requestID);
     await sql.tx(

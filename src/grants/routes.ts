@@ -1,0 +1,67 @@
+/**
+ * The session-grant API (D19) under /v2, in the account API's error model: register the grant a
+ * wallet signed for a console's session key, list the live ones, revoke one. Thin: each route
+ * finds the Bearer caller's DID and hands typed values to the service.
+ */
+import { Elysia, t } from "elysia";
+import { TokenError, tokenFailure, type TokenService } from "../accounts/tokens.ts";
+import { accountError } from "../http/errors.ts";
+import { accountErrorBody } from "../http/model.ts";
+import { bearerToken } from "../http/params.ts";
+import { parseDid, type Did } from "../identity/did.ts";
+import type { Grants } from "./service.ts";
+
+const TAG = ["grants"];
+const NEEDS_DID = "Session grants are for DID accounts only: sign in with a wallet";
+
+const grantView = t.Object({
+  key: t.String({ description: "The session key's address" }),
+  validUntil: t.Integer({ description: "Unix seconds" }),
+  signer: t.String({ description: "The address that signed the grant; the grant holds while it may sign for the DID" }),
+  createdAt: t.Integer({ description: "Unix seconds" }),
+});
+const errors = { 400: accountErrorBody, 401: accountErrorBody, 404: accountErrorBody, 409: accountErrorBody };
+
+export function grantsRoutes({ grants, tokens, chainId }: { grants: Grants; tokens: Pick<TokenService, "verifyAccessToken">; chainId: number }) {
+  async function caller(headers: Record<string, string | undefined>): Promise<Did> {
+    let claims: { did?: string };
+    try {
+      claims = await tokens.verifyAccessToken(bearerToken(headers.authorization));
+    } catch (err) {
+      throw err instanceof TokenError ? tokenFailure(err) : err;
+    }
+    if (!claims.did) throw accountError("UNAUTHORIZED", NEEDS_DID);
+    try {
+      return parseDid(claims.did, chainId);
+    } catch {
+      throw accountError("UNAUTHORIZED", NEEDS_DID);
+    }
+  }
+
+  return new Elysia({ name: "grants" })
+    .post("/v2/session-grants", async ({ headers, body }) => ({ result: 1 as const, data: await grants.register(await caller(headers), body) }), {
+      body: t.Object({
+        key: t.Optional(t.String({ maxLength: 64, description: "The session key's address" })),
+        validUntil: t.Optional(t.Union([t.Integer(), t.String({ maxLength: 20 })], { description: "Unix seconds, at most 24 h ahead" })),
+        signature: t.Optional(t.String({ maxLength: 200, description: "EIP-712 SessionGrant(address key, uint64 validUntil) in the storage domain, signed by the DID's owner or a delegate" })),
+      }),
+      response: { 200: t.Object({ result: t.Literal(1), data: grantView }), ...errors },
+      detail: { summary: "Register a session key the DID granted (D19): it may then sign uploads, deletes and vouchers, never logins, purchases or key mints", tags: TAG },
+    })
+    .get("/v2/session-grants", async ({ headers }) => ({ result: 1 as const, data: await grants.list(await caller(headers)) }), {
+      response: { 200: t.Object({ result: t.Literal(1), data: t.Array(grantView) }), 401: accountErrorBody },
+      detail: { summary: "The DID's live session grants", tags: TAG },
+    })
+    .delete(
+      "/v2/session-grants/:key",
+      async ({ headers, params }) => {
+        await grants.revoke(await caller(headers), params.key);
+        return { result: 1 as const };
+      },
+      {
+        params: t.Object({ key: t.String({ maxLength: 64 }) }),
+        response: { 200: t.Object({ result: t.Literal(1) }), ...errors },
+        detail: { summary: "Revoke a session grant at once", tags: TAG },
+      },
+    );
+}
