@@ -19,6 +19,7 @@ import { accountRoutes, type AccountServices } from "./accounts/index.ts";
 import { bodyLimit } from "./http/body-limit.ts";
 import { storageRoutes } from "./storage/routes.ts";
 import type { Storage } from "./storage/service.ts";
+import type { Gateway } from "./gateway/service.ts";
 import { directoryRoutes, type Directory } from "./directory/index.ts";
 import { quotaRoutes, type Quota } from "./quota/index.ts";
 import { keysRoutes, type Keys } from "./keys/index.ts";
@@ -35,6 +36,8 @@ export interface AppServices {
   accounts: AccountServices;
   /** Absent only in tests of parts that need no storage. */
   storage?: Storage;
+  /** The IPFS trustless gateway on /ipfs/<cid> (D17); absent, /ipfs/<cid> is only the download. */
+  gateway?: Gateway;
   /** The file directory's search (GET /challenge); absent in tests that need none. */
   directory?: Pick<Directory, "search">;
   /** Quota records, enforcement and purchases; absent in tests that need none. */
@@ -69,7 +72,7 @@ export function buildApp(services: AppServices) {
     .use(services.chain ? chainRoutes({ chain: services.chain, publicUrl: services.config.publicUrl, log: services.log }) : new Elysia())
     .use(services.quota ? quotaRoutes({ ...services.quota, tokens: services.accounts.tokens, chainId: services.config.chainId }) : new Elysia())
     .use(services.directory ? directoryRoutes(services.directory) : new Elysia())
-    .use(services.storage ? storageRoutes(services.storage, { tokens: services.accounts.tokens, chainId: services.config.chainId }) : new Elysia());
+    .use(services.storage ? storageRoutes(services.storage, { tokens: services.accounts.tokens, chainId: services.config.chainId }, { gateway: services.gateway }) : new Elysia());
 }
 
 export type App = ReturnType<typeof buildApp>;

@@ -22,6 +22,7 @@ import { createKeys } from "./keys/index.ts";
 import { startStorage } from "./storage/start.ts";
 import { storedBytes } from "./storage/files.ts";
 import { createDirectory } from "./directory/index.ts";
+import { createGateway } from "./gateway/service.ts";
 import { createQuota } from "./quota/index.ts";
 import { createEncryption } from "./encryption/index.ts";
 import { createIndexer, indexerLag } from "./chain/indexer.ts";
@@ -152,6 +153,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
       chain: chain.context,
       accounts,
       storage: stored.storage,
+      gateway: createGateway({ sql: database.sql, store: stored.blobs.store, allowance: config.publicEgress, perClient: config.publicEgressPerClient, log }),
       directory,
       quota,
       keys,

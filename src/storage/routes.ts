@@ -14,6 +14,8 @@ import { contentDisposition, parseRange } from "../http/range.ts";
 import { checkNotAccount, requireCaller, type AccessTokens } from "../http/storage-guard.ts";
 import { parseDid } from "../identity/did.ts";
 import type { ReadableFile, Storage } from "./service.ts";
+import { trustlessAnswer } from "../gateway/routes.ts";
+import type { Gateway } from "../gateway/service.ts";
 import { CID } from "multiformats/cid";
 
 const isCid = (s: string) => {
@@ -68,10 +70,11 @@ async function answerDownload(request: Request, file: ReadableFile): Promise<Res
   return new Response(await file.send(range), { status, headers });
 }
 
-export const storageRoutes = (storage: Storage, guard: { tokens: AccessTokens; chainId: number }) => {
+/** `gateway`: the trustless gateway (D17), which answers `/ipfs/<cid>` asked as a raw block or a CAR. */
+export const storageRoutes = (storage: Storage, guard: { tokens: AccessTokens; chainId: number }, extra: { gateway?: Gateway } = {}) => {
   const caller = (request: Request) => requireCaller(request, guard.tokens, (did) => parseDid(did, guard.chainId));
   const download = async (request: Request, type: string, cid: string, query: Record<string, string | undefined>) =>
-    answerDownload(request, await storage.download(type, cid, query));
+    (await trustlessAnswer(extra.gateway, request, type, cid, query)) ?? answerDownload(request, await storage.download(type, cid, query));
   return new Elysia({ name: "storage" })
     .post(
       "/login",

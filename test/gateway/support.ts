@@ -1,0 +1,90 @@
+/**
+ * A whole gateway with the trustless gateway (D17) wired in as the server wires it, on real parts:
+ * anvil with our contracts, the database of this pass (SQLite or PostgreSQL), the blob store of
+ * this pass (local or Ceph RGW), dfs and Helia, the directory and its indexer, quota enforcement
+ * with the chain's records, and the app behind the real HTTP listener (so clients such as
+ * verified-fetch reach it over a socket, and client addresses are real).
+ */
+import { afterAll } from "bun:test";
+import type { PrivateKeyAccount } from "viem/accounts";
+import { buildApp } from "../../src/app.ts";
+import { openBlobStore } from "../../src/blob/index.ts";
+import { createIndexer } from "../../src/chain/indexer.ts";
+import { createDirectory, type Directory } from "../../src/directory/index.ts";
+import { createGateway } from "../../src/gateway/service.ts";
+import { createHandler } from "../../src/http/handler.ts";
+import { listen } from "../../src/http/listen.ts";
+import { silentLogger } from "../../src/log.ts";
+import { connectDirectory } from "../../src/sdk/directory.ts";
+import { connectStorage } from "../../src/sdk/storage.ts";
+import { appFetch } from "../support/app.ts";
+import { BASE, testGateway } from "../support/storage.ts";
+import { granter } from "../quota/grants.ts";
+
+export const GiB = 1024 ** 3;
+
+export async function trustlessGateway() {
+  let directory: Directory | undefined;
+  const gw = await testGateway({
+    quota: true,
+    extra: {
+      readGrant: (reader, kind, cid) => (directory as Directory).readGrant(reader, kind, cid),
+      publicCids: (owner, cids) => (directory as Directory).publicCids(owner, cids),
+    },
+  });
+  const sql = gw.database.sql;
+  directory = createDirectory({ sql, chainId: gw.config.chainId, address: gw.chain.context.contracts.directory, fromBlock: gw.chain.deployBlock });
+  const indexer = createIndexer({ sql, publicClient: gw.chain.anvil.publicClient, confirmations: 0, log: silentLogger, pollMs: 60_000 });
+  indexer.add(directory.consumer);
+  afterAll(() => indexer.stop());
+  // A second handle on the same blob store, as another gateway of the cluster would hold (D15).
+  const store = await openBlobStore(gw.config);
+  const grant = granter(gw.chain);
+
+  /** An app over this gateway's services whose trustless gateway has these limits, behind a
+   * listener on 127.0.0.1 that trusts one proxy (tests name client addresses in X-Forwarded-For). */
+  async function serve(o: { allowance?: number; perClient?: number } = {}) {
+    /** Every request the listener answered: its path and status. */
+    const answered: { path: string; status: number }[] = [];
+    const gateway = createGateway({ sql, store, allowance: o.allowance ?? GiB, perClient: o.perClient ?? 0, log: silentLogger });
+    const app = buildApp({ config: gw.config, log: gw.log, health: {}, chain: gw.chain.context, accounts: gw.accounts, storage: gw.storage, directory, quota: gw.quota, gateway });
+    const listener = await listen({
+      hostname: "127.0.0.1",
+      port: 0,
+      maxRequestBodySize: gw.config.maxBody,
+      fetch: createHandler({ handle: (r) => app.handle(r), log: silentLogger, corsOrigins: [], trustProxy: 1, observe: (r, status) => answered.push({ path: new URL(r.url).pathname, status }) }),
+      error: () => new Response("internal error", { status: 500 }),
+    });
+    afterAll(() => listener.stop(true));
+    return { app, gateway, answered, url: `http://127.0.0.1:${listener.port}` };
+  }
+
+  /** A funded user with quota, logged in to storage, with a directory client. */
+  async function user(account?: PrivateKeyAccount) {
+    const acct = account ?? (await gw.chain.anvil.newAccount());
+    await grant(acct.address, "space", 64 * 1024 * 1024);
+    await grant(acct.address, "traffic", 64 * 1024 * 1024);
+    const fetch = appFetch(gw.app);
+    const store = await connectStorage({ baseUrl: BASE, account: acct, fetch });
+    await store.login();
+    const dir = await connectDirectory(BASE, { account: acct, fetch });
+    return { account: acct, address: acct.address, store, dir };
+  }
+
+  /** Uploads `bytes` to ipfs and publishes the file as `opts` say; the index has caught up on return. */
+  async function publish(owner: Awaited<ReturnType<typeof user>>, bytes: Uint8Array, o: { name?: string; isPublic?: boolean; price?: number } = {}) {
+    const file = await owner.store.upload("ipfs", bytes, { name: o.name ?? "file.bin" });
+    await owner.dir.publish({ cid: file.Cid, name: o.name ?? "file.bin", size: file.Size, isPublic: o.isPublic ?? true, price: o.price ?? 0 });
+    await indexer.syncOnce();
+    return file;
+  }
+
+  return { gw, sql, store, directory, indexer, serve, user, publish, sync: () => indexer.syncOnce() };
+}
+
+/** Random bytes (incompressible, so no two tests' blocks coincide). */
+export function randomBytes(n: number): Uint8Array {
+  const out = new Uint8Array(n);
+  for (let at = 0; at < n; at += 65_536) crypto.getRandomValues(out.subarray(at, Math.min(n, at + 65_536)));
+  return out;
+}
