@@ -8,6 +8,7 @@ import { BaseError } from "viem";
 import { privateKeyToAccount, type PrivateKeyAccount } from "viem/accounts";
 import { ConfigError, parseConfig, type Env } from "../../config.ts";
 import { explainChainError } from "../../chain/explain.ts";
+import { AccountApiError } from "../../sdk/account.ts";
 import { connectGateway } from "../../sdk/chain.ts";
 import { connectStorage, StorageApiError, type StorageClient } from "../../sdk/storage.ts";
 import { parseArgs } from "../args.ts";
@@ -175,6 +176,7 @@ export function explain(err: unknown, gateway: string): Error {
     const what = [Code, Description ?? STATUS_TEXT[err.status]].filter(Boolean).join(": ");
     return new CliError(`the gateway answered ${err.status}${what ? ` ${what}` : ""}${HINTS[err.status] ?? ""}`);
   }
+  if (err instanceof AccountApiError) return new CliError(`the gateway answered ${err.status} ${err.error}: ${err.message}${HINTS[err.status] ?? ""}`);
   if (err instanceof BaseError) return new CliError(explainChainError(err));
   if (isNetworkError(err)) return new CliError(`lost the gateway at ${gateway}: ${(err as Error).message}`);
   return new CliError(err instanceof Error ? err.message : String(err));

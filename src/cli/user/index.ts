@@ -1,6 +1,6 @@
 /**
  * The user commands of `stowage`, for someone using a gateway from a shell: login, put, get, ls,
- * rm, quota, deposit, buy, publish and search. Thin wrappers over the SDK (src/sdk/); each run
+ * rm, quota, deposit, buy, publish, search and keys. Thin wrappers over the SDK (src/sdk/); each run
  * logs in afresh, so nothing is kept between commands but the key the user keeps.
  *
  * @example
@@ -12,6 +12,7 @@ import type { Env } from "../../config.ts";
 import { buy, deposit, login, ls, publish, quota, rm, search } from "./commands.ts";
 import { commonHelp, defaultIo, explain, parseInvocation, type Invocation, type Io, type Spec } from "./common.ts";
 import { get, put } from "./transfer.ts";
+import { keys } from "./keys.ts";
 
 export interface UserCommand {
   summary: string;
@@ -145,6 +146,24 @@ case and accents do not matter), best match first. Needs no key.
     spec: { flags: ["--page", "--size"], switches: ["--json"] },
     needsKey: false,
     run: search,
+  },
+  keys: {
+    summary: "S3 access keys for aws-cli, rclone and other S3 tools: create, list, revoke",
+    usage: "stowage keys create [--access rw|ro] [--bucket dfs|ipfs|*] [--expires WHEN] [--json]\n       stowage keys list [--json]\n       stowage keys revoke ID [--json]",
+    text: `Access keys let S3 tools use your files through the gateway's S3 API: the buckets are the
+back-ends, dfs and ipfs. A key is minted by a request signed with your key, and works while that
+key may sign for your DID (revoking a delegate key ends the access keys it made).
+
+  create           mint a key and print its access key id and secret. The secret is shown this
+                   once: keep it now.
+    --access rw|ro       read and write (default), or read only
+    --bucket dfs|ipfs|*  the bucket it may use (default *: both)
+    --expires WHEN       0 for never (default), unix seconds, or a duration from now: 12h, 90d, 2w
+  list             your keys (never their secrets): id, scope, bucket, expiry, creation, signer
+  revoke ID        end a key at once (ID: its access key id, or its id from --json)
+  --json           print the answer as JSON`,
+    spec: { flags: ["--access", "--bucket", "--expires"], switches: ["--json"] },
+    run: keys,
   },
 };
 

@@ -1,0 +1,91 @@
+/**
+ * `stowage keys create|list|revoke`: S3 access keys (D18) for aws-cli, rclone and other S3 tools.
+ * Thin over the keys SDK: each run logs in (the mint is a signed restricted call of that session)
+ * and prints. A new key's secret is printed once, as the gateway shows it once.
+ */
+import { ConfigError } from "../../config.ts";
+import { keysClient, type ListedKey, type MintedKey } from "../../sdk/keys.ts";
+import { formatTime, json, loggedIn, table, userAccount, type Invocation, type Io } from "./common.ts";
+
+const ACCESS = ["rw", "ro"] as const;
+const BUCKETS = ["dfs", "ipfs", "*"] as const;
+const UNIT_S: Record<string, number> = { s: 1, m: 60, h: 3600, d: 86400, w: 7 * 86400 };
+
+/** `--expires`: 0 (none), unix seconds, or a duration from now such as 90d or 12h. */
+export function parseExpiry(raw: string | undefined, nowS: number): number {
+  if (raw === undefined || raw === "0") return 0;
+  const d = /^(\d{1,6})(s|m|h|d|w)$/.exec(raw);
+  if (d) return nowS + Number(d[1]) * (UNIT_S[d[2] as string] as number);
+  if (/^\d{1,12}$/.test(raw)) {
+    const at = Number(raw);
+    if (at <= nowS) throw new ConfigError(`--expires ${raw} is in the past (unix seconds); use a duration such as 90d, or 0 for none`);
+    return at;
+  }
+  throw new ConfigError(`--expires must be 0 (none), unix seconds, or a duration such as 3600s, 12h, 90d, 2w (got ${JSON.stringify(raw)})`);
+}
+
+function choice<T extends string>(inv: Invocation, flag: string, choices: readonly T[], fallback: T): T {
+  const v = inv.flags.get(flag) ?? fallback;
+  if (!(choices as readonly string[]).includes(v)) throw new ConfigError(`${flag} must be ${choices.join(", ")} (got ${JSON.stringify(v)})`);
+  return v as T;
+}
+
+const expiryText = (at: number | null) => (at === null ? "never" : formatTime(new Date(at * 1000)));
+
+async function client(inv: Invocation) {
+  const store = await loggedIn(inv, userAccount(inv));
+  return keysClient({ baseUrl: inv.gateway, store });
+}
+
+export async function keys(inv: Invocation, io: Io): Promise<number> {
+  const [sub, ...rest] = inv.positionals;
+  const expect = (n: number, names: string) => {
+    if (rest.length !== n) throw new ConfigError(n ? `keys ${sub} needs ${names}` : `unexpected argument ${JSON.stringify(rest[0])}`);
+  };
+  const asJson = inv.flags.has("--json");
+  switch (sub) {
+    case "create": {
+      expect(0, "");
+      const access = choice(inv, "--access", ACCESS, "rw");
+      const bucket = choice(inv, "--bucket", BUCKETS, "*");
+      const expiresAt = parseExpiry(inv.flags.get("--expires"), Math.floor(Date.now() / 1000));
+      const key: MintedKey = await (await client(inv)).create({ access, bucket, expiresAt });
+      if (asJson) {
+        io.out(json(key));
+        return 0;
+      }
+      io.out(`access key id      ${key.accessKeyId}`);
+      io.out(`secret access key  ${key.secretAccessKey}`);
+      io.out(`scope              ${key.scope} on ${key.bucket === "*" ? "dfs and ipfs" : key.bucket}, expires ${expiryText(key.expiresAt)}`);
+      io.log("the secret is shown this once: keep it now (`stowage keys revoke ID` ends the key)");
+      return 0;
+    }
+    case "list": {
+      expect(0, "");
+      const listed: ListedKey[] = await (await client(inv)).list();
+      if (asJson) {
+        io.out(json(listed));
+        return 0;
+      }
+      if (!listed.length) {
+        io.log("no access keys");
+        return 0;
+      }
+      const rows = listed.map((k) => [k.accessKeyId, k.scope, k.bucket, expiryText(k.expiresAt), formatTime(new Date(k.createdAt * 1000)), k.signer]);
+      for (const line of table(["ACCESS KEY ID", "SCOPE", "BUCKET", "EXPIRES", "CREATED", "SIGNER"], rows)) io.out(line);
+      return 0;
+    }
+    case "revoke": {
+      expect(1, "the ID of a key (its access key id, as `stowage keys list` shows it)");
+      const id = rest[0] as string;
+      await (await client(inv)).revoke(id);
+      if (asJson) io.out(json({ revoked: id }));
+      else io.out(`revoked ${id}`);
+      return 0;
+    }
+    case undefined:
+      throw new ConfigError("keys needs create, list or revoke");
+    default:
+      throw new ConfigError(`keys has no ${JSON.stringify(sub)}: use create, list or revoke`);
+  }
+}
