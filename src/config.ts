@@ -66,6 +66,7 @@ export const settings = {
   adminKey: setting({ kind: "key", env: "STOWAGE_ADMIN_KEY", help: "Admin private key for the CLI (default: generated in data/secrets)" }),
   ipfsListen: setting({ kind: "list", env: "STOWAGE_IPFS_LISTEN", flag: "--ipfs-listen", default: "/ip4/0.0.0.0/tcp/4001", help: "libp2p listen multiaddrs, comma-separated" }),
   ipfsPeers: setting({ kind: "list", env: "STOWAGE_IPFS_PEERS", flag: "--ipfs-peers", default: "", help: "Other gateways' libp2p multiaddrs, each ending in /p2p/<peer id>, kept dialled (a cluster's gateways list each other)" }),
+  s3ApiPort: setting({ kind: "port", env: "STOWAGE_S3_API_PORT", flag: "--s3-api-port", default: "9000", help: "Port of the S3-compatible API for aws-cli, rclone and S3 SDKs (0: off)" }),
   s3Endpoint: setting({ kind: "url", env: "STOWAGE_S3_ENDPOINT", flag: "--s3-endpoint", help: "S3-compatible object store for dfs chunks and ipfs blocks, such as http://rgw.internal:7480 (unset: files in the data dir)" }),
   s3Bucket: setting({ kind: "string", env: "STOWAGE_S3_BUCKET", flag: "--s3-bucket", help: "Bucket in the object store (required with STOWAGE_S3_ENDPOINT)" }),
   s3Region: setting({ kind: "string", env: "STOWAGE_S3_REGION", flag: "--s3-region", default: "us-east-1", help: "Region the object store's requests are signed for" }),

@@ -19,8 +19,9 @@ await requireBinary();
 
 /** A clean environment: nothing from this shell (not even a PATH to Bun) reaches the binary; the
  * IPFS node takes a free loopback port so servers of parallel tests don't collide, and the
- * metrics listener (default 127.0.0.1:9464, one per machine) is off unless a test turns it on. */
-const BASE_ENV = { HOME: "/tmp", STOWAGE_IPFS_LISTEN: "/ip4/127.0.0.1/tcp/0", STOWAGE_METRICS_LISTEN: "" };
+ * metrics listener (default 127.0.0.1:9464, one per machine) and the S3 API (default port 9000) are
+ * off unless a test turns them on. */
+const BASE_ENV = { HOME: "/tmp", STOWAGE_IPFS_LISTEN: "/ip4/127.0.0.1/tcp/0", STOWAGE_METRICS_LISTEN: "", STOWAGE_S3_API_PORT: "0" };
 
 export interface RunningBinary {
   proc: Subprocess<"ignore", "pipe", "pipe">;

@@ -39,7 +39,7 @@ export function blobEnv(dataDir: string): Record<string, string> {
 }
 
 /** True when a test set blob-store settings of its own (then support adds none). */
-export const setsBlobs = (env: Record<string, string | undefined> = {}): boolean => Object.keys(env).some((k) => k.startsWith("STOWAGE_S3_"));
+export const setsBlobs = (env: Record<string, string | undefined> = {}): boolean => Object.keys(env).some((k) => k.startsWith("STOWAGE_S3_") && k !== "STOWAGE_S3_API_PORT");
 
 /** The store a server over `dataDir` uses, opened beside it: for tests that look at the objects. */
 export function blobStoreOf(dataDir: string): BlobStore {
