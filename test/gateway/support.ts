@@ -43,10 +43,10 @@ export async function trustlessGateway() {
 
   /** An app over this gateway's services whose trustless gateway has these limits, behind a
    * listener on 127.0.0.1 that trusts one proxy (tests name client addresses in X-Forwarded-For). */
-  async function serve(o: { allowance?: number; perClient?: number } = {}) {
+  async function serve(o: { allowance?: number; perClient?: number; now?: () => number } = {}) {
     /** Every request the listener answered: its path and status. */
     const answered: { path: string; status: number }[] = [];
-    const gateway = createGateway({ sql, store, allowance: o.allowance ?? GiB, perClient: o.perClient ?? 0, log: silentLogger });
+    const gateway = createGateway({ sql, store, allowance: o.allowance ?? GiB, perClient: o.perClient ?? 0, log: silentLogger, now: o.now });
     const app = buildApp({ config: gw.config, log: gw.log, health: {}, chain: gw.chain.context, accounts: gw.accounts, storage: gw.storage, directory, quota: gw.quota, gateway });
     const listener = await listen({
       hostname: "127.0.0.1",
