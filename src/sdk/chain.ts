@@ -8,7 +8,7 @@
  *   await gw.deposit(parseEther("1"))
  *   const { space } = await gw.records()
  */
-import { createPublicClient, createWalletClient, http, type Account, type Address, type Hash } from "viem";
+import { createPublicClient, createWalletClient, http, type Account, type Address, type Hash, type Transport } from "viem";
 import { didRegistryAbi, proxyAbi } from "../chain/artifacts/index.ts";
 import { defineStowageChain } from "../chain/clients.ts";
 import { readRecord, type ChainRecord } from "../chain/records.ts";
@@ -29,6 +29,12 @@ export interface ConnectOptions {
   account?: Account;
   /** A fetch to use instead of the global one (tests, proxies). */
   fetch?: typeof fetch;
+  /**
+   * Where transactions go instead of the gateway's RPC: a browser wallet's EIP-1193 provider
+   * (`custom(window.ethereum)`) with `account` its address, since such wallets send transactions
+   * themselves and do not hand out signed ones. Reads stay on the gateway's RPC.
+   */
+  walletTransport?: Transport;
 }
 
 export async function discoverGateway(baseUrl: string, opts: Pick<ConnectOptions, "fetch"> = {}): Promise<GatewayInfo> {
@@ -46,7 +52,7 @@ export async function connectGateway(baseUrl: string, opts: ConnectOptions = {})
 
   const wallet = () => {
     if (!opts.account) throw new Error("this operation needs an account: connectGateway(url, { account })");
-    return createWalletClient({ account: opts.account, chain, transport });
+    return createWalletClient({ account: opts.account, chain, transport: opts.walletTransport ?? transport });
   };
   /** Waits for a sent transaction's success. Each call simulates first, so a revert comes back
    * with its reason before anything is sent. */

@@ -10,8 +10,8 @@
  *   const entry = await store.upload("dfs", Bun.file("photo.jpg"))
  *   const res = await store.download("dfs", entry.Cid, { range: [0, 1023] })
  */
-import { createHash } from "node:crypto";
-import type { Hex, LocalAccount } from "viem";
+import { sha256 } from "@noble/hashes/sha2.js";
+import { bytesToHex, type Hex, type LocalAccount } from "viem";
 import type { DidLoginTokens, FileEntry, FileList, LoginInfo, PurchaseResult, QuotaRecord, StorageErrorBody, TrafficHashResult } from "../http/model.ts";
 import { canonicalDid } from "../identity/did.ts";
 import { storageDomain, storageTypes, type RequestAction } from "../identity/eip712.ts";
@@ -40,11 +40,49 @@ export interface StorageOptions {
   baseUrl: string;
   /** Signs logins, restricted calls and vouchers: the DID's owner or a delegate key. */
   account: LocalAccount;
+  /**
+   * Signs the login instead of `account`: a wallet, when `account` is a session key it granted
+   * (D19), which may sign restricted calls and vouchers but never a login.
+   */
+  loginSigner?: Pick<LocalAccount, "signTypedData">;
   /** The DID to act for (default: the account's own did:ethr). */
   did?: string;
   fetch?: typeof fetch;
   /** The account API's access token; `login()` fills it. */
   accessToken?: string;
+  /** Asked for the access token before each call, instead of `accessToken`: for a client that
+   * keeps its tokens fresh itself (the console refreshes them through the account API). */
+  tokenProvider?: () => Promise<string>;
+}
+
+/** What a browser has and Bun's types do not declare: enough of XMLHttpRequest for an upload's progress. */
+interface ProgressRequest {
+  open(method: string, url: string): void;
+  setRequestHeader(name: string, value: string): void;
+  upload: { onprogress: ((e: { loaded: number }) => void) | null };
+  onload: (() => void) | null;
+  onerror: (() => void) | null;
+  status: number;
+  responseText: string;
+  send(body: Blob): void;
+}
+type ProgressRequestClass = new () => ProgressRequest;
+
+/**
+ * Sends a browser upload with XMLHttpRequest: fetch reports no upload progress, and Chromium
+ * streams a request body only over HTTP/2. The body is one Blob (file parts stay on disk).
+ */
+function sendWithProgress(Xhr: ProgressRequestClass, url: string, headers: Record<string, string>, body: Blob, onProgress: (sent: number) => void) {
+  return new Promise<Response>((resolve, reject) => {
+    const x = new Xhr();
+    x.open("POST", url);
+    // The browser sets Content-Length itself (and refuses to be told it).
+    for (const [k, v] of Object.entries(headers)) if (k !== "content-length") x.setRequestHeader(k, v);
+    x.upload.onprogress = (e) => onProgress(e.loaded);
+    x.onload = () => resolve(new Response(x.responseText, { status: x.status, headers: { "content-type": "application/json" } }));
+    x.onerror = () => reject(new TypeError("the upload failed: network error"));
+    x.send(body);
+  });
 }
 
 /** Bytes of known size read as a stream: what an upload needs of its source (a Blob is one; the
@@ -56,12 +94,19 @@ export interface SizedSource {
 
 type Source = Blob | Uint8Array | string | SizedSource;
 
-const randomHex = (bytes: number): Hex => `0x${Buffer.from(crypto.getRandomValues(new Uint8Array(bytes))).toString("hex")}`;
+const randomHex = (bytes: number): Hex => bytesToHex(crypto.getRandomValues(new Uint8Array(bytes)));
 
+/** Bun's native hasher where there is one (the command line hashes large files); @noble's in
+ * browsers and Node, so the SDK carries no runtime-only import. */
 async function sha256Of(blob: SizedSource): Promise<string> {
-  const hasher = createHash("sha256");
+  if (typeof Bun !== "undefined") {
+    const native = new Bun.CryptoHasher("sha256");
+    for await (const chunk of blob.stream()) native.update(chunk);
+    return native.digest("hex");
+  }
+  const hasher = sha256.create();
   for await (const chunk of blob.stream()) hasher.update(chunk);
-  return hasher.digest("hex");
+  return bytesToHex(hasher.digest()).slice(2);
 }
 
 function toBlob(source: Source): Blob | SizedSource {
@@ -102,7 +147,23 @@ function multipart(fields: Record<string, string>, file: { name: string; blob: S
       await it.return(undefined);
     },
   });
-  return { body, type: `multipart/form-data; boundary=${boundary}`, length: h.byteLength + file.blob.size + t.byteLength };
+  // In a browser a Blob of Blobs keeps the file on disk and is what XMLHttpRequest sends.
+  const asBlob = () => (file.blob instanceof Blob ? new Blob([h, file.blob, t]) : undefined);
+  return { body, asBlob, type: `multipart/form-data; boundary=${boundary}`, length: h.byteLength + file.blob.size + t.byteLength };
+}
+
+/** `body` as it is read, telling `onRead` the bytes read so far. */
+function counted(body: ReadableStream<Uint8Array>, onRead: (n: number) => void): ReadableStream<Uint8Array> {
+  let n = 0;
+  return body.pipeThrough(
+    new TransformStream<Uint8Array, Uint8Array>({
+      transform(chunk, controller) {
+        n += chunk.byteLength;
+        onRead(n);
+        controller.enqueue(chunk);
+      },
+    }),
+  );
 }
 
 export async function connectStorage(opts: StorageOptions) {
@@ -114,12 +175,15 @@ export async function connectStorage(opts: StorageOptions) {
   let accessToken = opts.accessToken;
   let session: { token: Hex; next: bigint } | undefined;
 
-  const auth = (): Record<string, string> => {
-    if (!accessToken) throw new Error("log in first: store.login()");
-    return { authorization: `Bearer ${accessToken}` };
+  const auth = async (): Promise<Record<string, string>> => {
+    const token = opts.tokenProvider ? await opts.tokenProvider() : accessToken;
+    if (!token) throw new Error("log in first: store.login()");
+    return { authorization: `Bearer ${token}` };
   };
   async function call<T>(path: string, init: RequestInit = {}): Promise<T> {
-    const res = await doFetch(`${base}${path}`, init);
+    return answer<T>(await doFetch(`${base}${path}`, init));
+  }
+  async function answer<T>(res: Response): Promise<T> {
     const text = await res.text();
     const body = text ? JSON.parse(text) : {};
     if (!res.ok) throw new StorageApiError(res.status, body);
@@ -149,7 +213,7 @@ export async function connectStorage(opts: StorageOptions) {
   let inFlight = 0n;
   let lastSigned = 0n;
   async function voucher(bytes: number) {
-    const { used } = await call<{ used: string }>(`/traffichash?size=0`, { headers: auth() });
+    const { used } = await call<{ used: string }>(`/traffichash?size=0`, { headers: await auth() });
     // Strictly increasing per client, so no two of its vouchers are alike (each is single-use);
     // the random part keeps two devices of one payer apart.
     const wanted = BigInt(used) + inFlight + BigInt(bytes) + BigInt(Math.floor(Math.random() * 1024));
@@ -165,8 +229,8 @@ export async function connectStorage(opts: StorageOptions) {
     return { fields: { size: String(size), sign }, accepted };
   }
 
-  function buy(what: "buyspace" | "buytraffic", o: { size?: number; idempotencyKey?: string; kind?: StorageKind }) {
-    const headers = { ...auth(), ...(o.idempotencyKey ? { "idempotency-key": o.idempotencyKey } : {}) };
+  async function buy(what: "buyspace" | "buytraffic", o: { size?: number; idempotencyKey?: string; kind?: StorageKind }) {
+    const headers = { ...(await auth()), ...(o.idempotencyKey ? { "idempotency-key": o.idempotencyKey } : {}) };
     return call<PurchaseResult>(`/${o.kind ?? "dfs"}/${what}${o.size !== undefined ? `?size=${o.size}` : ""}`, { headers });
   }
 
@@ -183,7 +247,7 @@ export async function connectStorage(opts: StorageOptions) {
       // A fresh token is a fresh session, so the current second is always new for it (D14: login
       // timestamps are monotonic per session, not per DID).
       const timestamp = BigInt(Math.floor(Date.now() / 1000));
-      const signature = await opts.account.signTypedData({ domain, types: storageTypes, primaryType: "Login", message: { did, token, timestamp } });
+      const signature = await (opts.loginSigner ?? opts.account).signTypedData({ domain, types: storageTypes, primaryType: "Login", message: { did, token, timestamp } });
       const answer = await call<{ data: DidLoginTokens }>("/login", {
         method: "POST",
         headers: { "content-type": "application/json", accept: "application/json" },
@@ -200,19 +264,29 @@ export async function connectStorage(opts: StorageOptions) {
     /** Signs a restricted call (D5) with this session's next requestID: for the signed calls of other APIs (the keys SDK, D18). */
     signRequest: signed,
 
-    trafficHash: (size: number | bigint) => call<TrafficHashResult>(`/traffichash?size=${size}`, { headers: auth() }),
+    trafficHash: async (size: number | bigint) => call<TrafficHashResult>(`/traffichash?size=${size}`, { headers: await auth() }),
 
-    /** Uploads a file (a Blob, bytes, or a path on disk) to `kind`; answers its entry. */
-    async upload(kind: StorageKind, source: Source, o: { name?: string; encryption?: string } = {}): Promise<FileEntry> {
+    /**
+     * Uploads a file (a Blob, bytes, or a path on disk) to `kind`; answers its entry.
+     * `onProgress` hears the bytes of the request sent so far (in a browser, as the network takes them).
+     */
+    async upload(kind: StorageKind, source: Source, o: { name?: string; encryption?: string; onProgress?: (sent: number, total: number) => void } = {}): Promise<FileEntry> {
       const blob = toBlob(source);
       const name = o.name ?? (typeof source === "string" ? (source.split("/").pop() as string) : blob instanceof File ? blob.name : "file");
       const payload = await sha256Of(blob);
       for (let attempt = 1; ; attempt++) {
         const v = await voucher(blob.size);
         const fields = { ...(await signed("upload", payload)), ...v.fields, ...(o.encryption ? { encryption: o.encryption } : {}) };
-        const { body, type, length } = multipart(fields, { name, blob });
+        const { body, asBlob, type, length } = multipart(fields, { name, blob });
+        const headers = { ...(await auth()), "content-type": type, "content-length": String(length) };
+        const Xhr = (globalThis as { XMLHttpRequest?: ProgressRequestClass }).XMLHttpRequest;
+        const whole = asBlob();
         try {
-          return await call<FileEntry>(`/${kind}/`, { method: "POST", headers: { ...auth(), "content-type": type, "content-length": String(length) }, body });
+          if (Xhr && whole && !opts.fetch) {
+            const progress = (sent: number) => o.onProgress?.(sent, length);
+            return await answer<FileEntry>(await sendWithProgress(Xhr, `${base}/${kind}/`, headers, whole, progress));
+          }
+          return await call<FileEntry>(`/${kind}/`, { method: "POST", headers, body: o.onProgress ? counted(body, (sent) => o.onProgress?.(sent, length)) : body });
         } catch (err) {
           // As for downloads: a voucher overtaken by a parallel transfer (see `voucher`). The
           // refused upload kept nothing; the next attempt takes a new requestID and voucher.
@@ -252,15 +326,15 @@ export async function connectStorage(opts: StorageOptions) {
       return Number(res.headers.get("content-length"));
     },
 
-    list: (kind: StorageKind, page: { limit?: number; after?: number } = {}) => {
+    list: async (kind: StorageKind, page: { limit?: number; after?: number } = {}) => {
       const q = new URLSearchParams(Object.entries(page).map(([k, v]): [string, string] => [k, String(v)]));
-      return call<FileList>(`/${kind}/listobjects${q.size ? `?${q}` : ""}`, { headers: auth() });
+      return call<FileList>(`/${kind}/listobjects${q.size ? `?${q}` : ""}`, { headers: await auth() });
     },
 
     /** Remaining storage space (spec 2.6); `dfs` and `ipfs` share one pool. */
-    space: (kind: StorageKind = "dfs") => call<QuotaRecord>(`/${kind}/space`, { headers: auth() }),
+    space: async (kind: StorageKind = "dfs") => call<QuotaRecord>(`/${kind}/space`, { headers: await auth() }),
     /** Remaining traffic (spec 2.6). */
-    traffic: (kind: StorageKind = "dfs") => call<QuotaRecord>(`/${kind}/traffic`, { headers: auth() }),
+    traffic: async (kind: StorageKind = "dfs") => call<QuotaRecord>(`/${kind}/traffic`, { headers: await auth() }),
     /** Buys space with the deposit (D8); the same `idempotencyKey` buys once. */
     buySpace: (o: { size?: number; idempotencyKey?: string; kind?: StorageKind } = {}) => buy("buyspace", o),
     buyTraffic: (o: { size?: number; idempotencyKey?: string; kind?: StorageKind } = {}) => buy("buytraffic", o),
@@ -268,7 +342,7 @@ export async function connectStorage(opts: StorageOptions) {
     /** Deletes a dfs file by its ID (a signed restricted call). */
     async delete(id: number, kind: StorageKind = "dfs") {
       const q = new URLSearchParams({ id: String(id), ...(await signed("delete", String(id))) });
-      return call<{ Status: string }>(`/${kind}/delete?${q}`, { headers: auth() });
+      return call<{ Status: string }>(`/${kind}/delete?${q}`, { headers: await auth() });
     },
   };
 }
