@@ -293,29 +293,6 @@ export async function connectEncryption(opts: EncryptionOptions) {
       return store.upload(kind, { size: sealed.sealedSize(blob.size), stream: () => sealed.encrypt(blob.stream()) }, { name, encryption: AGE });
     },
 
-    /**
-     * Downloads and, when the gateway says the entry is `age`, decrypts on the fly: with the
-     * account's identity for its own files, else with the share the owner wrote for this account.
-     * `raw` skips decryption (the ciphertext as stored).
-     */
-    async download(kind: StorageKind, cid: string, o: { raw?: boolean } = {}): Promise<OpenedDownload> {
-      const response = await store.download(kind, cid);
-      const body = response.body ?? new Blob([]).stream();
-      if (o.raw || response.headers.get("x-stowage-encryption") !== AGE) return { body, encrypted: false, response };
-      const ownerDid = response.headers.get("x-stowage-owner") ?? store.did;
-      const owner = getAddress(ownerDid.split(":").pop() as string);
-      try {
-        if (isAddressEqual(owner, me)) return { body: decryptStream([await identityOnce()], body), encrypted: true, response };
-        const share = await api<{ header: string }>("GET", `/v2/shares/${owner}/${cid}`);
-        if (share.status === 404) throw new EncryptionError("no_share", `${cid} is encrypted, and ${owner} has shared its key with no key of yours (${me}): ask the owner to \`stowage grant ${cid} ${me}\``, 404);
-        if (share.status !== 200 || !share.data) throw refused(share, "reading the share");
-        return { body: decryptWithHeader([await identityOnce()], utf8ToBytes(share.data.header), body), encrypted: true, response };
-      } catch (err) {
-        await body.cancel().catch(() => {});
-        throw err;
-      }
-    },
-
     /** Lets `reader` decrypt one of this account's encrypted files: a header wrapping its file
      * key to the reader's published recipient, stored at the gateway. Grant read on chain too. */
     async share(cid: string, reader: Address, kind: StorageKind = "dfs") {
@@ -333,7 +310,37 @@ export async function connectEncryption(opts: EncryptionOptions) {
       if (del.status !== 200) throw refused(del, "removing the share");
       return Boolean(del.data?.removed);
     },
+
+    /**
+     * Downloads and, when the gateway says the entry is `age`, decrypts on the fly: with the
+     * account's identity for its own files, else with the share the owner wrote for this account.
+     * `raw` skips decryption (the ciphertext as stored).
+     */
+    async download(kind: StorageKind, cid: string, o: { raw?: boolean } = {}): Promise<OpenedDownload> {
+      const response = await store.download(kind, cid);
+      return o.raw ? { body: response.body ?? new Blob([]).stream(), encrypted: false, response } : open(response, cid);
+    },
+
+    /** Decrypts a download already made (`store.download` of the whole file) when it is `age`. */
+    open,
   };
+
+  async function open(response: Response, cid: string): Promise<OpenedDownload> {
+    const body = response.body ?? new Blob([]).stream();
+    if (response.headers.get("x-stowage-encryption") !== AGE) return { body, encrypted: false, response };
+    const ownerDid = response.headers.get("x-stowage-owner") ?? store.did;
+    const owner = getAddress(ownerDid.split(":").pop() as string);
+    try {
+      if (isAddressEqual(owner, me)) return { body: decryptStream([await identityOnce()], body), encrypted: true, response };
+      const share = await api<{ header: string }>("GET", `/v2/shares/${owner}/${cid}`);
+      if (share.status === 404) throw new EncryptionError("no_share", `${cid} is encrypted, and ${owner} has shared its key with no key of yours (${me}): ask the owner to \`stowage grant ${cid} ${me}\``, 404);
+      if (share.status !== 200 || !share.data) throw refused(share, "reading the share");
+      return { body: decryptWithHeader([await identityOnce()], utf8ToBytes(share.data.header), body), encrypted: true, response };
+    } catch (err) {
+      await body.cancel().catch(() => {});
+      throw err;
+    }
+  }
 }
 
 export type EncryptionClient = Awaited<ReturnType<typeof connectEncryption>>;

@@ -43,7 +43,7 @@ describe("an encrypted upload to ipfs", () => {
   const plain = randomBytes(4 * 65536 + 1234);
   let owner: Awaited<ReturnType<typeof env.user>>;
   let cid = "";
-  let raw = new Uint8Array(0);
+  let raw: Uint8Array = new Uint8Array(0);
   beforeAll(async () => {
     owner = await env.user();
     const entry = await owner.enc.upload("ipfs", new File([plain], "secret.bin"));

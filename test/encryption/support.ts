@@ -14,9 +14,11 @@ import { connectEncryption } from "../../src/sdk/encryption.ts";
 import { connectStorage } from "../../src/sdk/storage.ts";
 import { BASE, testGateway } from "../support/storage.ts";
 
-export async function encryptionGateway() {
+/** `env`: the gateway's settings (a test serving it over HTTP names its public URL). */
+export async function encryptionGateway(o: { env?: Record<string, string> } = {}) {
   let directory: Directory | undefined;
   const gw = await testGateway({
+    env: o.env,
     extra: {
       readGrant: (reader, kind, cid) => (directory as Directory).readGrant(reader, kind, cid),
       publicCids: (owner, cids) => (directory as Directory).publicCids(owner, cids),

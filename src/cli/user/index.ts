@@ -1,6 +1,6 @@
 /**
  * The user commands of `stowage`, for someone using a gateway from a shell: login, put, get, ls,
- * rm, quota, deposit, buy, publish, search and keys. Thin wrappers over the SDK (src/sdk/); each run
+ * rm, quota, deposit, buy, publish, search, keys, age-key, grant and revoke. Thin wrappers over the SDK (src/sdk/); each run
  * logs in afresh, so nothing is kept between commands but the key the user keeps.
  *
  * @example
@@ -12,6 +12,7 @@ import type { Env } from "../../config.ts";
 import { buy, deposit, login, ls, publish, quota, rm, search } from "./commands.ts";
 import { commonHelp, defaultIo, explain, parseInvocation, type Invocation, type Io, type Spec } from "./common.ts";
 import { get, put } from "./transfer.ts";
+import { ageKey, grant, revoke } from "./encryption.ts";
 import { keys } from "./keys.ts";
 
 export interface UserCommand {
@@ -44,7 +45,7 @@ logs in by itself, so this only checks that the key and the gateway work.
   },
   put: {
     summary: "Upload a file (streamed) to dfs or ipfs",
-    usage: "stowage put FILE [--to dfs|ipfs] [--name NAME] [--json] [--progress]",
+    usage: "stowage put FILE [--to dfs|ipfs] [--name NAME] [--encrypt | --plain] [--json] [--progress]",
     text: `Uploads FILE, streamed: it is read once to hash it (the hash is signed) and once to send it.
 A file of the same name on that back-end is replaced. It uses storage space and traffic (see
 \`stowage quota\`). Prints "ID <id>  Cid <cid>  <size>  <back-end>  <name>".
@@ -52,23 +53,30 @@ A file of the same name on that back-end is replaced. It uses storage space and 
   --to dfs|ipfs    the back-end (default dfs). ipfs content is readable by anyone on the IPFS
                    network who knows its Cid: encrypt what is private.
   --name NAME      the name to store it under (default: FILE's base name)
+  --encrypt        encrypt it first, on this computer, to your account's age key (see
+                   \`stowage age-key\`): the gateway and the network see ciphertext only, and
+                   \`stowage get\` decrypts it. STOWAGE_ENCRYPT=on makes this the default.
+  --plain          do not encrypt, even with STOWAGE_ENCRYPT=on
   --json           print the stored entry as JSON instead
   --progress       show progress on stderr even when it is not a terminal`,
-    spec: { flags: ["--to", "--name"], switches: ["--json", "--progress"] },
+    spec: { flags: ["--to", "--name"], switches: ["--json", "--progress", "--encrypt", "--plain"] },
     run: put,
   },
   get: {
     summary: "Download a file by Cid, to a file or stdout (streamed), whole or a byte range",
-    usage: "stowage get CID [--from dfs|ipfs] [--out PATH] [--range A-B] [--progress]",
+    usage: "stowage get CID [--from dfs|ipfs] [--out PATH] [--range A-B] [--raw] [--progress]",
     text: `Downloads the file with this Cid (yours, or one the directory lets you read), streamed to
-stdout or to PATH. It uses traffic (see \`stowage quota\`).
+stdout or to PATH. It uses traffic (see \`stowage quota\`). An encrypted file (age) is decrypted
+on the way: yours with your key, another's with the share its owner gave you (\`stowage grant\`).
 
   --from dfs|ipfs  the back-end (default dfs)
   --out PATH       write to PATH instead of stdout ("-" is stdout). A file appears only once every
                    byte came; a directory receives the file under its stored name.
   --range A-B      only bytes A to B, both included, counted from 0; A- reads from A to the end
+                   (of an encrypted file: with --raw only)
+  --raw            do not decrypt: the bytes as stored (for \`age -d -i\`)
   --progress       show progress on stderr even when it is not a terminal`,
-    spec: { flags: ["--from", "--out", "--range"], switches: ["--progress"] },
+    spec: { flags: ["--from", "--out", "--range"], switches: ["--progress", "--raw"] },
     run: get,
   },
   ls: {
@@ -133,6 +141,38 @@ else by paying its price to you. Prints the transaction hash.
   --keyword K     a search keyword (repeat it, up to 16, each at most 64 bytes)`,
     spec: { flags: ["--name", "--price"], switches: ["--public"], repeated: ["--keyword"] },
     run: publish,
+  },
+  "age-key": {
+    summary: "Print your account's age secret key (for age -d -i), or its public recipient",
+    usage: "stowage age-key [--recipient] [--publish]",
+    text: `Prints the age identity your encrypted files are sealed to (AGE-SECRET-KEY-1…), made at your
+first encrypted upload and kept at the gateway wrapped under a key only your wallet can derive.
+With it, Debian's \`age -d -i key.txt\` opens any of your files downloaded with \`stowage get --raw\`,
+even without Stowage. Keep it as secret as your wallet key.
+
+  --recipient   print the public recipient (age1…) instead
+  --publish     publish the recipient on your DID (needed once before others can share with you;
+                an encrypted upload does it too)`,
+    spec: { switches: ["--recipient", "--publish"] },
+    run: ageKey,
+  },
+  grant: {
+    summary: "Let an address read one of your files: on-chain grant, plus the key share if encrypted",
+    usage: "stowage grant MID ADDRESS",
+    text: `Grants ADDRESS read permission on your directory entry MID (its Cid; publish it first) with a
+Directory contract call. When the file is encrypted, also stores a share at the gateway: its file
+key wrapped to ADDRESS's published age recipient, so \`stowage get\` decrypts it for them. Prints
+the grant's transaction hash.`,
+    spec: {},
+    run: grant,
+  },
+  revoke: {
+    summary: "Withdraw a grant and its key share",
+    usage: "stowage revoke MID ADDRESS",
+    text: `Removes ADDRESS's key share of MID and revokes its on-chain read grant. Future access only:
+what they already downloaded and decrypted, they keep. Prints the transaction hash.`,
+    spec: {},
+    run: revoke,
   },
   search: {
     summary: "Search the gateway's directory of published files",

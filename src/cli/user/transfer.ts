@@ -10,6 +10,7 @@ import { StorageApiError, type FileEntry, type StorageClient } from "../../sdk/s
 import { CliError } from "../chain-access.ts";
 import { backendOf, expectPositionals, formatBytes, json, loggedIn, userAccount, type Backend, type Invocation, type Io } from "./common.ts";
 import { counting, createProgress, type Progress } from "./progress.ts";
+import { encryptionWith, wantsEncryption } from "./encryption.ts";
 
 const progressWanted = (inv: Invocation, io: Io) => inv.flags.has("--progress") || io.stderrTty;
 
@@ -27,6 +28,7 @@ export async function put(inv: Invocation, io: Io): Promise<number> {
     if (err instanceof CliError) throw err;
     throw new CliError(`cannot read ${file}: ${(err as NodeJS.ErrnoException).code === "ENOENT" ? "no such file" : (err as Error).message}`);
   }
+  const encrypt = wantsEncryption(inv);
   const account = userAccount(inv);
 
   const show = progressWanted(inv, io);
@@ -45,16 +47,17 @@ export async function put(inv: Invocation, io: Io): Promise<number> {
     { preconnect: fetch.preconnect },
   );
   const store = await loggedIn(inv, account, show ? { fetch: countingFetch } : {});
-  if (show) io.log(`hashing ${name} (${formatBytes(size)}) …`);
+  if (show) io.log(`${encrypt ? "encrypting and hashing" : "hashing"} ${name} (${formatBytes(size)}) …`);
   let entry: FileEntry;
   try {
-    entry = await store.upload(kind, file, { name });
+    // Encrypted: sealed to the account's own age key on the way out (D20), read twice like any upload.
+    entry = encrypt ? await (await encryptionWith(inv, store, account, show ? { fetch: countingFetch } : {})).upload(kind, file, { name }) : await store.upload(kind, file, { name });
   } catch (err) {
     progress?.abort();
     throw err;
   }
   progress?.done();
-  io.out(inv.flags.has("--json") ? json(entry) : `ID ${entry.ID}  Cid ${entry.Cid}  ${formatBytes(entry.Size)}  ${kind}  ${entry.Name}`);
+  io.out(inv.flags.has("--json") ? json(entry) : `ID ${entry.ID}  Cid ${entry.Cid}  ${formatBytes(entry.Size)}  ${kind}  ${entry.Name}${encrypt ? "  (age-encrypted)" : ""}`);
   return 0;
 }
 
@@ -104,7 +107,9 @@ export async function get(inv: Invocation, io: Io): Promise<number> {
   const kind = backendOf(inv, "--from");
   const range = parseRange(inv.flags.get("--range"));
   const outPath = inv.flags.get("--out");
-  const store = await loggedIn(inv, userAccount(inv));
+  const raw = inv.flags.has("--raw");
+  const account = userAccount(inv);
+  const store = await loggedIn(inv, account);
 
   let res: Response;
   if (range?.end !== undefined) {
@@ -115,8 +120,17 @@ export async function get(inv: Invocation, io: Io): Promise<number> {
     res = await store.download(kind, cid, range ? { range: [range.start, size - 1] } : { size });
   }
   const declared = res.headers.get("content-length");
-  const total = declared === null ? undefined : Number(declared);
-  const body = res.body ?? new ReadableStream<Uint8Array>({ start: (c) => c.close() });
+  let total = declared === null ? undefined : Number(declared);
+  let body = res.body ?? new ReadableStream<Uint8Array>({ start: (c) => c.close() });
+  if (!raw && res.headers.get("x-stowage-encryption") === "age") {
+    // D20: decrypted on the fly, with the account's own key or the owner's share for it.
+    if (range) {
+      await body.cancel();
+      throw new CliError("this file is encrypted, and a byte range of it cannot be decrypted alone: drop --range, or add --raw for the ciphertext as stored");
+    }
+    body = (await (await encryptionWith(inv, store, account)).open(res, cid)).body;
+    total = undefined; // the plaintext is shorter than what the gateway declared
+  }
   const progress = createProgress(`get ${attachmentName(res) ?? cid}`, total, { enabled: progressWanted(inv, io), tty: io.stderrTty });
 
   let written: number | "closed";

@@ -1,0 +1,87 @@
+/**
+ * The user commands of client-side encryption (D20): `age-key` (export the account's identity for
+ * `age -d -i`), `grant` (on-chain read grant plus the share of an encrypted file's key) and
+ * `revoke` (both removed). `put --encrypt` and `get`'s decryption live in transfer.ts and reach
+ * the SDK through `encryptionWith` here.
+ */
+import { getAddress, isAddress, type Address } from "viem";
+import type { PrivateKeyAccount } from "viem/accounts";
+import { ConfigError, parseConfig } from "../../config.ts";
+import { connectDirectory } from "../../sdk/directory.ts";
+import { AGE, connectEncryption } from "../../sdk/encryption.ts";
+import type { FileEntry, StorageClient } from "../../sdk/storage.ts";
+import { CliError } from "../chain-access.ts";
+import { BACKENDS, expectPositionals, loggedIn, reach, userAccount, type Backend, type Invocation, type Io } from "./common.ts";
+
+/** The encryption client of a logged-in user. */
+export const encryptionWith = (inv: Invocation, store: StorageClient, account: PrivateKeyAccount, o: { fetch?: typeof fetch } = {}) =>
+  connectEncryption({ baseUrl: inv.gateway, store, account, ...(o.fetch ? { fetch: o.fetch } : {}) });
+
+/** Whether `put` encrypts: --encrypt, or STOWAGE_ENCRYPT=on unless --plain. */
+export function wantsEncryption(inv: Invocation): boolean {
+  if (inv.flags.has("--encrypt") && inv.flags.has("--plain")) throw new ConfigError("--encrypt and --plain contradict each other");
+  if (inv.flags.has("--encrypt")) return true;
+  if (inv.flags.has("--plain")) return false;
+  return parseConfig([], inv.env, "client").encrypt === "on";
+}
+
+export async function ageKey(inv: Invocation, io: Io): Promise<number> {
+  expectPositionals(inv, []);
+  const account = userAccount(inv);
+  const enc = await encryptionWith(inv, await loggedIn(inv, account), account);
+  if (inv.flags.has("--publish")) {
+    const { recipient, tx } = await enc.publish();
+    io.log(tx ? `published ${recipient} on ${enc.did} (${tx})` : `${recipient} is already published on ${enc.did}`);
+  }
+  if (inv.flags.has("--recipient")) io.out(await enc.recipient());
+  else {
+    io.log("# the secret key of your encrypted files: keep it as safe as your wallet key");
+    io.out(await enc.identity());
+  }
+  return 0;
+}
+
+function readerOf(raw: string): Address {
+  if (!isAddress(raw, { strict: false })) throw new ConfigError(`ADDRESS must be a 0x address (got ${JSON.stringify(raw)})`);
+  return getAddress(raw);
+}
+
+/** The caller's own stored file with this Cid, and its back-end. */
+async function ownFile(inv: Invocation, store: StorageClient, cid: string): Promise<{ file: FileEntry; kind: Backend }> {
+  for (const kind of BACKENDS) {
+    const file = (await store.list(kind)).Object.find((e) => e.Cid === cid);
+    if (file) return { file, kind };
+  }
+  throw new CliError(`you store no file with Cid ${cid} at ${inv.gateway} (see \`stowage ls\`)`);
+}
+
+export async function grant(inv: Invocation, io: Io): Promise<number> {
+  const [cid, raw] = expectPositionals(inv, ["MID", "ADDRESS"]) as [string, string];
+  const reader = readerOf(raw);
+  const account = userAccount(inv);
+  const store = await loggedIn(inv, account);
+  const { file, kind } = await ownFile(inv, store, cid);
+  // The share first: without the reader's published key the grant would open ciphertext only.
+  if (file.UserDefined.encryption === AGE) {
+    const { recipient } = await (await encryptionWith(inv, store, account)).share(cid, reader, kind);
+    io.log(`shared the file key of ${cid} with ${reader} (${recipient})`);
+  }
+  const dir = await reach(inv.gateway, () => connectDirectory(inv.gateway, { account }));
+  io.log(`granting ${reader} read on ${cid} …`);
+  io.out(await dir.grantRead(cid, reader));
+  io.log("the gateway lets them read it after its next poll of the chain");
+  return 0;
+}
+
+export async function revoke(inv: Invocation, io: Io): Promise<number> {
+  const [cid, raw] = expectPositionals(inv, ["MID", "ADDRESS"]) as [string, string];
+  const reader = readerOf(raw);
+  const account = userAccount(inv);
+  const store = await loggedIn(inv, account);
+  if (await (await encryptionWith(inv, store, account)).unshare(cid, reader)) io.log(`removed the share of ${cid} with ${reader}`);
+  const dir = await reach(inv.gateway, () => connectDirectory(inv.gateway, { account }));
+  io.log(`revoking ${reader}'s read grant on ${cid} …`);
+  io.out(await dir.revokeRead(cid, reader));
+  io.log("future access only: what they already downloaded and decrypted, they keep");
+  return 0;
+}

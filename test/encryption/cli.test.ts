@@ -1,0 +1,134 @@
+/**
+ * The encryption commands as a user runs them (D20), each a fresh command run with only the key
+ * in its environment, against a gateway served over real HTTP: `put --encrypt` (and
+ * STOWAGE_ENCRYPT=on), `get` that decrypts by itself, `get --raw` opened by Debian's `age -d -i`
+ * with the key `stowage age-key` prints, `grant` letting a reader decrypt, a stranger's clear
+ * error, and `revoke`.
+ */
+import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
+import { readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
+import { userCommands } from "../../src/cli/user/index.ts";
+import type { Io } from "../../src/cli/user/common.ts";
+import { ageCli, ensureAgeCli } from "../support/age-cli.ts";
+import { tempDir } from "../support/tmp.ts";
+import { encryptionGateway } from "./support.ts";
+
+setDefaultTimeout(60_000);
+
+// The gateway's app behind a real listener: the commands use the global fetch, as in a shell.
+let handle: (r: Request) => Promise<Response> = async () => new Response("starting", { status: 503 });
+const server = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: (r) => handle(r) });
+afterAll(() => server.stop(true));
+const gateway = `http://127.0.0.1:${server.port}`;
+const env = await encryptionGateway({ env: { STOWAGE_PUBLIC_URL: gateway } });
+handle = (r) => env.gw.app.handle(r);
+
+const dir = tempDir("enc-cli");
+const sha256 = (b: Uint8Array) => new Bun.CryptoHasher("sha256").update(b).digest("hex");
+
+/** One command run: its exit code and what it printed. Failures come back as their message. */
+async function stowage(key: string, args: string[], extraEnv: Record<string, string> = {}) {
+  const out: string[] = [];
+  const log: string[] = [];
+  const io: Io = { out: (l) => out.push(l), log: (l) => log.push(l), stderrTty: false };
+  const [name, ...rest] = args as [string, ...string[]];
+  const command = userCommands({ STOWAGE_USER_KEY: key, STOWAGE_GATEWAY: gateway, ...extraEnv }, io)[name];
+  if (!command) throw new Error(`no command ${name}`);
+  try {
+    return { code: await command.run(rest), out: out.join("\n"), log: log.join("\n"), error: "" };
+  } catch (err) {
+    return { code: 1, out: out.join("\n"), log: log.join("\n"), error: (err as Error).message };
+  }
+}
+
+const ownerKey = generatePrivateKey();
+const readerKey = generatePrivateKey();
+const strangerKey = generatePrivateKey();
+const reader = privateKeyToAccount(readerKey).address;
+const content = crypto.getRandomValues(new Uint8Array(300_001));
+const file = join(dir, "diary.txt");
+let cid = "";
+
+beforeAll(async () => {
+  for (const k of [ownerKey, readerKey, strangerKey]) await env.gw.chain.anvil.fund(privateKeyToAccount(k).address, 10n ** 21n);
+  writeFileSync(file, content);
+});
+
+test("put --encrypt stores ciphertext; get decrypts by itself, byte-exact; --raw opens with age -d -i and age-key's key", async () => {
+  const put = await stowage(ownerKey, ["put", file, "--to", "ipfs", "--encrypt", "--json"]);
+  expect(put.error).toBe("");
+  const entry = JSON.parse(put.out) as { Cid: string; Size: number; UserDefined: { encryption: string } };
+  expect(entry.UserDefined.encryption).toBe("age");
+  cid = entry.Cid;
+
+  const plainOut = join(dir, "plain.out");
+  expect((await stowage(ownerKey, ["get", cid, "--from", "ipfs", "--out", plainOut])).error).toBe("");
+  expect(sha256(readFileSync(plainOut))).toBe(sha256(content));
+
+  const rawOut = join(dir, "raw.out");
+  expect((await stowage(ownerKey, ["get", cid, "--from", "ipfs", "--out", rawOut, "--raw"])).error).toBe("");
+  const raw = readFileSync(rawOut);
+  expect(raw.length).toBe(entry.Size);
+  expect(raw.subarray(0, 21).toString()).toBe("age-encryption.org/v1");
+
+  const key = await stowage(ownerKey, ["age-key"]);
+  expect(key.out).toMatch(/^AGE-SECRET-KEY-1[0-9A-Z]+$/);
+  const keyFile = join(dir, "key.txt");
+  writeFileSync(keyFile, `${key.out}\n`, { mode: 0o600 });
+  await ensureAgeCli();
+  expect(sha256(await ageCli(["-d", "-i", keyFile], raw))).toBe(sha256(content));
+  expect((await stowage(ownerKey, ["age-key", "--recipient"])).out).toMatch(/^age1[0-9a-z]+$/);
+
+  // A range of ciphertext cannot be decrypted alone: said, not garbage.
+  const ranged = await stowage(ownerKey, ["get", cid, "--from", "ipfs", "--range", "0-99", "--out", join(dir, "r.out")]);
+  expect(ranged.error).toContain("cannot be decrypted alone");
+});
+
+test("STOWAGE_ENCRYPT=on encrypts without the flag, and --plain overrides it", async () => {
+  const small = join(dir, "small.txt");
+  writeFileSync(small, "hello");
+  const on = JSON.parse((await stowage(ownerKey, ["put", small, "--json"], { STOWAGE_ENCRYPT: "on" })).out);
+  expect(on.UserDefined.encryption).toBe("age");
+  const plain = JSON.parse((await stowage(ownerKey, ["put", small, "--name", "p.txt", "--json", "--plain"], { STOWAGE_ENCRYPT: "on" })).out);
+  expect(plain.UserDefined.encryption).toBe("");
+  expect((await stowage(ownerKey, ["put", small, "--encrypt", "--plain"])).error).toContain("contradict");
+});
+
+test("grant lets a reader decrypt; a stranger gets a clear error; revoke removes both", async () => {
+  // Publish the entry; the reader publishes its recipient once (as any encrypted upload would).
+  expect((await stowage(ownerKey, ["publish", cid])).error).toBe("");
+  expect((await stowage(readerKey, ["age-key", "--publish", "--recipient"])).error).toBe("");
+  const granted = await stowage(ownerKey, ["grant", cid, reader]);
+  expect(granted.error).toBe("");
+  expect(granted.log).toContain("shared the file key");
+  await env.sync();
+
+  const readerOut = join(dir, "reader.out");
+  expect((await stowage(readerKey, ["get", cid, "--from", "ipfs", "--out", readerOut])).error).toBe("");
+  expect(sha256(readFileSync(readerOut))).toBe(sha256(content));
+
+  const stranger = await stowage(strangerKey, ["get", cid, "--from", "ipfs", "--out", join(dir, "stranger.out")]);
+  expect(stranger.code).toBe(1);
+  expect(stranger.error).toContain("403");
+
+  // Granting someone who never published a key is refused before anything is granted.
+  const nobody = privateKeyToAccount(generatePrivateKey()).address;
+  expect((await stowage(ownerKey, ["grant", cid, nobody])).error).toContain("has published no encryption key");
+
+  const revoked = await stowage(ownerKey, ["revoke", cid, reader]);
+  expect(revoked.error).toBe("");
+  expect(revoked.log).toContain("removed the share");
+  await env.sync();
+  const after = await stowage(readerKey, ["get", cid, "--from", "ipfs", "--out", join(dir, "after.out")]);
+  expect(after.error).toContain("403");
+});
+
+test("age-key, grant and revoke have --help", () => {
+  const commands = userCommands({}, { out: () => {}, log: () => {}, stderrTty: false });
+  expect(commands["age-key"]?.help()).toContain("age -d -i");
+  expect(commands.grant?.help()).toContain("stowage grant MID ADDRESS");
+  expect(commands.revoke?.help()).toContain("Future access only");
+  expect(commands.put?.help()).toContain("--encrypt");
+});
