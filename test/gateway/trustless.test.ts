@@ -170,6 +170,29 @@ describe("CAR", () => {
     expect(etags.size).toBe(cases.length);
   });
 
+  test("a block the DAG links many times comes once with dups=n, every time with dups=y", async () => {
+    // Zeros: three identical 1 MiB leaves and a short one.
+    const zeros = await tg.publish(owner, new Uint8Array(3 * MiB + 1000), { name: "zeros.bin" });
+    const car = async (accept: string, query = "") => {
+      const res = await get(`/ipfs/${zeros.Cid}${query}`, { headers: { accept } });
+      expect(res.status).toBe(200);
+      return { type: res.headers.get("content-type"), cids: (await carBlocks(res)).blocks.map((b) => b.cid.toString()) };
+    };
+    const once = await car("application/vnd.ipld.car; dups=n");
+    expect(once.type).toBe(CAR_V1);
+    expect(once.cids).toHaveLength(3);
+    const [rootCid, big, small] = once.cids;
+    expect(rootCid).toBe(zeros.Cid);
+    const every = await car("application/vnd.ipld.car; dups=y");
+    expect(every.type).toBe("application/vnd.ipld.car; version=1; order=dfs; dups=y");
+    expect(every.cids).toEqual([zeros.Cid, big, big, big, small] as string[]);
+    // car-dups in the query wins over the Accept header's.
+    expect((await car("application/vnd.ipld.car; dups=n", "?format=car&car-dups=y")).cids).toHaveLength(5);
+    // A range over the second and third leaves: the same block, sent once or twice.
+    expect((await car("application/vnd.ipld.car; dups=n", `?entity-bytes=${MiB}:${2 * MiB + 5}`)).cids).toEqual([zeros.Cid, big] as string[]);
+    expect((await car("application/vnd.ipld.car; dups=y", `?entity-bytes=${MiB}:${2 * MiB + 5}`)).cids).toEqual([zeros.Cid, big, big] as string[]);
+  });
+
   test("malformed dag-scope or entity-bytes is a 400", async () => {
     for (const q of ["dag-scope=everything", "entity-bytes=a:b", "entity-bytes=5", "entity-bytes=9:3"]) {
       const res = await get(`/ipfs/${file.Cid}?format=car&${q}`);
