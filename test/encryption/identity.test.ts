@@ -10,6 +10,8 @@ import { generatePrivateKey, privateKeyToAccount, toAccount } from "viem/account
 import { connectEncryption, EncryptionError, normaliseSignature } from "../../src/sdk/encryption.ts";
 import { identityToRecipient } from "../../src/sdk/age.ts";
 import { connectStorage } from "../../src/sdk/storage.ts";
+import { buildApp } from "../../src/app.ts";
+import { createKeys } from "../../src/keys/index.ts";
 import { readJson } from "../support/app.ts";
 import { BASE } from "../support/storage.ts";
 import { encryptionGateway } from "./support.ts";
@@ -51,6 +53,22 @@ describe("GET|PUT /v2/keys/age", () => {
     const body = await readJson(res);
     expect(body.error).toBe("NOT_FOUND");
     expect(body.message).toContain("no age identity is stored");
+  });
+
+  test("beside the access keys' routes (GET /v2/keys, /v2/keys/:id) both answer: /v2/keys/age is ours", async () => {
+    const keys = createKeys({ sql: env.sql, secretsKey: crypto.getRandomValues(new Uint8Array(32)), resolver: gw.resolver, chainId: gw.config.chainId, domain: gw.domain });
+    const app = buildApp({ config: gw.config, log: gw.log, health: {}, chain: gw.chain.context, accounts: gw.accounts, keys, encryption: gw.encryption });
+    const a = await gw.session(await gw.chain.anvil.newAccount());
+    const req = (method: string, path: string, body?: unknown) =>
+      app.handle(new Request(`${BASE}${path}`, { method, headers: { authorization: `Bearer ${a.accessToken}`, ...(body ? { "content-type": "application/json" } : {}) }, ...(body ? { body: JSON.stringify(body) } : {}) }));
+    const missing = await readJson(await req("GET", "/v2/keys/age"));
+    expect(missing.message).toContain("no age identity is stored");
+    expect((await req("PUT", "/v2/keys/age", { wrapped: "w" })).status).toBe(200);
+    expect((await readJson(await req("GET", "/v2/keys/age"))).data.wrapped).toBe("w");
+    // The access keys' list still answers, and holds no "age" key.
+    const list = await req("GET", "/v2/keys");
+    expect(list.status).toBe(200);
+    expect(JSON.stringify(await readJson(list))).not.toContain('"w"');
   });
 
   test("first writer wins; a different blob is a 409 and changes nothing; replace rewraps; each account sees only its own", async () => {
