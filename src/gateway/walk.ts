@@ -76,24 +76,6 @@ export async function* walkCar(read: ReadBlock, root: Block, opts: WalkOptions):
     seen.add(key);
     return true;
   };
-  if (fresh(root.cid)) yield root;
-  if (opts.scope === "block" || root.cid.code !== dagPb.code) return;
-
-  const node = decodeNode(root.cid, root.bytes);
-  if (opts.scope === "all") {
-    yield* below(node, undefined);
-    return;
-  }
-  // entity: a UnixFS file's blocks (those covering entity-bytes when given); anything else is
-  // one block (a directory's entity would be its shards, which this store never holds).
-  const file = unixfsOf(node);
-  if (!isFile(file)) return;
-  if (!opts.entityBytes) {
-    yield* below(node, undefined);
-    return;
-  }
-  const range = resolveEntityBytes(opts.entityBytes, Number(file.fileSize()));
-  if (range) yield* below(node, { offset: 0, ...range });
 
   /** The blocks under `parent` (itself already sent), in DFS order; `span` limits them to a range. */
   async function* below(parent: dagPb.PBNode, span: Span | undefined): AsyncGenerator<Block> {
@@ -118,6 +100,25 @@ export async function* walkCar(read: ReadBlock, root: Block, opts: WalkOptions):
       if (kid.cid.code === dagPb.code) yield* below(decodeNode(kid.cid, bytes), kid.span);
     }
   }
+
+  if (fresh(root.cid)) yield root;
+  if (opts.scope === "block" || root.cid.code !== dagPb.code) return;
+
+  const node = decodeNode(root.cid, root.bytes);
+  if (opts.scope === "all") {
+    yield* below(node, undefined);
+    return;
+  }
+  // entity: a UnixFS file's blocks (those covering entity-bytes when given); anything else is
+  // one block (a directory's entity would be its shards, which this store never holds).
+  const file = unixfsOf(node);
+  if (!isFile(file)) return;
+  if (!opts.entityBytes) {
+    yield* below(node, undefined);
+    return;
+  }
+  const range = resolveEntityBytes(opts.entityBytes, Number(file.fileSize()));
+  if (range) yield* below(node, { offset: 0, ...range });
 }
 
 interface Child {
