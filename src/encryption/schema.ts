@@ -33,3 +33,20 @@ export const ageShares = sqliteTable(
   },
   (t) => [primaryKey({ columns: [t.owner, t.mid, t.reader] })],
 );
+
+/** A priced encrypted entry's file key escrowed to this gateway's age identity (D20), so the
+ * gateway can write each buyer's share. Only a wrap checked against the stored file's header MAC
+ * is kept: a row here is a verified escrow. */
+export const ageEscrows = sqliteTable(
+  "age_escrows",
+  {
+    owner: text("owner").notNull(),
+    mid: text("mid").notNull(),
+    /** The gateway recipient (`age1…`) the key is wrapped to: after a rotation, old rows do not open. */
+    keyId: text("key_id").notNull(),
+    /** An age v1 header wrapping the file key to `keyId`. */
+    header: text("header").notNull(),
+    updatedAt: integer("updated_at").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.owner, t.mid] })],
+);

@@ -540,3 +540,15 @@ export const sessionGrants = pgTable(
   },
   (t) => [primaryKey({ columns: [t.did, t.key] }), index("session_grants_key").on(t.key)],
 );
+
+export const ageEscrows = pgTable(
+  "age_escrows",
+  {
+    owner: text("owner").notNull(),
+    mid: text("mid").notNull(),
+    keyId: text("key_id").notNull(),
+    header: text("header").notNull(),
+    updatedAt: int8("updated_at").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.owner, t.mid] })],
+);
