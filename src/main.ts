@@ -62,6 +62,7 @@ async function serve(args: string[]): Promise<number> {
   const config = parseConfig(args, processEnv);
   const log = createLogger(config.logLevel as "info");
   const server = await startServer(config, log);
+  if (server.s3Url) console.log(`stowage S3 API listening on ${server.s3Url}`);
   console.log(`stowage listening on ${server.url}`);
   return new Promise<number>((resolve) => {
     let stopping = false;

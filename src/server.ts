@@ -18,7 +18,9 @@ import { startChain } from "./chain/start.ts";
 import { createAccountServices } from "./accounts/index.ts";
 import { ethrResolver, keyStillSigns } from "./identity/resolver.ts";
 import { storageDomain } from "./identity/eip712.ts";
-import { createKeys } from "./keys/index.ts";
+import { createKeys, findAccessKey } from "./keys/index.ts";
+import { startS3Api } from "./s3api/index.ts";
+import { createDirectStorage } from "./storage/direct.ts";
 import { startStorage } from "./storage/start.ts";
 import { storedBytes } from "./storage/files.ts";
 import { createDirectory } from "./directory/index.ts";
@@ -32,6 +34,8 @@ import { aborted, singleton } from "./db/leases.ts";
 export interface RunningServer {
   /** The address it listens on, with the real port when 0 was asked for. */
   url: string;
+  /** The S3 API's address, when it is on. */
+  s3Url?: string;
   stop(): Promise<void>;
 }
 
@@ -170,8 +174,25 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     });
     handle = (r) => app.handle(r);
     const url = `http://${config.host}:${server.port}`;
+    // The S3-compatible API (D18) on its own port: the same storage, its access keys' lookup.
+    let s3Url: string | undefined;
+    if (config.s3ApiPort !== 0) {
+      const s3 = await startS3Api({
+        hostname: config.host,
+        port: config.s3ApiPort,
+        maxBody: config.maxBody,
+        log,
+        sql: database.sql,
+        chainId: config.chainId,
+        direct: createDirectStorage({ sql: database.sql, log, maxBody: config.maxBody, backends: stored.backends, meter: quota.meter }),
+        findAccessKey: (id) => findAccessKey({ sql: database.sql, secretsKey: secrets.secretsKey, resolver, chainId: config.chainId }, id),
+      });
+      cleanup.push(() => s3.stop());
+      s3Url = s3.url;
+    }
     return {
       url,
+      s3Url,
       async stop() {
         await drain(server, config.shutdownTimeout, log);
         await closeAll();

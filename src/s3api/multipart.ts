@@ -1,0 +1,216 @@
+/**
+ * Multipart uploads (D18), the simplest correct way: an upload is a database row (any gateway of
+ * a cluster can take its parts or complete it), each part is stored as it arrives as content of
+ * the upload's back-end holding one reference (storage/direct.ts `stash`), and completion streams
+ * the parts in order through the storage service's ordinary put — the file's quota check, MD5
+ * and catalog row are those of any upload — then drops the parts' references. Completion can take
+ * a while for a large object, so its 200 answer starts at once and whitespace keeps the
+ * connection alive until the result (or an S3 error document) follows, as S3 itself does.
+ * Uploads not completed expire after 24 h; `expire()` aborts them.
+ */
+import { createHash } from "node:crypto";
+import type { Queryable, Sql } from "../db/sql.ts";
+import type { Did } from "../identity/did.ts";
+import type { Logger } from "../log.ts";
+import type { BackendKind } from "../storage/backend.ts";
+import type { DirectStorage } from "../storage/direct.ts";
+import { S3Error, s3Error, toS3Error } from "./errors.ts";
+import { checkKey, etagOf } from "./objects.ts";
+import { errorXml, parseComplete, xmlDocument, xmlResponse, type Node } from "./xml.ts";
+
+export const UPLOAD_TTL_MS = 24 * 3600_000;
+/** S3's smallest part but the last. */
+const MIN_PART = 5 * 1024 * 1024;
+const MAX_PARTS = 10_000;
+/** How often a completion in progress sends a space to keep its connection open. */
+const KEEP_ALIVE_MS = 5_000;
+
+interface UploadRow {
+  id: string;
+  did: string;
+  backend: BackendKind;
+  name: string;
+  expiresAt: number;
+}
+interface PartRow {
+  partNumber: number;
+  cid: string;
+  size: number;
+  md5: string;
+  createdAt: number;
+}
+
+const INSERT_UPLOAD = "INSERT INTO s3_uploads (id, did, backend, name, content_type, reservation, created_at, expires_at) VALUES ($1, $2, $3, $4, $5, NULL, $6, $7)";
+const UPLOAD = `SELECT id, did, backend, name, expires_at AS "expiresAt" FROM s3_uploads WHERE id = $1`;
+const DROP_PART = "DELETE FROM s3_parts WHERE upload_id = $1 AND part_number = $2 RETURNING cid";
+const INSERT_PART = "INSERT INTO s3_parts (upload_id, part_number, cid, size, md5, created_at) VALUES ($1, $2, $3, $4, $5, $6)";
+const PARTS = `SELECT part_number AS "partNumber", cid, size, md5, created_at AS "createdAt" FROM s3_parts WHERE upload_id = $1 ORDER BY part_number`;
+const DROP_PARTS = "DELETE FROM s3_parts WHERE upload_id = $1 RETURNING cid";
+const DROP_UPLOAD = "DELETE FROM s3_uploads WHERE id = $1 RETURNING id";
+const EXPIRED = "SELECT id, backend FROM s3_uploads WHERE expires_at <= $1 LIMIT 100";
+
+const noSuchUpload = (id: string) => s3Error("NoSuchUpload", "The specified upload does not exist. The upload ID may be invalid, or the upload may have been aborted or completed.", { UploadId: id });
+
+export function createMultipart(deps: { sql: Sql; direct: DirectStorage; log: Logger; now?: () => number }) {
+  const { sql, direct, log } = deps;
+  const now = deps.now ?? Date.now;
+
+  /** The upload `id` of this account, bucket and key, if it is live. */
+  async function find(did: Did, kind: BackendKind, key: string, id: string): Promise<UploadRow> {
+    const row = await sql.get<UploadRow>(UPLOAD, [id]);
+    if (!row || row.did !== did.canonical || row.backend !== kind || row.name !== key || row.expiresAt <= now()) throw noSuchUpload(id);
+    return row;
+  }
+
+  async function create(did: Did, kind: BackendKind, bucket: string, key: string, contentType: string | null): Promise<Response> {
+    checkKey(key);
+    direct.kind(kind);
+    const id = Buffer.from(crypto.getRandomValues(new Uint8Array(24))).toString("base64url");
+    await sql.run(INSERT_UPLOAD, [id, did.canonical, kind, key, contentType, now(), now() + UPLOAD_TTL_MS]);
+    return xmlResponse("InitiateMultipartUploadResult", [["Bucket", bucket], ["Key", key], ["UploadId", id]]);
+  }
+
+  function partNumberOf(raw: string | null): number {
+    const n = Number(raw);
+    if (!Number.isInteger(n) || n < 1 || n > MAX_PARTS) throw s3Error("InvalidArgument", "Part number must be an integer between 1 and 10000, inclusive");
+    return n;
+  }
+
+  async function uploadPart(did: Did, kind: BackendKind, key: string, id: string, partRaw: string | null, body: ReadableStream<Uint8Array>): Promise<Response> {
+    const n = partNumberOf(partRaw);
+    await find(did, kind, key, id);
+    const part = await direct.stash(kind, body);
+    // A part sent again replaces the earlier one; the replaced content's reference goes.
+    const replaced = await sql.tx(async (tx: Queryable) => {
+      const old = await tx.get<{ cid: string }>(DROP_PART, [id, n]);
+      await tx.run(INSERT_PART, [id, n, part.cid, part.size, part.md5, now()]);
+      return old?.cid;
+    });
+    if (replaced) await direct.unstash(kind, replaced);
+    return new Response(null, { status: 200, headers: { etag: `"${part.md5}"` } });
+  }
+
+  async function listParts(did: Did, kind: BackendKind, bucket: string, key: string, id: string): Promise<Response> {
+    await find(did, kind, key, id);
+    const parts = await sql.all<PartRow>(PARTS, [id]);
+    const entries: [string, Node][] = [["Bucket", bucket], ["Key", key], ["UploadId", id], ["MaxParts", 10000], ["IsTruncated", false]];
+    for (const p of parts) entries.push(["Part", [["PartNumber", p.partNumber], ["LastModified", new Date(p.createdAt).toISOString()], ["ETag", `"${p.md5}"`], ["Size", p.size]]]);
+    return xmlResponse("ListPartsResult", entries);
+  }
+
+  /** Drops an upload's rows, then its parts' references (each once, whoever else aborts it too). */
+  async function drop(id: string, kind: BackendKind): Promise<boolean> {
+    const { cids, existed } = await sql.tx(async (tx) => {
+      const rows = await tx.all<{ cid: string }>(DROP_PARTS, [id]);
+      const gone = await tx.get(DROP_UPLOAD, [id]);
+      return { cids: rows.map((r) => r.cid), existed: gone !== undefined };
+    });
+    for (const cid of cids) await direct.unstash(kind, cid);
+    return existed;
+  }
+
+  async function abort(did: Did, kind: BackendKind, key: string, id: string): Promise<Response> {
+    await find(did, kind, key, id);
+    await drop(id, kind);
+    return new Response(null, { status: 204 });
+  }
+
+  /** The parts a completion names, checked against those stored: order, ETags, sizes. */
+  async function chosenParts(id: string, xml: string): Promise<PartRow[]> {
+    const wanted = parseComplete(xml);
+    const stored = new Map((await sql.all<PartRow>(PARTS, [id])).map((p) => [p.partNumber, p]));
+    const chosen: PartRow[] = [];
+    let previous = 0;
+    for (const w of wanted) {
+      if (w.partNumber <= previous) throw s3Error("InvalidPartOrder", "The list of parts was not in ascending order. The parts list must be specified in order by part number.");
+      previous = w.partNumber;
+      const p = stored.get(w.partNumber);
+      if (!p || p.md5 !== w.etag.toLowerCase()) throw s3Error("InvalidPart", "One or more of the specified parts could not be found. The part might not have been uploaded, or the specified entity tag might not have matched the part's entity tag.", { PartNumber: String(w.partNumber) });
+      chosen.push(p);
+    }
+    chosen.slice(0, -1).forEach((p) => {
+      if (p.size < MIN_PART) throw s3Error("EntityTooSmall", "Your proposed upload is smaller than the minimum allowed object size.", { PartNumber: String(p.partNumber) });
+    });
+    return chosen;
+  }
+
+  /** The parts' bytes one after the other. */
+  function concatenated(kind: BackendKind, parts: PartRow[]): ReadableStream<Uint8Array> {
+    let i = 0;
+    let current: { read(): Promise<{ done: boolean; value?: Uint8Array }>; cancel(reason?: unknown): Promise<void> } | undefined;
+    return new ReadableStream<Uint8Array>(
+      {
+        async pull(controller) {
+          for (;;) {
+            if (!current) {
+              const p = parts[i++];
+              if (!p) return controller.close();
+              current = direct.readContent(kind, p.cid).getReader();
+            }
+            const { value, done } = await current.read();
+            if (!done && value) return controller.enqueue(value);
+            if (!done) continue;
+            current = undefined;
+          }
+        },
+        cancel: (reason) => current?.cancel(reason),
+      },
+      { highWaterMark: 0 },
+    );
+  }
+
+  /**
+   * CompleteMultipartUpload. The checks that need no work answer a plain error; then a 200 starts,
+   * spaces flow while the parts are stored as one file, and the result (or an error document,
+   * which clients read from a 200 too) ends it.
+   */
+  async function complete(did: Did, kind: BackendKind, bucket: string, key: string, id: string, xml: string): Promise<Response> {
+    await find(did, kind, key, id);
+    const parts = await chosenParts(id, xml);
+    const tag = `${createHash("md5").update(Buffer.concat(parts.map((p) => Buffer.from(p.md5, "hex")))).digest("hex")}-${parts.length}`;
+    const total = parts.reduce((n, p) => n + p.size, 0);
+    const work = direct.put(did, kind, key, concatenated(kind, parts), { declared: total, etag: () => tag });
+    const enc = new TextEncoder();
+    let timer: Timer | undefined;
+    const body = new ReadableStream<Uint8Array>({
+      async start(controller) {
+        controller.enqueue(enc.encode('<?xml version="1.0" encoding="UTF-8"?>\n'));
+        timer = setInterval(() => controller.enqueue(enc.encode(" ")), KEEP_ALIVE_MS);
+        try {
+          const row = await work;
+          await drop(id, kind);
+          const doc = xmlDocument("CompleteMultipartUploadResult", [["Location", `/${bucket}/${key}`], ["Bucket", bucket], ["Key", key], ["ETag", etagOf(row)]]);
+          controller.enqueue(enc.encode(doc.slice(doc.indexOf("\n") + 1)));
+        } catch (err) {
+          const e = toS3Error(err);
+          if (!e) log.error("completing a multipart upload failed", { id, err: err instanceof Error ? (err.stack ?? err.message) : String(err) });
+          const xmlErr = errorXml(e ?? new S3Error("InternalError", "We encountered an internal error. Please try again."), `/${bucket}/${key}`, id);
+          controller.enqueue(enc.encode(xmlErr.slice(xmlErr.indexOf("\n") + 1)));
+        } finally {
+          clearInterval(timer);
+          controller.close();
+        }
+      },
+      cancel: () => clearInterval(timer),
+    });
+    return new Response(body, { status: 200, headers: { "content-type": "application/xml" } });
+  }
+
+  /** Aborts uploads whose 24 h are up (any gateway may run it: each upload is dropped once). */
+  async function expire(): Promise<number> {
+    const rows = await sql.all<{ id: string; backend: BackendKind }>(EXPIRED, [now()]);
+    let n = 0;
+    for (const r of rows) {
+      try {
+        if (await drop(r.id, r.backend)) n++;
+      } catch (err) {
+        log.warn("expiring a multipart upload failed", { id: r.id, err: (err as Error).message });
+      }
+    }
+    return n;
+  }
+
+  return { create, uploadPart, listParts, abort, complete, expire };
+}
+
+export type Multipart = ReturnType<typeof createMultipart>;

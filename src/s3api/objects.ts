@@ -1,0 +1,204 @@
+/**
+ * The S3 operations on buckets and objects (D18) over the storage service's direct entry
+ * (src/storage/direct.ts): buckets are the back-ends `dfs` and `ipfs`, each showing the key's own
+ * account's files; an object key is a file name. Each operation reads its request's S3 parameters
+ * and answers S3's response shape; storing, reading, quota and deleting are the storage service's.
+ */
+import type { FileRow } from "../storage/files.ts";
+import type { DirectStorage } from "../storage/direct.ts";
+import type { BackendKind } from "../storage/backend.ts";
+import { parseRange } from "../http/range.ts";
+import type { Did } from "../identity/did.ts";
+import { s3Error, S3Error } from "./errors.ts";
+import { parseDelete, xmlResponse, type Node } from "./xml.ts";
+
+/** Object keys are file names: `/` allowed, no empty, `.` or `..` segment, no control characters, ≤ 1024 bytes. */
+export function checkKey(key: string): void {
+  if (Buffer.byteLength(key) > 1024) throw s3Error("KeyTooLongError", "Your key is too long: at most 1024 bytes");
+  if (key === "" || /[\u0000-\u001f\u007f]/.test(key)) throw s3Error("InvalidArgument", "Object keys are file names: no control characters, not empty");
+  if (key.split("/").some((s) => s === "." || s === "..")) throw s3Error("InvalidArgument", "Object keys are file names: no '.' or '..' segments");
+}
+
+/** The ETag a file shows: its MD5 (or multipart tag), or — for a file stored without one — its Cid, which is not hex, so no client takes it for an MD5. */
+export const etagOf = (row: FileRow) => `"${row.etag ?? row.cid}"`;
+
+const httpDate = (ms: number) => new Date(ms).toUTCString();
+const isoDate = (ms: number) => new Date(ms).toISOString().replace(/\.\d{3}Z$/, ".000Z");
+
+function objectHeaders(row: FileRow): Record<string, string> {
+  return {
+    etag: etagOf(row),
+    "last-modified": httpDate(row.modTime),
+    "content-type": Bun.file(row.name).type || "application/octet-stream",
+    "accept-ranges": "bytes",
+    "x-amz-meta-cid": row.cid,
+  };
+}
+
+/** Whether an If-Match / If-None-Match list names this ETag (or `*`). */
+function matches(header: string, etag: string): boolean {
+  return header.split(",").some((t) => {
+    const tag = t.trim().replace(/^W\//, "");
+    return tag === "*" || tag === etag || `"${tag}"` === etag;
+  });
+}
+
+export function createObjects(direct: DirectStorage) {
+  async function mustFind(did: Did, kind: BackendKind, key: string): Promise<FileRow> {
+    const row = await direct.named(did, kind, key);
+    if (!row) throw s3Error("NoSuchKey", "The specified key does not exist.", { Key: key });
+    return row;
+  }
+
+  /** GetObject and HeadObject: conditions, then Range, then the bytes (GET only, the account's traffic paying). */
+  async function get(did: Did, kind: BackendKind, key: string, request: Request): Promise<Response> {
+    const row = await mustFind(did, kind, key);
+    const headers = objectHeaders(row);
+    const ifMatch = request.headers.get("if-match");
+    if (ifMatch !== null && !matches(ifMatch, headers.etag as string)) throw s3Error("PreconditionFailed", "At least one of the pre-conditions you specified did not hold", { Condition: "If-Match" });
+    const ifNoneMatch = request.headers.get("if-none-match");
+    if (ifNoneMatch !== null && matches(ifNoneMatch, headers.etag as string)) return new Response(null, { status: 304, headers: { etag: headers.etag as string, "last-modified": headers["last-modified"] as string } });
+    const range = parseRange(request.headers.get("range"), row.size);
+    if (range === "unsatisfiable") throw new S3Error("InvalidRange", "The requested range is not satisfiable", { fields: { ActualObjectSize: String(row.size) }, headers: { "content-range": `bytes */${row.size}` } });
+    const length = range ? range.end - range.start + 1 : row.size;
+    headers["content-length"] = String(length);
+    if (range) headers["content-range"] = `bytes ${range.start}-${range.end}/${row.size}`;
+    const status = range ? 206 : 200;
+    if (request.method === "HEAD") return new Response(null, { status, headers });
+    return new Response(await direct.read(did, row, range), { status, headers });
+  }
+
+  /** PutObject: stores the body as the file `key`; ETag = MD5 of the bytes (checked against Content-MD5 when sent). */
+  async function put(did: Did, kind: BackendKind, key: string, body: { stream: ReadableStream<Uint8Array>; declared?: number }, contentMd5: string | null): Promise<Response> {
+    checkKey(key);
+    let wanted: string | undefined;
+    if (contentMd5 !== null) {
+      const bytes = Buffer.from(contentMd5, "base64");
+      if (bytes.byteLength !== 16) throw s3Error("InvalidDigest", "The Content-MD5 you specified is not valid.");
+      wanted = bytes.toString("hex");
+    }
+    const verify = (md5: string) => {
+      if (wanted !== undefined && md5 !== wanted) throw s3Error("BadDigest", "The Content-MD5 you specified did not match what was received.");
+    };
+    const row = await direct.put(did, kind, key, body.stream, { declared: body.declared, verify });
+    return new Response(null, { status: 200, headers: { etag: etagOf(row), "x-amz-meta-cid": row.cid } });
+  }
+
+  /** CopyObject within the account: the source's bytes stored again under the new name (no traffic: nothing crossed the wire). */
+  async function copy(did: Did, kind: BackendKind, key: string, source: { kind: BackendKind; key: string }): Promise<Response> {
+    checkKey(key);
+    const from = await mustFind(did, source.kind, source.key);
+    const row = await direct.put(did, kind, key, direct.readContent(source.kind, from.cid), { declared: from.size, traffic: false });
+    return xmlResponse("CopyObjectResult", [["LastModified", isoDate(row.modTime)], ["ETag", etagOf(row)]], { headers: { "x-amz-meta-cid": row.cid } });
+  }
+
+  /** DeleteObject: dfs only (spec rule 4: ipfs content is permanent); a missing key is no error, as on S3. */
+  async function remove(did: Did, kind: BackendKind, key: string): Promise<Response> {
+    if (kind !== "dfs") throw s3Error("MethodNotAllowed", "Files on ipfs cannot be deleted (spec rule 4): only dfs files can");
+    await direct.remove(did, kind, key);
+    return new Response(null, { status: 204 });
+  }
+
+  /** DeleteObjects: each key as DeleteObject, each failure reported per key. */
+  async function removeMany(did: Did, kind: BackendKind, xml: string): Promise<Response> {
+    const { keys, quiet } = parseDelete(xml);
+    const out: [string, Node][] = [];
+    for (const key of keys) {
+      try {
+        await remove(did, kind, key);
+        if (!quiet) out.push(["Deleted", [["Key", key]]]);
+      } catch (err) {
+        const e = err instanceof S3Error ? err : s3Error("InternalError", "We encountered an internal error. Please try again.");
+        out.push(["Error", [["Key", key], ["Code", e.code], ["Message", e.message]]]);
+      }
+    }
+    return xmlResponse("DeleteResult", out);
+  }
+
+  /**
+   * ListObjectsV2 (and V1): byte order, `prefix`, `delimiter` folding names into CommonPrefixes,
+   * `max-keys` ≤ 1000, and the last key (or folded prefix) as continuation, so `aws s3 sync` merges.
+   */
+  async function list(did: Did, kind: BackendKind, bucket: string, q: URLSearchParams): Promise<Response> {
+    const v2 = q.get("list-type") === "2";
+    const prefix = q.get("prefix") ?? "";
+    const delimiter = q.get("delimiter") ?? "";
+    const urlEncoded = q.get("encoding-type") === "url";
+    const maxRaw = q.get("max-keys");
+    const maxKeys = maxRaw === null ? 1000 : Number(maxRaw);
+    if (!Number.isInteger(maxKeys) || maxKeys < 0) throw s3Error("InvalidArgument", "max-keys must be a whole number");
+    const max = Math.min(maxKeys, 1000);
+    const token = q.get("continuation-token");
+    const startAfter = (v2 ? q.get("start-after") : q.get("marker")) ?? "";
+    let after = v2 && token !== null ? token : startAfter;
+
+    const contents: FileRow[] = [];
+    const prefixes: string[] = [];
+    let truncated = false;
+    let last = "";
+    // Names after a folded prefix P sort after P + U+10FFFF only if they no longer start with P.
+    const pastPrefix = (p: string) => `${p}\u{10FFFF}`;
+    outer: while (true) {
+      const batch = await direct.list(did, kind, { prefix, after, limit: Math.min(1000, max + 1) });
+      if (batch.length === 0) break;
+      for (const row of batch) {
+        const rest = row.name.slice(prefix.length);
+        const at = delimiter ? rest.indexOf(delimiter) : -1;
+        if (contents.length + prefixes.length >= max) {
+          truncated = true;
+          break outer;
+        }
+        if (at >= 0) {
+          const common = prefix + rest.slice(0, at + delimiter.length);
+          prefixes.push(common);
+          last = common;
+          after = pastPrefix(common);
+          continue outer; // the names under `common` are skipped by the next query
+        }
+        contents.push(row);
+        last = row.name;
+        after = row.name;
+      }
+      if (batch.length < Math.min(1000, max + 1)) break;
+    }
+
+    const enc = (s: string) => (urlEncoded ? encodeURIComponent(s).replace(/%2F/g, "/") : s);
+    const entries: [string, Node][] = [
+      ["Name", bucket],
+      ["Prefix", enc(prefix)],
+    ];
+    if (v2) {
+      if (token !== null) entries.push(["ContinuationToken", token]);
+      if (startAfter) entries.push(["StartAfter", enc(startAfter)]);
+      entries.push(["KeyCount", contents.length + prefixes.length]);
+    } else {
+      entries.push(["Marker", enc(startAfter)]);
+    }
+    entries.push(["MaxKeys", maxKeys]);
+    if (delimiter) entries.push(["Delimiter", enc(delimiter)]);
+    if (urlEncoded) entries.push(["EncodingType", "url"]);
+    entries.push(["IsTruncated", truncated]);
+    if (truncated) {
+      const resume = prefixes.at(-1) === last ? pastPrefix(last) : last;
+      if (v2) entries.push(["NextContinuationToken", resume]);
+      else entries.push(["NextMarker", enc(resume)]);
+    }
+    for (const row of contents) {
+      entries.push(["Contents", [["Key", enc(row.name)], ["LastModified", isoDate(row.modTime)], ["ETag", etagOf(row)], ["Size", row.size], ["StorageClass", "STANDARD"]]]);
+    }
+    for (const p of prefixes) entries.push(["CommonPrefixes", [["Prefix", enc(p)]]]);
+    return xmlResponse("ListBucketResult", entries);
+  }
+
+  /** ListBuckets: the back-ends this key may see. */
+  function buckets(did: Did, visible: string[]): Response {
+    return xmlResponse("ListAllMyBucketsResult", [
+      ["Owner", [["ID", did.canonical], ["DisplayName", did.canonical]]],
+      ["Buckets", visible.map((name): [string, Node] => ["Bucket", [["Name", name], ["CreationDate", "2024-01-01T00:00:00.000Z"]]])],
+    ]);
+  }
+
+  return { get, put, copy, remove, removeMany, list, buckets };
+}
+
+export type Objects = ReturnType<typeof createObjects>;
