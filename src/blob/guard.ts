@@ -62,8 +62,12 @@ export interface BlobGuard {
   readonly store: BlobStore;
   lease(): Lease;
   /** Makes sure the blob exists, writing `source()` when it does not; the caller holds a pin on
-   * `key`. Answers whether it wrote. `size` (when known) must match an existing blob's. */
-  ensure(key: string, source: () => BlobSource, size?: number): Promise<boolean>;
+   * `key`. Answers whether it wrote. `size` (when known) must match an existing blob's.
+   * `unseen`: the caller's rows do not name the key, so the blob is most likely missing: it is
+   * written without asking the store first (a content-addressed key holds the same bytes
+   * whoever writes them, so writing it again changes nothing a reader sees) — one request
+   * instead of a HEAD and a PUT. A deletion in progress is waited out first either way. */
+  ensure(key: string, source: () => BlobSource, size?: number, opts?: { unseen?: boolean }): Promise<boolean>;
   /** Waits out a deletion in progress; then whether the blob exists (its size, or undefined). */
   present(key: string): Promise<number | undefined>;
   /** Deletes the blob when nothing references it and no live pin holds it; true if it did.
@@ -93,7 +97,8 @@ export function createBlobGuard({ sql, store, log, now = Date.now }: { sql: Sql;
     return true;
   }
 
-  async function present(key: string): Promise<number | undefined> {
+  /** Waits until no deletion of `key` is in progress (finishing one whose deleter died). */
+  async function settled(key: string): Promise<void> {
     for (;;) {
       const stone = await sql.get<{ holder: string; expiresAt: number }>(TOMBSTONE_OF, [key]);
       if (!stone) break;
@@ -103,6 +108,10 @@ export function createBlobGuard({ sql, store, log, now = Date.now }: { sql: Sql;
         await takeOver(key, stone.holder);
       } else await Bun.sleep(TOMBSTONE_POLL_MS);
     }
+  }
+
+  async function present(key: string): Promise<number | undefined> {
+    await settled(key);
     return store.stat(key);
   }
 
@@ -145,7 +154,12 @@ export function createBlobGuard({ sql, store, log, now = Date.now }: { sql: Sql;
 
     present,
 
-    async ensure(key, source, size) {
+    async ensure(key, source, size, opts) {
+      if (opts?.unseen) {
+        await settled(key);
+        await store.put(key, source());
+        return true;
+      }
       const found = await present(key);
       if (found !== undefined && (size === undefined || found === size)) return false;
       await store.put(key, source());

@@ -70,7 +70,9 @@ describe("blob guard (D15)", () => {
     expect(await sql.all("SELECT key FROM blob_pins")).toEqual([]);
   });
 
-  test("an upload that meets a deletion in progress waits for it, then writes the blob again", async () => {
+  // unseen: the caller's rows do not name the key, so ensure() writes without looking first; it
+  // still waits the deletion out, or the deleter's DELETE could land after its PUT.
+  test.each([false, true])("an upload that meets a deletion in progress waits for it, then writes the blob again (unseen: %p)", async (unseen) => {
     const { sql, store, guard, clock } = setup();
     await store.put("dfs/c", bytes("c"));
     // A deleter decided and wrote its tombstone; its DELETE has not been sent yet.
@@ -78,7 +80,7 @@ describe("blob guard (D15)", () => {
     const lease = guard.lease();
     await lease.pin(["dfs/c"]);
     let wrote: boolean | undefined;
-    const ensuring = guard.ensure("dfs/c", () => bytes("c"), 1).then((w) => (wrote = w));
+    const ensuring = guard.ensure("dfs/c", () => bytes("c"), 1, { unseen }).then((w) => (wrote = w));
     await Bun.sleep(100);
     expect(wrote).toBeUndefined(); // still waiting: the blob may vanish at any moment
     await store.delete("dfs/c");
@@ -160,7 +162,7 @@ describe("blob guard (D15)", () => {
       const upload = (async () => {
         const lease = guard.lease();
         await lease.pin([key]);
-        await guard.ensure(key, () => bytes("shared"), 6);
+        await guard.ensure(key, () => bytes("shared"), 6, { unseen: round % 2 === 0 }); // both ways of writing
         await commit(); // the rows reference the blob now
         await lease.release();
         await Bun.sleep(round % 3);

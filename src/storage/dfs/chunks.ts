@@ -19,13 +19,18 @@ export async function sha256Hex(bytes: Uint8Array): Promise<string> {
 
 /**
  * Makes the chunk present, writing it when missing (after any deletion in progress is over). The
- * caller's lease must already pin the key. A chunk found with the right size is read back and
- * hashed: uploading the same content again thus repairs a damaged one (the cost: one read of
- * each chunk an upload finds present). Returns whether bytes were written.
+ * caller's lease must already pin the key. A chunk no row names is written at once, without
+ * asking the store first: fresh content, the usual case, costs one PUT instead of a HEAD and a
+ * PUT (measured on Ceph RGW: ≈ 1 ms of RGW CPU per chunk less), and an unreferenced leftover with
+ * the same key holds the same bytes anyway. A chunk a row names is looked for, and when found
+ * with the right size read back and hashed: uploading the same content again thus repairs a
+ * damaged one (the cost: one read of each chunk an upload finds present). Returns whether bytes
+ * were written.
  */
 export async function storeChunk(ctx: DfsContext, hash: string, bytes: Uint8Array): Promise<boolean> {
   const key = chunkKey(hash);
-  if (await ctx.guard.ensure(key, () => bytes, bytes.length)) return true;
+  const unseen = !(await ctx.rows.isReferenced(hash));
+  if (await ctx.guard.ensure(key, () => bytes, bytes.length, { unseen })) return true;
   if (await holds(ctx, key, hash)) return false;
   // The pin keeps deleters away, so the key is ours to overwrite.
   await ctx.store.put(key, bytes);

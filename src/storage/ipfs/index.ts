@@ -27,7 +27,7 @@ import { cidKey, parseCid, tryCidKey } from "./cids.ts";
 import { IpfsError } from "./errors.ts";
 import { migrateOldBlocks, type MigrateResult } from "./migrate.ts";
 import { startIpfsNode, type IpfsHelia } from "./node.ts";
-import { addRef, dropRef, pinned, pinnedCount } from "./pins.ts";
+import { addRef, blockReferenced, dropRef, pinned, pinnedCount } from "./pins.ts";
 import { importStream, uploadSink, type BlockSizes, type Imported } from "./put.ts";
 import { readContent } from "./read.ts";
 import { deleteUnreferenced, sweepOrphans, type SweepResult } from "./sweep.ts";
@@ -138,7 +138,7 @@ export async function openIpfs(opts: OpenIpfsOptions): Promise<IpfsBackend> {
       };
       let imported: Imported;
       try {
-        imported = await importStream(uploadSink(guard, lease, blocks), source, putOpts?.signal);
+        imported = await importStream(uploadSink(guard, lease, blocks, (key) => blockReferenced(sql, key)), source, putOpts?.signal);
       } catch (err) {
         await drop();
         throw err;

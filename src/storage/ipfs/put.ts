@@ -4,9 +4,10 @@
  *
  * Blocks go to the blob store through the upload's sink, following D15: each block key is pinned
  * by the upload's lease BEFORE the sink looks whether the block exists (so no deleter can take a
- * block this upload counts on), then written when missing. The sink records the DAG's block keys
- * (with sizes) for the commit transaction, which makes rows reference them; pinning the root is
- * the caller's `commit`.
+ * block this upload counts on), then written when missing — at once, without asking the store,
+ * when no row names it (new content: one PUT instead of a HEAD and a PUT). The sink records the
+ * DAG's block keys (with sizes) for the commit transaction, which makes rows reference them;
+ * pinning the root is the caller's `commit`.
  */
 import { unixfs } from "@helia/unixfs";
 import type { CID } from "multiformats/cid";
@@ -26,15 +27,17 @@ export type ImporterBlockstore = Parameters<typeof unixfs>[0]["blockstore"];
 /** The blocks an upload wrote or found: key → size (each key once, however often linked). */
 export type BlockSizes = Map<string, number>;
 
-/** A write-only blockstore for one upload's importer. */
-export function uploadSink(guard: BlobGuard, lease: Lease, blocks: BlockSizes): ImporterBlockstore {
+/** A write-only blockstore for one upload's importer. `referenced(key)`: whether a pinned root's
+ * rows name the block; a block no row names is most likely new, and is written without a HEAD
+ * first (see BlobGuard.ensure's `unseen`). */
+export function uploadSink(guard: BlobGuard, lease: Lease, blocks: BlockSizes, referenced: (key: string) => Promise<boolean>): ImporterBlockstore {
   const pin = pinTogether(lease);
   return {
     async put(cid: CID, bytes: Uint8Array) {
       const key = blockKey(cid);
       await pin(key); // before looking: see the header
       blocks.set(key, bytes.byteLength);
-      await guard.ensure(key, () => bytes, bytes.byteLength);
+      await guard.ensure(key, () => bytes, bytes.byteLength, { unseen: !(await referenced(key)) });
       return cid;
     },
     // The importer only writes; reading back through an upload would bypass the read checks.
