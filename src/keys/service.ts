@@ -48,6 +48,8 @@ export interface KeysDeps {
   domain: TypedDataDomain;
   /** Epoch ms. */
   now?: () => number;
+  /** Active keys one account may hold (default MAX_KEYS_PER_ACCOUNT). */
+  maxKeys?: number;
 }
 
 /** Active keys one account may hold at once: bounds the table a signing key can fill. */
@@ -118,6 +120,7 @@ export function createKeys(deps: KeysDeps) {
   const now = deps.now ?? Date.now;
   const sessions = createSessions({ sql, resolver: deps.resolver, domain: deps.domain, chainId: deps.chainId, now });
   const box = boxFor(deps.secretsKey);
+  const maxKeys = deps.maxKeys ?? MAX_KEYS_PER_ACCOUNT;
 
   /** POST /v2/keys: a new key for the Bearer DID `caller`, from its signed restricted request. */
   async function create(caller: Did, input: RestrictedInput): Promise<MintedKey> {
@@ -140,7 +143,7 @@ export function createKeys(deps: KeysDeps) {
     // Count and insert in one serializable transaction: two mints at once cannot both take the last place.
     await sql.tx(async (tx) => {
       const active = await tx.get<{ n: number }>(ACTIVE, [caller.canonical, t]);
-      if (Number(active?.n ?? 0) >= MAX_KEYS_PER_ACCOUNT) throw fail("KEY_LIMIT", `at most ${MAX_KEYS_PER_ACCOUNT}`);
+      if (Number(active?.n ?? 0) >= maxKeys) throw fail("KEY_LIMIT", `at most ${maxKeys}`);
       await tx.run(INSERT, [id, accessKeyId, caller.canonical, signer.toLowerCase(), wanted.access, wanted.bucket, sealed, expiresMs, t]);
     });
     return { accessKeyId, secretAccessKey, scope: wanted.access, bucket: wanted.bucket, expiresAt: wanted.expiresAt };

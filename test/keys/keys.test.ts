@@ -9,13 +9,17 @@ import { describe, expect, test } from "bun:test";
 import { SignJWT } from "jose";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { didRegistryAbi } from "../../src/chain/artifacts/index.ts";
-import { findAccessKey } from "../../src/keys/index.ts";
+import { createKeys, findAccessKey } from "../../src/keys/index.ts";
+import { AccountError } from "../../src/http/errors.ts";
+import { parseDid } from "../../src/identity/did.ts";
 import { secretBox } from "../../src/keys/secret-box.ts";
 import { connectGateway } from "../../src/sdk/chain.ts";
 import { keysClient } from "../../src/sdk/keys.ts";
 import { AccountApiError } from "../../src/sdk/account.ts";
 import { get, readJson, type Json } from "../support/app.ts";
 import { BASE, type Session, testGateway } from "../support/storage.ts";
+import { TEST_DB } from "../support/db.ts";
+import type { Param, Sql } from "../../src/db/sql.ts";
 
 // No DID cache: a delegate revoked on chain is seen at once (the server's bound is 10 s, D2).
 const gw = await testGateway({ ipfs: false, resolverCacheMs: 0 });
@@ -268,6 +272,82 @@ describe("findAccessKey", () => {
     const hash = await gw.chain.anvil.wallet(owner).writeContract({ address: gw.chain.context.contracts.didRegistry, abi: didRegistryAbi, functionName: "changeOwner", args: [owner.address, next] });
     expect((await gw.chain.anvil.publicClient.waitForTransactionReceipt({ hash })).status).toBe("success");
     expect(await findAccessKey(deps, key.accessKeyId)).toBeUndefined();
+  });
+});
+
+describe("limits and gateways", () => {
+  /** A signed mint's fields, for calling the service directly. */
+  const fields = async (s: Session, requestID: number, payload: string) => ({
+    did: s.did,
+    token: s.token,
+    requestID: String(requestID),
+    payload,
+    signature: await gw.sign.request(s.account, { did: s.did, token: s.token, requestID, action: "keys", payload }),
+  });
+  const statusOf = (p: Promise<unknown>) => p.then(() => 200, (err: unknown) => (err instanceof AccountError ? err.status : Promise.reject(err)));
+
+  test("an account holds at most maxKeys active keys; revoked and expired keys leave their place", async () => {
+    const keys = createKeys({ ...deps, domain: gw.domain, maxKeys: 2 });
+    const s = await newSession();
+    const who = parseDid(s.did, chainId);
+    const first = await keys.create(who, await fields(s, 1, "rw:*:0"));
+    const [a, b] = await Promise.all([fields(s, 2, "rw:*:0"), fields(s, 3, "rw:*:0")]);
+    expect((await Promise.all([statusOf(keys.create(who, a)), statusOf(keys.create(who, b))])).sort()).toEqual([200, 409]);
+    expect(await rows(s.did)).toHaveLength(2);
+    await keys.revoke(who, first.accessKeyId);
+    const soon = await keys.create(who, await fields(s, 4, `ro:*:${nowS() + 1}`));
+    expect(await statusOf(keys.create(who, await fields(s, 5, "rw:*:0")))).toBe(409);
+    // Once `soon` has expired its place is free again.
+    const later = createKeys({ ...deps, domain: gw.domain, maxKeys: 2, now: () => (soon.expiresAt as number) * 1000 + 1 });
+    expect(await statusOf(later.create(who, await fields(s, 6, "rw:*:0")))).toBe(200);
+  });
+
+  // Only PostgreSQL runs two writing transactions at once (SQLite's BEGIN IMMEDIATE queues them).
+  test.if(TEST_DB === "postgres")("two mints for the last place, both past their count before either inserts: one key (SERIALIZABLE)", async () => {
+    // Each transaction waits after its count until both have counted: the write skew a weaker
+    // isolation would let through (both see one key, both insert).
+    const both = Promise.withResolvers<void>();
+    let counted = 0;
+    const base = gw.database.sql;
+    const held: Sql = {
+      dialect: base.dialect,
+      all: (text, params) => base.all(text, params),
+      get: (text, params) => base.get(text, params),
+      run: (text, params) => base.run(text, params),
+      close: () => base.close(),
+      tx: (fn, opts) =>
+        base.tx(
+          (tx) =>
+            fn({
+              dialect: tx.dialect,
+              all: (text, params) => tx.all(text, params),
+              run: (text, params) => tx.run(text, params),
+              get: async <T extends object>(text: string, params?: readonly Param[]) => {
+                const row = await tx.get<T>(text, params);
+                if (text.startsWith("SELECT COUNT(*)") && counted < 2 && ++counted === 2) both.resolve();
+                if (text.startsWith("SELECT COUNT(*)")) await both.promise;
+                return row;
+              },
+            }),
+          opts,
+        ),
+    };
+    const keys = createKeys({ ...deps, sql: held, domain: gw.domain, maxKeys: 2 });
+    const s = await newSession();
+    const who = parseDid(s.did, chainId);
+    await createKeys({ ...deps, domain: gw.domain }).create(who, await fields(s, 1, "rw:*:0"));
+    const [a, b] = await Promise.all([fields(s, 2, "rw:*:0"), fields(s, 3, "rw:*:0")]);
+    expect((await Promise.all([statusOf(keys.create(who, a)), statusOf(keys.create(who, b))])).sort()).toEqual([200, 409]);
+    expect(await rows(s.did)).toHaveLength(2);
+  });
+
+  test("another gateway with the same secrets key finds a key; one with another key says so", async () => {
+    const s = await newSession();
+    const key = (await readJson(await mint(s, 1, "rw:*:0"))).data;
+    const copy = new Uint8Array(gw.secrets.secretsKey);
+    expect((await findAccessKey({ ...deps, secretsKey: copy }, key.accessKeyId))?.secretAccessKey).toBe(key.secretAccessKey);
+    const wrong = findAccessKey({ ...deps, secretsKey: crypto.getRandomValues(new Uint8Array(32)) }, key.accessKeyId);
+    await expect(wrong).rejects.toThrow(/STOWAGE_SECRETS_KEY/);
   });
 });
 
