@@ -1,0 +1,212 @@
+/**
+ * The S3 API through the compiled binary, driven by the real clients, unchanged: Debian's aws-cli
+ * (`mb` refused, `ls`, `cp` up and down including a 40 MiB multipart upload, `sync` of a folder
+ * tree, `rm` on dfs, a `presign`ed URL fetched with curl), rclone (`copy`, `check`, `cat --offset`)
+ * and Bun's S3Client; a wrong secret, another account's key, an account over quota and a revoked
+ * key, each as the client reports it. Keys are minted through POST /v2/keys (the SDK), quota
+ * granted with `stowage admin grant`.
+ */
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
+import { S3Client } from "bun";
+import { createHash, randomBytes } from "node:crypto";
+import { mkdirSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
+import { join, relative } from "node:path";
+import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
+import { keysClient } from "../../src/sdk/keys.ts";
+import { connectStorage } from "../../src/sdk/storage.ts";
+import { runBinary, startBinary, type RunningBinary } from "../support/binary.ts";
+import { freePort } from "../support/procs.ts";
+import { awsCli, ensureS3Clients, rclone, type Credentials } from "../support/s3-clients.ts";
+import { tempDir } from "../support/tmp.ts";
+import { until } from "../support/until.ts";
+
+const MiB = 1024 * 1024;
+const work = tempDir("s3-clients");
+const dataDir = join(work, "data");
+let server: RunningBinary;
+let endpoint: string;
+
+await ensureS3Clients();
+// Each aws-cli run starts a Python interpreter (≈ 1 s): the tests run several.
+setDefaultTimeout(120_000);
+
+beforeAll(async () => {
+  const port = freePort();
+  server = await startBinary(["serve", "--port", "0", "--host", "127.0.0.1", "--data-dir", dataDir], { STOWAGE_S3_API_PORT: String(port) });
+  endpoint = /stowage S3 API listening on (http:\/\/\S+)/.exec(server.output())?.[1] as string;
+  expect(endpoint).toBe(`http://127.0.0.1:${port}`);
+});
+afterAll(async () => {
+  await server?.stop();
+});
+
+/** A new account with free quota granted by the operator's command line, and a key. */
+async function account(o: { space?: string; traffic?: string } = {}) {
+  const store = await connectStorage({ baseUrl: server.url, account: privateKeyToAccount(generatePrivateKey()) });
+  await store.login();
+  for (const [kind, bytes] of [["--space", o.space ?? "512MiB"], ["--traffic", o.traffic ?? "2GiB"]] as const) {
+    const grant = await runBinary(["admin", "grant", "--did", store.did, kind, bytes, "--data-dir", dataDir]);
+    expect(grant.code).toBe(0);
+  }
+  // The gateway reads quota records at most 1 s old.
+  await until("the grants", async () => [(await store.space()).SizeByte, (await store.traffic()).SizeByte], (v) => v.every((n) => n > 0), 5000, 100);
+  const keys = keysClient({ baseUrl: server.url, store });
+  const key: Credentials = await keys.create();
+  return { store, keys, key };
+}
+
+const md5 = (b: Uint8Array) => createHash("md5").update(b).digest("hex");
+
+/** Every file under `dir`, by relative path, with its bytes' MD5. */
+function tree(dir: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const entry of readdirSync(dir, { recursive: true, withFileTypes: true })) {
+    if (!entry.isFile()) continue;
+    const path = join(entry.parentPath, entry.name);
+    out[relative(dir, path)] = md5(readFileSync(path));
+  }
+  return out;
+}
+
+let alice: Awaited<ReturnType<typeof account>>;
+let aws: ReturnType<typeof awsCli>;
+beforeAll(async () => {
+  alice = await account();
+  aws = awsCli(endpoint, alice.key);
+});
+
+describe("aws-cli", () => {
+  test("mb is refused, clearly", async () => {
+    const other = await aws(["s3", "mb", "s3://newbucket"]);
+    expect(other.code).not.toBe(0);
+    expect(other.stderr).toContain("AccessDenied");
+    const dfs = await aws(["s3", "mb", "s3://dfs"]);
+    expect(dfs.code).not.toBe(0);
+    expect(dfs.stderr).toContain("BucketAlreadyOwnedByYou");
+  });
+
+  test("cp up and down, ls; a 40 MiB cp goes multipart and reads back byte-exact", async () => {
+    const small = randomBytes(300_000);
+    const big = randomBytes(40 * MiB);
+    writeFileSync(join(work, "small.bin"), small);
+    writeFileSync(join(work, "big.bin"), big);
+    expect((await aws(["s3", "cp", join(work, "small.bin"), "s3://dfs/docs/small.bin"])).code).toBe(0);
+    const up = await aws(["s3", "cp", join(work, "big.bin"), "s3://dfs/docs/big.bin"]);
+    expect(up.stderr).toBe("");
+    expect(up.code).toBe(0);
+    const ls = await aws(["s3", "ls", "s3://dfs/docs/"]);
+    expect(ls.code).toBe(0);
+    expect(ls.stdout).toMatch(/\s300000 small\.bin/);
+    expect(ls.stdout).toMatch(new RegExp(`\\s${40 * MiB} big\\.bin`));
+    const head = await aws(["s3api", "head-object", "--bucket", "dfs", "--key", "docs/big.bin"]);
+    expect(JSON.parse(head.stdout).ETag).toMatch(/^"[0-9a-f]{32}-5"$/); // 8 MiB parts
+    expect(JSON.parse(head.stdout).Metadata.cid).toMatch(/^baf/);
+    expect((await aws(["s3", "cp", "s3://dfs/docs/big.bin", join(work, "big.back")])).code).toBe(0);
+    expect(md5(readFileSync(join(work, "big.back")))).toBe(md5(big));
+    expect((await aws(["s3", "cp", "s3://dfs/docs/small.bin", join(work, "small.back")])).code).toBe(0);
+    expect(md5(readFileSync(join(work, "small.back")))).toBe(md5(small));
+  }, 120_000);
+
+  test("sync of a folder tree up, back down, and again (nothing to do)", async () => {
+    const src = join(work, "tree");
+    for (const f of ["a.txt", "sub/b.txt", "sub/deeper/c.bin", "sub/deeper/d e.txt", "z/ü.txt"]) {
+      mkdirSync(join(src, f, ".."), { recursive: true });
+      writeFileSync(join(src, f), randomBytes(1000 + f.length));
+    }
+    const up = await aws(["s3", "sync", src, "s3://dfs/tree/"]);
+    expect(up.code).toBe(0);
+    const down = join(work, "tree-back");
+    expect((await aws(["s3", "sync", "s3://dfs/tree/", down])).code).toBe(0);
+    expect(tree(down)).toEqual(tree(src));
+    const again = await aws(["s3", "sync", src, "s3://dfs/tree/"]);
+    expect(again.code).toBe(0);
+    expect(again.stdout).toBe("");
+  }, 60_000);
+
+  test("rm on dfs; on ipfs it is refused", async () => {
+    writeFileSync(join(work, "gone.txt"), "soon gone");
+    expect((await aws(["s3", "cp", join(work, "gone.txt"), "s3://dfs/gone.txt"])).code).toBe(0);
+    expect((await aws(["s3", "rm", "s3://dfs/gone.txt"])).code).toBe(0);
+    expect((await aws(["s3", "ls", "s3://dfs/gone.txt"])).stdout).toBe("");
+    expect((await aws(["s3", "cp", join(work, "gone.txt"), "s3://ipfs/kept.txt"])).code).toBe(0);
+    const rm = await aws(["s3", "rm", "s3://ipfs/kept.txt"]);
+    expect(rm.code).not.toBe(0);
+    expect(rm.stderr).toContain("MethodNotAllowed");
+  }, 60_000);
+
+  test("a presigned URL, fetched with curl", async () => {
+    writeFileSync(join(work, "pre.txt"), "presigned bytes\n");
+    expect((await aws(["s3", "cp", join(work, "pre.txt"), "s3://dfs/pre.txt"])).code).toBe(0);
+    const url = (await aws(["s3", "presign", "s3://dfs/pre.txt", "--expires-in", "300"])).stdout.trim();
+    const curl = Bun.spawn(["curl", "-sS", "-f", url], { stdout: "pipe", stderr: "pipe" });
+    expect(await new Response(curl.stdout).text()).toBe("presigned bytes\n");
+    expect(await curl.exited).toBe(0);
+  });
+
+  test("a wrong secret → SignatureDoesNotMatch", async () => {
+    const wrong = awsCli(endpoint, { ...alice.key, secretAccessKey: `${alice.key.secretAccessKey}x` });
+    const res = await wrong(["s3", "ls", "s3://dfs/"]);
+    expect(res.code).not.toBe(0);
+    expect(res.stderr).toContain("SignatureDoesNotMatch");
+  });
+
+  test("another account's key sees none of the first's files", async () => {
+    const bob = await account();
+    const res = await awsCli(endpoint, bob.key)(["s3", "ls", "--recursive", "s3://dfs/"]);
+    expect(res.code).toBe(0);
+    expect(res.stdout).toBe("");
+    const get = await awsCli(endpoint, bob.key)(["s3", "cp", "s3://dfs/docs/small.bin", join(work, "stolen.bin")]);
+    expect(get.code).not.toBe(0);
+  });
+
+  test("over quota → an S3 error, nothing stored", async () => {
+    const poor = await account({ space: "1MiB" });
+    const cli = awsCli(endpoint, poor.key);
+    writeFileSync(join(work, "two.bin"), randomBytes(2 * MiB));
+    const res = await cli(["s3", "cp", join(work, "two.bin"), "s3://dfs/two.bin"]);
+    expect(res.code).not.toBe(0);
+    expect(res.stderr).toContain("QuotaExceeded");
+    expect((await cli(["s3", "ls", "--recursive", "s3://dfs/"])).stdout).toBe("");
+    expect((await poor.store.list("dfs")).Object).toEqual([]);
+  });
+
+  test("a revoked key is refused", async () => {
+    const k = await alice.keys.create();
+    const cli = awsCli(endpoint, k);
+    expect((await cli(["s3", "ls", "s3://dfs/"])).code).toBe(0);
+    await alice.keys.revoke(k.accessKeyId);
+    const res = await cli(["s3", "ls", "s3://dfs/"]);
+    expect(res.code).not.toBe(0);
+    expect(res.stderr).toContain("InvalidAccessKeyId");
+  });
+});
+
+describe("rclone", () => {
+  test("copy, check, cat --offset", async () => {
+    const rc = rclone(endpoint, alice.key);
+    const src = join(work, "rc");
+    mkdirSync(join(src, "inner"), { recursive: true });
+    writeFileSync(join(src, "one.txt"), "0123456789abcdefghij");
+    writeFileSync(join(src, "inner", "two.bin"), randomBytes(3 * MiB + 5));
+    const copy = await rc(["copy", src, "stow:dfs/rc"]);
+    expect(copy.stderr).not.toContain("ERROR");
+    expect(copy.code).toBe(0);
+    const check = await rc(["check", src, "stow:dfs/rc"]);
+    expect(check.code).toBe(0);
+    expect(check.stderr).toContain("0 differences found");
+    expect(check.stderr).toMatch(/2 matching files/);
+    const cat = await rc(["cat", "--offset", "5", "--count", "7", "stow:dfs/rc/one.txt"]);
+    expect(cat.code).toBe(0);
+    expect(cat.stdout).toBe("56789ab");
+  }, 60_000);
+});
+
+describe("Bun's S3Client", () => {
+  test("put, get, list", async () => {
+    const c = new S3Client({ ...alice.key, endpoint, bucket: "dfs", region: "us-east-1" });
+    const bytes = randomBytes(2 * MiB + 3);
+    await c.write("bun/obj.bin", bytes);
+    expect(md5(new Uint8Array(await c.file("bun/obj.bin").arrayBuffer()))).toBe(md5(bytes));
+    expect((await c.list({ prefix: "bun/" })).contents?.map((o) => o.key)).toEqual(["bun/obj.bin"]);
+  });
+});

@@ -1,0 +1,65 @@
+/**
+ * Debian's S3 clients, aws-cli (/usr/bin/aws: another `aws` earlier on PATH, such as a pyenv shim,
+ * is not the one meant) and rclone, for the S3 API's end-to-end tests (D18). Installed when
+ * missing (`scripts/s3-clients.sh install`, which holds a lock so parallel callers wait).
+ */
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { tempDir } from "./tmp.ts";
+
+const ROOT = join(import.meta.dir, "..", "..");
+export const AWS = "/usr/bin/aws";
+export const RCLONE = "/usr/bin/rclone";
+
+export async function ensureS3Clients(): Promise<void> {
+  if ((await Bun.file(AWS).exists()) && (await Bun.file(RCLONE).exists())) return;
+  const proc = Bun.spawn(["sh", join(ROOT, "scripts", "s3-clients.sh"), "install"], { stdout: "inherit", stderr: "inherit" });
+  if ((await proc.exited) !== 0) throw new Error("installing aws-cli and rclone failed (scripts/s3-clients.sh install): see the output above");
+}
+
+export interface Credentials {
+  accessKeyId: string;
+  secretAccessKey: string;
+}
+
+export interface ClientRun {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+async function run(cmd: string[], env: Record<string, string>, cwd?: string): Promise<ClientRun> {
+  const proc = Bun.spawn(cmd, { env, cwd, stdin: "ignore", stdout: "pipe", stderr: "pipe" });
+  const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
+  return { code, stdout, stderr };
+}
+
+/**
+ * aws-cli configured as the README says: a profile with path-style addressing, the key in the
+ * environment, the endpoint on the command line; nothing of this shell's own configuration.
+ */
+export function awsCli(endpoint: string, key: Credentials) {
+  const home = tempDir("aws-home");
+  const config = join(home, "config");
+  writeFileSync(config, "[default]\nregion = us-east-1\ns3 =\n    addressing_style = path\n");
+  const env = { HOME: home, PATH: "/usr/bin:/bin", AWS_CONFIG_FILE: config, AWS_SHARED_CREDENTIALS_FILE: join(home, "none"), AWS_ACCESS_KEY_ID: key.accessKeyId, AWS_SECRET_ACCESS_KEY: key.secretAccessKey, AWS_PAGER: "" };
+  return (args: string[], cwd?: string) => run([AWS, "--endpoint-url", endpoint, ...args], env, cwd);
+}
+
+/** rclone with a remote `stow:` configured through the environment (as README's config file says). */
+export function rclone(endpoint: string, key: Credentials) {
+  const home = tempDir("rclone-home");
+  const env = {
+    HOME: home,
+    PATH: "/usr/bin:/bin",
+    RCLONE_CONFIG: join(home, "none.conf"),
+    RCLONE_CONFIG_STOW_TYPE: "s3",
+    RCLONE_CONFIG_STOW_PROVIDER: "Other",
+    RCLONE_CONFIG_STOW_ACCESS_KEY_ID: key.accessKeyId,
+    RCLONE_CONFIG_STOW_SECRET_ACCESS_KEY: key.secretAccessKey,
+    RCLONE_CONFIG_STOW_ENDPOINT: endpoint,
+    RCLONE_CONFIG_STOW_REGION: "us-east-1",
+    RCLONE_CONFIG_STOW_FORCE_PATH_STYLE: "true",
+  };
+  return (args: string[]) => run([RCLONE, ...args], env);
+}
