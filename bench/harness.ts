@@ -290,13 +290,14 @@ export interface RunningServer extends ChildProcess {
 
 /**
  * Starts a server in a child process and waits for the line that names its address: the bench/
- * servers print "listening on http://…", and so does `stowage serve`.
+ * servers print "listening on http://…", and `stowage serve` "stowage listening on http://…"
+ * (not its other listeners' lines, such as "stowage S3 API listening on …").
  */
 export async function startServer(
   cmd: string[],
   opts: { env?: Record<string, string | undefined>; cwd?: string; timeoutMs?: number; ready?: RegExp } = {},
 ): Promise<RunningServer> {
-  const ready = opts.ready ?? /listening on (http:\/\/\S+)/;
+  const ready = opts.ready ?? /^(?:stowage )?listening on (http:\/\/\S+)/m;
   const child = spawnChild(cmd, opts);
   const deadline = Date.now() + (opts.timeoutMs ?? 30_000);
   for (;;) {

@@ -321,13 +321,16 @@ async function main() {
     const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.split(" ") ?? [];
     return (Number(fields[11]) + Number(fields[12])) * 10;
   };
-  /** CPU time of the Ceph daemons (with --s3): what the object store spent on the same bytes. */
+  /** CPU time of the Ceph daemons (with --s3): what the object store spent on the same bytes.
+   * Only this run's cluster (its folder, named after this process by test/support/ceph.ts): other
+   * test runs on the machine may have Ceph daemons of their own. */
+  const cephMark = `stowage-ceph-${process.pid}-`;
   const cephCpuMs = () => {
     if (!useS3) return 0;
     let ms = 0;
     for (const pid of readdirSync("/proc").filter((d) => /^\d+$/.test(d))) {
       try {
-        if (/^(radosgw|ceph-osd|ceph-mon)/.test(readFileSync(`/proc/${pid}/comm`, "utf8"))) ms += cpuMs(Number(pid));
+        if (/^(radosgw|ceph-osd|ceph-mon)/.test(readFileSync(`/proc/${pid}/comm`, "utf8")) && readFileSync(`/proc/${pid}/cmdline`, "utf8").includes(cephMark)) ms += cpuMs(Number(pid));
       } catch {
         // gone between the listing and the read
       }
@@ -428,7 +431,7 @@ async function main() {
   try {
     // ── Stowage, an account with free quota, the SDK ──
     const stowage = await startServer(
-      [...stowageCmd, "serve", "--host", "127.0.0.1", "--port", "0", "--data-dir", dataDir, "--log-level", "error", "--ipfs-listen", "/ip4/127.0.0.1/tcp/0", "--access-token-ttl", "12h"],
+      [...stowageCmd, "serve", "--host", "127.0.0.1", "--port", "0", "--data-dir", dataDir, "--log-level", "error", "--ipfs-listen", "/ip4/127.0.0.1/tcp/0", "--access-token-ttl", "12h", "--s3-api-port", "0", "--metrics-listen", "127.0.0.1:0"],
       { env, cwd: ROOT, timeoutMs: 60_000 },
     );
     servers.push(stowage);
