@@ -14,13 +14,14 @@ export const KEYS_ERROR_CODES = {
     message: "payload must be <rw|ro>:<dfs|ipfs|*>:<expiry in unix seconds, 0 = none>, with the expiry in the future",
   },
   KEY_LIMIT: { error: "CONFLICT", message: "This account has as many access keys as it may: revoke one first" },
+  KEY_RATE_LIMITED: { error: "RATE_LIMITED", message: "Too many access keys minted for this account lately; try again later" },
   KEY_NOT_FOUND: { error: "NOT_FOUND", message: "This account has no such access key" },
 } as const satisfies Record<string, Entry>;
 
 export type KeysErrorCode = keyof typeof KEYS_ERROR_CODES;
 
 /** The error for `code`; `detail` is appended to its message when the case needs it. */
-export function fail(code: KeysErrorCode, detail?: string): AccountError {
+export function fail(code: KeysErrorCode, detail?: string, headers?: Record<string, string>): AccountError {
   const e: Entry = KEYS_ERROR_CODES[code];
-  return accountError(e.error, detail ? `${e.message}: ${detail}` : e.message);
+  return accountError(e.error, detail ? `${e.message}: ${detail}` : e.message, headers);
 }

@@ -46,4 +46,4 @@ const ok = <T extends Parameters<typeof t.Object>[0]>(fields: T) => t.Object({ r
 export const mintAnswer = ok({ data: mintedKey });
 export const listAnswer = ok({ data: t.Array(listedKey) });
 export const revokeAnswer = ok({});
-export const keysErrors = { 400: accountErrorBody, 401: accountErrorBody, 404: accountErrorBody, 409: accountErrorBody };
+export const keysErrors = { 400: accountErrorBody, 401: accountErrorBody, 404: accountErrorBody, 409: accountErrorBody, 429: accountErrorBody };

@@ -16,6 +16,8 @@
 import type { TypedDataDomain } from "viem";
 import type { Sql } from "../db/sql.ts";
 import { StorageError } from "../http/errors.ts";
+import type { Limit } from "../http/rate-limit.ts";
+import { createSharedRateLimiter } from "../http/shared-rate-limit.ts";
 import type { Did } from "../identity/did.ts";
 import { keyStillSigns, type DidResolver } from "../identity/resolver.ts";
 import { createSessions, type RestrictedInput } from "../storage/sessions.ts";
@@ -50,10 +52,16 @@ export interface KeysDeps {
   now?: () => number;
   /** Active keys one account may hold (default MAX_KEYS_PER_ACCOUNT). */
   maxKeys?: number;
+  /** Mints per account in a window, counted in the shared database (default MINT_LIMIT); on unless false. */
+  rateLimits?: boolean;
+  mintLimit?: Limit;
 }
 
 /** Active keys one account may hold at once: bounds the table a signing key can fill. */
 export const MAX_KEYS_PER_ACCOUNT = 100;
+/** Mints per account an hour, across gateways: revoked keys stay as rows, so minting and revoking
+ * in a loop must not grow the table without bound either. */
+export const MINT_LIMIT: Limit = { name: "keys-mint-did", max: 30, windowMs: 60 * 60_000 };
 
 const PURPOSE = "s3-access-key-secret";
 /** AWS's alphabet for access key ids: base32's. */
@@ -121,11 +129,16 @@ export function createKeys(deps: KeysDeps) {
   const sessions = createSessions({ sql, resolver: deps.resolver, domain: deps.domain, chainId: deps.chainId, now });
   const box = boxFor(deps.secretsKey);
   const maxKeys = deps.maxKeys ?? MAX_KEYS_PER_ACCOUNT;
+  const limiter = createSharedRateLimiter(sql, { now, enabled: deps.rateLimits !== false });
+  const mintLimit = deps.mintLimit ?? MINT_LIMIT;
 
   /** POST /v2/keys: a new key for the Bearer DID `caller`, from its signed restricted request. */
   async function create(caller: Did, input: RestrictedInput): Promise<MintedKey> {
     // The payload first: a malformed one claims no requestID and stores nothing.
     const wanted = parseKeyPayload(input.payload, now());
+    // Before any signature work: a flood of mints, signed or not, costs one counter each.
+    const verdict = await limiter.hit(mintLimit, caller.canonical);
+    if (!verdict.ok) throw fail("KEY_RATE_LIMITED", undefined, { "Retry-After": String(verdict.retryAfter) });
     let signer: string;
     try {
       ({ signer } = await sessions.restricted(input, "keys", caller));

@@ -341,6 +341,22 @@ describe("limits and gateways", () => {
     expect(await rows(s.did)).toHaveLength(2);
   });
 
+  test("mints per account are limited (shared counter, before any signature work): 429 with Retry-After, no requestID claimed", async () => {
+    const keys = createKeys({ ...deps, domain: gw.domain, mintLimit: { name: "keys-mint-test", max: 2, windowMs: 60_000 } });
+    const s = await newSession();
+    const who = parseDid(s.did, chainId);
+    await keys.create(who, await fields(s, 1, "rw:*:0"));
+    await keys.create(who, await fields(s, 2, "rw:*:0"));
+    const refused = await keys.create(who, await fields(s, 3, "rw:*:0")).catch((err: unknown) => err);
+    expect(refused).toBeInstanceOf(AccountError);
+    await expectError((refused as AccountError).toResponse(), 429, "RATE_LIMITED", /Too many access keys/);
+    expect(Number((refused as AccountError).toResponse().headers.get("retry-after"))).toBeGreaterThan(0);
+    expect(await highest(s)).toBe("2");
+    // Another account has its own count.
+    const other = await newSession();
+    await keys.create(parseDid(other.did, chainId), await fields(other, 1, "rw:*:0"));
+  });
+
   test("another gateway with the same secrets key finds a key; one with another key says so", async () => {
     const s = await newSession();
     const key = (await readJson(await mint(s, 1, "rw:*:0"))).data;
