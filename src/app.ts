@@ -11,6 +11,8 @@ import { openapi } from "@elysiajs/openapi";
 import type { Config } from "./config.ts";
 import type { Logger } from "./log.ts";
 import { errorHandler } from "./http/error-handler.ts";
+import { securitySchemes } from "./http/openapi.ts";
+import { openapiAssets, openapiUi } from "./http/openapi-ui.ts";
 import { healthRoutes, type HealthCheck } from "./http/health.ts";
 import { version } from "./version.ts";
 import { chainRoutes } from "./chain/routes.ts";
@@ -57,11 +59,16 @@ export function buildApp(services: AppServices) {
     .use(services.routes?.plugin ?? new Elysia())
     .use(errorHandler(services.log))
     .use(bodyLimit)
+    .use(openapiAssets(OPENAPI_PATH))
     .use(
       openapi({
         path: OPENAPI_PATH,
+        provider: "swagger-ui",
+        swagger: openapiUi(OPENAPI_PATH),
         documentation: {
           info: { title: "Stowage", version, description: "Storage middleware (DID login, files on dfs and ipfs, quota) and account API (/v2)." },
+          servers: [{ url: services.config.publicUrl }],
+          components: { securitySchemes },
         },
       }),
     )

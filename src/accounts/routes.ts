@@ -12,6 +12,7 @@ import type { AccountServices } from "./services.ts";
 import { TokenError, tokenFailure } from "./tokens.ts";
 import type { UserRow } from "./types.ts";
 import { bearerToken } from "../http/params.ts";
+import { access, accountErrors } from "../http/openapi.ts";
 
 const TAG = ["accounts"];
 
@@ -79,22 +80,22 @@ export function accountRoutes(s: AccountServices) {
       async ({ body, request }) => ({ result: 1 as const, ...(await s.email.sendCode(body.email, clientIp(request))) }),
       {
         body: t.Object({ email }),
-        response: ok({ message: t.String() }),
-        detail: { summary: "Send a login code to an email address (the answer is the same whether or not it has an account)", tags: TAG },
+        response: { 200: ok({ message: t.String() }), ...accountErrors(400, 429, 503) },
+        detail: { summary: "Send a login code to an email address (the answer is the same whether or not it has an account)", tags: TAG, ...access.public },
       },
     )
     .post("/v2/login/email", async ({ body, request }) => ({ result: 1 as const, data: await s.email.loginWithCode(body, clientIp(request)) }), {
       body: t.Object({ email, code, ...client }),
-      response: ok({ data: tokenPair }),
-      detail: { summary: "Log in with an email code (makes the account on first use)", tags: TAG },
+      response: { 200: ok({ data: tokenPair }), ...accountErrors(400, 429) },
+      detail: { summary: "Log in with an email code (makes the account on first use)", tags: TAG, ...access.public },
     })
     .post(
       "/v2/login/messenger",
       async ({ body, request }) => ({ result: 1 as const, data: await s.messenger.login(body, clientIp(request)) }),
       {
         body: t.Object({ initdata: t.String({ maxLength: 8192, description: "The messenger Mini App's init data" }), ...client }),
-        response: ok({ data: tokenPair }),
-        detail: { summary: "Log in with messenger Mini App init data", tags: TAG },
+        response: { 200: ok({ data: tokenPair }), ...accountErrors(400, 401, 429, 503) },
+        detail: { summary: "Log in with messenger Mini App init data", tags: TAG, ...access.public },
       },
     )
     .post(
@@ -102,16 +103,17 @@ export function accountRoutes(s: AccountServices) {
       async ({ body, headers, request }) => ({ result: 1 as const, data: await s.browser.login(headers.authorization, body, clientIp(request)) }),
       {
         body: t.Object(client),
-        response: ok({ data: tokenPair }),
-        detail: { summary: "Log in with a browser wallet token (raw JWT in Authorization, no Bearer prefix)", tags: TAG },
+        response: { 200: ok({ data: tokenPair }), ...accountErrors(400, 401, 429, 503) },
+        detail: { summary: "Log in with a browser wallet token (raw JWT in Authorization, no Bearer prefix)", tags: TAG, ...access.public },
       },
     )
     .post(
       "/v2/login/refresh",
       async ({ headers, request }) => ({ result: 1 as const, data: await s.tokens.refresh(headers.authorization?.trim() ?? "", clientIp(request)) }),
       {
-        response: ok({ data: tokenPair }),
+        response: { 200: ok({ data: tokenPair }), ...accountErrors(401, 429) },
         detail: {
+          ...access.public,
           summary: "New access token (and a new refresh token) for a refresh token in Authorization, no prefix",
           description: "The old refresh token stays usable until the new one is first used; using it after that revokes the session.",
           tags: TAG,
@@ -133,7 +135,7 @@ export function accountRoutes(s: AccountServices) {
       {
         query: t.Object({ token: t.Optional(t.String({ description: "Access token, when no Authorization header is sent" })) }),
         response: { 200: me, 401: me },
-        detail: { summary: "The current user (Bearer access token, or ?token=)", tags: TAG },
+        detail: { summary: "The current user (Bearer access token, or ?token=)", tags: TAG, ...access.bearer },
       },
     )
     .post(
@@ -141,8 +143,8 @@ export function accountRoutes(s: AccountServices) {
       async ({ body, request }) => ({ result: 1 as const, data: await s.email.register(body, clientIp(request)), error: "" }),
       {
         body: t.Object({ email, code, password, ...client }),
-        response: accountTokens,
-        detail: { summary: "Register an email account with a code and a password", tags: TAG },
+        response: { 200: accountTokens, ...accountErrors(400, 409, 429) },
+        detail: { summary: "Register an email account with a code and a password", tags: TAG, ...access.public },
       },
     )
     .post(
@@ -150,8 +152,8 @@ export function accountRoutes(s: AccountServices) {
       async ({ body, request }) => ({ result: 1 as const, data: await s.email.loginWithPassword(body, clientIp(request)), error: "" }),
       {
         body: t.Object({ email, password }),
-        response: accountTokens,
-        detail: { summary: "Log in with email and password", tags: TAG },
+        response: { 200: accountTokens, ...accountErrors(400, 401, 429) },
+        detail: { summary: "Log in with email and password", tags: TAG, ...access.public },
       },
     )
     .post(
@@ -162,8 +164,8 @@ export function accountRoutes(s: AccountServices) {
       },
       {
         body: t.Object({ email, code, new_password: password }),
-        response: ok({}),
-        detail: { summary: "Set a new password with an email code; ends every session of the account", tags: TAG },
+        response: { 200: ok({}), ...accountErrors(400, 429) },
+        detail: { summary: "Set a new password with an email code; ends every session of the account", tags: TAG, ...access.public },
       },
     )
     .get(
@@ -178,8 +180,8 @@ export function accountRoutes(s: AccountServices) {
           address: t.String({ maxLength: 64, description: "Wallet address" }),
           chainid: t.Optional(t.Integer({ minimum: 1, description: "Chain id (default: this server's, 985)" })),
         }),
-        response: ok({ data: t.String({ description: "EIP-4361 message to sign" }) }),
-        detail: { summary: "EIP-4361 sign-in message for a wallet address (Origin header required)", tags: TAG },
+        response: { 200: ok({ data: t.String({ description: "EIP-4361 message to sign" }) }), ...accountErrors(400, 403, 429) },
+        detail: { summary: "EIP-4361 sign-in message for a wallet address (Origin header required)", tags: TAG, ...access.public },
       },
     )
     .post("/v2/login/evm", async ({ body, request }) => ({ result: 1 as const, data: await s.evm.login(body, clientIp(request)) }), {
@@ -188,12 +190,12 @@ export function accountRoutes(s: AccountServices) {
         signature: t.String({ maxLength: 65536, description: "0x-hex signature (EOA, EIP-1271 or ERC-6492)" }),
         ...client,
       }),
-      response: ok({ data: t.Object({ did: t.String(), number: t.String(), accessToken: t.String(), refreshToken: t.String() }) }),
-      detail: { summary: "Log in with a signed sign-in message", tags: TAG },
+      response: { 200: ok({ data: t.Object({ did: t.String(), number: t.String(), accessToken: t.String(), refreshToken: t.String() }) }), ...accountErrors(400, 401, 429, 503) },
+      detail: { summary: "Log in with a signed sign-in message", tags: TAG, ...access.public },
     })
     .get("/v2/user/info", async (c) => ({ result: 1 as const, data: s.users.info(await withBearer(c)) }), {
-      response: ok({ data: userInfo }),
-      detail: { summary: "The current user's info (Bearer access token)", tags: TAG },
+      response: { 200: ok({ data: userInfo }), ...accountErrors(401) },
+      detail: { summary: "The current user's info (Bearer access token)", tags: TAG, ...access.bearer },
     })
     .get(
       "/v2/data/record/:actionID",
@@ -203,8 +205,8 @@ export function accountRoutes(s: AccountServices) {
       },
       {
         params: t.Object({ actionID: t.String({ description: "Action id (positive integer)" }) }),
-        response: ok({ data: t.Union([actionRecord, t.Null()]) }),
-        detail: { summary: "The user's latest record of an action (null when none)", tags: TAG },
+        response: { 200: ok({ data: t.Union([actionRecord, t.Null()]) }), ...accountErrors(400, 401) },
+        detail: { summary: "The user's latest record of an action (null when none)", tags: TAG, ...access.bearer },
       },
     )
     .post(
@@ -219,8 +221,8 @@ export function accountRoutes(s: AccountServices) {
           actionid: t.Union([t.Number(), t.String()], { description: "Action id" }),
           opts: t.Optional(t.Unknown({ description: "Extra validation parameters of the action" })),
         }),
-        response: ok({}),
-        detail: { summary: "Record a completed action and add its points", tags: TAG },
+        response: { 200: ok({}), ...accountErrors(400, 401, 409) },
+        detail: { summary: "Record a completed action and add its points", tags: TAG, ...access.bearer },
       },
     );
 }

@@ -3,6 +3,7 @@
  * the chain id, the public RPC, the contracts and the seller (operator) address.
  */
 import { Elysia, t } from "elysia";
+import { access } from "../http/openapi.ts";
 import type { Logger } from "../log.ts";
 import { BodyTooLarge, readTextCapped } from "../http/body.ts";
 import { streamsBody } from "../http/body-limit.ts";
@@ -14,6 +15,9 @@ const address = t.String({ pattern: "^0x[0-9a-fA-F]{40}$" });
 // /rpc reads its body itself, capped at MAX_RPC_BODY.
 streamsBody((method, path) => method === "POST" && path === "/rpc");
 
+/** A JSON-RPC error answer (a body too large, the chain gone). */
+const rpcErrorBody = t.Object({ jsonrpc: t.Literal("2.0"), id: t.Null(), error: t.Object({ code: t.Integer(), message: t.String() }) });
+
 export const chainRoutes = ({ chain, publicUrl, log }: { chain: ChainContext; publicUrl: string; log: Logger }) => {
   const forward = chain.upstream.send;
   const info = {
@@ -24,7 +28,7 @@ export const chainRoutes = ({ chain, publicUrl, log }: { chain: ChainContext; pu
   };
   return new Elysia({ name: "chain" })
     .get("/chain", () => info, {
-      detail: { summary: "Chain id, public RPC, contract addresses and seller of this gateway", tags: ["chain"] },
+      detail: { summary: "Chain id, public RPC, contract addresses and seller of this gateway", tags: ["chain"], ...access.public },
       response: t.Object({ chainId: t.Number(), rpcUrl: t.String(), contracts: t.Object({ proxy: address, didRegistry: address, directory: address }), seller: address }),
     })
     .post(
@@ -49,6 +53,13 @@ export const chainRoutes = ({ chain, publicUrl, log }: { chain: ChainContext; pu
         detail: {
           summary: "Public JSON-RPC of the chain: standard reads and eth_sendRawTransaction only (single or batch)",
           tags: ["chain"],
+          ...access.public,
+        },
+        body: t.Unknown({ description: "A JSON-RPC 2.0 request or batch" }),
+        response: {
+          200: t.Unknown({ description: "The JSON-RPC response or batch; a refused method answers a JSON-RPC error" }),
+          413: rpcErrorBody,
+          502: rpcErrorBody,
         },
       },
     );

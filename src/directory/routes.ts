@@ -1,7 +1,7 @@
 /** `GET /challenge` (spec 4.1 row 7): directory search. Thin: the service validates and answers. */
 import { Elysia, t } from "elysia";
 import type { Directory } from "./service.ts";
-import { storageErrorBody } from "../http/model.ts";
+import { access, storageErrors } from "../http/openapi.ts";
 import { SEARCH_LIMITS } from "./search.ts";
 
 const result = t.Object({
@@ -20,6 +20,7 @@ export const directoryRoutes = (directory: Pick<Directory, "search">) =>
     detail: {
       summary: `Search published files by name and keywords (prefix, case- and accent-insensitive, bm25 order); page 1–${SEARCH_LIMITS.maxPage}, size 1–${SEARCH_LIMITS.maxSize} (default ${SEARCH_LIMITS.defaultSize}); no query lists the newest`,
       tags: ["directory"],
+      ...access.public,
     },
-    response: { 200: t.Array(result), 400: storageErrorBody },
+    response: { 200: t.Array(result), ...storageErrors(400) },
   });

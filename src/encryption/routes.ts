@@ -14,6 +14,7 @@ import { bearerToken } from "../http/params.ts";
 import type { AccessTokens } from "../http/storage-guard.ts";
 import { parseDid } from "../identity/did.ts";
 import type { Encryption } from "./service.ts";
+import { access, accountErrors } from "../http/openapi.ts";
 
 const TAG = ["encryption"];
 /** A wrapped X25519 identity is ≈ 200 bytes; room for a passphrase wrap's parameters, no more. */
@@ -65,7 +66,7 @@ export function encryptionRoutes({ encryption, tokens, chainId }: { encryption: 
         if (!stored) throw accountError("NOT_FOUND", `no age identity is stored for ${who} yet: the account's client makes one at its first encrypted upload`);
         return { result: 1 as const, data: stored };
       },
-      { response: { 200: ok({ data: identity }) }, detail: { summary: "The account's wrapped age identity (D20), opaque to the gateway", tags: TAG } },
+      { response: { 200: ok({ data: identity }), ...accountErrors(401, 404) }, detail: { summary: "The account's wrapped age identity (D20), opaque to the gateway", tags: TAG, ...access.bearer } },
     )
     .put(
       "/v2/keys/age",
@@ -82,8 +83,8 @@ export function encryptionRoutes({ encryption, tokens, chainId }: { encryption: 
           wrapped: t.String({ minLength: 1, maxLength: WRAPPED_MAX, description: "The wrapped identity, as the client made it" }),
           replace: t.Optional(t.Boolean({ description: "Replace a stored identity (a rewrap); default false: the first one stays" })),
         }),
-        response: { 200: ok({ data: identity }) },
-        detail: { summary: "Store the account's wrapped age identity (first writer wins unless replace)", tags: TAG },
+        response: { 200: ok({ data: identity }), ...accountErrors(400, 401, 409) },
+        detail: { summary: "Store the account's wrapped age identity (first writer wins unless replace)", tags: TAG, ...access.bearer },
       },
     )
     .put(
@@ -97,8 +98,8 @@ export function encryptionRoutes({ encryption, tokens, chainId }: { encryption: 
       {
         params: pair,
         body: t.Object({ header: t.String({ maxLength: SHARE_HEADER_MAX }) }),
-        response: { 200: ok({ data: share }) },
-        detail: { summary: "Share a file key: PUT /v2/shares/<mid>/<reader address>, the owner's age header for the reader", tags: TAG },
+        response: { 200: ok({ data: share }), ...accountErrors(400, 401) },
+        detail: { summary: "Share a file key: PUT /v2/shares/<mid>/<reader address>, the owner's age header for the reader", tags: TAG, ...access.bearer },
       },
     )
     .delete(
@@ -109,8 +110,8 @@ export function encryptionRoutes({ encryption, tokens, chainId }: { encryption: 
       },
       {
         params: pair,
-        response: { 200: ok({ data: t.Object({ removed: t.Boolean() }) }) },
-        detail: { summary: "Remove a share: DELETE /v2/shares/<mid>/<reader address> (future access only)", tags: TAG },
+        response: { 200: ok({ data: t.Object({ removed: t.Boolean() }) }), ...accountErrors(400, 401) },
+        detail: { summary: "Remove a share: DELETE /v2/shares/<mid>/<reader address> (future access only)", tags: TAG, ...access.bearer },
       },
     )
     .get(
@@ -125,8 +126,8 @@ export function encryptionRoutes({ encryption, tokens, chainId }: { encryption: 
       },
       {
         params: pair,
-        response: { 200: ok({ data: share }) },
-        detail: { summary: "Your share of a file: GET /v2/shares/<owner address>/<mid> (a reader sees only its own)", tags: TAG },
+        response: { 200: ok({ data: share }), ...accountErrors(400, 401, 404) },
+        detail: { summary: "Your share of a file: GET /v2/shares/<owner address>/<mid> (a reader sees only its own)", tags: TAG, ...access.bearer },
       },
     );
 }

@@ -5,6 +5,7 @@
  * @example
  *   app.use(healthRoutes({ db: () => { sqlite.query("select 1").get() } }))
  */
+import { access } from "./openapi.ts";
 import { Elysia, t } from "elysia";
 
 /** Resolves with details when healthy; throws (or times out) when not. */
@@ -54,7 +55,7 @@ export const healthRoutes = (checks: Record<string, HealthCheck>, version: strin
       return { status: ok ? ("ok" as const) : ("degraded" as const), version, components };
     },
     {
-      detail: { summary: "Health of each component", tags: ["operations"] },
+      detail: { summary: "Health of each component", tags: ["operations"], ...access.public },
       response: { 200: report, 503: report },
     },
   );

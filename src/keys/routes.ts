@@ -11,6 +11,7 @@ import { parseDid, type Did } from "../identity/did.ts";
 import { fail } from "./error-codes.ts";
 import { keyId, keysErrors, listAnswer, mintAnswer, mintRequest, revokeAnswer } from "./model.ts";
 import type { Keys } from "./service.ts";
+import { access } from "../http/openapi.ts";
 
 const TAG = ["keys"];
 
@@ -46,12 +47,13 @@ export function keysRoutes({ keys, tokens, chainId }: { keys: Keys; tokens: Pick
         detail: {
           summary: "Mint an S3 access key (Bearer token and a signed restricted request, action \"keys\"); the secret is shown only here",
           tags: TAG,
+          ...access.restricted,
         },
       },
     )
     .get("/v2/keys", async ({ headers }) => ({ result: 1 as const, data: await keys.list(await caller(headers)) }), {
       response: { 200: listAnswer, 401: keysErrors[401] },
-      detail: { summary: "The account's S3 access keys not revoked (no secrets)", tags: TAG },
+      detail: { summary: "The account's S3 access keys not revoked (no secrets)", tags: TAG, ...access.bearer },
     })
     .delete(
       "/v2/keys/:id",
@@ -62,7 +64,7 @@ export function keysRoutes({ keys, tokens, chainId }: { keys: Keys; tokens: Pick
       {
         params: keyId,
         response: { 200: revokeAnswer, ...keysErrors },
-        detail: { summary: "Revoke one of the account's S3 access keys, by its id or access key id", tags: TAG },
+        detail: { summary: "Revoke one of the account's S3 access keys, by its id or access key id", tags: TAG, ...access.bearer },
       },
     );
 }

@@ -6,6 +6,7 @@ import { Elysia, t } from "elysia";
 import { storageError } from "../http/errors.ts";
 import { purchaseResult, quotaRecord } from "../http/model.ts";
 import { wholeBytes } from "../http/params.ts";
+import { access, storageErrors, storageTypeParam } from "../http/openapi.ts";
 import { requireCaller, requireKind, type AccessTokens } from "../http/storage-guard.ts";
 import { parseDid } from "../identity/did.ts";
 import type { Meter } from "./meter.ts";
@@ -13,7 +14,7 @@ import type { Purchases } from "./purchase.ts";
 import { DEFAULT_PACKAGE } from "./purchase.ts";
 import type { Kind } from "./records.ts";
 
-const params = t.Object({ type: t.String() });
+const params = t.Object({ type: storageTypeParam });
 
 
 function parseSize(raw: string | undefined, kind: Kind): number {
@@ -44,10 +45,13 @@ export const quotaRoutes = ({ meter, purchases, tokens, chainId }: { meter: Mete
   const buyDoc = (kind: Kind) => ({
     summary: `Buy ${kind} with the deposit: optional size (default ${DEFAULT_PACKAGE[kind]} bytes) and Idempotency-Key header; answers the mined transaction`,
     tags: ["quota"],
+    ...access.bearer,
   });
+  const record = { 200: quotaRecord, ...storageErrors(401, 518) };
+  const purchase = { 200: purchaseResult, ...storageErrors(400, 401, 402, 409, 500, 518) };
   return new Elysia({ name: "quota" })
-    .get("/:type/space", show("space"), { params, detail: { summary: "Remaining storage space (spec 2.6), shared by dfs and ipfs", tags: ["quota"] }, response: { 200: quotaRecord } })
-    .get("/:type/traffic", show("traffic"), { params, detail: { summary: "Remaining traffic (spec 2.6), shared by dfs and ipfs", tags: ["quota"] }, response: { 200: quotaRecord } })
-    .get("/:type/buyspace", buy("space"), { params, query: t.Object({ size: t.Optional(t.String()) }), detail: buyDoc("space"), response: { 200: purchaseResult } })
-    .get("/:type/buytraffic", buy("traffic"), { params, query: t.Object({ size: t.Optional(t.String()) }), detail: buyDoc("traffic"), response: { 200: purchaseResult } });
+    .get("/:type/space", show("space"), { params, detail: { summary: "Remaining storage space (spec 2.6), shared by dfs and ipfs", tags: ["quota"], ...access.bearer }, response: record })
+    .get("/:type/traffic", show("traffic"), { params, detail: { summary: "Remaining traffic (spec 2.6), shared by dfs and ipfs", tags: ["quota"], ...access.bearer }, response: record })
+    .get("/:type/buyspace", buy("space"), { params, query: t.Object({ size: t.Optional(t.String()) }), detail: buyDoc("space"), response: purchase })
+    .get("/:type/buytraffic", buy("traffic"), { params, query: t.Object({ size: t.Optional(t.String()) }), detail: buyDoc("traffic"), response: purchase });
 };

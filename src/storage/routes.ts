@@ -6,7 +6,8 @@
  */
 import { Elysia, t } from "elysia";
 import { isAccountPath, storageError } from "../http/errors.ts";
-import { deleteResult, fileEntry, fileList, loginInfo, storageErrorBody, trafficHashResult } from "../http/model.ts";
+import { deleteResult, didLoginTokens, fileEntry, fileList, loginInfo, trafficHashResult } from "../http/model.ts";
+import { access, storageErrors, storageTypeParam } from "../http/openapi.ts";
 import { streamsBody } from "../http/body-limit.ts";
 import { clientIp } from "../http/client-ip.ts";
 import { readFilePart } from "../http/multipart.ts";
@@ -36,7 +37,12 @@ const loginFields = {
   signature: t.Optional(t.String()),
 };
 const voucherQuery = t.Object({ size: t.Optional(t.String()), sign: t.Optional(t.String()) }, { additionalProperties: true });
-const typeParam = t.Object({ type: t.String() });
+const typeParam = t.Object({ type: storageTypeParam });
+
+/** A download's body: bytes, not JSON (the schema documents; a Response is never validated). */
+const fileBytes = t.Unknown({
+  description: "The file's bytes (a range of them for 206); asked as application/vnd.ipld.raw or application/vnd.ipld.car, a block or a CAR of public content (D17)",
+});
 
 const wantsJson = (request: Request) => (request.headers.get("accept") ?? "").includes("application/json");
 
@@ -81,7 +87,7 @@ export const storageRoutes = (storage: Storage, guard: { tokens: AccessTokens; c
       async ({ body, query, request }) => {
         const input = { ...query, ...(typeof body === "object" && body ? body : {}) };
         const tokens = await storage.login(input, wantsJson(request), clientIp(request));
-        if (tokens) return { result: 1, data: tokens };
+        if (tokens) return Response.json({ result: 1, data: tokens });
         return new Response("Login success!", { headers: { "content-type": "text/plain; charset=utf-8" } });
       },
       {
@@ -90,18 +96,23 @@ export const storageRoutes = (storage: Storage, guard: { tokens: AccessTokens; c
         detail: {
           summary: "DID login (EIP-712 Login signature); JSON body, form or query. With Accept: application/json, answers tokens",
           tags: ["storage"],
+          ...access.public,
+        },
+        response: {
+          200: t.Object({ result: t.Literal(1), data: didLoginTokens }, { description: 'With Accept: application/json; otherwise text/plain "Login success!"' }),
+          ...storageErrors(400, 401, 429),
         },
       },
     )
     .get("/login", ({ query }) => storage.loginInfo(query.did), {
       query: t.Object({ did: t.Optional(t.String({ maxLength: 200 })) }),
-      detail: { summary: "Login info of a DID's latest session (spec 2.2)", tags: ["storage"] },
-      response: { 200: loginInfo, 400: storageErrorBody, 404: storageErrorBody },
+      detail: { summary: "Login info of a DID's latest session (spec 2.2)", tags: ["storage"], ...access.public },
+      response: { 200: loginInfo, ...storageErrors(400, 404) },
     })
     .get("/traffichash", async ({ request, query }) => storage.trafficHash(await caller(request), query.size), {
       query: t.Object({ size: t.Optional(t.String()) }),
-      detail: { summary: "The EIP-712 digest of a traffic voucher for a cumulative size, with the payer's counter (D6)", tags: ["storage"] },
-      response: { 200: trafficHashResult },
+      detail: { summary: "The EIP-712 digest of a traffic voucher for a cumulative size, with the payer's counter (D6)", tags: ["storage"], ...access.bearer },
+      response: { 200: trafficHashResult, ...storageErrors(400, 401) },
     })
     .post(
       "/:type",
@@ -117,8 +128,9 @@ export const storageRoutes = (storage: Storage, guard: { tokens: AccessTokens; c
       detail: {
         summary: "Upload one file (multipart: did, token, requestID, payload, signature, size, sign, then file)",
         tags: ["storage"],
+        ...access.upload,
       },
-      response: { 200: fileEntry },
+      response: { 200: fileEntry, ...storageErrors(400, 401, 402, 403, 411, 413, 516, 517, 518) },
       },
     )
     .get(
@@ -131,20 +143,25 @@ export const storageRoutes = (storage: Storage, guard: { tokens: AccessTokens; c
       {
       params: typeParam,
       query: t.Object({ limit: t.Optional(t.String()), after: t.Optional(t.String()) }),
-      detail: { summary: "The caller's files on this back-end (spec 2.5); optional limit/after paging", tags: ["storage"] },
-      response: { 200: fileList },
+      detail: { summary: "The caller's files on this back-end (spec 2.5); optional limit/after paging", tags: ["storage"], ...access.bearer },
+      response: { 200: fileList, ...storageErrors(400, 401, 518) },
       },
     )
     .get("/:type/delete", ({ request, params, query, path }) => (checkNotAccount(path), storage.remove(params.type, () => caller(request), query)), {
       params: typeParam,
       query: t.Record(t.String(), t.String()),
-      detail: { summary: "Delete a dfs file by ID (signed restricted call); ipfs answers 518", tags: ["storage"] },
-      response: { 200: deleteResult },
+      detail: { summary: "Delete a dfs file by ID (signed restricted call); ipfs answers 518", tags: ["storage"], ...access.restricted },
+      response: { 200: deleteResult, ...storageErrors(400, 401, 403, 404, 516, 518) },
     })
     .get("/:type/:cid", ({ request, params, query, path }) => (checkNotAccount(path), download(request, params.type, params.cid, query)), {
       params: t.Object({ type: t.String(), cid: t.String() }),
       query: voucherQuery,
-      detail: { summary: "Download a file by Cid with a traffic voucher (size, sign); Range, HEAD, ETag", tags: ["storage"] },
+      detail: { summary: "Download a file by Cid with a traffic voucher (size, sign); Range, HEAD, ETag", tags: ["storage"], ...access.download },
+      response: {
+        200: fileBytes,
+        206: fileBytes,
+        ...storageErrors(400, 402, 403, 404, 406, 416, 429, 517, 518),
+      },
     })
     // Elysia answers HEAD on a dynamic route with the GET handler and then sets Content-Length to
     // the (empty) body's length; a download's HEAD must tell the file's length, so it is served here.

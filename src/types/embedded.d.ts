@@ -4,3 +4,11 @@ declare module "@foundry-rs/anvil-linux-amd64/bin/anvil" {
   const path: string;
   export default path;
 }
+declare module "swagger-ui-dist/swagger-ui-bundle.js" {
+  const path: string;
+  export default path;
+}
+declare module "swagger-ui-dist/swagger-ui.css" {
+  const path: string;
+  export default path;
+}
