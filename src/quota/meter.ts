@@ -251,6 +251,36 @@ export function createMeter({ sql, records, storedBytes, now = Date.now, gateway
     };
   }
 
+  /**
+   * A lasting hold of space, set inside the caller's own transaction (a multipart upload's parts,
+   * D18: they are stored before their file is, and must count meanwhile). `lock` first, then `set`
+   * it to the bytes it must cover now, valid until `expiresAt`: 402 (the caller's transaction rolls
+   * back) when they do not fit beside what is stored and held by others. The pool is read here,
+   * before any transaction: no chain call runs inside one.
+   */
+  async function spaceHold(account: Address, did: string) {
+    const space = await pool(account, "space");
+    return {
+      lock: (tx: Queryable) => lockAccount(tx, account),
+      async set(tx: Queryable, bytes: number, expiresAt: number, id: number | null): Promise<number> {
+        const others = await used(tx, account, did, "space", space.periodStart, { mine: id === null ? [] : [id] });
+        if (others + bytes > space.limit) throw refuse("space", space.limit, others, bytes);
+        if (id !== null) {
+          const kept = await tx.get<{ id: number }>(RENEW, [id, bytes, expiresAt]);
+          if (kept) return kept.id;
+        }
+        const made = await tx.get<{ id: number }>(HOLD, [account, "space", bytes, now(), gateway, expiresAt]);
+        if (!made) throw new Error("INSERT … RETURNING gave no row");
+        return made.id;
+      },
+    };
+  }
+
+  /** Gives a lasting hold back (deleting only lowers what counts: no lock needed). */
+  async function dropHold(id: number | null): Promise<void> {
+    if (id !== null) await drop(sql, [id]);
+  }
+
   /** The quota record of spec 2.6 for one pool: what is left once stored (or moved) bytes and live holds count. */
   async function record(account: Address, did: string, kind: Kind) {
     const { record: r, limit, periodStart } = await pool(account, kind);
@@ -278,7 +308,7 @@ export function createMeter({ sql, records, storedBytes, now = Date.now, gateway
     return sql.all(LIVE, [now()]);
   }
 
-  return { beginUpload, beginDownload, record, clearStale, live, gateway };
+  return { beginUpload, beginDownload, spaceHold, dropHold, record, clearStale, live, gateway };
 }
 
 export type Meter = ReturnType<typeof createMeter>;

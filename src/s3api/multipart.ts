@@ -30,6 +30,7 @@ interface UploadRow {
   did: string;
   backend: BackendKind;
   name: string;
+  reservation: number | null;
   expiresAt: number;
 }
 interface PartRow {
@@ -41,12 +42,15 @@ interface PartRow {
 }
 
 const INSERT_UPLOAD = "INSERT INTO s3_uploads (id, did, backend, name, content_type, reservation, created_at, expires_at) VALUES ($1, $2, $3, $4, $5, NULL, $6, $7)";
-const UPLOAD = `SELECT id, did, backend, name, expires_at AS "expiresAt" FROM s3_uploads WHERE id = $1`;
+const UPLOAD = `SELECT id, did, backend, name, reservation, expires_at AS "expiresAt" FROM s3_uploads WHERE id = $1`;
+const PARTS_SIZE = "SELECT CAST(COALESCE(SUM(size), 0) AS BIGINT) AS n FROM s3_parts WHERE upload_id = $1";
+const RESERVATION = "SELECT reservation FROM s3_uploads WHERE id = $1";
+const SET_RESERVATION = "UPDATE s3_uploads SET reservation = $2 WHERE id = $1";
 const DROP_PART = "DELETE FROM s3_parts WHERE upload_id = $1 AND part_number = $2 RETURNING cid";
 const INSERT_PART = "INSERT INTO s3_parts (upload_id, part_number, cid, size, md5, created_at) VALUES ($1, $2, $3, $4, $5, $6)";
 const PARTS = `SELECT part_number AS "partNumber", cid, size, md5, created_at AS "createdAt" FROM s3_parts WHERE upload_id = $1 ORDER BY part_number`;
 const DROP_PARTS = "DELETE FROM s3_parts WHERE upload_id = $1 RETURNING cid";
-const DROP_UPLOAD = "DELETE FROM s3_uploads WHERE id = $1 RETURNING id";
+const DROP_UPLOAD = "DELETE FROM s3_uploads WHERE id = $1 RETURNING reservation";
 const EXPIRED = "SELECT id, backend FROM s3_uploads WHERE expires_at <= $1 LIMIT 100";
 
 const noSuchUpload = (id: string) => s3Error("NoSuchUpload", "The specified upload does not exist. The upload ID may be invalid, or the upload may have been aborted or completed.", { UploadId: id });
@@ -78,14 +82,33 @@ export function createMultipart(deps: { sql: Sql; direct: DirectStorage; log: Lo
 
   async function uploadPart(did: Did, kind: BackendKind, key: string, id: string, partRaw: string | null, body: ReadableStream<Uint8Array>): Promise<Response> {
     const n = partNumberOf(partRaw);
-    await find(did, kind, key, id);
+    const upload = await find(did, kind, key, id);
+    const hold = await direct.spaceHold(did);
     const part = await direct.stash(kind, body);
-    // A part sent again replaces the earlier one; the replaced content's reference goes.
-    const replaced = await sql.tx(async (tx: Queryable) => {
-      const old = await tx.get<{ cid: string }>(DROP_PART, [id, n]);
-      await tx.run(INSERT_PART, [id, n, part.cid, part.size, part.md5, now()]);
-      return old?.cid;
-    });
+    // A part sent again replaces the earlier one; the replaced content's reference goes. The
+    // upload's space hold grows to its parts' total in the same transaction, after the account's
+    // quota lock (D16): parts sent in parallel are counted one after the other.
+    let replaced: string | undefined;
+    try {
+      replaced = await sql.tx(
+        async (tx: Queryable) => {
+          await hold?.lock(tx);
+          const current = await tx.get<{ reservation: number | null }>(RESERVATION, [id]);
+          if (!current) throw noSuchUpload(id); // aborted or completed meanwhile
+          const old = await tx.get<{ cid: string }>(DROP_PART, [id, n]);
+          await tx.run(INSERT_PART, [id, n, part.cid, part.size, part.md5, now()]);
+          if (hold) {
+            const total = (await tx.get<{ n: number }>(PARTS_SIZE, [id]))?.n ?? 0;
+            await tx.run(SET_RESERVATION, [id, await hold.set(tx, total, upload.expiresAt, current.reservation)]);
+          }
+          return old?.cid;
+        },
+        { isolation: hold ? "read committed" : "serializable" },
+      );
+    } catch (err) {
+      await direct.unstash(kind, part.cid); // a refused part is not kept
+      throw err;
+    }
     if (replaced) await direct.unstash(kind, replaced);
     return new Response(null, { status: 200, headers: { etag: `"${part.md5}"` } });
   }
@@ -100,11 +123,12 @@ export function createMultipart(deps: { sql: Sql; direct: DirectStorage; log: Lo
 
   /** Drops an upload's rows, then its parts' references (each once, whoever else aborts it too). */
   async function drop(id: string, kind: BackendKind): Promise<boolean> {
-    const { cids, existed } = await sql.tx(async (tx) => {
+    const { cids, existed, reservation } = await sql.tx(async (tx) => {
       const rows = await tx.all<{ cid: string }>(DROP_PARTS, [id]);
-      const gone = await tx.get(DROP_UPLOAD, [id]);
-      return { cids: rows.map((r) => r.cid), existed: gone !== undefined };
+      const gone = await tx.get<{ reservation: number | null }>(DROP_UPLOAD, [id]);
+      return { cids: rows.map((r) => r.cid), existed: gone !== undefined, reservation: gone?.reservation ?? null };
     });
+    await direct.dropHold(reservation);
     for (const cid of cids) await direct.unstash(kind, cid);
     return existed;
   }
@@ -165,8 +189,13 @@ export function createMultipart(deps: { sql: Sql; direct: DirectStorage; log: Lo
    * which clients read from a 200 too) ends it.
    */
   async function complete(did: Did, kind: BackendKind, bucket: string, key: string, id: string, xml: string): Promise<Response> {
-    await find(did, kind, key, id);
+    const upload = await find(did, kind, key, id);
     const parts = await chosenParts(id, xml);
+    // The file's own upload checks the space now: the parts' hold would count them twice.
+    if (upload.reservation !== null) {
+      await sql.run(SET_RESERVATION, [id, null]);
+      await direct.dropHold(upload.reservation);
+    }
     const tag = `${createHash("md5").update(Buffer.concat(parts.map((p) => Buffer.from(p.md5, "hex")))).digest("hex")}-${parts.length}`;
     const total = parts.reduce((n, p) => n + p.size, 0);
     const work = direct.put(did, kind, key, concatenated(kind, parts), { declared: total, etag: () => tag });

@@ -205,7 +205,12 @@ export function createDirectStorage(deps: DirectDeps) {
   /** Drops a stash's reference. */
   const unstash = (kind: BackendKind, cid: string) => release(backend(kind), cid);
 
-  return { kind: (k: string) => backend(k).kind, put, named, read, list, remove, stash, readContent, unstash };
+  /** A lasting space hold for content kept outside the catalog (a multipart upload's parts), set
+   * inside the caller's transaction (quota/meter.ts `spaceHold`); undefined without quota. */
+  const spaceHold = async (who: Did) => deps.meter?.spaceHold(who.address, who.canonical);
+  const dropHold = async (id: number | null) => deps.meter?.dropHold(id);
+
+  return { kind: (k: string) => backend(k).kind, spaceHold, dropHold, put, named, read, list, remove, stash, readContent, unstash };
 }
 
 export type DirectStorage = ReturnType<typeof createDirectStorage>;

@@ -7,7 +7,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { S3Client } from "bun";
-import { randomBytes, createHash } from "node:crypto";
+import { randomBytes, createHash, createHmac } from "node:crypto";
 import { Sha256 } from "@aws-crypto/sha256-js";
 import { SignatureV4 } from "@smithy/signature-v4";
 import { findAccessKey } from "../../src/keys/index.ts";
@@ -239,5 +239,70 @@ describe("buckets, listing, deletes, errors", () => {
     const failed = await signed(alice.key, "GET", "/dfs/cond.txt", { headers: { "if-match": '"0123"' } });
     expect(failed.status).toBe(412);
     expect(codeIn(await failed.text())).toBe("PreconditionFailed");
+  });
+});
+
+describe("multipart quota and streamed bodies", () => {
+  /** CreateMultipartUpload by hand: the UploadId. */
+  async function createUpload(key: Minted, path: string): Promise<string> {
+    const res = await signed(key, "POST", path, { query: { uploads: "" } });
+    expect(res.status).toBe(200);
+    return /<UploadId>([^<]+)<\/UploadId>/.exec(await res.text())?.[1] as string;
+  }
+
+  test("parts hold space until completed or aborted: a part that does not fit is refused and not kept", async () => {
+    const poor = await account({ space: 6 * MiB });
+    const id = await createUpload(poor.key, "/dfs/parts.bin");
+    const part1 = await signed(poor.key, "PUT", "/dfs/parts.bin", { query: { partNumber: "1", uploadId: id }, body: randomBytes(5 * MiB) });
+    expect(part1.status).toBe(200);
+    const part2 = await signed(poor.key, "PUT", "/dfs/parts.bin", { query: { partNumber: "2", uploadId: id }, body: randomBytes(2 * MiB) });
+    expect(part2.status).toBe(403);
+    expect(codeIn(await part2.text())).toBe("QuotaExceeded");
+    // The first part's hold counts against other uploads too.
+    const other = await signed(poor.key, "PUT", "/dfs/other.bin", { body: randomBytes(2 * MiB) });
+    expect(codeIn(await other.text())).toBe("QuotaExceeded");
+    const listed = await signed(poor.key, "GET", "/dfs/parts.bin", { query: { uploadId: id } });
+    expect((await listed.text()).match(/<PartNumber>/g)?.length).toBe(1);
+    expect((await signed(poor.key, "DELETE", "/dfs/parts.bin", { query: { uploadId: id } })).status).toBe(204);
+    // Aborted: the space is free again, and the upload is gone.
+    expect((await signed(poor.key, "PUT", "/dfs/other.bin", { body: randomBytes(2 * MiB) })).status).toBe(200);
+    const gone = await signed(poor.key, "PUT", "/dfs/parts.bin", { query: { partNumber: "3", uploadId: id }, body: "x" });
+    expect(codeIn(await gone.text())).toBe("NoSuchUpload");
+  });
+
+  test("STREAMING-AWS4-HMAC-SHA256-PAYLOAD: chunk signatures checked on the way in", async () => {
+    const key = alice.key;
+    const url = new URL("/dfs/streamed.txt", s3.url);
+    const chunks = ["hello ", "streamed ", "world"];
+    const decoded = chunks.join("").length;
+    const signer = new SignatureV4({ service: "s3", region: "us-east-1", credentials: key, sha256: Sha256, uriEscapePath: false });
+    const headers = { host: url.host, "x-amz-content-sha256": "STREAMING-AWS4-HMAC-SHA256-PAYLOAD", "content-encoding": "aws-chunked", "x-amz-decoded-content-length": String(decoded) };
+    const req = await signer.sign({ method: "PUT", protocol: "http:", hostname: url.hostname, port: Number(url.port), path: url.pathname, query: {}, headers });
+    const auth = String(req.headers.authorization);
+    const seed = /Signature=([0-9a-f]{64})/.exec(auth)?.[1] as string;
+    const date = String(req.headers["x-amz-date"]);
+    const scope = `${date.slice(0, 8)}/us-east-1/s3/aws4_request`;
+    // The signing key and each chunk's string to sign, as AWS's streaming documentation spells them.
+    let k: Buffer = Buffer.from(`AWS4${key.secretAccessKey}`);
+    for (const part of [date.slice(0, 8), "us-east-1", "s3", "aws4_request"]) k = createHmac("sha256", k).update(part).digest();
+    const sha = (s: string) => createHash("sha256").update(s).digest("hex");
+    const body = (tamper: boolean) => {
+      let previous = seed;
+      let out = "";
+      for (const c of [...chunks, ""]) {
+        const sig = createHmac("sha256", k).update(["AWS4-HMAC-SHA256-PAYLOAD", date, scope, previous, sha(""), sha(c)].join("\n")).digest("hex");
+        previous = sig;
+        out += `${c.length.toString(16)};chunk-signature=${sig}\r\n${tamper && c === "world" ? "w0rld" : c}\r\n`;
+      }
+      return out;
+    };
+    const send = (b: string) => fetch(url, { method: "PUT", headers: req.headers as Record<string, string>, body: b });
+    const bad = await send(body(true));
+    expect(bad.status).toBe(403);
+    expect(codeIn(await bad.text())).toBe("SignatureDoesNotMatch");
+    expect((await signed(key, "HEAD", "/dfs/streamed.txt")).status).toBe(404);
+    const ok = await send(body(false));
+    expect(ok.status).toBe(200);
+    expect(await bucketClient(key).file("streamed.txt").text()).toBe("hello streamed world");
   });
 });
