@@ -2,7 +2,8 @@
  * D14: SIGTERM to `npm run serve` (the README's start command) stops the server and its chain,
  * and frees the data dir for the next start. npm forwards the signal to its child only, so every
  * script between npm and Bun must `exec`. Both ways scripts/bun.sh finds Bun are run: a `bun` on
- * PATH, and none (Bun fetched through npx, whose own `sh -c` would swallow the signal).
+ * PATH, and none (Bun fetched through npx, whose own `sh -c` would swallow the signal). And the
+ * README's `npx stowage` runs the command line with nothing but Node.js and npm on PATH.
  */
 import { afterEach, describe, expect, test } from "bun:test";
 import { existsSync, mkdirSync, readFileSync, symlinkSync } from "node:fs";
@@ -130,3 +131,16 @@ describe.each([
     await stopAndCheck(second, dataDir);
   }, timeout);
 });
+
+test("`npx stowage` runs the command line in the clone with only Node.js and npm (README)", async () => {
+  const npx = Bun.spawn(["npx", "--no-install", "stowage", "--help"], {
+    cwd: ROOT,
+    env: { PATH: pathFor(false), HOME: process.env.HOME ?? "/root" },
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  const [out, err, code] = await Promise.all([new Response(npx.stdout).text(), new Response(npx.stderr).text(), npx.exited]);
+  expect(err).not.toContain("No such file");
+  expect(code).toBe(0);
+  expect(out).toContain("Usage: stowage <command>");
+}, timeout);
