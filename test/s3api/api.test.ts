@@ -306,3 +306,33 @@ describe("multipart quota and streamed bodies", () => {
     expect(await bucketClient(key).file("streamed.txt").text()).toBe("hello streamed world");
   });
 });
+
+describe("copy and batch delete", () => {
+  test("CopyObject within the account (across buckets too); another account's source is not found", async () => {
+    const c = bucketClient(alice.key);
+    await c.write("copy/src.txt", "copied bytes");
+    const res = await signed(alice.key, "PUT", "/dfs/copy/dst.txt", { headers: { "x-amz-copy-source": "/dfs/copy/src.txt" } });
+    expect(res.status).toBe(200);
+    const xml = await res.text();
+    expect(xml).toContain(`<ETag>&quot;${createHash("md5").update("copied bytes").digest("hex")}&quot;</ETag>`);
+    expect(await c.file("copy/dst.txt").text()).toBe("copied bytes");
+    expect((await signed(alice.key, "PUT", "/ipfs/copied.txt", { headers: { "x-amz-copy-source": "dfs/copy/src.txt" } })).status).toBe(200);
+    expect(await bucketClient(alice.key, "ipfs").file("copied.txt").text()).toBe("copied bytes");
+    const bob = await account();
+    const stolen = await signed(bob.key, "PUT", "/dfs/stolen.txt", { headers: { "x-amz-copy-source": "dfs/copy/src.txt" } });
+    expect(stolen.status).toBe(404);
+    expect(codeIn(await stolen.text())).toBe("NoSuchKey");
+  });
+
+  test("DeleteObjects: each key deleted, reported per key", async () => {
+    const c = bucketClient(alice.key);
+    for (const n of ["batch/1", "batch/2", "batch/3"]) await c.write(n, n);
+    const doc = `<Delete><Object><Key>batch/1</Key></Object><Object><Key>batch/2</Key></Object><Object><Key>batch/none</Key></Object></Delete>`;
+    const res = await signed(alice.key, "POST", "/dfs", { query: { delete: "" }, body: doc, headers: { "content-md5": createHash("md5").update(doc).digest("base64") } });
+    expect(res.status).toBe(200);
+    expect((await res.text()).match(/<Deleted>/g)?.length).toBe(3);
+    expect((await c.list({ prefix: "batch/" })).contents?.map((o) => o.key)).toEqual(["batch/3"]);
+    const bad = await signed(alice.key, "POST", "/dfs", { query: { delete: "" }, body: "<nope/>" });
+    expect(codeIn(await bad.text())).toBe("MalformedXML");
+  });
+});

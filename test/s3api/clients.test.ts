@@ -76,7 +76,10 @@ beforeAll(async () => {
 });
 
 describe("aws-cli", () => {
-  test("mb is refused, clearly", async () => {
+  test("ls shows the two buckets; mb is refused, clearly", async () => {
+    const buckets = await aws(["s3", "ls"]);
+    expect(buckets.code).toBe(0);
+    expect(buckets.stdout).toMatch(/ dfs\n.* ipfs\n$/s);
     const other = await aws(["s3", "mb", "s3://newbucket"]);
     expect(other.code).not.toBe(0);
     expect(other.stderr).toContain("AccessDenied");
@@ -132,6 +135,13 @@ describe("aws-cli", () => {
     const rm = await aws(["s3", "rm", "s3://ipfs/kept.txt"]);
     expect(rm.code).not.toBe(0);
     expect(rm.stderr).toContain("MethodNotAllowed");
+    // --recursive deletes through DeleteObjects.
+    writeFileSync(join(work, "r1.txt"), "r1");
+    for (const k of ["gone/r1.txt", "gone/deeper/r2.txt"]) expect((await aws(["s3", "cp", join(work, "r1.txt"), `s3://dfs/${k}`])).code).toBe(0);
+    const recursive = await aws(["s3", "rm", "--recursive", "s3://dfs/gone/"]);
+    expect(recursive.code).toBe(0);
+    expect(recursive.stdout).toContain("delete: s3://dfs/gone/deeper/r2.txt");
+    expect((await aws(["s3", "ls", "--recursive", "s3://dfs/gone/"])).stdout).toBe("");
   }, 60_000);
 
   test("a presigned URL, fetched with curl", async () => {
