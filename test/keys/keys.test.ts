@@ -225,6 +225,8 @@ describe("revoking", () => {
     const body: Json = await readJson(res);
     expect(Array.isArray(body.data)).toBe(false);
     expect(JSON.stringify(body)).not.toContain("accessKeyId");
+    // Nor a keys refusal: a `GET /v2/keys/:id` of ours would answer this path with "no such access key".
+    expect(JSON.stringify(body)).not.toMatch(/access key/i);
   });
 });
 
