@@ -336,3 +336,16 @@ describe("copy and batch delete", () => {
     expect(codeIn(await bad.text())).toBe("MalformedXML");
   });
 });
+
+describe("files from the HTTP API", () => {
+  test("a file uploaded over HTTP (no MD5) shows under its name, with its Cid as a non-hex ETag", async () => {
+    const bytes = randomBytes(5000);
+    const entry = await alice.client.upload("dfs", bytes, { name: "from-http.bin" });
+    const head = await signed(alice.key, "HEAD", "/dfs/from-http.bin");
+    expect(head.status).toBe(200);
+    expect(head.headers.get("etag")).toBe(`"${entry.Cid}"`);
+    expect(head.headers.get("etag")).not.toMatch(/^"[0-9a-f]{32}"$/);
+    expect(head.headers.get("x-amz-meta-cid")).toBe(entry.Cid);
+    expect(Buffer.from(await bucketClient(alice.key).file("from-http.bin").arrayBuffer()).equals(bytes)).toBe(true);
+  });
+});
