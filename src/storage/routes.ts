@@ -2,7 +2,8 @@
  * Storage middleware routes (spec 4.1 rows 1–6 and 8). Thin: each reads its request (the Bearer
  * caller, the multipart form, the Range header, HEAD) and hands typed values to the storage
  * service, then writes its typed answer as HTTP. `:type` is the storage type; anything but `dfs`
- * and `ipfs` is 518.
+ * and `ipfs` is 518. `GET|HEAD /ipfs/<cid>` asked as a raw block or a CAR is the trustless
+ * gateway's (src/gateway, D17); the download answers the rest.
  */
 import { Elysia, t } from "elysia";
 import { isAccountPath, storageError } from "../http/errors.ts";
@@ -156,7 +157,7 @@ export const storageRoutes = (storage: Storage, guard: { tokens: AccessTokens; c
     .get("/:type/:cid", ({ request, params, query, path }) => (checkNotAccount(path), download(request, params.type, params.cid, query)), {
       params: t.Object({ type: t.String(), cid: t.String() }),
       query: voucherQuery,
-      detail: { summary: "Download a file by Cid with a traffic voucher (size, sign); Range, HEAD, ETag", tags: ["storage"], ...access.download },
+      detail: { summary: "Download a file by Cid with a traffic voucher (size, sign); Range, HEAD, ETag. On /ipfs/<cid>, Accept application/vnd.ipld.raw or .car (or ?format=raw|car) asks the trustless gateway instead: public content, no voucher (D17)", tags: ["storage"], ...access.download },
       response: {
         200: fileBytes,
         206: fileBytes,
