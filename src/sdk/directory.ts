@@ -9,6 +9,7 @@
  *   const dir = await connectDirectory("https://gw.example", { account })
  *   const file = await store.upload("dfs", Bun.file("atlas.pdf"))
  *   await dir.publish({ cid: file.Cid, name: file.Name, size: file.Size, price: 5_000n, keywords: ["maps"] })
+ *   await dir.waitUntilSearchable(file.Cid)   // the gateway's index follows the chain within a poll
  *   const [hit] = await dir.search("atlas")
  *   await reader.buyRead(hit.Owner, hit.Mid)   // pays 5000 gwei to the owner
  */
@@ -75,6 +76,15 @@ export async function connectDirectory(baseUrl: string, opts: ConnectOptions = {
     return { name: e.name, size: e.size, price: e.price, isPublic: e.isPublic, keywords: [...e.keywords] };
   }
 
+  /** GET /challenge: published files stored at this gateway, best match first; page from 1. */
+  async function search(query: string, page?: number, size?: number): Promise<SearchResult[]> {
+    const q = new URLSearchParams({ query, ...(page !== undefined ? { page: String(page) } : {}), ...(size !== undefined ? { size: String(size) } : {}) });
+    const res = await doFetch(`${base}/challenge?${q}`);
+    const body = (await res.json()) as unknown;
+    if (!res.ok) throw new StorageApiError(res.status, body as StorageApiError["body"]);
+    return body as SearchResult[];
+  }
+
   return {
     gateway: gw,
     entry,
@@ -115,13 +125,23 @@ export async function connectDirectory(baseUrl: string, opts: ConnectOptions = {
     canRead: (owner: Address, cid: string, reader: Address = me().address) =>
       publicClient.readContract({ address, abi: directoryAbi, functionName: "canRead", args: [owner, cid, reader] }),
 
-    /** GET /challenge: published files stored at this gateway, best match first; page from 1. */
-    async search(query: string, page?: number, size?: number): Promise<SearchResult[]> {
-      const q = new URLSearchParams({ query, ...(page !== undefined ? { page: String(page) } : {}), ...(size !== undefined ? { size: String(size) } : {}) });
-      const res = await doFetch(`${base}/challenge?${q}`);
-      const body = (await res.json()) as unknown;
-      if (!res.ok) throw new StorageApiError(res.status, body as StorageApiError["body"]);
-      return body as SearchResult[];
+    search,
+
+    /**
+     * Resolves with the entry's search hit once the gateway's search shows it: the gateway indexes
+     * the chain's events on its next poll (STOWAGE_INDEXER_POLL, plus its confirmations), so a
+     * search right after `publish` may not find it yet. Polls `query`'s first 100 results (default:
+     * the newest entries, where a fresh one is); rejects after `timeoutMs`.
+     */
+    async waitUntilSearchable(cid: string, o: { owner?: Address; query?: string; timeoutMs?: number; intervalMs?: number } = {}): Promise<SearchResult> {
+      const owner = (o.owner ?? me().address).toLowerCase();
+      const deadline = Date.now() + (o.timeoutMs ?? 60_000);
+      for (;;) {
+        const hit = (await search(o.query ?? "", 1, 100)).find((h) => h.Mid === cid && h.Owner.toLowerCase() === owner);
+        if (hit) return hit;
+        if (Date.now() >= deadline) throw new Error(`${cid} of ${owner} is not in ${base}'s search after ${o.timeoutMs ?? 60_000} ms: is its chain indexer running?`);
+        await new Promise((resolve) => setTimeout(resolve, o.intervalMs ?? 250));
+      }
     },
   };
 }
