@@ -34,6 +34,9 @@ export interface ListenOptions {
   fetch(request: Request, listener: Listener): Promise<Response> | Response;
   /** The answer when `fetch` throws. */
   error(err: Error): Response;
+  /** The answer to a request that cannot be handed to `fetch` (a Host or header no URL or Headers
+   * takes), by its path; default: the storage or account API's error, as the path names it. */
+  malformed?: (path: string) => Response;
   /** A connection with nothing moving for this long is closed (Bun.serve's default: 10 s). */
   idleTimeoutMs?: number;
 }
@@ -101,7 +104,8 @@ export async function listen(opts: ListenOptions): Promise<Listener> {
     } catch {
       // Not a request the app can be handed (a Host or a header that no URL or Headers takes):
       // answered here, in the shape of the API its path names, and the connection goes.
-      const refused = requestError.malformed((req.url ?? "/").split("?")[0] as string).toResponse();
+      const path = (req.url ?? "/").split("?")[0] as string;
+      const refused = opts.malformed ? opts.malformed(path) : requestError.malformed(path).toResponse();
       refused.headers.set("connection", "close");
       await send(req, res, refused, idleMs);
       return;

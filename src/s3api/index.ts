@@ -27,6 +27,7 @@ export async function startS3Api(opts: { hostname: string; port: number; maxBody
       opts.log.error("S3 listener error", { err: err.message });
       return errorResponse(new S3Error("InternalError", "We encountered an internal error. Please try again."), "/", "0");
     },
+    malformed: (path) => errorResponse(new S3Error("InvalidRequest", "The request's host or headers are not valid HTTP"), path, "0"),
   });
   const expire = () => void api.expire().catch((err) => opts.log.warn("expiring multipart uploads failed", { err: (err as Error).message }));
   expire();

@@ -156,6 +156,8 @@ export function createS3Api(deps: S3ApiDeps) {
       response = await route(request, url, auth);
     } catch (err) {
       let e = toS3Error(err);
+      // A body cut short by its client is the client's doing, not ours to log as a failure.
+      if (!e && request.signal.aborted) e = s3Error("IncompleteBody", "The request body ended before its declared length: the client went away");
       if (!e) {
         log.error("S3 request failed", { method: request.method, path: url.pathname, err: err instanceof Error ? (err.stack ?? err.message) : String(err) });
         e = new S3Error("InternalError", "We encountered an internal error. Please try again.");

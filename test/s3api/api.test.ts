@@ -349,3 +349,24 @@ describe("files from the HTTP API", () => {
     expect(Buffer.from(await bucketClient(alice.key).file("from-http.bin").arrayBuffer()).equals(bytes)).toBe(true);
   });
 });
+
+describe("never the storage API's JSON on this port", () => {
+  test("a request no URL can be made of is answered with an S3 XML error", async () => {
+    const { hostname, port } = new URL(s3.url);
+    const answer = await new Promise<string>((resolve, reject) => {
+      let text = "";
+      Bun.connect({
+        hostname,
+        port: Number(port),
+        socket: {
+          open: (socket) => void socket.write("GET /dfs HTTP/1.1\r\nHost: bad host^\r\nConnection: close\r\n\r\n"),
+          data: (_, chunk) => void (text += chunk.toString()),
+          close: () => resolve(text),
+          error: (_, err) => reject(err),
+        },
+      }).catch(reject);
+    });
+    expect(answer).toMatch(/^HTTP\/1\.1 400/);
+    expect(answer).toContain("<Code>InvalidRequest</Code>");
+  });
+});
