@@ -27,6 +27,8 @@ import { quotaRoutes, type Quota } from "./quota/index.ts";
 import { keysRoutes, type Keys } from "./keys/index.ts";
 import { encryptionRoutes, type Encryption } from "./encryption/index.ts";
 import type { RouteLabels } from "./metrics/index.ts";
+import { grantsRoutes, type Grants } from "./grants/index.ts";
+import { consoleRoutes } from "./console/index.ts";
 
 export interface AppServices {
   config: Config;
@@ -48,6 +50,8 @@ export interface AppServices {
   keys?: Keys;
   /** Wrapped age identities and shares (D20); absent in tests that need none. */
   encryption?: Encryption;
+  /** Console session keys (D19); absent in tests that need none. */
+  grants?: Grants;
   /** Records the route pattern of each request for the metrics' `route` label; absent, none. */
   routes?: RouteLabels;
 }
@@ -73,10 +77,12 @@ export function buildApp(services: AppServices) {
       }),
     )
     .use(healthRoutes(services.health, version))
+    .use(consoleRoutes({ publicUrl: services.config.publicUrl }))
     .use(accountRoutes(services.accounts))
     .use(services.keys ? keysRoutes({ keys: services.keys, tokens: services.accounts.tokens, chainId: services.config.chainId }) : new Elysia())
+    .use(services.grants ? grantsRoutes({ grants: services.grants, tokens: services.accounts.tokens, chainId: services.config.chainId }) : new Elysia())
     .use(services.encryption ? encryptionRoutes({ encryption: services.encryption, tokens: services.accounts.tokens, chainId: services.config.chainId }) : new Elysia())
-    .use(services.chain ? chainRoutes({ chain: services.chain, publicUrl: services.config.publicUrl, log: services.log }) : new Elysia())
+    .use(services.chain ? chainRoutes({ chain: services.chain, publicUrl: services.config.publicUrl, log: services.log, ageRecipient: services.encryption?.gatewayRecipient }) : new Elysia())
     .use(services.quota ? quotaRoutes({ ...services.quota, tokens: services.accounts.tokens, chainId: services.config.chainId }) : new Elysia())
     .use(services.directory ? directoryRoutes(services.directory) : new Elysia())
     .use(services.storage ? storageRoutes(services.storage, { tokens: services.accounts.tokens, chainId: services.config.chainId }, { gateway: services.gateway }) : new Elysia());

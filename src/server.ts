@@ -19,6 +19,7 @@ import { createAccountServices } from "./accounts/index.ts";
 import { ethrResolver, keyStillSigns } from "./identity/resolver.ts";
 import { storageDomain } from "./identity/eip712.ts";
 import { createKeys, findAccessKey } from "./keys/index.ts";
+import { createGrants } from "./grants/index.ts";
 import { startS3Api } from "./s3api/index.ts";
 import { createDirectStorage } from "./storage/direct.ts";
 import { startStorage } from "./storage/start.ts";
@@ -26,7 +27,9 @@ import { storedBytes } from "./storage/files.ts";
 import { createDirectory } from "./directory/index.ts";
 import { createGateway } from "./gateway/service.ts";
 import { createQuota } from "./quota/index.ts";
-import { createEncryption } from "./encryption/index.ts";
+import { createEncryption, gatewayIdentity } from "./encryption/index.ts";
+import { publishedRecipient } from "./sdk/key-agreement.ts";
+import { storedFiles } from "./storage/head.ts";
 import { createIndexer, indexerLag } from "./chain/indexer.ts";
 import { createMetrics, routeLabels, serveMetrics } from "./metrics/index.ts";
 import { aborted, singleton } from "./db/leases.ts";
@@ -92,7 +95,9 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     const directory = createDirectory({ sql: database.sql, chainId: config.chainId, address: chain.context.contracts.directory, fromBlock: BigInt(chain.deployment.block) });
     // S3 access keys (D18): minted by restricted requests signed in the storage domain, valid while their signer may sign for the DID.
     const keys = createKeys({ sql: database.sql, secretsKey: secrets.secretsKey, resolver, chainId: config.chainId, domain: storageDomain(config.chainId, chain.context.contracts.proxy), rateLimits: config.rateLimits !== "off" });
-    const stored = await startStorage({ config, sql: database.sql, gatewayId: gateway, log, chain: chain.context, accounts, extra: { resolver, readGrant: directory.readGrant, publicCids: directory.publicCids, meter: quota.meter, onTransfer: metrics.transferred } });
+    // Console session keys (D19): storage accepts them for uploads, deletes and vouchers.
+    const grants = createGrants({ sql: database.sql, resolver, domain: storageDomain(config.chainId, chain.context.contracts.proxy) });
+    const stored = await startStorage({ config, sql: database.sql, gatewayId: gateway, log, chain: chain.context, accounts, extra: { resolver, sessionKeys: grants, readGrant: directory.readGrant, publicCids: directory.publicCids, meter: quota.meter, onTransfer: metrics.transferred } });
     cleanup.push(() => stored.stop());
     // One indexer in the cluster (D16): it runs on the gateway holding the "indexer" lease, and
     // its cursor writes are fenced by that lease's epoch.
@@ -161,7 +166,17 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
       directory,
       quota,
       keys,
-      encryption: createEncryption({ sql: database.sql }),
+      grants,
+      encryption: createEncryption({
+        sql: database.sql,
+        // D20: priced encrypted entries escrow their keys to this identity; buyers' shares come from it.
+        escrow: {
+          identity: gatewayIdentity(config.ageIdentity, secrets.ageKey),
+          storedFile: storedFiles({ sql: database.sql, backends: stored.backends, chainId: config.chainId }),
+          bought: directory.bought,
+          recipientOf: (reader) => publishedRecipient(chain.context.publicClient, chain.context.contracts.didRegistry, reader),
+        },
+      }),
       routes,
       health: {
         ...stored.health,

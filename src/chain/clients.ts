@@ -1,15 +1,9 @@
 /** viem clients for a chain endpoint: one definition used by the server, the CLI and the SDK. */
-import { createPublicClient, createWalletClient, defineChain, type Account, type Chain, type Transport } from "viem";
+import { createPublicClient, createWalletClient, type Account, type Transport } from "viem";
+import { defineStowageChain } from "./define.ts";
 import { httpEndpoint, type RpcEndpoint } from "./endpoint.ts";
 
-export function defineStowageChain(chainId: number, url?: string): Chain {
-  return defineChain({
-    id: chainId,
-    name: chainId === 985 ? "Stowage chain" : `chain ${chainId}`,
-    nativeCurrency: { name: "Ether", symbol: "ETH", decimals: 18 },
-    rpcUrls: { default: { http: url ? [url] : [] } },
-  });
-}
+export { defineStowageChain };
 
 /** Hears of every JSON-RPC call with its duration (the server's metrics). */
 export type RpcObserver = (method: string, seconds: number, ok: boolean) => void;

@@ -10,7 +10,7 @@
  */
 import { createPublicClient, createWalletClient, http, type Account, type Address, type Hash, type Transport } from "viem";
 import { didRegistryAbi, proxyAbi } from "../chain/artifacts/index.ts";
-import { defineStowageChain } from "../chain/clients.ts";
+import { defineStowageChain } from "../chain/define.ts";
 import { readRecord, type ChainRecord } from "../chain/records.ts";
 import { DELEGATE_TYPES, type DelegateType } from "../identity/delegates.ts";
 

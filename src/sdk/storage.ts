@@ -111,7 +111,8 @@ async function sha256Of(blob: SizedSource): Promise<string> {
 
 function toBlob(source: Source): Blob | SizedSource {
   if (typeof source === "string") return Bun.file(source);
-  return source instanceof Uint8Array ? new Blob([source]) : source;
+  // (DOM's Blob types want ArrayBuffer-backed bytes; it copies whatever it is given.)
+  return source instanceof Uint8Array ? new Blob([source as Uint8Array<ArrayBuffer>]) : source;
 }
 
 /** RFC 5987 ext-value: encodeURIComponent leaves ' ( ) * as they are, which parsers refuse. */
@@ -148,7 +149,8 @@ function multipart(fields: Record<string, string>, file: { name: string; blob: S
     },
   });
   // In a browser a Blob of Blobs keeps the file on disk and is what XMLHttpRequest sends.
-  const asBlob = () => (file.blob instanceof Blob ? new Blob([h, file.blob, t]) : undefined);
+  // (DOM's Blob wants ArrayBuffer-backed bytes, which TextEncoder's are.)
+  const asBlob = () => (file.blob instanceof Blob ? new Blob([h as Uint8Array<ArrayBuffer>, file.blob, t as Uint8Array<ArrayBuffer>]) : undefined);
   return { body, asBlob, type: `multipart/form-data; boundary=${boundary}`, length: h.byteLength + file.blob.size + t.byteLength };
 }
 

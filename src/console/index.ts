@@ -1,0 +1,108 @@
+/**
+ * The web console (D19) at `/console`: one page and its hashed assets, built by Bun's HTML
+ * bundler from `web/index.html`. In the compiled binary `bun build --compile` has bundled the
+ * page already and carries its files inside (`page.files`, read from the binary's own file
+ * system); run from source, the page is bundled once, at its first request, with `Bun.build`.
+ * Either way nothing is read from disk at run time in the binary and nothing comes from a CDN.
+ *
+ * Every answer carries a strict Content-Security-Policy (scripts, styles and connections to this
+ * origin only: the account API, the storage routes and the chain RPC `/rpc` are all here) and
+ * `X-Content-Type-Options: nosniff`. The Referrer-Policy is `same-origin`, not `no-referrer`: a
+ * browser sends no Origin on a same-origin GET, and the EVM sign-in challenge then reads the
+ * page's origin from the Referer.
+ */
+import { Elysia } from "elysia";
+import { basename } from "node:path";
+import page from "./web/index.html";
+
+interface Asset {
+  body: Uint8Array<ArrayBuffer>;
+  type: string;
+}
+
+const PREFIX = "/console";
+
+/** Asset names as the bundler makes them (`chunk-<hash>.js`): nothing else is ever looked up. */
+const ASSET_NAME = /^[A-Za-z0-9._-]{1,100}$/;
+
+/** The page's own references to its assets (`/x.js`, `./x.js`) point under /console. */
+function rebase(html: string, names: readonly string[]) {
+  let out = html;
+  for (const name of names) out = out.replaceAll(`"/${name}"`, `"${PREFIX}/${name}"`).replaceAll(`"./${name}"`, `"${PREFIX}/${name}"`);
+  return out;
+}
+
+async function bundled(): Promise<{ html: string; assets: Map<string, Asset> }> {
+  const assets = new Map<string, Asset>();
+  let html: string | undefined;
+  if (page.files?.length) {
+    for (const f of page.files) {
+      const type = f.headers?.["content-type"] ?? "application/octet-stream";
+      const body = await Bun.file(f.path).bytes();
+      if (type.startsWith("text/html")) html = new TextDecoder().decode(body);
+      else assets.set(basename(f.path), { body, type });
+    }
+  } else {
+    const built = await Bun.build({ entrypoints: [page.index], target: "browser", minify: true });
+    if (!built.success) throw new AggregateError(built.logs, "bundling the console failed");
+    for (const o of built.outputs) {
+      const body = new Uint8Array(await o.arrayBuffer());
+      // (Every output of an HTML entry says loader "html": the type tells the page apart.)
+      if (o.type.startsWith("text/html")) html = new TextDecoder().decode(body);
+      else assets.set(basename(o.path), { body, type: o.type });
+    }
+  }
+  if (html === undefined) throw new Error("the console bundle has no page");
+  return { html: rebase(html, [...assets.keys()]), assets };
+}
+
+/** The policy: this origin only, plus the public URL's (clients are told to use it; it serves /rpc). */
+export function consolePolicy(publicUrl: string) {
+  let publicOrigin = "";
+  try {
+    publicOrigin = ` ${new URL(publicUrl).origin}`;
+  } catch {}
+  return [
+    "default-src 'none'",
+    "script-src 'self'",
+    "style-src 'self'",
+    "img-src 'self' data: blob:",
+    `connect-src 'self'${publicOrigin}`,
+    "base-uri 'none'",
+    "form-action 'self'",
+    "frame-ancestors 'none'",
+  ].join("; ");
+}
+
+export function consoleRoutes({ publicUrl }: { publicUrl: string }) {
+  let loading: ReturnType<typeof bundled> | undefined;
+  const load = () => {
+    loading ??= bundled().catch((err) => {
+      loading = undefined; // a failed bundle is not kept: the next request tries again
+      throw err;
+    });
+    return loading;
+  };
+  const security = {
+    "content-security-policy": consolePolicy(publicUrl),
+    "x-content-type-options": "nosniff",
+    "referrer-policy": "same-origin",
+    "x-frame-options": "DENY",
+  };
+  const index = async () =>
+    new Response((await load()).html, { headers: { ...security, "content-type": "text/html; charset=utf-8", "cache-control": "no-cache" } });
+
+  return new Elysia({ name: "console" })
+    .get(PREFIX, index, { detail: { hide: true } })
+    .get(`${PREFIX}/`, index, { detail: { hide: true } })
+    .get(
+      `${PREFIX}/:asset`,
+      async ({ params }) => {
+        const asset = ASSET_NAME.test(params.asset) ? (await load()).assets.get(params.asset) : undefined;
+        if (!asset) return new Response("Not Found", { status: 404, headers: { ...security, "content-type": "text/plain; charset=utf-8" } });
+        // Names carry their content's hash: a name always means the same bytes.
+        return new Response(asset.body, { headers: { ...security, "content-type": asset.type, "cache-control": "public, max-age=31536000, immutable" } });
+      },
+      { detail: { hide: true } },
+    );
+}

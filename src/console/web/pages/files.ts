@@ -1,0 +1,154 @@
+/**
+ * Files on both back-ends: upload (with a progress bar) to dfs, ipfs or both, download, delete
+ * (dfs only: spec 4.1 rule 4), copy the Cid, and publish in the directory.
+ */
+import type { FileEntry, StorageClient } from "../../../sdk/storage.ts";
+import { action, bytes, h, show, status, when } from "../dom.ts";
+import type { Session } from "../session.ts";
+import { grantStorage } from "../wallet.ts";
+
+const KINDS = ["dfs", "ipfs"] as const;
+type Kind = (typeof KINDS)[number];
+
+export async function filesPage(s: Session, go: (hash: string) => void) {
+  if (!s.storage) return;
+  const store: StorageClient = s.storage;
+  const granted = s.grantedUntil !== undefined;
+  const grant = h(
+    "section",
+    { id: "grant" },
+    granted
+      ? h("p", { class: "muted" }, `Session key ${s.sessionKey?.address} signs for you until ${when(s.grantedUntil ?? 0)}.`)
+      : [
+          h("p", {}, "Uploads and deletes are signed. Let a session key of this page sign them (your wallet signs twice, once), instead of a wallet prompt per file."),
+          h(
+            "button",
+            {
+              id: "grant-button",
+              onclick: action(async () => {
+                status("Waiting for the wallet: sign the login, then the grant…");
+                await grantStorage(s);
+                status("Storage session started");
+                await filesPage(s, go);
+              }),
+            },
+            "Start storage session",
+          ),
+        ],
+  );
+
+  const progress = h("progress", { id: "upload-progress", max: 100, value: 0, hidden: true });
+  const progressText = h("span", { id: "upload-progress-text", class: "muted" });
+  const upload = h(
+    "form",
+    {
+      id: "upload-form",
+      onsubmit: action(async () => {
+        const input = upload.elements.namedItem("file") as HTMLInputElement;
+        const file = input.files?.[0];
+        if (!file) throw new Error("choose a file first");
+        const kinds = KINDS.filter((k) => (upload.elements.namedItem(k) as HTMLInputElement).checked);
+        if (!kinds.length) throw new Error("choose dfs, ipfs or both");
+        progress.hidden = false;
+        for (const kind of kinds) {
+          progress.value = 0;
+          const entry = await store.upload(kind, file, {
+            name: file.name,
+            onProgress: (sent, total) => {
+              progress.value = Math.floor((sent / total) * 100);
+              progressText.textContent = `${kind}: ${bytes(sent)} of ${bytes(total)}`;
+            },
+          });
+          progressText.textContent = `${kind}: stored ${entry.Name} (${bytes(entry.Size)})`;
+        }
+        status(`Uploaded ${file.name} to ${kinds.join(" and ")}`);
+        await lists();
+      }),
+    },
+    h("label", {}, "File", h("input", { type: "file", name: "file", required: true })),
+    ...KINDS.map((k) => h("label", { class: "check" }, h("input", { type: "checkbox", name: k, checked: true }), ` ${k}`)),
+    h("button", { type: "submit", disabled: !granted }, "Upload"),
+    progress,
+    progressText,
+  );
+
+  const listed = Object.fromEntries(KINDS.map((k) => [k, h("ul", { class: "items", id: `files-${k}` })])) as Record<Kind, HTMLUListElement>;
+
+  function row(kind: Kind, f: FileEntry) {
+    return h(
+      "li",
+      { "data-cid": f.Cid, "data-name": f.Name },
+      h("span", { class: "name" }, f.Name),
+      h("span", { class: "muted" }, `${bytes(f.Size)} · ${new Date(f.ModTime).toLocaleString()}${f.Public ? " · public" : ""}`),
+      h("code", {}, f.Cid),
+      h(
+        "div",
+        { class: "actions" },
+        h(
+          "button",
+          {
+            class: "secondary",
+            "data-action": "download",
+            disabled: !granted,
+            onclick: action(async () => {
+              status(`Downloading ${f.Name}…`);
+              const res = await store.download(kind, f.Cid, { size: f.Size });
+              const url = URL.createObjectURL(await res.blob());
+              h("a", { href: url, download: f.Name }).click();
+              setTimeout(() => URL.revokeObjectURL(url), 60_000);
+              status(`Downloaded ${f.Name}`);
+            }),
+          },
+          "Download",
+        ),
+        h(
+          "button",
+          {
+            class: "secondary",
+            "data-action": "copy",
+            onclick: action(async () => {
+              await navigator.clipboard.writeText(f.Cid).catch(() => {
+                throw new Error(`copy it by hand: ${f.Cid}`);
+              });
+              status("Cid copied");
+            }),
+          },
+          "Copy Cid",
+        ),
+        h("button", { class: "secondary", "data-action": "publish", onclick: () => go(`#/directory?cid=${encodeURIComponent(f.Cid)}&name=${encodeURIComponent(f.Name)}&size=${f.Size}`) }, "Publish"),
+        kind === "dfs" &&
+          h(
+            "button",
+            {
+              class: "danger",
+              "data-action": "delete",
+              disabled: !granted,
+              onclick: action(async () => {
+                await store.delete(f.ID, "dfs");
+                status(`Deleted ${f.Name}`);
+                await lists();
+              }),
+            },
+            "Delete",
+          ),
+      ),
+    );
+  }
+
+  async function lists() {
+    await Promise.all(
+      KINDS.map(async (kind) => {
+        const { Object: files } = await store.list(kind);
+        listed[kind].replaceChildren(...(files.length ? files.map((f) => row(kind, f)) : [h("li", { class: "muted" }, "No files yet")]));
+      }),
+    );
+  }
+
+  show(
+    h("h1", {}, "Files"),
+    grant,
+    h("section", {}, h("h2", {}, "Upload"), upload),
+    ...KINDS.map((k) => h("section", {}, h("h2", {}, k === "dfs" ? "dfs (distributed storage)" : "ipfs"), listed[k])),
+  );
+  await lists();
+}

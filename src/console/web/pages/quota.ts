@@ -1,0 +1,85 @@
+/**
+ * Quota (D7, D8): the space and traffic records, the deposit (a transaction the wallet sends),
+ * and purchases paid from the deposit (Bearer calls: no wallet prompt).
+ */
+import { formatEther, formatGwei, parseEther } from "viem";
+import type { QuotaRecord } from "../../../sdk/storage.ts";
+import { action, bytes, field, h, show, status, when } from "../dom.ts";
+import type { Session } from "../session.ts";
+import { chainOf } from "../wallet.ts";
+
+const MIB = 1024 * 1024;
+
+function record(title: string, id: string, r: QuotaRecord) {
+  return h(
+    "section",
+    { id },
+    h("h2", {}, title),
+    h(
+      "dl",
+      {},
+      h("dt", {}, "Remaining"),
+      h("dd", { "data-field": "SizeByte" }, bytes(r.SizeByte)),
+      h("dt", {}, "Free"),
+      h("dd", {}, bytes(r.FreeByte)),
+      h("dt", {}, "Expires"),
+      h("dd", {}, when(r.Expire)),
+      h("dt", {}, "Nonce"),
+      h("dd", {}, String(r.Nonce)),
+    ),
+  );
+}
+
+export async function quotaPage(s: Session) {
+  const store = s.storage;
+  if (!store) return;
+  const [space, traffic, chain] = await Promise.all([store.space(), store.traffic(), chainOf(s)]);
+  const prices = await chain.gateway.prices();
+  const cost = (mib: number, perByte: bigint) => `${formatEther(BigInt(Math.round(mib * MIB)) * perByte)} ETH`;
+
+  const deposit = h(
+    "form",
+    {
+      id: "deposit-form",
+      onsubmit: action(async () => {
+        const eth = field(deposit, "eth");
+        status("Waiting for the wallet to send the deposit…");
+        const tx = await chain.gateway.deposit(parseEther(eth));
+        status(`Deposited ${eth} ETH (${tx})`);
+        await quotaPage(s);
+      }),
+    },
+    h("label", {}, "Deposit (ETH)", h("input", { type: "text", name: "eth", inputmode: "decimal", required: true, value: "1", pattern: "[0-9]+(\\.[0-9]+)?" })),
+    h("button", { type: "submit" }, "Deposit"),
+  );
+
+  const buy = (what: "space" | "traffic", perByte: bigint, preset: number) => {
+    const form: HTMLFormElement = h(
+      "form",
+      {
+        id: `buy-${what}-form`,
+        onsubmit: action(async () => {
+          const mib = Number(field(form, "mib"));
+          if (!(mib > 0)) throw new Error("size must be a positive number of MiB");
+          const size = Math.round(mib * MIB);
+          status(`Buying ${bytes(size)} of ${what}…`);
+          const { tx } = what === "space" ? await store.buySpace({ size }) : await store.buyTraffic({ size });
+          status(`Bought ${bytes(size)} of ${what} (${tx})`);
+          await quotaPage(s);
+        }),
+      },
+      h("label", {}, `Buy ${what} (MiB) · ${formatGwei(perByte)} gwei per byte`, h("input", { type: "number", name: "mib", min: "1", step: "1", value: String(preset), required: true })),
+      h("button", { type: "submit" }, `Buy ${what}`),
+      h("span", { class: "muted" }, `${preset} MiB costs ${cost(preset, perByte)}`),
+    );
+    return form;
+  };
+
+  show(
+    h("h1", {}, "Quota"),
+    h("section", { id: "balance" }, h("h2", {}, "Deposit"), h("p", {}, "Balance: ", h("strong", { "data-field": "Balance" }, `${formatGwei(BigInt(space.Balance))} gwei`)), deposit),
+    record("Space", "space", space),
+    record("Traffic", "traffic", traffic),
+    h("section", {}, h("h2", {}, "Buy"), buy("space", prices.space, 64), buy("traffic", prices.traffic, 256)),
+  );
+}
