@@ -1,0 +1,105 @@
+/**
+ * The S3 API (D18) against a plain S3 server: Debian's aws-cli `cp` of a file of fresh random bytes
+ * up and down through Stowage's S3 port (the compiled binary, its content on a one-node Ceph RGW),
+ * against Bun's own `S3Client` putting and getting the same bytes straight to the same RGW. The
+ * ratio says what the S3 API costs on top of the object store itself, a client's point of view
+ * included: aws-cli is what people use, and its own work (a Python process, 8 MiB multipart parts
+ * hashed with SHA-256 and MD5 before sending, 10 threads) is part of what the Stowage side times.
+ * Both sides run on this machine in alternation, in the same minute (bench/README.md: the ratio of
+ * one run is what we report).
+ *
+ * Run: bun bench/s3api.ts [--rounds 3] [--size-mib 256]   (bun run build first: dist/stowage)
+ */
+import { createHash, randomBytes } from "node:crypto";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { parseArgs } from "node:util";
+import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
+import { keysClient } from "../src/sdk/keys.ts";
+import { connectStorage } from "../src/sdk/storage.ts";
+import { runBinary, startBinary } from "../test/support/binary.ts";
+import { cephRgw, stowageS3Env } from "../test/support/ceph.ts";
+import { freePort } from "../test/support/procs.ts";
+import { awsCli, ensureS3Clients } from "../test/support/s3-clients.ts";
+import { compareMany } from "./harness.ts";
+
+const { values: args } = parseArgs({ options: { rounds: { type: "string", default: "3" }, "size-mib": { type: "string", default: "256" } } });
+const rounds = Number(args.rounds);
+const sizeMiB = Number(args["size-mib"]);
+const MiB = 1024 * 1024;
+
+await ensureS3Clients();
+const work = mkdtempSync(join(tmpdir(), "bench-s3api-"));
+const rgw = await cephRgw();
+process.stderr.write(`ceph rgw at ${rgw.endpoint}\n`);
+const port = freePort();
+const dataDir = join(work, "data");
+const server = await startBinary(["serve", "--port", "0", "--host", "127.0.0.1", "--data-dir", dataDir], { ...stowageS3Env(rgw, rgw.prefix()), STOWAGE_S3_API_PORT: String(port), STOWAGE_LOG_LEVEL: "warn" }, 60_000);
+const endpoint = `http://127.0.0.1:${port}`;
+try {
+  const store = await connectStorage({ baseUrl: server.url, account: privateKeyToAccount(generatePrivateKey()) });
+  await store.login();
+  for (const [kind, bytes] of [["--space", "64GiB"], ["--traffic", "1TiB"]]) {
+    const grant = await runBinary(["admin", "grant", "--did", store.did, kind as string, bytes as string, "--data-dir", dataDir]);
+    if (grant.code !== 0) throw new Error(`admin grant failed: ${grant.stderr}`);
+  }
+  while ((await store.space()).SizeByte === 0 || (await store.traffic()).SizeByte === 0) await Bun.sleep(200);
+  const key = await keysClient({ baseUrl: server.url, store }).create();
+  const aws = awsCli(endpoint, key);
+  const direct = rgw.client();
+  const prefix = rgw.prefix();
+
+  const file = join(work, "file.bin");
+  const back = join(work, "back.bin");
+  let n = 0;
+  /** A fresh file per round: no side reads bytes another just wrote through a cache of its own. */
+  const fresh = () => {
+    const bytes = randomBytes(sizeMiB * MiB);
+    writeFileSync(file, bytes);
+    return createHash("md5").update(bytes).digest("hex");
+  };
+  const md5Of = async (path: string) => createHash("md5").update(new Uint8Array(await Bun.file(path).arrayBuffer())).digest("hex");
+  const mibps = (ms: number) => sizeMiB / (ms / 1000);
+
+  const timed = async (what: () => Promise<unknown>) => {
+    const t = performance.now();
+    await what();
+    return performance.now() - t;
+  };
+
+  await compareMany({
+    name: `${sizeMiB} MiB up and down`,
+    rounds,
+    labels: { subject: "aws→stowage", baseline: "bun→rgw" },
+    metrics: { up: { unit: "MiB/s", higherIsBetter: true, label: "upload" }, down: { unit: "MiB/s", higherIsBetter: true, label: "download" } },
+    async subject() {
+      const md5 = fresh();
+      const key = `bench/${n++}.bin`;
+      const up = await timed(async () => {
+        const r = await aws(["s3", "cp", "--only-show-errors", file, `s3://dfs/${key}`]);
+        if (r.code !== 0) throw new Error(`aws s3 cp up failed: ${r.stderr}`);
+      });
+      const down = await timed(async () => {
+        const r = await aws(["s3", "cp", "--only-show-errors", `s3://dfs/${key}`, back]);
+        if (r.code !== 0) throw new Error(`aws s3 cp down failed: ${r.stderr}`);
+      });
+      if ((await md5Of(back)) !== md5) throw new Error("aws s3 cp brought back other bytes");
+      await aws(["s3", "rm", "--only-show-errors", `s3://dfs/${key}`]);
+      return { up: mibps(up), down: mibps(down) };
+    },
+    async baseline() {
+      const md5 = fresh();
+      const key = `${prefix}${n++}.bin`;
+      const up = await timed(() => direct.write(key, Bun.file(file)));
+      const down = await timed(() => Bun.write(back, direct.file(key)));
+      if ((await md5Of(back)) !== md5) throw new Error("S3Client brought back other bytes");
+      await direct.delete(key);
+      return { up: mibps(up), down: mibps(down) };
+    },
+  });
+} finally {
+  await server.stop();
+  await rgw.stop();
+  rmSync(work, { recursive: true, force: true });
+}
