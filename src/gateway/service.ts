@@ -46,6 +46,8 @@ export interface GatewayDeps {
   perClient: number;
   log: Logger;
   now?: () => number;
+  /** Hears of bytes sent (the server's metrics count them as ipfs bytes out). */
+  onSent?: (bytes: number) => void;
 }
 
 export interface TrustlessInput {
@@ -141,7 +143,8 @@ export function createGateway(deps: GatewayDeps) {
     return { status: 200, headers, body: await carStream(cid, want, input.client, owners) };
   }
 
-  /** Counts `n` bytes against the client's and the owner's limits, or throws the 429. */
+  /** Counts `n` bytes about to go out against the client's and the owner's limits (or throws the
+   * 429), and tells `onSent`. */
   async function pay(client: string, charge: ReturnType<typeof egress.charge>, n: number) {
     const taken = clients.take(client, n);
     if (!taken.ok) throw tooMuch(taken.retryAfter);
@@ -149,6 +152,7 @@ export function createGateway(deps: GatewayDeps) {
       clients.giveBack(client, n);
       throw tooMuch(egress.retryAfter());
     }
+    deps.onSent?.(n);
   }
 
   /**

@@ -48,13 +48,14 @@ async function expect429(res: Response, maxRetryAfter: number) {
 describe("the owner's daily allowance", () => {
   test("exhausted → 429 until the next UTC day; the owner's traffic pool is untouched", async () => {
     const { owner, file, leaves } = await publicFile();
-    const { url } = await tg.serve({ allowance: MiB + MiB / 2 });
+    const { url, sent } = await tg.serve({ allowance: MiB + MiB / 2 });
     const before = await pool(owner.address);
 
     const first = await rawOf(url, leaves[0] as CID);
     expect(first.status).toBe(200);
     expect((await first.arrayBuffer()).byteLength).toBe(MiB);
     expect(await spent(owner.address)).toBe(MiB);
+    expect(sent.bytes).toBe(MiB); // what the metrics hear of
     await expect429(await rawOf(url, leaves[1] as CID), 86_400);
     expect(await spent(owner.address)).toBe(MiB); // the refused read counted nothing
 

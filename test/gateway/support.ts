@@ -46,7 +46,9 @@ export async function trustlessGateway() {
   async function serve(o: { allowance?: number; perClient?: number; now?: () => number } = {}) {
     /** Every request the listener answered: its path and status. */
     const answered: { path: string; status: number }[] = [];
-    const gateway = createGateway({ sql, store, allowance: o.allowance ?? GiB, perClient: o.perClient ?? 0, log: silentLogger, now: o.now });
+    /** Bytes the gateway reported sent (what the server's metrics count). */
+    const sent = { bytes: 0 };
+    const gateway = createGateway({ sql, store, allowance: o.allowance ?? GiB, perClient: o.perClient ?? 0, log: silentLogger, now: o.now, onSent: (n) => void (sent.bytes += n) });
     const app = buildApp({ config: gw.config, log: gw.log, health: {}, chain: gw.chain.context, accounts: gw.accounts, storage: gw.storage, directory, quota: gw.quota, gateway });
     const listener = await listen({
       hostname: "127.0.0.1",
@@ -56,7 +58,7 @@ export async function trustlessGateway() {
       error: () => new Response("internal error", { status: 500 }),
     });
     afterAll(() => listener.stop(true));
-    return { app, gateway, answered, url: `http://127.0.0.1:${listener.port}` };
+    return { app, gateway, answered, sent, url: `http://127.0.0.1:${listener.port}` };
   }
 
   /** A funded user with quota, logged in to storage, with a directory client. */
