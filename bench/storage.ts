@@ -26,7 +26,9 @@
  * shows what each side's pattern of requests costs the store (0 without `--s3`); and the bench's
  * own, which is Stowage's client (the SDK sending and reading over HTTP; on uploads this includes
  * the SDK hashing the file before the timed request), while the S3 baseline reads and writes
- * inside its child (there the bench only asks, so it is near 0).
+ * inside its child (there the bench only asks, so it is near 0). With `--s3`, also the requests
+ * the RGW answered per MiB moved (its log's `beast:` lines): Stowage's one object per 1 MiB chunk
+ * or block against the baseline's 5 MiB parts.
  *
  * Peak RSS: /proc/PID/status VmHWM of the server process (not its anvil), reset through
  * /proc/PID/clear_refs before each upload and before the downloads (Linux; run as the owner).
@@ -337,6 +339,17 @@ async function main() {
     }
     return ms;
   };
+  /** Requests the RGW has answered so far (with --s3): the `beast:` lines of its log, one per
+   * request at Ceph's default log level. Per MiB moved, they show each side's pattern of requests. */
+  const rgwLog = () => {
+    const dir = readdirSync(tmpdir()).find((d) => d.startsWith(cephMark));
+    return dir === undefined ? undefined : join(tmpdir(), dir, "log", "client.rgw.log");
+  };
+  const rgwRequests = () => {
+    const log = useS3 ? rgwLog() : undefined;
+    if (log === undefined || !existsSync(log)) return 0;
+    return readFileSync(log, "utf8").split("\n").filter((l) => l.includes(" beast: ")).length;
+  };
   /** Resets the process's peak RSS to its current RSS (Linux 4.0+). */
   const resetPeak = (pid: number) => writeFileSync(`/proc/${pid}/clear_refs`, "5");
   const peakMiB = (pid: number) => statusKiB(pid, "VmHWM") / 1024;
@@ -380,7 +393,7 @@ async function main() {
   };
 
   /** What one side measures in one round. */
-  type Sample = { up: number; down: number; range: number; cpuUp: number; cpuDown: number; cephUp: number; cephDown: number; clientUp: number; clientDown: number; rssIdle: number; rssUp: number; rssDown: number };
+  type Sample = { up: number; down: number; range: number; cpuUp: number; cpuDown: number; cephUp: number; cephDown: number; clientUp: number; clientDown: number; rgwUp: number; rgwDown: number; rssIdle: number; rssUp: number; rssDown: number };
   interface Side {
     pid: number;
     upload(path: string, sha256: string): Promise<{ ms: number; id: string }>;
@@ -400,14 +413,14 @@ async function main() {
         const rssIdle = statusKiB(side.pid, "VmRSS") / 1024;
         // CPU per MiB moved: the server's (the S3 baseline's child for s3-direct) and the store's.
         const perMiB = (ms: number) => ms / (fileSize / MiB);
-        let [cpu, ceph, own] = [cpuMs(side.pid), cephCpuMs(), cpuMs(process.pid)];
+        let [cpu, ceph, own, rgw] = [cpuMs(side.pid), cephCpuMs(), cpuMs(process.pid), rgwRequests()];
         const up = await side.upload(file.path, file.sha256);
-        const [cpuUp, cephUp, clientUp] = [perMiB(cpuMs(side.pid) - cpu), perMiB(cephCpuMs() - ceph), perMiB(cpuMs(process.pid) - own)];
+        const [cpuUp, cephUp, clientUp, rgwUp] = [perMiB(cpuMs(side.pid) - cpu), perMiB(cephCpuMs() - ceph), perMiB(cpuMs(process.pid) - own), perMiB(rgwRequests() - rgw)];
         const rssUp = peakMiB(side.pid);
         resetPeak(side.pid);
-        [cpu, ceph, own] = [cpuMs(side.pid), cephCpuMs(), cpuMs(process.pid)];
+        [cpu, ceph, own, rgw] = [cpuMs(side.pid), cephCpuMs(), cpuMs(process.pid), rgwRequests()];
         const down = await side.download(up.id, undefined, verify ? file.sha256 : undefined);
-        const [cpuDown, cephDown, clientDown] = [perMiB(cpuMs(side.pid) - cpu), perMiB(cephCpuMs() - ceph), perMiB(cpuMs(process.pid) - own)];
+        const [cpuDown, cephDown, clientDown, rgwDown] = [perMiB(cpuMs(side.pid) - cpu), perMiB(cephCpuMs() - ceph), perMiB(cpuMs(process.pid) - own), perMiB(rgwRequests() - rgw)];
         expectBytes("download", down.bytes, fileSize);
         let rangeMs = 0;
         if (withRanges) {
@@ -419,7 +432,7 @@ async function main() {
         }
         const rssDown = peakMiB(side.pid);
         await side.remove(up.id);
-        return { up: fileSize / MiB / (up.ms / 1000), down: fileSize / MiB / (down.ms / 1000), range: withRanges ? rangeMs / rangeCount : 0, cpuUp, cpuDown, cephUp, cephDown, clientUp, clientDown, rssIdle, rssUp, rssDown };
+        return { up: fileSize / MiB / (up.ms / 1000), down: fileSize / MiB / (down.ms / 1000), range: withRanges ? rangeMs / rangeCount : 0, cpuUp, cpuDown, cephUp, cephDown, clientUp, clientDown, rgwUp, rgwDown, rssIdle, rssUp, rssDown };
       } finally {
         rmSync(file.path, { force: true });
       }
@@ -579,6 +592,8 @@ async function main() {
       cephDown: { unit: "ms/MiB", higherIsBetter: null, label: "Ceph daemons' CPU, full download" },
       clientUp: { unit: "ms/MiB", higherIsBetter: null, label: "the bench's own CPU (the client), upload" },
       clientDown: { unit: "ms/MiB", higherIsBetter: null, label: "the bench's own CPU (the client), full download" },
+      rgwUp: { unit: "per MiB", higherIsBetter: null, label: "RGW requests, upload" },
+      rgwDown: { unit: "per MiB", higherIsBetter: null, label: "RGW requests, full download" },
       rssIdle: { unit: "MiB", higherIsBetter: null, label: "server RSS before the upload" },
       rssUp: { unit: "MiB", higherIsBetter: false, label: "server peak RSS, upload" },
       rssDown: { unit: "MiB", higherIsBetter: false, label: "server peak RSS, downloads" },
@@ -610,7 +625,8 @@ async function main() {
           `ranged GET ${fmt(m.range.subject.median)} vs ${fmt(m.range.baseline.median)} ms (${m.range.ratio.toFixed(2)}×), ` +
           `peak RSS ${fmt(Math.max(m.rssUp.subject.max, m.rssDown.subject.max))} vs ${fmt(Math.max(m.rssUp.baseline.max, m.rssDown.baseline.max))} MiB; ` +
           `CPU ${useS3 ? "server + Ceph + client" : "server + client"} per MiB: upload ${fmt(cpuOf(m, "up", "subject"))} vs ${fmt(cpuOf(m, "up", "baseline"))} ms (${(cpuOf(m, "up", "baseline") / cpuOf(m, "up", "subject")).toFixed(2)}×), ` +
-          `download ${fmt(cpuOf(m, "down", "subject"))} vs ${fmt(cpuOf(m, "down", "baseline"))} ms (${(cpuOf(m, "down", "baseline") / cpuOf(m, "down", "subject")).toFixed(2)}×)`,
+          `download ${fmt(cpuOf(m, "down", "subject"))} vs ${fmt(cpuOf(m, "down", "baseline"))} ms (${(cpuOf(m, "down", "baseline") / cpuOf(m, "down", "subject")).toFixed(2)}×)` +
+          (useS3 ? `; RGW requests per MiB: upload ${fmt(m.rgwUp.subject.median)} vs ${fmt(m.rgwUp.baseline.median)}, download ${fmt(m.rgwDown.subject.median)} vs ${fmt(m.rgwDown.baseline.median)}` : ""),
       );
     }
     if (values["no-big"] !== true) {
