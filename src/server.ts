@@ -160,7 +160,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
       chain: chain.context,
       accounts,
       storage: stored.storage,
-      gateway: createGateway({ sql: database.sql, store: stored.blobs.store, allowance: config.publicEgress, perClient: config.publicEgressPerClient, log }),
+      gateway: createGateway({ sql: database.sql, store: stored.blobs.store, allowance: config.publicEgress, perClient: config.publicEgressPerClient, log, onSent: (n) => metrics.transferred("ipfs", "out", n) }),
       directory,
       quota,
       keys,
