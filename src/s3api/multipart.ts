@@ -52,6 +52,7 @@ const PARTS = `SELECT part_number AS "partNumber", cid, size, md5, created_at AS
 const DROP_PARTS = "DELETE FROM s3_parts WHERE upload_id = $1 RETURNING cid";
 const DROP_UPLOAD = "DELETE FROM s3_uploads WHERE id = $1 RETURNING reservation";
 const EXPIRED = "SELECT id, backend FROM s3_uploads WHERE expires_at <= $1 LIMIT 100";
+const LIVE = `SELECT id, name, created_at AS "createdAt" FROM s3_uploads WHERE did = $1 AND backend = $2 AND expires_at > $3 AND substr(name, 1, length($4)) = $4 ORDER BY name, id LIMIT 1000`;
 
 const noSuchUpload = (id: string) => s3Error("NoSuchUpload", "The specified upload does not exist. The upload ID may be invalid, or the upload may have been aborted or completed.", { UploadId: id });
 
@@ -225,6 +226,14 @@ export function createMultipart(deps: { sql: Sql; direct: DirectStorage; log: Lo
     return new Response(body, { status: 200, headers: { "content-type": "application/xml" } });
   }
 
+  /** ListMultipartUploads: the account's live uploads in this bucket (up to 1000), by key. */
+  async function listUploads(did: Did, kind: BackendKind, bucket: string, prefix: string): Promise<Response> {
+    const rows = await sql.all<{ id: string; name: string; createdAt: number }>(LIVE, [did.canonical, kind, now(), prefix]);
+    const entries: [string, Node][] = [["Bucket", bucket], ["Prefix", prefix], ["MaxUploads", 1000], ["IsTruncated", false]];
+    for (const r of rows) entries.push(["Upload", [["Key", r.name], ["UploadId", r.id], ["Initiated", new Date(r.createdAt).toISOString()], ["StorageClass", "STANDARD"]]]);
+    return xmlResponse("ListMultipartUploadsResult", entries);
+  }
+
   /** Aborts uploads whose 24 h are up (any gateway may run it: each upload is dropped once). */
   async function expire(): Promise<number> {
     const rows = await sql.all<{ id: string; backend: BackendKind }>(EXPIRED, [now()]);
@@ -239,7 +248,7 @@ export function createMultipart(deps: { sql: Sql; direct: DirectStorage; log: Lo
     return n;
   }
 
-  return { create, uploadPart, listParts, abort, complete, expire };
+  return { create, uploadPart, listParts, listUploads, abort, complete, expire };
 }
 
 export type Multipart = ReturnType<typeof createMultipart>;

@@ -103,7 +103,7 @@ export function createS3Api(deps: S3ApiDeps) {
       if (method !== "GET") throw s3Error("MethodNotAllowed", "The specified method is not allowed against this resource.");
       if (q.has("location")) return xmlResponse("LocationConstraint", []);
       if (q.has("versioning")) return xmlResponse("VersioningConfiguration", []);
-      if (q.has("uploads")) return xmlResponse("ListMultipartUploadsResult", [["Bucket", bucket], ["IsTruncated", false]]);
+      if (q.has("uploads")) return multipart.listUploads(did, kind, bucket, q.get("prefix") ?? "");
       return objects.list(did, kind, bucket, q);
     }
 

@@ -263,11 +263,14 @@ describe("multipart quota and streamed bodies", () => {
     expect(codeIn(await other.text())).toBe("QuotaExceeded");
     const listed = await signed(poor.key, "GET", "/dfs/parts.bin", { query: { uploadId: id } });
     expect((await listed.text()).match(/<PartNumber>/g)?.length).toBe(1);
+    const uploads = await (await signed(poor.key, "GET", "/dfs", { query: { uploads: "" } })).text();
+    expect(uploads).toContain(`<Upload><Key>parts.bin</Key><UploadId>${id}</UploadId>`);
     expect((await signed(poor.key, "DELETE", "/dfs/parts.bin", { query: { uploadId: id } })).status).toBe(204);
     // Aborted: the space is free again, and the upload is gone.
     expect((await signed(poor.key, "PUT", "/dfs/other.bin", { body: randomBytes(2 * MiB) })).status).toBe(200);
     const gone = await signed(poor.key, "PUT", "/dfs/parts.bin", { query: { partNumber: "3", uploadId: id }, body: "x" });
     expect(codeIn(await gone.text())).toBe("NoSuchUpload");
+    expect(await (await signed(poor.key, "GET", "/dfs", { query: { uploads: "" } })).text()).not.toContain("<Upload>");
   });
 
   test("STREAMING-AWS4-HMAC-SHA256-PAYLOAD: chunk signatures checked on the way in", async () => {
