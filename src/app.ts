@@ -82,7 +82,7 @@ export function buildApp(services: AppServices) {
     .use(services.keys ? keysRoutes({ keys: services.keys, tokens: services.accounts.tokens, chainId: services.config.chainId }) : new Elysia())
     .use(services.grants ? grantsRoutes({ grants: services.grants, tokens: services.accounts.tokens, chainId: services.config.chainId }) : new Elysia())
     .use(services.encryption ? encryptionRoutes({ encryption: services.encryption, tokens: services.accounts.tokens, chainId: services.config.chainId }) : new Elysia())
-    .use(services.chain ? chainRoutes({ chain: services.chain, publicUrl: services.config.publicUrl, log: services.log }) : new Elysia())
+    .use(services.chain ? chainRoutes({ chain: services.chain, publicUrl: services.config.publicUrl, log: services.log, ageRecipient: services.encryption?.gatewayRecipient }) : new Elysia())
     .use(services.quota ? quotaRoutes({ ...services.quota, tokens: services.accounts.tokens, chainId: services.config.chainId }) : new Elysia())
     .use(services.directory ? directoryRoutes(services.directory) : new Elysia())
     .use(services.storage ? storageRoutes(services.storage, { tokens: services.accounts.tokens, chainId: services.config.chainId }, { gateway: services.gateway }) : new Elysia());

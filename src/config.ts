@@ -62,6 +62,7 @@ export const settings = {
   contractsBlock: setting({ kind: "int", env: "STOWAGE_CONTRACTS_BLOCK", flag: "--contracts-block", default: "0", help: "Block the configured contracts were deployed at: event indexing starts there" }),
   jwtKey: setting({ kind: "key", env: "STOWAGE_JWT_KEY", help: "HMAC key of the account API's tokens, 0x + 64 hex digits; every gateway of a cluster sets the same (default: generated in data/secrets)" }),
   secretsKey: setting({ kind: "key", env: "STOWAGE_SECRETS_KEY", help: "AES-256 key that encrypts stored secrets (S3 access-key secrets), 0x + 64 hex digits; every gateway of a cluster sets the same (default: generated in data/secrets)" }),
+  ageIdentity: setting({ kind: "string", env: "STOWAGE_AGE_IDENTITY", help: "This gateway's age identity (AGE-SECRET-KEY-1…) that priced encrypted entries escrow their file keys to (D20); every gateway of a cluster sets the same (default: generated in data/secrets)" }),
   operatorKey: setting({ kind: "key", env: "STOWAGE_OPERATOR_KEY", help: "Operator private key (default: generated in data/secrets)" }),
   adminKey: setting({ kind: "key", env: "STOWAGE_ADMIN_KEY", help: "Admin private key for the CLI (default: generated in data/secrets)" }),
   ipfsListen: setting({ kind: "list", env: "STOWAGE_IPFS_LISTEN", flag: "--ipfs-listen", default: "/ip4/0.0.0.0/tcp/4001", help: "libp2p listen multiaddrs, comma-separated" }),

@@ -27,7 +27,9 @@ import { storedBytes } from "./storage/files.ts";
 import { createDirectory } from "./directory/index.ts";
 import { createGateway } from "./gateway/service.ts";
 import { createQuota } from "./quota/index.ts";
-import { createEncryption } from "./encryption/index.ts";
+import { createEncryption, gatewayIdentity } from "./encryption/index.ts";
+import { publishedRecipient } from "./sdk/key-agreement.ts";
+import { storedFiles } from "./storage/head.ts";
 import { createIndexer, indexerLag } from "./chain/indexer.ts";
 import { createMetrics, routeLabels, serveMetrics } from "./metrics/index.ts";
 import { aborted, singleton } from "./db/leases.ts";
@@ -165,7 +167,16 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
       quota,
       keys,
       grants,
-      encryption: createEncryption({ sql: database.sql }),
+      encryption: createEncryption({
+        sql: database.sql,
+        // D20: priced encrypted entries escrow their keys to this identity; buyers' shares come from it.
+        escrow: {
+          identity: gatewayIdentity(config.ageIdentity, secrets.ageKey),
+          storedFile: storedFiles({ sql: database.sql, backends: stored.backends, chainId: config.chainId }),
+          bought: directory.bought,
+          recipientOf: (reader) => publishedRecipient(chain.context.publicClient, chain.context.contracts.didRegistry, reader),
+        },
+      }),
       routes,
       health: {
         ...stored.health,

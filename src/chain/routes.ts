@@ -18,18 +18,20 @@ streamsBody((method, path) => method === "POST" && path === "/rpc");
 /** A JSON-RPC error answer (a body too large, the chain gone). */
 const rpcErrorBody = t.Object({ jsonrpc: t.Literal("2.0"), id: t.Null(), error: t.Object({ code: t.Integer(), message: t.String() }) });
 
-export const chainRoutes = ({ chain, publicUrl, log }: { chain: ChainContext; publicUrl: string; log: Logger }) => {
+/** `ageRecipient`: the gateway's age recipient, which priced encrypted entries escrow their keys to (D20). */
+export const chainRoutes = ({ chain, publicUrl, log, ageRecipient }: { chain: ChainContext; publicUrl: string; log: Logger; ageRecipient?: string }) => {
   const forward = chain.upstream.send;
   const info = {
     chainId: chain.chain.id,
     rpcUrl: `${publicUrl}/rpc`,
     contracts: chain.contracts,
     seller: chain.operator.account.address,
+    ...(ageRecipient ? { ageRecipient } : {}),
   };
   return new Elysia({ name: "chain" })
     .get("/chain", () => info, {
       detail: { summary: "Chain id, public RPC, contract addresses and seller of this gateway", tags: ["chain"], ...access.public },
-      response: t.Object({ chainId: t.Number(), rpcUrl: t.String(), contracts: t.Object({ proxy: address, didRegistry: address, directory: address }), seller: address }),
+      response: t.Object({ chainId: t.Number(), rpcUrl: t.String(), contracts: t.Object({ proxy: address, didRegistry: address, directory: address }), seller: address, ageRecipient: t.Optional(t.String({ description: "The gateway's age recipient (age1…): priced encrypted entries escrow their file keys to it (D20)" })) }),
     })
     .post(
       "/rpc",

@@ -24,6 +24,8 @@ export interface Secrets {
   operatorKey: `0x${string}`;
   /** The owner key of the contracts, used by the command line. */
   adminKey: `0x${string}`;
+  /** The X25519 secret of the gateway's age identity (D20), unless STOWAGE_AGE_IDENTITY sets it. */
+  ageKey?: Uint8Array;
 }
 
 type Hex = `0x${string}`;
@@ -34,6 +36,8 @@ const files = {
   secrets: { name: "secrets.key", make: hex32 },
   operator: { name: "operator.key", make: generatePrivateKey },
   admin: { name: "admin.key", make: generatePrivateKey },
+  /** An X25519 secret key, kept as hex like the others (AGE-SECRET-KEY-1… is its bech32 form). */
+  age: { name: "age.key", make: hex32 },
 } as const;
 
 export function secretsDir(dataDir: string) {
@@ -63,7 +67,7 @@ function readOrCreate(dir: string, file: { name: string; make: () => Hex }): Hex
   return value as Hex;
 }
 
-export function loadSecrets(dataDir: string, config: Pick<Config, "operatorKey" | "adminKey"> & Partial<Pick<Config, "jwtKey" | "secretsKey">>): Secrets {
+export function loadSecrets(dataDir: string, config: Pick<Config, "operatorKey" | "adminKey"> & Partial<Pick<Config, "jwtKey" | "secretsKey" | "ageIdentity">>): Secrets {
   const dir = secretsDir(dataDir);
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   checkPrivate(dir);
@@ -74,6 +78,8 @@ export function loadSecrets(dataDir: string, config: Pick<Config, "operatorKey" 
     secretsKey: Buffer.from((config.secretsKey ?? readOrCreate(dir, files.secrets)).slice(2), "hex"),
     operatorKey: config.operatorKey ?? readOrCreate(dir, files.operator),
     adminKey: config.adminKey ?? readOrCreate(dir, files.admin),
+    // Configured when many gateways must all open the escrows one of them verified (D16).
+    ...(config.ageIdentity ? {} : { ageKey: Buffer.from(readOrCreate(dir, files.age).slice(2), "hex") }),
   };
 }
 

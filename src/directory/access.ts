@@ -8,6 +8,7 @@
  *   else's Cid as public opens nothing.
  * - `publicCids(owner, cids)` — listobjects' `Public`: those Cids whose owner's own entry is
  *   public, for a whole page in one query.
+ * - `bought(owner, mid, reader)` — a purchase indexed, for the buyer's key share of an encrypted entry.
  */
 import { getAddress, type Address } from "viem";
 import { allInBatches, placeholders, type Queryable } from "../db/sql.ts";
@@ -22,6 +23,7 @@ const READABLE = `SELECT e.owner AS owner FROM directory_entries e
       OR EXISTS (SELECT 1 FROM directory_grants g WHERE g.owner = e.owner AND g.mid = e.mid AND g.reader = $3)
       OR EXISTS (SELECT 1 FROM directory_purchases p WHERE p.owner = e.owner AND p.mid = e.mid AND p.reader = $3))
   LIMIT 1`;
+const BOUGHT = "SELECT 1 AS one FROM directory_purchases WHERE owner = $1 AND mid = $2 AND reader = $3";
 const publicOwn = (n: number) => `SELECT DISTINCT cid FROM directory_entries WHERE owner = $1 AND public = $2 AND cid IN (${placeholders(n, 3)})`;
 
 export function directoryAccess(sql: Queryable) {
@@ -35,5 +37,8 @@ export function directoryAccess(sql: Queryable) {
     return new Set(rows.map((r) => r.cid));
   };
 
-  return { readGrant, publicCids };
+  /** Whether `reader` bought `owner`'s entry `mid` (D20: the gateway then writes the buyer's key share). */
+  const bought = async (owner: Address, mid: string, reader: Address) => Boolean(await sql.get(BOUGHT, [getAddress(owner), mid, getAddress(reader)]));
+
+  return { readGrant, publicCids, bought };
 }

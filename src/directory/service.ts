@@ -27,8 +27,8 @@ export interface DirectoryDeps {
 export function createDirectory(deps: DirectoryDeps) {
   const consumer = directoryConsumer({ chainId: deps.chainId, address: deps.address, fromBlock: deps.fromBlock });
   const search = directorySearch(deps.sql);
-  const { readGrant, publicCids } = directoryAccess(deps.sql);
-  return { consumer, search, readGrant, publicCids };
+  const { readGrant, publicCids, bought } = directoryAccess(deps.sql);
+  return { consumer, search, readGrant, publicCids, bought };
 }
 
 export type Directory = ReturnType<typeof createDirectory>;

@@ -13,7 +13,7 @@ import { accountError } from "../http/errors.ts";
 import { bearerToken } from "../http/params.ts";
 import type { AccessTokens } from "../http/storage-guard.ts";
 import { parseDid } from "../identity/did.ts";
-import type { Encryption } from "./service.ts";
+import { EscrowRefused, type Encryption } from "./service.ts";
 import { access, accountErrors } from "../http/openapi.ts";
 
 const TAG = ["encryption"];
@@ -32,6 +32,19 @@ const ok = <T extends Parameters<typeof t.Object>[0]>(fields: T) => t.Object({ r
 const identity = t.Object({ wrapped: t.String(), updatedAt: t.Integer({ description: "Epoch ms of the last write" }) });
 const share = t.Object({ owner: t.String(), mid: t.String(), reader: t.String(), header: t.String({ description: "An age v1 header (ASCII) wrapping the file key to the reader" }), updatedAt: t.Integer() });
 const pair = t.Object({ a: t.String(), b: t.String() });
+const escrowStatus = t.Object({ owner: t.String(), mid: t.String(), stored: t.Boolean(), encrypted: t.Boolean(), escrowed: t.Boolean({ description: "The file key is escrowed to this gateway's current age identity, verified against the stored file's header MAC" }) });
+
+const REFUSALS = { not_configured: "NOT_CONFIGURED", no_file: "NOT_FOUND", not_encrypted: "PARAM_ERROR", not_for_gateway: "PARAM_ERROR", mac_mismatch: "PARAM_ERROR", no_recipient: "CONFLICT" } as const;
+
+/** Runs `fn`, answering an escrow refusal as the account error it is. */
+async function refusing<T>(fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (err) {
+    if (err instanceof EscrowRefused) throw accountError(REFUSALS[err.reason], err.message);
+    throw err;
+  }
+}
 
 function address(raw: string, what: string): Address {
   if (!isAddress(raw, { strict: false })) throw accountError("PARAM_ERROR", `${what} must be a 0x address (got ${JSON.stringify(raw.slice(0, 64))})`);
@@ -120,7 +133,7 @@ export function encryptionRoutes({ encryption, tokens, chainId }: { encryption: 
         const reader = await caller(headers);
         set.headers["cache-control"] = "no-store";
         const owner = address(params.a, "owner");
-        const found = await encryption.share(owner, mid(params.b), reader);
+        const found = await refusing(() => encryption.share(owner, mid(params.b), reader));
         if (!found) throw accountError("NOT_FOUND", `${owner} has not shared ${params.b} with ${reader}: ask the owner to grant it (stowage grant)`);
         return { result: 1 as const, data: found };
       },
@@ -128,6 +141,35 @@ export function encryptionRoutes({ encryption, tokens, chainId }: { encryption: 
         params: pair,
         response: { 200: ok({ data: share }), ...accountErrors(400, 401, 404) },
         detail: { summary: "Your share of a file: GET /v2/shares/<owner address>/<mid> (a reader sees only its own)", tags: TAG, ...access.bearer },
+      },
+    )
+    .put(
+      "/v2/escrows/:mid",
+      async ({ headers, params, body, set }) => {
+        const owner = await caller(headers);
+        set.headers["cache-control"] = "no-store";
+        if (!AGE_HEADER.test(body.header)) throw accountError("PARAM_ERROR", "header must be an age v1 header (age-encryption.org/v1 … --- MAC)");
+        const row = await refusing(() => encryption.putEscrow(owner, mid(params.mid), body.header));
+        return { result: 1 as const, data: { owner: row.owner, mid: row.mid, keyId: row.keyId, updatedAt: row.updatedAt } };
+      },
+      {
+        params: t.Object({ mid: t.String() }),
+        body: t.Object({ header: t.String({ maxLength: SHARE_HEADER_MAX }) }),
+        response: { 200: ok({ data: t.Object({ owner: t.String(), mid: t.String(), keyId: t.String(), updatedAt: t.Integer() }) }) },
+        detail: { summary: "Escrow a priced encrypted file's key to this gateway (an age header to GET /chain's ageRecipient); kept only if it opens the stored file's header", tags: TAG },
+      },
+    )
+    .get(
+      "/v2/escrows/:a/:b",
+      async ({ params }) => {
+        const owner = address(params.a, "owner");
+        const status = await encryption.escrowStatus(owner, mid(params.b));
+        return { result: 1 as const, data: { owner, mid: params.b, ...status } };
+      },
+      {
+        params: pair,
+        response: { 200: ok({ data: escrowStatus }) },
+        detail: { summary: "Before buying: is <owner>'s file <mid> encrypted, and is its key escrowed here (verified)? Public", tags: TAG },
       },
     );
 }

@@ -4,7 +4,9 @@
  * share wraps a file key to the reader's public recipient. What the gateway does guarantee is
  * who may write what: an account writes only its own identity and only shares it owns.
  */
+import type { Address } from "viem";
 import type { Sql } from "../db/sql.ts";
+import { fileKeyOpens, headerFor, identityToRecipient, readFileKey } from "../sdk/age.ts";
 
 export interface StoredIdentity {
   wrapped: string;
@@ -33,8 +35,91 @@ const PUT_SHARE = `INSERT INTO age_shares (owner, mid, reader, header, updated_a
   ON CONFLICT (owner, mid, reader) DO UPDATE SET header = excluded.header, updated_at = excluded.updated_at`;
 const DELETE_SHARE = `DELETE FROM age_shares WHERE owner = $1 AND mid = $2 AND reader = $3`;
 
-export function createEncryption({ sql, now = Date.now }: { sql: Sql; now?: () => number }) {
+const GET_ESCROW = `SELECT owner, mid, key_id AS "keyId", header, updated_at AS "updatedAt" FROM age_escrows WHERE owner = $1 AND mid = $2`;
+const PUT_ESCROW = `INSERT INTO age_escrows (owner, mid, key_id, header, updated_at) VALUES ($1, $2, $3, $4, $5)
+  ON CONFLICT (owner, mid) DO UPDATE SET key_id = excluded.key_id, header = excluded.header, updated_at = excluded.updated_at`;
+
+export interface Escrow {
+  owner: string;
+  mid: string;
+  keyId: string;
+  header: string;
+  updatedAt: number;
+}
+
+/** What priced encrypted entries need beyond the database (D20); absent, escrows are refused. */
+export interface EscrowDeps {
+  /** This gateway's age identity (`AGE-SECRET-KEY-1…`): STOWAGE_AGE_IDENTITY or data/secrets. */
+  identity: string;
+  /** `owner`'s stored file with this Cid: its `encryption` and its first bytes; undefined when none. */
+  storedFile(owner: Address, cid: string): Promise<{ encryption: string; head(): ReadableStream<Uint8Array> } | undefined>;
+  /** Whether the directory's index says `reader` bought `owner`'s entry `mid`. */
+  bought(owner: Address, mid: string, reader: Address): Promise<boolean>;
+  /** The age recipient `reader`'s DID publishes. */
+  recipientOf(reader: Address): Promise<string | undefined>;
+}
+
+/** Why an escrow or a buyer's share cannot be made; the routes map each to an account error. */
+export class EscrowRefused extends Error {
+  override name = "EscrowRefused";
+  constructor(
+    readonly reason: "not_configured" | "no_file" | "not_encrypted" | "not_for_gateway" | "mac_mismatch" | "no_recipient",
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+export function createEncryption({ sql, now = Date.now, escrow }: { sql: Sql; now?: () => number; escrow?: EscrowDeps }) {
+  /** The gateway's recipient: what owners escrow to, and the key id of what they escrowed. */
+  const gatewayRecipient = escrow ? identityToRecipient(escrow.identity) : undefined;
+  const bytesOf = (text: string) => new Blob([new TextEncoder().encode(text)]).stream();
+
+  /** A buyer's share, made from the escrow once the directory has indexed the purchase. */
+  async function buyerShare(owner: Address, mid: string, reader: Address): Promise<Share | undefined> {
+    if (!escrow) return undefined;
+    const held = await sql.get<Escrow>(GET_ESCROW, [owner, mid]);
+    if (!held || held.keyId !== gatewayRecipient || !(await escrow.bought(owner, mid, reader))) return undefined;
+    const recipient = await escrow.recipientOf(reader);
+    if (!recipient) throw new EscrowRefused("no_recipient", `${reader} bought ${mid} but has published no age recipient on its DID: run \`stowage age-key --publish\` and ask again`);
+    const fileKey = await readFileKey([escrow.identity], bytesOf(held.header));
+    const header = new TextDecoder().decode(headerFor(fileKey, [recipient]));
+    const updatedAt = now();
+    await sql.run(PUT_SHARE, [owner, mid, reader, header, updatedAt]);
+    return { owner, mid, reader, header, updatedAt };
+  }
+
   return {
+    gatewayRecipient,
+
+    /**
+     * Keeps `owner`'s file key for `mid`, wrapped to this gateway (`header`), once it is shown to
+     * be the key of the file the owner stores here: the stored file's header MAC checks out under it.
+     */
+    async putEscrow(owner: Address, mid: string, header: string): Promise<Escrow> {
+      if (!escrow || !gatewayRecipient) throw new EscrowRefused("not_configured", "this gateway holds no age identity");
+      const file = await escrow.storedFile(owner, mid);
+      if (!file) throw new EscrowRefused("no_file", `${owner} stores no file ${mid} at this gateway`);
+      if (file.encryption !== "age") throw new EscrowRefused("not_encrypted", `${mid} is not an encrypted (age) file: nothing to escrow`);
+      let fileKey: Uint8Array;
+      try {
+        fileKey = await readFileKey([escrow.identity], bytesOf(header));
+      } catch {
+        throw new EscrowRefused("not_for_gateway", `the header does not wrap a file key to this gateway's recipient ${gatewayRecipient} (GET /chain: ageRecipient)`);
+      }
+      if (!(await fileKeyOpens(fileKey, file.head()))) throw new EscrowRefused("mac_mismatch", `the escrowed key is not the key of the stored file ${mid}: its header MAC does not check out`);
+      const row: Escrow = { owner, mid, keyId: gatewayRecipient, header, updatedAt: now() };
+      await sql.run(PUT_ESCROW, [row.owner, row.mid, row.keyId, row.header, row.updatedAt]);
+      return row;
+    },
+
+    /** What a buyer may know before paying: is the file encrypted, and is its key escrowed here (verified, current key)? */
+    async escrowStatus(owner: Address, mid: string): Promise<{ stored: boolean; encrypted: boolean; escrowed: boolean }> {
+      const file = await escrow?.storedFile(owner, mid);
+      const held = await sql.get<Escrow>(GET_ESCROW, [owner, mid]);
+      return { stored: Boolean(file), encrypted: file?.encryption === "age", escrowed: Boolean(held && held.keyId === gatewayRecipient) };
+    },
+
     identity: (account: string) => sql.get<StoredIdentity>(GET_IDENTITY, [account]),
 
     /** Stores `wrapped` unless another is stored and `replace` is false; answers what is stored
@@ -46,7 +131,8 @@ export function createEncryption({ sql, now = Date.now }: { sql: Sql; now?: () =
       return { stored, written: changed > 0 || stored.wrapped === wrapped };
     },
 
-    share: (owner: string, mid: string, reader: string) => sql.get<Share>(GET_SHARE, [owner, mid, reader]),
+    /** `reader`'s share of `owner`'s `mid`; for a buyer of an escrowed entry, made on this request. */
+    share: async (owner: Address, mid: string, reader: Address) => (await sql.get<Share>(GET_SHARE, [owner, mid, reader])) ?? (await buyerShare(owner, mid, reader)),
 
     async putShare(owner: string, mid: string, reader: string, header: string): Promise<Share> {
       const updatedAt = now();

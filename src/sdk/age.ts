@@ -83,6 +83,12 @@ function decodeKey(text: string, hrp: string, code: AgeErrorCode, what: string):
   return bytes;
 }
 
+/** An identity from its 32 secret bytes (a key kept as hex, such as a gateway's in data/secrets). */
+export function identityFromBytes(secret: Uint8Array): string {
+  if (secret.length !== 32) throw new AgeError("bad_identity", `not an X25519 secret key: ${secret.length} bytes, not 32`);
+  return bech32.encode(IDENTITY_HRP, bech32.toWords(secret), false).toUpperCase();
+}
+
 /** An X25519 public key (32 bytes, as a DID's key-agreement attribute holds it) as `age1…`. */
 export function recipientFromBytes(key: Uint8Array): string {
   if (key.length !== 32) throw new AgeError("bad_recipient", `not an X25519 public key: ${key.length} bytes, not 32`);
@@ -404,6 +410,21 @@ export async function readFileKey(identities: string[], input: ReadableStream<Ui
     const fileKey = unwrapFileKey(header.stanzas, secrets);
     if (!equalBytes(headerMac(fileKey, header.upToDashes), header.mac)) throw new AgeError("bad_header_mac", "the age header's MAC does not match: the header was altered");
     return fileKey;
+  } finally {
+    await reader.cancel(undefined).catch(() => {});
+  }
+}
+
+/** Whether `fileKey` is the key of the age file `input` begins with: its header's MAC checks out
+ * under it. How a gateway verifies an escrowed key without holding the file's recipient key. */
+export async function fileKeyOpens(fileKey: Uint8Array, input: ReadableStream<Uint8Array>): Promise<boolean> {
+  const reader = new ByteReader(input);
+  try {
+    const header = await readHeader(reader);
+    return equalBytes(headerMac(fileKey, header.upToDashes), header.mac);
+  } catch (err) {
+    if (err instanceof AgeError) return false;
+    throw err;
   } finally {
     await reader.cancel(undefined).catch(() => {});
   }

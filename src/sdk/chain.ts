@@ -20,6 +20,8 @@ export interface GatewayInfo {
   contracts: { proxy: Address; didRegistry: Address; directory: Address };
   /** The operator address: vouchers name it as the seller. */
   seller: Address;
+  /** The gateway's age recipient, which priced encrypted entries escrow their keys to (D20). */
+  ageRecipient?: string;
 }
 
 /** A quota record as the chain keeps it (D7). */

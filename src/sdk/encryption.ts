@@ -23,6 +23,7 @@ import { getAddress, hexToBytes, isAddressEqual, recoverTypedDataAddress, string
 import { didRegistryAbi } from "../chain/artifacts/index.ts";
 import { AgeError, decryptStream, decryptWithHeader, generateIdentity, headerFor, identityToRecipient, prepareEncryption, readFileKey, recipientFromBytes, recipientToBytes } from "./age.ts";
 import { connectGateway } from "./chain.ts";
+import { KEY_AGREEMENT_NAME, publishedRecipient } from "./key-agreement.ts";
 import type { FileEntry, StorageClient, StorageKind } from "./storage.ts";
 
 /** Why an encryption step failed, for callers that branch on it. */
@@ -49,8 +50,6 @@ export const ENCRYPTION_PURPOSE = "stowage age identity v1";
 export const encryptionKeyTypes = { EncryptionKey: [{ name: "purpose", type: "string" }] } as const;
 export const encryptionDomain = (chainId: number) => ({ name: "Stowage", version: "1", chainId }) as const;
 /** The did:ethr attribute a DID's key-agreement key is published under (bytes32, right-padded). */
-export const KEY_AGREEMENT_ATTRIBUTE = "did/pub/X25519/enc/base64";
-const ATTRIBUTE_NAME = stringToHex(KEY_AGREEMENT_ATTRIBUTE, { size: 32 });
 /** How long a published recipient stays valid: a century, in seconds. */
 const ATTRIBUTE_VALIDITY = 100n * 365n * 24n * 3600n;
 /** The marker an encrypted entry carries (UserDefined.encryption) and downloads announce. */
@@ -223,34 +222,7 @@ export async function connectEncryption(opts: EncryptionOptions) {
   };
 
   /** The recipient `address`'s DID publishes (the newest valid key-agreement attribute), if any. */
-  async function recipientOf(address: Address): Promise<string | undefined> {
-    const { publicClient } = await chain();
-    const who = getAddress(address);
-    const now = BigInt(Math.floor(Date.now() / 1000));
-    const revoked = new Set<string>();
-    // ERC-1056 keeps no attribute state: walk the identity's change log from its newest block back.
-    let block = await publicClient.readContract({ address: registry, abi: didRegistryAbi, functionName: "changed", args: [who] });
-    while (block > 0n) {
-      const logs = await publicClient.getContractEvents({ address: registry, abi: didRegistryAbi, fromBlock: block, toBlock: block });
-      const mine = logs.filter((l) => (l.args as { identity?: Address }).identity && isAddressEqual((l.args as { identity: Address }).identity, who));
-      if (!mine.length) break;
-      for (const log of [...mine].reverse()) {
-        if (log.eventName !== "DIDAttributeChanged") continue;
-        const { name, value, validTo } = log.args as { name: Hex; value: Hex; validTo: bigint };
-        if (name !== ATTRIBUTE_NAME) continue;
-        if (validTo > now && !revoked.has(value)) {
-          try {
-            return recipientFromBytes(hexToBytes(value));
-          } catch {
-            revoked.add(value); // not a key: look further back
-          }
-        } else revoked.add(value);
-      }
-      // The block's first event links to the identity's previous change.
-      block = (mine[0]?.args as { previousChange: bigint }).previousChange;
-    }
-    return undefined;
-  }
+  const recipientOf = async (address: Address) => publishedRecipient((await chain()).publicClient, registry, address);
 
   /** Publishes the account's recipient on its DID unless it is already there. */
   async function publish(): Promise<{ recipient: string; tx?: Hex }> {
@@ -262,7 +234,7 @@ export async function connectEncryption(opts: EncryptionOptions) {
       address: registry,
       abi: didRegistryAbi,
       functionName: "setAttribute",
-      args: [me, ATTRIBUTE_NAME, `0x${Buffer.from(recipientToBytes(recipient)).toString("hex")}`, ATTRIBUTE_VALIDITY],
+      args: [me, KEY_AGREEMENT_NAME, `0x${Buffer.from(recipientToBytes(recipient)).toString("hex")}`, ATTRIBUTE_VALIDITY],
     });
     return { recipient, tx: await gw.confirm(gw.wallet().writeContract(request)) };
   }
@@ -302,6 +274,20 @@ export async function connectEncryption(opts: EncryptionOptions) {
       const put = await api("PUT", `/v2/shares/${cid}/${getAddress(reader)}`, { header });
       if (put.status !== 200) throw refused(put, "storing the share");
       return { reader: getAddress(reader), recipient };
+    },
+
+    /**
+     * Escrows the key of one of this account's encrypted files to the gateway (GET /chain's
+     * `ageRecipient`), so it can sell it: the gateway checks the key against the stored file and
+     * writes each buyer's share after the purchase. The gateway can then read the file.
+     */
+    async escrow(cid: string, kind: StorageKind = "dfs") {
+      const to = store.info.ageRecipient;
+      if (!to) throw new EncryptionError("gateway", "this gateway holds no age identity (GET /chain has no ageRecipient): it cannot sell encrypted files");
+      const header = new TextDecoder().decode(headerFor(await fileKeyOf(kind, cid), [to]));
+      const put = await api<{ keyId: string }>("PUT", `/v2/escrows/${cid}`, { header });
+      if (put.status !== 200 || !put.data) throw refused(put, "escrowing the file key");
+      return put.data;
     },
 
     /** Removes `reader`'s share (future access only: a key already read stays read). */

@@ -23,7 +23,7 @@ const server = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: (r) => handle(
 afterAll(() => server.stop(true));
 const gateway = `http://127.0.0.1:${server.port}`;
 const env = await encryptionGateway({ env: { STOWAGE_PUBLIC_URL: gateway } });
-handle = (r) => env.gw.app.handle(r);
+handle = (r) => env.app.handle(r);
 
 const dir = tempDir("enc-cli");
 const sha256 = (b: Uint8Array) => new Bun.CryptoHasher("sha256").update(b).digest("hex");

@@ -1,11 +1,18 @@
 /**
  * A whole gateway for the encryption tests, wired as the server wires it: `testGateway` (anvil,
- * this pass's database, dfs, Helia) with the encryption routes (testApp mounts them), storage that
- * asks the directory's `readGrant`, and an indexer over the same database. Users get the SDK's
+ * this pass's database, dfs, Helia), storage that asks the directory's `readGrant`, the encryption
+ * routes with the gateway's own age identity (escrows, buyers' shares), and an indexer over the
+ * same database. Users get the SDK's
  * storage, directory and encryption clients, all talking to the app.
  */
 import { afterAll } from "bun:test";
 import type { LocalAccount } from "viem";
+import { buildApp } from "../../src/app.ts";
+import { createEncryption } from "../../src/encryption/index.ts";
+import { generateIdentity } from "../../src/sdk/age.ts";
+import { publishedRecipient } from "../../src/sdk/key-agreement.ts";
+import { storedFiles } from "../../src/storage/head.ts";
+import { appFetch } from "../support/app.ts";
 import { createIndexer } from "../../src/chain/indexer.ts";
 import { createDirectory, type Directory } from "../../src/directory/index.ts";
 import { silentLogger } from "../../src/log.ts";
@@ -29,20 +36,33 @@ export async function encryptionGateway(o: { env?: Record<string, string> } = {}
   const indexer = createIndexer({ sql, publicClient: gw.chain.anvil.publicClient, confirmations: 0, log: silentLogger, pollMs: 60_000 });
   indexer.add(directory.consumer);
   afterAll(() => indexer.stop());
+  const { publicClient, contracts } = gw.chain.context;
+  const gatewayIdentity = generateIdentity();
+  const encryption = createEncryption({
+    sql,
+    escrow: {
+      identity: gatewayIdentity,
+      storedFile: storedFiles({ sql, backends: gw.backends, chainId: gw.config.chainId }),
+      bought: (owner, mid, reader) => (directory as Directory).bought(owner, mid, reader),
+      recipientOf: (reader) => publishedRecipient(publicClient, contracts.didRegistry, reader),
+    },
+  });
+  const app = buildApp({ config: gw.config, log: gw.log, health: {}, chain: gw.chain.context, accounts: gw.accounts, storage: gw.storage, encryption });
+  const fetch = appFetch(app);
 
   /** A funded user logged in to storage, with directory and encryption clients. */
   async function user(account?: LocalAccount) {
     const acct = account ?? (await gw.chain.anvil.newAccount());
-    const store = await connectStorage({ baseUrl: BASE, account: acct, fetch: gw.fetch });
+    const store = await connectStorage({ baseUrl: BASE, account: acct, fetch });
     await store.login();
-    const dir = await connectDirectory(BASE, { account: acct, fetch: gw.fetch });
-    const enc = await connectEncryption({ baseUrl: BASE, store, account: acct, fetch: gw.fetch });
+    const dir = await connectDirectory(BASE, { account: acct, fetch });
+    const enc = await connectEncryption({ baseUrl: BASE, store, account: acct, fetch });
     return { account: acct, address: acct.address, store, dir, enc };
   }
 
   /** A call to the account API as any client would make it. */
   const call = (method: string, path: string, o: { token?: string; body?: unknown } = {}) =>
-    gw.app.handle(
+    app.handle(
       new Request(`${BASE}${path}`, {
         method,
         headers: { ...(o.token ? { authorization: `Bearer ${o.token}` } : {}), ...(o.body !== undefined ? { "content-type": "application/json" } : {}) },
@@ -50,5 +70,5 @@ export async function encryptionGateway(o: { env?: Record<string, string> } = {}
       }),
     );
 
-  return { gw, sql, directory, indexer, user, call, sync: () => indexer.syncOnce() };
+  return { gw, sql, directory, indexer, app, fetch, gatewayIdentity, user, call, sync: () => indexer.syncOnce() };
 }
