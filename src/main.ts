@@ -7,7 +7,6 @@
  */
 import { ConfigError, describeSettings, parseConfig, processEnv } from "./config.ts";
 import { createLogger } from "./log.ts";
-import { startServer } from "./server.ts";
 import { version } from "./version.ts";
 import { adminHelp, runAdmin } from "./cli/admin.ts";
 import { chainHelp, runChain } from "./cli/chain.ts";
@@ -61,6 +60,9 @@ function mainHelp(): string {
 async function serve(args: string[]): Promise<number> {
   const config = parseConfig(args, processEnv);
   const log = createLogger(config.logLevel as "info");
+  // Loaded here, not at the top: the user commands start without the whole server (helia,
+  // libp2p, the database), which more than halves each `npx stowage …` run.
+  const { startServer } = await import("./server.ts");
   const server = await startServer(config, log);
   if (server.s3Url) console.log(`stowage S3 API listening on ${server.s3Url}`);
   console.log(`stowage listening on ${server.url}`);

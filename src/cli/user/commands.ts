@@ -140,7 +140,12 @@ export async function publish(inv: Invocation, io: Io): Promise<number> {
   const dir = await reach(inv.gateway, () => connectDirectory(inv.gateway, { account }));
   io.log(`publishing ${cid} as ${JSON.stringify(name)} (${formatBytes(file.Size)}, ${priceText} gwei${inv.flags.has("--public") ? ", public" : ""}) …`);
   io.out(await dir.publish({ cid, name, size: file.Size, price: BigInt(priceText), isPublic: inv.flags.has("--public"), keywords }));
-  io.log("the gateway's search shows it after its next poll of the chain");
+  if (!inv.flags.has("--wait")) {
+    io.log("the gateway's search shows it after its next poll of the chain (--wait waits for that)");
+    return 0;
+  }
+  await dir.waitUntilSearchable(cid);
+  io.log("the gateway's search shows it now");
   return 0;
 }
 

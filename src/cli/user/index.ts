@@ -1,6 +1,6 @@
 /**
  * The user commands of `stowage`, for someone using a gateway from a shell: login, put, get, ls,
- * rm, quota, deposit, buy, publish, search, keys, age-key, grant and revoke. Thin wrappers over the SDK (src/sdk/); each run
+ * rm, quota, deposit, buy, publish, search, keys, age-key, grant, revoke, keygen and whoami. Thin wrappers over the SDK (src/sdk/); each run
  * logs in afresh, so nothing is kept between commands but the key the user keeps.
  *
  * @example
@@ -14,6 +14,7 @@ import { commonHelp, defaultIo, explain, parseInvocation, type Invocation, type 
 import { get, put } from "./transfer.ts";
 import { ageKey, grant, revoke } from "./encryption.ts";
 import { keys } from "./keys.ts";
+import { keygen, whoami } from "./identity.ts";
 
 export interface UserCommand {
   summary: string;
@@ -26,7 +27,7 @@ interface Definition {
   usage: string;
   text: string;
   spec: Spec;
-  /** Search needs no key; the others say so in their help. */
+  /** Search and keygen need no key; the others say so in their help. */
   needsKey?: false;
   run: (inv: Invocation, io: Io) => Promise<number>;
 }
@@ -45,7 +46,7 @@ logs in by itself, so this only checks that the key and the gateway work.
   },
   put: {
     summary: "Upload a file (streamed) to dfs or ipfs",
-    usage: "stowage put FILE [--to dfs|ipfs] [--name NAME] [--encrypt | --plain] [--json] [--progress]",
+    usage: "stowage put FILE [--to dfs|ipfs] [--name NAME] [--encrypt | --plain] [--json | --quiet] [--progress]",
     text: `Uploads FILE, streamed: it is read once to hash it (the hash is signed) and once to send it.
 A file of the same name on that back-end is replaced. It uses storage space and traffic (see
 \`stowage quota\`). Prints "ID <id>  Cid <cid>  <size>  <back-end>  <name>".
@@ -58,8 +59,9 @@ A file of the same name on that back-end is replaced. It uses storage space and 
                    \`stowage get\` decrypts it. STOWAGE_ENCRYPT=on makes this the default.
   --plain          do not encrypt, even with STOWAGE_ENCRYPT=on
   --json           print the stored entry as JSON instead
+  --quiet          print only the Cid (for CID=$(stowage put …))
   --progress       show progress on stderr even when it is not a terminal`,
-    spec: { flags: ["--to", "--name"], switches: ["--json", "--progress", "--encrypt", "--plain"] },
+    spec: { flags: ["--to", "--name"], switches: ["--json", "--quiet", "--progress", "--encrypt", "--plain"] },
     run: put,
   },
   get: {
@@ -130,7 +132,7 @@ and nothing is bought.
   },
   publish: {
     summary: "Publish one of your files in the gateway's directory",
-    usage: "stowage publish CID [--name NAME] [--price GWEI] [--public] [--keyword K …]",
+    usage: "stowage publish CID [--name NAME] [--price GWEI] [--public] [--keyword K …] [--wait]",
     text: `Publishes a file you store at this gateway in the directory (a Directory contract call signed
 with your key), so others can find it with \`stowage search\` and read it: free with --public,
 else by paying its price to you. Prints the transaction hash.
@@ -138,8 +140,10 @@ else by paying its price to you. Prints the transaction hash.
   --name NAME     the name to list it under (default: its stored name; at most 256 bytes)
   --price GWEI    what reading it costs, in gwei (default 0: only those you grant can read it)
   --public        free for anyone to read
-  --keyword K     a search keyword (repeat it, up to 16, each at most 64 bytes)`,
-    spec: { flags: ["--name", "--price"], switches: ["--public"], repeated: ["--keyword"] },
+  --keyword K     a search keyword (repeat it, up to 16, each at most 64 bytes)
+  --wait          return only once the gateway's search shows it (it indexes the chain's events
+                  on its next poll; without --wait a search right after may miss it)`,
+    spec: { flags: ["--name", "--price"], switches: ["--public", "--wait"], repeated: ["--keyword"] },
     run: publish,
   },
   "age-key": {
@@ -186,6 +190,30 @@ case and accents do not matter), best match first. Needs no key.
     spec: { flags: ["--page", "--size"], switches: ["--json"] },
     needsKey: false,
     run: search,
+  },
+  keygen: {
+    summary: "Make a new private key (offline): prints it, or writes it to a file only you can read",
+    usage: "stowage keygen [--out PATH] [--json]",
+    text: `Makes a new random private key for the user commands and prints it on stdout (its address on
+stderr), so \`export STOWAGE_USER_KEY=$(stowage keygen)\` sets it. With --out, writes it to a new
+file of mode 600 for --key-file instead and prints the address. The key is your account: keep it
+secret. Asks no gateway.
+
+  --out PATH   write the key to PATH (a new file) instead of printing it
+  --json       print {key, address} (with --out: {keyFile, address})`,
+    spec: { flags: ["--out"], switches: ["--json"] },
+    needsKey: false,
+    run: keygen,
+  },
+  whoami: {
+    summary: "Print your key's address (offline), to give to whoever sends you currency",
+    usage: "stowage whoami [--json]",
+    text: `Prints the address of your key (STOWAGE_USER_KEY or --key-file): your DID is did:ethr:<chain>:<address>
+(\`stowage login\` shows it as the gateway sees it). Asks no gateway.
+
+  --json   print it as JSON`,
+    spec: { switches: ["--json"] },
+    run: whoami,
   },
   keys: {
     summary: "S3 access keys for aws-cli, rclone and other S3 tools: create, list, revoke",

@@ -19,6 +19,7 @@ export async function put(inv: Invocation, io: Io): Promise<number> {
   const kind = backendOf(inv, "--to");
   const name = inv.flags.get("--name") ?? basename(file);
   if (!name.trim()) throw new ConfigError("--name must not be empty");
+  if (inv.flags.has("--json") && inv.flags.has("--quiet")) throw new ConfigError("--json and --quiet do not go together");
   let size: number;
   try {
     const st = statSync(file);
@@ -57,7 +58,7 @@ export async function put(inv: Invocation, io: Io): Promise<number> {
     throw err;
   }
   progress?.done();
-  io.out(inv.flags.has("--json") ? json(entry) : `ID ${entry.ID}  Cid ${entry.Cid}  ${formatBytes(entry.Size)}  ${kind}  ${entry.Name}${encrypt ? "  (age-encrypted)" : ""}`);
+  io.out(inv.flags.has("--json") ? json(entry) : inv.flags.has("--quiet") ? entry.Cid : `ID ${entry.ID}  Cid ${entry.Cid}  ${formatBytes(entry.Size)}  ${kind}  ${entry.Name}${encrypt ? "  (age-encrypted)" : ""}`);
   return 0;
 }
 
