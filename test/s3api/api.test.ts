@@ -340,6 +340,16 @@ describe("copy and batch delete", () => {
   });
 });
 
+describe("empty objects", () => {
+  test("a zero-byte object (a folder marker) stores, lists and reads back empty", async () => {
+    const c = bucketClient(alice.key);
+    expect((await signed(alice.key, "PUT", "/dfs/marker/")).status).toBe(200);
+    const got = await signed(alice.key, "GET", "/dfs/marker/");
+    expect([got.status, await got.text(), got.headers.get("content-length")]).toEqual([200, "", "0"]);
+    expect((await c.list({ prefix: "marker/" })).contents?.map((o) => [o.key, o.size])).toEqual([["marker/", 0]]);
+  });
+});
+
 describe("files from the HTTP API", () => {
   test("a file uploaded over HTTP (no MD5) shows under its name, with its Cid as a non-hex ETag", async () => {
     const bytes = randomBytes(5000);
