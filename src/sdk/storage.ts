@@ -174,6 +174,7 @@ export async function connectStorage(opts: StorageOptions) {
   const info: GatewayInfo = await discoverGateway(base, { fetch: doFetch });
   const domain = storageDomain(info.chainId, info.contracts.proxy);
   const did = opts.did ?? canonicalDid(opts.account.address, info.chainId);
+  const signsForOther = did.toLowerCase() !== canonicalDid(opts.account.address, info.chainId).toLowerCase();
   let accessToken = opts.accessToken;
   let session: { token: Hex; next: bigint } | undefined;
 
@@ -215,7 +216,8 @@ export async function connectStorage(opts: StorageOptions) {
   let inFlight = 0n;
   let lastSigned = 0n;
   async function voucher(bytes: number) {
-    const { used } = await call<{ used: string }>(`/traffichash?size=0`, { headers: await auth() });
+    // The counter of whoever signs: the account's, or its key's (a delegate, a session key, D19).
+    const { used } = await call<{ used: string }>(`/traffichash?size=0${signsForOther ? `&payer=${opts.account.address}` : ""}`, { headers: await auth() });
     // Strictly increasing per client, so no two of its vouchers are alike (each is single-use);
     // the random part keeps two devices of one payer apart.
     const wanted = BigInt(used) + inFlight + BigInt(bytes) + BigInt(Math.floor(Math.random() * 1024));

@@ -110,8 +110,11 @@ export const storageRoutes = (storage: Storage, guard: { tokens: AccessTokens; c
       detail: { summary: "Login info of a DID's latest session (spec 2.2)", tags: ["storage"], ...access.public },
       response: { 200: loginInfo, ...storageErrors(400, 404) },
     })
-    .get("/traffichash", async ({ request, query }) => storage.trafficHash(await caller(request), query.size), {
-      query: t.Object({ size: t.Optional(t.String()) }),
+    .get("/traffichash", async ({ request, query }) => storage.trafficHash(await caller(request), query.size, query.payer), {
+      query: t.Object({
+        size: t.Optional(t.String()),
+        payer: t.Optional(t.String({ maxLength: 64, description: "Whose counter to answer: the account or one of its keys (a delegate, a console session key); default the account" })),
+      }),
       detail: { summary: "The EIP-712 digest of a traffic voucher for a cumulative size, with the payer's counter (D6)", tags: ["storage"], ...access.bearer },
       response: { 200: trafficHashResult, ...storageErrors(400, 401) },
     })

@@ -9,7 +9,7 @@
  *   const entry = await storage.upload(caller, storage.kind("dfs"), { declared, form: () => readFilePart(request) })
  */
 import { CID } from "multiformats/cid";
-import type { Address, TypedDataDomain } from "viem";
+import { getAddress, isAddress, type Address, type TypedDataDomain } from "viem";
 import type { TokenService } from "../accounts/tokens.ts";
 import type { UserService } from "../accounts/users.ts";
 import type { Sql } from "../db/sql.ts";
@@ -362,8 +362,17 @@ export function createStorage(deps: StorageDeps) {
     return { did: did.canonical, accessToken: pair.accessToken, refreshToken: pair.refreshToken };
   }
 
-  function trafficHash(who: Caller, size: unknown): Promise<TrafficHashResult> {
-    return vouchers.hashFor(who.did.address, size);
+  /**
+   * GET /traffichash. `payer` names whose counter to answer when the vouchers are signed by one
+   * of the account's keys (a delegate, a console session key, D19): each signer has a counter of
+   * its own (D6), and a client signing from the account's counter would sign short vouchers.
+   */
+  async function trafficHash(who: Caller, size: unknown, payer?: string): Promise<TrafficHashResult> {
+    if (payer === undefined || payer === "") return vouchers.hashFor(who.did.address, size);
+    if (!isAddress(payer, { strict: false })) throw storageError.badRequest("payer must be an address");
+    const key = getAddress(payer);
+    if (!(await paysFor(who.did, key))) throw storageError.forbidden("Permission denied: payer is not this account or one of its keys");
+    return vouchers.hashFor(key, size);
   }
 
   return { kind, upload, download, list, remove, login, loginInfo: sessions.info, trafficHash, files, vouchers };

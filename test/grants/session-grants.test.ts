@@ -11,7 +11,8 @@ import type { Address } from "viem";
 import { createGrants, grantsRoutes, type Grants } from "../../src/grants/index.ts";
 import { errorHandler } from "../../src/http/error-handler.ts";
 import { sessionGrantTypes } from "../../src/identity/eip712.ts";
-import type { Did } from "../../src/identity/did.ts";
+import { canonicalDid, type Did } from "../../src/identity/did.ts";
+import { connectStorage } from "../../src/sdk/storage.ts";
 import { get, postJson, readJson, type Json } from "../support/app.ts";
 import { BASE, newToken, type Session, testGateway } from "../support/storage.ts";
 
@@ -137,6 +138,35 @@ describe("a granted session key", () => {
     await refusal(await upload(as(s, key), 1), 401);
     await refusal(await register(s, key), 401);
     expect((await readJson(await routes.handle(get("/v2/session-grants", { headers: bearer(s) })))).data).toEqual([]);
+  });
+});
+
+describe("the SDK with a session key (as the console uses it)", () => {
+  test("the wallet signs the login, the key uploads and downloads in a row from its own voucher counter", async () => {
+    const ownerAccount = await gw.chain.anvil.newAccount();
+    const key = fresh();
+    const did = canonicalDid(ownerAccount.address, gw.chain.context.chain.id);
+    const store = await connectStorage({ baseUrl: BASE, account: key, did, loginSigner: ownerAccount, fetch: gw.fetch });
+    await store.login();
+    const s: Session = { account: ownerAccount, did, token: newToken(), accessToken: store.accessToken as string, refreshToken: "" };
+    expect((await register(s, key)).status).toBe(200);
+    // Each transfer's voucher starts from the key's counter (GET /traffichash?payer=): signed
+    // from the account's, the second one fell short by what the first had moved.
+    const bytes = crypto.getRandomValues(new Uint8Array(5000));
+    const first = await store.upload("dfs", bytes, { name: "a.bin" });
+    const second = await store.upload("dfs", bytes, { name: "b.bin" });
+    expect(second.Cid).toBe(first.Cid);
+    for (let i = 0; i < 2; i++) expect(new Uint8Array(await (await store.download("dfs", first.Cid, { size: bytes.byteLength })).arrayBuffer())).toEqual(bytes);
+    const counter: Json = await readJson(await gw.app.handle(get(`/traffichash?size=0&payer=${key.address}`, { headers: bearer(s) })));
+    expect(Number(counter.used)).toBeGreaterThanOrEqual(4 * bytes.byteLength);
+  });
+
+  test("GET /traffichash?payer= answers only for the account or its keys", async () => {
+    const s = await owner();
+    const stranger = fresh();
+    await refusal(await gw.app.handle(get(`/traffichash?size=0&payer=${stranger.address}`, { headers: bearer(s) })), 403);
+    await refusal(await gw.app.handle(get(`/traffichash?size=0&payer=nope`, { headers: bearer(s) })), 400);
+    expect((await gw.app.handle(get(`/traffichash?size=0&payer=${s.account.address}`, { headers: bearer(s) }))).status).toBe(200);
   });
 });
 

@@ -18,9 +18,9 @@ export async function filesPage(s: Session, go: (hash: string) => void) {
     "section",
     { id: "grant" },
     granted
-      ? h("p", { class: "muted" }, `Session key ${s.sessionKey?.address} signs for you until ${when(s.grantedUntil ?? 0)}.`)
+      ? h("p", { class: "muted" }, "Session key ", h("code", {}, s.sessionKey?.address ?? ""), ` signs for you until ${when(s.grantedUntil ?? 0)}.`)
       : [
-          h("p", {}, "Uploads and deletes are signed. Let a session key of this page sign them (your wallet signs twice, once), instead of a wallet prompt per file."),
+          h("p", {}, "Uploads and deletes are signed. Your wallet signs two messages now (a login, and a grant for a key this page holds) and then nothing per file."),
           h(
             "button",
             {

@@ -2,7 +2,7 @@
  * Quota (D7, D8): the space and traffic records, the deposit (a transaction the wallet sends),
  * and purchases paid from the deposit (Bearer calls: no wallet prompt).
  */
-import { formatEther, formatGwei, parseEther } from "viem";
+import { formatEther, formatGwei, parseEther, parseGwei } from "viem";
 import type { QuotaRecord } from "../../../sdk/storage.ts";
 import { action, bytes, field, h, show, status, when } from "../dom.ts";
 import type { Session } from "../session.ts";
@@ -77,7 +77,7 @@ export async function quotaPage(s: Session) {
 
   show(
     h("h1", {}, "Quota"),
-    h("section", { id: "balance" }, h("h2", {}, "Deposit"), h("p", {}, "Balance: ", h("strong", { "data-field": "Balance" }, `${formatGwei(BigInt(space.Balance))} gwei`)), deposit),
+    h("section", { id: "balance" }, h("h2", {}, "Deposit"), h("p", {}, "Balance: ", h("strong", { "data-field": "Balance" }, `${formatEther(parseGwei(String(space.Balance)))} ETH`)), deposit),
     record("Space", "space", space),
     record("Traffic", "traffic", traffic),
     h("section", {}, h("h2", {}, "Buy"), buy("space", prices.space, 64), buy("traffic", prices.traffic, 256)),

@@ -1,0 +1,320 @@
+/**
+ * The web console (D19) in Debian's Chromium through playwright-core, against the compiled binary
+ * (which serves the page from inside itself). An EIP-1193 test wallet is injected into the page:
+ * its requests come back here, where a viem account signs (personal_sign, eth_signTypedData_v4)
+ * and sends transactions through the gateway's /rpc, as a browser wallet would.
+ *
+ * Flow 1, at 390 px wide: sign in with the wallet (SIWE), start a storage session (the wallet
+ * signs the login and the SessionGrant, once), deposit and buy space and traffic, upload a 3 MiB
+ * file to dfs and ipfs with progress shown, see it on both, download it byte-exact, publish it and
+ * find it in the directory, delete the dfs copy, record points. Flow 2: sign in by email code
+ * (read from the dev mailbox); the account without a DID sees the account page only.
+ * Each page is saved as a screenshot (the path is printed) and checked for horizontal overflow.
+ */
+import { afterAll, beforeAll, expect, test } from "bun:test";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
+import { createWalletClient, hashTypedData, http, type Hex } from "viem";
+import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
+import { defineStowageChain } from "../../src/chain/define.ts";
+import { runBinary, startBinary, type RunningBinary } from "../support/binary.ts";
+import { tempDir } from "../support/tmp.ts";
+import { until } from "../support/until.ts";
+
+const WIDTH = 390;
+const MIB = 1024 * 1024;
+const dataDir = join(tempDir("console"), "data");
+// Kept after the run, so they can be looked at.
+const shots = mkdtempSync(join(tmpdir(), "stowage-console-shots-"));
+let server: RunningBinary | undefined;
+let browser: Browser | undefined;
+let url = "";
+
+/** A port free now: the sign-in origin (STOWAGE_ALLOWED_ORIGINS) must be known before the start. */
+function freePort(): number {
+  const probe = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
+  const port = probe.port;
+  probe.stop(true);
+  return port;
+}
+
+beforeAll(async () => {
+  const chromiumPath = Bun.spawnSync(["sh", "scripts/chromium.sh", "install"], { stdout: "inherit", stderr: "inherit" });
+  if (chromiumPath.exitCode !== 0) throw new Error("scripts/chromium.sh install failed");
+  const port = freePort();
+  url = `http://127.0.0.1:${port}`;
+  server = await startBinary(["serve", "--port", String(port), "--host", "127.0.0.1", "--data-dir", dataDir], {
+    STOWAGE_PUBLIC_URL: url,
+    STOWAGE_ALLOWED_ORIGINS: url,
+    STOWAGE_INDEXER_POLL: "200ms",
+    STOWAGE_METRICS_LISTEN: "127.0.0.1:0",
+    STOWAGE_S3_API_PORT: "0",
+  });
+  // Root in CI containers: Chromium's sandbox needs user namespaces it may not have.
+  browser = await chromium.launch({ executablePath: "/usr/bin/chromium", args: ["--no-sandbox"] });
+  console.log(`console screenshots: ${shots}`);
+}, 120_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await server?.stop();
+});
+
+async function admin(...args: string[]) {
+  const r = await runBinary(["admin", ...args, "--data-dir", dataDir]);
+  if (r.code !== 0) throw new Error(`stowage admin ${args.join(" ")} failed: ${r.stderr}`);
+}
+
+/** Saves the page as `name`.png and checks that nothing is wider than the screen. */
+async function shoot(page: Page, name: string) {
+  await page.screenshot({ path: join(shots, `${name}.png`), fullPage: true });
+  const { scrollWidth, innerWidth } = await page.evaluate<{ scrollWidth: number; innerWidth: number }>("({ scrollWidth: document.scrollingElement.scrollWidth, innerWidth: window.innerWidth })");
+  expect({ page: name, scrollWidth }).toEqual({ page: name, scrollWidth: Math.min(scrollWidth, innerWidth) });
+}
+
+/** Waits until the router has rendered `page` (main.ts marks body[data-ready]). */
+const ready = (page: Page, name: string) => page.waitForSelector(`body[data-ready="${name}"]`, { timeout: 30_000 });
+/**
+ * Waits until `expression`, evaluated in the page, is true. Polled with page.evaluate: the
+ * console's CSP forbids the eval that waitForFunction does with an expression (as it should).
+ */
+const waitFor = (page: Page, expression: string, timeoutMs = 30_000) => until(expression, () => page.evaluate<boolean>(expression), Boolean, timeoutMs, 50);
+
+/** Waits for the status line to say `pattern`; an error on it fails at once, saying what it was. */
+async function waitStatus(page: Page, pattern: RegExp) {
+  const line = `document.getElementById("status")`;
+  await waitFor(page, `new RegExp(${JSON.stringify(pattern.source)}).test(${line}.textContent) || ${line}.className === "error"`, 60_000);
+  const said = await page.textContent("#status");
+  if (!pattern.test(said ?? "")) {
+    await page.screenshot({ path: join(shots, "failed.png"), fullPage: true });
+    throw new Error(`the console says: ${said} (awaited ${pattern})`);
+  }
+}
+
+/** A context whose pages have `window.ethereum`: an EIP-1193 provider answered by `account`. */
+async function walletContext(): Promise<{ context: BrowserContext; address: Hex; prompts: string[] }> {
+  const account = privateKeyToAccount(generatePrivateKey());
+  const info = (await (await fetch(`${url}/chain`)).json()) as { chainId: number };
+  const chain = defineStowageChain(info.chainId, `${url}/rpc`);
+  const sender = createWalletClient({ account, chain, transport: http(`${url}/rpc`) });
+  const prompts: string[] = [];
+  const context = await (browser as Browser).newContext({ viewport: { width: WIDTH, height: 844 }, acceptDownloads: true });
+  await context.exposeFunction("__stowageTestWallet", async (method: string, paramsJson: string): Promise<string> => {
+    const params = JSON.parse(paramsJson) as unknown[];
+    const answer = async (): Promise<unknown> => {
+      switch (method) {
+        case "eth_requestAccounts":
+        case "eth_accounts":
+          return [account.address];
+        case "eth_chainId":
+          return `0x${info.chainId.toString(16)}`;
+        case "personal_sign":
+          prompts.push(method);
+          return account.signMessage({ message: { raw: params[0] as Hex } });
+        case "eth_signTypedData_v4": {
+          const typed = JSON.parse(params[1] as string) as Parameters<typeof hashTypedData>[0];
+          prompts.push(`${method}:${typed.primaryType}`);
+          return account.sign({ hash: hashTypedData(typed) });
+        }
+        case "eth_sendTransaction": {
+          const tx = params[0] as { to: Hex; data?: Hex; value?: Hex; gas?: Hex };
+          prompts.push(method);
+          return sender.sendTransaction({ to: tx.to, data: tx.data, value: tx.value ? BigInt(tx.value) : 0n, ...(tx.gas ? { gas: BigInt(tx.gas) } : {}) });
+        }
+        default: {
+          // Reads go to the chain, as a wallet forwards them to its node.
+          const res = await fetch(`${url}/rpc`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }) });
+          const body = (await res.json()) as { result?: unknown; error?: { message: string } };
+          if (body.error) throw new Error(body.error.message);
+          return body.result;
+        }
+      }
+    };
+    return JSON.stringify(await answer());
+  });
+  await context.addInitScript(() => {
+    const call = (globalThis as unknown as { __stowageTestWallet: (m: string, p: string) => Promise<string> }).__stowageTestWallet;
+    (globalThis as unknown as { ethereum: unknown }).ethereum = {
+      request: async ({ method, params }: { method: string; params?: unknown[] }) => JSON.parse(await call(method, JSON.stringify(params ?? []))),
+      on() {},
+      removeListener() {},
+    };
+  });
+  return { context, address: account.address, prompts };
+}
+
+test(
+  "wallet: sign in, grant the session key, buy, upload 3 MiB with progress, list on dfs and ipfs, download byte-exact, publish and find, delete",
+  async () => {
+    const { context, address, prompts } = await walletContext();
+    await admin("fund", address, "2");
+    const page = await context.newPage();
+    const failures: string[] = [];
+    page.on("pageerror", (e) => failures.push(e.message));
+    // A failed load is told by its response, with its address.
+    page.on("console", (m) => m.type() === "error" && !m.text().startsWith("Failed to load resource") && failures.push(m.text()));
+    page.on("response", (r) => r.status() >= 400 && failures.push(`${r.status()} ${r.url()}`));
+
+    await page.goto(`${url}/console`);
+    await page.waitForSelector("#wallet-signin");
+    await shoot(page, "01-sign-in-wallet");
+    await page.click("#wallet-signin");
+    await ready(page, "files");
+    expect(prompts).toEqual(["personal_sign"]);
+    await shoot(page, "02-files-before-grant");
+
+    // One login and one grant, then no prompt per file.
+    await page.click("#grant-button");
+    await page.waitForSelector("#grant >> text=signs for you until");
+    expect(prompts).toEqual(["personal_sign", "eth_signTypedData_v4:Login", "eth_signTypedData_v4:SessionGrant"]);
+
+    // Quota: a deposit (the wallet sends it), then space and traffic from it.
+    await page.click('nav a[href="#/quota"]');
+    await ready(page, "quota");
+    await shoot(page, "03-quota-empty");
+    await page.fill('#deposit-form input[name="eth"]', "1");
+    await page.click('#deposit-form button[type="submit"]');
+    await waitStatus(page, /^Deposited 1 ETH/);
+    await ready(page, "quota");
+    const before = await page.textContent('#space [data-field="SizeByte"]');
+    await page.fill('#buy-space-form input[name="mib"]', "64");
+    await page.click('#buy-space-form button[type="submit"]');
+    await waitStatus(page, /^Bought 64\.0 MiB of space/);
+    await waitFor(page, `document.querySelector('#space [data-field="SizeByte"]')?.textContent === "64.0 MiB"`);
+    expect(before).toBe("0 B");
+    await page.click('#buy-traffic-form button[type="submit"]');
+    await waitStatus(page, /^Bought 256\.0 MiB of traffic/);
+    await waitFor(page, `document.querySelector('#traffic [data-field="SizeByte"]')?.textContent === "256.0 MiB"`);
+    await shoot(page, "04-quota-bought");
+    expect(prompts.filter((p) => p === "eth_sendTransaction")).toHaveLength(1);
+
+    // Upload 3 MiB to both back-ends, throttled so that progress has steps to show.
+    const content = crypto.getRandomValues(new Uint8Array(3 * MIB));
+    const name = "atlas-3mib.bin";
+    await page.click('nav a[href="#/files"]');
+    await ready(page, "files");
+    const cdp = await context.newCDPSession(page);
+    await cdp.send("Network.emulateNetworkConditions", { offline: false, latency: 0, downloadThroughput: -1, uploadThroughput: 6 * MIB });
+    // Every text the progress line shows, as it shows it.
+    await page.evaluate(`{
+      const text = document.getElementById("upload-progress-text");
+      window.progressSeen = [];
+      new MutationObserver(() => window.progressSeen.push(text.textContent)).observe(text, { childList: true, characterData: true, subtree: true });
+    }`);
+    await page.setInputFiles('#upload-form input[name="file"]', { name, mimeType: "application/octet-stream", buffer: Buffer.from(content) });
+    await page.click('#upload-form button[type="submit"]');
+    await waitStatus(page, /^Uploaded atlas-3mib\.bin to dfs and ipfs/);
+    await cdp.send("Network.emulateNetworkConditions", { offline: false, latency: 0, downloadThroughput: -1, uploadThroughput: -1 });
+    const seen = await page.evaluate<string[]>("window.progressSeen");
+    // Steps between nothing and all were shown, for each back-end.
+    for (const kind of ["dfs", "ipfs"]) expect(seen.some((s) => s.startsWith(`${kind}: `) && / of 3\.0 MiB$/.test(s) && !s.startsWith(`${kind}: 3.0 MiB`))).toBe(true);
+    expect(await page.getAttribute("#upload-progress", "hidden")).toBeNull();
+    expect(await page.evaluate<number>(`document.getElementById("upload-progress").value`)).toBe(100);
+    expect(prompts).toHaveLength(4); // no prompt for the uploads
+
+    const dfsRow = page.locator(`#files-dfs li[data-name="${name}"]`);
+    const ipfsRow = page.locator(`#files-ipfs li[data-name="${name}"]`);
+    await dfsRow.waitFor();
+    await ipfsRow.waitFor();
+    const cid = (await dfsRow.getAttribute("data-cid")) as string;
+    expect(await ipfsRow.getAttribute("data-cid")).toBe(cid);
+    await shoot(page, "05-files-uploaded");
+
+    // Download from dfs: byte-exact.
+    const [download] = await Promise.all([page.waitForEvent("download"), dfsRow.locator('[data-action="download"]').click()]);
+    expect(download.suggestedFilename()).toBe(name);
+    const saved = new Uint8Array(readFileSync((await download.path()) as string));
+    expect(saved.byteLength).toBe(content.byteLength);
+    expect(Buffer.compare(saved, content)).toBe(0);
+
+    // Publish from the ipfs copy (prefilled), then find it in the directory.
+    await ipfsRow.locator('[data-action="publish"]').click();
+    await ready(page, "directory");
+    expect(await page.inputValue('#publish-form input[name="cid"]')).toBe(cid);
+    await page.fill('#publish-form input[name="keywords"]', "maps, atlas");
+    await page.click('#publish-form button[type="submit"]');
+    await waitStatus(page, /^Published/);
+    await page.fill('#search-form input[name="query"]', "atlas");
+    await until(
+      "the entry in search results",
+      async () => {
+        await page.click('#search-form button[type="submit"]');
+        await waitFor(page, `/found$/.test(document.getElementById("status").textContent)`);
+        return page.locator(`#search-results li[data-mid="${cid}"]`).count();
+      },
+      (n) => n === 1,
+      20_000,
+      200,
+    );
+    await shoot(page, "06-directory");
+
+    // Delete the dfs copy; the ipfs one stays.
+    await page.click('nav a[href="#/files"]');
+    await ready(page, "files");
+    await page.locator(`#files-dfs li[data-name="${name}"] [data-action="delete"]`).click();
+    await waitStatus(page, /^Deleted atlas-3mib\.bin/);
+    await waitFor(page, `!document.querySelector('#files-dfs li[data-name="${name}"]')`);
+    expect(await page.locator(`#files-ipfs li[data-name="${name}"]`).count()).toBe(1);
+    await shoot(page, "07-files-after-delete");
+
+    // Account: who, and points for an action.
+    await page.click('nav a[href="#/account"]');
+    await ready(page, "account");
+    await page.click('[data-action="record-5"]');
+    await waitStatus(page, /^Recorded action 5/);
+    await waitFor(page, `document.querySelector('#user-info [data-field="Points"]')?.textContent === "100"`);
+    expect(await page.textContent('#user-info [data-field="DID"]')).toContain(address);
+    await shoot(page, "08-account");
+    // Three signatures in all, and two transactions (the deposit, the directory entry): none per file.
+    expect(prompts).toEqual(["personal_sign", "eth_signTypedData_v4:Login", "eth_signTypedData_v4:SessionGrant", "eth_sendTransaction", "eth_sendTransaction"]);
+    expect(failures.join("\n")).toBe("");
+    await context.close();
+  },
+  180_000,
+);
+
+test(
+  "email code: signs in from the dev mailbox; an account without a DID sees the account page only",
+  async () => {
+    const context = await (browser as Browser).newContext({ viewport: { width: WIDTH, height: 844 } });
+    const page = await context.newPage();
+    await page.goto(`${url}/console`);
+    await page.waitForSelector("#code-form");
+    const email = `reader-${Date.now()}@example.org`;
+    await page.fill('#code-form input[name="email"]', email);
+    await shoot(page, "09-sign-in-email");
+    const mailDir = join(dataDir, "mail");
+    const inbox = () => (existsSync(mailDir) ? readdirSync(mailDir) : []);
+    const known = new Set(inbox());
+    await page.click('#code-form button[type="submit"]');
+    const mail = await until(
+      "the code's mail",
+      () => inbox().filter((f) => !known.has(f) && readFileSync(join(mailDir, f), "utf8").includes(email)),
+      (f) => f.length === 1,
+      10_000,
+    );
+    const code = /\b(\d{6})\b/.exec(/^Subject: .*$/m.exec(readFileSync(join(mailDir, mail[0] as string), "utf8"))?.[0] ?? "")?.[1];
+    expect(code).toMatch(/^\d{6}$/);
+    await page.fill('#code-form input[name="code"]', code as string);
+    await page.click('#code-form button[type="submit"]');
+    await ready(page, "account");
+    expect(await page.textContent('#user-info [data-field="Email"]')).toBe(email);
+    expect(await page.textContent('#user-info [data-field="DID"]')).toBe("none (account pages only)");
+    for (const page_ of ["files", "quota", "directory"]) expect(await page.locator(`nav a[href="#/${page_}"]`).isHidden()).toBe(true);
+    // The storage pages are not reachable by address either.
+    await page.goto(`${url}/console#/files`);
+    await ready(page, "account");
+    await shoot(page, "10-account-email");
+    await context.close();
+  },
+  60_000,
+);
+
+test("the binary serves the console with no files on disk but its data dir", async () => {
+  // startBinary runs dist/stowage with a clean environment; the page and assets came from inside it.
+  const res = await fetch(`${url}/console`);
+  expect(res.headers.get("content-security-policy")).toContain("script-src 'self'");
+  writeFileSync(join(shots, "console.html"), await res.text());
+});
