@@ -125,6 +125,25 @@ test("grant lets a reader decrypt; a stranger gets a clear error; revoke removes
   expect(after.error).toContain("403");
 });
 
+test("publish --price of an encrypted file escrows its key; a buyer then decrypts", async () => {
+  const priced = join(dir, "priced.bin");
+  const bytes = crypto.getRandomValues(new Uint8Array(70_000));
+  writeFileSync(priced, bytes);
+  const entry = JSON.parse((await stowage(ownerKey, ["put", priced, "--encrypt", "--json"])).out) as { Cid: string };
+  const published = await stowage(ownerKey, ["publish", entry.Cid, "--price", "1000"]);
+  expect(published.error).toBe("");
+  expect(published.log).toContain("escrowed the file key");
+  await env.sync();
+  const owner = privateKeyToAccount(ownerKey).address;
+  const status = await (await env.call("GET", `/v2/escrows/${owner}/${entry.Cid}`)).json();
+  expect(status.data).toMatchObject({ encrypted: true, escrowed: true });
+  const buyer = await env.user();
+  await buyer.enc.publish();
+  await buyer.dir.buyRead(owner, entry.Cid);
+  await env.sync();
+  expect(sha256(await new Response((await buyer.enc.download("dfs", entry.Cid)).body).bytes())).toBe(sha256(bytes));
+});
+
 test("age-key, grant and revoke have --help", () => {
   const commands = userCommands({}, { out: () => {}, log: () => {}, stderrTty: false });
   expect(commands["age-key"]?.help()).toContain("age -d -i");

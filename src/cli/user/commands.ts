@@ -7,6 +7,7 @@ import { ConfigError, parseBytes } from "../../config.ts";
 import { connectDirectory } from "../../sdk/directory.ts";
 import type { FileEntry, QuotaRecord } from "../../sdk/storage.ts";
 import { CliError } from "../chain-access.ts";
+import { encryptionWith, ownFile } from "./encryption.ts";
 import { BACKENDS, backendOf, expectPositionals, formatBytes, formatTime, gatewayWith, json, loggedIn, reach, table, userAccount, type Invocation, type Io } from "./common.ts";
 
 export async function login(inv: Invocation, io: Io): Promise<number> {
@@ -137,6 +138,12 @@ export async function publish(inv: Invocation, io: Io): Promise<number> {
   if (!file) throw new CliError(`you store no file with Cid ${cid} at ${inv.gateway} (see \`stowage ls\`); put it first`);
   const name = inv.flags.get("--name") ?? file.Name;
   if (!name.trim() || bytes(name) > 256) throw new ConfigError("--name must be 1 to 256 bytes");
+  // D20: a priced encrypted file is sold through the gateway, which needs its key (checked
+  // against the stored file) to write each buyer's share; the SDK refuses to buy one without it.
+  if (file.UserDefined.encryption === "age" && BigInt(priceText) > 0n) {
+    const { keyId } = await (await encryptionWith(inv, store, account)).escrow(cid, (await ownFile(inv, store, cid)).kind);
+    io.log(`escrowed the file key to the gateway (${keyId}): it shares it with each buyer, and can read the file`);
+  }
   const dir = await reach(inv.gateway, () => connectDirectory(inv.gateway, { account }));
   io.log(`publishing ${cid} as ${JSON.stringify(name)} (${formatBytes(file.Size)}, ${priceText} gwei${inv.flags.has("--public") ? ", public" : ""}) …`);
   io.out(await dir.publish({ cid, name, size: file.Size, price: BigInt(priceText), isPublic: inv.flags.has("--public"), keywords }));

@@ -47,7 +47,7 @@ function readerOf(raw: string): Address {
 }
 
 /** The caller's own stored file with this Cid, and its back-end. */
-async function ownFile(inv: Invocation, store: StorageClient, cid: string): Promise<{ file: FileEntry; kind: Backend }> {
+export async function ownFile(inv: Invocation, store: StorageClient, cid: string): Promise<{ file: FileEntry; kind: Backend }> {
   for (const kind of BACKENDS) {
     const file = (await store.list(kind)).Object.find((e) => e.Cid === cid);
     if (file) return { file, kind };
