@@ -135,7 +135,7 @@ test("publish --price of an encrypted file escrows its key; a buyer then decrypt
   expect(published.log).toContain("escrowed the file key");
   await env.sync();
   const owner = privateKeyToAccount(ownerKey).address;
-  const status = await (await env.call("GET", `/v2/escrows/${owner}/${entry.Cid}`)).json();
+  const status = (await (await env.call("GET", `/v2/escrows/${owner}/${entry.Cid}`)).json()) as { data: unknown };
   expect(status.data).toMatchObject({ encrypted: true, escrowed: true });
   const buyer = await env.user();
   await buyer.enc.publish();
