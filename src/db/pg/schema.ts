@@ -18,9 +18,10 @@
  * - Text compared or scanned by byte order (file names, blob keys matched by prefix) is
  *   `COLLATE "C"`: SQLite compares bytes, PostgreSQL's default collation is the locale's, and a
  *   prefix `LIKE` can use a B-tree index only under "C".
- * The directory search's function and GIN index are in a hand-written migration
- * (src/db/migrations-pg/0001_directory_search.sql): drizzle-kit cannot express them.
+ * The directory search's functions and GIN indexes are in hand-written migrations
+ * (src/db/migrations-pg/0001_directory_search.sql, 0010's index): drizzle-kit cannot express them.
  */
+import { sql } from "drizzle-orm";
 import { bigint, boolean, customType, foreignKey, index, pgTable, primaryKey, text, uniqueIndex } from "drizzle-orm/pg-core";
 
 /** src/accounts/schema.ts's `ProviderInfo`, restated: src/db/ imports no capability, not even a
@@ -43,6 +44,9 @@ const jsonText = <T>(name: string) =>
 
 /** Text ordered and matched byte for byte, as SQLite does. */
 const bytesText = customType<{ data: string; driverData: string }>({ dataType: () => 'text COLLATE "C"' });
+
+/** A tsvector, as text: only SQL reads it (the directory's search document). */
+const tsvector = customType<{ data: string; driverData: string }>({ dataType: () => "tsvector" });
 
 /** The quota pool a row is about (src/quota/schema.ts), in the two tables that have one. */
 const poolKind = () => text("kind", { enum: ["space", "traffic"] }).notNull();
@@ -403,6 +407,11 @@ export const directoryEntries = pgTable(
     public: boolean("public").notNull(),
     keywords: jsonText<string[]>("keywords").notNull(),
     block: int8("block").notNull(),
+    /** PostgreSQL only, the counterpart of SQLite's FTS5 table: the search document, kept by the
+     * database itself. Stored, so ranking and newest-first walks read it instead of folding and
+     * tokenizing each row again (issue 10); its GIN index is in migration 0010. Nothing but
+     * search-pg.ts reads it, and no statement writes it. */
+    search: tsvector("search").generatedAlwaysAs(sql`directory_search_document(name, keywords)`),
   },
   (t) => [uniqueIndex("directory_entries_key").on(t.owner, t.mid), index("directory_entries_cid").on(t.cid, t.did)],
 );
