@@ -63,7 +63,12 @@ describe("schema parity", () => {
 
   test("the PostgreSQL schema has every table and column of the SQLite one, and no other", () => {
     expect(sqliteTables.length).toBeGreaterThan(25);
-    expect(shape(pgTables)).toEqual(shape(sqliteTables));
+    // Save the directory's stored search document, PostgreSQL's counterpart of the FTS5 table
+    // (which drizzle's SQLite schema does not list either).
+    const pgShape = shape(pgTables);
+    expect(pgShape.directory_entries).toHaveProperty("search", false);
+    delete pgShape.directory_entries?.search;
+    expect(pgShape).toEqual(shape(sqliteTables));
   });
 
   test("both have the same named indexes", () => {
