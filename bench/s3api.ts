@@ -8,7 +8,10 @@
  * Both sides run on this machine in alternation, in the same minute (bench/README.md: the ratio of
  * one run is what we report).
  *
- * Run: bun bench/s3api.ts [--rounds 3] [--size-mib 256]   (bun run build first: dist/stowage)
+ * With `--aws-baseline` the baseline is aws-cli itself straight to the RGW instead: that ratio
+ * leaves the client's own cost out and shows the gateway's alone.
+ *
+ * Run: bun bench/s3api.ts [--rounds 3] [--size-mib 256] [--aws-baseline]   (bun run build first: dist/stowage)
  */
 import { createHash, randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -24,7 +27,7 @@ import { freePort } from "../test/support/procs.ts";
 import { awsCli, ensureS3Clients } from "../test/support/s3-clients.ts";
 import { compareMany } from "./harness.ts";
 
-const { values: args } = parseArgs({ options: { rounds: { type: "string", default: "3" }, "size-mib": { type: "string", default: "256" } } });
+const { values: args } = parseArgs({ options: { rounds: { type: "string", default: "3" }, "size-mib": { type: "string", default: "256" }, "aws-baseline": { type: "boolean", default: false } } });
 const rounds = Number(args.rounds);
 const sizeMiB = Number(args["size-mib"]);
 const MiB = 1024 * 1024;
@@ -48,6 +51,7 @@ try {
   const key = await keysClient({ baseUrl: server.url, store }).create();
   const aws = awsCli(endpoint, key);
   const direct = rgw.client();
+  const awsRgw = awsCli(rgw.endpoint, rgw);
   const prefix = rgw.prefix();
 
   const file = join(work, "file.bin");
@@ -71,7 +75,7 @@ try {
   await compareMany({
     name: `${sizeMiB} MiB up and down`,
     rounds,
-    labels: { subject: "aws→stowage", baseline: "bun→rgw" },
+    labels: { subject: "aws→stowage", baseline: args["aws-baseline"] ? "aws→rgw" : "bun→rgw" },
     metrics: { up: { unit: "MiB/s", higherIsBetter: true, label: "upload" }, down: { unit: "MiB/s", higherIsBetter: true, label: "download" } },
     async subject() {
       const md5 = fresh();
@@ -91,6 +95,20 @@ try {
     async baseline() {
       const md5 = fresh();
       const key = `${prefix}${n++}.bin`;
+      if (args["aws-baseline"]) {
+        const target = `s3://${rgw.bucket}/${key}`;
+        const up = await timed(async () => {
+          const r = await awsRgw(["s3", "cp", "--only-show-errors", file, target]);
+          if (r.code !== 0) throw new Error(`aws s3 cp up to the RGW failed: ${r.stderr}`);
+        });
+        const down = await timed(async () => {
+          const r = await awsRgw(["s3", "cp", "--only-show-errors", target, back]);
+          if (r.code !== 0) throw new Error(`aws s3 cp down from the RGW failed: ${r.stderr}`);
+        });
+        if ((await md5Of(back)) !== md5) throw new Error("aws s3 cp from the RGW brought back other bytes");
+        await direct.delete(key);
+        return { up: mibps(up), down: mibps(down) };
+      }
       const up = await timed(() => direct.write(key, Bun.file(file)));
       const down = await timed(() => Bun.write(back, direct.file(key)));
       if ((await md5Of(back)) !== md5) throw new Error("S3Client brought back other bytes");

@@ -199,7 +199,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
         log,
         sql: database.sql,
         chainId: config.chainId,
-        direct: createDirectStorage({ sql: database.sql, log, maxBody: config.maxBody, backends: stored.backends, meter: quota.meter }),
+        direct: createDirectStorage({ sql: database.sql, log, maxBody: config.maxBody, backends: stored.backends, meter: quota.meter, onTransfer: metrics.transferred }),
         findAccessKey: (id) => findAccessKey({ sql: database.sql, secretsKey: secrets.secretsKey, resolver, chainId: config.chainId }, id),
       });
       cleanup.push(() => s3.stop());

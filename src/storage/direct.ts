@@ -30,6 +30,8 @@ export interface DirectDeps {
   backends: Partial<Record<BackendKind, Backend>>;
   /** Quota enforcement (D7); absent, nothing is metered (tests without a chain). */
   meter?: Meter;
+  /** Hears of file bytes received (in) and sent (out), per back-end: the server's metrics, as service.ts reports them. */
+  onTransfer?: (backend: BackendKind, direction: "in" | "out", bytes: number) => void;
   now?: () => number;
 }
 
@@ -131,6 +133,7 @@ export function createDirectStorage(deps: DirectDeps) {
         await release(b, pending.cid);
         throw err;
       }
+      if (opts.traffic !== false) deps.onTransfer?.(b.kind, "in", meter.bytes);
       if (added.replaced) await release(b, added.replaced);
       return added.row;
     } finally {
@@ -150,6 +153,7 @@ export function createDirectStorage(deps: DirectDeps) {
     const length = range ? range.end - range.start + 1 : row.size;
     const traffic = await deps.meter?.beginDownload(who.address, length);
     const settle = async (sent: number) => {
+      deps.onTransfer?.(b.kind, "out", sent);
       try {
         await traffic?.settle(sent);
       } catch (err) {

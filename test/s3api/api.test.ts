@@ -21,7 +21,9 @@ const MiB = 1024 * 1024;
 const gw = await testGateway({ quota: true });
 const grant = granter(gw.chain);
 const meter = gw.quota?.meter;
-const direct = createDirectStorage({ sql: gw.database.sql, log: gw.log, maxBody: gw.config.maxBody, backends: gw.backends, meter });
+/** File bytes in and out as the server's metrics hear of them. */
+const moved = { in: 0, out: 0 };
+const direct = createDirectStorage({ sql: gw.database.sql, log: gw.log, maxBody: gw.config.maxBody, backends: gw.backends, meter, onTransfer: (_, d, n) => void (moved[d] += n) });
 const s3 = await startS3Api({
   hostname: "127.0.0.1",
   port: 0,
@@ -70,9 +72,11 @@ describe("objects with Bun's S3Client", () => {
   test("put, get, stat, list and delete on dfs; ETag is the MD5, the Cid in x-amz-meta-cid", async () => {
     const c = bucketClient(alice.key);
     const bytes = randomBytes(3 * MiB + 17);
+    const before = { ...moved };
     await c.write("photos/2024/a.bin", bytes);
     const back = new Uint8Array(await c.file("photos/2024/a.bin").arrayBuffer());
     expect(Buffer.from(back).equals(bytes)).toBe(true);
+    expect([moved.in - before.in, moved.out - before.out]).toEqual([bytes.byteLength, bytes.byteLength]);
     const stat = await c.file("photos/2024/a.bin").stat();
     expect(stat.size).toBe(bytes.byteLength);
     expect(stat.etag.replace(/"/g, "")).toBe(createHash("md5").update(bytes).digest("hex"));
