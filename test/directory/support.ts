@@ -16,11 +16,13 @@ import { connectStorage, StorageApiError } from "../../src/sdk/storage.ts";
 import { appFetch } from "../support/app.ts";
 import { BASE, testGateway } from "../support/storage.ts";
 
-export async function directoryGateway(o: { ipfs?: boolean; pollMs?: number } = {}) {
+/** `env`: the gateway's settings (a test serving it over HTTP names its public URL). */
+export async function directoryGateway(o: { ipfs?: boolean; pollMs?: number; env?: Record<string, string> } = {}) {
   // The storage service is built inside testGateway, before the directory can be: late binding.
   let directory: Directory | undefined;
   const gw = await testGateway({
     ipfs: o.ipfs,
+    env: o.env,
     extra: {
       readGrant: (reader, kind, cid) => (directory as Directory).readGrant(reader, kind, cid),
       publicCids: (owner, cids) => (directory as Directory).publicCids(owner, cids),
