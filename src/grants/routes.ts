@@ -6,7 +6,7 @@
 import { Elysia, t } from "elysia";
 import { TokenError, tokenFailure, type TokenService } from "../accounts/tokens.ts";
 import { accountError } from "../http/errors.ts";
-import { accountErrorBody } from "../http/model.ts";
+import { access, accountErrors } from "../http/openapi.ts";
 import { bearerToken } from "../http/params.ts";
 import { parseDid, type Did } from "../identity/did.ts";
 import type { Grants } from "./service.ts";
@@ -20,7 +20,6 @@ const grantView = t.Object({
   signer: t.String({ description: "The address that signed the grant; the grant holds while it may sign for the DID" }),
   createdAt: t.Integer({ description: "Unix seconds" }),
 });
-const errors = { 400: accountErrorBody, 401: accountErrorBody, 404: accountErrorBody, 409: accountErrorBody };
 
 export function grantsRoutes({ grants, tokens, chainId }: { grants: Grants; tokens: Pick<TokenService, "verifyAccessToken">; chainId: number }) {
   async function caller(headers: Record<string, string | undefined>): Promise<Did> {
@@ -45,12 +44,12 @@ export function grantsRoutes({ grants, tokens, chainId }: { grants: Grants; toke
         validUntil: t.Optional(t.Union([t.Integer(), t.String({ maxLength: 20 })], { description: "Unix seconds, at most 24 h ahead" })),
         signature: t.Optional(t.String({ maxLength: 200, description: "EIP-712 SessionGrant(address key, uint64 validUntil) in the storage domain, signed by the DID's owner or a delegate" })),
       }),
-      response: { 200: t.Object({ result: t.Literal(1), data: grantView }), ...errors },
-      detail: { summary: "Register a session key the DID granted (D19): it may then sign uploads, deletes and vouchers, never logins, purchases or key mints", tags: TAG },
+      response: { 200: t.Object({ result: t.Literal(1), data: grantView }), ...accountErrors(400, 401, 409) },
+      detail: { summary: "Register a session key the DID granted (D19): it may then sign uploads, deletes and vouchers, never logins, purchases or key mints", tags: TAG, ...access.bearer },
     })
     .get("/v2/session-grants", async ({ headers }) => ({ result: 1 as const, data: await grants.list(await caller(headers)) }), {
-      response: { 200: t.Object({ result: t.Literal(1), data: t.Array(grantView) }), 401: accountErrorBody },
-      detail: { summary: "The DID's live session grants", tags: TAG },
+      response: { 200: t.Object({ result: t.Literal(1), data: t.Array(grantView) }), ...accountErrors(401) },
+      detail: { summary: "The DID's live session grants", tags: TAG, ...access.bearer },
     })
     .delete(
       "/v2/session-grants/:key",
@@ -60,8 +59,8 @@ export function grantsRoutes({ grants, tokens, chainId }: { grants: Grants; toke
       },
       {
         params: t.Object({ key: t.String({ maxLength: 64 }) }),
-        response: { 200: t.Object({ result: t.Literal(1) }), ...errors },
-        detail: { summary: "Revoke a session grant at once", tags: TAG },
+        response: { 200: t.Object({ result: t.Literal(1) }), ...accountErrors(400, 401, 404) },
+        detail: { summary: "Revoke a session grant at once", tags: TAG, ...access.bearer },
       },
     );
 }
