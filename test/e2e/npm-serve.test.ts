@@ -6,7 +6,7 @@
  * README's `npx stowage` runs the command line with nothing but Node.js and npm on PATH.
  */
 import { afterEach, describe, expect, test } from "bun:test";
-import { existsSync, mkdirSync, readFileSync, symlinkSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, rmSync, symlinkSync } from "node:fs";
 import { delimiter, join } from "node:path";
 import type { Subprocess } from "bun";
 import { anvilsOf } from "../support/binary.ts";
@@ -119,6 +119,8 @@ describe.each([
   test("SIGTERM to npm stops the server and its chain at once, and the data dir starts again", async () => {
     const dataDir = join(tempDir("npm-serve"), "data");
     const path = pathFor(withBun);
+    // scripts/bun.sh remembers where npx's Bun is: forget it, so that npx is asked here.
+    if (!withBun) rmSync(join(ROOT, "node_modules", ".cache", `stowage-bun-${/BUN_VERSION=(\S+)/.exec(readFileSync(join(ROOT, "scripts", "bun.sh"), "utf8"))?.[1]}`), { force: true });
     const first = await serve(dataDir, path);
     const [server] = descendants(first.npm.pid).filter(isServer);
     const serverParent = parentOf(server as number);
