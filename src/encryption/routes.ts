@@ -139,8 +139,8 @@ export function encryptionRoutes({ encryption, tokens, chainId }: { encryption: 
       },
       {
         params: pair,
-        response: { 200: ok({ data: share }), ...accountErrors(400, 401, 404) },
-        detail: { summary: "Your share of a file: GET /v2/shares/<owner address>/<mid> (a reader sees only its own)", tags: TAG, ...access.bearer },
+        response: { 200: ok({ data: share }), ...accountErrors(400, 401, 404, 409) },
+        detail: { summary: "Your share of a file: GET /v2/shares/<owner address>/<mid> (a reader sees only its own; a buyer's is made from the escrow)", tags: TAG, ...access.bearer },
       },
     )
     .put(
@@ -155,8 +155,8 @@ export function encryptionRoutes({ encryption, tokens, chainId }: { encryption: 
       {
         params: t.Object({ mid: t.String() }),
         body: t.Object({ header: t.String({ maxLength: SHARE_HEADER_MAX }) }),
-        response: { 200: ok({ data: t.Object({ owner: t.String(), mid: t.String(), keyId: t.String(), updatedAt: t.Integer() }) }) },
-        detail: { summary: "Escrow a priced encrypted file's key to this gateway (an age header to GET /chain's ageRecipient); kept only if it opens the stored file's header", tags: TAG },
+        response: { 200: ok({ data: t.Object({ owner: t.String(), mid: t.String(), keyId: t.String(), updatedAt: t.Integer() }) }), ...accountErrors(400, 401, 404, 503) },
+        detail: { summary: "Escrow a priced encrypted file's key to this gateway (an age header to GET /chain's ageRecipient); kept only if it opens the stored file's header", tags: TAG, ...access.bearer },
       },
     )
     .get(
@@ -168,8 +168,8 @@ export function encryptionRoutes({ encryption, tokens, chainId }: { encryption: 
       },
       {
         params: pair,
-        response: { 200: ok({ data: escrowStatus }) },
-        detail: { summary: "Before buying: is <owner>'s file <mid> encrypted, and is its key escrowed here (verified)? Public", tags: TAG },
+        response: { 200: ok({ data: escrowStatus }), ...accountErrors(400) },
+        detail: { summary: "Before buying: is <owner>'s file <mid> encrypted, and is its key escrowed here (verified)?", tags: TAG, ...access.public },
       },
     );
 }
