@@ -13,7 +13,7 @@
  */
 import { afterAll, expect, test } from "bun:test";
 import { execFileSync } from "node:child_process";
-import { mkdirSync, readFileSync, symlinkSync } from "node:fs";
+import { mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { basename, join } from "node:path";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { runBinary, startBinary, type RunningBinary } from "../support/binary.ts";
@@ -110,12 +110,16 @@ test("the marked blocks run as written against a fresh server, with only Node.js
   const reader = { PATH, STOWAGE_GATEWAY: server.url, STOWAGE_DATA_DIR: dataDir };
 
   for (const b of marked.filter((x) => x.lang === "sh")) {
-    const r = await run(["bash", "-e", "-o", "pipefail", "-s"], b.code, reader);
+    // From a file, not stdin: a command that reads its stdin would eat the rest of the block.
+    const script = join(tempDir("readme-sh"), "block.sh");
+    writeFileSync(script, b.code);
+    const r = await run(["bash", "-e", "-o", "pipefail", script], "", reader);
     expect(r.code, `README.md:${b.line} (${b.section}) failed:\n${r.stderr}`).toBe(0);
     if (b.section === "Using it from a shell") {
       // The ranged get printed the start of the file put from the clone, rm removed the dfs copy,
-      // and the search right after `publish --wait` found the entry (without the wait it prints
-      // nothing on stdout and still exits 0).
+      // and the search after `publish --wait` found the entry (a search that finds nothing prints
+      // nothing on stdout and still exits 0). That --wait waits is tested where the indexer
+      // moves only when told: test/directory/wait.test.ts.
       expect(r.stdout).toContain(README.slice(0, 100));
       expect(r.stdout).toMatch(/removed \d+\n/);
       expect(r.stdout).toMatch(/^README\.md +\S+ KiB +5000 gwei +stowage +0x[0-9a-fA-F]{40} +\S+$/m);
