@@ -213,11 +213,26 @@ export async function connectStorage(opts: StorageOptions) {
    * accepted in), plus the bytes; never the same size twice.
    * `accepted()` must be called once the server has taken the voucher (its answer arrived).
    */
+  /**
+   * The counter of whoever signs: the account's, or its key's (a delegate, a session key, D19).
+   * A key the gateway no longer accepts is not told its counter; the account's is used and the
+   * transfer itself then answers why it is refused.
+   */
+  async function counter(): Promise<{ used: string }> {
+    const headers = await auth();
+    if (signsForOther) {
+      try {
+        return await call<{ used: string }>(`/traffichash?size=0&payer=${opts.account.address}`, { headers });
+      } catch (err) {
+        if (!(err instanceof StorageApiError && err.status === 401)) throw err;
+      }
+    }
+    return call<{ used: string }>("/traffichash?size=0", { headers });
+  }
   let inFlight = 0n;
   let lastSigned = 0n;
   async function voucher(bytes: number) {
-    // The counter of whoever signs: the account's, or its key's (a delegate, a session key, D19).
-    const { used } = await call<{ used: string }>(`/traffichash?size=0${signsForOther ? `&payer=${opts.account.address}` : ""}`, { headers: await auth() });
+    const { used } = await counter();
     // Strictly increasing per client, so no two of its vouchers are alike (each is single-use);
     // the random part keeps two devices of one payer apart.
     const wanted = BigInt(used) + inFlight + BigInt(bytes) + BigInt(Math.floor(Math.random() * 1024));

@@ -116,7 +116,7 @@ export const storageRoutes = (storage: Storage, guard: { tokens: AccessTokens; c
         payer: t.Optional(t.String({ maxLength: 64, description: "Whose counter to answer: the account or one of its keys (a delegate, a console session key); default the account" })),
       }),
       detail: { summary: "The EIP-712 digest of a traffic voucher for a cumulative size, with the payer's counter (D6)", tags: ["storage"], ...access.bearer },
-      response: { 200: trafficHashResult, ...storageErrors(400, 401, 403) },
+      response: { 200: trafficHashResult, ...storageErrors(400, 401) },
     })
     .post(
       "/:type",

@@ -371,7 +371,8 @@ export function createStorage(deps: StorageDeps) {
     if (payer === undefined || payer === "") return vouchers.hashFor(who.did.address, size);
     if (!isAddress(payer, { strict: false })) throw storageError.badRequest("payer must be an address");
     const key = getAddress(payer);
-    if (!(await paysFor(who.did, key))) throw storageError.forbidden("Permission denied: payer is not this account or one of its keys");
+    // A key that may not sign for the DID is refused as its signed calls are (D4: 401).
+    if (!(await paysFor(who.did, key))) throw storageError.unauthorized("payer is not the DID's owner, a valid delegate or a granted session key");
     return vouchers.hashFor(key, size);
   }
 

@@ -164,7 +164,7 @@ describe("the SDK with a session key (as the console uses it)", () => {
   test("GET /traffichash?payer= answers only for the account or its keys", async () => {
     const s = await owner();
     const stranger = fresh();
-    await refusal(await gw.app.handle(get(`/traffichash?size=0&payer=${stranger.address}`, { headers: bearer(s) })), 403);
+    await refusal(await gw.app.handle(get(`/traffichash?size=0&payer=${stranger.address}`, { headers: bearer(s) })), 401);
     await refusal(await gw.app.handle(get(`/traffichash?size=0&payer=nope`, { headers: bearer(s) })), 400);
     expect((await gw.app.handle(get(`/traffichash?size=0&payer=${s.account.address}`, { headers: bearer(s) }))).status).toBe(200);
   });
