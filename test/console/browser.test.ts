@@ -312,8 +312,9 @@ test(
   60_000,
 );
 
-test("the binary serves the console with no files on disk but its data dir", async () => {
-  // startBinary runs dist/stowage with a clean environment; the page and assets came from inside it.
+test("the compiled binary answers the page with its policy (kept beside the screenshots)", async () => {
+  // dist/stowage carries the bundle inside (page.files, read from its own file system); run from
+  // source, the plugin bundles at the first request instead (test/console/serve.test.ts).
   const res = await fetch(`${url}/console`);
   expect(res.headers.get("content-security-policy")).toContain("script-src 'self'");
   writeFileSync(join(shots, "console.html"), await res.text());
