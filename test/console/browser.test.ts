@@ -159,6 +159,7 @@ test(
 
     await page.goto(`${url}/console`);
     await page.waitForSelector("#wallet-signin");
+    expect(await page.locator("#nav").isHidden()).toBe(true); // nothing to navigate before signing in
     await shoot(page, "01-sign-in-wallet");
     await page.click("#wallet-signin");
     await ready(page, "files");
@@ -307,6 +308,35 @@ test(
     await page.goto(`${url}/console#/files`);
     await ready(page, "account");
     await shoot(page, "10-account-email");
+    await context.close();
+  },
+  60_000,
+);
+
+test(
+  "password: an account registered through the account API signs in on the password tab",
+  async () => {
+    const email = `writer-${Date.now()}@example.org`;
+    const password = "correct horse battery";
+    const mailDir = join(dataDir, "mail");
+    const inbox = () => (existsSync(mailDir) ? readdirSync(mailDir) : []);
+    const known = new Set(inbox());
+    const post = (path: string, body: unknown) => fetch(`${url}${path}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+    expect((await post("/v2/login/email/code", { email })).status).toBe(200);
+    const [mail] = await until("the code's mail", () => inbox().filter((f) => !known.has(f) && readFileSync(join(mailDir, f), "utf8").includes(email)), (f) => f.length === 1, 10_000);
+    const code = /\b(\d{6})\b/.exec(/^Subject: .*$/m.exec(readFileSync(join(mailDir, mail as string), "utf8"))?.[0] ?? "")?.[1];
+    expect((await post("/v2/login/email/register", { email, code, password, source: "test" })).status).toBe(200);
+
+    const context = await (browser as Browser).newContext({ viewport: { width: WIDTH, height: 844 } });
+    const page = await context.newPage();
+    await page.goto(`${url}/console`);
+    await page.click('button[role="tab"]:has-text("Password")');
+    await page.fill('#password-form input[name="email"]', email);
+    await page.fill('#password-form input[name="password"]', password);
+    await shoot(page, "11-sign-in-password");
+    await page.click('#password-form button[type="submit"]');
+    await ready(page, "account");
+    expect(await page.textContent('#user-info [data-field="Email"]')).toBe(email);
     await context.close();
   },
   60_000,
