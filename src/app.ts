@@ -19,9 +19,10 @@ import { chainRoutes } from "./chain/routes.ts";
 import type { ChainContext } from "./chain/types.ts";
 import { accountRoutes, type AccountServices } from "./accounts/index.ts";
 import { bodyLimit } from "./http/body-limit.ts";
-import { storageRoutes } from "./storage/routes.ts";
+import { storageRoutes, type TrustlessAnswer } from "./storage/routes.ts";
 import type { Storage } from "./storage/service.ts";
 import type { Gateway } from "./gateway/service.ts";
+import { trustlessAnswer } from "./gateway/routes.ts";
 import { directoryRoutes, type Directory } from "./directory/index.ts";
 import { quotaRoutes, type Quota } from "./quota/index.ts";
 import { keysRoutes, type Keys } from "./keys/index.ts";
@@ -85,7 +86,12 @@ export function buildApp(services: AppServices) {
     .use(services.chain ? chainRoutes({ chain: services.chain, publicUrl: services.config.publicUrl, log: services.log, ageRecipient: services.encryption?.gatewayRecipient }) : new Elysia())
     .use(services.quota ? quotaRoutes({ ...services.quota, tokens: services.accounts.tokens, chainId: services.config.chainId }) : new Elysia())
     .use(services.directory ? directoryRoutes(services.directory) : new Elysia())
-    .use(services.storage ? storageRoutes(services.storage, { tokens: services.accounts.tokens, chainId: services.config.chainId }, { gateway: services.gateway }) : new Elysia());
+    .use(services.storage ? storageRoutes(services.storage, { tokens: services.accounts.tokens, chainId: services.config.chainId }, { trustless: services.gateway ? trustless(services.gateway) : undefined }) : new Elysia());
 }
 
 export type App = ReturnType<typeof buildApp>;
+
+const trustless =
+  (gateway: Gateway): TrustlessAnswer =>
+  (request, type, cid, query) =>
+    trustlessAnswer(gateway, request, type, cid, query);

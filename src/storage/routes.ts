@@ -16,8 +16,6 @@ import { contentDisposition, parseRange } from "../http/range.ts";
 import { checkNotAccount, requireCaller, type AccessTokens } from "../http/storage-guard.ts";
 import { parseDid } from "../identity/did.ts";
 import type { ReadableFile, Storage } from "./service.ts";
-import { trustlessAnswer } from "../gateway/routes.ts";
-import type { Gateway } from "../gateway/service.ts";
 import { CID } from "multiformats/cid";
 
 const isCid = (s: string) => {
@@ -77,11 +75,15 @@ async function answerDownload(request: Request, file: ReadableFile): Promise<Res
   return new Response(await file.send(range), { status, headers });
 }
 
-/** `gateway`: the trustless gateway (D17), which answers `/ipfs/<cid>` asked as a raw block or a CAR. */
-export const storageRoutes = (storage: Storage, guard: { tokens: AccessTokens; chainId: number }, extra: { gateway?: Gateway } = {}) => {
+/** The trustless gateway's answer (D17) to `/:type/:cid` asked as a raw block or a CAR; undefined
+ * when it is not asked so (the download answers). Handed in, so storage does not import the gateway,
+ * which reads its blocks through storage. */
+export type TrustlessAnswer = (request: Request, type: string, cid: string, query: Record<string, string | undefined>) => Promise<Response> | undefined;
+
+export const storageRoutes = (storage: Storage, guard: { tokens: AccessTokens; chainId: number }, extra: { trustless?: TrustlessAnswer } = {}) => {
   const caller = (request: Request) => requireCaller(request, guard.tokens, (did) => parseDid(did, guard.chainId));
   const download = async (request: Request, type: string, cid: string, query: Record<string, string | undefined>) =>
-    (await trustlessAnswer(extra.gateway, request, type, cid, query)) ?? answerDownload(request, await storage.download(type, cid, query));
+    (await extra.trustless?.(request, type, cid, query)) ?? answerDownload(request, await storage.download(type, cid, query));
   return new Elysia({ name: "storage" })
     .post(
       "/login",
