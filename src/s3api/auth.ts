@@ -81,7 +81,8 @@ export function payloadOf(request: Request, auth: Authenticated): { stream: Read
       const decoded = request.headers.get("x-amz-decoded-content-length");
       if (decoded === null || !/^\d+$/.test(decoded)) throw s3Error("MissingContentLength", "A streamed (aws-chunked) upload needs x-amz-decoded-content-length");
       const signing = mode.signed ? { key: auth.signingKey, seed: auth.creds.signature, creds: auth.creds } : undefined;
-      return { stream: decodeChunked(raw, { signing, trailer: mode.trailer, decodedLength: Number(decoded) }), declared: Number(decoded) };
+      const checksum = request.headers.get("x-amz-trailer")?.trim().toLowerCase();
+      return { stream: decodeChunked(raw, { signing, trailer: mode.trailer, decodedLength: Number(decoded), checksum }), declared: Number(decoded) };
     }
   }
 }

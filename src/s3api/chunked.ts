@@ -9,6 +9,7 @@
  * chunks, which is why this check is ours; test/s3api/chunked.test.ts holds it to AWS's example.
  */
 import { createHash } from "node:crypto";
+import { crc32 } from "node:zlib";
 import { s3Error } from "./errors.ts";
 import { chunkStringToSign, hmacHex, sameSignature, trailerStringToSign, type Credentials } from "./sigv4.ts";
 
@@ -21,6 +22,52 @@ export interface ChunkedOptions {
   decodedLength?: number;
   /** Largest chunk held in memory while its signature is checked. */
   maxChunk?: number;
+  /** The trailing checksum header the request announced (x-amz-trailer), checked against the
+   * decoded bytes when it is one of crc32, crc32c, sha1 or sha256; others pass unchecked. */
+  checksum?: string;
+}
+
+/** CRC-32C (Castagnoli), which node:zlib does not have: a table, one byte at a time. */
+const CRC32C_TABLE = Uint32Array.from({ length: 256 }, (_, n) => {
+  let c = n;
+  for (let k = 0; k < 8; k++) c = c & 1 ? 0x82f63b78 ^ (c >>> 1) : c >>> 1;
+  return c >>> 0;
+});
+function crc32c(data: Uint8Array, previous = 0): number {
+  let c = ~previous >>> 0;
+  for (const byte of data) c = (CRC32C_TABLE[(c ^ byte) & 0xff] as number) ^ (c >>> 8);
+  return ~c >>> 0;
+}
+
+/** A running checksum of the decoded bytes, as its trailer spells it (base64). */
+function runningChecksum(name: string | undefined): { update(data: Uint8Array): void; digest(): string } | undefined {
+  const crc = (fn: (d: Uint8Array, prev: number) => number) => {
+    let value = 0;
+    return {
+      update: (d: Uint8Array) => void (value = fn(d, value)),
+      digest: () => {
+        const out = Buffer.alloc(4);
+        out.writeUInt32BE(value >>> 0);
+        return out.toString("base64");
+      },
+    };
+  };
+  const hash = (alg: string) => {
+    const h = createHash(alg);
+    return { update: (d: Uint8Array) => void h.update(d), digest: () => h.digest("base64") };
+  };
+  switch (name) {
+    case "x-amz-checksum-crc32":
+      return crc(crc32);
+    case "x-amz-checksum-crc32c":
+      return crc(crc32c);
+    case "x-amz-checksum-sha1":
+      return hash("sha1");
+    case "x-amz-checksum-sha256":
+      return hash("sha256");
+    default:
+      return undefined;
+  }
 }
 
 const DEFAULT_MAX_CHUNK = 16 * 1024 * 1024;
@@ -87,6 +134,7 @@ async function* chunks(source: ReadableStream<Uint8Array>, opts: ChunkedOptions)
   const max = opts.maxChunk ?? DEFAULT_MAX_CHUNK;
   let previous = opts.signing?.seed ?? "";
   let decoded = 0;
+  const checksum = opts.trailer ? runningChecksum(opts.checksum) : undefined;
   try {
     for (;;) {
       const header = await bytes.line();
@@ -107,9 +155,17 @@ async function* chunks(source: ReadableStream<Uint8Array>, opts: ChunkedOptions)
       if (crlf[0] !== 13 || crlf[1] !== 10) throw incomplete("a chunk is not followed by CRLF");
       decoded += size;
       if (opts.decodedLength !== undefined && decoded > opts.decodedLength) throw incomplete("more bytes than x-amz-decoded-content-length");
+      checksum?.update(data);
       yield data;
     }
-    if (opts.trailer) await trailers(bytes, opts, previous);
+    if (opts.trailer) {
+      const sent = await trailers(bytes, opts, previous);
+      if (checksum && opts.checksum) {
+        const value = sent.get(opts.checksum);
+        if (value === undefined) throw incomplete(`the trailer ${opts.checksum} announced in x-amz-trailer was not sent`);
+        if (value !== checksum.digest()) throw s3Error("BadDigest", `The ${opts.checksum.slice("x-amz-checksum-".length).toUpperCase()} you specified did not match the calculated checksum.`);
+      }
+    }
     else if ((await bytes.line()) !== "") throw incomplete("the last chunk is not followed by an empty line");
     if (opts.decodedLength !== undefined && decoded !== opts.decodedLength) throw incomplete(`${decoded} bytes decoded, x-amz-decoded-content-length says ${opts.decodedLength}`);
   } finally {
@@ -117,8 +173,9 @@ async function* chunks(source: ReadableStream<Uint8Array>, opts: ChunkedOptions)
   }
 }
 
-/** The trailing headers, and (signed) the trailer's signature over them. */
-async function trailers(bytes: Bytes, opts: ChunkedOptions, previous: string) {
+/** The trailing headers (answered by name), and (signed) the trailer's signature over them. */
+async function trailers(bytes: Bytes, opts: ChunkedOptions, previous: string): Promise<Map<string, string>> {
+  const sent = new Map<string, string>();
   let canonical = "";
   let signature: string | undefined;
   for (;;) {
@@ -129,12 +186,16 @@ async function trailers(bytes: Bytes, opts: ChunkedOptions, previous: string) {
     const name = line.slice(0, colon).trim().toLowerCase();
     const value = line.slice(colon + 1).trim();
     if (name === "x-amz-trailer-signature") signature = value.toLowerCase();
-    else canonical += `${name}:${value}\n`;
+    else {
+      canonical += `${name}:${value}\n`;
+      sent.set(name, value);
+    }
   }
-  if (!opts.signing) return;
+  if (!opts.signing) return sent;
   if (!signature) throw incomplete("the trailer has no x-amz-trailer-signature");
   const expected = hmacHex(opts.signing.key, trailerStringToSign(opts.signing.creds, previous, sha256Hex(canonical)));
   if (!sameSignature(expected, signature)) throw badSignature("trailer");
+  return sent;
 }
 
 /** The decoded payload of an aws-chunked body; errors (S3Error) on any framing or signature fault. */

@@ -121,6 +121,19 @@ describe("trailer modes", () => {
     expect(await codeOf(decode(bad.parts, { key: bad.key, trailer: true, decodedLength: 13 }))).toBe("SignatureDoesNotMatch");
   });
 
+  test("the announced trailing checksum is checked: crc32, crc32c (its check value), sha256; a wrong one → BadDigest", async () => {
+    const body = (data: string[], trailer: string) => enc.encode(`${data.map((d) => `${d.length.toString(16)}\r\n${d}\r\n`).join("")}0\r\n${trailer}\r\n\r\n`);
+    const run = (data: string[], trailer: string, checksum: string) =>
+      Bun.readableStreamToBytes(decodeChunked(streamOf([body(data, trailer)], 5), { trailer: true, checksum, decodedLength: data.join("").length }));
+    expect(new TextDecoder().decode(await run(["hello", " world"], "x-amz-checksum-crc32:DUoRhQ==", "x-amz-checksum-crc32"))).toBe("hello world");
+    // CRC-32C's published check value: "123456789" → 0xE3069283.
+    expect(new TextDecoder().decode(await run(["1234", "56789"], "x-amz-checksum-crc32c:4waSgw==", "x-amz-checksum-crc32c"))).toBe("123456789");
+    const sha = createHash("sha256").update("hello world").digest("base64");
+    expect((await run(["hello world"], `x-amz-checksum-sha256:${sha}`, "x-amz-checksum-sha256")).byteLength).toBe(11);
+    expect(await codeOf(run(["hello", " w0rld"], "x-amz-checksum-crc32:DUoRhQ==", "x-amz-checksum-crc32"))).toBe("BadDigest");
+    expect(await codeOf(run(["hello world"], "x-amz-meta-other:1", "x-amz-checksum-crc32"))).toBe("IncompleteBody");
+  });
+
   test("STREAMING-UNSIGNED-PAYLOAD-TRAILER: plain chunks, then the trailer", async () => {
     const body = enc.encode("5\r\nhello\r\n6\r\n world\r\n0\r\nx-amz-checksum-crc32:DUoRhQ==\r\n\r\n");
     const out = decodeChunked(streamOf([body], 3), { trailer: true, decodedLength: 11 });
