@@ -1,9 +1,10 @@
 /**
  * The README's commands run as written (issue 15, D19): a newcomer with a fresh clone, Node.js and
  * npm pastes them and they work. Blocks marked `<!-- test: run -->` right before their fence are
- * taken out of README.md and run against the compiled server on a fresh data dir: shell blocks with
- * `bash -e -o pipefail` in the clone's folder (where the README says to run them, so `npx stowage`
- * resolves to the clone's own bin), code blocks with Bun as the README says (`sh scripts/bun.sh`),
+ * taken out of README.md and run against the compiled server on a fresh data dir: the shell blocks
+ * in order as one `bash -e -o pipefail` session, as a reader goes through them in one terminal (what
+ * one exports, the next has), in the clone's folder (where the README says to run them, so `npx
+ * stowage` resolves to the clone's own bin); code blocks with Bun as the README says (`sh scripts/bun.sh`),
  * both with a PATH that holds node, npm, a shell and coreutils only: no Bun, no curl, no jq. Nothing
  * in a block is replaced; the test gives only what the README tells a reader to set for a gateway
  * that is not theirs on localhost:8080 and a data dir that is not ./data (STOWAGE_GATEWAY,
@@ -25,6 +26,7 @@ const MARK = "<!-- test: run -->";
 /** Sections whose blocks a reader runs as they are: each must hold a marked block of this language. */
 const MUST_RUN: [section: string, lang: string][] = [
   ["Using it from a shell", "sh"],
+  ["Using S3 tools", "sh"],
   ["Using it from code", "ts"],
 ];
 
@@ -87,6 +89,31 @@ async function run(cmd: string[], stdin: string, env: Record<string, string>) {
   return { stdout, stderr, code };
 }
 
+/** The marked shell blocks in order as one session, from a file, not stdin (a command that reads
+ * its stdin would eat the rest); each block says on stderr where it starts, so a failure names it. */
+function shellSession(env: Record<string, string>) {
+  const session = marked
+    .filter((b) => b.lang === "sh")
+    .map((b) => `echo ${JSON.stringify(`## README.md:${b.line} (${b.section})`)} >&2\n${b.code}`)
+    .join("");
+  const script = join(tempDir("readme-sh"), "session.sh");
+  writeFileSync(script, session);
+  return run(["bash", "-e", "-o", "pipefail", script], "", env);
+}
+
+/** Each marked code block, with a reader's key funded as "Using it from a shell" funds one. */
+async function codeBlocks(env: Record<string, string>, dataDir: string) {
+  const results = [];
+  for (const block of marked.filter((x) => x.lang === "ts")) {
+    const key = generatePrivateKey();
+    const fund = await runBinary(["admin", "fund", privateKeyToAccount(key).address, "10", "--data-dir", dataDir]);
+    // `sh scripts/bun.sh example.ts` of a file saved in the clone: the same, from stdin.
+    const r = fund.code === 0 ? await run(["sh", "scripts/bun.sh", "run", "-"], block.code, { ...env, STOWAGE_USER_KEY: key }) : { code: -1, stdout: "", stderr: "not run" };
+    results.push({ block, fund, r });
+  }
+  return results;
+}
+
 let server: RunningBinary | undefined;
 afterAll(async () => {
   await server?.stop();
@@ -97,8 +124,9 @@ test("the sections a reader runs as written are marked to run, and every marked 
     expect(marked.filter((b) => b.section === section && b.lang === lang).length, `a ${MARK} \`\`\`${lang} block in "${section}"`).toBeGreaterThan(0);
   }
   for (const b of marked) expect(["sh", "ts"], `README.md:${b.line}`).toContain(b.lang);
-  // Placeholders cannot run: a marked block holds none.
-  for (const b of marked) expect(b.code, `README.md:${b.line}`).not.toMatch(/…|0xUSER|bafy…|PASSWORD/);
+  // Placeholders cannot run: a marked block holds none (outside its comments).
+  const code = (b: Block) => b.code.replace(/(^|\s)(#|\/\/).*$/gm, "");
+  for (const b of marked) expect(code(b), `README.md:${b.line}`).not.toMatch(/…|0xUSER|PASSWORD/);
 });
 
 test("the marked blocks run as written against a fresh server, with only Node.js and npm", async () => {
@@ -109,32 +137,24 @@ test("the marked blocks run as written against a fresh server, with only Node.js
   // What the README tells a reader to set when the gateway is not localhost:8080 and its data dir not ./data.
   const reader = { PATH, STOWAGE_GATEWAY: server.url, STOWAGE_DATA_DIR: dataDir };
 
-  for (const b of marked.filter((x) => x.lang === "sh")) {
-    // From a file, not stdin: a command that reads its stdin would eat the rest of the block.
-    const script = join(tempDir("readme-sh"), "block.sh");
-    writeFileSync(script, b.code);
-    const r = await run(["bash", "-e", "-o", "pipefail", script], "", reader);
-    expect(r.code, `README.md:${b.line} (${b.section}) failed:\n${r.stderr}`).toBe(0);
-    if (b.section === "Using it from a shell") {
-      // The ranged get printed the start of the file put from the clone, rm removed the dfs copy,
-      // and the search after `publish --wait` found the entry (a search that finds nothing prints
-      // nothing on stdout and still exits 0). That --wait waits is tested where the indexer
-      // moves only when told: test/directory/wait.test.ts.
-      expect(r.stdout).toContain(README.slice(0, 100));
-      expect(r.stdout).toMatch(/removed \d+\n/);
-      expect(r.stdout).toMatch(/^README\.md +\S+ KiB +5000 gwei +stowage +0x[0-9a-fA-F]{40} +\S+$/m);
-    }
-  }
+  // The shell session and the code run side by side, each with its own key (a reader would run
+  // them one after the other; nothing in one depends on the other, and the code's run is saved).
+  const [sh, code] = await Promise.all([shellSession(reader), codeBlocks(reader, dataDir)]);
 
-  for (const b of marked.filter((x) => x.lang === "ts")) {
-    // A reader's funded key, as "Using it from a shell" makes one.
-    const key = generatePrivateKey();
-    const fund = await runBinary(["admin", "fund", privateKeyToAccount(key).address, "10", "--data-dir", dataDir]);
+  expect(sh.code, `a README shell block failed:\n${sh.stderr}`).toBe(0);
+  // The ranged get printed the start of the file put from the clone, rm removed the dfs copy,
+  // and the search after `publish --wait` found the entry (a search that finds nothing prints
+  // nothing on stdout and still exits 0). That --wait waits is tested where the indexer moves
+  // only when told: test/directory/wait.test.ts. Then an S3 access key was made.
+  expect(sh.stdout).toContain(README.slice(0, 100));
+  expect(sh.stdout).toMatch(/removed \d+\n/);
+  expect(sh.stdout).toMatch(/^README\.md +\S+ KiB +5000 gwei +stowage +0x[0-9a-fA-F]{40} +\S+$/m);
+  expect(sh.stdout).toMatch(/^access key id +STW\S+$/m);
+
+  for (const { block, fund, r } of code) {
     expect(fund.code, fund.stderr).toBe(0);
-    // `sh scripts/bun.sh example.ts` of a file saved in the clone: the same, from stdin.
-    const r = await run(["sh", "scripts/bun.sh", "run", "-"], b.code, { ...reader, STOWAGE_USER_KEY: key });
-    expect(r.code, `README.md:${b.line} (${b.section}) failed:\n${r.stderr}`).toBe(0);
-    if (b.section === "Using it from code") {
+    expect(r.code, `README.md:${block.line} (${block.section}) failed:\n${r.stderr}`).toBe(0);
+    if (block.section === "Using it from code") {
       expect(r.stdout).toContain(README.slice(0, 100));
       expect(r.stdout).toContain("Stowage README");
       expect(r.stdout).toContain("reader may read: true");

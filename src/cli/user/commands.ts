@@ -98,24 +98,32 @@ export async function deposit(inv: Invocation, io: Io): Promise<number> {
 export async function buy(inv: Invocation, io: Io): Promise<number> {
   expectPositionals(inv, []);
   const kinds = (["space", "traffic"] as const).filter((k) => inv.flags.has(`--${k}`));
-  if (kinds.length !== 1) throw new ConfigError("buy needs exactly one of --space BYTES or --traffic BYTES");
-  const kind = kinds[0] as "space" | "traffic";
-  let size: number;
-  try {
-    size = parseBytes(inv.flags.get(`--${kind}`) as string);
-  } catch (err) {
-    throw new ConfigError(`--${kind}: ${(err as Error).message}`);
-  }
-  if (size <= 0) throw new ConfigError(`--${kind} must be more than 0 bytes`);
+  if (!kinds.length) throw new ConfigError("buy needs --space BYTES, --traffic BYTES or both");
+  const sizes = kinds.map((kind) => {
+    let size: number;
+    try {
+      size = parseBytes(inv.flags.get(`--${kind}`) as string);
+    } catch (err) {
+      throw new ConfigError(`--${kind}: ${(err as Error).message}`);
+    }
+    if (size <= 0) throw new ConfigError(`--${kind} must be more than 0 bytes`);
+    return { kind, size };
+  });
   const account = userAccount(inv);
   const store = await loggedIn(inv, account);
   const prices = await (await gatewayWith(inv)).prices();
-  const cost = BigInt(size) * prices[kind];
-  io.log(`buying ${formatBytes(size)} (${size} bytes) of ${kind} for ${formatGwei(cost)} gwei from the deposit …`);
-  const { tx } = kind === "space" ? await store.buySpace({ size }) : await store.buyTraffic({ size });
-  io.out(tx);
-  const record = kind === "space" ? await store.space() : await store.traffic();
-  io.log(`${kind}: ${describeRecord(record, Date.now())}; deposit ${record.Balance} gwei`);
+  const orders = sizes.map((o) => ({ ...o, cost: BigInt(o.size) * prices[o.kind] }));
+  // Both in one run: refused as a whole when the deposit cannot pay both, rather than half bought.
+  const total = orders.reduce((sum, o) => sum + o.cost, 0n);
+  const balance = orders.length > 1 ? (await store.space()).Balance : Infinity;
+  if (balance * 1e9 < Number(total)) throw new CliError(`your deposit, ${balance} gwei, is less than the ${formatGwei(total)} gwei both cost: nothing bought (see \`stowage deposit\`)`);
+  for (const { kind, size, cost } of orders) {
+    io.log(`buying ${formatBytes(size)} (${size} bytes) of ${kind} for ${formatGwei(cost)} gwei from the deposit …`);
+    const { tx } = kind === "space" ? await store.buySpace({ size }) : await store.buyTraffic({ size });
+    io.out(tx);
+    const record = kind === "space" ? await store.space() : await store.traffic();
+    io.log(`${kind}: ${describeRecord(record, Date.now())}; deposit ${record.Balance} gwei`);
+  }
   return 0;
 }
 

@@ -119,11 +119,11 @@ Your account needs that much currency plus gas.`,
     run: deposit,
   },
   buy: {
-    summary: "Buy storage space or traffic with your deposit",
-    usage: "stowage buy (--space BYTES | --traffic BYTES)",
-    text: `Buys storage space or traffic, paid from your deposit at the contract's unit prices. BYTES
-takes units (512MiB, 10GiB). Prints the transaction hash; a deposit too small is refused (402)
-and nothing is bought.
+    summary: "Buy storage space or traffic (or both) with your deposit",
+    usage: "stowage buy [--space BYTES] [--traffic BYTES]",
+    text: `Buys storage space, traffic or both, paid from your deposit at the contract's unit prices.
+BYTES takes units (512MiB, 10GiB). Prints each purchase's transaction hash; a deposit too small
+is refused (402; for both: when it cannot pay both) and nothing is bought.
 
   --space BYTES     bytes of storage space
   --traffic BYTES   bytes of traffic (uploads and downloads)`,
