@@ -144,10 +144,42 @@ test("publish --price of an encrypted file escrows its key; a buyer then decrypt
   expect(sha256(await new Response((await buyer.enc.download("dfs", entry.Cid)).body).bytes())).toBe(sha256(bytes));
 });
 
+test("revoke --rekey: a new key and Cid, the entry moved; the revoked reader's old key opens nothing stored now", async () => {
+  const path = join(dir, "rekey.bin");
+  const bytes = crypto.getRandomValues(new Uint8Array(90_000));
+  writeFileSync(path, bytes);
+  const old = (JSON.parse((await stowage(ownerKey, ["put", path, "--encrypt", "--json"])).out) as { Cid: string }).Cid;
+  expect((await stowage(ownerKey, ["publish", old, "--keyword", "rekey"])).error).toBe("");
+  expect((await stowage(ownerKey, ["grant", old, reader])).error).toBe("");
+  await env.sync();
+  // What the reader keeps: its share of the old file key.
+  const readerUser = await env.user(privateKeyToAccount(readerKey));
+  const kept = (await (await env.call("GET", `/v2/shares/${privateKeyToAccount(ownerKey).address}/${old}`, { token: readerUser.store.accessToken })).json()) as { data: { header: string } };
+
+  const revoked = await stowage(ownerKey, ["revoke", old, reader, "--rekey"]);
+  expect(revoked.error).toBe("");
+  const fresh = revoked.out.split("\n").at(-1) as string;
+  expect(fresh).not.toBe(old);
+  await env.sync();
+  const owner = privateKeyToAccount(ownerKey).address;
+  const ownerUser = await env.user(privateKeyToAccount(ownerKey));
+  // The owner reads the new one; the old is no longer stored under that name, and the entry moved.
+  expect(sha256(await new Response((await ownerUser.enc.download("dfs", fresh)).body).bytes())).toBe(sha256(bytes));
+  expect((await ownerUser.store.list("dfs")).Object.some((e) => e.Cid === old)).toBe(false);
+  expect(await ownerUser.dir.entry(owner, old)).toBeUndefined();
+  expect((await ownerUser.dir.entry(owner, fresh))?.keywords).toEqual(["rekey"]);
+  // The kept share does not open the new ciphertext.
+  const raw = await new Response((await ownerUser.enc.download("dfs", fresh, { raw: true })).body).bytes();
+  const { decryptWithHeader } = await import("../../src/sdk/age.ts");
+  const attempt = new Response(decryptWithHeader([await readerUser.enc.identity()], new TextEncoder().encode(kept.data.header), new Blob([raw]).stream())).bytes();
+  await expect(attempt).rejects.toThrow();
+});
+
 test("age-key, grant and revoke have --help", () => {
   const commands = userCommands({}, { out: () => {}, log: () => {}, stderrTty: false });
   expect(commands["age-key"]?.help()).toContain("age -d -i");
   expect(commands.grant?.help()).toContain("stowage grant MID ADDRESS");
   expect(commands.revoke?.help()).toContain("Future access only");
+  expect(commands.revoke?.help()).toContain("--rekey");
   expect(commands.put?.help()).toContain("--encrypt");
 });

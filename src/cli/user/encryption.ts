@@ -4,6 +4,9 @@
  * `revoke` (both removed). `put --encrypt` and `get`'s decryption live in transfer.ts and reach
  * the SDK through `encryptionWith` here.
  */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { getAddress, isAddress, type Address } from "viem";
 import type { PrivateKeyAccount } from "viem/accounts";
 import { ConfigError, parseConfig } from "../../config.ts";
@@ -73,6 +76,36 @@ export async function grant(inv: Invocation, io: Io): Promise<number> {
   return 0;
 }
 
+/**
+ * `revoke --rekey`: the file again under a new file key (so a key a reader kept opens nothing
+ * new), stored under the same name (the old copy is replaced), its directory entry moved to the
+ * new Cid with the same fields (and escrow, when priced). The plaintext passes through a private
+ * temporary file: an upload reads its source twice (hash pass, upload pass).
+ */
+async function rekey(inv: Invocation, io: Io, store: StorageClient, account: PrivateKeyAccount, cid: string): Promise<string> {
+  const { file, kind } = await ownFile(inv, store, cid);
+  if (file.UserDefined.encryption !== AGE) throw new CliError(`--rekey re-encrypts an encrypted file, and ${cid} is not one`);
+  const enc = await encryptionWith(inv, store, account);
+  const dir = mkdtempSync(join(tmpdir(), "stowage-rekey-"));
+  try {
+    const plain = join(dir, "plain");
+    io.log(`re-encrypting ${file.Name} under a new key …`);
+    await Bun.write(plain, new Response((await enc.download(kind, cid)).body));
+    const entry = await enc.upload(kind, plain, { name: file.Name });
+    const directory = await reach(inv.gateway, () => connectDirectory(inv.gateway, { account }));
+    const published = await directory.entry(account.address, cid);
+    if (published) {
+      await directory.unpublish(cid);
+      await directory.publish({ cid: entry.Cid, name: published.name, size: entry.Size, price: published.price, isPublic: published.isPublic, keywords: published.keywords });
+      if (published.price > 0n) await enc.escrow(entry.Cid, kind);
+      io.log(`moved the directory entry to ${entry.Cid}: grant the readers who keep access again (stowage grant ${entry.Cid} ADDRESS)`);
+    }
+    return entry.Cid;
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 export async function revoke(inv: Invocation, io: Io): Promise<number> {
   const [cid, raw] = expectPositionals(inv, ["MID", "ADDRESS"]) as [string, string];
   const reader = readerOf(raw);
@@ -82,6 +115,9 @@ export async function revoke(inv: Invocation, io: Io): Promise<number> {
   const dir = await reach(inv.gateway, () => connectDirectory(inv.gateway, { account }));
   io.log(`revoking ${reader}'s read grant on ${cid} …`);
   io.out(await dir.revokeRead(cid, reader));
-  io.log("future access only: what they already downloaded and decrypted, they keep");
+  if (inv.flags.has("--rekey")) {
+    io.out(await rekey(inv, io, store, account, cid));
+    io.log("re-encrypted: the key they may have kept opens nothing stored now");
+  } else io.log("future access only: what they already downloaded and decrypted, they keep (--rekey re-encrypts)");
   return 0;
 }

@@ -172,10 +172,14 @@ the grant's transaction hash.`,
   },
   revoke: {
     summary: "Withdraw a grant and its key share",
-    usage: "stowage revoke MID ADDRESS",
+    usage: "stowage revoke MID ADDRESS [--rekey]",
     text: `Removes ADDRESS's key share of MID and revokes its on-chain read grant. Future access only:
-what they already downloaded and decrypted, they keep. Prints the transaction hash.`,
-    spec: {},
+what they already downloaded and decrypted, they keep. Prints the transaction hash.
+
+  --rekey   also re-encrypt the file under a new key (a new Cid, same name: the old copy is
+            replaced) and move its directory entry there, so a file key they kept opens nothing
+            stored now. Prints the new Cid; other readers must be granted again.`,
+    spec: { switches: ["--rekey"] },
     run: revoke,
   },
   search: {
