@@ -10,6 +10,7 @@
 import { createHash } from "node:crypto";
 import type { AccessKey } from "../keys/index.ts";
 import { parseDid, type Did } from "../identity/did.ts";
+import { CHECKSUM_HEADERS, runningChecksum } from "./checksums.ts";
 import { decodeChunked } from "./chunked.ts";
 import { s3Error } from "./errors.ts";
 import { checkTime, payloadMode, readCredentials, verifySignature, type Credentials, type SignedRequest } from "./sigv4.ts";
@@ -66,6 +67,34 @@ function checkedSha256(source: ReadableStream<Uint8Array>, expected: string): Re
 
 const empty = () => new ReadableStream<Uint8Array>({ start: (c) => c.close() });
 
+/** Passes bytes through and errors at the end when the checksum header sent with them (if any) differs. */
+function checkedHeader(source: ReadableStream<Uint8Array>, headers: Headers): ReadableStream<Uint8Array> {
+  const name = CHECKSUM_HEADERS.find((h) => headers.has(h));
+  const sum = runningChecksum(name);
+  if (!name || !sum) return source;
+  const expected = headers.get(name);
+  const reader = source.getReader();
+  return new ReadableStream<Uint8Array>(
+    {
+      async pull(controller) {
+        try {
+          const { value, done } = await reader.read();
+          if (!done) {
+            sum.update(value);
+            return controller.enqueue(value);
+          }
+          if (sum.digest() !== expected) throw s3Error("BadDigest", `The ${name.slice("x-amz-checksum-".length).toUpperCase()} you specified did not match the calculated checksum.`);
+          controller.close();
+        } catch (err) {
+          controller.error(err);
+        }
+      },
+      cancel: (reason) => reader.cancel(reason),
+    },
+    { highWaterMark: 0 },
+  );
+}
+
 /** The request's payload as its signature vouches for it, and its declared length (if any). */
 export function payloadOf(request: Request, auth: Authenticated): { stream: ReadableStream<Uint8Array>; declared?: number } {
   const raw = request.body ?? empty();
@@ -74,9 +103,9 @@ export function payloadOf(request: Request, auth: Authenticated): { stream: Read
   const declared = length !== null && /^\d+$/.test(length) ? Number(length) : undefined;
   switch (mode.kind) {
     case "unsigned":
-      return { stream: raw, declared };
+      return { stream: checkedHeader(raw, request.headers), declared };
     case "sha256":
-      return { stream: checkedSha256(raw, mode.hex), declared };
+      return { stream: checkedHeader(checkedSha256(raw, mode.hex), request.headers), declared };
     case "chunked": {
       const decoded = request.headers.get("x-amz-decoded-content-length");
       if (decoded === null || !/^\d+$/.test(decoded)) throw s3Error("MissingContentLength", "A streamed (aws-chunked) upload needs x-amz-decoded-content-length");

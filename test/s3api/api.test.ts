@@ -225,6 +225,14 @@ describe("buckets, listing, deletes, errors", () => {
     expect((await signed(alice.key, "HEAD", "/dfs/mismatch.txt")).status).toBe(404);
   });
 
+  test("a checksum header (x-amz-checksum-crc32) that does not match → BadDigest, nothing stored", async () => {
+    const wrong = await signed(alice.key, "PUT", "/dfs/crc.txt", { body: "hello world", headers: { "x-amz-checksum-crc32": "AAAAAA==" } });
+    expect(wrong.status).toBe(400);
+    expect(codeIn(await wrong.text())).toBe("BadDigest");
+    expect((await signed(alice.key, "HEAD", "/dfs/crc.txt")).status).toBe(404);
+    expect((await signed(alice.key, "PUT", "/dfs/crc.txt", { body: "hello world", headers: { "x-amz-checksum-crc32": "DUoRhQ==" } })).status).toBe(200);
+  });
+
   test("over quota → an S3 error, and nothing is stored", async () => {
     const poor = await account({ space: MiB });
     const c = bucketClient(poor.key);
