@@ -11,7 +11,8 @@
  * browser sends no Origin on a same-origin GET, and the EVM sign-in challenge then reads the
  * page's origin from the Referer.
  */
-import { Elysia } from "elysia";
+import { Elysia, t } from "elysia";
+import { access } from "../http/openapi.ts";
 import { basename } from "node:path";
 import page from "./web/index.html";
 
@@ -21,14 +22,16 @@ interface Asset {
 }
 
 const PREFIX = "/console";
+/** Under a fixed segment of their own: `/console/<name>` would be a path of the storage routes' `/:type/…` shapes. */
+const ASSETS = `${PREFIX}/assets`;
 
 /** Asset names as the bundler makes them (`chunk-<hash>.js`): nothing else is ever looked up. */
 const ASSET_NAME = /^[A-Za-z0-9._-]{1,100}$/;
 
-/** The page's own references to its assets (`/x.js`, `./x.js`) point under /console. */
+/** The page's own references to its assets (`/x.js`, `./x.js`) point under /console/assets. */
 function rebase(html: string, names: readonly string[]) {
   let out = html;
-  for (const name of names) out = out.replaceAll(`"/${name}"`, `"${PREFIX}/${name}"`).replaceAll(`"./${name}"`, `"${PREFIX}/${name}"`);
+  for (const name of names) out = out.replaceAll(`"/${name}"`, `"${ASSETS}/${name}"`).replaceAll(`"./${name}"`, `"${ASSETS}/${name}"`);
   return out;
 }
 
@@ -92,17 +95,23 @@ export function consoleRoutes({ publicUrl }: { publicUrl: string }) {
   const index = async () =>
     new Response((await load()).html, { headers: { ...security, "content-type": "text/html; charset=utf-8", "cache-control": "no-cache" } });
 
+  // Documented like the other routes, though no client calls them but a browser.
+  const pageRoute = { detail: { summary: "The web console's page (D19)", tags: ["console"], ...access.public }, response: { 200: t.Unknown({ description: "text/html" }) } };
   return new Elysia({ name: "console" })
-    .get(PREFIX, index, { detail: { hide: true } })
-    .get(`${PREFIX}/`, index, { detail: { hide: true } })
+    // (Elysia answers /console/ here too: paths are not strict.)
+    .get(PREFIX, index, pageRoute)
     .get(
-      `${PREFIX}/:asset`,
+      `${ASSETS}/:asset`,
       async ({ params }) => {
         const asset = ASSET_NAME.test(params.asset) ? (await load()).assets.get(params.asset) : undefined;
         if (!asset) return new Response("Not Found", { status: 404, headers: { ...security, "content-type": "text/plain; charset=utf-8" } });
         // Names carry their content's hash: a name always means the same bytes.
         return new Response(asset.body, { headers: { ...security, "content-type": asset.type, "cache-control": "public, max-age=31536000, immutable" } });
       },
-      { detail: { hide: true } },
+      {
+        params: t.Object({ asset: t.String({ description: "A bundled asset's name, hashed (chunk-<hash>.js, .css)" }) }),
+        detail: { summary: "A script or stylesheet of the web console", tags: ["console"], ...access.public },
+        response: { 200: t.Unknown({ description: "text/javascript or text/css" }), 404: t.Unknown({ description: "text/plain: no such asset" }) },
+      },
     );
 }

@@ -24,7 +24,7 @@ test("GET /console answers the page with a strict CSP, and its assets from /cons
     // No inline script, nothing from elsewhere.
     expect(html).not.toMatch(/<script(?![^>]*\bsrc=)[^>]*>/);
     expect(html).not.toMatch(/(src|href)="(https?:)?\/\//);
-    const assets = [...html.matchAll(/(?:src|href)="(\/console\/[^"]+)"/g)].map((m) => m[1] as string);
+    const assets = [...html.matchAll(/(?:src|href)="(\/console\/assets\/[^"]+)"/g)].map((m) => m[1] as string);
     expect(assets.some((a) => a.endsWith(".js"))).toBe(true);
     expect(assets.some((a) => a.endsWith(".css"))).toBe(true);
     for (const a of assets) {
@@ -43,6 +43,6 @@ test("GET /console answers the page with a strict CSP, and its assets from /cons
 });
 
 test("an unknown asset is 404, a path outside the name pattern too", async () => {
-  expect((await app.handle(get("/console/nope.js"))).status).toBe(404);
-  expect((await app.handle(get("/console/..%2Fpackage.json"))).status).toBe(404);
+  expect((await app.handle(get("/console/assets/nope.js"))).status).toBe(404);
+  expect((await app.handle(get("/console/assets/..%2Fpackage.json"))).status).toBe(404);
 });
