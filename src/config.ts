@@ -32,6 +32,8 @@ interface Setting<K extends Kind = Kind> {
   /** "client": a setting of the user commands (put, get, …), not of the server. */
   scope?: Scope;
   default?: string;
+  /** An empty environment value is this setting's value (off), not "unset, take the default". */
+  emptyIsValue?: boolean;
   /** The only values allowed, when the setting is one of a few words. */
   choices?: readonly string[];
   help: string;
@@ -49,7 +51,7 @@ export const settings = {
   shutdownTimeout: setting({ kind: "duration", env: "STOWAGE_SHUTDOWN_TIMEOUT", flag: "--shutdown-timeout", default: "8s", help: "How long SIGTERM waits for in-flight requests" }),
   maxBody: setting({ kind: "bytes", env: "STOWAGE_MAX_BODY", flag: "--max-body", default: "10GiB", help: "Largest upload body" }),
   corsOrigins: setting({ kind: "list", env: "STOWAGE_CORS_ORIGINS", flag: "--cors-origins", default: "", help: "Comma-separated origins allowed by CORS (empty: none)" }),
-  metricsListen: setting({ kind: "hostPort", env: "STOWAGE_METRICS_LISTEN", flag: "--metrics-listen", default: "127.0.0.1:9464", help: "Where GET /metrics (Prometheus) listens, never on the public port; empty = off" }),
+  metricsListen: setting({ kind: "hostPort", env: "STOWAGE_METRICS_LISTEN", flag: "--metrics-listen", default: "127.0.0.1:9464", emptyIsValue: true, help: "Where GET /metrics (Prometheus) listens, never on the public port; off (or empty) = none" }),
   trustProxy: setting({ kind: "int", env: "STOWAGE_TRUST_PROXY", flag: "--trust-proxy", default: "0", help: "Number of reverse proxies whose X-Forwarded-For is trusted" }),
   chainRpc: setting({ kind: "url", env: "STOWAGE_CHAIN_RPC", flag: "--chain-rpc", help: "EVM JSON-RPC URL (unset: embedded chain)" }),
   embeddedChain: setting({ kind: "string", env: "STOWAGE_EMBEDDED_CHAIN", flag: "--embedded-chain", default: "auto", choices: ["auto", "anvil", "evm"], help: "Engine of the embedded chain: anvil in a private network namespace, evm in-process, auto (anvil where the host allows namespaces)" }),
@@ -154,9 +156,9 @@ const parsers: { [K in Kind]: (raw: string) => ValueOf<K> } = {
   // Empty turns the listener off.
   hostPort: (raw) => {
     const value = raw.trim();
-    if (value === "") return value;
+    if (value === "" || value === "off") return "";
     const m = /^(\[[0-9a-fA-F:.]+\]|[^:\s[\]]+):(\d{1,5})$/.exec(value);
-    if (!m || Number(m[2]) > 65535) throw new ConfigError("must be HOST:PORT, such as 127.0.0.1:9464 (port 0 picks a free one), or empty to turn it off");
+    if (!m || Number(m[2]) > 65535) throw new ConfigError("must be HOST:PORT, such as 127.0.0.1:9464 (port 0 picks a free one), or off (or empty)");
     return value;
   },
   address: (raw) => {
@@ -218,7 +220,7 @@ export function parseConfig(argv: readonly string[], env: Env = processEnv, scop
   const flags = parseFlags(argv, scope);
   const values: Record<string, unknown> = {};
   for (const [name, s] of Object.entries(settings) as [SettingName, Setting][]) {
-    const raw = flags.get(name) ?? nonEmpty(env[s.env]) ?? s.default;
+    const raw = flags.get(name) ?? (s.emptyIsValue ? env[s.env] : nonEmpty(env[s.env])) ?? s.default;
     if (raw === undefined) continue;
     try {
       if (s.choices && !s.choices.includes(raw)) throw new ConfigError(`must be one of ${s.choices.join(", ")}`);

@@ -19,6 +19,17 @@ describe("config", () => {
     expect(c.refreshTokenTtl).toBe(30 * 86_400_000);
   });
 
+  test("the metrics listener: 127.0.0.1:9464 by default; empty or off (environment or flag) turns it off; a bad address is refused by name", () => {
+    expect(parseConfig([], {}).metricsListen).toBe("127.0.0.1:9464");
+    // An empty value is otherwise "unset" (the default); here it is the documented way to say off.
+    expect(parseConfig([], { STOWAGE_METRICS_LISTEN: "" }).metricsListen).toBe("");
+    expect(parseConfig([], { STOWAGE_METRICS_LISTEN: "off" }).metricsListen).toBe("");
+    expect(parseConfig(["--metrics-listen", "off"], {}).metricsListen).toBe("");
+    expect(parseConfig([], { STOWAGE_METRICS_LISTEN: "[::1]:0" }).metricsListen).toBe("[::1]:0");
+    expect(() => parseConfig([], { STOWAGE_METRICS_LISTEN: "9464" })).toThrow("STOWAGE_METRICS_LISTEN: must be HOST:PORT");
+    expect(() => parseConfig([], { STOWAGE_METRICS_LISTEN: "a:70000" })).toThrow(ConfigError);
+  });
+
   test("environment variables override defaults", () => {
     const c = parseConfig([], {
       STOWAGE_PORT: "9001",
