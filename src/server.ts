@@ -28,6 +28,7 @@ import { createDirectory } from "./directory/index.ts";
 import { createGateway } from "./gateway/service.ts";
 import { createQuota } from "./quota/index.ts";
 import { createEncryption, gatewayIdentity } from "./encryption/index.ts";
+import { createSessions } from "./storage/sessions.ts";
 import { publishedRecipient } from "./sdk/key-agreement.ts";
 import { storedFiles } from "./storage/head.ts";
 import { createIndexer, indexerLag } from "./chain/indexer.ts";
@@ -169,6 +170,8 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
       grants,
       encryption: createEncryption({
         sql: database.sql,
+        // Replacing a stored age identity is a signed restricted request (D5, action "age"), as minting an S3 key is.
+        sessions: createSessions({ sql: database.sql, resolver, domain: storageDomain(config.chainId, chain.context.contracts.proxy), chainId: config.chainId }),
         // D20: priced encrypted entries escrow their keys to this identity; buyers' shares come from it.
         escrow: {
           identity: gatewayIdentity(config.ageIdentity, secrets.ageKey),

@@ -12,8 +12,8 @@ import { tokenFailure } from "../accounts/tokens.ts";
 import { accountError } from "../http/errors.ts";
 import { bearerToken } from "../http/params.ts";
 import type { AccessTokens } from "../http/storage-guard.ts";
-import { parseDid } from "../identity/did.ts";
-import { EscrowRefused, type Encryption } from "./service.ts";
+import { parseDid, type Did } from "../identity/did.ts";
+import { EscrowRefused, ReplaceRefused, type Encryption } from "./service.ts";
 import { access, accountErrors } from "../http/openapi.ts";
 
 const TAG = ["encryption"];
@@ -58,7 +58,8 @@ function mid(raw: string): string {
 
 export function encryptionRoutes({ encryption, tokens, chainId }: { encryption: Encryption; tokens: AccessTokens; chainId: number }) {
   /** The caller's DID identity address, or the account API's 401. */
-  async function caller(headers: Record<string, string | undefined>): Promise<Address> {
+  const caller = async (headers: Record<string, string | undefined>): Promise<Address> => (await callerDid(headers)).address;
+  async function callerDid(headers: Record<string, string | undefined>): Promise<Did> {
     let claims: { did?: string };
     try {
       claims = await tokens.verifyAccessToken(bearerToken(headers.authorization) ?? "");
@@ -66,7 +67,7 @@ export function encryptionRoutes({ encryption, tokens, chainId }: { encryption: 
       throw err instanceof TokenError ? tokenFailure(err) : err;
     }
     if (!claims.did) throw accountError("UNAUTHORIZED", "this account has no DID: encryption keys belong to a DID (log in with a wallet)");
-    return parseDid(claims.did, chainId).address;
+    return parseDid(claims.did, chainId);
   }
 
   return new Elysia({ name: "encryption" })
@@ -84,20 +85,40 @@ export function encryptionRoutes({ encryption, tokens, chainId }: { encryption: 
     .put(
       "/v2/keys/age",
       async ({ headers, body, set }) => {
-        const who = await caller(headers);
+        const who = await callerDid(headers);
         set.headers["cache-control"] = "no-store";
-        const { stored, written } = await encryption.putIdentity(who, body.wrapped, body.replace === true);
+        if (body.replace === true) {
+          // A replacement destroys the stored blob: the Bearer token alone is not enough (D5, action "age").
+          try {
+            return { result: 1 as const, data: await encryption.replaceIdentity(who, body.wrapped, body) };
+          } catch (err) {
+            if (err instanceof ReplaceRefused) throw accountError("UNAUTHORIZED", err.message);
+            throw err;
+          }
+        }
+        // The first write needs no signature: it overwrites nothing, and a blob planted with a
+        // leaked token opens for no one, so the owner's client says so and replaces it (signed).
+        const { stored, written } = await encryption.putIdentity(who.address, body.wrapped);
         // Never overwrite silently: files already sealed to the stored identity would be lost.
-        if (!written) throw accountError("CONFLICT", "another age identity is already stored for this account: GET it, or send replace: true to rewrap it");
+        if (!written) throw accountError("CONFLICT", "another age identity is already stored for this account: GET it, or send replace: true with a signed restricted request (action \"age\", payload = SHA-256 hex of wrapped) to rewrap it");
         return { result: 1 as const, data: stored };
       },
       {
         body: t.Object({
           wrapped: t.String({ minLength: 1, maxLength: WRAPPED_MAX, description: "The wrapped identity, as the client made it" }),
-          replace: t.Optional(t.Boolean({ description: "Replace a stored identity (a rewrap); default false: the first one stays" })),
+          replace: t.Optional(t.Boolean({ description: "Replace a stored identity (a rewrap); default false: the first one stays. Needs the signed restricted request's fields below" })),
+          did: t.Optional(t.String({ maxLength: 200 })),
+          token: t.Optional(t.String({ maxLength: 200, description: "The storage session's token (hex)" })),
+          requestID: t.Optional(t.Union([t.String({ maxLength: 20 }), t.Integer()])),
+          payload: t.Optional(t.String({ maxLength: 64, description: "SHA-256 of wrapped (UTF-8), lowercase hex" })),
+          signature: t.Optional(t.String({ maxLength: 200, description: "EIP-712 Request signature (action \"age\"), 0x-hex" })),
         }),
         response: { 200: ok({ data: identity }), ...accountErrors(400, 401, 409) },
-        detail: { summary: "Store the account's wrapped age identity (first writer wins unless replace)", tags: TAG, ...access.bearer },
+        detail: {
+          summary: "Store the account's wrapped age identity: the first write with the Bearer token; a replacement (replace: true) also with a signed restricted request, action \"age\", payload = SHA-256 hex of wrapped",
+          tags: TAG,
+          ...access.restricted,
+        },
       },
     )
     .put(

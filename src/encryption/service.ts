@@ -6,7 +6,11 @@
  */
 import type { Address } from "viem";
 import type { Sql } from "../db/sql.ts";
+import { StorageError } from "../http/errors.ts";
+import type { Did } from "../identity/did.ts";
+import type { RestrictedInput, Sessions } from "../storage/sessions.ts";
 import { fileKeyOpens, headerFor, identityToRecipient, readFileKey } from "../sdk/age.ts";
+import { replacePayload } from "../sdk/encryption.ts";
 
 export interface StoredIdentity {
   wrapped: string;
@@ -70,7 +74,17 @@ export class EscrowRefused extends Error {
   }
 }
 
-export function createEncryption({ sql, now = Date.now, escrow }: { sql: Sql; now?: () => number; escrow?: EscrowDeps }) {
+/** Why a replacement of a stored identity is refused: its signed restricted request (D5) is missing, wrong, or replayed. */
+export class ReplaceRefused extends Error {
+  override name = "ReplaceRefused";
+}
+
+
+/**
+ * `sessions` verifies the signed restricted requests that replacements need; without it a
+ * replacement is refused (a leaked access token must not overwrite what only the owner can open).
+ */
+export function createEncryption({ sql, now = Date.now, escrow, sessions }: { sql: Sql; now?: () => number; escrow?: EscrowDeps; sessions?: Pick<Sessions, "restricted"> }) {
   /** The gateway's recipient: what owners escrow to, and the key id of what they escrowed. */
   const gatewayRecipient = escrow ? identityToRecipient(escrow.identity) : undefined;
   const bytesOf = (text: string) => new Blob([new TextEncoder().encode(text)]).stream();
@@ -87,6 +101,15 @@ export function createEncryption({ sql, now = Date.now, escrow }: { sql: Sql; no
     const updatedAt = now();
     await sql.run(PUT_SHARE, [owner, mid, reader, header, updatedAt]);
     return { owner, mid, reader, header, updatedAt };
+  }
+
+  /** Stores `wrapped` unless another is stored and `replace` is false; answers what is stored
+   * now and whether it is this one. */
+  async function putIdentity(account: string, wrapped: string, replace: boolean): Promise<{ stored: StoredIdentity; written: boolean }> {
+    const at = now();
+    const changed = await sql.run(replace ? REPLACE_IDENTITY : CREATE_IDENTITY, [account, wrapped, at]);
+    const stored = (await sql.get<StoredIdentity>(GET_IDENTITY, [account])) as StoredIdentity;
+    return { stored, written: changed > 0 || stored.wrapped === wrapped };
   }
 
   return {
@@ -122,13 +145,25 @@ export function createEncryption({ sql, now = Date.now, escrow }: { sql: Sql; no
 
     identity: (account: string) => sql.get<StoredIdentity>(GET_IDENTITY, [account]),
 
-    /** Stores `wrapped` unless another is stored and `replace` is false; answers what is stored
-     * now and whether it is this one. */
-    async putIdentity(account: string, wrapped: string, replace: boolean): Promise<{ stored: StoredIdentity; written: boolean }> {
-      const at = now();
-      const changed = await sql.run(replace ? REPLACE_IDENTITY : CREATE_IDENTITY, [account, wrapped, at]);
-      const stored = (await sql.get<StoredIdentity>(GET_IDENTITY, [account])) as StoredIdentity;
-      return { stored, written: changed > 0 || stored.wrapped === wrapped };
+    /** The first write of `account`'s identity (no signature: see the routes); never overwrites. */
+    putIdentity: (account: string, wrapped: string) => putIdentity(account, wrapped, false),
+
+    /**
+     * Replaces the stored identity with `wrapped` (a rewrap), for a Bearer caller that also signed
+     * a restricted request (action "age", payload = replacePayload(wrapped)): an access token alone
+     * could otherwise overwrite the blob, and every file sealed to the identity in it would be
+     * lost to its owner. The payload is checked before the signature, so a wrong one claims no requestID.
+     */
+    async replaceIdentity(caller: Did, wrapped: string, input: RestrictedInput): Promise<StoredIdentity> {
+      if (!sessions) throw new ReplaceRefused("this gateway cannot verify signed requests: no replacement");
+      if (input.payload !== undefined && input.payload !== replacePayload(wrapped)) throw new ReplaceRefused("the signed payload is not the SHA-256 (hex) of wrapped: sign the blob you send");
+      try {
+        await sessions.restricted(input, "age", caller);
+      } catch (err) {
+        if (err instanceof StorageError && err.status === 401) throw new ReplaceRefused(`replacing a stored age identity needs a signed restricted request (action "age", payload = SHA-256 of wrapped): ${err.description}`);
+        throw err;
+      }
+      return (await putIdentity(caller.address, wrapped, true)).stored;
     },
 
     /** `reader`'s share of `owner`'s `mid`; for a buyer of an escrowed entry, made on this request. */

@@ -33,13 +33,13 @@ export interface LoginMessage {
   timestamp: bigint;
 }
 
-export type RequestAction = "upload" | "delete" | "keys";
+export type RequestAction = "upload" | "delete" | "keys" | "age";
 
 export interface RequestMessage {
   did: string;
   token: Hex;
   requestID: bigint;
-  /** D5 upload and delete; D18 "keys" mints an S3 access key. */
+  /** D5 upload and delete; D18 "keys" mints an S3 access key; D20 "age" replaces a wrapped age identity. */
   action: RequestAction;
   payload: string;
 }

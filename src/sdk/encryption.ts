@@ -17,7 +17,7 @@ import { xchacha20poly1305 } from "@noble/ciphers/chacha.js";
 import { hkdf } from "@noble/hashes/hkdf.js";
 import { scrypt } from "@noble/hashes/scrypt.js";
 import { sha256 } from "@noble/hashes/sha2.js";
-import { randomBytes, utf8ToBytes } from "@noble/hashes/utils.js";
+import { bytesToHex, randomBytes, utf8ToBytes } from "@noble/hashes/utils.js";
 import { base64nopad } from "@scure/base";
 import { getAddress, hexToBytes, isAddressEqual, recoverTypedDataAddress, stringToHex, type Address, type Hex, type LocalAccount } from "viem";
 import { didRegistryAbi } from "../chain/artifacts/index.ts";
@@ -123,6 +123,10 @@ export function unwrapIdentity(text: string, key: Uint8Array, account: Address):
   return identity;
 }
 
+/** What a replacement of the stored identity signs (D5 action "age"): the SHA-256 of the new
+ * blob's UTF-8, lowercase hex, so the signature is good for that blob only. */
+export const replacePayload = (wrapped: string) => bytesToHex(sha256(utf8ToBytes(wrapped)));
+
 const passphraseKey = (passphrase: string, salt: Uint8Array) => scrypt(utf8ToBytes(passphrase), salt, SCRYPT);
 
 export interface EncryptionOptions {
@@ -188,17 +192,23 @@ export async function connectEncryption(opts: EncryptionOptions) {
     return { key: wrappingKey(await ownerSignature()), kdf: "signature" };
   }
 
+  /** A new wrapping: under `passphrase`, or the owner's signature made twice. */
+  async function newWrapping(passphrase: string | undefined): Promise<{ key: Uint8Array; kdf: Wrapped["kdf"]; salt?: Uint8Array }> {
+    if (passphrase !== undefined) {
+      const salt = randomBytes(16);
+      return { key: passphraseKey(passphrase, salt), kdf: "passphrase", salt };
+    }
+    // Two signatures, or the key could not be derived again later: a wallet that signs with
+    // random nonces (some hardware, MPC and smart-contract wallets) would lose every file.
+    const first = await ownerSignature();
+    const second = await ownerSignature();
+    if (Buffer.compare(Buffer.from(first), Buffer.from(second)) !== 0) throw new EncryptionError("nondeterministic_signer", "this wallet does not sign deterministically; use a passphrase");
+    return { key: wrappingKey(first), kdf: "signature" };
+  }
+
   /** Makes and stores the account's identity (first writer wins: on a race, the stored one). */
   async function setup(): Promise<string> {
-    let wrap: { key: Uint8Array; kdf: Wrapped["kdf"]; salt?: Uint8Array };
-    if (opts.passphrase === undefined) {
-      // Two signatures, or the key could not be derived again later: a wallet that signs with
-      // random nonces (some hardware, MPC and smart-contract wallets) would lose every file.
-      const first = await ownerSignature();
-      const second = await ownerSignature();
-      if (Buffer.compare(Buffer.from(first), Buffer.from(second)) !== 0) throw new EncryptionError("nondeterministic_signer", "this wallet does not sign deterministically; use a passphrase");
-      wrap = { key: wrappingKey(first), kdf: "signature" };
-    } else wrap = await wrappingFor(undefined);
+    const wrap = await newWrapping(opts.passphrase);
     const identity = generateIdentity();
     const put = await api<{ wrapped: string }>("PUT", "/v2/keys/age", { wrapped: wrapIdentity(identity, wrap.key, me, wrap.kdf, wrap.salt) });
     if (put.status === 409) return load();
@@ -212,6 +222,21 @@ export async function connectEncryption(opts: EncryptionOptions) {
     if (got.status !== 200 || !got.data) throw refused(got, "reading the wrapped age identity");
     const w = parseWrapped(got.data.wrapped);
     return unwrapIdentity(got.data.wrapped, (await wrappingFor(w)).key, me);
+  }
+
+  /**
+   * Wraps the account's identity anew (the same identity: every file stays readable), under
+   * `passphrase` or, without one, the owner's signature, and replaces the stored blob. A
+   * replacement is a signed restricted request (action "age", payload = replacePayload), so an
+   * access token alone cannot overwrite the blob.
+   */
+  async function rewrap(to: { passphrase?: string } = {}): Promise<void> {
+    const current = await identityOnce();
+    const wrap = await newWrapping(to.passphrase);
+    const wrapped = wrapIdentity(current, wrap.key, me, wrap.kdf, wrap.salt);
+    const signed = await store.signRequest("age", replacePayload(wrapped));
+    const put = await api("PUT", "/v2/keys/age", { wrapped, replace: true, ...signed });
+    if (put.status !== 200) throw refused(put, "replacing the wrapped age identity");
   }
 
   let identity: Promise<string> | undefined;
@@ -254,6 +279,7 @@ export async function connectEncryption(opts: EncryptionOptions) {
     recipient: async () => identityToRecipient(await identityOnce()),
     recipientOf,
     publish,
+    rewrap,
 
     /** Encrypts `source` to the account's own recipient and uploads it with `encryption: age`.
      * The recipient is published on the DID first if it is not yet. */

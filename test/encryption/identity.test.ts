@@ -7,7 +7,7 @@ import { describe, expect, test } from "bun:test";
 import { secp256k1 } from "@noble/curves/secp256k1.js";
 import { hashTypedData, serializeSignature, toHex, type Hex, type LocalAccount } from "viem";
 import { generatePrivateKey, privateKeyToAccount, toAccount } from "viem/accounts";
-import { connectEncryption, EncryptionError, normaliseSignature } from "../../src/sdk/encryption.ts";
+import { connectEncryption, EncryptionError, normaliseSignature, replacePayload } from "../../src/sdk/encryption.ts";
 import { identityToRecipient } from "../../src/sdk/age.ts";
 import { connectStorage } from "../../src/sdk/storage.ts";
 import { buildApp } from "../../src/app.ts";
@@ -71,7 +71,7 @@ describe("GET|PUT /v2/keys/age", () => {
     expect(JSON.stringify(await readJson(list))).not.toContain('"w"');
   });
 
-  test("first writer wins; a different blob is a 409 and changes nothing; replace rewraps; each account sees only its own", async () => {
+  test("first writer wins; a different blob is a 409 and changes nothing; each account sees only its own", async () => {
     const a = await gw.session(await gw.chain.anvil.newAccount());
     const b = await gw.session(await gw.chain.anvil.newAccount());
     const put1 = await call("PUT", "/v2/keys/age", { token: a.accessToken, body: { wrapped: "blob-one" } });
@@ -87,10 +87,54 @@ describe("GET|PUT /v2/keys/age", () => {
     expect((await call("GET", "/v2/keys/age", { token: b.accessToken })).status).toBe(404);
     expect((await call("PUT", "/v2/keys/age", { token: b.accessToken, body: { wrapped: "blob-b" } })).status).toBe(200);
     expect((await readJson(await call("GET", "/v2/keys/age", { token: a.accessToken }))).data.wrapped).toBe("blob-one");
-    const replaced = await call("PUT", "/v2/keys/age", { token: a.accessToken, body: { wrapped: "blob-two", replace: true } });
+  });
+
+  test("a replacement needs a signed restricted request (action age, payload = SHA-256 of the blob): the Bearer token alone, a wrong payload, another action or a replayed requestID is a 401 and changes nothing", async () => {
+    const u = await env.user();
+    const b = await env.user();
+    const token = u.store.accessToken as string;
+    expect((await call("PUT", "/v2/keys/age", { token, body: { wrapped: "blob-one" } })).status).toBe(200);
+    const stored = async () => (await readJson(await call("GET", "/v2/keys/age", { token }))).data.wrapped;
+    const refused = async (body: Record<string, unknown>, why: RegExp) => {
+      const res = await call("PUT", "/v2/keys/age", { token, body: { wrapped: "blob-two", replace: true, ...body } });
+      expect(res.status).toBe(401);
+      const json = await readJson(res);
+      expect(json.result).toBe(-1);
+      expect(json.error).toBe("UNAUTHORIZED");
+      expect(json.message).toMatch(why);
+      expect(await stored()).toBe("blob-one");
+    };
+    // What a leaked access token can do: nothing.
+    await refused({}, /signed restricted request/);
+    await refused(await u.store.signRequest("age", replacePayload("blob-other")), /payload is not the SHA-256/);
+    await refused(await u.store.signRequest("keys", replacePayload("blob-two")), /signature|signer/);
+    await refused(await b.store.signRequest("age", replacePayload("blob-two")), /Bearer token's DID/);
+    const signed = await u.store.signRequest("age", replacePayload("blob-two"));
+    const replaced = await call("PUT", "/v2/keys/age", { token, body: { wrapped: "blob-two", replace: true, ...signed } });
     expect(replaced.status).toBe(200);
-    expect((await readJson(await call("GET", "/v2/keys/age", { token: a.accessToken }))).data.wrapped).toBe("blob-two");
-    expect((await readJson(await call("GET", "/v2/keys/age", { token: b.accessToken }))).data.wrapped).toBe("blob-b");
+    expect(await stored()).toBe("blob-two");
+    // The same signed request again (a replay, even of the same blob) is refused.
+    const replay = await call("PUT", "/v2/keys/age", { token, body: { wrapped: "blob-two", replace: true, ...signed } });
+    expect(replay.status).toBe(401);
+    expect((await readJson(replay)).error).toBe("UNAUTHORIZED");
+    // B's identity was never touched.
+    expect((await call("GET", "/v2/keys/age", { token: b.store.accessToken as string })).status).toBe(404);
+  });
+
+  test("the SDK's rewrap replaces the blob, signed, and the identity (so every file) stays the same", async () => {
+    const u = await env.user();
+    const identity = await u.enc.identity();
+    await u.enc.rewrap({ passphrase: "correct horse" });
+    const stored = await readJson(await call("GET", "/v2/keys/age", { token: u.store.accessToken as string }));
+    expect(JSON.parse(stored.data.wrapped).kdf).toBe("passphrase");
+    const store2 = await connectStorage({ baseUrl: BASE, account: u.account, fetch: env.fetch });
+    await store2.login();
+    const withPass = await connectEncryption({ baseUrl: BASE, store: store2, account: u.account, passphrase: "correct horse", fetch: env.fetch });
+    expect(await withPass.identity()).toBe(identity);
+    // And back to the owner's signature.
+    await withPass.rewrap();
+    const enc3 = await connectEncryption({ baseUrl: BASE, store: store2, account: u.account, fetch: env.fetch });
+    expect(await enc3.identity()).toBe(identity);
   });
 
   test("a blob over the size limit, or none, is a 400 and stores nothing", async () => {

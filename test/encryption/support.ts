@@ -12,6 +12,7 @@ import { createEncryption } from "../../src/encryption/index.ts";
 import { generateIdentity } from "../../src/sdk/age.ts";
 import { publishedRecipient } from "../../src/sdk/key-agreement.ts";
 import { storedFiles } from "../../src/storage/head.ts";
+import { createSessions } from "../../src/storage/sessions.ts";
 import { appFetch } from "../support/app.ts";
 import { createIndexer } from "../../src/chain/indexer.ts";
 import { createDirectory, type Directory } from "../../src/directory/index.ts";
@@ -40,6 +41,7 @@ export async function encryptionGateway(o: { env?: Record<string, string> } = {}
   const gatewayIdentity = generateIdentity();
   const encryption = createEncryption({
     sql,
+    sessions: createSessions({ sql, resolver: gw.resolver, domain: gw.domain, chainId: gw.config.chainId }),
     escrow: {
       identity: gatewayIdentity,
       storedFile: storedFiles({ sql, backends: gw.backends, chainId: gw.config.chainId }),
