@@ -1,47 +1,53 @@
 /**
- * The file directory: search latency at 100k and 1M entries, and the indexing rate, each side by
- * side with a baseline, in alternating rounds (bench/README.md).
+ * The file directory: search latency per query class at 1M entries on both databases (SQLite
+ * FTS5, PostgreSQL tsvector + GIN; D16), and the indexing rate side by side with a baseline
+ * (bench/README.md).
  *
- * Search: the service behind GET /challenge (FTS5 MATCH, bm25 order, the join that keeps only
- * entries whose owner stores the Cid) against the plain query one would write without FTS5:
- * `LIKE '%word%'` over names and keywords with the same join, newest first. The baseline is
- * cheaper in kind (no ranking, no prefix per word, ASCII-only case folding, no accents) and
- * stops early once it has a page of a common word; FTS5 ranks every match. A query set mixes
- * rare words, common words, two-word queries, 3-letter prefixes and accented spellings, drawn
- * from a Zipf-distributed vocabulary; per round, median and p99 over all queries.
+ * Search: the real service behind GET /challenge (`directorySearch`: ranking, the stored-filter
+ * join, the document-frequency cutoff) over a synthetic corpus written straight into each
+ * database (the same rows for both), with a Zipf-distributed vocabulary. Query classes: a rare
+ * word, a common word (in 3–30 % of the entries), a middle word, two words, a word and the prefix
+ * of a second, 3- and 5-letter prefixes, an accented word in capitals, and no query (newest first). Per
+ * class and database: p50 and p99 over every round, and the p99 of each round (the machine is
+ * shared: the spread says how far to trust one number). Issue 10's goal: p99 < 10 ms.
  *
  * Indexing: synthetic decoded Directory events (publish, update, grant, revoke, buy, unpublish)
  * applied through the real consumer, in ranges of `--batch` events per transaction (as the
- * indexer commits one block range per transaction), into a fresh database each round; against
- * the same events applied to the state alone, without the event log that makes rollbacks exact —
- * the ratio is the price of that log.
+ * indexer commits one block range per transaction), into a fresh SQLite database each round;
+ * against the same events applied to the state alone, without the event log that makes rollbacks
+ * exact — the ratio is the price of that log.
  *
- * The corpus is written straight into SQLite (entries, FTS5 rows, stored files) in one
- * transaction, so building 1M entries takes a minute, not a million transactions.
+ * PostgreSQL is test/support/postgres.ts's server (started here, stopped when the bench exits).
  *
- * Run: bun bench/directory.ts [--sizes 100000,1000000] [--rounds 5] [--queries 200] [--events 100000] [--batch 500]
+ * Run: bun bench/directory.ts [--sizes 1000000] [--dbs sqlite,postgres] [--rounds 3] [--per-class 40]
+ *                             [--parts search,indexing] [--events 100000] [--batch 500]
  */
 import type { Database } from "bun:sqlite";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { getAddress, type Address } from "viem";
 import type { IndexedEvent } from "../src/chain/indexer.ts";
 import { openDatabase } from "../src/db/open.ts";
+import { openPostgres } from "../src/db/postgres.ts";
+import type { Sql } from "../src/db/sql.ts";
 import { toDirectoryEvent } from "../src/directory/events.ts";
 import { directoryConsumer } from "../src/directory/indexer.ts";
 import { directorySearch } from "../src/directory/search.ts";
 import { directoryState } from "../src/directory/state.ts";
-import { keywordText, matchExpression, normalize } from "../src/directory/text.ts";
+import { keywordText, normalize } from "../src/directory/text.ts";
 import { canonicalDid } from "../src/identity/did.ts";
+import { postgres } from "../test/support/postgres.ts";
 import { compareMany, fmt, percentile } from "./harness.ts";
 
 const { values: args } = parseArgs({
   options: {
-    sizes: { type: "string", default: "100000,1000000" },
-    rounds: { type: "string", default: "5" },
-    queries: { type: "string", default: "200" },
+    sizes: { type: "string", default: "1000000" },
+    dbs: { type: "string", default: "sqlite,postgres" },
+    parts: { type: "string", default: "search,indexing" },
+    rounds: { type: "string", default: "3" },
+    "per-class": { type: "string", default: "40" },
     events: { type: "string", default: "100000" },
     batch: { type: "string", default: "500" },
   },
@@ -49,10 +55,13 @@ const { values: args } = parseArgs({
 });
 const sizes = args.sizes.split(",").map(Number);
 const rounds = Number(args.rounds);
-const queriesPerRound = Number(args.queries);
+const perClass = Number(args["per-class"]);
+const dbs = args.dbs.split(",");
+const parts = args.parts.split(",");
+for (const d of dbs) if (d !== "sqlite" && d !== "postgres") throw new Error("--dbs: sqlite, postgres or both");
 const eventCount = Number(args.events);
 const batch = Number(args.batch);
-for (const n of [...sizes, rounds, queriesPerRound, eventCount, batch]) if (!(Number.isInteger(n) && n > 0)) throw new Error("every option must be a positive integer");
+for (const n of [...sizes, rounds, perClass, eventCount, batch]) if (!(Number.isInteger(n) && n > 0)) throw new Error("every option must be a positive integer");
 
 const CHAIN_ID = 985;
 const progress = (line: string) => process.stderr.write(`${line}\n`);
@@ -114,128 +123,178 @@ const cap = (w: string) => w.charAt(0).toUpperCase() + w.slice(1);
 const owners: Address[] = Array.from({ length: 2000 }, (_, i) => getAddress(`0x${(i + 1).toString(16).padStart(40, "0")}`));
 const cidFor = (i: number) => `bafkreibench${i.toString(36).padStart(12, "0")}`;
 
-/** N entries (90 % stored by their owner, so the join has something to drop), with files rows. */
-function fillCorpus(sqlite: Database, from: number, to: number) {
+/** One synthetic entry: what both databases are filled with, the same for each. */
+interface Row {
+  owner: Address;
+  did: string;
+  cid: string;
+  name: string;
+  keywords: string[];
+  stored: boolean;
+  price: string;
+  isPublic: boolean;
+}
+/** N entries (90 % stored by their owner, so the stored-filter has something to drop). */
+export function corpus(size: number): Row[] {
+  const rows: Row[] = [];
+  for (let i = 0; i < size; i++) {
+    const owner = owners[i % owners.length] as Address;
+    const name = words(2 + Math.floor(rand() * 4)).map(cap).join(" ");
+    const keywords = words(1 + Math.floor(rand() * 4));
+    rows.push({ owner, did: canonicalDid(owner, CHAIN_ID), cid: cidFor(i), name, keywords, stored: rand() < 0.9, price: String(Math.floor(rand() * 1000)), isPublic: rand() < 0.5 });
+  }
+  return rows;
+}
+
+/** Entries, FTS5 rows and stored files straight into SQLite, one transaction per 100k. */
+export function fillSqlite(sqlite: Database, rows: readonly Row[]) {
   const bucket = sqlite.prepare("INSERT INTO buckets (did, created_at) VALUES (?, 0) ON CONFLICT DO NOTHING");
   const file = sqlite.prepare("INSERT INTO files (did, backend, name, cid, size, mod_time) VALUES (?, 'dfs', ?, ?, 1000, 0)");
   const entry = sqlite.prepare("INSERT INTO directory_entries (id, owner, mid, did, cid, name, size, price, public, keywords, block) VALUES (?, ?, ?, ?, ?, ?, '1000', ?, ?, ?, ?)");
+  // The FTS5 row as sqliteText.put writes it (search-sqlite.ts), bound synchronously here for speed.
   const fts = sqlite.prepare("INSERT INTO directory_fts (rowid, name, keywords) VALUES (?, ?, ?)");
   sqlite.transaction(() => {
     for (const o of owners) bucket.run(canonicalDid(o, CHAIN_ID));
-    for (let i = from; i < to; i++) {
-      const owner = owners[i % owners.length] as Address;
-      const did = canonicalDid(owner, CHAIN_ID);
-      const cid = cidFor(i);
-      const name = words(2 + Math.floor(rand() * 4)).map(cap).join(" ");
-      const keywords = words(1 + Math.floor(rand() * 4));
-      if (rand() < 0.9) file.run(did, `f${i}`, cid);
-      entry.run(i + 1, owner, cid, did, cid, name, String(Math.floor(rand() * 1000)), rand() < 0.5 ? 1 : 0, JSON.stringify(keywords), i);
-      fts.run(i + 1, normalize(name), keywordText(keywords));
-    }
   })();
+  for (let from = 0; from < rows.length; from += 100_000) {
+    sqlite.transaction(() => {
+      for (let i = from; i < Math.min(rows.length, from + 100_000); i++) {
+        const r = rows[i] as Row;
+        if (r.stored) file.run(r.did, `f${i}`, r.cid);
+        entry.run(i + 1, r.owner, r.cid, r.did, r.cid, r.name, r.price, r.isPublic ? 1 : 0, JSON.stringify(r.keywords), i);
+        fts.run(i + 1, normalize(r.name), keywordText(r.keywords));
+      }
+    })();
+  }
+  sqlite.exec("ANALYZE");
 }
 
-type QueryClass = "rare word" | "common word" | "two words" | "3-letter prefix" | "accented, other case";
-function querySet(n: number): { kind: QueryClass; text: string }[] {
+/** The same rows into PostgreSQL, 5,000 per statement (json_to_recordset). The table's secondary
+ * indexes (whatever the migrations made: the GIN search index among them) are dropped first and
+ * rebuilt from their own definitions afterwards: building them once is minutes faster. */
+export async function fillPostgres(sql: Sql, rows: readonly Row[]) {
+  const indexes = await sql.all<{ name: string; def: string }>("SELECT indexname AS name, indexdef AS def FROM pg_indexes WHERE tablename = 'directory_entries' AND indexname <> 'directory_entries_pkey'");
+  for (const i of indexes) await sql.run(`DROP INDEX ${i.name}`);
+  await sql.run(`INSERT INTO buckets (did, created_at) SELECT did, 0 FROM json_array_elements_text($1::text::json) AS did ON CONFLICT DO NOTHING`, [JSON.stringify(owners.map((o) => canonicalDid(o, CHAIN_ID)))]);
+  const STEP = 5000;
+  for (let from = 0; from < rows.length; from += STEP) {
+    const part = rows.slice(from, from + STEP).map((r, k) => ({ id: from + k + 1, owner: r.owner, mid: r.cid, did: r.did, cid: r.cid, name: r.name, price: r.price, public: r.isPublic, keywords: JSON.stringify(r.keywords), block: from + k, stored: r.stored }));
+    const json = JSON.stringify(part);
+    await sql.run(
+      `INSERT INTO directory_entries (id, owner, mid, did, cid, name, size, price, public, keywords, block)
+       SELECT id, owner, mid, did, cid, name, '1000', price, public, keywords, block
+       FROM json_to_recordset($1::text::json) AS x(id int8, owner text, mid text, did text, cid text, name text, price text, public boolean, keywords text, block int8)`,
+      [json],
+    );
+    await sql.run(
+      `INSERT INTO files (did, backend, name, cid, size, mod_time)
+       SELECT did, 'dfs', 'f' || id, cid, 1000, 0
+       FROM json_to_recordset($1::text::json) AS x(id int8, did text, cid text, stored boolean) WHERE stored`,
+      [json],
+    );
+    if (from % 100_000 === 0 && from > 0) progress(`  postgres: ${from.toLocaleString("en-US")} rows`);
+  }
+  progress(`  postgres: rows in; building ${indexes.map((i) => i.name).join(", ")}`);
+  for (const i of indexes) await sql.run(i.def);
+  // Gathers statistics (and sets the visibility map), as autovacuum would in time.
+  await sql.run("VACUUM ANALYZE directory_entries");
+  await sql.run("VACUUM ANALYZE files");
+}
+
+const CLASSES = ["rare word", "common word", "middle word", "two words", "word + prefix", "3-letter prefix", "5-letter prefix", "accented, other case", "no query (newest)"] as const;
+type QueryClass = (typeof CLASSES)[number];
+/** `perClass` queries of each class. Common = the 20 most frequent words (each in ≈ 5–10 % of the
+ * entries); middle = ranks 20–2000, where names and keywords both match and the ranking decides.
+ * FTS5's prefix indexes cover 2 and 3 letters (migration 0008); 5 letters is the costly prefix. */
+export function querySet(perClass: number): { kind: QueryClass; text: string }[] {
   const out: { kind: QueryClass; text: string }[] = [];
-  const classes: QueryClass[] = ["rare word", "common word", "two words", "3-letter prefix", "accented, other case"];
   const accented = VOCAB.filter((w) => w.includes("é") || w.startsWith("rés"));
-  for (let i = 0; i < n; i++) {
-    const kind = classes[i % classes.length] as QueryClass;
-    const text =
-      kind === "rare word" ? (VOCAB[2000 + Math.floor(rand() * 18_000)] as string)
-      : kind === "common word" ? (VOCAB[Math.floor(rand() * 20)] as string)
-      : kind === "two words" ? `${zipfWord()} ${zipfWord()}`
-      : kind === "3-letter prefix" ? zipfWord().slice(0, 3)
-      : pick(accented).toUpperCase();
-    out.push({ kind, text });
+  for (const kind of CLASSES) {
+    for (let i = 0; i < perClass; i++) {
+      const text =
+        kind === "rare word" ? (VOCAB[2000 + Math.floor(rand() * 18_000)] as string)
+        : kind === "common word" ? (VOCAB[Math.floor(rand() * 20)] as string)
+        : kind === "middle word" ? (VOCAB[20 + Math.floor(rand() * 1980)] as string)
+        : kind === "two words" ? `${zipfWord()} ${zipfWord()}`
+        : kind === "word + prefix" ? `${zipfWord()} ${zipfWord().slice(0, 3)}`
+        : kind === "3-letter prefix" ? zipfWord().slice(0, 3)
+        : kind === "5-letter prefix" ? zipfWord().slice(0, 5)
+        : kind === "accented, other case" ? pick(accented).toUpperCase()
+        : "";
+      out.push({ kind, text });
+    }
   }
   return out;
 }
 
 // ───────────────────────────── search ─────────────────────────────
 
-function likeSearch(sqlite: Database) {
-  const q = sqlite.prepare<{ mid: string }, [string, string, number]>(
-    `SELECT e.owner, e.mid, e.name, e.size, e.price, e.public, e.keywords FROM directory_entries e
-     WHERE (e.name LIKE ? OR e.keywords LIKE ?)
-       AND EXISTS (SELECT 1 FROM files f WHERE f.backend IN ('dfs', 'ipfs') AND f.cid = e.cid AND f.did = e.did)
-     ORDER BY e.id DESC LIMIT ?`,
-  );
-  return (text: string) => {
-    const first = text.split(/\s+/)[0] as string;
-    return q.all(`%${first}%`, `%${first}%`, 20);
-  };
-}
-
-/** What search.ts did first, for information: one statement that joins every match before sorting. */
-function oneQuerySearch(sqlite: Database) {
-  const q = sqlite.prepare<{ mid: string }, [string]>(
-    `SELECT e.owner, e.mid, e.name, e.size, e.price, e.public, e.keywords FROM directory_fts JOIN directory_entries e ON e.id = directory_fts.rowid
-     WHERE directory_fts MATCH ? AND EXISTS (SELECT 1 FROM files f WHERE f.backend IN ('dfs', 'ipfs') AND f.cid = e.cid AND f.did = e.did)
-     ORDER BY directory_fts.rank, e.id LIMIT 20`,
-  );
-  return (text: string) => {
-    const match = matchExpression(text);
-    return match ? q.all(match) : [];
-  };
-}
-
-async function timeQueries(run: (text: string) => unknown[] | Promise<unknown[]>, queries: { kind: QueryClass; text: string }[]) {
-  const ms = new Float64Array(queries.length);
-  let hits = 0;
-  for (let i = 0; i < queries.length; i++) {
-    const t0 = performance.now();
-    hits += (await run((queries[i] as { text: string }).text)).length;
-    ms[i] = performance.now() - t0;
-  }
-  return { ms, hits };
-}
-const summary = (ms: Float64Array) => {
-  const sorted = Float64Array.from(ms).sort();
-  return { median: percentile(sorted, 50), p99: percentile(sorted, 99) };
-};
-
-async function benchSearch(size: number) {
-  progress(`building ${size.toLocaleString("en-US")} entries …`);
-  const database = freshDb();
-  const t0 = performance.now();
-  for (let from = 0; from < size; from += 100_000) fillCorpus(database.sqlite, from, Math.min(size, from + 100_000));
-  progress(`built in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
-  database.sqlite.exec("ANALYZE");
-  const search = directorySearch(database.sql);
-  const fts = (text: string) => search({ query: text, page: "1", size: "20" });
-  const like = likeSearch(database.sqlite);
-  const queries = querySet(queriesPerRound);
-
-  const result = await compareMany({
-    name: `search, ${size.toLocaleString("en-US")} entries (${queriesPerRound} queries per round)`,
-    rounds,
-    labels: { subject: "fts5", baseline: "like" },
-    metrics: {
-      median: { unit: "ms", higherIsBetter: false, label: "median latency" },
-      p99: { unit: "ms", higherIsBetter: false, label: "p99 latency" },
-    },
-    subject: async () => summary((await timeQueries(fts, queries)).ms),
-    baseline: async () => summary((await timeQueries(like, queries)).ms),
-  });
-
-  // One more pass per class, for information: where the time goes.
-  const oneQuery = oneQuerySearch(database.sqlite);
-  const rows: string[][] = [["query class", "", "median ms", "p99 ms", "hits/query"]];
-  for (const kind of ["rare word", "common word", "two words", "3-letter prefix", "accented, other case"] as QueryClass[]) {
-    const subset = queries.filter((q) => q.kind === kind);
-    for (const [label, run] of [["fts5", fts], ["fts5, one statement", oneQuery], ["like", like]] as const) {
-      const t = await timeQueries(run, subset);
-      const s = summary(t.ms);
-      rows.push([label === "fts5" ? kind : "", label, fmt(s.median), fmt(s.p99), fmt(t.hits / subset.length)]);
+type Search = ReturnType<typeof directorySearch>;
+/** Latencies per class over `rounds` passes (queries shuffled per pass), after one warm-up pass. */
+async function timeClasses(search: Search, queries: readonly { kind: QueryClass; text: string }[]) {
+  const ms = new Map<QueryClass, number[]>(CLASSES.map((k) => [k, []]));
+  const roundP99 = new Map<QueryClass, number[]>(CLASSES.map((k) => [k, []]));
+  const hits = new Map<QueryClass, number>(CLASSES.map((k) => [k, 0]));
+  for (let round = 0; round <= rounds; round++) {
+    const order = [...queries].sort(() => rand() - 0.5);
+    const mine = new Map<QueryClass, number[]>(CLASSES.map((k) => [k, []]));
+    for (const q of order) {
+      const t0 = performance.now();
+      const n = (await search({ query: q.text, page: "1", size: "20" })).length;
+      const t = performance.now() - t0;
+      if (round === 0) continue; // warm-up
+      (mine.get(q.kind) as number[]).push(t);
+      hits.set(q.kind, (hits.get(q.kind) as number) + n);
+    }
+    if (round === 0) continue;
+    for (const k of CLASSES) {
+      const xs = (mine.get(k) as number[]).sort((a, b) => a - b);
+      (ms.get(k) as number[]).push(...xs);
+      (roundP99.get(k) as number[]).push(percentile(xs, 99));
     }
   }
-  const widths = (rows[0] as string[]).map((_, c) => Math.max(...rows.map((r) => (r[c] as string).length)));
-  const table = rows.map((r) => r.map((cell, c) => (c < 2 ? cell.padEnd(widths[c] as number) : cell.padStart(widths[c] as number))).join("  ")).join("\n");
-  process.stdout.write(`by query class, one pass each (fts5, one statement = every match joined before sorting, no rank window):\n${table}\n\n`);
-  database.close();
-  return result;
+  return CLASSES.map((kind) => {
+    const xs = Float64Array.from(ms.get(kind) as number[]).sort();
+    const p99s = roundP99.get(kind) as number[];
+    return { kind, p50: percentile(xs, 50), p99: percentile(xs, 99), p99min: Math.min(...p99s), p99max: Math.max(...p99s), hits: (hits.get(kind) as number) / xs.length };
+  });
+}
+
+async function benchSearch(size: number) {
+  progress(`generating ${size.toLocaleString("en-US")} entries …`);
+  const rows = corpus(size);
+  const queries = querySet(perClass);
+  const results: { db: string; classes: Awaited<ReturnType<typeof timeClasses>> }[] = [];
+  for (const db of dbs) {
+    const t0 = performance.now();
+    let sql: Sql;
+    let close: () => Promise<void>;
+    if (db === "sqlite") {
+      const database = freshDb();
+      fillSqlite(database.sqlite, rows);
+      sql = database.sql;
+      close = async () => database.close();
+    } else {
+      const pg = await postgres();
+      const opened = await openPostgres(await pg.createDatabase());
+      await fillPostgres(opened.sql, rows);
+      sql = opened.sql;
+      close = () => opened.close();
+    }
+    progress(`${db}: built in ${((performance.now() - t0) / 1000).toFixed(1)} s; measuring …`);
+    results.push({ db, classes: await timeClasses(directorySearch(sql), queries) });
+    await close();
+  }
+  const table: string[][] = [["query class", "database", "p50 ms", "p99 ms", "p99 of each round", "hits/query"]];
+  for (const kind of CLASSES) {
+    for (const r of results) {
+      const c = r.classes.find((x) => x.kind === kind) as (typeof r.classes)[number];
+      table.push([r === results[0] ? kind : "", r.db, fmt(c.p50), fmt(c.p99), `${fmt(c.p99min)}–${fmt(c.p99max)}`, fmt(c.hits)]);
+    }
+  }
+  const widths = (table[0] as string[]).map((_, c) => Math.max(...table.map((r) => (r[c] as string).length)));
+  const text = table.map((r) => r.map((cell, c) => (c < 2 ? cell.padEnd(widths[c] as number) : cell.padStart(widths[c] as number))).join("  ")).join("\n");
+  process.stdout.write(`search, ${size.toLocaleString("en-US")} entries: ${perClass} queries per class × ${rounds} rounds (+1 warm-up), page 1 of 20, load average ${readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" ")}\n${text}\n`);
 }
 
 // ───────────────────────────── indexing ─────────────────────────────
@@ -306,10 +365,17 @@ async function benchIndexing() {
 
 // ───────────────────────────── main ─────────────────────────────
 
-process.stdout.write(`stowage directory benchmark — Bun ${Bun.version}, ${new Date().toISOString()}\n\n`);
-await benchIndexing();
-process.stdout.write("\n");
-for (const size of sizes) {
-  await benchSearch(size);
-  process.stdout.write("\n");
+if (import.meta.main) {
+  process.stdout.write(`stowage directory benchmark — Bun ${Bun.version}, ${new Date().toISOString()}\n\n`);
+  if (parts.includes("indexing")) {
+    await benchIndexing();
+    process.stdout.write("\n");
+  }
+  if (parts.includes("search")) {
+    for (const size of sizes) {
+      await benchSearch(size);
+      process.stdout.write("\n");
+    }
+  }
+  if (dbs.includes("postgres") && parts.includes("search")) await (await postgres()).stop();
 }

@@ -1,50 +1,76 @@
 /**
- * Directory search on PostgreSQL (D16): the GIN index over `directory_search_document(name,
- * keywords)` (migrations-pg/0001_directory_search.sql: NFKC + unaccent + the `simple`
- * configuration, names weighted A and keywords B). The same invariants as FTS5 on SQLite
- * (search-sqlite.ts), not the same scores:
+ * Directory search on PostgreSQL (D16): the GIN index over the stored search document
+ * `directory_entries.search` (migrations-pg 0001: NFKC + unaccent + the `simple` configuration,
+ * names weighted A and keywords B; 0010: the stored column and its index). The same invariants
+ * as FTS5 on SQLite (search-sqlite.ts), not the same scores:
  *
  * - accent-, case- and width-insensitive: the query goes through the same `stowage_fold`;
- * - every word is a prefix (`'word':*`), OR-ed, so entries matching more words rank first (FTS5
- *   does the same; D16's "prefix on the last word" is the least of it);
+ * - earlier words are whole words and the last one a prefix (`'word':*`), OR-ed, so entries
+ *   matching more words rank first;
  * - a name match ranks above a keyword-only one (ts_rank: A = 1.0, B = 0.4);
- * - the same document-frequency cutoff: a query with more than `rankWindow` matches is ranked
- *   among its `rankWindow` newest ones, so a common word over millions of entries costs a
- *   bounded ts_rank.
+ * - the same document-frequency cutoff: a query with more than `cutoff` matches is not ranked
+ *   but listed newest first, name matches (`'word':A`) before keyword-only ones; each tier is a
+ *   walk down the primary key that stops at the page, testing the stored document of each row.
+ *   As on SQLite, the test is made with every word whole first, and when that is already over
+ *   the cutoff the last word is listed whole too (GIN reads a prefix by scanning every word it
+ *   begins into one bitmap, as FTS5 merges them).
  *
  * User text never reaches tsquery syntax: words hold only letters, digits and marks (text.ts
- * `queryWords`), and each is quoted.
+ * `queryTerms`), and each is quoted.
  */
 import type { Queryable } from "../db/sql.ts";
 import { ENTRY_COLUMNS, STORED, type EntryRow } from "./entries.ts";
-import { queryWords } from "./text.ts";
+import { queryTerms } from "./text.ts";
 
 const QUERY = "to_tsquery('simple', stowage_fold($1))";
-/** The index's own expression: the planner uses the GIN index only for this exact text. */
-const DOC = "directory_search_document(e.name, e.keywords)";
-// The matches come from the GIN index (MATERIALIZED keeps the planner from walking the primary
-// key backwards and testing every entry instead); ts_rank runs over the window's stored rows only.
-export const RANKED = `WITH matched AS MATERIALIZED (SELECT e.id FROM directory_entries e WHERE ${DOC} @@ ${QUERY}),
-  recent AS (SELECT id FROM matched ORDER BY id DESC LIMIT $2)
-  SELECT ${ENTRY_COLUMNS} FROM directory_entries e
-  WHERE e.id IN (SELECT id FROM recent) AND ${STORED}
-  ORDER BY ts_rank(${DOC}, ${QUERY}) DESC, e.id
-  LIMIT $3 OFFSET $4`;
+const upTo = (n: number) => `(SELECT count(*) FROM (SELECT 1 FROM directory_entries e WHERE e.search @@ to_tsquery('simple', stowage_fold($${n})) LIMIT $3) m)`;
+/** The document-frequency test in one round trip: 2 when the query with its last word whole
+ * ($1) has more than $3 − 1 matches, else 1 when it has with the last word a prefix ($2), else 0.
+ * Counted from the index, at most $3 heap rows each; the second count runs only when needed. */
+export const COMMONNESS = `SELECT CASE WHEN ${upTo(1)} >= $3 THEN 2 WHEN ${upTo(2)} >= $3 THEN 1 ELSE 0 END AS c`;
+/** The best $2 matches by rank (from the index, ts_rank over the stored document), then those
+ * whose owner stores the Cid: checking `files` for every match first costs ≈ 35 µs a match. */
+export const RANKED = `WITH best AS (
+    SELECT e.id, ts_rank(e.search, ${QUERY}) AS r FROM directory_entries e WHERE e.search @@ ${QUERY}
+    ORDER BY r DESC, e.id LIMIT $2)
+  SELECT e.id, ${ENTRY_COLUMNS} FROM best JOIN directory_entries e ON e.id = best.id
+  WHERE ${STORED}
+  ORDER BY best.r DESC, best.id`;
+/** $1 the query, $2 the same with every word restricted to names (weight A), $3 offset + size. */
+export const NEWEST = `SELECT ${ENTRY_COLUMNS} FROM (
+    (SELECT e.id, 0 AS tier FROM directory_entries e WHERE e.search @@ to_tsquery('simple', stowage_fold($2)) AND ${STORED} ORDER BY e.id DESC LIMIT $3)
+    UNION ALL
+    (SELECT e.id, 1 AS tier FROM directory_entries e WHERE e.search @@ ${QUERY} AND NOT e.search @@ to_tsquery('simple', stowage_fold($2)) AND ${STORED} ORDER BY e.id DESC LIMIT $3)
+  ) page JOIN directory_entries e ON e.id = page.id
+  ORDER BY page.tier, page.id DESC
+  LIMIT $4 OFFSET $5`;
 
-/** A tsquery (before folding) for a user's query: each word a quoted prefix, OR-ed. */
-export function tsqueryText(query: string): string | undefined {
-  const words = queryWords(query);
-  return words.length === 0 ? undefined : words.map((w) => `'${w}':*`).join(" | ");
+/** A tsquery (before folding) for a user's query: earlier words whole, the last a prefix (unless
+ * `wholeLast`), OR-ed; with `weights`, each word restricted to those weights ("A": names). */
+export function tsqueryText(query: string, weights = "", wholeLast = false): string | undefined {
+  const terms = queryTerms(query);
+  return terms.length === 0 ? undefined : terms.map((t) => `'${t.word}':${t.prefix && !wholeLast ? "*" : ""}${weights}`).join(" | ");
 }
 
 /** The page `offset … offset + size` of a query's stored matches, best first. */
-export async function rankedPg(q: Queryable, query: string, offset: number, size: number, rankWindow: number): Promise<EntryRow[]> {
-  const text = tsqueryText(query);
-  if (!text) return [];
-  return q.all<EntryRow>(RANKED, [text, rankWindow, size, offset]);
+export async function rankedPg(q: Queryable, query: string, offset: number, size: number, cutoff: number): Promise<EntryRow[]> {
+  const typed = tsqueryText(query);
+  const whole = tsqueryText(query, "", true);
+  if (!typed || !whole) return [];
+  const c = (await q.get<{ c: number }>(COMMONNESS, [whole, typed, cutoff + 1]))?.c ?? 0;
+  const wanted = offset + size;
+  if (c === 0) {
+    // Widened while the stored-filter leaves too few of the best candidates for the page.
+    for (let limit = wanted * 2 + 16; ; limit *= 4) {
+      const rows = await q.all<EntryRow>(RANKED, [typed, limit]);
+      if (rows.length >= wanted || limit > cutoff) return rows.slice(offset, wanted);
+    }
+  }
+  const wholeLast = c === 2;
+  return q.all<EntryRow>(NEWEST, [wholeLast ? whole : typed, tsqueryText(query, "A", wholeLast) as string, wanted, size, offset]);
 }
 
-/** No rows to keep: the index follows `directory_entries` by itself. */
+/** No rows to keep: the stored document follows `directory_entries` by itself. */
 export const pgText = {
   async put(_tx: Queryable, _id: number, _name: string, _keywords: readonly string[]) {},
   async drop(_tx: Queryable, _id: number) {},

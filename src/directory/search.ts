@@ -1,10 +1,11 @@
 /**
  * Directory search, `GET /challenge?query=&page=&size=` (spec 4.1 row 7, D10): the entries whose
  * owner stores that Cid at this gateway (on either back-end), matching the query's words as
- * prefixes of words in names and keywords, best first (a name match above a keyword-only one) — a
- * query with more than RANK_WINDOW matches is ranked among its RANK_WINDOW newest. No query, or a
- * blank one, lists the stored entries newest first. The ranking SQL is per dialect (D16):
- * FTS5 + bm25 in search-sqlite.ts, tsvector + GIN + ts_rank in search-pg.ts.
+ * words in names and keywords (the last word as a prefix), best first (a name match above a
+ * keyword-only one) — a query with more than DF_CUTOFF matches (a common word) is not ranked but
+ * listed newest first, name matches before keyword-only ones. No query, or a blank one, lists
+ * the stored entries newest first. The SQL is per dialect (D16): FTS5 + bm25 in
+ * search-sqlite.ts, tsvector + GIN + ts_rank in search-pg.ts.
  *
  * Answers spec 2.7 objects, plus `Owner`: the same Mid can be published by several owners, and
  * buying read permission (`buyRead(owner, mid)`) needs to know whose entry it is.
@@ -54,9 +55,9 @@ export function parseSearch(p: SearchQuery) {
 
 const NEWEST = `SELECT ${ENTRY_COLUMNS} FROM directory_entries e WHERE ${STORED} ORDER BY e.id DESC LIMIT $1 OFFSET $2`;
 
-/** Broad queries are ranked among this many of their newest matches (the document-frequency
- * cutoff for common words; search-sqlite.ts, search-pg.ts). */
-export const RANK_WINDOW = 20_000;
+/** The document-frequency cutoff: queries with more matches than this are listed newest first
+ * instead of ranked (search-sqlite.ts, search-pg.ts; ranking costs per match, issue 10). */
+export const DF_CUTOFF = 1_000;
 
 /** The search SQL that differs by dialect, and the text index that goes with it. */
 export const searchDialects = {
@@ -65,13 +66,13 @@ export const searchDialects = {
 } as const;
 
 /** The search behind GET /challenge, on either database. */
-export function directorySearch(sql: Queryable, opts: { rankWindow?: number } = {}) {
-  const rankWindow = opts.rankWindow ?? RANK_WINDOW;
+export function directorySearch(sql: Queryable, opts: { cutoff?: number } = {}) {
+  const cutoff = opts.cutoff ?? DF_CUTOFF;
   const { ranked } = searchDialects[sql.dialect];
   return async function search(p: SearchQuery): Promise<SearchResult[]> {
     const { text, page, size } = parseSearch(p);
     const offset = (page - 1) * size;
-    const rows = text ? await ranked(sql, text, offset, size, rankWindow) : await sql.all<EntryRow>(NEWEST, [size, offset]);
+    const rows = text ? await ranked(sql, text, offset, size, cutoff) : await sql.all<EntryRow>(NEWEST, [size, offset]);
     return rows.map(toResult);
   };
 }

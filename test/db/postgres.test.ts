@@ -13,7 +13,7 @@ import { embeddedPgMigrations } from "../../src/db/pg/migrations.macro.ts";
 import * as pg from "../../src/db/pg/schema.ts";
 import { drizzle } from "drizzle-orm/bun-sql";
 import { openPostgres, type OpenPostgres } from "../../src/db/postgres.ts";
-import { RANKED, tsqueryText } from "../../src/directory/search-pg.ts";
+import { COMMONNESS, tsqueryText } from "../../src/directory/search-pg.ts";
 import * as sqlite from "../../src/schema.ts";
 import { postgres, type Postgres } from "../support/postgres.ts";
 
@@ -182,14 +182,16 @@ describe("directory search on PostgreSQL", () => {
     expect(JSON.stringify(plan)).toContain("directory_entries_search");
   });
 
-  test("the server's ranked search query (search-pg.ts) finds its matches through the GIN index", async () => {
+  test("the server's document-frequency test (search-pg.ts) counts its matches through the stored document's GIN index", async () => {
     const { sql: q } = await open(await server.createDatabase());
-    const plan = await q.tx(async (tx) => {
-      // An empty table: forbid the sequential scan to see that the index can answer the match.
-      await tx.run("SET LOCAL enable_seqscan = off");
-      return tx.all<Record<string, string>>(`EXPLAIN ${RANKED}`, [tsqueryText("harbour") as string, 20_000, 20, 0]);
-    });
-    expect(JSON.stringify(plan)).toContain("directory_entries_search");
+    const explain = (text: string, params: (string | number)[]) =>
+      q.tx(async (tx) => {
+        // An empty table: forbid the sequential scan to see that the index can answer the match.
+        await tx.run("SET LOCAL enable_seqscan = off");
+        return JSON.stringify(await tx.all<Record<string, string>>(`EXPLAIN ${text}`, params));
+      });
+    const query = tsqueryText("red harbour") as string;
+    expect(await explain(COMMONNESS, [tsqueryText("red harbour", "", true) as string, query, 1001])).toContain("directory_entries_search_stored");
   });
 });
 

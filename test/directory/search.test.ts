@@ -27,6 +27,11 @@ const CORPUS: [name: string, keywords: string[]][] = [
   ["resume template", ["docs"]],
   ["Orchard notes", ["apples"]],
   ["Nearby shops", ["town"]],
+  // A word in two names and, newer, in two entries' keywords only.
+  ["Lantern festival", ["night"]],
+  ["Paper crafts", ["lantern"]],
+  ["Lantern repair", ["tools"]],
+  ["Garden lights", ["lantern", "outdoor"]],
   ...Array.from({ length: 14 }, (_, i): [string, string[]] => [`Paging item ${String(i + 1).padStart(2, "0")}`, ["paging"]]),
 ];
 
@@ -43,6 +48,8 @@ beforeAll(async () => {
   for (let i = 0; i < GHOSTS; i++) {
     await mined(anvil.publicClient, ghost.writeContract({ address: context.contracts.directory, abi: directoryAbi, functionName: "publish", args: [`ghost-${i}-${crypto.randomUUID()}`, "Paging", 1n, 0n, true, ["paging"]] }));
   }
+  // The newest "lantern" name of all, not stored: newest-first listings must skip it too.
+  await mined(anvil.publicClient, ghost.writeContract({ address: context.contracts.directory, abi: directoryAbi, functionName: "publish", args: [`ghost-lantern-${crypto.randomUUID()}`, "Lantern", 1n, 0n, true, []] }));
   await dg.sync();
 });
 
@@ -93,9 +100,9 @@ describe("directory search", () => {
     expect(all.sort()).toEqual(CORPUS.filter(([n]) => n.startsWith("Paging")).map(([n]) => n));
     expect(await names("paging", { size: "5", page: "4" })).toEqual([]);
     expect(await names("paging", { size: "5" })).toEqual(pages[0] as string[]);
-    // No query lists everything stored, newest first: 22 entries, 20 on the first page.
+    // No query lists everything stored, newest first: 26 entries, 20 on the first page.
     expect(await search({})).toHaveLength(20);
-    expect(await search({ page: "2" })).toHaveLength(2);
+    expect(await search({ page: "2" })).toHaveLength(6);
     expect((await search({ size: "1" }))[0]?.Name).toBe("Paging item 14");
     expect(await search({ page: "1000", size: "100" })).toEqual([]);
   });
@@ -106,13 +113,42 @@ describe("directory search", () => {
     expect(await search({ query: "paging", size: "100" })).toHaveLength(14);
   });
 
-  test("a query broader than the rank window is ranked among its newest matches only", async () => {
-    const windowed = directorySearch(dg.sql, { rankWindow: 25 });
-    // 34 entries match "paging" (20 of them not stored): the 25 newest are the 20 ghosts and the
-    // last 5 paging items.
-    expect((await windowed({ query: "paging", size: "100" })).map((r) => r.Name).sort()).toEqual(["Paging item 10", "Paging item 11", "Paging item 12", "Paging item 13", "Paging item 14"]);
+  test("a query with more matches than the document-frequency cutoff lists its stored matches newest first", async () => {
+    const cut = directorySearch(dg.sql, { cutoff: 25 });
+    // 34 entries match "paging" (the 20 newest not stored): every stored one, newest first.
+    expect((await cut({ query: "paging", size: "100" })).map((r) => r.Name)).toEqual(Array.from({ length: 14 }, (_, i) => `Paging item ${String(14 - i).padStart(2, "0")}`));
     // Narrower queries are ranked over all their matches, as before.
-    expect((await windowed({ query: "sunset" })).map((r) => r.Name)).toEqual(["Sunset harbour", "Harbour chart"]);
+    expect((await cut({ query: "sunset" })).map((r) => r.Name)).toEqual(["Sunset harbour", "Harbour chart"]);
+  });
+
+  test("name matches come before keyword-only ones, ranked or listed newest first, and pages run across the two", async () => {
+    // 5 matches (one not stored). At or under the cutoff: ranked; equal scores keep publication order.
+    const ranked = ["Lantern festival", "Lantern repair", "Paper crafts", "Garden lights"];
+    expect(await names("lantern")).toEqual(ranked);
+    expect((await directorySearch(dg.sql, { cutoff: 5 })({ query: "lantern" })).map((r) => r.Name)).toEqual(ranked);
+    // Over it: newest first within each group, the unstored newest name skipped.
+    const common = directorySearch(dg.sql, { cutoff: 4 });
+    const newest = ["Lantern repair", "Lantern festival", "Garden lights", "Paper crafts"];
+    const listed = async (query: string, more: Record<string, string> = {}) => (await common({ query, ...more })).map((r) => r.Name);
+    expect(await listed("lantern")).toEqual(newest);
+    expect(await listed("LANT")).toEqual(newest); // the last word is a prefix here too
+    for (let page = 1; page <= 4; page++) expect(await listed("lantern", { size: "1", page: String(page) })).toEqual([newest[page - 1] as string]);
+    expect(await listed("lantern", { size: "3", page: "2" })).toEqual(["Paper crafts"]);
+    expect(await listed("lantern", { size: "1", page: "5" })).toEqual([]);
+  });
+
+  test("earlier words are whole words; only the last is a prefix", async () => {
+    // "bicy" is no word of any entry, so only "car" matches; as the last word it is a prefix.
+    expect(await names("bicy car")).toEqual(["Red car"]);
+    expect((await names("car bicy")).sort()).toEqual(["Red bicycle", "Red car"]);
+    expect(await names("harb sunset")).toEqual(["Sunset harbour", "Harbour chart"]);
+    expect(await names("sunset harb")).toEqual(["Sunset harbour", "Harbour chart"]);
+    expect(await names("orch notes")).toEqual(["Orchard notes"]);
+    expect(await names("notes orch")).toEqual(["Orchard notes"]);
+    // A repeated last word is still the prefix; accents and case fold in whole words as well.
+    expect(await names("harb sunset harb")).toEqual(await names("sunset harb"));
+    expect(await names("RESUME caf")).toEqual(["Résumé café", "resume template"]);
+    expect(await names("resu template")).toEqual(["resume template"]);
   });
 
   test("page and size out of bounds or not numbers answer 400 in the storage error shape", async () => {
@@ -140,8 +176,10 @@ describe("directory search", () => {
     expect(await names("sunset*")).toEqual(["Sunset harbour", "Harbour chart"]);
     expect(await names("-sunset")).toEqual(["Sunset harbour", "Harbour chart"]);
     expect(await names("keywords:sunset")).toEqual(["Sunset harbour", "Harbour chart"]);
-    expect(await names("red NOT car")).toEqual(expect.arrayContaining(["Red car", "Red bicycle", "Orchard notes"]));
-    expect(await names('NEAR(red car, 1)')).toEqual(expect.arrayContaining(["Red car", "Red bicycle", "Nearby shops"]));
-    expect(await dg.sql.get("SELECT count(*) AS n FROM directory_entries")).toEqual({ n: CORPUS.length + GHOSTS });
+    expect(await names("red NOT car")).toEqual(["Red car", "Red bicycle"]);
+    expect(await names("red car NOT")).toEqual(expect.arrayContaining(["Red car", "Red bicycle", "Orchard notes"]));
+    expect(await names("NEAR(red car, 9)")).toEqual(["Red car", "Red bicycle"]);
+    expect(await names("red car NEAR")).toEqual(expect.arrayContaining(["Red car", "Red bicycle", "Nearby shops"]));
+    expect(await dg.sql.get("SELECT count(*) AS n FROM directory_entries")).toEqual({ n: CORPUS.length + GHOSTS + 1 });
   });
 });
