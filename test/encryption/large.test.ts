@@ -17,5 +17,8 @@ test("256 MiB sealed, hashed and decrypted as streams: the same ciphertext twice
   expect(r.plainBytes).toBe(r.total);
   expect(r.sameCiphertext).toBe(true);
   console.log(`rss grew ${r.grewMiB.toFixed(1)} MiB over a ${(r.total / 2 ** 20).toFixed(0)} MiB round trip`);
-  expect(r.grewMiB).toBeLessThan(64);
+  // Half the file: a buffering implementation holds all of it. Streaming stays near 60–80 MiB
+  // whatever the size (768 MiB: the same) — garbage between collections, more of it since the
+  // payload runs on libsodium's WASM at three times @noble's pace (with @noble: ≈ 26 MiB).
+  expect(r.grewMiB).toBeLessThan(128);
 }, 300_000);
