@@ -13,9 +13,9 @@
  * no chacha20-poly1305, and an upload seals the file twice (hash pass, upload pass).
  * The payload now runs on libsodium's WASM (src/sdk/aead.ts; 109–191 MiB/s for 64 KiB seals
  * against @noble's 31–36, the SDK's encrypt stream 103–122 against 28–43). Same box, load ≈ 8,
- * two runs each, `--aead noble` then `--aead libsodium` alternately (encrypted MiB/s, ratio):
- * upload noble 15.1–19.4 (0.29–0.36×), libsodium 17.3–32.5 (0.49–0.51×); download noble
- * 33.2–58.9 (0.28–0.58×), libsodium 46.2–85.4 (0.33–0.60×). Better, noisy, and still short of
+ * three runs each, `--aead noble` then `--aead libsodium` alternately (encrypted MiB/s, ratio):
+ * upload noble 15.1–19.4 (0.29–0.36×), libsodium 17.3–32.5 (0.46–0.51×); download noble
+ * 33.2–58.9 (0.18–0.58×), libsodium 46.2–94.7 (0.33–0.60×). Better, noisy, and still short of
  * 0.8×: an upload still seals and hashes the file twice, and on two loaded cores the client's
  * work competes with the server's.
  */
