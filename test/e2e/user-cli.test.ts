@@ -84,6 +84,11 @@ test("login, put, ls, get, quota, deposit, buy, rm from a shell, and the errors 
   expect(new Uint8Array(readFileSync(join(dir, "back-dfs.bin")))).toEqual(content);
   await ok("get", entry.Cid, "--from", "ipfs", "--out", join(dir, "back-ipfs.bin"));
   expect(new Uint8Array(readFileSync(join(dir, "back-ipfs.bin")))).toEqual(content);
+  // Piped in: `put -` under --name, back by Cid without naming the back-end.
+  const piped = Bun.spawn([BINARY, "put", "-", "--name", "piped.bin", "--to", "ipfs", "-q", "--gateway", gateway], { env: { HOME: "/tmp", ...env }, stdin: Bun.file(path), stdout: "pipe", stderr: "pipe" });
+  const [pipedCid, pipedErr, pipedCode] = await Promise.all([new Response(piped.stdout).text(), new Response(piped.stderr).text(), piped.exited]);
+  expect(pipedCode, pipedErr).toBe(0);
+  expect(pipedCid.trim()).toBe(entry.Cid);
   const range = await runBytes(["get", entry.Cid, "--range", `${MiB - 10}-${MiB + 9}`, "--gateway", gateway], env);
   expect(range.code, range.stderr).toBe(0);
   expect(range.stdout).toEqual(content.subarray(MiB - 10, MiB + 10));
@@ -93,7 +98,7 @@ test("login, put, ls, get, quota, deposit, buy, rm from a shell, and the errors 
 
   // Quota, then a deposit and purchases paid from it.
   const before = JSON.parse((await ok("quota", "--json")).stdout) as { space: { SizeByte: number; Balance: number }; traffic: { SizeByte: number } };
-  expect(before.space).toMatchObject({ SizeByte: 16 * MiB - 2 * content.length, Balance: 0 });
+  expect(before.space).toMatchObject({ SizeByte: 16 * MiB - 3 * content.length, Balance: 0 });
   const deposit = await ok("deposit", "0.01");
   expect(deposit.stdout.trim()).toMatch(/^0x[0-9a-f]{64}$/);
   expect((await ok("buy", "--space", "1MiB")).stdout.trim()).toMatch(/^0x[0-9a-f]{64}$/);
@@ -106,6 +111,9 @@ test("login, put, ls, get, quota, deposit, buy, rm from a shell, and the errors 
   expect(after.traffic.SizeByte).toBe(before.traffic.SizeByte + MiB);
   // 0.01 ETH, less 1 MiB at 1 gwei/byte and 1 MiB at 0.1 gwei/byte.
   expect(Math.abs(after.space.Balance - (10_000_000 - 1_048_576 - 104_857.6))).toBeLessThan(1);
+  const withdrawn = JSON.parse((await ok("withdraw", "0.001", "-j")).stdout) as { tx: string; depositWei: string };
+  expect(withdrawn.tx).toMatch(/^0x[0-9a-f]{64}$/);
+  expect(Math.abs(Number(withdrawn.depositWei) / 1e9 - (after.space.Balance - 1_000_000))).toBeLessThan(1);
   const tooMuch = await user("buy", "--traffic", "100GiB");
   expect(tooMuch.code).toBe(1);
   expect(tooMuch.stderr).toMatch(/stowage buy: the gateway answered 402 PaymentRequired: .*deposit/);
@@ -131,10 +139,11 @@ test("login, put, ls, get, quota, deposit, buy, rm from a shell, and the errors 
   expect(byFile.code, byFile.stderr).toBe(0);
   expect(byFile.stdout).toContain(privateKeyToAccount(other).address);
   // An unknown Cid: the server refuses a Cid the payer stores no copy of (403 before any lookup,
-  // so an unknown Cid reveals nothing); an unknown ID is the delete's 404. Both in its own words.
+  // so an unknown Cid reveals nothing), and get, told no back-end, names both it tried; an unknown
+  // ID is the delete's 404. Both in the gateway's own words.
   const unknownCid = await runBinary(["get", "bafkreifjjcie6lypi6ny7amxnfftagclbuxndqonfipmb64f2km2devei4", "--key-file", keyFile, "--gateway", gateway]);
   expect(unknownCid.code).toBe(1);
-  expect(unknownCid.stderr).toContain("the gateway answered 403 AccessDenied: Permission denied");
+  expect(unknownCid.stderr).toContain("neither dfs nor ipfs lets you read it (tried both: the gateway answered 403 AccessDenied: Permission denied");
   const unknownId = await runBinary(["rm", "999999", "--key-file", keyFile, "--gateway", gateway]);
   expect(unknownId.code).toBe(1);
   expect(unknownId.stderr).toContain("the gateway answered 404 NotFound: File not found");
@@ -148,4 +157,13 @@ test("login, put, ls, get, quota, deposit, buy, rm from a shell, and the errors 
   const help = await runBinary(["get", "--help"]);
   expect(help.code).toBe(0);
   expect(help.stdout).toContain("Usage: stowage get CID [--from dfs|ipfs] [--out PATH] [--range A-B]");
+  for (const [command, usage] of [
+    ["withdraw", "Usage: stowage withdraw AMOUNT_ETH [--json]"],
+    ["unpublish", "Usage: stowage unpublish MID [--json]"],
+    ["buy-read", "Usage: stowage buy-read OWNER MID [--max-price GWEI] [--json]"],
+  ] as const) {
+    const h = await runBinary([command, "--help"]);
+    expect(h.code).toBe(0);
+    expect(h.stdout).toContain(usage);
+  }
 }, 90_000);

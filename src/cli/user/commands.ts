@@ -2,7 +2,7 @@
  * The user commands other than the transfers: login, ls, rm, quota, deposit, buy, publish and
  * search. Each is a thin wrapper over one or two SDK calls; printing is the only thing added.
  */
-import { formatEther, formatGwei, parseEther } from "viem";
+import { formatEther, formatGwei, getAddress, isAddress, parseEther, type Address } from "viem";
 import { ConfigError, parseBytes } from "../../config.ts";
 import { connectDirectory } from "../../sdk/directory.ts";
 import type { FileEntry, QuotaRecord } from "../../sdk/storage.ts";
@@ -59,7 +59,7 @@ export async function rm(inv: Invocation, io: Io): Promise<number> {
   if (!/^\d{1,15}$/.test(id)) throw new ConfigError(`ID must be a file's number, as \`stowage ls\` shows it (got ${JSON.stringify(id)})`);
   const store = await loggedIn(inv, userAccount(inv));
   await store.delete(Number(id), "dfs");
-  io.out(`removed ${id}`);
+  io.out(inv.flags.has("--json") ? json({ removed: Number(id) }) : `removed ${id}`);
   return 0;
 }
 
@@ -85,12 +85,13 @@ export async function quota(inv: Invocation, io: Io): Promise<number> {
 
 export async function deposit(inv: Invocation, io: Io): Promise<number> {
   const [amount] = expectPositionals(inv, ["AMOUNT_ETH"]) as [string];
-  if (!/^\d+(\.\d{1,18})?$/.test(amount) || parseEther(amount) === 0n) throw new ConfigError(`AMOUNT_ETH must be a positive number of ETH, such as 0.01 (got ${JSON.stringify(amount)})`);
+  const wei = ethAmount(amount);
   const account = userAccount(inv);
   const gw = await gatewayWith(inv, account);
   io.log(`depositing ${amount} ETH from ${account.address} …`);
-  io.out(await gw.deposit(parseEther(amount)));
+  const tx = await gw.deposit(wei);
   const { space } = await gw.records();
+  io.out(inv.flags.has("--json") ? json({ tx, depositedWei: wei, depositWei: space.deposit }) : tx);
   io.log(`deposit now ${formatGwei(space.deposit)} gwei (${formatEther(space.deposit)} ETH)`);
   return 0;
 }
@@ -117,13 +118,16 @@ export async function buy(inv: Invocation, io: Io): Promise<number> {
   const total = orders.reduce((sum, o) => sum + o.cost, 0n);
   const balance = orders.length > 1 ? (await store.space()).Balance : Infinity;
   if (balance * 1e9 < Number(total)) throw new CliError(`your deposit, ${balance} gwei, is less than the ${formatGwei(total)} gwei both cost: nothing bought (see \`stowage deposit\`)`);
+  const bought: { kind: string; size: number; costWei: bigint; tx: string; record: QuotaRecord }[] = [];
   for (const { kind, size, cost } of orders) {
     io.log(`buying ${formatBytes(size)} (${size} bytes) of ${kind} for ${formatGwei(cost)} gwei from the deposit …`);
     const { tx } = kind === "space" ? await store.buySpace({ size }) : await store.buyTraffic({ size });
-    io.out(tx);
+    if (!inv.flags.has("--json")) io.out(tx);
     const record = kind === "space" ? await store.space() : await store.traffic();
+    bought.push({ kind, size, costWei: cost, tx, record });
     io.log(`${kind}: ${describeRecord(record, Date.now())}; deposit ${record.Balance} gwei`);
   }
+  if (inv.flags.has("--json")) io.out(json(bought));
   return 0;
 }
 
@@ -154,13 +158,14 @@ export async function publish(inv: Invocation, io: Io): Promise<number> {
   }
   const dir = await reach(inv.gateway, () => connectDirectory(inv.gateway, { account }));
   io.log(`publishing ${cid} as ${JSON.stringify(name)} (${formatBytes(file.Size)}, ${priceText} gwei${inv.flags.has("--public") ? ", public" : ""}) …`);
-  io.out(await dir.publish({ cid, name, size: file.Size, price: BigInt(priceText), isPublic: inv.flags.has("--public"), keywords }));
-  if (!inv.flags.has("--wait")) {
-    io.log("the gateway's search shows it after its next poll of the chain (--wait waits for that)");
-    return 0;
-  }
-  await dir.waitUntilSearchable(cid);
-  io.log("the gateway's search shows it now");
+  const tx = await dir.publish({ cid, name, size: file.Size, price: BigInt(priceText), isPublic: inv.flags.has("--public"), keywords });
+  const result = { tx, mid: cid, name, size: file.Size, priceGwei: BigInt(priceText), public: inv.flags.has("--public"), keywords, searchable: inv.flags.has("--wait") };
+  if (!inv.flags.has("--json")) io.out(tx);
+  if (inv.flags.has("--wait")) {
+    await dir.waitUntilSearchable(cid);
+    io.log("the gateway's search shows it now");
+  } else io.log("the gateway's search shows it after its next poll of the chain (--wait waits for that)");
+  if (inv.flags.has("--json")) io.out(json(result));
   return 0;
 }
 
@@ -187,5 +192,65 @@ export async function search(inv: Invocation, io: Io): Promise<number> {
   }
   const rows = hits.map((h) => [h.Name, formatBytes(h.Size), h.Public ? "public" : `${h.Price} gwei`, h.keywords.join(","), h.Owner, h.Mid]);
   for (const line of table(["NAME", "SIZE", "PRICE", "KEYWORDS", "OWNER", "CID"], rows)) io.out(line);
+  return 0;
+}
+
+/** AMOUNT_ETH as wei: a positive decimal of at most 18 places. */
+function ethAmount(amount: string): bigint {
+  if (!/^\d+(\.\d{1,18})?$/.test(amount) || parseEther(amount) === 0n) throw new ConfigError(`AMOUNT_ETH must be a positive number of ETH, such as 0.01 (got ${JSON.stringify(amount)})`);
+  return parseEther(amount);
+}
+
+export async function withdraw(inv: Invocation, io: Io): Promise<number> {
+  const [amount] = expectPositionals(inv, ["AMOUNT_ETH"]) as [string];
+  const wei = ethAmount(amount);
+  const account = userAccount(inv);
+  const gw = await gatewayWith(inv, account);
+  // Checked here to say it plainly; the contract refuses it too (with a bare revert).
+  const before = (await gw.records()).space.deposit;
+  if (wei > before) throw new CliError(`your deposit is ${formatEther(before)} ETH, less than ${amount}: nothing withdrawn (see \`stowage quota\`)`);
+  io.log(`withdrawing ${amount} ETH of your deposit to ${account.address} …`);
+  const tx = await gw.withdraw(wei);
+  const after = (await gw.records()).space.deposit;
+  if (inv.flags.has("--json")) {
+    io.out(json({ tx, withdrawnWei: wei, depositWei: after }));
+    return 0;
+  }
+  io.out(tx);
+  io.log(`deposit now ${formatGwei(after)} gwei (${formatEther(after)} ETH)`);
+  return 0;
+}
+
+export async function unpublish(inv: Invocation, io: Io): Promise<number> {
+  const [cid] = expectPositionals(inv, ["MID"]) as [string];
+  const account = userAccount(inv);
+  const dir = await reach(inv.gateway, () => connectDirectory(inv.gateway, { account }));
+  if (!(await dir.entry(account.address, cid))) throw new CliError(`you have published nothing under ${cid} (see \`stowage search\`)`);
+  io.log(`unpublishing ${cid} (its grants and purchases go with it) …`);
+  const tx = await dir.unpublish(cid);
+  io.out(inv.flags.has("--json") ? json({ tx, mid: cid }) : tx);
+  io.log("the gateway's search drops it after its next poll of the chain; the file itself stays stored");
+  return 0;
+}
+
+export function addressOf(raw: string, what: string): Address {
+  if (!isAddress(raw, { strict: false })) throw new ConfigError(`${what} must be a 0x address (got ${JSON.stringify(raw)})`);
+  return getAddress(raw);
+}
+
+export async function buyRead(inv: Invocation, io: Io): Promise<number> {
+  const [rawOwner, cid] = expectPositionals(inv, ["OWNER", "MID"]) as [string, string];
+  const owner = addressOf(rawOwner, "OWNER");
+  const maxText = inv.flags.get("--max-price");
+  if (maxText !== undefined && (!/^\d+$/.test(maxText) || BigInt(maxText) >= 2n ** 64n)) throw new ConfigError(`--max-price must be a whole number of gwei below 2^64 (got ${JSON.stringify(maxText)})`);
+  const account = userAccount(inv);
+  const dir = await reach(inv.gateway, () => connectDirectory(inv.gateway, { account }));
+  const entry = await dir.entry(owner, cid);
+  if (!entry) throw new CliError(`${owner} has published nothing under ${cid} (see \`stowage search\`)`);
+  if (maxText !== undefined && entry.price > BigInt(maxText)) throw new CliError(`the price is ${entry.price} gwei, above --max-price ${maxText}: nothing bought`);
+  io.log(`buying read of ${JSON.stringify(entry.name)} (${cid}) from ${owner} for ${entry.price} gwei …`);
+  const tx = await dir.buyRead(owner, cid, maxText !== undefined ? { maxPrice: BigInt(maxText) } : {});
+  io.out(inv.flags.has("--json") ? json({ tx, owner, mid: cid, priceGwei: entry.price }) : tx);
+  io.log(`the gateway lets you read it after its next poll of the chain: \`stowage get ${cid}\``);
   return 0;
 }

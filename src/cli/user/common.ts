@@ -23,6 +23,8 @@ export interface Io {
   log: Out;
   /** Whether stderr is a terminal: progress shows by itself only then. */
   stderrTty: boolean;
+  /** What `put -` reads (default: the process's stdin). */
+  stdin?: () => ReadableStream<Uint8Array>;
 }
 
 export const defaultIo = (): Io => ({ out: (l) => console.log(l), log: (l) => console.error(l), stderrTty: Boolean(process.stderr.isTTY) });
@@ -62,13 +64,30 @@ export interface Invocation {
   env: Env;
 }
 
+/** The short flags, one meaning each across all commands; a command takes those whose long form it has. */
+export const SHORT: Readonly<Record<string, string>> = { "-o": "--out", "-j": "--json", "-q": "--quiet", "-n": "--name", "-t": "--to", "-f": "--from" };
+
+/** The short flags a command takes, for its help. */
+export function shortHelp(spec: Spec): string | undefined {
+  const known = [...(spec.flags ?? []), ...(spec.switches ?? [])];
+  const pairs = Object.entries(SHORT).filter(([, long]) => known.includes(long));
+  return pairs.length ? `Short flags: ${pairs.map(([short, long]) => `${short} ${long}`).join(", ")}` : undefined;
+}
+
 /** Parses a user command's arguments and the gateway setting (flag over environment). */
 export function parseInvocation(argv: readonly string[], spec: Spec, env: Env): Invocation {
   const repeated = new Map<string, string[]>();
   const rest: string[] = [];
+  const known = [...(spec.flags ?? []), ...(spec.switches ?? [])];
   // parseArgs keeps the last of a repeated flag, so repeated ones are taken out first.
   for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i] as string;
+    let arg = argv[i] as string;
+    // "-" alone is a positional (stdin); a short flag stands for its long form.
+    if (/^-[A-Za-z]$/.test(arg)) {
+      const long = SHORT[arg];
+      if (long === undefined || !known.includes(long)) throw new ConfigError(`unknown option ${arg}`);
+      arg = long;
+    }
     const eq = arg.indexOf("=");
     const name = eq > 0 ? arg.slice(0, eq) : arg;
     if (!spec.repeated?.includes(name)) {

@@ -1,6 +1,7 @@
 /**
  * The user commands of `stowage`, for someone using a gateway from a shell: login, put, get, ls,
- * rm, quota, deposit, buy, publish, search, keys, age-key, grant, revoke, keygen and whoami. Thin wrappers over the SDK (src/sdk/); each run
+ * rm, quota, deposit, withdraw, buy, publish, unpublish, buy-read, search, keys, age-key, grant, revoke, keygen
+ * and whoami. Thin wrappers over the SDK (src/sdk/); each run
  * logs in afresh, so nothing is kept between commands but the key the user keeps.
  *
  * @example
@@ -9,8 +10,8 @@
  *   stowage get bafy… --out photo.jpg
  */
 import type { Env } from "../../config.ts";
-import { buy, deposit, login, ls, publish, quota, rm, search } from "./commands.ts";
-import { commonHelp, defaultIo, explain, parseInvocation, type Invocation, type Io, type Spec } from "./common.ts";
+import { buy, buyRead, deposit, login, ls, publish, quota, rm, search, unpublish, withdraw } from "./commands.ts";
+import { commonHelp, defaultIo, explain, parseInvocation, shortHelp, type Invocation, type Io, type Spec } from "./common.ts";
 import { get, put } from "./transfer.ts";
 import { ageKey, grant, revoke } from "./encryption.ts";
 import { keys } from "./keys.ts";
@@ -45,21 +46,27 @@ logs in by itself, so this only checks that the key and the gateway work.
     run: login,
   },
   put: {
-    summary: "Upload a file (streamed) to dfs or ipfs",
-    usage: "stowage put FILE [--to dfs|ipfs] [--name NAME] [--encrypt | --plain] [--json | --quiet] [--progress]",
+    summary: "Upload a file, stdin or a folder (streamed) to dfs or ipfs",
+    usage: "stowage put FILE|DIR|- [--to dfs|ipfs] [--name NAME] [--encrypt | --plain] [--json | --quiet] [--progress]",
     text: `Uploads FILE, streamed: it is read once to hash it (the hash is signed) and once to send it.
 A file of the same name on that back-end is replaced. It uses storage space and traffic (see
 \`stowage quota\`). Prints "ID <id>  Cid <cid>  <size>  <back-end>  <name>".
+  -                reads stdin (kept in a private temporary file while it is sent); needs --name
+  DIR              uploads every file under DIR, each named by its path from DIR's parent
+                   ("photos/2024/a.jpg"; the gateway stores the last part, so two files of one
+                   name in different folders are refused first), one line each and a summary on
+                   stderr. It stops at the first failure and says which file; the ones before it
+                   stay stored.
 
   --to dfs|ipfs    the back-end (default dfs). ipfs content is readable by anyone on the IPFS
                    network who knows its Cid: encrypt what is private.
-  --name NAME      the name to store it under (default: FILE's base name)
+  --name NAME      the name to store it under (default: FILE's base name; for DIR: the top folder's)
   --encrypt        encrypt it first, on this computer, to your account's age key (see
                    \`stowage age-key\`): the gateway and the network see ciphertext only, and
                    \`stowage get\` decrypts it. STOWAGE_ENCRYPT=on makes this the default.
   --plain          do not encrypt, even with STOWAGE_ENCRYPT=on
-  --json           print the stored entry as JSON instead
-  --quiet          print only the Cid (for CID=$(stowage put …))
+  --json           print the stored entry as JSON instead (for DIR: a list of them)
+  --quiet          print only the Cid (for CID=$(stowage put …); for DIR: one a line)
   --progress       show progress on stderr even when it is not a terminal`,
     spec: { flags: ["--to", "--name"], switches: ["--json", "--quiet", "--progress", "--encrypt", "--plain"] },
     run: put,
@@ -71,7 +78,8 @@ A file of the same name on that back-end is replaced. It uses storage space and 
 stdout or to PATH. It uses traffic (see \`stowage quota\`). An encrypted file (age) is decrypted
 on the way: yours with your key, another's with the share its owner gave you (\`stowage grant\`).
 
-  --from dfs|ipfs  the back-end (default dfs)
+  --from dfs|ipfs  the back-end (default: where you store it, dfs first; else the first of dfs and
+                   ipfs that lets you read it, and the error names both when neither does)
   --out PATH       write to PATH instead of stdout ("-" is stdout). A file appears only once every
                    byte came; a directory receives the file under its stored name.
   --range A-B      only bytes A to B, both included, counted from 0; A- reads from A to the end
@@ -93,10 +101,12 @@ on the way: yours with your key, another's with the share its owner gave you (\`
   },
   rm: {
     summary: "Delete one of your dfs files by its ID",
-    usage: "stowage rm ID",
+    usage: "stowage rm ID [--json]",
     text: `Deletes your dfs file with this ID (see \`stowage ls\`); its space is given back. Files on ipfs
-cannot be deleted through the gateway (the gateway answers 518).`,
-    spec: {},
+cannot be deleted through the gateway (the gateway answers 518).
+
+  --json   print {removed: ID}`,
+    spec: { switches: ["--json"] },
     run: rm,
   },
   quota: {
@@ -111,28 +121,43 @@ granted, when each expires, and your deposit (what \`stowage buy\` pays from).
   },
   deposit: {
     summary: "Deposit currency into the gateway's contract, to buy space and traffic with",
-    usage: "stowage deposit AMOUNT_ETH",
+    usage: "stowage deposit AMOUNT_ETH [--json]",
     text: `Sends AMOUNT_ETH (such as 0.01) from your account into the gateway's Proxy contract, through
 the gateway's public RPC, signed with your key. Prints the transaction hash once it is mined.
-Your account needs that much currency plus gas.`,
-    spec: {},
+Your account needs that much currency plus gas.
+
+  --json   print {tx, depositedWei, depositWei} (depositWei: the deposit now)`,
+    spec: { switches: ["--json"] },
     run: deposit,
+  },
+  withdraw: {
+    summary: "Take currency back out of your deposit, to your account",
+    usage: "stowage withdraw AMOUNT_ETH [--json]",
+    text: `Withdraws AMOUNT_ETH (such as 0.01) of your deposit in the gateway's Proxy contract back to your
+account (a contract call signed with your key; you pay its gas). Prints the transaction hash once
+it is mined. More than the deposit holds is refused and nothing moves. Space and traffic already
+bought stay yours.
+
+  --json   print {tx, withdrawnWei, depositWei} (depositWei: what is left)`,
+    spec: { switches: ["--json"] },
+    run: withdraw,
   },
   buy: {
     summary: "Buy storage space or traffic (or both) with your deposit",
-    usage: "stowage buy [--space BYTES] [--traffic BYTES]",
+    usage: "stowage buy [--space BYTES] [--traffic BYTES] [--json]",
     text: `Buys storage space, traffic or both, paid from your deposit at the contract's unit prices.
 BYTES takes units (512MiB, 10GiB). Prints each purchase's transaction hash; a deposit too small
 is refused (402; for both: when it cannot pay both) and nothing is bought.
 
   --space BYTES     bytes of storage space
-  --traffic BYTES   bytes of traffic (uploads and downloads)`,
-    spec: { flags: ["--space", "--traffic"] },
+  --traffic BYTES   bytes of traffic (uploads and downloads)
+  --json            print the purchases as JSON (kind, size, costWei, tx, the record after it)`,
+    spec: { flags: ["--space", "--traffic"], switches: ["--json"] },
     run: buy,
   },
   publish: {
     summary: "Publish one of your files in the gateway's directory",
-    usage: "stowage publish CID [--name NAME] [--price GWEI] [--public] [--keyword K …] [--wait]",
+    usage: "stowage publish CID [--name NAME] [--price GWEI] [--public] [--keyword K …] [--wait] [--json]",
     text: `Publishes a file you store at this gateway in the directory (a Directory contract call signed
 with your key), so others can find it with \`stowage search\` and read it: free with --public,
 else by paying its price to you. Prints the transaction hash.
@@ -142,9 +167,34 @@ else by paying its price to you. Prints the transaction hash.
   --public        free for anyone to read
   --keyword K     a search keyword (repeat it, up to 16, each at most 64 bytes)
   --wait          return only once the gateway's search shows it (it indexes the chain's events
-                  on its next poll; without --wait a search right after may miss it)`,
-    spec: { flags: ["--name", "--price"], switches: ["--public", "--wait"], repeated: ["--keyword"] },
+                  on its next poll; without --wait a search right after may miss it)
+  --json          print the entry published, with its transaction, as JSON`,
+    spec: { flags: ["--name", "--price"], switches: ["--public", "--wait", "--json"], repeated: ["--keyword"] },
     run: publish,
+  },
+  unpublish: {
+    summary: "Remove one of your entries from the directory",
+    usage: "stowage unpublish MID [--json]",
+    text: `Removes your directory entry MID (its Cid) with a Directory contract call signed with your key:
+its grants and purchases go with it, and the gateway's search drops it after its next poll. The
+file stays stored (\`stowage rm\` deletes it). Prints the transaction hash.
+
+  --json   print {tx, mid}`,
+    spec: { switches: ["--json"] },
+    run: unpublish,
+  },
+  "buy-read": {
+    summary: "Buy read permission on someone's published file, paying its price to them",
+    usage: "stowage buy-read OWNER MID [--max-price GWEI] [--json]",
+    text: `Buys read permission on OWNER's directory entry MID (both as \`stowage search\` shows them),
+paying its price from your account (not your deposit) to OWNER, plus gas. Once the gateway has
+seen the purchase (its next poll of the chain), \`stowage get MID\` reads it. An encrypted file is
+bought only when the gateway holds its key to share with you. Prints the transaction hash.
+
+  --max-price GWEI   refuse to pay more than this (the owner may change the price)
+  --json             print {tx, owner, mid, priceGwei}`,
+    spec: { flags: ["--max-price"], switches: ["--json"] },
+    run: buyRead,
   },
   "age-key": {
     summary: "Print your account's age secret key (for age -d -i), or its public recipient",
@@ -239,7 +289,10 @@ key may sign for your DID (revoking a delegate key ends the access keys it made)
   },
 };
 
-const helpOf = (d: Definition) => `Usage: ${d.usage}\n\n${d.text}\n\n${commonHelp(d.needsKey !== false)}`;
+const helpOf = (d: Definition) => {
+  const short = shortHelp(d.spec);
+  return `Usage: ${d.usage}\n\n${d.text}\n${short ? `\n${short}` : ""}\n${commonHelp(d.needsKey !== false)}`;
+};
 
 /** The command table entries for src/main.ts. Failures come out as ConfigError (exit 2) or
  * CliError (exit 1), with the gateway's or the chain's own words. */

@@ -2,37 +2,120 @@
  * `stowage put` and `stowage get`: files in and out, streamed both ways so that a file of any size
  * takes a few chunks of memory, with progress on stderr.
  */
-import { existsSync, statSync } from "node:fs";
-import { open, rename, unlink } from "node:fs/promises";
-import { basename, dirname, join } from "node:path";
+import { existsSync, readdirSync, statSync, type Dirent, type Stats } from "node:fs";
+import { mkdtemp, open, rename, rm, unlink } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { basename, dirname, join, resolve } from "node:path";
 import { ConfigError } from "../../config.ts";
 import { StorageApiError, type FileEntry, type StorageClient } from "../../sdk/storage.ts";
 import { CliError } from "../chain-access.ts";
-import { backendOf, expectPositionals, formatBytes, json, loggedIn, userAccount, type Backend, type Invocation, type Io } from "./common.ts";
+import { BACKENDS, backendOf, explain, expectPositionals, formatBytes, json, loggedIn, userAccount, type Backend, type Invocation, type Io } from "./common.ts";
 import { counting, createProgress, type Progress } from "./progress.ts";
 import { encryptionWith, wantsEncryption } from "./encryption.ts";
 
 const progressWanted = (inv: Invocation, io: Io) => inv.flags.has("--progress") || io.stderrTty;
 
+/** A file to put: where it is on disk, the name to store it under, its size. */
+interface Item {
+  path: string;
+  name: string;
+  size: number;
+}
+
+/** Every regular file under `dir`, in name order, named `prefix/relative/path` (always `/`). */
+function walk(dir: string, prefix: string, io: Io, items: Item[] = []): Item[] {
+  let entries: Dirent[];
+  try {
+    entries = readdirSync(dir, { withFileTypes: true }).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  } catch (err) {
+    throw new CliError(`cannot read ${dir}: ${(err as Error).message}`);
+  }
+  for (const e of entries) {
+    const path = join(dir, e.name);
+    const name = `${prefix}/${e.name}`;
+    if (e.isDirectory()) walk(path, name, io, items);
+    else if (e.isFile()) items.push({ path, name, size: statSync(path).size });
+    // Links and devices are not followed: a tree upload takes what the tree holds.
+    else io.log(`skipped ${path}: not a regular file or folder`);
+  }
+  return items;
+}
+
+/**
+ * The gateway's upload route keeps only the last part of a name (the S3 API keeps whole keys), so
+ * two files of the same base name in a tree would replace each other: refused before any upload.
+ */
+function clashes(items: Item[]) {
+  const seen = new Map<string, string>();
+  for (const { name } of items) {
+    const base = name.split("/").pop() as string;
+    const other = seen.get(base);
+    if (other !== undefined) throw new CliError(`${other} and ${name} would both be stored as ${base} (the gateway's upload keeps a name's last part, so one would replace the other): put them separately with --name`);
+    seen.set(base, name);
+  }
+}
+
+/** stdin into a private temporary file: an upload reads its source twice (hash, then send). */
+async function spoolStdin(io: Io): Promise<{ path: string; cleanup: () => Promise<void> }> {
+  const dir = await mkdtemp(join(tmpdir(), "stowage-put-"));
+  const path = join(dir, "stdin");
+  const cleanup = () => rm(dir, { recursive: true, force: true });
+  try {
+    const fh = await open(path, "wx", 0o600);
+    try {
+      for await (const chunk of (io.stdin ?? (() => Bun.stdin.stream()))()) await writeAll(fh, chunk);
+    } finally {
+      await fh.close();
+    }
+  } catch (err) {
+    await cleanup();
+    throw new CliError(`cannot read stdin: ${(err as Error).message}`);
+  }
+  return { path, cleanup };
+}
+
 export async function put(inv: Invocation, io: Io): Promise<number> {
   const [file] = expectPositionals(inv, ["FILE"]) as [string];
   const kind = backendOf(inv, "--to");
-  const name = inv.flags.get("--name") ?? basename(file);
-  if (!name.trim()) throw new ConfigError("--name must not be empty");
+  const given = inv.flags.get("--name");
+  if (given !== undefined && !given.trim()) throw new ConfigError("--name must not be empty");
   if (inv.flags.has("--json") && inv.flags.has("--quiet")) throw new ConfigError("--json and --quiet do not go together");
-  let size: number;
-  try {
-    const st = statSync(file);
-    if (!st.isFile()) throw new CliError(`${file} is not a file`);
-    size = st.size;
-  } catch (err) {
-    if (err instanceof CliError) throw err;
-    throw new CliError(`cannot read ${file}: ${(err as NodeJS.ErrnoException).code === "ENOENT" ? "no such file" : (err as Error).message}`);
+  if (file === "-" && given === undefined) throw new ConfigError("put - reads stdin, which has no name: add --name NAME");
+  let spooled: Awaited<ReturnType<typeof spoolStdin>> | undefined;
+  let items: Item[];
+  let tree = false;
+  if (file === "-") {
+    spooled = await spoolStdin(io);
+    items = [{ path: spooled.path, name: given as string, size: statSync(spooled.path).size }];
+  } else {
+    let st: Stats;
+    try {
+      st = statSync(file);
+    } catch (err) {
+      throw new CliError(`cannot read ${file}: ${(err as NodeJS.ErrnoException).code === "ENOENT" ? "no such file" : (err as Error).message}`);
+    }
+    if (st.isDirectory()) {
+      tree = true;
+      // Named from the folder down, as `cp -r` would place them; --name renames the top folder.
+      const top = (given ?? basename(resolve(file))).replace(/\/+$/, "");
+      items = walk(file, top, io);
+      if (!items.length) throw new CliError(`${file} holds no files to put`);
+      clashes(items);
+    } else if (st.isFile()) items = [{ path: file, name: given ?? basename(file), size: st.size }];
+    else throw new CliError(`${file} is not a file or folder`);
   }
+  try {
+    return await putItems(inv, io, kind, items, tree);
+  } finally {
+    await spooled?.cleanup();
+  }
+}
+
+async function putItems(inv: Invocation, io: Io, kind: Backend, items: Item[], tree: boolean): Promise<number> {
   const encrypt = wantsEncryption(inv);
   const account = userAccount(inv);
-
   const show = progressWanted(inv, io);
+  let current = items[0] as Item;
   let progress: Progress | undefined;
   // The SDK streams the multipart body to fetch; a fetch that counts what the body hands over
   // measures the upload without touching the SDK.
@@ -40,7 +123,7 @@ export async function put(inv: Invocation, io: Io): Promise<number> {
     (input: string | URL | Request, init?: RequestInit) => {
       if (init?.method === "POST" && init.body instanceof ReadableStream) {
         const total = Number(new Headers(init.headers).get("content-length")) || undefined;
-        progress = createProgress(`put ${name}`, total, { enabled: show, tty: io.stderrTty });
+        progress = createProgress(`put ${current.name}`, total, { enabled: show, tty: io.stderrTty });
         return fetch(input, { ...init, body: counting(init.body, progress) });
       }
       return fetch(input, init);
@@ -48,17 +131,30 @@ export async function put(inv: Invocation, io: Io): Promise<number> {
     { preconnect: fetch.preconnect },
   );
   const store = await loggedIn(inv, account, show ? { fetch: countingFetch } : {});
-  if (show) io.log(`${encrypt ? "encrypting and hashing" : "hashing"} ${name} (${formatBytes(size)}) …`);
-  let entry: FileEntry;
-  try {
-    // Encrypted: sealed to the account's own age key on the way out (D20), read twice like any upload.
-    entry = encrypt ? await (await encryptionWith(inv, store, account, show ? { fetch: countingFetch } : {})).upload(kind, file, { name }) : await store.upload(kind, file, { name });
-  } catch (err) {
-    progress?.abort();
-    throw err;
+  const sealer = encrypt ? await encryptionWith(inv, store, account, show ? { fetch: countingFetch } : {}) : undefined;
+  const stored: FileEntry[] = [];
+  for (const [i, item] of items.entries()) {
+    current = item;
+    if (show) io.log(`${encrypt ? "encrypting and hashing" : "hashing"} ${item.name} (${formatBytes(item.size)}) …`);
+    let entry: FileEntry;
+    try {
+      // Encrypted: sealed to the account's own age key on the way out (D20), read twice like any upload.
+      entry = sealer ? await sealer.upload(kind, item.path, { name: item.name }) : await store.upload(kind, item.path, { name: item.name });
+    } catch (err) {
+      progress?.abort();
+      if (!tree) throw err;
+      // The first failure ends the run: what follows would most likely fail alike (quota, key).
+      const kept = stored.length ? `; the ${stored.length} put before it stay stored` : "";
+      throw new CliError(`put stopped at ${item.path} (file ${i + 1} of ${items.length})${kept}: ${explain(err, inv.gateway).message}`);
+    }
+    progress?.done();
+    progress = undefined;
+    stored.push(entry);
+    if (!inv.flags.has("--json")) io.out(inv.flags.has("--quiet") ? entry.Cid : `ID ${entry.ID}  Cid ${entry.Cid}  ${formatBytes(entry.Size)}  ${kind}  ${entry.Name}${encrypt ? "  (age-encrypted)" : ""}`);
   }
-  progress?.done();
-  io.out(inv.flags.has("--json") ? json(entry) : inv.flags.has("--quiet") ? entry.Cid : `ID ${entry.ID}  Cid ${entry.Cid}  ${formatBytes(entry.Size)}  ${kind}  ${entry.Name}${encrypt ? "  (age-encrypted)" : ""}`);
+  // A tree answers a list (even of one file), a file its entry, so scripts know what to parse.
+  if (inv.flags.has("--json")) io.out(json(tree ? stored : stored[0]));
+  if (tree) io.log(`put ${stored.length} file${stored.length === 1 ? "" : "s"}, ${formatBytes(stored.reduce((n, e) => n + e.Size, 0))}, to ${kind}`);
   return 0;
 }
 
@@ -103,20 +199,61 @@ function attachmentName(res: Response): string | undefined {
   return base && base !== "." && base !== ".." ? base : undefined;
 }
 
+/** One of the user's own files by Cid, dfs first, through every page of the listings. */
+export async function findOwn(store: StorageClient, cid: string): Promise<{ file: FileEntry; kind: Backend } | undefined> {
+  const PAGE = 1000;
+  for (const kind of BACKENDS) {
+    for (let after: number | undefined; ; ) {
+      const page = (await store.list(kind, { limit: PAGE, ...(after !== undefined ? { after } : {}) })).Object;
+      const file = page.find((e) => e.Cid === cid);
+      if (file) return { file, kind };
+      if (page.length < PAGE) break;
+      after = page[page.length - 1]?.ID;
+    }
+  }
+  return undefined;
+}
+
+/**
+ * Where to read a Cid when `--from` names no back-end: where the user stores it, else the first
+ * back-end that lets them read it (a file the directory opens to them). The server answers 403
+ * alike for a Cid that exists elsewhere and one that exists nowhere, so a refusal only says which
+ * back-ends were tried, with the gateway's words.
+ */
+async function locate(inv: Invocation, store: StorageClient, cid: string): Promise<{ kind: Backend; size: number }> {
+  const own = await findOwn(store, cid);
+  const tried = own ? [own.kind] : [...BACKENDS];
+  const refusals: string[] = [];
+  for (const kind of tried) {
+    try {
+      return { kind, size: await sizeOf(store, kind, cid) };
+    } catch (err) {
+      if (!(err instanceof StorageApiError)) throw err;
+      refusals.push(explain(err, inv.gateway).message);
+    }
+  }
+  if (own) throw new CliError(`cannot read ${cid} from ${own.kind}, where you store it: ${refusals[0]}`);
+  const why = refusals.every((r) => r === refusals[0]) ? `both: ${refusals[0]}` : tried.map((k, i) => `${k}: ${refusals[i]}`).join("; ");
+  throw new CliError(`cannot read ${cid}: you store no file with this Cid, and neither dfs nor ipfs lets you read it (tried ${why}). Is it published, and granted to you or bought (\`stowage buy-read\`)?`);
+}
+
 export async function get(inv: Invocation, io: Io): Promise<number> {
   const [cid] = expectPositionals(inv, ["CID"]) as [string];
-  const kind = backendOf(inv, "--from");
+  const named = inv.flags.has("--from") ? backendOf(inv, "--from") : undefined;
   const range = parseRange(inv.flags.get("--range"));
   const outPath = inv.flags.get("--out");
   const raw = inv.flags.has("--raw");
   const account = userAccount(inv);
   const store = await loggedIn(inv, account);
+  const found = named === undefined ? await locate(inv, store, cid) : undefined;
+  const kind = named ?? (found as { kind: Backend }).kind;
+  if (found && progressWanted(inv, io)) io.log(`reading ${cid} from ${kind}`);
 
   let res: Response;
   if (range?.end !== undefined) {
     res = await store.download(kind, cid, { range: [range.start, range.end] });
   } else {
-    const size = await sizeOf(store, kind, cid);
+    const size = found?.size ?? (await sizeOf(store, kind, cid));
     if (range && range.start >= size) throw new CliError(`--range starts at byte ${range.start}, but the file has ${size} bytes`);
     res = await store.download(kind, cid, range ? { range: [range.start, size - 1] } : { size });
   }
