@@ -1,7 +1,8 @@
 /**
  * The user commands' short flags: one meaning each across commands (-o --out, -j --json,
  * -q --quiet, -n --name, -t --to, -f --from), taken only by a command that has the long form,
- * listed in its help; "-" alone stays a positional (`put -` reads stdin).
+ * listed in its help; "-" alone stays a positional (`put -` reads stdin). Parsed by node:util's
+ * parseArgs (strict), its errors said in this command line's words.
  */
 import { expect, test } from "bun:test";
 import { ConfigError } from "../../src/config.ts";
@@ -19,8 +20,17 @@ test("short flags stand for their long forms, where the command has them", () =>
   expect(() => parseInvocation(["bafy", "-q"], { flags: ["--from", "--out"] }, env)).toThrow(new ConfigError("unknown option -q"));
   expect(() => parseInvocation(["-x"], { switches: ["--json"] }, env)).toThrow(new ConfigError("unknown option -x"));
   expect(() => parseInvocation(["-o"], { flags: ["--out"] }, env)).toThrow(new ConfigError("--out needs a value"));
-  // Not a flag: a negative amount reaches the command, which says what it wants.
-  expect(parseInvocation(["-1"], {}, env).positionals).toEqual(["-1"]);
+  // node:util's parse errors in this command line's words.
+  expect(() => parseInvocation(["-1"], {}, env)).toThrow(new ConfigError("unknown option -1"));
+  expect(() => parseInvocation(["--nope"], {}, env)).toThrow(new ConfigError("unknown option --nope"));
+  expect(() => parseInvocation(["--json=yes"], { switches: ["--json"] }, env)).toThrow(new ConfigError("--json takes no value"));
+  expect(() => parseInvocation(["--out", "-j"], { flags: ["--out"], switches: ["--json"] }, env)).toThrow(new ConfigError('--out needs a value (one that starts with "-" goes as --out=-…)'));
+  expect(parseInvocation(["--out=-x", "--keyword", "a", "--keyword=b", "--", "-y"], { flags: ["--out"], repeated: ["--keyword"] }, env)).toMatchObject({
+    flags: new Map([["--out", "-x"]]),
+    repeated: new Map([["--keyword", ["a", "b"]]]),
+    positionals: ["-y"],
+  });
+  expect(parseInvocation(["--gateway", "http://gw.example:1"], {}, env).gateway).toBe("http://gw.example:1");
 });
 
 test("each command's help lists the short flags it takes", () => {

@@ -4,6 +4,7 @@
  * connecting and logging in, and turning SDK, chain and network failures into one clear line.
  */
 import { statSync, readFileSync } from "node:fs";
+import { parseArgs } from "node:util";
 import { BaseError } from "viem";
 import { privateKeyToAccount, type PrivateKeyAccount } from "viem/accounts";
 import { ConfigError, parseConfig, type Env } from "../../config.ts";
@@ -11,7 +12,6 @@ import { explainChainError } from "../../chain/explain.ts";
 import { AccountApiError } from "../../sdk/account.ts";
 import { connectGateway } from "../../sdk/chain.ts";
 import { connectStorage, StorageApiError, type StorageClient } from "../../sdk/storage.ts";
-import { parseArgs } from "../args.ts";
 import { CliError } from "../chain-access.ts";
 
 export type Out = (line: string) => void;
@@ -74,33 +74,49 @@ export function shortHelp(spec: Spec): string | undefined {
   return pairs.length ? `Short flags: ${pairs.map(([short, long]) => `${short} ${long}`).join(", ")}` : undefined;
 }
 
-/** Parses a user command's arguments and the gateway setting (flag over environment). */
-export function parseInvocation(argv: readonly string[], spec: Spec, env: Env): Invocation {
-  const repeated = new Map<string, string[]>();
-  const rest: string[] = [];
-  const known = [...(spec.flags ?? []), ...(spec.switches ?? [])];
-  // parseArgs keeps the last of a repeated flag, so repeated ones are taken out first.
-  for (let i = 0; i < argv.length; i++) {
-    let arg = argv[i] as string;
-    // "-" alone is a positional (stdin); a short flag stands for its long form.
-    if (/^-[A-Za-z]$/.test(arg)) {
-      const long = SHORT[arg];
-      if (long === undefined || !known.includes(long)) throw new ConfigError(`unknown option ${arg}`);
-      arg = long;
-    }
-    const eq = arg.indexOf("=");
-    const name = eq > 0 ? arg.slice(0, eq) : arg;
-    if (!spec.repeated?.includes(name)) {
-      rest.push(arg);
-      continue;
-    }
-    const value = eq > 0 ? arg.slice(eq + 1) : argv[++i];
-    if (value === undefined) throw new ConfigError(`${name} needs a value`);
-    repeated.set(name, [...(repeated.get(name) ?? []), value]);
+/** node:util's parse errors, in this command line's words (ConfigError: exit 2). */
+function usageError(err: unknown): ConfigError {
+  const { code, message } = err as { code?: string; message: string };
+  const unknown = /Unknown option '([^']+)'/.exec(message)?.[1];
+  if (code === "ERR_PARSE_ARGS_UNKNOWN_OPTION" && unknown) return new ConfigError(`unknown option ${unknown}`);
+  const option = /'(?:-\w, )?(--[\w-]+)/.exec(message)?.[1];
+  if (code === "ERR_PARSE_ARGS_INVALID_OPTION_VALUE" && option) {
+    if (/argument missing/.test(message)) return new ConfigError(`${option} needs a value`);
+    if (/ambiguous/.test(message)) return new ConfigError(`${option} needs a value (one that starts with "-" goes as ${option}=-…)`);
+    if (/does not take an argument/.test(message)) return new ConfigError(`${option} takes no value`);
   }
-  const { flags, positionals } = parseArgs(rest, [...(spec.flags ?? []), "--gateway", "--key-file"], spec.switches ?? []);
+  return new ConfigError(message);
+}
+
+/**
+ * Parses a user command's arguments (node:util parseArgs, strict: an unknown option is an error)
+ * and the gateway setting (flag over environment). "-" alone is a positional (`put -`).
+ */
+export function parseInvocation(argv: readonly string[], spec: Spec, env: Env): Invocation {
+  const options: Record<string, { type: "string" | "boolean"; multiple?: boolean; short?: string }> = {};
+  const shortOf = (long: string) => Object.entries(SHORT).find(([, l]) => l === long)?.[0].slice(1);
+  const add = (long: string, type: "string" | "boolean", multiple = false) => {
+    const short = shortOf(long);
+    options[long.slice(2)] = { type, ...(multiple ? { multiple } : {}), ...(short ? { short } : {}) };
+  };
+  for (const f of [...(spec.flags ?? []), "--gateway", "--key-file"]) add(f, "string");
+  for (const f of spec.switches ?? []) add(f, "boolean");
+  for (const f of spec.repeated ?? []) add(f, "string", true);
+  let parsed: ReturnType<typeof parseArgs>;
+  try {
+    parsed = parseArgs({ args: [...argv], options, strict: true, allowPositionals: true });
+  } catch (err) {
+    throw usageError(err);
+  }
+  const flags = new Map<string, string>();
+  const repeated = new Map<string, string[]>();
+  for (const [name, value] of Object.entries(parsed.values)) {
+    if (Array.isArray(value)) repeated.set(`--${name}`, value.map(String));
+    else if (value === true) flags.set(`--${name}`, "true");
+    else if (typeof value === "string") flags.set(`--${name}`, value);
+  }
   const config = parseConfig(flags.has("--gateway") ? ["--gateway", flags.get("--gateway") as string] : [], env, "client");
-  return { flags, repeated, positionals, gateway: config.gateway, env };
+  return { flags, repeated, positionals: parsed.positionals, gateway: config.gateway, env };
 }
 
 export function backendOf(inv: Invocation, flag: "--to" | "--from"): Backend {
