@@ -34,6 +34,8 @@ export interface OpenOptions {
   now?: () => number;
   /** The PostgreSQL database of `dataDir` (a child process gets it from its parent). */
   databaseUrl?: string;
+  /** false: no orphan sweep at open (a test that writes blocks no row references, on purpose). */
+  sweepAtOpen?: boolean;
 }
 
 /** Opens (or reopens) the back-end of `dataDir`, with its own database (test/support/db.ts). */
@@ -42,7 +44,7 @@ export async function openBackend(dataDir = tempDir("ipfs"), opts: OpenOptions =
   const log = opts.log ?? silentLogger;
   const store = opts.store ?? blobStoreOf(dataDir);
   const guard = createBlobGuard({ sql: database.sql, store, log, now: opts.now });
-  const ipfs = await openIpfs({ dir: join(dataDir, "ipfs"), listen: LOCAL, sql: database.sql, log, guard, allowPeers: opts.allowPeers });
+  const ipfs = await openIpfs({ dir: join(dataDir, "ipfs"), listen: LOCAL, sql: database.sql, log, guard, allowPeers: opts.allowPeers, sweepAtOpen: opts.sweepAtOpen });
   return {
     ipfs,
     database,
