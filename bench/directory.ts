@@ -20,7 +20,7 @@
  * PostgreSQL is test/support/postgres.ts's server (started here, stopped when the bench exits).
  *
  * Run: bun bench/directory.ts [--sizes 1000000] [--dbs sqlite,postgres] [--rounds 3] [--per-class 40]
- *                             [--parts search,indexing] [--events 100000] [--batch 500]
+ *                             [--cutoff N] [--parts search,indexing] [--events 100000] [--batch 500]
  */
 import type { Database } from "bun:sqlite";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
@@ -48,6 +48,8 @@ const { values: args } = parseArgs({
     parts: { type: "string", default: "search,indexing" },
     rounds: { type: "string", default: "3" },
     "per-class": { type: "string", default: "40" },
+    /** The document-frequency cutoff to search with (default: the server's, search.ts DF_CUTOFF). */
+    cutoff: { type: "string" },
     events: { type: "string", default: "100000" },
     batch: { type: "string", default: "500" },
   },
@@ -56,12 +58,13 @@ const { values: args } = parseArgs({
 const sizes = args.sizes.split(",").map(Number);
 const rounds = Number(args.rounds);
 const perClass = Number(args["per-class"]);
+const cutoff = args.cutoff === undefined ? undefined : Number(args.cutoff);
 const dbs = args.dbs.split(",");
 const parts = args.parts.split(",");
 for (const d of dbs) if (d !== "sqlite" && d !== "postgres") throw new Error("--dbs: sqlite, postgres or both");
 const eventCount = Number(args.events);
 const batch = Number(args.batch);
-for (const n of [...sizes, rounds, perClass, eventCount, batch]) if (!(Number.isInteger(n) && n > 0)) throw new Error("every option must be a positive integer");
+for (const n of [...sizes, rounds, perClass, eventCount, batch, ...(cutoff === undefined ? [] : [cutoff])]) if (!(Number.isInteger(n) && n > 0)) throw new Error("every option must be a positive integer");
 
 const CHAIN_ID = 985;
 const progress = (line: string) => process.stderr.write(`${line}\n`);
@@ -282,7 +285,7 @@ async function benchSearch(size: number) {
       close = () => opened.close();
     }
     progress(`${db}: built in ${((performance.now() - t0) / 1000).toFixed(1)} s; measuring …`);
-    results.push({ db, classes: await timeClasses(directorySearch(sql), queries) });
+    results.push({ db, classes: await timeClasses(directorySearch(sql, cutoff === undefined ? {} : { cutoff }), queries) });
     await close();
   }
   const table: string[][] = [["query class", "database", "p50 ms", "p99 ms", "p99 of each round", "hits/query"]];
@@ -294,7 +297,7 @@ async function benchSearch(size: number) {
   }
   const widths = (table[0] as string[]).map((_, c) => Math.max(...table.map((r) => (r[c] as string).length)));
   const text = table.map((r) => r.map((cell, c) => (c < 2 ? cell.padEnd(widths[c] as number) : cell.padStart(widths[c] as number))).join("  ")).join("\n");
-  process.stdout.write(`search, ${size.toLocaleString("en-US")} entries: ${perClass} queries per class × ${rounds} rounds (+1 warm-up), page 1 of 20, load average ${readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" ")}\n${text}\n`);
+  process.stdout.write(`search, ${size.toLocaleString("en-US")} entries${cutoff === undefined ? "" : `, cutoff ${cutoff}`}: ${perClass} queries per class × ${rounds} rounds (+1 warm-up), page 1 of 20, load average ${readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" ")}\n${text}\n`);
 }
 
 // ───────────────────────────── indexing ─────────────────────────────
