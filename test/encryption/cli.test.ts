@@ -79,7 +79,9 @@ test("put --encrypt stores ciphertext; get decrypts by itself, byte-exact; --raw
   writeFileSync(keyFile, `${key.out}\n`, { mode: 0o600 });
   await ensureAgeCli();
   expect(sha256(await ageCli(["-d", "-i", keyFile], raw))).toBe(sha256(content));
-  expect((await stowage(ownerKey, ["age-key", "--recipient"])).out).toMatch(/^age1[0-9a-z]+$/);
+  const recipient = (await stowage(ownerKey, ["age-key", "--recipient"])).out;
+  expect(recipient).toMatch(/^age1[0-9a-z]+$/);
+  expect(JSON.parse((await stowage(ownerKey, ["age-key", "--json"])).out)).toMatchObject({ recipient, identity: expect.stringMatching(/^AGE-SECRET-KEY-1/) });
 
   // A range of ciphertext cannot be decrypted alone: said, not garbage.
   const ranged = await stowage(ownerKey, ["get", cid, "--from", "ipfs", "--range", "0-99", "--out", join(dir, "r.out")]);
@@ -100,9 +102,10 @@ test("grant lets a reader decrypt; a stranger gets a clear error; revoke removes
   // Publish the entry; the reader publishes its recipient once (as any encrypted upload would).
   expect((await stowage(ownerKey, ["publish", cid])).error).toBe("");
   expect((await stowage(readerKey, ["age-key", "--publish", "--recipient"])).error).toBe("");
-  const granted = await stowage(ownerKey, ["grant", cid, reader]);
+  const granted = await stowage(ownerKey, ["grant", cid, reader, "--json"]);
   expect(granted.error).toBe("");
   expect(granted.log).toContain("shared the file key");
+  expect(JSON.parse(granted.out)).toMatchObject({ mid: cid, reader, tx: expect.stringMatching(/^0x[0-9a-f]{64}$/), sharedTo: expect.stringMatching(/^age1/) });
   await env.sync();
 
   const readerOut = join(dir, "reader.out");
@@ -117,9 +120,10 @@ test("grant lets a reader decrypt; a stranger gets a clear error; revoke removes
   const nobody = privateKeyToAccount(generatePrivateKey()).address;
   expect((await stowage(ownerKey, ["grant", cid, nobody])).error).toContain("has published no encryption key");
 
-  const revoked = await stowage(ownerKey, ["revoke", cid, reader]);
+  const revoked = await stowage(ownerKey, ["revoke", cid, reader, "-j"]);
   expect(revoked.error).toBe("");
   expect(revoked.log).toContain("removed the share");
+  expect(JSON.parse(revoked.out)).toMatchObject({ mid: cid, reader, tx: expect.stringMatching(/^0x[0-9a-f]{64}$/), unshared: true });
   await env.sync();
   const after = await stowage(readerKey, ["get", cid, "--from", "ipfs", "--out", join(dir, "after.out")]);
   expect(after.error).toContain("403");

@@ -14,7 +14,7 @@ import { connectDirectory } from "../../sdk/directory.ts";
 import { AGE, connectEncryption } from "../../sdk/encryption.ts";
 import type { FileEntry, StorageClient } from "../../sdk/storage.ts";
 import { CliError } from "../chain-access.ts";
-import { BACKENDS, expectPositionals, loggedIn, reach, userAccount, type Backend, type Invocation, type Io } from "./common.ts";
+import { BACKENDS, expectPositionals, json, loggedIn, reach, userAccount, type Backend, type Invocation, type Io } from "./common.ts";
 
 /** The encryption client of a logged-in user. */
 export const encryptionWith = (inv: Invocation, store: StorageClient, account: PrivateKeyAccount, o: { fetch?: typeof fetch } = {}) =>
@@ -32,11 +32,16 @@ export async function ageKey(inv: Invocation, io: Io): Promise<number> {
   expectPositionals(inv, []);
   const account = userAccount(inv);
   const enc = await encryptionWith(inv, await loggedIn(inv, account), account);
+  let published: { recipient: string; tx?: string } | undefined;
   if (inv.flags.has("--publish")) {
-    const { recipient, tx } = await enc.publish();
+    published = await enc.publish();
+    const { recipient, tx } = published;
     io.log(tx ? `published ${recipient} on ${enc.did} (${tx})` : `${recipient} is already published on ${enc.did}`);
   }
-  if (inv.flags.has("--recipient")) io.out(await enc.recipient());
+  if (inv.flags.has("--json")) {
+    const identity = inv.flags.has("--recipient") ? undefined : await enc.identity();
+    io.out(json({ did: enc.did, recipient: await enc.recipient(), ...(identity ? { identity } : {}), ...(published ? { publishedTx: published.tx ?? null } : {}) }));
+  } else if (inv.flags.has("--recipient")) io.out(await enc.recipient());
   else {
     io.log("# the secret key of your encrypted files: keep it as safe as your wallet key");
     io.out(await enc.identity());
@@ -65,13 +70,15 @@ export async function grant(inv: Invocation, io: Io): Promise<number> {
   const store = await loggedIn(inv, account);
   const { file, kind } = await ownFile(inv, store, cid);
   // The share first: without the reader's published key the grant would open ciphertext only.
+  let sharedTo: string | null = null;
   if (file.UserDefined.encryption === AGE) {
-    const { recipient } = await (await encryptionWith(inv, store, account)).share(cid, reader, kind);
-    io.log(`shared the file key of ${cid} with ${reader} (${recipient})`);
+    sharedTo = (await (await encryptionWith(inv, store, account)).share(cid, reader, kind)).recipient;
+    io.log(`shared the file key of ${cid} with ${reader} (${sharedTo})`);
   }
   const dir = await reach(inv.gateway, () => connectDirectory(inv.gateway, { account }));
   io.log(`granting ${reader} read on ${cid} …`);
-  io.out(await dir.grantRead(cid, reader));
+  const tx = await dir.grantRead(cid, reader);
+  io.out(inv.flags.has("--json") ? json({ mid: cid, reader, tx, sharedTo }) : tx);
   io.log("the gateway lets them read it after its next poll of the chain");
   return 0;
 }
@@ -111,13 +118,19 @@ export async function revoke(inv: Invocation, io: Io): Promise<number> {
   const reader = readerOf(raw);
   const account = userAccount(inv);
   const store = await loggedIn(inv, account);
-  if (await (await encryptionWith(inv, store, account)).unshare(cid, reader)) io.log(`removed the share of ${cid} with ${reader}`);
+  const unshared = await (await encryptionWith(inv, store, account)).unshare(cid, reader);
+  if (unshared) io.log(`removed the share of ${cid} with ${reader}`);
   const dir = await reach(inv.gateway, () => connectDirectory(inv.gateway, { account }));
   io.log(`revoking ${reader}'s read grant on ${cid} …`);
-  io.out(await dir.revokeRead(cid, reader));
+  const tx = await dir.revokeRead(cid, reader);
+  const asJson = inv.flags.has("--json");
+  if (!asJson) io.out(tx);
+  let rekeyed: string | undefined;
   if (inv.flags.has("--rekey")) {
-    io.out(await rekey(inv, io, store, account, cid));
+    rekeyed = await rekey(inv, io, store, account, cid);
+    if (!asJson) io.out(rekeyed);
     io.log("re-encrypted: the key they may have kept opens nothing stored now");
   } else io.log("future access only: what they already downloaded and decrypted, they keep (--rekey re-encrypts)");
+  if (asJson) io.out(json({ mid: cid, reader, tx, unshared, ...(rekeyed ? { rekeyedTo: rekeyed } : {}) }));
   return 0;
 }

@@ -198,7 +198,7 @@ bought only when the gateway holds its key to share with you. Prints the transac
   },
   "age-key": {
     summary: "Print your account's age secret key (for age -d -i), or its public recipient",
-    usage: "stowage age-key [--recipient] [--publish]",
+    usage: "stowage age-key [--recipient] [--publish] [--json]",
     text: `Prints the age identity your encrypted files are sealed to (AGE-SECRET-KEY-1…), made at your
 first encrypted upload and kept at the gateway wrapped under a key only your wallet can derive.
 With it, Debian's \`age -d -i key.txt\` opens any of your files downloaded with \`stowage get --raw\`,
@@ -206,30 +206,34 @@ even without Stowage. Keep it as secret as your wallet key.
 
   --recipient   print the public recipient (age1…) instead
   --publish     publish the recipient on your DID (needed once before others can share with you;
-                an encrypted upload does it too)`,
-    spec: { switches: ["--recipient", "--publish"] },
+                an encrypted upload does it too)
+  --json        print { did, recipient, identity (unless --recipient), publishedTx } as JSON`,
+    spec: { switches: ["--recipient", "--publish", "--json"] },
     run: ageKey,
   },
   grant: {
     summary: "Let an address read one of your files: on-chain grant, plus the key share if encrypted",
-    usage: "stowage grant MID ADDRESS",
+    usage: "stowage grant MID ADDRESS [--json]",
     text: `Grants ADDRESS read permission on your directory entry MID (its Cid; publish it first) with a
 Directory contract call. When the file is encrypted, also stores a share at the gateway: its file
 key wrapped to ADDRESS's published age recipient, so \`stowage get\` decrypts it for them. Prints
-the grant's transaction hash.`,
-    spec: {},
+the grant's transaction hash.
+
+  --json   print { mid, reader, tx, sharedTo } as JSON (sharedTo: the recipient, or null when plain)`,
+    spec: { switches: ["--json"] },
     run: grant,
   },
   revoke: {
     summary: "Withdraw a grant and its key share",
-    usage: "stowage revoke MID ADDRESS [--rekey]",
+    usage: "stowage revoke MID ADDRESS [--rekey] [--json]",
     text: `Removes ADDRESS's key share of MID and revokes its on-chain read grant. Future access only:
 what they already downloaded and decrypted, they keep. Prints the transaction hash.
 
   --rekey   also re-encrypt the file under a new key (a new Cid, same name: the old copy is
             replaced) and move its directory entry there, so a file key they kept opens nothing
-            stored now. Prints the new Cid; other readers must be granted again.`,
-    spec: { switches: ["--rekey"] },
+            stored now. Prints the new Cid; other readers must be granted again.
+  --json    print { mid, reader, tx, unshared, rekeyedTo } as JSON`,
+    spec: { switches: ["--rekey", "--json"] },
     run: revoke,
   },
   search: {
