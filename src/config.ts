@@ -9,15 +9,15 @@
  *   config.port // 9000
  */
 import { resolve } from "node:path";
+import { parseOptions } from "./cli/args.ts";
+import { ConfigError } from "./config-error.ts";
 
 export type Env = Record<string, string | undefined>;
 
 /** The process environment; read here and nowhere else. */
 export const processEnv: Env = process.env;
 
-export class ConfigError extends Error {
-  override name = "ConfigError";
-}
+export { ConfigError };
 
 /** Who reads a setting: the server and its operator commands, or the user commands. */
 export type Scope = "server" | "client";
@@ -198,21 +198,12 @@ const flagsOf = (scope: Scope) =>
     (Object.entries(settings) as [SettingName, Setting][]).flatMap(([name, s]) => (s.flag && scopeOf(s) === scope ? [[s.flag, name]] : [])),
   );
 
-/** Splits `--name value` and `--name=value` flags into a map; anything unknown is an error. */
+/** The settings given as flags (`--name value` or `--name=value`), by setting name; anything else is an error. */
 export function parseFlags(argv: readonly string[], scope: Scope = "server"): Map<SettingName, string> {
   const byFlag = flagsOf(scope);
-  const out = new Map<SettingName, string>();
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i] ?? "";
-    const eq = arg.indexOf("=");
-    const flag = eq > 0 ? arg.slice(0, eq) : arg;
-    const name = byFlag.get(flag);
-    if (!name) throw new ConfigError(`unknown option ${flag}`);
-    const value = eq > 0 ? arg.slice(eq + 1) : argv[++i];
-    if (value === undefined) throw new ConfigError(`${flag} needs a value`);
-    out.set(name, value);
-  }
-  return out;
+  const { flags, positionals } = parseOptions(argv, { flags: [...byFlag.keys()] });
+  if (positionals.length > 0) throw new ConfigError(`unknown option ${positionals[0]}`);
+  return new Map([...flags].map(([flag, value]) => [byFlag.get(flag) as SettingName, value]));
 }
 
 /** Builds the config from flags (first) and the environment (second). Throws ConfigError. */

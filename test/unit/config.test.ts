@@ -30,6 +30,13 @@ describe("config", () => {
     expect(() => parseConfig([], { STOWAGE_METRICS_LISTEN: "a:70000" })).toThrow(ConfigError);
   });
 
+  test("server flags go through node:util parseArgs: --name=value too, and a value starting with - only in that form", () => {
+    expect(parseConfig(["--port=9001"], {}).port).toBe(9001);
+    expect(parseConfig(["--metrics-listen="], {}).metricsListen).toBe("");
+    expect(() => parseConfig(["--host", "-x"], {})).toThrow('--host needs a value (one that starts with "-" goes as --host=-…)');
+    expect(() => parseConfig(["stray"], {})).toThrow("unknown option stray");
+  });
+
   test("environment variables override defaults", () => {
     const c = parseConfig([], {
       STOWAGE_PORT: "9001",

@@ -4,7 +4,7 @@
  * connecting and logging in, and turning SDK, chain and network failures into one clear line.
  */
 import { statSync, readFileSync } from "node:fs";
-import { parseArgs } from "node:util";
+import { parseOptions } from "../args.ts";
 import { BaseError } from "viem";
 import { privateKeyToAccount, type PrivateKeyAccount } from "viem/accounts";
 import { ConfigError, parseConfig, type Env } from "../../config.ts";
@@ -74,49 +74,14 @@ export function shortHelp(spec: Spec): string | undefined {
   return pairs.length ? `Short flags: ${pairs.map(([short, long]) => `${short} ${long}`).join(", ")}` : undefined;
 }
 
-/** node:util's parse errors, in this command line's words (ConfigError: exit 2). */
-function usageError(err: unknown): ConfigError {
-  const { code, message } = err as { code?: string; message: string };
-  const unknown = /Unknown option '([^']+)'/.exec(message)?.[1];
-  if (code === "ERR_PARSE_ARGS_UNKNOWN_OPTION" && unknown) return new ConfigError(`unknown option ${unknown}`);
-  const option = /'(?:-\w, )?(--[\w-]+)/.exec(message)?.[1];
-  if (code === "ERR_PARSE_ARGS_INVALID_OPTION_VALUE" && option) {
-    if (/argument missing/.test(message)) return new ConfigError(`${option} needs a value`);
-    if (/ambiguous/.test(message)) return new ConfigError(`${option} needs a value (one that starts with "-" goes as ${option}=-…)`);
-    if (/does not take an argument/.test(message)) return new ConfigError(`${option} takes no value`);
-  }
-  return new ConfigError(message);
-}
-
 /**
  * Parses a user command's arguments (node:util parseArgs, strict: an unknown option is an error)
  * and the gateway setting (flag over environment). "-" alone is a positional (`put -`).
  */
 export function parseInvocation(argv: readonly string[], spec: Spec, env: Env): Invocation {
-  const options: Record<string, { type: "string" | "boolean"; multiple?: boolean; short?: string }> = {};
-  const shortOf = (long: string) => Object.entries(SHORT).find(([, l]) => l === long)?.[0].slice(1);
-  const add = (long: string, type: "string" | "boolean", multiple = false) => {
-    const short = shortOf(long);
-    options[long.slice(2)] = { type, ...(multiple ? { multiple } : {}), ...(short ? { short } : {}) };
-  };
-  for (const f of [...(spec.flags ?? []), "--gateway", "--key-file"]) add(f, "string");
-  for (const f of spec.switches ?? []) add(f, "boolean");
-  for (const f of spec.repeated ?? []) add(f, "string", true);
-  let parsed: ReturnType<typeof parseArgs>;
-  try {
-    parsed = parseArgs({ args: [...argv], options, strict: true, allowPositionals: true });
-  } catch (err) {
-    throw usageError(err);
-  }
-  const flags = new Map<string, string>();
-  const repeated = new Map<string, string[]>();
-  for (const [name, value] of Object.entries(parsed.values)) {
-    if (Array.isArray(value)) repeated.set(`--${name}`, value.map(String));
-    else if (value === true) flags.set(`--${name}`, "true");
-    else if (typeof value === "string") flags.set(`--${name}`, value);
-  }
+  const { flags, repeated, positionals } = parseOptions(argv, { ...spec, flags: [...(spec.flags ?? []), "--gateway", "--key-file"], short: SHORT });
   const config = parseConfig(flags.has("--gateway") ? ["--gateway", flags.get("--gateway") as string] : [], env, "client");
-  return { flags, repeated, positionals: parsed.positionals, gateway: config.gateway, env };
+  return { flags, repeated, positionals, gateway: config.gateway, env };
 }
 
 export function backendOf(inv: Invocation, flag: "--to" | "--from"): Backend {
