@@ -7,12 +7,9 @@
  */
 import { Elysia, t } from "elysia";
 import { getAddress, isAddress, type Address } from "viem";
-import { TokenError } from "../accounts/index.ts";
-import { tokenFailure } from "../accounts/tokens.ts";
+import { didBearer } from "../accounts/did-bearer.ts";
 import { accountError } from "../http/errors.ts";
-import { bearerToken } from "../http/params.ts";
 import type { AccessTokens } from "../http/storage-guard.ts";
-import { parseDid, type Did } from "../identity/did.ts";
 import { EscrowRefused, ReplaceRefused, type Encryption } from "./service.ts";
 import { access, accountErrors } from "../http/openapi.ts";
 
@@ -59,16 +56,7 @@ function mid(raw: string): string {
 export function encryptionRoutes({ encryption, tokens, chainId }: { encryption: Encryption; tokens: AccessTokens; chainId: number }) {
   /** The caller's DID identity address, or the account API's 401. */
   const caller = async (headers: Record<string, string | undefined>): Promise<Address> => (await callerDid(headers)).address;
-  async function callerDid(headers: Record<string, string | undefined>): Promise<Did> {
-    let claims: { did?: string };
-    try {
-      claims = await tokens.verifyAccessToken(bearerToken(headers.authorization) ?? "");
-    } catch (err) {
-      throw err instanceof TokenError ? tokenFailure(err) : err;
-    }
-    if (!claims.did) throw accountError("UNAUTHORIZED", "this account has no DID: encryption keys belong to a DID (log in with a wallet)");
-    return parseDid(claims.did, chainId);
-  }
+  const callerDid = didBearer(tokens, chainId, () => accountError("UNAUTHORIZED", "this account has no DID: encryption keys belong to a DID (log in with a wallet)"));
 
   return new Elysia({ name: "encryption" })
     .get(

@@ -4,11 +4,10 @@
  * finds the Bearer caller's DID and hands typed values to the service.
  */
 import { Elysia, t } from "elysia";
-import { TokenError, tokenFailure, type TokenService } from "../accounts/tokens.ts";
+import type { TokenService } from "../accounts/tokens.ts";
+import { didBearer } from "../accounts/did-bearer.ts";
 import { accountError } from "../http/errors.ts";
 import { access, accountErrors } from "../http/openapi.ts";
-import { bearerToken } from "../http/params.ts";
-import { parseDid, type Did } from "../identity/did.ts";
 import type { Grants } from "./service.ts";
 
 const TAG = ["grants"];
@@ -22,20 +21,7 @@ const grantView = t.Object({
 });
 
 export function grantsRoutes({ grants, tokens, chainId }: { grants: Grants; tokens: Pick<TokenService, "verifyAccessToken">; chainId: number }) {
-  async function caller(headers: Record<string, string | undefined>): Promise<Did> {
-    let claims: { did?: string };
-    try {
-      claims = await tokens.verifyAccessToken(bearerToken(headers.authorization));
-    } catch (err) {
-      throw err instanceof TokenError ? tokenFailure(err) : err;
-    }
-    if (!claims.did) throw accountError("UNAUTHORIZED", NEEDS_DID);
-    try {
-      return parseDid(claims.did, chainId);
-    } catch {
-      throw accountError("UNAUTHORIZED", NEEDS_DID);
-    }
-  }
+  const caller = didBearer(tokens, chainId, () => accountError("UNAUTHORIZED", NEEDS_DID));
 
   return new Elysia({ name: "grants" })
     .post("/v2/session-grants", async ({ headers, body }) => ({ result: 1 as const, data: await grants.register(await caller(headers), body) }), {

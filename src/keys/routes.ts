@@ -5,9 +5,8 @@
  * never answered here for GET or PUT.
  */
 import { Elysia } from "elysia";
-import { TokenError, tokenFailure, type TokenService } from "../accounts/tokens.ts";
-import { bearerToken } from "../http/params.ts";
-import { parseDid, type Did } from "../identity/did.ts";
+import type { TokenService } from "../accounts/tokens.ts";
+import { didBearer } from "../accounts/did-bearer.ts";
 import { fail } from "./error-codes.ts";
 import { keyId, keysErrors, listAnswer, mintAnswer, mintRequest, revokeAnswer } from "./model.ts";
 import type { Keys } from "./service.ts";
@@ -17,20 +16,7 @@ const TAG = ["keys"];
 
 export function keysRoutes({ keys, tokens, chainId }: { keys: Keys; tokens: Pick<TokenService, "verifyAccessToken">; chainId: number }) {
   /** The Bearer account's DID; accounts without one (email, messenger, browser logins) get none. */
-  async function caller(headers: Record<string, string | undefined>): Promise<Did> {
-    let claims: { did?: string };
-    try {
-      claims = await tokens.verifyAccessToken(bearerToken(headers.authorization));
-    } catch (err) {
-      throw err instanceof TokenError ? tokenFailure(err) : err;
-    }
-    if (!claims.did) throw fail("KEY_NEEDS_DID");
-    try {
-      return parseDid(claims.did, chainId);
-    } catch {
-      throw fail("KEY_NEEDS_DID", "the token's DID is not one of this gateway's chain");
-    }
-  }
+  const caller = didBearer(tokens, chainId, (why) => fail("KEY_NEEDS_DID", why));
 
   return new Elysia({ name: "keys" })
     .post(

@@ -40,9 +40,8 @@ export function authorize(key: AccessKey, bucket: string, write: boolean): void 
   if (write && key.access !== "rw") throw s3Error("AccessDenied", "This access key is read-only");
 }
 
-/** Passes bytes through and errors at the end when their SHA-256 is not the signed one. */
-function checkedSha256(source: ReadableStream<Uint8Array>, expected: string): ReadableStream<Uint8Array> {
-  const hash = createHash("sha256");
+/** Passes bytes through to a running digest, and errors at the end when `check` throws for it. */
+function checkedAtEnd(source: ReadableStream<Uint8Array>, sum: { update(data: Uint8Array): void; digest(): string }, check: (digest: string) => void): ReadableStream<Uint8Array> {
   const reader = source.getReader();
   return new ReadableStream<Uint8Array>(
     {
@@ -50,10 +49,10 @@ function checkedSha256(source: ReadableStream<Uint8Array>, expected: string): Re
         try {
           const { value, done } = await reader.read();
           if (!done) {
-            hash.update(value);
+            sum.update(value);
             return controller.enqueue(value);
           }
-          if (hash.digest("hex") !== expected) throw s3Error("XAmzContentSHA256Mismatch", "The provided 'x-amz-content-sha256' header does not match what was computed.");
+          check(sum.digest());
           controller.close();
         } catch (err) {
           controller.error(err);
@@ -65,34 +64,25 @@ function checkedSha256(source: ReadableStream<Uint8Array>, expected: string): Re
   );
 }
 
+/** Errors at the end when the bytes' SHA-256 is not the signed one. */
+function checkedSha256(source: ReadableStream<Uint8Array>, expected: string): ReadableStream<Uint8Array> {
+  const hash = createHash("sha256");
+  return checkedAtEnd(source, { update: (d) => hash.update(d), digest: () => hash.digest("hex") }, (got) => {
+    if (got !== expected) throw s3Error("XAmzContentSHA256Mismatch", "The provided 'x-amz-content-sha256' header does not match what was computed.");
+  });
+}
+
 const empty = () => new ReadableStream<Uint8Array>({ start: (c) => c.close() });
 
-/** Passes bytes through and errors at the end when the checksum header sent with them (if any) differs. */
+/** Errors at the end when the checksum header sent with the bytes (if any) differs. */
 function checkedHeader(source: ReadableStream<Uint8Array>, headers: Headers): ReadableStream<Uint8Array> {
   const name = CHECKSUM_HEADERS.find((h) => headers.has(h));
   const sum = runningChecksum(name);
   if (!name || !sum) return source;
   const expected = headers.get(name);
-  const reader = source.getReader();
-  return new ReadableStream<Uint8Array>(
-    {
-      async pull(controller) {
-        try {
-          const { value, done } = await reader.read();
-          if (!done) {
-            sum.update(value);
-            return controller.enqueue(value);
-          }
-          if (sum.digest() !== expected) throw s3Error("BadDigest", `The ${name.slice("x-amz-checksum-".length).toUpperCase()} you specified did not match the calculated checksum.`);
-          controller.close();
-        } catch (err) {
-          controller.error(err);
-        }
-      },
-      cancel: (reason) => reader.cancel(reason),
-    },
-    { highWaterMark: 0 },
-  );
+  return checkedAtEnd(source, sum, (got) => {
+    if (got !== expected) throw s3Error("BadDigest", `The ${name.slice("x-amz-checksum-".length).toUpperCase()} you specified did not match the calculated checksum.`);
+  });
 }
 
 /** The request's payload as its signature vouches for it, and its declared length (if any). */
