@@ -7,7 +7,7 @@
  *
  * @example
  *   const dir = await connectDirectory("https://gw.example", { account })
- *   const file = await store.upload("dfs", Bun.file("atlas.pdf"))
+ *   const file = await store.upload("dfs", new Blob([bytes]))
  *   await dir.publish({ cid: file.Cid, name: file.Name, size: file.Size, price: 5_000n, keywords: ["maps"] })
  *   await dir.waitUntilSearchable(file.Cid)   // the gateway's index follows the chain within a poll
  *   const [hit] = await dir.search("atlas")

@@ -9,7 +9,7 @@
  *
  * @example
  *   const enc = await connectEncryption({ baseUrl, store, account })
- *   const entry = await enc.upload("ipfs", Bun.file("notes.txt"))   // sealed, then uploaded
+ *   const entry = await enc.upload("ipfs", "notes.txt")   // sealed, then uploaded (a path on Bun; a Blob anywhere)
  *   const { body } = await enc.download("ipfs", entry.Cid)            // plaintext, streamed
  *   await enc.share(entry.Cid, reader)                                // after dir.grantRead
  */
@@ -24,7 +24,7 @@ import { didRegistryAbi } from "../chain/artifacts/index.ts";
 import { AgeError, decryptStream, decryptWithHeader, generateIdentity, headerFor, identityToRecipient, prepareEncryption, readFileKey, recipientFromBytes, recipientToBytes } from "./age.ts";
 import { connectGateway } from "./chain.ts";
 import { KEY_AGREEMENT_NAME, publishedRecipient } from "./key-agreement.ts";
-import type { FileEntry, StorageClient, StorageKind } from "./storage.ts";
+import { blobOfPath, type FileEntry, type StorageClient, type StorageKind } from "./storage.ts";
 
 /** Why an encryption step failed, for callers that branch on it. */
 export type EncryptionErrorCode =
@@ -69,7 +69,7 @@ export function normaliseSignature(signature: Hex): Uint8Array {
   // A 64-byte signature is EIP-2098's compact form: v in the top bit of s.
   const sBytes = bytes.slice(32, 64);
   if (bytes.length === 64) sBytes[0] = (sBytes[0] as number) & 0x7f;
-  let s = BigInt(`0x${Buffer.from(sBytes).toString("hex")}`);
+  let s = BigInt(`0x${bytesToHex(sBytes)}`);
   if (s > N / 2n) s = N - s;
   const out = new Uint8Array(64);
   out.set(r, 0);
@@ -202,7 +202,7 @@ export async function connectEncryption(opts: EncryptionOptions) {
     // random nonces (some hardware, MPC and smart-contract wallets) would lose every file.
     const first = await ownerSignature();
     const second = await ownerSignature();
-    if (Buffer.compare(Buffer.from(first), Buffer.from(second)) !== 0) throw new EncryptionError("nondeterministic_signer", "this wallet does not sign deterministically; use a passphrase");
+    if (bytesToHex(first) !== bytesToHex(second)) throw new EncryptionError("nondeterministic_signer", "this wallet does not sign deterministically; use a passphrase");
     return { key: wrappingKey(first), kdf: "signature" };
   }
 
@@ -259,7 +259,7 @@ export async function connectEncryption(opts: EncryptionOptions) {
       address: registry,
       abi: didRegistryAbi,
       functionName: "setAttribute",
-      args: [me, KEY_AGREEMENT_NAME, `0x${Buffer.from(recipientToBytes(recipient)).toString("hex")}`, ATTRIBUTE_VALIDITY],
+      args: [me, KEY_AGREEMENT_NAME, `0x${bytesToHex(recipientToBytes(recipient))}`, ATTRIBUTE_VALIDITY],
     });
     return { recipient, tx: await gw.confirm(gw.wallet().writeContract(request)) };
   }
@@ -284,7 +284,7 @@ export async function connectEncryption(opts: EncryptionOptions) {
     /** Encrypts `source` to the account's own recipient and uploads it with `encryption: age`.
      * The recipient is published on the DID first if it is not yet. */
     async upload(kind: StorageKind, source: Blob | Uint8Array | string, o: { name?: string } = {}): Promise<FileEntry> {
-      const blob = typeof source === "string" ? Bun.file(source) : source instanceof Blob ? source : new Blob([source]);
+      const blob = typeof source === "string" ? blobOfPath(source) : source instanceof Blob ? source : new Blob([source as Uint8Array<ArrayBuffer>]);
       const name = o.name ?? (typeof source === "string" ? (source.split("/").pop() as string) : blob instanceof File ? blob.name : "file");
       const { recipient } = await publish();
       const sealed = prepareEncryption([recipient]);

@@ -7,7 +7,7 @@
  * @example
  *   const store = await connectStorage({ baseUrl: "https://gw.example", account })
  *   await store.login()
- *   const entry = await store.upload("dfs", Bun.file("photo.jpg"))
+ *   const entry = await store.upload("dfs", new Blob([bytes]))   // or a path, on Bun
  *   const res = await store.download("dfs", entry.Cid, { range: [0, 1023] })
  */
 import { sha256 } from "@noble/hashes/sha2.js";
@@ -109,8 +109,15 @@ async function sha256Of(blob: SizedSource): Promise<string> {
   return bytesToHex(hasher.digest()).slice(2);
 }
 
+/** A path is read with Bun.file on Bun (the command line passes paths); elsewhere the caller
+ * passes a Blob or bytes, so the SDK carries no runtime-only import into Node or a browser. */
+export function blobOfPath(path: string): Blob {
+  if (typeof Bun === "undefined") throw new TypeError(`a file path ("${path}") is read only on Bun: pass a Blob or bytes (on Node: await fs.openAsBlob(path))`);
+  return Bun.file(path);
+}
+
 function toBlob(source: Source): Blob | SizedSource {
-  if (typeof source === "string") return Bun.file(source);
+  if (typeof source === "string") return blobOfPath(source);
   // (DOM's Blob types want ArrayBuffer-backed bytes; it copies whatever it is given.)
   return source instanceof Uint8Array ? new Blob([source as Uint8Array<ArrayBuffer>]) : source;
 }
