@@ -8,7 +8,7 @@
  * built binary carries all of it (age, libsodium's WASM, the share routes).
  */
 import { afterAll, expect, setDefaultTimeout, test } from "bun:test";
-import { existsSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { randomBytes } from "node:crypto";
 import { join } from "node:path";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
@@ -49,8 +49,11 @@ test("put --encrypt to ipfs; get decrypts; get --raw opens with age -d -i and ag
   await admin("grant", "--did", did(owner), "--space", "16MiB");
   for (const k of [owner, reader, stranger]) await admin("grant", "--did", did(k), "--traffic", "32MiB");
 
-  // The environment the README's "Private files" section has a user set: the key and the gateway.
-  const run = (key: string, ...args: string[]) => runBinary(args, { STOWAGE_USER_KEY: key, STOWAGE_GATEWAY: gateway });
+  // The environment the README's "Private files" section has a user set: the key and the gateway;
+  // and a temporary directory of the test's own, where `put --encrypt` seals a file before sending it.
+  const tmp = join(dir, "tmp");
+  mkdirSync(tmp);
+  const run = (key: string, ...args: string[]) => runBinary(args, { STOWAGE_USER_KEY: key, STOWAGE_GATEWAY: gateway, TMPDIR: tmp });
   const ok = async (key: string, ...args: string[]) => {
     const r = await run(key, ...args);
     expect(r.code, `stowage ${args.join(" ")}: ${r.stderr}`).toBe(0);
@@ -65,6 +68,15 @@ test("put --encrypt to ipfs; get decrypts; get --raw opens with age -d -i and ag
   const entry = JSON.parse(put.stdout) as { Cid: string; Size: number; UserDefined: { encryption: string } };
   expect(entry.UserDefined.encryption).toBe("age");
   expect(entry.Size).toBeGreaterThan(content.length);
+  expect(readdirSync(tmp)).toEqual([]);
+
+  // Over quota (16 MiB of space, 2 used): refused after sealing, and the sealed copy is gone too.
+  const big = join(dir, "big.bin");
+  writeFileSync(big, new Uint8Array(15 * 1024 * 1024));
+  const over = await run(owner, "put", big, "--encrypt");
+  expect(over.code).toBe(1);
+  expect(over.stderr).toMatch(/space|quota/i);
+  expect(readdirSync(tmp)).toEqual([]);
 
   const plainOut = join(dir, "plain.out");
   await ok(owner, "get", entry.Cid, "--from", "ipfs", "--out", plainOut);

@@ -6,7 +6,7 @@
  * error, and `revoke`.
  */
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
-import { readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { userCommands } from "../../src/cli/user/index.ts";
@@ -86,6 +86,62 @@ test("put --encrypt stores ciphertext; get decrypts by itself, byte-exact; --raw
   // A range of ciphertext cannot be decrypted alone: said, not garbage.
   const ranged = await stowage(ownerKey, ["get", cid, "--from", "ipfs", "--range", "0-99", "--out", join(dir, "r.out")]);
   expect(ranged.error).toContain("cannot be decrypted alone");
+});
+
+test("put --encrypt seals once into a private 0600 temporary file, uploads that, and removes it after success and failure", async () => {
+  // The temporary directory is this test's own (os.tmpdir() follows TMPDIR), so what is in it is ours.
+  const tmp = join(dir, "tmp");
+  mkdirSync(tmp);
+  const saved = process.env.TMPDIR;
+  process.env.TMPDIR = tmp;
+  const seen: { files: string[]; mode: number; size: number }[] = [];
+  let refuse = false;
+  const real = handle;
+  // What lies in TMPDIR while the gateway receives the upload; `refuse` makes the gateway's
+  // answer a refusal (in the spec's shape) once it has read the body, as a full quota would.
+  handle = async (r) => {
+    if (r.method !== "POST" || !/^\/(dfs|ipfs)\/$/.test(new URL(r.url).pathname)) return real(r);
+    const dirs = readdirSync(tmp);
+    const files = dirs.flatMap((d) => readdirSync(join(tmp, d)).map((f) => join(tmp, d, f)));
+    seen.push({ files: dirs.map((d) => `${d}/${readdirSync(join(tmp, d)).join(",")}`), mode: files[0] ? statSync(files[0]).mode & 0o777 : -1, size: files[0] ? statSync(files[0]).size : -1 });
+    if (!refuse) return real(r);
+    await r.arrayBuffer();
+    return Response.json({ Code: "QuotaExceeded", Description: "not enough space" }, { status: 403 });
+  };
+  try {
+    const bytes = crypto.getRandomValues(new Uint8Array(200_000));
+    const path = join(dir, "sealed-once.bin");
+    writeFileSync(path, bytes);
+    const put = await stowage(ownerKey, ["put", path, "--encrypt", "--json"]);
+    expect(put.error).toBe("");
+    const entry = JSON.parse(put.out) as { Cid: string; Size: number; UserDefined: { encryption: string } };
+    expect(entry.UserDefined.encryption).toBe("age");
+    // One upload, of a sealed file of the stored size, private to its user; gone afterwards.
+    expect(seen).toHaveLength(1);
+    expect(seen[0]?.files).toEqual([expect.stringMatching(/^stowage-seal-\w+\/sealed\.age$/)]);
+    expect(seen[0]?.mode).toBe(0o600);
+    expect(seen[0]?.size).toBe(entry.Size);
+    expect(readdirSync(tmp)).toEqual([]);
+    // What was stored is age's format: Debian's age opens it with age-key's key.
+    const raw = join(dir, "sealed-once.raw");
+    expect((await stowage(ownerKey, ["get", entry.Cid, "--out", raw, "--raw"])).error).toBe("");
+    const keyFile = join(dir, "key-once.txt");
+    writeFileSync(keyFile, `${(await stowage(ownerKey, ["age-key"])).out}\n`, { mode: 0o600 });
+    await ensureAgeCli();
+    expect(sha256(await ageCli(["-d", "-i", keyFile], readFileSync(raw)))).toBe(sha256(bytes));
+
+    refuse = true;
+    const failed = await stowage(ownerKey, ["put", path, "--name", "refused.bin", "--encrypt"]);
+    expect(failed.code).toBe(1);
+    expect(failed.error).toContain("not enough space");
+    expect(seen).toHaveLength(2);
+    expect(seen[1]?.size).toBe(entry.Size);
+    expect(readdirSync(tmp)).toEqual([]);
+  } finally {
+    handle = real;
+    if (saved === undefined) delete process.env.TMPDIR;
+    else process.env.TMPDIR = saved;
+  }
 });
 
 test("STOWAGE_ENCRYPT=on encrypts without the flag, and --plain overrides it", async () => {

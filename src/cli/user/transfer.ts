@@ -11,7 +11,7 @@ import { StorageApiError, type FileEntry, type StorageClient } from "../../sdk/s
 import { CliError } from "../chain-access.ts";
 import { BACKENDS, backendOf, explain, expectPositionals, formatBytes, json, loggedIn, userAccount, type Backend, type Invocation, type Io } from "./common.ts";
 import { counting, createProgress, type Progress } from "./progress.ts";
-import { encryptionWith, wantsEncryption } from "./encryption.ts";
+import { encryptionWith, ownRecipient, uploadSealed, wantsEncryption } from "./encryption.ts";
 
 const progressWanted = (inv: Invocation, io: Io) => inv.flags.has("--progress") || io.stderrTty;
 
@@ -131,15 +131,17 @@ async function putItems(inv: Invocation, io: Io, kind: Backend, items: Item[], t
     { preconnect: fetch.preconnect },
   );
   const store = await loggedIn(inv, account, show ? { fetch: countingFetch } : {});
-  const sealer = encrypt ? await encryptionWith(inv, store, account, show ? { fetch: countingFetch } : {}) : undefined;
+  // Published once for the whole run (the SDK's encrypted upload would check the chain per file).
+  const recipient = encrypt ? await ownRecipient(await encryptionWith(inv, store, account, show ? { fetch: countingFetch } : {})) : undefined;
   const stored: FileEntry[] = [];
   for (const [i, item] of items.entries()) {
     current = item;
-    if (show) io.log(`${encrypt ? "encrypting and hashing" : "hashing"} ${item.name} (${formatBytes(item.size)}) …`);
+    if (show) io.log(`${encrypt ? "encrypting, then hashing" : "hashing"} ${item.name} (${formatBytes(item.size)}) …`);
     let entry: FileEntry;
     try {
-      // Encrypted: sealed to the account's own age key on the way out (D20), read twice like any upload.
-      entry = sealer ? await sealer.upload(kind, item.path, { name: item.name }) : await store.upload(kind, item.path, { name: item.name });
+      // Encrypted: sealed once to the account's own age key (D20) into a private temporary file,
+      // which is then read twice like any upload (hash, send) instead of being sealed twice.
+      entry = recipient ? await uploadSealed(store, recipient, kind, item.path, item.name) : await store.upload(kind, item.path, { name: item.name });
     } catch (err) {
       progress?.abort();
       if (!tree) throw err;
