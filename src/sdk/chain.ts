@@ -8,7 +8,7 @@
  *   await gw.deposit(parseEther("1"))
  *   const { space } = await gw.records()
  */
-import { createPublicClient, createWalletClient, http, type Account, type Address, type Hash, type Transport } from "viem";
+import { createPublicClient, createWalletClient, http, type Account, type Address, type Chain, type Hash, type PublicClient, type Transport, type WalletClient } from "viem";
 import { didRegistryAbi, proxyAbi } from "../chain/artifacts/index.ts";
 import { defineStowageChain } from "../chain/define.ts";
 import { readRecord, type ChainRecord } from "../chain/records.ts";
@@ -45,7 +45,24 @@ export async function discoverGateway(baseUrl: string, opts: Pick<ConnectOptions
   return (await res.json()) as GatewayInfo;
 }
 
-export async function connectGateway(baseUrl: string, opts: ConnectOptions = {}) {
+/** A connected gateway, spelled out: the package's declarations (packages/sdk) cannot print the
+ * inferred type (viem's clients are too large to serialise). */
+export interface Gateway {
+  info: GatewayInfo;
+  publicClient: PublicClient<Transport, Chain>;
+  /** For the other SDK modules (directory): the account's wallet client. */
+  wallet(): WalletClient<Transport, Chain, Account>;
+  /** Waits for a sent transaction's success. */
+  confirm(sent: Promise<Hash>): Promise<Hash>;
+  deposit(wei: bigint): Promise<Hash>;
+  withdraw(wei: bigint): Promise<Hash>;
+  addDelegate(delegate: Address, validitySeconds: bigint, type?: DelegateType): Promise<Hash>;
+  revokeDelegate(delegate: Address, type?: DelegateType): Promise<Hash>;
+  prices(): Promise<{ space: bigint; traffic: bigint }>;
+  records(address?: Address): Promise<{ space: ChainRecord; traffic: ChainRecord }>;
+}
+
+export async function connectGateway(baseUrl: string, opts: ConnectOptions = {}): Promise<Gateway> {
   const info = await discoverGateway(baseUrl, opts);
   const chain = defineStowageChain(info.chainId, info.rpcUrl);
   const transport = http(info.rpcUrl, opts.fetch ? { fetchFn: opts.fetch } : {});
@@ -98,4 +115,3 @@ export async function connectGateway(baseUrl: string, opts: ConnectOptions = {})
   };
 }
 
-export type Gateway = Awaited<ReturnType<typeof connectGateway>>;

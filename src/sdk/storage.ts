@@ -312,7 +312,8 @@ export async function connectStorage(opts: StorageOptions) {
             const progress = (sent: number) => o.onProgress?.(sent, length);
             return await answer<FileEntry>(await sendWithProgress(Xhr, `${base}/${kind}/`, headers, whole, progress));
           }
-          return await call<FileEntry>(`/${kind}/`, { method: "POST", headers, body: o.onProgress ? counted(body, (sent) => o.onProgress?.(sent, length)) : body });
+          // `duplex: "half"`: Node's fetch (undici) refuses a stream body without it; Bun and browsers accept it.
+          return await call<FileEntry>(`/${kind}/`, { method: "POST", headers, body: o.onProgress ? counted(body, (sent) => o.onProgress?.(sent, length)) : body, duplex: "half" } as RequestInit);
         } catch (err) {
           // As for downloads: a voucher overtaken by a parallel transfer (see `voucher`). The
           // refused upload kept nothing; the next attempt takes a new requestID and voucher.

@@ -1,0 +1,104 @@
+/**
+ * The SDK package (D19) as a Node user gets it: scripts/build-sdk.ts builds packages/sdk/dist, then
+ * a plain ESM script run by **node** (not Bun) imports "@stowage/sdk" through the package's own
+ * "exports" and, against the compiled binary, logs in with a fresh key, uploads to dfs, downloads
+ * byte-exact and lists. A Buffer or Bun.* left on that path fails here, not in a user's hands.
+ */
+import { expect, test } from "bun:test";
+import { readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { runBinary, startBinary } from "../support/binary.ts";
+import { tempDir } from "../support/tmp.ts";
+
+const root = join(import.meta.dir, "..", "..");
+const dist = join(root, "packages", "sdk", "dist");
+const timeout = 120_000;
+
+/** Runs inside packages/sdk (dist is in the package's scope), so "@stowage/sdk" resolves by
+ * self-reference through "exports" → dist/node/index.js; viem/accounts from the root's node_modules.
+ * Logs in, prints the DID, waits for a line on stdin (the test grants quota), then works. */
+const SCRIPT = `
+import { connectStorage } from "@stowage/sdk";
+import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
+import { createInterface } from "node:readline";
+const out = (o) => process.stdout.write(JSON.stringify(o) + "\\n");
+const store = await connectStorage({ baseUrl: process.argv[2], account: privateKeyToAccount(generatePrivateKey()) });
+await store.login();
+out({ did: store.did, bun: typeof globalThis.Bun });
+for await (const _ of createInterface({ input: process.stdin })) break;
+let pathError = "";
+try { await store.upload("dfs", "/etc/hostname"); } catch (e) { pathError = e.constructor.name + ": " + e.message; }
+const bytes = new Uint8Array(700_001);
+for (let i = 0; i < bytes.length; i += 65_536) crypto.getRandomValues(bytes.subarray(i, i + 65_536)); // (Web Crypto: 64 KiB a call)
+const entry = await store.upload("dfs", bytes, { name: "from-node.bin" });
+const back = new Uint8Array(await (await store.download("dfs", entry.Cid)).arrayBuffer());
+const same = back.length === bytes.length && back.every((b, i) => b === bytes[i]);
+const list = await store.list("dfs");
+out({ cid: entry.Cid, size: entry.Size, same, listed: list.Object.map((o) => [o.Name, o.Cid, o.Size]), pathError });
+process.exit(0);
+`;
+
+async function* lines(stream: ReadableStream<Uint8Array>) {
+  let buf = "";
+  const dec = new TextDecoder();
+  for await (const chunk of stream) {
+    buf += dec.decode(chunk, { stream: true });
+    for (let i = buf.indexOf("\n"); i >= 0; i = buf.indexOf("\n")) {
+      yield buf.slice(0, i);
+      buf = buf.slice(i + 1);
+    }
+  }
+}
+
+test(
+  "the built @stowage/sdk runs on node: login, upload to dfs, byte-exact download, list; the browser build imports no node: or bun:",
+  async () => {
+    const build = Bun.spawnSync([process.execPath, join(root, "scripts", "build-sdk.ts")], { cwd: root, stdout: "pipe", stderr: "pipe", env: { ...process.env, BUN_BE_BUN: "1" } });
+    expect(build.stderr.toString()).not.toContain("error");
+    expect(build.exitCode).toBe(0);
+
+    // The browser build: no runtime-only module anywhere in it (static or dynamic import).
+    const browser = readdirSync(join(dist, "browser")).filter((f) => f.endsWith(".js"));
+    expect(browser.length).toBeGreaterThan(0);
+    for (const f of browser) {
+      const js = readFileSync(join(dist, "browser", f), "utf8");
+      expect(js.match(/(?:from|import\s*\(?)\s*["'](?:node|bun):[^"']*["']/g) ?? []).toEqual([]);
+      expect(js).not.toMatch(/\bBuffer\.from\b/);
+    }
+    expect(readdirSync(join(dist, "types", "sdk"))).toContain("index.d.ts");
+
+    const script = join(dist, "node-smoke.mjs");
+    writeFileSync(script, SCRIPT);
+    const dataDir = tempDir("sdk-package");
+    const server = await startBinary(["serve", "--port", "0", "--host", "127.0.0.1", "--data-dir", dataDir]);
+    const node = Bun.spawn(["node", script, server.url], { cwd: join(root, "packages", "sdk"), stdin: "pipe", stdout: "pipe", stderr: "pipe" });
+    const stderr = new Response(node.stderr).text();
+    try {
+      const it = lines(node.stdout);
+      const first = await it.next();
+      if (first.done) throw new Error(`node exited before logging in: ${await stderr}`);
+      const { did, bun } = JSON.parse(first.value) as { did: string; bun: string };
+      expect(bun).toBe("undefined");
+      expect(did).toStartWith("did:");
+      for (const quota of [["--space", "16MiB"], ["--traffic", "16MiB"]]) {
+        const grant = await runBinary(["admin", "grant", "--did", did, ...quota, "--data-dir", dataDir]);
+        if (grant.code !== 0) throw new Error(`admin grant failed: ${grant.stderr}`);
+      }
+      node.stdin.write("granted\n");
+      await node.stdin.flush();
+      const second = await it.next();
+      if (second.done) throw new Error(`node failed: ${await stderr}`);
+      const r = JSON.parse(second.value) as { cid: string; size: number; same: boolean; listed: [string, string, number][]; pathError: string };
+      expect(r.same).toBe(true);
+      expect(r.size).toBe(700_001);
+      expect(r.listed).toEqual([["from-node.bin", r.cid, 700_001]]);
+      // A file path is a Bun convenience: elsewhere a clear error, not a ReferenceError on Bun.
+      expect(r.pathError).toStartWith("TypeError: a file path");
+      expect(await node.exited).toBe(0);
+    } finally {
+      node.kill();
+      expect(await server.stop("SIGTERM")).toBe(0);
+    }
+  },
+  timeout,
+);
