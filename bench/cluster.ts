@@ -185,7 +185,9 @@ try {
     STOWAGE_CHAIN_RPC: anvil.url,
     ...contracts,
     STOWAGE_CHAIN_CONFIRMATIONS: "0",
-    STOWAGE_METRICS_LISTEN: "", // three gateways on one machine: the default port fits one
+    // Three gateways on one machine: the default metrics and S3 API ports fit one.
+    STOWAGE_METRICS_LISTEN: "off",
+    STOWAGE_S3_API_PORT: "0",
     STOWAGE_JWT_KEY: hex32(),
     STOWAGE_OPERATOR_KEY: operatorKey,
     STOWAGE_ACCESS_TOKEN_TTL: "12h",

@@ -41,7 +41,7 @@ const dir = mkdtempSync(join(tmpdir(), "bench-enc-"));
 const dataDir = join(dir, "data");
 const env = { ...process.env, STOWAGE_DATA_DIR: dataDir };
 
-const server = await startServer([...stowageCmd, "serve", "--host", "127.0.0.1", "--port", "0", "--data-dir", dataDir, "--log-level", "error", "--ipfs-listen", "/ip4/127.0.0.1/tcp/0", "--metrics-listen", ""], { env, cwd: ROOT, timeoutMs: 60_000 });
+const server = await startServer([...stowageCmd, "serve", "--host", "127.0.0.1", "--port", "0", "--data-dir", dataDir, "--log-level", "error", "--ipfs-listen", "/ip4/127.0.0.1/tcp/0", "--metrics-listen", "off", "--s3-api-port", "0"], { env, cwd: ROOT, timeoutMs: 60_000 });
 try {
   const account = privateKeyToAccount(generatePrivateKey());
   const store = await connectStorage({ baseUrl: server.url, account });

@@ -73,7 +73,7 @@ async function startStowage(): Promise<{ server: RunningServer; cleanup: () => v
   const dataDir = mkdtempSync(join(tmpdir(), "stowage-bench-"));
   try {
     const server = await startServer(
-      [BINARY, "serve", "--host", "127.0.0.1", "--port", "0", "--data-dir", dataDir, "--log-level", logLevel, "--ipfs-listen", "/ip4/127.0.0.1/tcp/0"],
+      [BINARY, "serve", "--host", "127.0.0.1", "--port", "0", "--data-dir", dataDir, "--log-level", logLevel, "--ipfs-listen", "/ip4/127.0.0.1/tcp/0", "--metrics-listen", "off", "--s3-api-port", "0"],
       // A clean environment, as an operator's service would have: nothing from this shell leaks in.
       { env: { HOME: tmpdir() } },
     );

@@ -99,7 +99,7 @@ describe("stowage binary", () => {
     // zombie, whose pid still answers kill(pid, 0). Only a kernel lock is free at once.
     const firstLog = join(work, "first.log");
     const parent = Bun.spawn(["sh", "-c", '"$0" "$@" >"$LOG" 2>&1 & echo $!; exec sleep 600', BINARY, ...args], {
-      env: { HOME: "/tmp", STOWAGE_IPFS_LISTEN: "/ip4/127.0.0.1/tcp/0", LOG: firstLog },
+      env: { HOME: "/tmp", STOWAGE_IPFS_LISTEN: "/ip4/127.0.0.1/tcp/0", STOWAGE_METRICS_LISTEN: "off", STOWAGE_S3_API_PORT: "0", LOG: firstLog },
       stdout: "pipe",
     });
     try {

@@ -68,7 +68,9 @@ async function serve(dataDir: string, path: string): Promise<{ npm: Subprocess<"
       STOWAGE_PORT: "0",
       STOWAGE_HOST: "127.0.0.1",
       STOWAGE_IPFS_LISTEN: "/ip4/127.0.0.1/tcp/0",
+      // Free ports for the side listeners: the defaults (9464, 9000) may be taken on a test machine.
       STOWAGE_METRICS_LISTEN: "127.0.0.1:0",
+      STOWAGE_S3_API_PORT: "0",
     },
     stdin: "ignore",
     stdout: "pipe",
