@@ -3,9 +3,10 @@
  * a plain ESM script run by **node** (not Bun) imports "@stowage/sdk" through the package's own
  * "exports" and, against the compiled binary, logs in with a fresh key, uploads to dfs, downloads
  * byte-exact and lists. A Buffer or Bun.* left on that path fails here, not in a user's hands.
+ * The declarations are checked through "exports" too, from a DOM project with no Bun types.
  */
 import { expect, test } from "bun:test";
-import { readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { runBinary, startBinary } from "../support/binary.ts";
 import { tempDir } from "../support/tmp.ts";
@@ -38,6 +39,16 @@ out({ cid: entry.Cid, size: entry.Size, same, listed: list.Object.map((o) => [o.
 process.exit(0);
 `;
 
+const TYPES_USE = `import { connectStorage, type FileEntry, type Gateway } from "@stowage/sdk";
+import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
+const store = await connectStorage({ baseUrl: "http://x", account: privateKeyToAccount(generatePrivateKey()) });
+const e: FileEntry = await store.upload("dfs", new Uint8Array(3));
+declare const g: Gateway;
+const ok: [number, string, bigint] = [e.Size, e.Cid, (await g.prices()).space];
+const wrong: number = e.Cid;
+export { ok, wrong };
+`;
+
 async function* lines(stream: ReadableStream<Uint8Array>) {
   let buf = "";
   const dec = new TextDecoder();
@@ -66,6 +77,16 @@ test(
       expect(js).not.toMatch(/\bBuffer\.from\b/);
     }
     expect(readdirSync(join(dist, "types", "sdk"))).toContain("index.d.ts");
+
+    // The declarations through "exports" → "types", for a DOM project without Bun's types: real
+    // types (the one wrong line is refused), not `any`.
+    const check = join(dist, "types-check");
+    mkdirSync(check, { recursive: true });
+    writeFileSync(join(check, "use.ts"), TYPES_USE);
+    writeFileSync(join(check, "tsconfig.json"), JSON.stringify({ compilerOptions: { target: "ES2022", module: "ESNext", moduleResolution: "bundler", lib: ["ES2022", "DOM"], types: [], strict: true, noEmit: true, skipLibCheck: true }, files: ["use.ts"] }));
+    const tsc = Bun.spawnSync([process.execPath, join(root, "node_modules", "typescript", "bin", "tsc"), "-p", join(check, "tsconfig.json")], { cwd: join(root, "packages", "sdk"), stdout: "pipe", stderr: "pipe", env: { ...process.env, BUN_BE_BUN: "1" } });
+    const errors = tsc.stdout.toString().trim().split("\n");
+    expect(errors).toEqual([expect.stringContaining("use.ts(7,7): error TS2322: Type 'string' is not assignable to type 'number'.")]);
 
     const script = join(dist, "node-smoke.mjs");
     writeFileSync(script, SCRIPT);
