@@ -5,7 +5,7 @@
  * the SDK through `encryptionWith` here.
  */
 import { mkdtempSync, rmSync } from "node:fs";
-import { mkdtemp, open, rm } from "node:fs/promises";
+import { open } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { getAddress, isAddress, type Address } from "viem";
@@ -16,6 +16,7 @@ import { prepareEncryption } from "../../sdk/age.ts";
 import { AGE, connectEncryption, type EncryptionClient } from "../../sdk/encryption.ts";
 import type { FileEntry, StorageClient } from "../../sdk/storage.ts";
 import { CliError } from "../chain-access.ts";
+import { privateTempDir } from "./temp.ts";
 import { BACKENDS, expectPositionals, json, loggedIn, reach, userAccount, type Backend, type Invocation, type Io } from "./common.ts";
 
 /** The encryption client of a logged-in user. */
@@ -31,9 +32,9 @@ export const encryptionWith = (inv: Invocation, store: StorageClient, account: P
  * is removed when it returns or throws. `publish()` (once per run) is the caller's, as in the SDK.
  */
 export async function withSealedFile<T>(recipient: string, path: string, use: (sealed: string, size: number) => Promise<T>): Promise<T> {
-  const dir = await mkdtemp(join(tmpdir(), "stowage-seal-"));
+  const tmp = await privateTempDir("stowage-seal-");
   try {
-    const sealedPath = join(dir, "sealed.age");
+    const sealedPath = join(tmp.dir, "sealed.age");
     const sealer = prepareEncryption([recipient]);
     const plain = Bun.file(path);
     const expected = sealer.sealedSize(plain.size);
@@ -52,7 +53,7 @@ export async function withSealedFile<T>(recipient: string, path: string, use: (s
     if (size !== expected) throw new CliError(`${path} changed while it was encrypted (${size} bytes sealed, ${expected} expected): put it again`);
     return await use(sealedPath, size);
   } finally {
-    await rm(dir, { recursive: true, force: true });
+    await tmp.remove();
   }
 }
 

@@ -3,12 +3,12 @@
  * takes a few chunks of memory, with progress on stderr.
  */
 import { existsSync, readdirSync, statSync, type Dirent, type Stats } from "node:fs";
-import { mkdtemp, open, rename, rm, unlink } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { open, rename, unlink } from "node:fs/promises";
 import { basename, dirname, join, resolve } from "node:path";
 import { ConfigError } from "../../config.ts";
 import { StorageApiError, type FileEntry, type StorageClient } from "../../sdk/storage.ts";
 import { CliError } from "../chain-access.ts";
+import { privateTempDir } from "./temp.ts";
 import { BACKENDS, backendOf, explain, expectPositionals, formatBytes, json, loggedIn, userAccount, type Backend, type Invocation, type Io } from "./common.ts";
 import { counting, createProgress, type Progress } from "./progress.ts";
 import { encryptionWith, ownRecipient, uploadSealed, wantsEncryption } from "./encryption.ts";
@@ -57,9 +57,9 @@ function clashes(items: Item[]) {
 
 /** stdin into a private temporary file: an upload reads its source twice (hash, then send). */
 async function spoolStdin(io: Io): Promise<{ path: string; cleanup: () => Promise<void> }> {
-  const dir = await mkdtemp(join(tmpdir(), "stowage-put-"));
-  const path = join(dir, "stdin");
-  const cleanup = () => rm(dir, { recursive: true, force: true });
+  const tmp = await privateTempDir("stowage-put-");
+  const path = join(tmp.dir, "stdin");
+  const cleanup = tmp.remove;
   try {
     const fh = await open(path, "wx", 0o600);
     try {
