@@ -304,11 +304,14 @@ describe("limits and gateways", () => {
     expect(await statusOf(later.create(who, await fields(s, 6, "rw:*:0")))).toBe(200);
   });
 
-  // Only PostgreSQL runs two writing transactions at once (SQLite's BEGIN IMMEDIATE queues them).
-  test.if(TEST_DB === "postgres")("two mints for the last place, both past their count before either inserts: one key (SERIALIZABLE)", async () => {
+  // On PostgreSQL both transactions count before either inserts (SERIALIZABLE must refuse one);
+  // SQLite's BEGIN IMMEDIATE queues writers, so there the second counts after the first inserted.
+  test("two mints for the last place at once: one key (on PostgreSQL both past their count before either inserts)", async () => {
     // Each transaction waits after its count until both have counted: the write skew a weaker
-    // isolation would let through (both see one key, both insert).
+    // isolation would let through (both see one key, both insert). Waiting on SQLite would deadlock
+    // the queue, so there the first count lets both go.
     const both = Promise.withResolvers<void>();
+    const waitFor = TEST_DB === "postgres" ? 2 : 1;
     let counted = 0;
     const base = gw.database.sql;
     const held: Sql = {
@@ -326,7 +329,7 @@ describe("limits and gateways", () => {
               run: (text, params) => tx.run(text, params),
               get: async <T extends object>(text: string, params?: readonly Param[]) => {
                 const row = await tx.get<T>(text, params);
-                if (text.startsWith("SELECT COUNT(*)") && counted < 2 && ++counted === 2) both.resolve();
+                if (text.startsWith("SELECT COUNT(*)") && counted < waitFor && ++counted === waitFor) both.resolve();
                 if (text.startsWith("SELECT COUNT(*)")) await both.promise;
                 return row;
               },
