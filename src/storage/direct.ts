@@ -16,9 +16,8 @@ import type { Sql } from "../db/sql.ts";
 import type { Did } from "../identity/did.ts";
 import type { Meter } from "../quota/meter.ts";
 import { storageError } from "../http/errors.ts";
-import { isStorageKind } from "../http/model.ts";
 import type { Backend, BackendKind, ByteRange, PendingPut } from "./backend.ts";
-import { withStorageErrors } from "./errors.ts";
+import { backendLookup } from "./errors.ts";
 import { createFiles, type FileRow } from "./files.ts";
 import { meterDownload } from "./transfer.ts";
 import { WHOLE_BODY_MAX } from "./service.ts";
@@ -74,15 +73,8 @@ function counted(source: ReadableStream<Uint8Array>, limit: number, onBytes: (n:
 export function createDirectStorage(deps: DirectDeps) {
   const { sql, log } = deps;
   const files = createFiles(sql, deps.now);
-  const mapped = new WeakMap<Backend, Backend>();
-
-  function backend(kind: string): Backend {
-    const raw = isStorageKind(kind) ? deps.backends[kind] : undefined;
-    if (!raw) throw storageError.unsupportedType();
-    let b = mapped.get(raw);
-    if (!b) mapped.set(raw, (b = withStorageErrors(raw)));
-    return b;
-  }
+  // Every back-end failure reaches this service already mapped (storage/errors.ts).
+  const backend = backendLookup(deps.backends);
 
   async function release(b: Backend, cid: string) {
     await b.release(cid).catch((err) => log.error("releasing content failed", { backend: b.kind, cid, err: (err as Error).message }));

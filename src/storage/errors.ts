@@ -9,7 +9,8 @@
  * "Internal error, try again", saying nothing of their cause.
  */
 import { StorageError, storageError } from "../http/errors.ts";
-import type { Backend, PendingPut } from "./backend.ts";
+import { isStorageKind } from "../http/model.ts";
+import type { Backend, BackendKind, PendingPut } from "./backend.ts";
 
 /** Codes of dfs (src/storage/dfs/errors.ts), ipfs (src/storage/ipfs/errors.ts) and the blob
  * store (src/blob/store.ts) that a request's own content explains. */
@@ -77,5 +78,20 @@ export function withStorageErrors(b: Backend): Backend {
     release: (cid) => b.release(cid).catch(rethrow),
     health: () => b.health(),
     stop: () => b.stop(),
+  };
+}
+
+/**
+ * The back-end of a `:type` with every failure mapped (withStorageErrors), or 518 for another type.
+ * Looked up per call: the back-ends may be opened after the service that uses them is made.
+ */
+export function backendLookup(backends: Partial<Record<BackendKind, Backend>>): (kind: string) => Backend {
+  const mapped = new WeakMap<Backend, Backend>();
+  return (kind) => {
+    const raw = isStorageKind(kind) ? backends[kind] : undefined;
+    if (!raw) throw storageError.unsupportedType();
+    let b = mapped.get(raw);
+    if (!b) mapped.set(raw, (b = withStorageErrors(raw)));
+    return b;
   };
 }

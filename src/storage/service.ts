@@ -15,12 +15,12 @@ import type { UserService } from "../accounts/users.ts";
 import type { Sql } from "../db/sql.ts";
 import type { Readable } from "node:stream";
 import { StorageError, storageError } from "../http/errors.ts";
-import { isStorageKind, type DidLoginTokens, type FileEntry, type FileList, type StorageKind, type TrafficHashResult } from "../http/model.ts";
+import { type DidLoginTokens, type FileEntry, type FileList, type StorageKind, type TrafficHashResult } from "../http/model.ts";
 import { canonicalDid, didAddressKey, parseDid, type Did } from "../identity/did.ts";
 import type { DidResolver } from "../identity/resolver.ts";
 import type { Logger } from "../log.ts";
 import type { Backend, BackendKind, ByteRange } from "./backend.ts";
-import { withStorageErrors } from "./errors.ts";
+import { backendLookup } from "./errors.ts";
 import { cleanName, createFiles, fileEntry } from "./files.ts";
 import { createSessions, type LoginInput, type SessionKeys } from "./sessions.ts";
 import { meterDownload, meterUpload } from "./transfer.ts";
@@ -131,17 +131,8 @@ export function createStorage(deps: StorageDeps) {
   const paysFor = async (who: Did, key: Address) => who.address === key || (await deps.resolver.canSign(who, key)) || ((await deps.sessionKeys?.allows(who, key)) ?? false);
   const vouchers = createVouchers({ sql, domain: deps.domain, seller: deps.seller, now: deps.now });
   const files = createFiles(sql, deps.now);
-  // Every back-end failure reaches this service already mapped (storage/errors.ts). Looked up per
-  // call: the back-ends may be opened after the service is made (they are its deps, not its own).
-  const mapped = new WeakMap<Backend, Backend>();
-
-  function backend(kind: string): Backend {
-    const raw = isStorageKind(kind) ? deps.backends[kind] : undefined;
-    if (!raw) throw storageError.unsupportedType();
-    let b = mapped.get(raw);
-    if (!b) mapped.set(raw, (b = withStorageErrors(raw)));
-    return b;
-  }
+  // Every back-end failure reaches this service already mapped (storage/errors.ts).
+  const backend = backendLookup(deps.backends);
 
   /** A route's `:type` as a back-end this server runs, or the spec's 518. */
   const kind = (type: string): BackendKind => backend(type).kind;
