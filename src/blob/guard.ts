@@ -77,11 +77,18 @@ export interface BlobGuard {
   finishStaleTombstones(): Promise<number>;
   /** Drops expired pins (they no longer count either way; this only keeps the table small). */
   dropExpiredPins(): Promise<number>;
+  /** Stops renewing every open lease: the gateway is stopping, and its database may close next.
+   * Their pins lapse after LEASE_MS, as a dead gateway's do; new leases are refused. */
+  close(): void;
 }
 
 export function createBlobGuard({ sql, store, log, now = Date.now }: { sql: Sql; store: BlobStore; log: Logger; now?: () => number }): BlobGuard {
   const gateway = randomBytes(6).toString("hex");
   let seq = 0;
+  /** The renewal timers of open leases: close() stops them all, so none runs on a closed database
+   * (a caller that never settles an upload would otherwise keep one forever). */
+  const renewals = new Set<ReturnType<typeof setInterval>>();
+  let closed = false;
 
   /** DELETE, then the tombstone: a crash in between leaves a tombstone someone finishes later. */
   async function finish(key: string, holder: string) {
@@ -122,10 +129,18 @@ export function createBlobGuard({ sql, store, log, now = Date.now }: { sql: Sql;
       const keys = new Set<string>();
       /** Pins being written: release() waits for them, so none lands after the pins are dropped. */
       const writing = new Set<Promise<void>>();
+      if (closed) throw new Error("blob guard closed: the gateway is stopping");
       let released = false;
-      const renew = () => void sql.run(RENEW, [holder, now() + LEASE_MS]).catch((e) => log.warn("blob: renewing pins failed", { holder, error: String(e) }));
+      const renew = async () => {
+        try {
+          await sql.run(RENEW, [holder, now() + LEASE_MS]);
+        } catch (e) {
+          log.warn("blob: renewing pins failed", { holder, error: String(e) });
+        }
+      };
       const timer = setInterval(renew, RENEW_EVERY_MS);
       timer.unref();
+      renewals.add(timer);
       return {
         holder,
         async pin(list) {
@@ -145,6 +160,7 @@ export function createBlobGuard({ sql, store, log, now = Date.now }: { sql: Sql;
           if (released) return;
           released = true;
           clearInterval(timer);
+          renewals.delete(timer);
           await Promise.allSettled([...writing]);
           await sql.run(UNPIN, [holder]);
           keys.clear();
@@ -198,6 +214,12 @@ export function createBlobGuard({ sql, store, log, now = Date.now }: { sql: Sql;
 
     dropExpiredPins() {
       return sql.run(DROP_EXPIRED_PINS, [now()]);
+    },
+
+    close() {
+      closed = true;
+      for (const timer of renewals) clearInterval(timer);
+      renewals.clear();
     },
   };
 }

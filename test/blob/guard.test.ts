@@ -4,10 +4,10 @@
  * tombstone makes an upload wait and write again, a dead deleter's tombstone is finished, and an
  * upload racing deleters over one key never ends with its rows naming a missing blob.
  */
-import { afterAll, describe, expect, test } from "bun:test";
+import { afterAll, describe, expect, jest, test } from "bun:test";
 import { join } from "node:path";
 import { createBlobGuard, LEASE_MS } from "../../src/blob/guard.ts";
-import type { Queryable } from "../../src/db/sql.ts";
+import type { Queryable, Sql } from "../../src/db/sql.ts";
 import { LocalBlobStore } from "../../src/blob/local.ts";
 import { silentLogger } from "../../src/log.ts";
 import { postgresSql, testDatabase } from "../support/db.ts";
@@ -23,11 +23,21 @@ function databaseFor(dir: string, on?: "postgres") {
 function setup(clock = { t: Date.now() }, on?: "postgres") {
   const dir = tempDir("guard");
   const database = databaseFor(dir, on);
-  afterAll(() => database.close());
   const { sql } = database;
   const store = new LocalBlobStore(join(dir, "blobs"));
-  const guard = createBlobGuard({ sql, store, log: silentLogger, now: () => clock.t });
-  return { sql, store, guard, clock };
+  const writes: Promise<number>[] = [];
+  /** Every write the guard makes is kept, so a test can wait for the ones its timers started. */
+  const watched: Sql = { ...sql, all: sql.all.bind(sql), get: sql.get.bind(sql), tx: sql.tx.bind(sql), close: sql.close.bind(sql), run: (text, params) => {
+    const write = sql.run(text, params);
+    writes.push(write);
+    return write;
+  } };
+  const guard = createBlobGuard({ sql: watched, store, log: silentLogger, now: () => clock.t });
+  afterAll(async () => {
+    guard.close(); // leases left open on purpose stop renewing before their database closes
+    await database.close();
+  });
+  return { sql, store, guard, clock, writes };
 }
 
 const bytes = (s: string) => new TextEncoder().encode(s);
@@ -59,6 +69,33 @@ describe("blob guard (D15)", () => {
     clock.t += LEASE_MS + 1;
     expect(await guard.deleteIfUnused("dfs/b", never)).toBe(true);
     expect(await guard.dropExpiredPins()).toBe(1);
+  });
+
+  test("an open lease renews its pins every 10 s; once the guard is closed none renews and no lease starts", async () => {
+    const { store, guard, clock, writes } = setup();
+    await store.put("dfs/r", bytes("r"));
+    jest.useFakeTimers();
+    try {
+      await guard.lease().pin(["dfs/r"]); // an upload still running
+      const renewedBy = async (ms: number) => {
+        const before = writes.length;
+        jest.advanceTimersByTime(ms);
+        await Promise.all(writes.slice(before));
+        return writes.length - before;
+      };
+      clock.t += LEASE_MS - 1_000;
+      expect(await renewedBy(10_000)).toBe(1);
+      clock.t += 2_000; // past the first expiry: the renewal keeps it
+      expect(await guard.deleteIfUnused("dfs/r", never)).toBe(false);
+
+      guard.close();
+      expect(await renewedBy(60_000)).toBe(0);
+      expect(() => guard.lease()).toThrow("blob guard closed");
+      clock.t += LEASE_MS; // its pins lapse as a dead gateway's do
+      expect(await guard.deleteIfUnused("dfs/r", never)).toBe(true);
+    } finally {
+      jest.useRealTimers();
+    }
   });
 
   test("a lease released while a pin is still being written leaves no pin behind", async () => {

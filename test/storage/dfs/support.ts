@@ -91,6 +91,7 @@ export async function openStore(kind: BlobKind = "local", o: OpenOptions = {}): 
     legacyDir,
     async close() {
       await dfs.stop();
+      guard.close();
       if (!o.database) await database.close();
     },
   };

@@ -53,6 +53,7 @@ export async function openBackend(dataDir = tempDir("ipfs"), opts: OpenOptions =
     guard,
     async close() {
       await ipfs.stop();
+      guard.close();
       await database.close();
     },
   };
