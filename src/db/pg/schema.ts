@@ -252,6 +252,17 @@ export const dfsObjectChunks = pgTable(
   ],
 );
 
+export const dfsChunkChecks = pgTable(
+  "dfs_chunk_checks",
+  {
+    hash: text("hash").primaryKey(),
+    file: text("file").notNull(),
+    state: text("state").notNull(),
+    checkedAt: int8("checked_at").notNull(),
+  },
+  (t) => [index("dfs_chunk_checks_checked_at").on(t.checkedAt)],
+);
+
 // ---- src/storage/ipfs/schema.ts (block keys are blob keys: byte order)
 
 export const ipfsPins = pgTable("ipfs_pins", {

@@ -44,3 +44,24 @@ export const dfsObjectChunks = sqliteTable(
     index("dfs_object_chunks_hash").on(t.hash),
   ],
 );
+
+/**
+ * D9's verification record: what the chunk file looked like (`file`: device, inode, size, mtime
+ * and ctime in ns, as one string) when its bytes last matched `hash`, so a read that finds the
+ * same file trusts it without hashing (local blob store only: an S3 object has no inode). `state`
+ * "damaged" marks a chunk found wrong: never served while the file stays as it was. No foreign
+ * key: a record may be written before its chunk's row commits, and outlive it (the scrub drops
+ * records no chunk row names). Lost records only cost a verification.
+ */
+export const dfsChunkChecks = sqliteTable(
+  "dfs_chunk_checks",
+  {
+    hash: text("hash").primaryKey(),
+    file: text("file").notNull(),
+    /** "ok" or "damaged". */
+    state: text("state").notNull(),
+    /** When the bytes were last hashed (ms): the periodic scrub takes the oldest first. */
+    checkedAt: integer("checked_at").notNull(),
+  },
+  (t) => [index("dfs_chunk_checks_checked_at").on(t.checkedAt)],
+);
