@@ -2,9 +2,11 @@
  * `sh scripts/bun.sh scripts/build-sdk.ts`: builds the SDK package (D19), packages/sdk/dist: ESM for
  * Node ≥ 20 (dist/node) and for browsers (dist/browser) from src/sdk/index.ts, and its .d.ts files
  * (dist/types) with tsc. Dependencies stay imports (the package's own package.json pins them), so a
- * user's bundler dedupes viem and @noble with their own.
+ * user's bundler dedupes viem and @noble with their own. Only the SDK's own declarations ship
+ * (dist/types/sdk): tsc also prints the server modules the SDK's code imports values from, which
+ * the bundles inline, but no shipped .d.ts may name them — the build fails if one does.
  */
-import { rmSync } from "node:fs";
+import { readdirSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 
 const root = join(import.meta.dir, "..");
@@ -25,4 +27,13 @@ for (const target of ["node", "browser"] as const) {
 }
 const tsc = Bun.spawnSync([process.execPath, join(root, "node_modules", "typescript", "bin", "tsc"), "-p", join(pkgDir, "tsconfig.json")], { cwd: pkgDir, stdout: "inherit", stderr: "inherit", env: { ...process.env, BUN_BE_BUN: "1" } });
 if (tsc.exitCode !== 0) throw new Error("SDK declarations (tsc) failed");
+const types = join(dist, "types");
+for (const d of readdirSync(types)) if (d !== "sdk") rmSync(join(types, d), { recursive: true, force: true });
+const allowed = (spec: string) => (spec.startsWith("./") && !spec.slice(2).includes("/")) || Object.keys(pkg.dependencies).some((d) => spec === d || spec.startsWith(`${d}/`));
+for (const f of readdirSync(join(types, "sdk"))) {
+  const text = readFileSync(join(types, "sdk", f), "utf8");
+  const specs = [...text.matchAll(/(?:\bfrom\s*|\bimport\s*\(\s*)["']([^"']+)["']/g)].map((m) => m[1] ?? "");
+  const outside = specs.filter((s) => !allowed(s));
+  if (outside.length) throw new Error(`dist/types/sdk/${f} names modules outside the package: ${outside.join(", ")}`);
+}
 console.log(`built packages/sdk/dist in ${((performance.now() - started) / 1000).toFixed(1)} s`);

@@ -10,8 +10,8 @@
  *   await client.addRecord(5)
  */
 
-// The shapes the server answers (spec 2.11, 2.12), shared with it; type-only, nothing is bundled.
-import type { CurrentUser, UserInfo } from "../accounts/users.ts";
+// The shapes the server answers (spec 2.11, 2.12): the SDK's own, held equal to the server's by a type test.
+import type { CurrentUser, UserInfo } from "./wire.ts";
 export type { CurrentUser, UserInfo };
 
 /** Spec 2.10. */

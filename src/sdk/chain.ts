@@ -11,8 +11,11 @@
 import { createPublicClient, createWalletClient, http, type Account, type Address, type Chain, type Hash, type PublicClient, type Transport, type WalletClient } from "viem";
 import { didRegistryAbi, proxyAbi } from "../chain/artifacts/index.ts";
 import { defineStowageChain } from "../chain/define.ts";
-import { readRecord, type ChainRecord } from "../chain/records.ts";
-import { DELEGATE_TYPES, type DelegateType } from "../identity/delegates.ts";
+import { readRecord } from "../chain/records.ts";
+import { DELEGATE_TYPES } from "../identity/delegates.ts";
+import type { ChainRecord, DelegateType } from "./wire.ts";
+
+export type { ChainRecord, DelegateType };
 
 export interface GatewayInfo {
   chainId: number;

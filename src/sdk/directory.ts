@@ -17,10 +17,9 @@ import { parseGwei, type Address } from "viem";
 import { directoryAbi } from "../chain/artifacts/index.ts";
 import { connectGateway, type ConnectOptions } from "./chain.ts";
 import { StorageApiError } from "./storage.ts";
-import type { SearchResult as ServerSearchResult } from "../directory/search.ts";
+import type { SearchResult } from "./wire.ts";
 
-/** One search hit (spec 2.7, plus `Owner`, which buyRead needs), as the server answers it. */
-export type SearchResult = Omit<ServerSearchResult, "Owner"> & { Owner: Address };
+export type { SearchResult };
 
 export interface EntryFields {
   name: string;

@@ -9,7 +9,7 @@
  *   const { accessKeyId, secretAccessKey } = await keys.create({ access: "rw", bucket: "dfs" })
  *   await keys.revoke(accessKeyId)
  */
-import type { ListedKey, MintedKey } from "../keys/model.ts";
+import type { ListedKey, MintedKey } from "./wire.ts";
 import { AccountApiError } from "./account.ts";
 import type { StorageClient } from "./storage.ts";
 

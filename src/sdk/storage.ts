@@ -12,14 +12,13 @@
  */
 import { sha256 } from "@noble/hashes/sha2.js";
 import { bytesToHex, type Hex, type LocalAccount } from "viem";
-import type { DidLoginTokens, FileEntry, FileList, LoginInfo, PurchaseResult, QuotaRecord, StorageErrorBody, TrafficHashResult } from "../http/model.ts";
 import { canonicalDid } from "../identity/did.ts";
-import { storageDomain, storageTypes, type RequestAction } from "../identity/eip712.ts";
+import { storageDomain, storageTypes } from "../identity/eip712.ts";
 import { discoverGateway, type GatewayInfo } from "./chain.ts";
+import type { DidLoginTokens, FileEntry, FileList, LoginInfo, PurchaseResult, QuotaRecord, RequestAction, StorageErrorBody, TrafficHashResult } from "./wire.ts";
 
-// The wire types are the server's own (src/http/model.ts): imported as types only, so the SDK
-// carries no server code.
-export type { DidLoginTokens, FileEntry, FileList, LoginInfo, PurchaseResult, QuotaRecord, StorageErrorBody, TrafficHashResult };
+// The wire types are the SDK's own (wire.ts), held equal to the server's model by a type test.
+export type { DidLoginTokens, FileEntry, FileList, LoginInfo, PurchaseResult, QuotaRecord, RequestAction, StorageErrorBody, TrafficHashResult };
 
 /** A storage type of the routes; a server may run others than the two it knows today. */
 export type StorageKind = "dfs" | "ipfs" | (string & {});

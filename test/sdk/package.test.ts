@@ -3,7 +3,8 @@
  * a plain ESM script run by **node** (not Bun) imports "@stowage/sdk" through the package's own
  * "exports" and, against the compiled binary, logs in with a fresh key, uploads to dfs, downloads
  * byte-exact and lists. A Buffer or Bun.* left on that path fails here, not in a user's hands.
- * The declarations are checked through "exports" too, from a DOM project with no Bun types.
+ * The declarations are checked through "exports" too, from a DOM project with no Bun types, and
+ * must name no module outside the package (no server model, so no Elysia or drizzle for users).
  */
 import { expect, test } from "bun:test";
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
@@ -77,6 +78,13 @@ test(
       expect(js).not.toMatch(/\bBuffer\.from\b/);
     }
     expect(readdirSync(join(dist, "types", "sdk"))).toContain("index.d.ts");
+    // The declarations name only the package's own files and its dependencies: no server module
+    // (http/model.ts and its Elysia, drizzle schemas), which a user of the package does not have.
+    expect(readdirSync(join(dist, "types"))).toEqual(["sdk"]);
+    const deps = Object.keys((JSON.parse(readFileSync(join(root, "packages", "sdk", "package.json"), "utf8")) as { dependencies: Record<string, string> }).dependencies);
+    const specifiers = readdirSync(join(dist, "types", "sdk")).flatMap((f) => [...readFileSync(join(dist, "types", "sdk", f), "utf8").matchAll(/(?:\bfrom\s*|\bimport\s*\(\s*)["']([^"']+)["']/g)].map((m) => m[1] ?? ""));
+    expect(specifiers.length).toBeGreaterThan(10);
+    expect(specifiers.filter((x) => !/^\.\/[^/]+$/.test(x) && !deps.some((d) => x === d || x.startsWith(`${d}/`)))).toEqual([]);
 
     // The declarations through "exports" → "types", for a DOM project without Bun's types: real
     // types (the one wrong line is refused), not `any`.
