@@ -91,7 +91,7 @@ export const settings = {
   renewalDays: setting({ kind: "int", env: "STOWAGE_RENEWAL_DAYS", flag: "--renewal-days", default: "30", help: "Days between liveness-check renewals (action 6)" }),
   publicEgress: setting({ kind: "bytes", env: "STOWAGE_PUBLIC_EGRESS", flag: "--public-egress", default: "1GiB", help: "Bytes of an owner's public ipfs content the trustless gateway (/ipfs/<cid> as a raw block or CAR) serves per UTC day, paid by the operator; 0 = off" }),
   publicEgressPerClient: setting({ kind: "bytes", env: "STOWAGE_PUBLIC_EGRESS_PER_CLIENT", flag: "--public-egress-per-client", default: "1GiB", help: "Bytes of public ipfs content one client address (IPv6: its /64) may fetch per hour from this gateway; 0 = no limit" }),
-  rateLimits: setting({ kind: "string", env: "STOWAGE_RATE_LIMITS", flag: "--rate-limits", default: "on", choices: ["on", "off"], help: "on | off: rate limits of login and code endpoints" }),
+  rateLimits: setting({ kind: "string", env: "STOWAGE_RATE_LIMITS", flag: "--rate-limits", default: "on", choices: ["on", "off"], help: "on | off: rate limits of the login, code and access-key (POST /v2/keys) endpoints" }),
   gateway: setting({ scope: "client", kind: "url", env: "STOWAGE_GATEWAY", flag: "--gateway", default: "http://localhost:8080", help: "Gateway the user commands (login, put, get, …) talk to" }),
   userKey: setting({ scope: "client", kind: "key", env: "STOWAGE_USER_KEY", help: "The user's private key for the user commands (or their --key-file PATH)" }),
   encrypt: setting({ scope: "client", kind: "string", env: "STOWAGE_ENCRYPT", default: "off", choices: ["on", "off"], help: "on: \`stowage put\` encrypts every file (age, D20) unless --plain; off: only with --encrypt" }),
