@@ -64,7 +64,8 @@ export function payloadAead(): Promise<Aead> {
   return chosen;
 }
 
-/** Pins the payload's AEAD (the bench compares both; tests check @noble still agrees). */
-export function usePayloadAead(aead: "noble" | "libsodium"): void {
-  chosen = aead === "noble" ? Promise.resolve(nobleAead) : loadSodium();
+/** Pins the payload's AEAD: by name (the bench compares them; tests check @noble still agrees),
+ * or one given (a faster one the runtime offers, a test's counting wrapper). */
+export function usePayloadAead(aead: "noble" | "libsodium" | Aead): void {
+  chosen = aead === "noble" ? Promise.resolve(nobleAead) : aead === "libsodium" ? loadSodium() : Promise.resolve(aead);
 }

@@ -25,6 +25,7 @@ import { AgeError, decryptStream, decryptWithHeader, generateIdentity, headerFor
 import { connectGateway } from "./chain.ts";
 import { KEY_AGREEMENT_NAME, publishedRecipient } from "./key-agreement.ts";
 import { blobOfPath, type FileEntry, type StorageClient, type StorageKind } from "./storage.ts";
+import { defaultSpool, type Spool } from "./spool.ts";
 
 /** Why an encryption step failed, for callers that branch on it. */
 export type EncryptionErrorCode =
@@ -33,6 +34,7 @@ export type EncryptionErrorCode =
   | "bad_wrap" // the stored identity does not open with this signature or passphrase
   | "no_recipient" // the reader has published no age recipient on its DID
   | "no_share" // nobody shared this file's key with this reader
+  | "source_changed" // the file's size changed while it was being encrypted
   | "gateway"; // the gateway refused a call (status and its words in the message)
 
 export class EncryptionError extends Error {
@@ -138,6 +140,9 @@ export interface EncryptionOptions {
   /** Wrap with a passphrase instead of the wallet's signature (wallets that cannot sign deterministically). */
   passphrase?: string;
   fetch?: typeof fetch;
+  /** Where `upload` keeps the ciphertext between sealing and sending (spool.ts): by default a
+   * temporary file on Bun and a Blob in browsers; `null` (Node's default) seals twice instead. */
+  spool?: (() => Spool) | null;
 }
 
 /** A download, decrypted when the entry says `age`. */
@@ -281,14 +286,26 @@ export async function connectEncryption(opts: EncryptionOptions) {
     publish,
     rewrap,
 
-    /** Encrypts `source` to the account's own recipient and uploads it with `encryption: age`.
-     * The recipient is published on the DID first if it is not yet. */
+    /** Encrypts `source` to the account's own recipient, once, into the spool, and uploads that
+     * with `encryption: age`. The recipient is published on the DID first if it is not yet. */
     async upload(kind: StorageKind, source: Blob | Uint8Array | string, o: { name?: string } = {}): Promise<FileEntry> {
       const blob = typeof source === "string" ? blobOfPath(source) : source instanceof Blob ? source : new Blob([source as Uint8Array<ArrayBuffer>]);
       const name = o.name ?? (typeof source === "string" ? (source.split("/").pop() as string) : blob instanceof File ? blob.name : "file");
       const { recipient } = await publish();
-      const sealed = prepareEncryption([recipient]);
-      return store.upload(kind, { size: sealed.sealedSize(blob.size), stream: () => sealed.encrypt(blob.stream()) }, { name, encryption: AGE });
+      const sealer = prepareEncryption([recipient]);
+      const size = sealer.sealedSize(blob.size);
+      const spool = opts.spool === undefined ? defaultSpool() : opts.spool === null ? undefined : opts.spool();
+      // No spool (Node): sealed in the hash pass and again in the upload pass, the same bytes both
+      // times (one file key, one nonce), at twice the sealing's cost.
+      if (!spool) return store.upload(kind, { size, stream: () => sealer.encrypt(blob.stream()) }, { name, encryption: AGE });
+      try {
+        // Sealed once; the upload then reads the spool as it reads any file (hash, send).
+        const sealed = await spool.keep(sealer.encrypt(blob.stream()));
+        if (sealed.size !== size) throw new EncryptionError("source_changed", `the file changed while it was encrypted (${sealed.size} bytes sealed, ${size} expected): upload it again`);
+        return await store.upload(kind, sealed, { name, encryption: AGE });
+      } finally {
+        await spool.drop();
+      }
     },
 
     /** Lets `reader` decrypt one of this account's encrypted files: a header wrapping its file

@@ -12,6 +12,7 @@ export * from "./directory.ts";
 export * from "./encryption.ts";
 export * from "./age.ts";
 export * from "./aead.ts";
+export * from "./spool.ts";
 // Two modules name a quota record: the gateway's answer (storage) and the chain's (chain).
 export type { QuotaRecord } from "./storage.ts";
 export type { QuotaRecord as ChainQuotaRecord } from "./chain.ts";
