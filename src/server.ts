@@ -95,7 +95,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     cleanup.push(() => clearInterval(holds));
     const directory = createDirectory({ sql: database.sql, chainId: config.chainId, address: chain.context.contracts.directory, fromBlock: BigInt(chain.deployment.block) });
     // S3 access keys (D18): minted by restricted requests signed in the storage domain, valid while their signer may sign for the DID.
-    const keys = createKeys({ sql: database.sql, secretsKey: secrets.secretsKey, resolver, chainId: config.chainId, domain: storageDomain(config.chainId, chain.context.contracts.proxy), rateLimits: config.rateLimits !== "off" });
+    const keys = createKeys({ sql: database.sql, secretsKey: secrets.secretsKey, resolver, chainId: config.chainId, domain: storageDomain(config.chainId, chain.context.contracts.proxy), rateLimits: config.rateLimits !== "off", log });
     // Console session keys (D19): storage accepts them for uploads, deletes and vouchers.
     const grants = createGrants({ sql: database.sql, resolver, domain: storageDomain(config.chainId, chain.context.contracts.proxy) });
     const stored = await startStorage({ config, sql: database.sql, gatewayId: gateway, log, chain: chain.context, accounts, extra: { resolver, sessionKeys: grants, readGrant: directory.readGrant, publicCids: directory.publicCids, meter: quota.meter, onTransfer: metrics.transferred } });

@@ -15,6 +15,7 @@
  */
 import type { TypedDataDomain } from "viem";
 import type { Sql } from "../db/sql.ts";
+import type { Logger } from "../log.ts";
 import { StorageError } from "../http/errors.ts";
 import type { Limit } from "../http/rate-limit.ts";
 import { createSharedRateLimiter } from "../http/shared-rate-limit.ts";
@@ -55,6 +56,8 @@ export interface KeysDeps {
   /** Mints per account in a window, counted in the shared database (default MINT_LIMIT); on unless false. */
   rateLimits?: boolean;
   mintLimit?: Limit;
+  /** Mints and revocations are logged (who, which key id, signer, scope): an audit trail. */
+  log?: Logger;
 }
 
 /** Active keys one account may hold at once: bounds the table a signing key can fill. */
@@ -62,6 +65,9 @@ export const MAX_KEYS_PER_ACCOUNT = 100;
 /** Mints per account an hour, across gateways: revoked keys stay as rows, so minting and revoking
  * in a loop must not grow the table without bound either. */
 export const MINT_LIMIT: Limit = { name: "keys-mint-did", max: 30, windowMs: 60 * 60_000 };
+/** How long a revoked or expired key's row stays (without its secret) before a mint of the same
+ * account removes it: long enough to answer "which key was that?" from the logs. */
+export const KEEP_DEAD_KEYS_MS = 30 * 24 * 3_600_000;
 
 const PURPOSE = "s3-access-key-secret";
 /** AWS's alphabet for access key ids: base32's. */
@@ -76,7 +82,9 @@ const LIST = `SELECT id, access_key_id AS "accessKeyId", access AS scope, bucket
 const ACTIVE = "SELECT COUNT(*) AS n FROM access_keys WHERE did = $1 AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > $2)";
 const INSERT = `INSERT INTO access_keys (id, access_key_id, did, signer, access, bucket, secret_enc, expires_at, created_at)
   VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`;
-const REVOKE = "UPDATE access_keys SET revoked_at = $3 WHERE (id = $1 OR access_key_id = $1) AND did = $2 AND revoked_at IS NULL RETURNING id";
+// The sealed secret goes at once: a revoked key never authenticates again, so nothing needs it.
+const REVOKE = "UPDATE access_keys SET revoked_at = $3, secret_enc = '' WHERE (id = $1 OR access_key_id = $1) AND did = $2 AND revoked_at IS NULL RETURNING id, access_key_id AS \"accessKeyId\"";
+const PURGE_DEAD = "DELETE FROM access_keys WHERE did = $1 AND ((revoked_at IS NOT NULL AND revoked_at <= $2) OR (expires_at IS NOT NULL AND expires_at <= $2))";
 
 type Row = { id: string; accessKeyId: string; did: string; signer: string; access: KeyAccess; bucket: KeyBucket; secretEnc: string; expiresAt: number | null };
 
@@ -155,10 +163,14 @@ export function createKeys(deps: KeysDeps) {
     const expiresMs = wanted.expiresAt === null ? null : wanted.expiresAt * 1000;
     // Count and insert in one serializable transaction: two mints at once cannot both take the last place.
     await sql.tx(async (tx) => {
+      // Rows dead for long are dropped here, where the account adds one: the table stays bounded
+      // by live keys plus a month of dead ones, with no sweeper of its own.
+      await tx.run(PURGE_DEAD, [caller.canonical, t - KEEP_DEAD_KEYS_MS]);
       const active = await tx.get<{ n: number }>(ACTIVE, [caller.canonical, t]);
       if (Number(active?.n ?? 0) >= maxKeys) throw fail("KEY_LIMIT", `at most ${maxKeys}`);
       await tx.run(INSERT, [id, accessKeyId, caller.canonical, signer.toLowerCase(), wanted.access, wanted.bucket, sealed, expiresMs, t]);
     });
+    deps.log?.info("access key minted", { did: caller.canonical, id, accessKeyId, signer: signer.toLowerCase(), scope: wanted.access, bucket: wanted.bucket, expiresAt: wanted.expiresAt });
     return { accessKeyId, secretAccessKey, scope: wanted.access, bucket: wanted.bucket, expiresAt: wanted.expiresAt };
   }
 
@@ -170,8 +182,9 @@ export function createKeys(deps: KeysDeps) {
 
   /** DELETE /v2/keys/<id>: `id` is the key's id or its access key id; another account's is not found. */
   async function revoke(caller: Did, id: string): Promise<void> {
-    const done = await sql.get(REVOKE, [id, caller.canonical, now()]);
+    const done = await sql.get<{ id: string; accessKeyId: string }>(REVOKE, [id, caller.canonical, now()]);
     if (!done) throw fail("KEY_NOT_FOUND");
+    deps.log?.info("access key revoked", { did: caller.canonical, id: done.id, accessKeyId: done.accessKeyId });
   }
 
   const find = (accessKeyId: string) => findAccessKey(deps, accessKeyId);

@@ -9,7 +9,7 @@ import { describe, expect, test } from "bun:test";
 import { SignJWT } from "jose";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { didRegistryAbi } from "../../src/chain/artifacts/index.ts";
-import { createKeys, findAccessKey } from "../../src/keys/index.ts";
+import { createKeys, findAccessKey, KEEP_DEAD_KEYS_MS } from "../../src/keys/index.ts";
 import { AccountError } from "../../src/http/errors.ts";
 import { parseDid } from "../../src/identity/did.ts";
 import { secretBox } from "../../src/keys/secret-box.ts";
@@ -302,6 +302,43 @@ describe("limits and gateways", () => {
     // Once `soon` has expired its place is free again.
     const later = createKeys({ ...deps, domain: gw.domain, maxKeys: 2, now: () => (soon.expiresAt as number) * 1000 + 1 });
     expect(await statusOf(later.create(who, await fields(s, 6, "rw:*:0")))).toBe(200);
+  });
+
+  test("revoking drops the sealed secret at once; a mint removes the account's keys dead for over 30 days, keeps newer ones and other accounts'", async () => {
+    const logged: { msg: string; fields?: Record<string, unknown> }[] = [];
+    const log = { debug() {}, warn() {}, error() {}, info: (msg: string, fields?: Record<string, unknown>) => void logged.push({ msg, fields }) };
+    const clock = { t: Date.now() };
+    const keys = createKeys({ ...deps, domain: gw.domain, now: () => clock.t, log });
+    const s = await newSession();
+    const other = await newSession();
+    const who = parseDid(s.did, chainId);
+    const old = await keys.create(who, await fields(s, 1, "rw:*:0"));
+    const expiring = await keys.create(who, await fields(s, 2, `ro:*:${Math.floor(clock.t / 1000) + 60}`));
+    const kept = await keys.create(who, await fields(s, 3, "rw:*:0"));
+    const othersOld = await keys.create(parseDid(other.did, chainId), await fields(other, 1, "rw:*:0"));
+    await keys.revoke(who, old.accessKeyId);
+    await keys.revoke(parseDid(other.did, chainId), othersOld.accessKeyId);
+    const stored = await rows(s.did);
+    expect(stored.find((r) => r.accessKeyId === old.accessKeyId)?.secretEnc).toBe("");
+    expect(stored.find((r) => r.accessKeyId === kept.accessKeyId)?.secretEnc).not.toBe("");
+
+    clock.t += KEEP_DEAD_KEYS_MS; // the revocation is now exactly 30 days old, the expiry a minute less
+    await keys.create(who, await fields(s, 4, "rw:*:0"));
+    expect((await rows(s.did)).map((r) => r.accessKeyId)).not.toContain(old.accessKeyId);
+    expect((await rows(s.did)).map((r) => r.accessKeyId)).toContain(expiring.accessKeyId);
+    clock.t += 60_000;
+    await keys.create(who, await fields(s, 5, "rw:*:0"));
+    const left = (await rows(s.did)).map((r) => r.accessKeyId);
+    expect(left).not.toContain(expiring.accessKeyId);
+    expect(left).toContain(kept.accessKeyId);
+    expect(left).toHaveLength(3);
+    expect((await rows(other.did)).map((r) => r.accessKeyId)).toEqual([othersOld.accessKeyId]); // only its own mint cleans it
+
+    // The audit trail: every mint and revocation, with the key id and signer, never the secret.
+    expect(logged.filter((l) => l.msg === "access key minted")).toHaveLength(6);
+    expect(logged.find((l) => l.msg === "access key revoked" && l.fields?.accessKeyId === old.accessKeyId)?.fields).toMatchObject({ did: s.did, id: expect.any(String) });
+    expect(logged.find((l) => l.fields?.accessKeyId === kept.accessKeyId)?.fields).toMatchObject({ signer: s.account.address.toLowerCase(), scope: "rw", bucket: "*" });
+    expect(JSON.stringify(logged)).not.toContain(kept.secretAccessKey);
   });
 
   // On PostgreSQL both transactions count before either inserts (SERIALIZABLE must refuse one);
