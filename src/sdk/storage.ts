@@ -1,7 +1,8 @@
 /**
  * SDK: the storage middleware. Logs in with a private key (EIP-712, D4), keeps the session's
- * requestIDs, hashes a file and then streams it up as multipart (the signed SHA-256 must come
- * before the file part, D5), signs a fresh traffic voucher per transfer (D6), downloads with Range,
+ * requestIDs, computes a file's D9 Cid and then streams it up as multipart (the signed Cid, the
+ * payload, must come before the file part, D5; the gateway then hashes each byte once), signs a
+ * fresh traffic voucher per transfer (D6), downloads with Range,
  * lists and deletes.
  *
  * @example
@@ -10,11 +11,11 @@
  *   const entry = await store.upload("dfs", new Blob([bytes]))   // or a path, on Bun
  *   const res = await store.download("dfs", entry.Cid, { range: [0, 1023] })
  */
-import { sha256 } from "@noble/hashes/sha2.js";
 import { bytesToHex, type Hex, type LocalAccount } from "viem";
 import { canonicalDid } from "../identity/did.ts";
 import { storageDomain, storageTypes } from "../identity/eip712.ts";
 import { discoverGateway, type GatewayInfo } from "./chain.ts";
+import { cidOfStream } from "./cid.ts";
 import type { DidLoginTokens, FileEntry, FileList, LoginInfo, PurchaseResult, QuotaRecord, RequestAction, StorageErrorBody, TrafficHashResult } from "./wire.ts";
 
 // The wire types are the SDK's own (wire.ts), held equal to the server's model by a type test.
@@ -94,19 +95,6 @@ export interface SizedSource {
 type Source = Blob | Uint8Array | string | SizedSource;
 
 const randomHex = (bytes: number): Hex => bytesToHex(crypto.getRandomValues(new Uint8Array(bytes)));
-
-/** Bun's native hasher where there is one (the command line hashes large files); @noble's in
- * browsers and Node, so the SDK carries no runtime-only import. */
-async function sha256Of(blob: SizedSource): Promise<string> {
-  if (typeof Bun !== "undefined") {
-    const native = new Bun.CryptoHasher("sha256");
-    for await (const chunk of blob.stream()) native.update(chunk);
-    return native.digest("hex");
-  }
-  const hasher = sha256.create();
-  for await (const chunk of blob.stream()) hasher.update(chunk);
-  return bytesToHex(hasher.digest()).slice(2);
-}
 
 /** A path is read with Bun.file on Bun (the command line passes paths); elsewhere the caller
  * passes a Blob or bytes, so the SDK carries no runtime-only import into Node or a browser. */
@@ -298,7 +286,7 @@ export async function connectStorage(opts: StorageOptions) {
     async upload(kind: StorageKind, source: Source, o: { name?: string; encryption?: string; onProgress?: (sent: number, total: number) => void } = {}): Promise<FileEntry> {
       const blob = toBlob(source);
       const name = o.name ?? (typeof source === "string" ? (source.split("/").pop() as string) : blob instanceof File ? blob.name : "file");
-      const payload = await sha256Of(blob);
+      const payload = await cidOfStream(blob.stream());
       for (let attempt = 1; ; attempt++) {
         const v = await voucher(blob.size);
         const fields = { ...(await signed("upload", payload)), ...v.fields, ...(o.encryption ? { encryption: o.encryption } : {}) };

@@ -114,6 +114,23 @@ export interface StorageDeps {
 
 const HEX64 = /^(0x)?[0-9a-fA-F]{64}$/;
 
+/**
+ * What an upload's signed `payload` says its bytes are (D5): their SHA-256 in hex (old clients),
+ * or their D9 Cid, a CIDv1 (the SDK's, so the server hashes each byte once: the back-end computes
+ * the Cid anyway). The Cid is compared in its canonical form (base32), as back-ends answer it.
+ */
+function expectedContent(payload: string): { kind: "sha256" | "cid"; value: string } {
+  if (HEX64.test(payload)) return { kind: "sha256", value: payload.toLowerCase().replace(/^0x/, "") };
+  let cid: CID | undefined;
+  try {
+    cid = CID.parse(payload);
+  } catch {
+    cid = undefined;
+  }
+  if (cid?.version !== 1) throw storageError.badRequest("payload must be the file's SHA-256 in hex or its CIDv1");
+  return { kind: "cid", value: cid.toString() };
+}
+
 /** Downloads up to one chunk are read whole before they are answered (see `download`). */
 export const WHOLE_BODY_MAX = 1024 * 1024;
 
@@ -152,7 +169,7 @@ export function createStorage(deps: StorageDeps) {
     try {
       const name = cleanName(part.filename);
       const payload = String(part.fields.payload ?? "");
-      if (!HEX64.test(payload)) throw storageError.badRequest("payload must be the file's SHA-256 in hex");
+      const expected = expectedContent(payload);
       await sessions.restricted({ ...part.fields, payload }, "upload", who.did);
       const voucher = await vouchers.payerOf(part.fields);
       if (!(await paysFor(who.did, voucher.payer))) {
@@ -166,6 +183,7 @@ export function createStorage(deps: StorageDeps) {
         limit,
         () => (limit === deps.maxBody ? storageError.tooLarge(deps.maxBody) : storageError.quota(`the voucher allows ${accepted.allowance} more bytes`)),
         async (n) => quota?.add(n),
+        { sha256: expected.kind === "sha256" },
       );
       let pending: Awaited<ReturnType<Backend["put"]>>;
       try {
@@ -175,9 +193,9 @@ export function createStorage(deps: StorageDeps) {
         // The client's broken or abandoned body is its fault; a back-end failure is ours (500).
         throw meter.interrupted ? storageError.badRequest("the upload was interrupted") : err;
       }
-      if (meter.sha256() !== payload.toLowerCase().replace(/^0x/, "")) {
+      if (expected.kind === "sha256" ? meter.sha256() !== expected.value : pending.cid !== expected.value) {
         await pending.abort();
-        throw storageError.badRequest("payload does not match the file's SHA-256: nothing was kept");
+        throw storageError.badRequest(`payload does not match the file's ${expected.kind === "sha256" ? "SHA-256" : "Cid"}: nothing was kept`);
       }
       try {
         await pending.commit();

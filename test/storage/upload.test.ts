@@ -2,8 +2,10 @@
 // the signed fields and a voucher before the file. The answer is the new file entry; a bad upload
 // keeps nothing; names replace; the same bytes are stored once and get one Cid on both back-ends.
 import { describe, expect, test } from "bun:test";
+import { base36 } from "multiformats/bases/base36";
+import { CID } from "multiformats/cid";
 import { cidOf } from "../../src/storage/dfs/index.ts";
-import { StorageApiError } from "../../src/sdk/storage.ts";
+import { connectStorage, StorageApiError } from "../../src/sdk/storage.ts";
 import { get, readJson } from "../support/app.ts";
 import { BASE, testGateway } from "../support/storage.ts";
 
@@ -13,6 +15,7 @@ const dfs = gw.backends.dfs as NonNullable<typeof gw.backends.dfs>;
 const ipfs = gw.backends.ipfs as NonNullable<typeof gw.backends.ipfs>;
 const unique = (label: string) => enc.encode(`${label} ${crypto.randomUUID()}`);
 const sha256 = (b: Uint8Array) => new Bun.CryptoHasher("sha256").update(b).digest("hex");
+const backendOf = (kind: "dfs" | "ipfs") => (kind === "dfs" ? dfs : ipfs);
 const dfsRefs = async (cid: string) => (await gw.database.sql.get<{ refs: number }>("SELECT refs FROM dfs_objects WHERE cid = $1", [cid]))?.refs;
 const hasBucket = async (did: string) => (await gw.database.sql.get("SELECT did FROM buckets WHERE did = $1", [did])) !== undefined;
 
@@ -76,6 +79,68 @@ describe("a good upload", () => {
   });
 });
 
+describe("the signed payload may be the file's Cid (D5)", () => {
+  test("the right Cid stores the file (dfs and ipfs), in any base; the SHA-256 still works beside it", async () => {
+    const account = await gw.chain.anvil.newAccount();
+    const s = await gw.session(account);
+    let requestID = 0;
+    for (const kind of ["dfs", "ipfs"] as const) {
+      // Two chunks and a bit: the Cid of a dag-pb root, not of a single raw leaf.
+      const bytes = crypto.getRandomValues(new Uint8Array(2 * 1_048_576 + 7));
+      const cid = await cidOf([bytes]);
+      const res = await gw.app.handle(await gw.uploadRequest(s, { requestID: ++requestID, bytes, kind, payload: cid, name: "by-cid.bin" }));
+      expect(res.status).toBe(200);
+      expect(await readJson(res)).toMatchObject({ Name: "by-cid.bin", Size: bytes.length, Cid: cid });
+      // A one-chunk file is its raw leaf; base36 spells the same CIDv1.
+      const small = unique("small");
+      const base36Cid = CID.parse(await cidOf([small])).toString(base36.encoder);
+      const one = await gw.app.handle(await gw.uploadRequest(s, { requestID: ++requestID, bytes: small, kind, payload: base36Cid, name: "small.txt" }));
+      expect(one.status).toBe(200);
+      expect((await readJson(one)).Cid).toBe(await cidOf([small]));
+      const old = await gw.app.handle(await gw.uploadRequest(s, { requestID: ++requestID, bytes: unique("old"), kind, payload: undefined, name: "old.txt" }));
+      expect(old.status).toBe(200);
+      expect(await backendOf(kind).stat(cid)).toEqual({ size: bytes.length });
+    }
+  });
+
+  test("a Cid of other bytes → the same 400 as a wrong SHA-256, nothing listed, nothing stored (dfs and ipfs)", async () => {
+    const account = await gw.chain.anvil.newAccount();
+    const s = await gw.session(account);
+    for (const [kind, backend] of [["dfs", dfs], ["ipfs", ipfs]] as const) {
+      const held = await dfsHolds();
+      const bytes = crypto.getRandomValues(new Uint8Array(1_500_000));
+      // Off by one byte: the same chunks but the last, so the check must be of the whole Cid.
+      const claimed = await cidOf([bytes.subarray(0, bytes.length - 1)]);
+      const res = await gw.app.handle(await gw.uploadRequest(s, { requestID: kind === "dfs" ? 1 : 2, bytes, kind, payload: claimed, name: "liar.bin" }));
+      expect(res.status).toBe(400);
+      expect(await readJson(res)).toMatchObject({ Code: "InvalidArgument", HTTPStatusCode: 400, Description: "payload does not match the file's Cid: nothing was kept" });
+      expect(await backend.stat(await cidOf([bytes]))).toBeUndefined();
+      expect(await dfsHolds()).toEqual(held);
+      const listed = await gw.app.handle(get(`/${kind}/listobjects`, { headers: { authorization: `Bearer ${s.accessToken}` } }));
+      expect((await readJson(listed)).Object).toEqual([]);
+    }
+  });
+
+  test("the SDK signs the file's Cid as the payload (D5)", async () => {
+    const account = await gw.chain.anvil.newAccount();
+    const payloads: string[] = [];
+    // The SDK's requests, with the signed payload read out of each upload's multipart body.
+    const spy = async (input: string | URL | Request, init?: RequestInit) => {
+      if (init?.method !== "POST" || !String(input).endsWith("/dfs/")) return gw.fetch(input, init);
+      const body = new Uint8Array(await new Response(init.body).arrayBuffer());
+      const text = new TextDecoder("latin1").decode(body.subarray(0, 4096));
+      payloads.push(/name="payload"\r\n\r\n([^\r]*)\r\n/.exec(text)?.[1] ?? "none");
+      return gw.fetch(input, { ...init, body });
+    };
+    const client = await connectStorage({ baseUrl: BASE, account, fetch: spy as typeof fetch });
+    await client.login();
+    const bytes = crypto.getRandomValues(new Uint8Array(1_048_576 + 1));
+    const entry = await client.upload("dfs", bytes, { name: "sdk.bin" });
+    expect(entry.Cid).toBe(await cidOf([bytes]));
+    expect(payloads).toEqual([entry.Cid]);
+  });
+});
+
 describe("a refused upload keeps nothing", () => {
   test("bytes that do not hash to the signed payload → 400, nothing listed, nothing stored (dfs and ipfs)", async () => {
     const account = await gw.chain.anvil.newAccount();
@@ -95,9 +160,10 @@ describe("a refused upload keeps nothing", () => {
     }
   });
 
-  test("a payload that is not a SHA-256 → 400", async () => {
+  test("a payload that is neither a SHA-256 nor a CIDv1 → 400", async () => {
     const s = await gw.session(await gw.chain.anvil.newAccount());
-    for (const payload of ["abc", "z".repeat(64), ""]) {
+    // A CIDv0 is not the D9 Cid of anything (D9 Cids are CIDv1).
+    for (const payload of ["abc", "z".repeat(64), "", "QmYwAPJzv5CZsnA625s3Xf2nemtYgPpHdWEz79ojWnPbdG", "bafy-not-a-cid"]) {
       const res = await gw.app.handle(await gw.uploadRequest(s, { requestID: 1, bytes: unique("x"), payload }));
       expect(res.status).toBe(400);
     }
