@@ -10,9 +10,9 @@
  * stays unindexed and the old folder stays, so nothing is lost and the next start tries again;
  * a missing raw leaf is logged (such content was unreadable before too) and the walk goes on.
  */
-import { FsBlockstore } from "blockstore-fs";
-import { NextToLast } from "blockstore-fs/sharding";
-import { exporter } from "ipfs-unixfs-exporter";
+import * as dagPb from "@ipld/dag-pb";
+import type { FsBlockstore } from "blockstore-fs";
+import { UnixFS } from "ipfs-unixfs";
 import type { CID } from "multiformats/cid";
 import * as raw from "multiformats/codecs/raw";
 import { existsSync } from "node:fs";
@@ -48,7 +48,8 @@ export async function migrateOldBlocks(deps: { dir: string; sql: Sql; guard: Blo
   const roots = await unindexedRoots(sql);
   if (!hasOld && roots.length === 0) return result;
 
-  const old = hasOld ? new FsBlockstore(oldDir, { shardingStrategy: new NextToLast() }) : undefined;
+  // Loaded only for an old data dir: every start runs this, few ever need blockstore-fs.
+  const old = hasOld ? await openOld(oldDir) : undefined;
   await old?.open();
   try {
     for (const root of roots) {
@@ -142,13 +143,17 @@ async function readOld(old: FsBlockstore, cid: CID): Promise<Uint8Array | undefi
   return bytes;
 }
 
-async function linksOf(cid: CID, bytes: Uint8Array): Promise<CID[]> {
-  const one = {
-    async *get() {
-      yield bytes;
-    },
-  };
-  const entry = await exporter(cid, one, { offline: true });
-  if (entry.type !== "file" && entry.type !== "directory") throw new Error(`unexpected ${entry.type} node ${cid}`);
-  return entry.node.Links.map((l) => l.Hash);
+async function openOld(dir: string): Promise<FsBlockstore> {
+  const [{ FsBlockstore }, { NextToLast }] = await Promise.all([import("blockstore-fs"), import("blockstore-fs/sharding")]);
+  return new FsBlockstore(dir, { shardingStrategy: new NextToLast() });
+}
+
+/** The links of a UnixFS dag-pb node (a file's or a directory's; anything else is a broken root).
+ * Decoded here rather than through ipfs-unixfs-exporter, which the server would load only for this. */
+function linksOf(cid: CID, bytes: Uint8Array): CID[] {
+  if (cid.code !== dagPb.code) throw new Error(`unexpected codec 0x${cid.code.toString(16)} of ${cid}`);
+  const node = dagPb.decode(bytes);
+  const { type } = UnixFS.unmarshal(node.Data ?? new Uint8Array(0));
+  if (type !== "file" && type !== "raw" && type !== "directory" && type !== "hamt-sharded-directory") throw new Error(`unexpected UnixFS ${type} node ${cid}`);
+  return node.Links.map((l) => l.Hash);
 }

@@ -1,7 +1,13 @@
 /**
- * Builds the embedded Helia node the way DESIGN.md's pitfalls say: `createHeliaLight` +
- * `withLibp2pLight` + `withBitswap`, with stores we open ourselves. `createHelia` would pull in
- * UPnP, whose SSDP module reads `../../package.json` at load and kills the compiled binary.
+ * Builds the embedded Helia node the way DESIGN.md's pitfalls say: a light Helia + libp2p +
+ * `withBitswap`, with stores we open ourselves. `createHelia` would pull in UPnP, whose SSDP module
+ * reads `../../package.json` at load and kills the compiled binary.
+ *
+ * Helia's class and its libp2p router come from their own files, not from the entry points of
+ * `helia` and `@helia/libp2p`: those also import libp2p's default configuration (DHT, WebRTC and
+ * its native module, circuit relay, AutoTLS with an ACME client, HTTP gateways, …), ≈ 600 modules
+ * and ≈ 22 MiB of the server's idle RSS, none of which this node starts. Both packages are pinned
+ * exactly (package.json); test/storage/ipfs and test/gateway start this node.
  *
  * libp2p: TCP only, noise with the WASM ChaCha20-Poly1305 (Bun's node:crypto has none, and noise
  * would fail every message of 1200 bytes or more), yamux, identify and ping. No DHT, no mDNS, no
@@ -13,7 +19,7 @@
  * peer, so both ends are built the same way.
  */
 import { withBitswap } from "@helia/bitswap";
-import { withLibp2pLight, type HeliaWithLibp2p } from "@helia/libp2p";
+import type { HeliaWithLibp2p } from "@helia/libp2p";
 import { identify, type Identify } from "@libp2p/identify";
 import { noise } from "@libp2p/noise";
 import { asCrypto, defaultCrypto } from "@libp2p/noise/crypto";
@@ -21,11 +27,16 @@ import { ping, type Ping } from "@libp2p/ping";
 import { tcp } from "@libp2p/tcp";
 import { yamux } from "@libp2p/yamux";
 import { FsDatastore } from "datastore-fs";
-import { createHeliaLight, type HeliaInit } from "helia";
+import type { HeliaInit } from "helia";
+import { createLibp2p, type Libp2pOptions } from "libp2p";
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { allowListGater } from "./gater.ts";
 import { loadOrCreatePeerKey } from "./peer-key.ts";
+// See the header: the files behind `createHeliaLight` (helia 7.1.15) and `withLibp2pLight`
+// (@helia/libp2p 2.1.4), without their packages' entry points.
+import { Helia } from "../../../node_modules/helia/dist/src/helia.js";
+import { libp2pRouting } from "../../../node_modules/@helia/libp2p/dist/src/routing.js";
 
 export interface NodeOptions {
   /** The back-end's folder (created 0700 if missing). */
@@ -64,8 +75,9 @@ export async function startIpfsNode(opts: NodeOptions): Promise<IpfsNode> {
   try {
     const privateKey = await loadOrCreatePeerKey(join(opts.dir, "peer.key"));
     helia = withBitswap(
-      withLibp2pLight(createHeliaLight({ blockstore: opts.blockstore, datastore }), {
+      withLibp2p(new Helia({ name: "helia", version: HELIA_VERSION, blockstore: opts.blockstore, datastore }), {
         privateKey,
+        datastore,
         addresses: { listen: [...opts.listen] },
         transports: [tcp()],
         connectionEncrypters: [noise({ crypto: noiseCrypto })],
@@ -88,4 +100,38 @@ export async function startIpfsNode(opts: NodeOptions): Promise<IpfsNode> {
       await closeStores();
     },
   };
+}
+
+/** The version `createHeliaLight` would give the node's `info` (the pinned helia). */
+const HELIA_VERSION = "7.1.15";
+
+/**
+ * `withLibp2pLight` of @helia/libp2p 2.1.4 for this node: a mixin that creates libp2p from
+ * `options` when Helia starts (so after the datastore is open), adds the libp2p router and
+ * starts it with Helia. Not copied: loading a peer key from Helia's keychain (ours comes from
+ * peer.key) and the overrides that put peers other routers find into the peer store (this node
+ * has no other router).
+ */
+function withLibp2p(helia: Helia, options: Libp2pOptions<IpfsServices>): IpfsHelia {
+  let libp2p: IpfsHelia["libp2p"] | undefined;
+  Object.defineProperty(helia, "libp2p", {
+    configurable: true,
+    enumerable: true,
+    get() {
+      if (libp2p === undefined) throw new Error("the IPFS node has not started");
+      return libp2p;
+    },
+  });
+  helia.addMixin({
+    name: "libp2p",
+    start: async () => {
+      libp2p ??= await createLibp2p(options);
+      if (!helia.hasRouter("libp2p-router")) helia.addRouter(libp2pRouting(libp2p));
+      await libp2p.start();
+    },
+    stop: async () => {
+      await libp2p?.stop();
+    },
+  });
+  return helia as Helia & IpfsHelia;
 }

@@ -1,6 +1,9 @@
 /**
- * Imports a byte stream as UnixFS with the options of D9 (`addByteStream`), streaming: the
- * chunker holds one 1 MiB chunk and the importer a few blocks in flight, whatever the file size.
+ * Imports a byte stream as UnixFS with the options of D9, streaming: the chunker holds one 1 MiB
+ * chunk and the importer a few blocks in flight, whatever the file size. `importFile` of
+ * ipfs-unixfs-importer is what @helia/unixfs's `addByteStream` calls with these options; called
+ * directly, the server does not load @helia/unixfs (its exporter, globbing, directory code) for
+ * nothing (test/storage/ipfs/content.test.ts compares the Cids with @helia/unixfs's).
  *
  * Blocks go to the blob store through the upload's sink, following D15: each block key is pinned
  * by the upload's lease BEFORE the sink looks whether the block exists (so no deleter can take a
@@ -9,7 +12,7 @@
  * DAG's block keys (with sizes) for the commit transaction, which makes rows reference them;
  * pinning the root is the caller's `commit`.
  */
-import { unixfs } from "@helia/unixfs";
+import { importFile, type WritableStorage } from "ipfs-unixfs-importer";
 import type { CID } from "multiformats/cid";
 import type { BlobGuard, Lease } from "../../blob/guard.ts";
 import { d9ImporterOptions } from "../cid-options.ts";
@@ -21,8 +24,8 @@ export interface Imported {
   size: number;
 }
 
-/** What @helia/unixfs's importer needs of a blockstore. */
-export type ImporterBlockstore = Parameters<typeof unixfs>[0]["blockstore"];
+/** What the importer needs of a blockstore: `put`. */
+export type ImporterBlockstore = WritableStorage;
 
 /** The blocks an upload wrote or found: key → size (each key once, however often linked). */
 export type BlockSizes = Map<string, number>;
@@ -39,13 +42,6 @@ export function uploadSink(guard: BlobGuard, lease: Lease, blocks: BlockSizes, r
       blocks.set(key, bytes.byteLength);
       await guard.ensure(key, () => bytes, bytes.byteLength, { unseen: !(await referenced(key)) });
       return cid;
-    },
-    // The importer only writes; reading back through an upload would bypass the read checks.
-    async *get(): AsyncGenerator<Uint8Array> {
-      throw new Error("an upload's sink does not read");
-    },
-    async has() {
-      return false;
     },
   };
 }
@@ -78,7 +74,8 @@ export async function importStream(sink: ImporterBlockstore, source: ReadableStr
   const counted = { bytes: 0 };
   try {
     signal?.throwIfAborted();
-    const cid = await unixfs({ blockstore: sink }).addByteStream(readAll(source, counted, signal), { ...d9ImporterOptions(), signal });
+    // The importer takes no signal: `readAll` stops on it, which ends the import with an error.
+    const { cid } = await importFile({ content: readAll(source, counted, signal) }, sink, d9ImporterOptions());
     signal?.throwIfAborted();
     return { cid, size: counted.bytes };
   } catch (err) {
