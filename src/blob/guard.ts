@@ -235,12 +235,17 @@ export function createBlobGuard({ sql, store, log, now = Date.now }: { sql: Sql;
  * just before a deleter that had missed its pin deleted it.
  */
 function pinKeys(sql: Sql, holder: string, keys: readonly string[], expiresAt: number): Promise<void> {
-  return sql.tx(async (tx) => {
-    for (const part of batches(keys)) {
-      await tx.run(PIN(part.length), [holder, expiresAt, ...part]);
-      await tx.all(TOMBSTONES_AMONG(part.length), part);
-    }
-  });
+  return sql.tx(
+    async (tx) => {
+      for (const part of batches(keys)) {
+        await tx.run(PIN(part.length), [holder, expiresAt, ...part]);
+        await tx.all(TOMBSTONES_AMONG(part.length), part);
+      }
+    },
+    // A pin matters only while its upload runs; a power cut that loses it ends the upload too,
+    // and the referencing rows commit durably (fsyncing the pins before them, in log order).
+    { durable: false },
+  );
 }
 
 /** Deletions in flight at once: each is a round trip to S3 (a few ms), so one at a time would

@@ -64,6 +64,8 @@ export class SqliteSql implements Sql {
   /** Transactions (and writes waiting behind them) queued or running. */
   private held = 0;
   private tail: Promise<void> = Promise.resolve();
+  /** The owner's `PRAGMA synchronous` (FULL = 2): what a non-durable transaction restores. */
+  private readonly synchronous: number;
 
   /**
    * `db` is the writing connection (its owner set the pragmas and migrated); `file`, when given,
@@ -75,6 +77,7 @@ export class SqliteSql implements Sql {
     file?: string,
   ) {
     this.writer = new Connection(new Statements(db));
+    this.synchronous = (db.query("PRAGMA synchronous").get() as { synchronous: number }).synchronous;
     if (file && file !== ":memory:") {
       this.readerDb = new Database(file, { readonly: true, strict: true });
       this.readerDb.exec("PRAGMA busy_timeout = 5000");
@@ -94,8 +97,11 @@ export class SqliteSql implements Sql {
     return this.exclusive(() => this.writer.run(text, params));
   }
 
-  async tx<T>(fn: (tx: Queryable) => Promise<T>, _opts?: TxOptions): Promise<T> {
+  async tx<T>(fn: (tx: Queryable) => Promise<T>, opts?: TxOptions): Promise<T> {
     const release = await this.acquire();
+    // Set and restored while this transaction holds the connection: no other commit sees it.
+    const light = opts?.durable === false && this.synchronous > 1;
+    if (light) this.db.exec("PRAGMA synchronous = NORMAL");
     try {
       this.db.exec("BEGIN IMMEDIATE");
       try {
@@ -107,6 +113,7 @@ export class SqliteSql implements Sql {
         throw err;
       }
     } finally {
+      if (light) this.db.exec(`PRAGMA synchronous = ${this.synchronous}`);
       release();
     }
   }

@@ -45,6 +45,9 @@ export type StoredBytes = (q: Queryable, did: string, except?: { backend: string
 
 /** Every quota transaction: its reads follow the account's row lock, its writes are relative (D16). */
 const LOCKED: TxOptions = { isolation: "read committed" };
+/** An upload's holds while it streams: a power cut ends the upload and its holds' meaning with
+ * it (the file row and its exact check commit durably), so they skip SQLite's fsync (sql.ts). */
+const HOLDING: TxOptions = { ...LOCKED, durable: false };
 
 const LIVE = "SELECT kind AS pool, COUNT(*) AS count, CAST(COALESCE(SUM(bytes), 0) AS BIGINT) AS bytes FROM quota_reservations WHERE expires_at > $1 GROUP BY kind";
 const LOCK = "SELECT account FROM quota_accounts WHERE account = $1 FOR UPDATE";
@@ -158,7 +161,7 @@ export function createMeter({ sql, records, storedBytes, now = Date.now, gateway
         ids.space = await hold(tx, account, "space", want, ids.space);
         ids.traffic = await hold(tx, account, "traffic", want, ids.traffic);
         return free;
-      }, LOCKED);
+      }, HOLDING);
       if (typeof outcome !== "number") {
         closed = true;
         throw outcome;
