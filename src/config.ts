@@ -67,6 +67,7 @@ export const settings = {
   ageIdentity: setting({ kind: "string", env: "STOWAGE_AGE_IDENTITY", help: "This gateway's age identity (AGE-SECRET-KEY-1…) that priced encrypted entries escrow their file keys to (D20); every gateway of a cluster sets the same (default: generated in data/secrets)" }),
   operatorKey: setting({ kind: "key", env: "STOWAGE_OPERATOR_KEY", help: "Operator private key (default: generated in data/secrets)" }),
   adminKey: setting({ kind: "key", env: "STOWAGE_ADMIN_KEY", help: "Admin private key for the CLI (default: generated in data/secrets)" }),
+  dfsScrubEvery: setting({ kind: "duration", env: "STOWAGE_DFS_SCRUB_EVERY", flag: "--dfs-scrub-every", default: "7d", help: "Local blob store: every dfs chunk is hashed again at least this often (D9's scrub; chunks never checked are hashed at start); 0 = only at start" }),
   ipfsListen: setting({ kind: "list", env: "STOWAGE_IPFS_LISTEN", flag: "--ipfs-listen", default: "/ip4/0.0.0.0/tcp/4001", help: "libp2p listen multiaddrs, comma-separated" }),
   ipfsPeers: setting({ kind: "list", env: "STOWAGE_IPFS_PEERS", flag: "--ipfs-peers", default: "", help: "Other gateways' libp2p multiaddrs, each ending in /p2p/<peer id>, kept dialled (a cluster's gateways list each other)" }),
   s3ApiPort: setting({ kind: "port", env: "STOWAGE_S3_API_PORT", flag: "--s3-api-port", default: "9000", help: "Port of the S3-compatible API for aws-cli, rclone and S3 SDKs (0: off)" }),

@@ -11,6 +11,7 @@
  */
 import { createHash, randomBytes } from "node:crypto";
 import { type FileHandle, mkdir, open, readdir, readFile, rename, stat, unlink } from "node:fs/promises";
+import type { BigIntStats } from "node:fs";
 import { dirname, join, sep } from "node:path";
 import { BlobError, type BlobRange, type BlobSource, type BlobStore, checkKey, checkRange, emptyStream, TEMP_MARK } from "./store.ts";
 
@@ -108,6 +109,41 @@ export class LocalBlobStore implements BlobStore {
     });
   }
 
+  /**
+   * The object's file, opened, with its identity (D9's verification record; local files only):
+   * what it holds stays what was opened, even if a put renames another file over the name
+   * meanwhile. The caller closes it. Throws BlobError BlobNotFound.
+   */
+  async openFile(key: string): Promise<LocalBlobFile> {
+    const fh = await open(this.pathOf(key), "r").catch((e) => {
+      if (errno(e) === "ENOENT") throw new BlobError("BlobNotFound", `no blob ${key}`);
+      return fsFail(e);
+    });
+    try {
+      const st = await fh.stat({ bigint: true });
+      const size = Number(st.size);
+      return {
+        identity: identityOf(st),
+        size,
+        read: async (offset, length) => {
+          const buf = Buffer.allocUnsafe(length);
+          let done = 0;
+          while (done < length) {
+            const { bytesRead } = await fh.read(buf, done, length - done, offset + done).catch(fsFail);
+            // Files are replaced by rename, never changed in place: a short read means damage.
+            if (bytesRead === 0) throw new BlobError("BlobStoreError", `blob ${key} ended at ${offset + done} of ${size} bytes`);
+            done += bytesRead;
+          }
+          return buf;
+        },
+        close: () => fh.close().catch(() => {}),
+      };
+    } catch (e) {
+      await fh.close().catch(() => {});
+      return fsFail(e);
+    }
+  }
+
   async stat(key: string): Promise<number | undefined> {
     try {
       return (await stat(this.pathOf(key))).size;
@@ -165,6 +201,22 @@ export class LocalBlobStore implements BlobStore {
     }
     this.made.add(dir);
   }
+}
+
+/** An opened object of the local store (see `openFile`). */
+export interface LocalBlobFile {
+  /** Device, inode, size, mtime and ctime (ns) as one string: any write, truncation, rename over
+   * the name or `touch` (even one that sets the old mtime back: ctime moves) changes it. */
+  identity: string;
+  size: number;
+  /** `length` bytes from `offset` (which must lie inside the file). */
+  read(offset: number, length: number): Promise<Uint8Array>;
+  close(): Promise<void>;
+}
+
+/** The identity `openFile` gives, for a file's stat (tests use it to play a change no metadata shows). */
+export function identityOf(st: BigIntStats): string {
+  return `${st.dev}:${st.ino}:${st.size}:${st.mtimeNs}:${st.ctimeNs}`;
 }
 
 function fanOut(name: string): string {

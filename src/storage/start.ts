@@ -75,7 +75,7 @@ export async function startStorage(deps: { config: Config; sql: Sql; log: Logger
   const blobs = await openBlobs({ config, sql: deps.sql, log });
   log.info("blob store ready", { kind: blobs.store.kind });
   try {
-    const dfs = await openDfs({ sql: deps.sql, log, guard: blobs.guard, legacyDir: join(config.dataDir, "dfs"), sweepAtOpen: false });
+    const dfs = await openDfs({ sql: deps.sql, log, guard: blobs.guard, legacyDir: join(config.dataDir, "dfs"), sweepAtOpen: false, scrubEveryMs: config.dfsScrubEvery });
     backends.dfs = dfs;
     const ipfs = await openIpfs({ dir: join(config.dataDir, "ipfs"), listen: config.ipfsListen, sql: deps.sql, log, guard: blobs.guard, peers, sweepAtOpen: false });
     backends.ipfs = ipfs;

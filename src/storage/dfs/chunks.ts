@@ -30,10 +30,14 @@ export async function sha256Hex(bytes: Uint8Array): Promise<string> {
 export async function storeChunk(ctx: DfsContext, hash: string, bytes: Uint8Array): Promise<boolean> {
   const key = chunkKey(hash);
   const unseen = !(await ctx.rows.isReferenced(hash));
-  if (await ctx.guard.ensure(key, () => bytes, bytes.length, { unseen })) return true;
+  if (await ctx.guard.ensure(key, () => bytes, bytes.length, { unseen })) {
+    await ctx.checks?.wrote(hash); // the file holds bytes that hashed right: its record (D9)
+    return true;
+  }
   if (await holds(ctx, key, hash)) return false;
   // The pin keeps deleters away, so the key is ours to overwrite.
   await ctx.store.put(key, bytes);
+  await ctx.checks?.wrote(hash);
   return true;
 }
 

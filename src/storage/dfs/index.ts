@@ -23,6 +23,7 @@ import { LEASE_MS, type BlobGuard } from "../../blob/guard.ts";
 import type { Sql } from "../../db/sql.ts";
 import type { Logger } from "../../log.ts";
 import type { Backend } from "../backend.ts";
+import { ChunkChecks } from "./checks.ts";
 import { CHUNK_PREFIX } from "./cid.ts";
 import type { DfsContext } from "./context.ts";
 import { StoppedError } from "./errors.ts";
@@ -31,11 +32,13 @@ import { put } from "./put.ts";
 import { read } from "./read.ts";
 import { release } from "./release.ts";
 import { Rows } from "./rows.ts";
+import { scrub, type ScrubReport } from "./scrub.ts";
 import { sweep, type SweepReport } from "./sweep.ts";
 
 export { cidOf, importerOptions, chunkKey, CHUNK_PREFIX, CHUNK_SIZE, MAX_CHILDREN_PER_NODE } from "./cid.ts";
 export * from "./errors.ts";
 export type { SweepReport } from "./sweep.ts";
+export type { ScrubReport } from "./scrub.ts";
 
 export interface DfsOptions {
   sql: Sql;
@@ -50,13 +53,25 @@ export interface DfsOptions {
   /** false: no sweep at open; the server runs the sweeps on one gateway of the cluster at a time
    * (src/storage/sweeps.ts) and calls `sweep()` itself. Default true (one store on its own). */
   sweepAtOpen?: boolean;
+  /** Local blob store: every chunk is hashed again at least this often by the scrub (D9), which
+   * also runs once at open for chunks never checked. 0: no periodic pass (the one at open still
+   * runs). Default 7 days. */
+  scrubEveryMs?: number;
 }
+
+/** The default scrub period: a week, as Ceph's deep scrub. */
+export const SCRUB_EVERY_MS = 7 * 86_400_000;
 
 export interface DfsBackend extends Backend {
   readonly kind: "dfs";
   /** One pass removing leftovers nothing references; safe beside uploads (see sweep.ts).
    * `stopped` ends the listing early. */
   sweep(opts?: { stopped?: () => boolean }): Promise<SweepReport>;
+  /**
+   * Local blob store: one scrub pass (scrub.ts) over chunks never checked and, with `all`, every
+   * other chunk too; resolves with what it found. On S3 (chunks hashed on every read) a no-op.
+   */
+  scrub(opts?: { all?: boolean }): Promise<ScrubReport>;
 }
 
 /**
@@ -65,8 +80,9 @@ export interface DfsBackend extends Backend {
  * holder from a slow one until its pins lapse), so their chunks survive that sweep; one more
  * sweep a lease later removes them.
  */
-export async function openDfs({ sql, log, guard, legacyDir, resweepAfterMs = LEASE_MS + 1_000, sweepAtOpen = true }: DfsOptions): Promise<DfsBackend> {
-  const ctx: DfsContext = { rows: new Rows(sql), store: guard.store, guard, log, active: new Set(), stopping: new AbortController() };
+export async function openDfs({ sql, log, guard, legacyDir, resweepAfterMs = LEASE_MS + 1_000, sweepAtOpen = true, scrubEveryMs = SCRUB_EVERY_MS }: DfsOptions): Promise<DfsBackend> {
+  const checks = guard.store instanceof LocalBlobStore ? new ChunkChecks(sql, guard.store, log) : undefined;
+  const ctx: DfsContext = { rows: new Rows(sql), store: guard.store, guard, checks, log, active: new Set(), stopping: new AbortController() };
   if (legacyDir !== undefined) await moveLegacyChunks(ctx, legacyDir);
   const first = sweepAtOpen ? await sweep(ctx, { atStart: true }) : undefined;
   let resweep: Promise<unknown> | undefined;
@@ -77,6 +93,7 @@ export async function openDfs({ sql, log, guard, legacyDir, resweepAfterMs = LEA
     again.unref();
     ctx.stopping.signal.addEventListener("abort", () => clearTimeout(again), { once: true });
   }
+  const scrubs = checks && startScrubs(ctx, sql, checks, scrubEveryMs);
   return {
     kind: "dfs",
     put: (source, opts) => put(ctx, source, opts),
@@ -88,9 +105,12 @@ export async function openDfs({ sql, log, guard, legacyDir, resweepAfterMs = LEA
     release: (cid) => release(ctx, cid),
     health: () => health(ctx),
     sweep: (opts) => sweep(ctx, opts),
+    scrub: async (opts) => (scrubs ? scrubs.run(opts?.all ? Date.now() + 1 : 0) : { checked: 0, damaged: 0 }),
     stop: async () => {
       await stop(ctx);
       await resweep;
+      await scrubs?.stop();
+      await checks?.flush().catch((e) => log.warn("dfs: writing verification records failed", { error: String(e) }));
     },
   };
 }
@@ -108,6 +128,37 @@ async function health(ctx: DfsContext): Promise<Record<string, unknown>> {
     ...(ctx.store instanceof LocalBlobStore ? { freeBytes: await freeBytes(ctx.store.root) } : {}),
     uploads: ctx.active.size,
     pinnedChunks: await ctx.rows.pinnedChunks(CHUNK_PREFIX),
+    /** D9 on the local store: chunks served on their verification record, chunks hashed (reads
+     * and scrub) and found damaged since start. */
+    ...(ctx.checks ? { checks: { ...ctx.checks.counts } } : {}),
+  };
+}
+
+/**
+ * The scrub passes of a local store (scrub.ts): one at open for chunks never checked, then one
+ * every `everyMs / 4` for chunks last checked `everyMs` ago or more (so none waits much longer
+ * than a period). Passes never overlap; `run` waits for the one under way, then runs its own.
+ */
+function startScrubs(ctx: DfsContext, sql: Sql, checks: ChunkChecks, everyMs: number) {
+  let running: Promise<unknown> = Promise.resolve();
+  const stopped = () => ctx.stopping.signal.aborted;
+  const run = (olderThan: number): Promise<ScrubReport> => {
+    const pass = running.then(() => scrub(sql, checks, ctx.log, { olderThan, stopped }));
+    running = pass.catch((e) => ctx.log.warn("dfs: scrub failed", { error: String(e) }));
+    return pass;
+  };
+  void run(0).catch(() => {});
+  let timer: ReturnType<typeof setInterval> | undefined;
+  if (everyMs > 0) {
+    timer = setInterval(() => void run(Date.now() - everyMs).catch(() => {}), Math.max(60_000, Math.floor(everyMs / 4)));
+    timer.unref();
+  }
+  return {
+    run,
+    async stop() {
+      if (timer) clearInterval(timer);
+      await running;
+    },
   };
 }
 

@@ -1,13 +1,17 @@
 /**
  * Download: the chunks overlapping the (inclusive) range, in order, the first and last sliced.
- * Each chunk is fetched whole from the blob store and its SHA-256 checked before any of its bytes
- * go out, so a damaged chunk errors the stream instead of serving wrong bytes. That holds for the
- * first and last chunk of a range too: a 100-byte range costs one whole 1 MiB GET, the price of
- * never serving unchecked bytes (a ranged GET could not be checked). Up to READ_AHEAD chunks are
- * fetched at once ahead of the one being sent (each fetch is a round trip to the store), so
- * memory stays at a few chunks whatever the file size.
+ * No byte goes out that no check compared with its chunk's hash (D9):
+ * - on the local blob store, a chunk whose file is the one its verification record names
+ *   (checks.ts) is trusted: only the bytes sent are read, nothing is hashed (the scrub re-hashes
+ *   it periodically); any other file is read whole and hashed first, and its verdict recorded;
+ * - on S3 (no file identity), each chunk is fetched whole and hashed before any of its bytes go
+ *   out, so a 100-byte range costs one whole 1 MiB GET.
+ * A damaged chunk errors the stream. Up to READ_AHEAD chunks are read at once ahead of the one
+ * being sent (each fetch from S3 is a round trip), so memory stays at a few chunks whatever the
+ * file size. The manifest (with the records) is read WINDOW positions per query.
  */
 import type { ByteRange } from "../backend.ts";
+import type { CheckedChunk, ChunkChecks } from "./checks.ts";
 import { loadChunk } from "./chunks.ts";
 import { CHUNK_SIZE } from "./cid.ts";
 import type { DfsContext } from "./context.ts";
@@ -24,11 +28,25 @@ interface Plan {
 
 /** Chunk fetches in flight at once for one download. */
 const READ_AHEAD = 4;
+/** Manifest positions per query (local store). */
+const WINDOW = 32;
 
 export function read(ctx: DfsContext, cid: string, range?: ByteRange): ReadableStream<Uint8Array> {
   let plan: Plan;
   /** Fetches started, in chunk order. */
   const ahead: Promise<Uint8Array>[] = [];
+  const checks = ctx.checks;
+  /** Manifest positions read ahead with their records (local store). */
+  let window: Promise<Map<number, CheckedChunk>> | undefined;
+  let windowEnd = -1;
+  const positionOf = async (c: ChunkChecks, idx: number) => {
+    if (idx > windowEnd) {
+      const from = idx;
+      windowEnd = Math.min(idx + WINDOW - 1, plan.last);
+      window = c.manifest(cid, from, windowEnd).then((rows) => new Map(rows.map((r) => [r.idx, r])));
+    }
+    return (await (window as Promise<Map<number, CheckedChunk>>)).get(idx);
+  };
   return new ReadableStream<Uint8Array>(
     {
       // async: an unknown Cid or a bad range errors the stream (as a damaged chunk does) instead
@@ -38,7 +56,8 @@ export function read(ctx: DfsContext, cid: string, range?: ByteRange): ReadableS
       },
       async pull(controller) {
         while (ahead.length < READ_AHEAD && plan.next <= plan.last) {
-          const part = readPart(ctx, cid, plan, plan.next++);
+          const idx = plan.next++;
+          const part = checks ? readChecked(ctx, checks, cid, plan, idx, positionOf(checks, idx)) : readPart(ctx, cid, plan, idx);
           part.catch(() => {}); // awaited in turn below; a cancelled download never awaits it
           ahead.push(part);
         }
@@ -64,20 +83,37 @@ async function planRead(ctx: DfsContext, cid: string, range: ByteRange | undefin
   return { start, end, next: Math.floor(start / CHUNK_SIZE), last: Math.floor(end / CHUNK_SIZE) };
 }
 
-/** Reads and checks chunk `idx`, returns the part of it inside the range. */
+/** The part of chunk `idx` inside the range, as [from, to) within the chunk. */
+function sliceOf(plan: Plan, idx: number, size: number): [number, number] {
+  const offset = idx * CHUNK_SIZE;
+  return [Math.max(plan.start - offset, 0), Math.min(plan.end - offset + 1, size)];
+}
+
+/** Local store: chunk `idx` through its verification record (checks.ts). */
+async function readChecked(ctx: DfsContext, checks: ChunkChecks, cid: string, plan: Plan, idx: number, position: Promise<CheckedChunk | undefined>): Promise<Uint8Array> {
+  const chunk = await position;
+  if (!chunk) throw new NotFoundError(`dfs content ${cid} was released while being read`);
+  const [from, to] = sliceOf(plan, idx, chunk.size);
+  return damageReported(ctx, cid, idx, chunk.hash, () => checks.read(chunk, from, to));
+}
+
+/** S3: reads and checks chunk `idx` whole, returns the part of it inside the range. */
 async function readPart(ctx: DfsContext, cid: string, plan: Plan, idx: number): Promise<Uint8Array> {
   const chunk = await ctx.rows.chunkAt(cid, idx);
   if (!chunk) throw new NotFoundError(`dfs content ${cid} was released while being read`);
-  let bytes: Uint8Array;
+  const bytes = await damageReported(ctx, cid, idx, chunk.hash, () => loadChunk(ctx, chunk.hash, chunk.size));
+  const [from, to] = sliceOf(plan, idx, bytes.byteLength);
+  return bytes.subarray(from, to);
+}
+
+/** Logs a damaged chunk; a release between the row lookup and the read takes the chunk: that is no damage. */
+async function damageReported(ctx: DfsContext, cid: string, idx: number, hash: string, load: () => Promise<Uint8Array>): Promise<Uint8Array> {
   try {
-    bytes = await loadChunk(ctx, chunk.hash, chunk.size);
+    return await load();
   } catch (e) {
     if (!(e instanceof CorruptChunkError)) throw e;
-    // A release between the row lookup and the read takes the chunk: that is no damage.
     if (!(await ctx.rows.object(cid))) throw new NotFoundError(`dfs content ${cid} was released while being read`);
-    ctx.log.error("dfs: damaged chunk", { cid, idx, hash: chunk.hash, reason: e.message });
+    ctx.log.error("dfs: damaged chunk", { cid, idx, hash, reason: e.message });
     throw e;
   }
-  const offset = idx * CHUNK_SIZE;
-  return bytes.subarray(Math.max(plan.start - offset, 0), Math.min(plan.end - offset + 1, bytes.byteLength));
 }
