@@ -6,7 +6,7 @@
  * plain. Beside MiB/s it reports CPU ms per MiB of the client and of the server, and their ratio,
  * which a busy machine moves far less.
  *
- * Run: bun bench/encryption.ts [--rounds 3] [--size-mib 64] [--backend dfs|ipfs] [--aead auto|noble|libsodium]
+ * Run: bun bench/encryption.ts [--rounds 3] [--size-mib 64] [--backend dfs|ipfs] [--aead auto|native|libsodium|noble]
  *      [--seal once|twice] [--cli COMMAND]
  *
  * `--seal twice` gives the SDK no spool: its upload then seals in the hash pass and again in the
@@ -44,13 +44,18 @@ import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { payloadAead, usePayloadAead } from "../src/sdk/aead.ts";
+import { useNativeAead } from "../src/sdk/aead-native.ts";
 import { connectEncryption } from "../src/sdk/encryption.ts";
 import { connectStorage } from "../src/sdk/storage.ts";
 import { commandDuration, fmt, processCpuSeconds, startServer } from "./harness.ts";
 
 const { values } = parseArgs({ options: { rounds: { type: "string", default: "3" }, "size-mib": { type: "string", default: "64" }, backend: { type: "string", default: "dfs" }, aead: { type: "string", default: "auto" }, cli: { type: "string" }, seal: { type: "string", default: "once" } } });
 const cliArg = values.cli;
+// auto: as the command line does, the system's libsodium where it loads (aead-native.ts), else its WASM build.
 if (values.aead === "noble" || values.aead === "libsodium") usePayloadAead(values.aead);
+else if (values.aead === "native" || values.aead === "auto") {
+  if (!useNativeAead() && values.aead === "native") throw new Error("the system's libsodium does not load here");
+}
 const rounds = Number(values.rounds);
 const MiB = 2 ** 20;
 const size = Number(values["size-mib"]) * MiB;
@@ -76,7 +81,15 @@ try {
   await enc.publish(); // once, outside the timings (the first encrypted upload would do it)
 
   const path = join(dir, "file.bin");
-  const block = crypto.getRandomValues(new Uint8Array(MiB));
+  // Bytes no earlier round or run stored: dfs deduplicates chunks, so a plain file that repeated
+  // one (as `block ^ round ^ MiB index` did across rounds) was cheaper to store than its
+  // never-repeating ciphertext, which flattered plain uploads.
+  const freshFile = () => {
+    const block = crypto.getRandomValues(new Uint8Array(MiB));
+    const file = new Uint8Array(size);
+    for (let at = 0; at < size; at += MiB) file.set(block.map((b, i) => b ^ ((at / MiB + i) & 255)), at);
+    return file;
+  };
   const drain = async (s: ReadableStream<Uint8Array>) => {
     let n = 0;
     for await (const c of s) n += c.length;
@@ -87,8 +100,7 @@ try {
     const userEnv = { ...env, STOWAGE_USER_KEY: userKey, STOWAGE_GATEWAY: server.url };
     const up: Record<"plain" | "enc", number[]> = { plain: [], enc: [] };
     for (let round = 0; round < rounds; round++) {
-      const file = new Uint8Array(size);
-      for (let at = 0; at < size; at += MiB) file.set(block.map((b) => b ^ round ^ (at / MiB) ^ 0x5a), at);
+      const file = freshFile();
       writeFileSync(path, file);
       for (const encrypted of round % 2 ? [true, false] : [false, true]) {
         const ms = await commandDuration([...cli, "put", path, "--to", kind, "--name", encrypted ? "ce.bin" : "cp.bin", ...(encrypted ? ["--encrypt"] : ["--plain"])], { env: userEnv, cwd: ROOT })();
@@ -119,9 +131,7 @@ try {
       return out;
     };
     for (let round = 0; round < rounds; round++) {
-      // Fresh bytes each round (dfs deduplicates identical content).
-      const file = new Uint8Array(size);
-      for (let at = 0; at < size; at += MiB) file.set(block.map((b) => b ^ round ^ (at / MiB)), at);
+      const file = freshFile();
       writeFileSync(path, file);
       for (const encrypted of round % 2 ? [true, false] : [false, true]) {
         const entry = await timed(encrypted ? "encUp" : "plainUp", () => (encrypted ? enc.upload(kind, path, { name: "e.bin" }) : store.upload(kind, path, { name: "p.bin" })));

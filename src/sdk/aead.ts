@@ -18,6 +18,12 @@ export interface Aead {
   seal(key: Uint8Array, nonce: Uint8Array, plain: Uint8Array): Uint8Array;
   /** The plaintext, or null when the tag does not verify. */
   open(key: Uint8Array, nonce: Uint8Array, sealed: Uint8Array): Uint8Array | null;
+  /** Seals into `out` (exactly plain.length + 16 bytes), where the implementation can write
+   * there directly (native libsodium, aead-native.ts): the stream then fills one large buffer. */
+  sealInto?(key: Uint8Array, nonce: Uint8Array, plain: Uint8Array, out: Uint8Array): void;
+  /** Opens into `out` (exactly sealed.length − 16 bytes); false, with `out` untouched, when the
+   * tag does not verify. */
+  openInto?(key: Uint8Array, nonce: Uint8Array, sealed: Uint8Array, out: Uint8Array): boolean;
 }
 
 export const nobleAead: Aead = {

@@ -53,6 +53,8 @@ const TAG_SIZE = 16;
 /** Plaintext bytes per STREAM chunk (the spec fixes it). */
 export const CHUNK_SIZE = 64 * 1024;
 const CHUNK_CT_SIZE = CHUNK_SIZE + TAG_SIZE;
+/** Chunks sealed into one piece of the output stream where the AEAD can (1 MiB of plaintext). */
+const BATCH = 16;
 const COLUMNS = 64;
 /** The header is read into memory; a bound keeps a hostile input from growing it without end
  * (at ≈ 110 bytes a stanza this still allows several hundred recipients). */
@@ -269,8 +271,18 @@ class ByteReader {
     return this.size >= n;
   }
 
-  take(n: number): Uint8Array {
-    const out = new Uint8Array(n);
+  /** The next `n` bytes; a view of the buffered chunk when one holds them all (no copy), so the
+   * caller must not write into it. Otherwise they are copied into `scratch` when given (at least
+   * `n` long; the caller is done with the view before its next take), else into a new array. */
+  take(n: number, scratch?: Uint8Array): Uint8Array {
+    const first = this.chunks[0];
+    if (first && first.length >= n) {
+      if (first.length === n) this.chunks.shift();
+      else this.chunks[0] = first.subarray(n);
+      this.size -= n;
+      return first.subarray(0, n);
+    }
+    const out = scratch ? scratch.subarray(0, n) : new Uint8Array(n);
     let at = 0;
     while (at < n) {
       const head = this.chunks[0] as Uint8Array;
@@ -381,12 +393,29 @@ export function prepareEncryption(recipients: string[]): PreparedEncryption {
       async function* run(): AsyncGenerator<Uint8Array, void> {
         const aead = await payloadAead();
         yield concatBytes(header, nonce);
+        // Where the AEAD seals in place, BATCH chunks fill one buffer per yield: fewer, larger
+        // pieces for the stream machinery, whose cost per piece is then no longer the sealing's match.
+        let batch = aead.sealInto ? new Uint8Array(BATCH * CHUNK_CT_SIZE) : undefined;
+        // A chunk spread over several input pieces is gathered here: sealed at once, so reusable.
+        const scratch = new Uint8Array(CHUNK_SIZE);
+        let used = 0;
         // A full chunk is final only when nothing follows it, so look one byte past it before sealing.
         for (let counter = 0; ; counter++) {
           const more = await reader.fill(CHUNK_SIZE + 1);
-          const plain = reader.take(Math.min(reader.length, CHUNK_SIZE));
-          yield aead.seal(key, chunkNonce(counter, !more), plain);
-          if (!more) return;
+          const plain = reader.take(Math.min(reader.length, CHUNK_SIZE), batch && scratch);
+          if (!batch || !aead.sealInto) {
+            yield aead.seal(key, chunkNonce(counter, !more), plain);
+            if (!more) return;
+            continue;
+          }
+          aead.sealInto(key, chunkNonce(counter, !more), plain, batch.subarray(used, used + plain.length + TAG_SIZE));
+          used += plain.length + TAG_SIZE;
+          if (!more || used + CHUNK_CT_SIZE > batch.length) {
+            yield batch.subarray(0, used);
+            if (!more) return;
+            batch = new Uint8Array(BATCH * CHUNK_CT_SIZE);
+            used = 0;
+          }
         }
       }
       return fromGenerator(run(), reader);
@@ -479,15 +508,31 @@ async function* decryptPayload(secrets: Uint8Array[], readFirst: () => ReturnTyp
   if (!(await reader.fill(NONCE_SIZE))) throw new AgeError("truncated", "the input ends before the payload nonce");
   const key = payloadKey(fileKey, reader.take(NONCE_SIZE));
   const aead = await payloadAead();
+  // Where the AEAD opens in place, BATCH chunks' plaintext fills one buffer per yield (as sealing
+  // does); each chunk is still authenticated before any of its bytes go out.
+  const openInto = aead.openInto?.bind(aead);
+  let batch = openInto ? new Uint8Array(BATCH * CHUNK_SIZE) : undefined;
+  let used = 0;
+  const scratch = new Uint8Array(CHUNK_CT_SIZE);
   for (let counter = 0; ; counter++) {
     // One byte past a full chunk says whether it must be the final one.
     const more = await reader.fill(CHUNK_CT_SIZE + 1);
-    const sealed = reader.take(Math.min(reader.length, CHUNK_CT_SIZE));
-    const open = (last: boolean): Uint8Array | null => aead.open(key, chunkNonce(counter, last), sealed);
+    const sealed = reader.take(Math.min(reader.length, CHUNK_CT_SIZE), batch && scratch);
+    const open = (last: boolean): Uint8Array | null => {
+      if (!batch || !openInto) return aead.open(key, chunkNonce(counter, last), sealed);
+      if (sealed.length < TAG_SIZE) return null;
+      const out = batch.subarray(used, used + sealed.length - TAG_SIZE);
+      return openInto(key, chunkNonce(counter, last), sealed, out) ? out : null;
+    };
     if (more) {
       const plain = open(false);
       if (plain) {
-        yield plain;
+        if (!batch) yield plain;
+        else if ((used += plain.length) + CHUNK_SIZE > batch.length) {
+          yield batch.subarray(0, used);
+          batch = new Uint8Array(BATCH * CHUNK_SIZE);
+          used = 0;
+        }
         continue;
       }
       if (open(true)) throw new AgeError("trailing_data", `chunk ${counter} is marked final but more data follows it`);
@@ -498,7 +543,9 @@ async function* decryptPayload(secrets: Uint8Array[], readFirst: () => ReturnTyp
     if (plain) {
       // Only an empty file has an empty final chunk; age refuses one after full chunks.
       if (plain.length === 0 && counter > 0) throw new AgeError("bad_chunk", "an empty final chunk after full ones");
-      if (plain.length > 0) yield plain;
+      if (batch) used += plain.length;
+      const last = batch ? batch.subarray(0, used) : plain;
+      if (last.length > 0) yield last;
       return;
     }
     if (open(false)) throw new AgeError("truncated", "the input ends before the final chunk: the file was cut");

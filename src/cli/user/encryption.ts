@@ -12,6 +12,7 @@ import { getAddress, isAddress, type Address } from "viem";
 import type { PrivateKeyAccount } from "viem/accounts";
 import { ConfigError, parseConfig } from "../../config.ts";
 import { connectDirectory } from "../../sdk/directory.ts";
+import { useNativeAead } from "../../sdk/aead-native.ts";
 import { prepareEncryption } from "../../sdk/age.ts";
 import { AGE, connectEncryption, type EncryptionClient } from "../../sdk/encryption.ts";
 import type { FileEntry, StorageClient } from "../../sdk/storage.ts";
@@ -20,8 +21,12 @@ import { privateTempDir } from "./temp.ts";
 import { BACKENDS, expectPositionals, json, loggedIn, reach, userAccount, type Backend, type Invocation, type Io } from "./common.ts";
 
 /** The encryption client of a logged-in user. */
-export const encryptionWith = (inv: Invocation, store: StorageClient, account: PrivateKeyAccount, o: { fetch?: typeof fetch } = {}) =>
-  connectEncryption({ baseUrl: inv.gateway, store, account, ...(o.fetch ? { fetch: o.fetch } : {}) });
+export const encryptionWith = (inv: Invocation, store: StorageClient, account: PrivateKeyAccount, o: { fetch?: typeof fetch } = {}) => {
+  // The payload's ChaCha20-Poly1305 in the system's libsodium where it loads (four times its WASM
+  // build's pace; aead-native.ts), for every command that seals or opens a file.
+  useNativeAead();
+  return connectEncryption({ baseUrl: inv.gateway, store, account, ...(o.fetch ? { fetch: o.fetch } : {}) });
+};
 
 /**
  * `put --encrypt`'s sealing: the file encrypted ONCE to the account's recipient, streamed into a
@@ -32,6 +37,7 @@ export const encryptionWith = (inv: Invocation, store: StorageClient, account: P
  * is removed when it returns or throws. `publish()` (once per run) is the caller's, as in the SDK.
  */
 export async function withSealedFile<T>(recipient: string, path: string, use: (sealed: string, size: number) => Promise<T>): Promise<T> {
+  useNativeAead();
   const tmp = await privateTempDir("stowage-seal-");
   try {
     const sealedPath = join(tmp.dir, "sealed.age");
