@@ -32,6 +32,7 @@
  *
  * Peak RSS: /proc/PID/status VmHWM of the server process (not its anvil), reset through
  * /proc/PID/clear_refs before each upload and before the downloads (Linux; run as the owner).
+ * Idle RSS: VmRSS of both servers once started, before any transfer (printed under the header).
  *
  * Run: bun bench/storage.ts [--rounds 3] [--size-mib 256] [--big-mib 1024] [--big-rounds 1]
  *        [--ranges 32] [--range-kib 1024] [--backends dfs,ipfs] [--no-big] [--binary] [--s3]
@@ -585,6 +586,9 @@ async function main() {
         `${rounds} rounds + 1 warm-up of ${size / MiB} MiB (${rangeCount} ranged GETs of ${rangeBytes / 1024} KiB each), then ${bigRounds} × ${bigSize / MiB} MiB; ` +
         `${navigator.hardwareConcurrency} cores, Bun ${Bun.version}, commit ${commit}, ${new Date().toISOString()}, load average ${loadavg()}`,
     );
+    // Issue 10's idle goal (≤ 128 MiB): after start, the grants and a login, before any transfer.
+    const idleMiB = (pid: number) => fmt(statusKiB(pid, "VmRSS") / 1024);
+    console.log(`idle RSS before any transfer: ${subjectLabel} ${idleMiB(stowage.proc.pid)} MiB, baseline ${idleMiB(baseline.proc.pid)} MiB`);
     const metrics = {
       up: { unit: "MiB/s", higherIsBetter: true, label: "upload" },
       down: { unit: "MiB/s", higherIsBetter: true, label: "full download" },
