@@ -1,9 +1,12 @@
 /**
  * `bun run build`: compiles Stowage into one executable, `dist/stowage`, that runs without Bun
- * or node_modules. Migrations come in through a macro; the anvil binary through a file import.
+ * or node_modules. Migrations come in through a macro; the anvil binary through a file import;
+ * the web console is bundled (minified) here first and embedded with `--asset`: the compile's own
+ * `--minify-syntax` is all the server gets, and the console's script wants the whole minifier.
  */
-import { mkdirSync, statSync } from "node:fs";
+import { mkdirSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
+import { SHIPPED_DIR } from "../src/console/shipped.ts";
 
 const root = join(import.meta.dir, "..");
 const outfile = join(root, "dist", "stowage");
@@ -11,7 +14,17 @@ mkdirSync(join(root, "dist"), { recursive: true });
 
 const started = performance.now();
 console.log("building dist/stowage …");
-const proc = Bun.spawnSync([process.execPath, "build", "--compile", "--minify-syntax", "--sourcemap", "--outfile", outfile, join(root, "src", "main.ts")], {
+// (A directory's last segment names it inside the binary: SHIPPED_DIR, where src/console looks.)
+const consoleDir = join(root, "dist", SHIPPED_DIR);
+rmSync(consoleDir, { recursive: true, force: true });
+const web = await Bun.build({ entrypoints: [join(root, "src", "console", "web", "index.html")], target: "browser", minify: true, splitting: true, outdir: consoleDir });
+if (!web.success) {
+  for (const log of web.logs) console.error(log);
+  console.error("console build failed");
+  process.exit(1);
+}
+console.log(`console: ${web.outputs.map((o) => `${o.path.split("/").pop()} ${(o.size / 1024).toFixed(0)} KiB`).join(", ")}`);
+const proc = Bun.spawnSync([process.execPath, "build", "--compile", "--minify-syntax", "--sourcemap", `--asset=${consoleDir}`, "--outfile", outfile, join(root, "src", "main.ts")], {
   cwd: root,
   stdout: "inherit",
   stderr: "inherit",

@@ -3,7 +3,7 @@
  * wallet signed for a console's session key, list the live ones, revoke one. Thin: each route
  * finds the Bearer caller's DID and hands typed values to the service.
  */
-import { Elysia, t } from "elysia";
+import { Elysia, t, type Static } from "elysia";
 import type { TokenService } from "../accounts/tokens.ts";
 import { didBearer } from "../accounts/did-bearer.ts";
 import { accountError } from "../http/errors.ts";
@@ -13,12 +13,15 @@ import type { Grants } from "./service.ts";
 const TAG = ["grants"];
 const NEEDS_DID = "Session grants are for DID accounts only: sign in with a wallet";
 
-const grantView = t.Object({
+export const grantView = t.Object({
   key: t.String({ description: "The session key's address" }),
   validUntil: t.Integer({ description: "Unix seconds" }),
   signer: t.String({ description: "The address that signed the grant; the grant holds while it may sign for the DID" }),
   createdAt: t.Integer({ description: "Unix seconds" }),
 });
+
+/** A grant as the API shows it; the SDK's SessionGrant is held equal to it (test/sdk/wire-types.ts). */
+export type GrantView = Static<typeof grantView>;
 
 export function grantsRoutes({ grants, tokens, chainId }: { grants: Grants; tokens: Pick<TokenService, "verifyAccessToken">; chainId: number }) {
   const caller = didBearer(tokens, chainId, () => accountError("UNAUTHORIZED", NEEDS_DID));

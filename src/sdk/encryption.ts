@@ -19,7 +19,7 @@ import { scrypt } from "@noble/hashes/scrypt.js";
 import { sha256 } from "@noble/hashes/sha2.js";
 import { bytesToHex, randomBytes, utf8ToBytes } from "@noble/hashes/utils.js";
 import { base64nopad } from "@scure/base";
-import { getAddress, hexToBytes, isAddressEqual, recoverTypedDataAddress, stringToHex, type Address, type Hex, type LocalAccount } from "viem";
+import { getAddress, hexToBytes, isAddressEqual, recoverTypedDataAddress, stringToHex, type Address, type Hex, type LocalAccount, type Transport } from "viem";
 import { didRegistryAbi } from "../chain/artifacts/index.ts";
 import { AgeError, decryptStream, decryptWithHeader, generateIdentity, headerFor, identityToRecipient, prepareEncryption, readFileKey, recipientFromBytes, recipientToBytes } from "./age.ts";
 import { connectGateway } from "./chain.ts";
@@ -140,6 +140,12 @@ export interface EncryptionOptions {
   /** Wrap with a passphrase instead of the wallet's signature (wallets that cannot sign deterministically). */
   passphrase?: string;
   fetch?: typeof fetch;
+  /**
+   * A browser wallet's EIP-1193 transport (`custom(window.ethereum)`): the recipient's publishing
+   * transaction goes to the wallet to send, as in connectGateway, since such wallets sign no raw
+   * transactions. `account` then only needs to sign typed data (the web console's case).
+   */
+  walletTransport?: Transport;
   /** Where `upload` keeps the ciphertext between sealing and sending (spool.ts): by default a
    * temporary file on Bun and a Blob in browsers; `null` (Node's default) seals twice instead. */
   spool?: (() => Spool) | null;
@@ -161,7 +167,12 @@ export async function connectEncryption(opts: EncryptionOptions) {
   const registry = store.info.contracts.didRegistry;
   const me = getAddress(store.did.split(":").pop() as string);
   let gateway: Awaited<ReturnType<typeof connectGateway>> | undefined;
-  const chain = async () => (gateway ??= await connectGateway(base, { account, ...(opts.fetch ? { fetch: opts.fetch } : {}) }));
+  const chain = async () =>
+    (gateway ??= await connectGateway(base, {
+      account: opts.walletTransport ? { address: account.address, type: "json-rpc" } : account,
+      ...(opts.walletTransport ? { walletTransport: opts.walletTransport } : {}),
+      ...(opts.fetch ? { fetch: opts.fetch } : {}),
+    }));
 
   /** The account API: `{ result: 1, data }` or an EncryptionError with the gateway's words. */
   async function api<T>(method: string, path: string, body?: unknown): Promise<{ status: number; data?: T; error?: string; message?: string }> {
@@ -260,7 +271,7 @@ export async function connectEncryption(opts: EncryptionOptions) {
     if ((await recipientOf(me)) === recipient) return { recipient };
     const gw = await chain();
     const { request } = await gw.publicClient.simulateContract({
-      account,
+      account: gw.wallet().account,
       address: registry,
       abi: didRegistryAbi,
       functionName: "setAttribute",
@@ -288,21 +299,23 @@ export async function connectEncryption(opts: EncryptionOptions) {
 
     /** Encrypts `source` to the account's own recipient, once, into the spool, and uploads that
      * with `encryption: age`. The recipient is published on the DID first if it is not yet. */
-    async upload(kind: StorageKind, source: Blob | Uint8Array | string, o: { name?: string } = {}): Promise<FileEntry> {
+    async upload(kind: StorageKind, source: Blob | Uint8Array | string, o: { name?: string; onProgress?: (sent: number, total: number) => void } = {}): Promise<FileEntry> {
       const blob = typeof source === "string" ? blobOfPath(source) : source instanceof Blob ? source : new Blob([source as Uint8Array<ArrayBuffer>]);
       const name = o.name ?? (typeof source === "string" ? (source.split("/").pop() as string) : blob instanceof File ? blob.name : "file");
       const { recipient } = await publish();
       const sealer = prepareEncryption([recipient]);
       const size = sealer.sealedSize(blob.size);
       const spool = opts.spool === undefined ? defaultSpool() : opts.spool === null ? undefined : opts.spool();
+      // (The upload's progress: the sealed request's bytes, as store.upload counts them.)
+      const sent = { name, encryption: AGE, ...(o.onProgress ? { onProgress: o.onProgress } : {}) };
       // No spool (Node): sealed in the hash pass and again in the upload pass, the same bytes both
       // times (one file key, one nonce), at twice the sealing's cost.
-      if (!spool) return store.upload(kind, { size, stream: () => sealer.encrypt(blob.stream()) }, { name, encryption: AGE });
+      if (!spool) return store.upload(kind, { size, stream: () => sealer.encrypt(blob.stream()) }, sent);
       try {
         // Sealed once; the upload then reads the spool as it reads any file (hash, send).
         const sealed = await spool.keep(sealer.encrypt(blob.stream()));
         if (sealed.size !== size) throw new EncryptionError("source_changed", `the file changed while it was encrypted (${sealed.size} bytes sealed, ${size} expected): upload it again`);
-        return await store.upload(kind, sealed, { name, encryption: AGE });
+        return await store.upload(kind, sealed, sent);
       } finally {
         await spool.drop();
       }

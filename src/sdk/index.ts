@@ -5,6 +5,7 @@
  */
 export * from "./account.ts";
 export * from "./keys.ts";
+export * from "./grants.ts";
 export * from "./storage.ts";
 export * from "./chain.ts";
 export * from "./key-agreement.ts";

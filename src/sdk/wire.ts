@@ -154,3 +154,15 @@ export interface ListedKey {
   /** The address that signed the minting request. */
   signer: string;
 }
+
+/** A session grant as GET /v2/session-grants lists it (D19). */
+export interface SessionGrant {
+  /** The session key's address. */
+  key: string;
+  /** Unix seconds. */
+  validUntil: number;
+  /** The address that signed the grant; it holds while that address may sign for the DID. */
+  signer: string;
+  /** Unix seconds. */
+  createdAt: number;
+}

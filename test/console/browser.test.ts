@@ -8,7 +8,9 @@
  * signs the login and the SessionGrant, once), deposit and buy space and traffic, upload a 3 MiB
  * file to dfs and ipfs with progress shown, see it on both, download it byte-exact, publish it and
  * find it in the directory, delete the dfs copy, record points. Flow 2: sign in by email code
- * (read from the dev mailbox); the account without a DID sees the account page only.
+ * (read from the dev mailbox); the account without a DID sees the account page only. Flow 3: an
+ * encrypted upload (sealed in the page, D20) downloaded and opened byte-exact, and the session
+ * keys screen: two tabs' grants listed, one revoked (its next upload refused), then this page's.
  * Each page is saved as a screenshot (the path is printed) and checked for horizontal overflow.
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
@@ -270,6 +272,104 @@ test(
     await shoot(page, "08-account");
     // Three signatures in all, and two transactions (the deposit, the directory entry): none per file.
     expect(prompts).toEqual(["personal_sign", "eth_signTypedData_v4:Login", "eth_signTypedData_v4:SessionGrant", "eth_sendTransaction", "eth_sendTransaction"]);
+    expect(failures.join("\n")).toBe("");
+    await context.close();
+  },
+  180_000,
+);
+
+test("the binary serves the console's script minified (Bun.build minify before the compile embeds it)", async () => {
+  const html = await (await fetch(`${url}/console`)).text();
+  const scripts = [...html.matchAll(/src="(\/console\/assets\/[^"]+\.js)"/g)].map((m) => m[1] as string);
+  expect(scripts).toHaveLength(1);
+  const js = await (await fetch(`${url}${scripts[0]}`)).text();
+  // Syntax-only minification (the compile's own flag) left ~800 KB over ~20,000 lines.
+  console.log(`console script: ${(js.length / 1024).toFixed(0)} KiB, ${js.split("\n").length} lines`);
+  expect(js.length).toBeLessThan(500_000);
+  expect(js.split("\n").length).toBeLessThan(500);
+});
+
+/** Signs `page` in with its context's wallet and starts a storage session (three prompts). */
+async function signInAndGrant(page: Page) {
+  await page.goto(`${url}/console`);
+  await page.click("#wallet-signin");
+  await ready(page, "files");
+  await page.click("#grant-button");
+  await page.waitForSelector("#grant >> text=signs for you until");
+}
+
+test(
+  "wallet: an encrypted upload (sealed in the page, opened on download, byte-exact); session keys listed and revoked, a revoked key refused at once",
+  async () => {
+    const { context, address, prompts } = await walletContext();
+    await admin("fund", address, "2");
+    const info = (await (await fetch(`${url}/chain`)).json()) as { chainId: number };
+    const did = `did:ethr:0x${info.chainId.toString(16)}:${address}`;
+    for (const quota of [["--space", "64MiB"], ["--traffic", "64MiB"]]) await admin("grant", "--did", did, ...quota);
+    const page = await context.newPage();
+    const failures: string[] = [];
+    page.on("pageerror", (e) => failures.push(e.message));
+    page.on("console", (m) => m.type() === "error" && !m.text().startsWith("Failed to load resource") && failures.push(m.text()));
+    await signInAndGrant(page);
+    expect(prompts).toEqual(["personal_sign", "eth_signTypedData_v4:Login", "eth_signTypedData_v4:SessionGrant"]);
+
+    // Encrypted, to dfs only: the wallet signs EncryptionKey twice (first use: the identity is
+    // made and wrapped) and sends the transaction publishing the recipient; no prompt per file.
+    const content = crypto.getRandomValues(new Uint8Array(MIB + 12_345));
+    const name = "secret-notes.bin";
+    await page.uncheck('#upload-form input[name="ipfs"]');
+    await page.check("#upload-encrypt");
+    await page.setInputFiles('#upload-form input[name="file"]', { name, mimeType: "application/octet-stream", buffer: Buffer.from(content) });
+    await page.click('#upload-form button[type="submit"]');
+    await waitStatus(page, /^Uploaded secret-notes\.bin to dfs, encrypted/);
+    expect(prompts.slice(3)).toEqual(["eth_signTypedData_v4:EncryptionKey", "eth_signTypedData_v4:EncryptionKey", "eth_sendTransaction"]);
+    const row = page.locator(`#files-dfs li[data-name="${name}"]`);
+    await row.waitFor();
+    // The gateway holds the age file: marked so, and larger than the plaintext (header, tags).
+    expect(await row.getAttribute("data-encrypted")).toBe("age");
+    expect(Number(await row.getAttribute("data-size"))).toBeGreaterThan(content.byteLength);
+    expect(await row.textContent()).toContain("encrypted");
+    await shoot(page, "12-files-encrypted");
+
+    const [download] = await Promise.all([page.waitForEvent("download"), row.locator('[data-action="download"]').click()]);
+    await waitStatus(page, /^Downloaded secret-notes\.bin, decrypted/);
+    const saved = new Uint8Array(readFileSync((await download.path()) as string));
+    expect(saved.byteLength).toBe(content.byteLength);
+    expect(Buffer.compare(saved, content)).toBe(0);
+    expect(prompts).toHaveLength(6); // the identity stays open for the page: no prompt to decrypt
+
+    // A second tab: its own sign-in and session key.
+    const other = await context.newPage();
+    other.on("pageerror", (e) => failures.push(e.message));
+    await signInAndGrant(other);
+    const otherKey = (await other.textContent("#grant code")) as string;
+    const ownKey = (await page.textContent("#grant code")) as string;
+    expect(otherKey).not.toBe(ownKey);
+
+    await page.click('nav a[href="#/sessions"]');
+    await ready(page, "sessions");
+    expect(await page.locator("#grants li[data-key]").count()).toBe(2);
+    expect(await page.getAttribute("#grants li[data-here]", "data-key")).toBe(ownKey);
+    await shoot(page, "13-sessions");
+
+    // Revoke the other tab's key: gone from the list, and its next upload is refused.
+    await page.locator(`#grants li[data-key="${otherKey}"] [data-action="revoke"]`).click();
+    await waitStatus(page, /^Revoked 0x/);
+    await waitFor(page, `document.querySelectorAll("#grants li[data-key]").length === 1`);
+    await other.setInputFiles('#upload-form input[name="file"]', { name: "late.bin", mimeType: "application/octet-stream", buffer: Buffer.from("too late") });
+    await other.click('#upload-form button[type="submit"]');
+    await waitFor(other, `document.getElementById("status").className === "error"`);
+    expect(await other.textContent("#status")).toMatch(/signer|grant|revoked/i);
+    await shoot(other, "14-files-revoked-key");
+    await shoot(page, "15-sessions-after-revoke");
+
+    // Revoking this page's own key ends its storage session: the files page offers a new one.
+    await page.locator('#grants li[data-here] [data-action="revoke"]').click();
+    await waitStatus(page, /^Revoked this page's session key/);
+    await waitFor(page, `document.querySelectorAll("#grants li[data-key]").length === 0`);
+    await page.click('nav a[href="#/files"]');
+    await ready(page, "files");
+    expect(await page.locator("#grant-button").count()).toBe(1);
     expect(failures.join("\n")).toBe("");
     await context.close();
   },

@@ -7,6 +7,7 @@ import { accountPage } from "./pages/account.ts";
 import { directoryPage } from "./pages/directory.ts";
 import { filesPage } from "./pages/files.ts";
 import { quotaPage } from "./pages/quota.ts";
+import { sessionsPage } from "./pages/sessions.ts";
 import { signInPage } from "./pages/signin.ts";
 import { end, resume, session } from "./session.ts";
 
@@ -40,6 +41,7 @@ async function route() {
     if (page === "files") await filesPage(s, go);
     else if (page === "quota") await quotaPage(s);
     else if (page === "directory") await directoryPage(s, new URLSearchParams(query));
+    else if (page === "sessions") await sessionsPage(s);
     else
       await accountPage(s, async () => {
         await end();

@@ -12,6 +12,7 @@ import { generatePrivateKey, privateKeyToAccount, type PrivateKeyAccount } from 
 import { createAccountClient, type AccountClient, type TokenPair } from "../../sdk/account.ts";
 import { connectStorage, type StorageClient } from "../../sdk/storage.ts";
 import { discoverGateway, type GatewayInfo } from "../../sdk/chain.ts";
+import { sessionGrantsClient, type SessionGrantsClient } from "../../sdk/grants.ts";
 
 const SAVED = "stowage.console.tokens";
 const base = location.origin;
@@ -28,6 +29,8 @@ export interface Session {
   sessionKey?: PrivateKeyAccount;
   /** Unix seconds until which the session key may sign, once the wallet granted it. */
   grantedUntil?: number;
+  /** The DID's session grants (D19): this page's key, and those of other tabs and devices. */
+  grants?: SessionGrantsClient;
 }
 
 let current: Session | undefined;
@@ -75,6 +78,7 @@ export async function begin(account: AccountClient, address?: `0x${string}`): Pr
   if (did) {
     // Made now, granted later: the wallet lets it sign when the user starts a storage session.
     session.sessionKey = privateKeyToAccount(generatePrivateKey());
+    session.grants = sessionGrantsClient({ baseUrl: base, accessToken: () => accessToken(account) });
     session.storage = await connectStorage({ baseUrl: base, account: session.sessionKey, did, tokenProvider: () => accessToken(account) });
     session.address ??= `0x${did.split(":").pop()?.slice(-40)}` as `0x${string}`;
   }
@@ -103,7 +107,7 @@ export async function end() {
   current = undefined;
   if (s?.sessionKey && s.grantedUntil) {
     // Best effort: the key is gone with the page anyway, and the grant expires by itself.
-    await fetch(`${base}/v2/session-grants/${s.sessionKey.address}`, { method: "DELETE", headers: { authorization: `Bearer ${await accessToken(s.account).catch(() => "")}` } }).catch(() => {});
+    await s.grants?.revoke(s.sessionKey.address).catch(() => {});
   }
   s?.account.logout();
   saveTokens(undefined);

@@ -1,11 +1,12 @@
 /**
- * Files on both back-ends: upload (with a progress bar) to dfs, ipfs or both, download, delete
- * (dfs only: spec 4.1 rule 4), copy the Cid, and publish in the directory.
+ * Files on both back-ends: upload (with a progress bar) to dfs, ipfs or both, encrypted or not
+ * (D20: sealed in the page to the account's age identity), download (opened in the page when the
+ * entry is encrypted), delete (dfs only: spec 4.1 rule 4), copy the Cid, and publish in the directory.
  */
 import type { FileEntry, StorageClient } from "../../../sdk/storage.ts";
 import { action, bytes, h, show, status, when } from "../dom.ts";
 import type { Session } from "../session.ts";
-import { grantStorage } from "../wallet.ts";
+import { encryptionOf, grantStorage } from "../wallet.ts";
 
 const KINDS = ["dfs", "ipfs"] as const;
 type Kind = (typeof KINDS)[number];
@@ -49,24 +50,35 @@ export async function filesPage(s: Session, go: (hash: string) => void) {
         if (!file) throw new Error("choose a file first");
         const kinds = KINDS.filter((k) => (upload.elements.namedItem(k) as HTMLInputElement).checked);
         if (!kinds.length) throw new Error("choose dfs, ipfs or both");
+        const encrypt = (upload.elements.namedItem("encrypt") as HTMLInputElement).checked;
+        if (encrypt) status("Encryption key: the wallet signs to open it (twice the first time)…");
+        const enc = encrypt ? await encryptionOf(s) : undefined;
         progress.hidden = false;
         for (const kind of kinds) {
           progress.value = 0;
-          const entry = await store.upload(kind, file, {
+          if (enc) progressText.textContent = `${kind}: encrypting ${file.name}…`;
+          const o = {
             name: file.name,
-            onProgress: (sent, total) => {
+            onProgress: (sent: number, total: number) => {
               progress.value = Math.floor((sent / total) * 100);
               progressText.textContent = `${kind}: ${bytes(sent)} of ${bytes(total)}`;
             },
-          });
-          progressText.textContent = `${kind}: stored ${entry.Name} (${bytes(entry.Size)})`;
+          };
+          const entry = enc ? await enc.upload(kind, file, o) : await store.upload(kind, file, o);
+          progressText.textContent = `${kind}: stored ${entry.Name} (${bytes(entry.Size)}${enc ? ", encrypted" : ""})`;
         }
-        status(`Uploaded ${file.name} to ${kinds.join(" and ")}`);
+        status(`Uploaded ${file.name} to ${kinds.join(" and ")}${encrypt ? ", encrypted" : ""}`);
         await lists();
       }),
     },
     h("label", {}, "File", h("input", { type: "file", name: "file", required: true })),
-    ...KINDS.map((k) => h("label", { class: "check" }, h("input", { type: "checkbox", name: k, checked: true }), ` ${k}`)),
+    h("div", { class: "checks" }, ...KINDS.map((k) => h("label", { class: "check" }, h("input", { type: "checkbox", name: k, checked: true }), ` ${k}`))),
+    h(
+      "label",
+      { class: "check wide" },
+      h("input", { type: "checkbox", name: "encrypt", id: "upload-encrypt" }),
+      " Encrypt in this page (age, D20): only your wallet's key, and those you share with, can open it",
+    ),
     h("button", { type: "submit", disabled: !granted }, "Upload"),
     progress,
     progressText,
@@ -75,11 +87,13 @@ export async function filesPage(s: Session, go: (hash: string) => void) {
   const listed = Object.fromEntries(KINDS.map((k) => [k, h("ul", { class: "items", id: `files-${k}` })])) as Record<Kind, HTMLUListElement>;
 
   function row(kind: Kind, f: FileEntry) {
+    // D20's marker; the encryption module itself loads only when a file is sealed or opened.
+    const encrypted = f.UserDefined.encryption === "age";
     return h(
       "li",
-      { "data-cid": f.Cid, "data-name": f.Name },
+      { "data-cid": f.Cid, "data-name": f.Name, "data-size": f.Size, "data-encrypted": encrypted ? "age" : undefined },
       h("span", { class: "name" }, f.Name),
-      h("span", { class: "muted" }, `${bytes(f.Size)} · ${new Date(f.ModTime).toLocaleString()}${f.Public ? " · public" : ""}`),
+      h("span", { class: "muted" }, `${bytes(f.Size)} · ${new Date(f.ModTime).toLocaleString()}${f.Public ? " · public" : ""}${encrypted ? " · encrypted" : ""}`),
       h("code", {}, f.Cid),
       h(
         "div",
@@ -93,10 +107,12 @@ export async function filesPage(s: Session, go: (hash: string) => void) {
             onclick: action(async () => {
               status(`Downloading ${f.Name}…`);
               const res = await store.download(kind, f.Cid, { size: f.Size });
-              const url = URL.createObjectURL(await res.blob());
+              // An encrypted entry is opened here, streamed through the age decryption.
+              const blob = encrypted ? await new Response((await (await encryptionOf(s)).open(res, f.Cid)).body).blob() : await res.blob();
+              const url = URL.createObjectURL(blob);
               h("a", { href: url, download: f.Name }).click();
               setTimeout(() => URL.revokeObjectURL(url), 60_000);
-              status(`Downloaded ${f.Name}`);
+              status(`Downloaded ${f.Name}${encrypted ? ", decrypted" : ""}`);
             }),
           },
           "Download",

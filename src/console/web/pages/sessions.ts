@@ -1,0 +1,55 @@
+/**
+ * Session keys (D19): the grants the wallet signed for console pages (this one, other tabs,
+ * other devices), each until its time or until revoked here. Revoking takes effect at once at the
+ * gateway: that key's signatures are refused from the next request. Revoking this page's own key
+ * ends its storage session; the files page then offers to start a new one.
+ */
+import type { SessionGrant } from "../../../sdk/grants.ts";
+import { action, h, show, status, when } from "../dom.ts";
+import type { Session } from "../session.ts";
+
+export async function sessionsPage(s: Session) {
+  if (!s.grants) return;
+  const grants = s.grants;
+  const mine = s.sessionKey?.address.toLowerCase();
+  const live = await grants.list();
+
+  const row = (g: SessionGrant) => {
+    const here = g.key.toLowerCase() === mine;
+    return h(
+      "li",
+      { "data-key": g.key, "data-here": here ? "yes" : undefined },
+      h("span", { class: "name" }, here ? "This page" : "Another page or device"),
+      h("code", {}, g.key),
+      h("span", { class: "muted" }, `Signs until ${when(g.validUntil)} · granted ${when(g.createdAt)} by `, h("code", {}, g.signer)),
+      h(
+        "div",
+        { class: "actions" },
+        h(
+          "button",
+          {
+            class: "danger",
+            "data-action": "revoke",
+            onclick: action(async () => {
+              await grants.revoke(g.key);
+              if (here) s.grantedUntil = undefined;
+              status(here ? "Revoked this page's session key: start a new storage session to upload" : `Revoked ${g.key}`);
+              await sessionsPage(s);
+            }),
+          },
+          "Revoke",
+        ),
+      ),
+    );
+  };
+
+  show(
+    h("h1", {}, "Session keys"),
+    h(
+      "p",
+      { class: "muted" },
+      "Keys your wallet let console pages sign with: uploads, deletes and traffic vouchers only, never a login, a purchase or an access key. Each stops at its time, or now if you revoke it.",
+    ),
+    h("section", {}, h("ul", { class: "items", id: "grants" }, ...(live.length ? live.map(row) : [h("li", { class: "muted" }, "No live session keys")]))),
+  );
+}
