@@ -403,7 +403,7 @@ test(
     await ready(page, "account");
     expect(await page.textContent('#user-info [data-field="Email"]')).toBe(email);
     expect(await page.textContent('#user-info [data-field="DID"]')).toBe("none (account pages only)");
-    for (const page_ of ["files", "quota", "directory"]) expect(await page.locator(`nav a[href="#/${page_}"]`).isHidden()).toBe(true);
+    for (const page_ of ["files", "quota", "directory", "sessions"]) expect(await page.locator(`nav a[href="#/${page_}"]`).isHidden()).toBe(true);
     // The storage pages are not reachable by address either.
     await page.goto(`${url}/console#/files`);
     await ready(page, "account");

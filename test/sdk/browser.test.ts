@@ -81,7 +81,7 @@ beforeAll(async () => {
     port: 0,
     fetch(req) {
       const path = new URL(req.url).pathname;
-      const js = (body: BodyInit) => new Response(body, { headers: { "content-type": "text/javascript" } });
+      const js = (body: Blob | string) => new Response(body, { headers: { "content-type": "text/javascript" } });
       if (path === "/") return new Response(html, { headers: { "content-type": "text/html" } });
       if (path === "/page.js") return js(PAGE_JS);
       // (Chromium asks for it by itself; a 404 would be logged as a console error.)
@@ -127,7 +127,7 @@ test(
 
     const key = generatePrivateKey();
     const base = (server as RunningBinary).url;
-    const login = await page.evaluate<{ did: string; bun: string; node: string }, [string, string]>(([b, k]) => (window as unknown as { sdkFlow: { login(b: string, k: string): Promise<{ did: string; bun: string; node: string }> } }).sdkFlow.login(b, k), [base, key]);
+    const login = await page.evaluate<{ did: string; bun: string; node: string }, [string, string]>(([b, k]) => (globalThis as unknown as { sdkFlow: { login(b: string, k: string): Promise<{ did: string; bun: string; node: string }> } }).sdkFlow.login(b, k), [base, key]);
     expect(login.did).toStartWith("did:");
     expect([login.bun, login.node]).toEqual(["undefined", "undefined"]);
     for (const quota of [["--space", "16MiB"], ["--traffic", "16MiB"]]) {
@@ -137,7 +137,7 @@ test(
 
     const size = 1_500_001;
     type Work = { cid: string; size: number; same: boolean; sha256: string; listed: [string, string, number][]; progress: [number, number]; steps: number };
-    const r = await page.evaluate<Work, number>((n) => (window as unknown as { sdkFlow: { work(n: number): Promise<Work> } }).sdkFlow.work(n), size);
+    const r = await page.evaluate<Work, number>((n) => (globalThis as unknown as { sdkFlow: { work(n: number): Promise<Work> } }).sdkFlow.work(n), size);
     expect(r.same).toBe(true);
     expect(r.size).toBe(size);
     expect(r.listed).toEqual([["from-browser.bin", r.cid, size]]);
