@@ -91,7 +91,7 @@ async function authorizedSigner(resolver: DidResolver, who: Did, recover: () => 
   } catch {
     throw refuse("signature cannot be verified");
   }
-  if (!(await resolver.canSign(who, signer)) && !(await sessionKeys?.allows(who, signer))) throw refuse("the signer is not the DID's owner or a valid delegate");
+  if (!(await resolver.canSign(who, signer)) && !(await sessionKeys?.allows(who, signer))) throw refuse("the signer is not the DID's owner or a valid delegate, nor a session key with a live grant (a grant ends at its validUntil or when revoked)");
   return signer;
 }
 

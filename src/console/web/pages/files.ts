@@ -77,7 +77,7 @@ export async function filesPage(s: Session, go: (hash: string) => void) {
       "label",
       { class: "check wide" },
       h("input", { type: "checkbox", name: "encrypt", id: "upload-encrypt" }),
-      " Encrypt in this page (age, D20): only your wallet's key, and those you share with, can open it",
+      " Encrypt in this page (age): only your wallet's key, and those you share it with, can open it",
     ),
     h("button", { type: "submit", disabled: !granted }, "Upload"),
     progress,
