@@ -27,7 +27,7 @@
 import { randomBytes } from "node:crypto";
 import { batches, placeholders, type Queryable, type Sql } from "../db/sql.ts";
 import type { Logger } from "../log.ts";
-import type { BlobSource, BlobStore } from "./store.ts";
+import type { BlobBatch, BlobSource, BlobStore } from "./store.ts";
 
 /** How long a pin or tombstone outlives its last renewal: a dead gateway's claims lapse after this. */
 export const LEASE_MS = 60_000;
@@ -66,8 +66,9 @@ export interface BlobGuard {
    * `unseen`: the caller's rows do not name the key, so the blob is most likely missing: it is
    * written without asking the store first (a content-addressed key holds the same bytes
    * whoever writes them, so writing it again changes nothing a reader sees) — one request
-   * instead of a HEAD and a PUT. A deletion in progress is waited out first either way. */
-  ensure(key: string, source: () => BlobSource, size?: number, opts?: { unseen?: boolean }): Promise<boolean>;
+   * instead of a HEAD and a PUT. A deletion in progress is waited out first either way.
+   * `batch`: the write goes through it (durable once the caller's `batch.sync()` resolves). */
+  ensure(key: string, source: () => BlobSource, size?: number, opts?: { unseen?: boolean; batch?: BlobBatch }): Promise<boolean>;
   /** Waits out a deletion in progress; then whether the blob exists (its size, or undefined). */
   present(key: string): Promise<number | undefined>;
   /** Deletes the blob when nothing references it and no live pin holds it; true if it did.
@@ -171,14 +172,19 @@ export function createBlobGuard({ sql, store, log, now = Date.now }: { sql: Sql;
     present,
 
     async ensure(key, source, size, opts) {
+      const write = async () => {
+        const bytes = source();
+        if (opts?.batch && bytes instanceof Uint8Array) await opts.batch.put(key, bytes);
+        else await store.put(key, bytes);
+      };
       if (opts?.unseen) {
         await settled(key);
-        await store.put(key, source());
+        await write();
         return true;
       }
       const found = await present(key);
       if (found !== undefined && (size === undefined || found === size)) return false;
-      await store.put(key, source());
+      await write();
       return true;
     },
 

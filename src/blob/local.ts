@@ -10,12 +10,14 @@
  * no folder holds more than a few thousand files even at millions of objects.
  */
 import { createHash, randomBytes } from "node:crypto";
-import { type FileHandle, mkdir, open, readdir, readFile, rename, stat, unlink } from "node:fs/promises";
+import { type FileHandle, link, mkdir, open, readdir, readFile, rename, stat, unlink } from "node:fs/promises";
 import type { BigIntStats } from "node:fs";
 import { dirname, join, sep } from "node:path";
-import { BlobError, type BlobRange, type BlobSource, type BlobStore, checkKey, checkRange, emptyStream, TEMP_MARK } from "./store.ts";
+import { type BlobBatch, BlobError, type BlobRange, type BlobSource, type BlobStore, checkKey, checkRange, emptyStream, TEMP_MARK } from "./store.ts";
 
 const READ_CHUNK = 256 * 1024;
+/** fsyncs a batch runs at once: enough for the file system to fold them into few journal commits. */
+const SYNC_CONCURRENCY = 16;
 
 export class LocalBlobStore implements BlobStore {
   readonly kind = "local";
@@ -54,6 +56,76 @@ export class LocalBlobStore implements BlobStore {
     }
     await fsyncDir(dir).catch(fsFail);
     return { size };
+  }
+
+  /**
+   * Puts made durable together (BlobBatch; an upload's chunks, issue 10). A new object is written
+   * to a temporary name and hard-linked to its key, which fails if the key exists: so only a name
+   * that did not exist can point at bytes not yet on the disk. `sync()` then fsyncs each object
+   * (through its name: whatever file holds it now) and each folder once, a few at a time, where
+   * `put` pays a file fsync, a rename and a folder fsync per object, one after the other. A key
+   * that exists is replaced as `put` does (fsync, rename): a reader, or a manifest committed by
+   * another upload meanwhile, never sees its object replaced by bytes a power cut could lose.
+   * A crash before `sync()` leaves objects nothing references (the sweep's) and temporary files
+   * (removed at start); folders made meanwhile become durable at `sync()` too.
+   */
+  batch(): BlobBatch {
+    const paths = new Set<string>();
+    const dirs = new Set<string>();
+    /** Folders this batch made or met unknown: known (`made`) once `sync()` has made them durable. */
+    const fresh = new Set<string>();
+    return {
+      put: async (key, bytes) => {
+        const path = this.pathOf(key);
+        const dir = dirname(path);
+        if (!this.made.has(dir)) {
+          await this.ensureDir(this.root); // once: the store's own entry, as put makes it
+          await mkdir(dir, { recursive: true, mode: 0o700 }).catch(fsFail);
+          // Another batch may have made it without a sync yet: its entries up to the root are ours to sync too.
+          for (let d = dir; d !== this.root && d !== dirname(d); d = dirname(d)) dirs.add(dirname(d));
+          fresh.add(dir);
+        }
+        const temp = `${path}${TEMP_MARK}${randomBytes(6).toString("hex")}`;
+        const fh = await open(temp, "wx", 0o600).catch(fsFail);
+        try {
+          await writeAll(fh, bytes);
+        } catch (e) {
+          await fh.close().catch(() => {});
+          await unlink(temp).catch(() => {});
+          throw e;
+        }
+        try {
+          const linked = await link(temp, path).then(
+            () => true,
+            (e) => (errno(e) === "EEXIST" ? false : fsFail(e)),
+          );
+          if (!linked) {
+            await fh.sync().catch(fsFail);
+            await rename(temp, path).catch(fsFail);
+          }
+        } finally {
+          await fh.close().catch(() => {});
+          await unlink(temp).catch(() => {}); // after a link; gone already after a rename
+        }
+        paths.add(path);
+        dirs.add(dir);
+      },
+      sync: async () => {
+        await eachAtMost(SYNC_CONCURRENCY, paths, async (path) => {
+          const fh = await open(path, "r").catch(fsFail);
+          try {
+            await fh.sync().catch(fsFail);
+          } finally {
+            await fh.close().catch(() => {});
+          }
+        });
+        await eachAtMost(SYNC_CONCURRENCY, dirs, (dir) => fsyncDir(dir).catch(fsFail));
+        for (const dir of fresh) this.made.add(dir);
+        paths.clear();
+        dirs.clear();
+        fresh.clear();
+      },
+    };
   }
 
   async bytes(key: string): Promise<Uint8Array> {
@@ -253,6 +325,21 @@ async function writeAll(fh: FileHandle, bytes: Uint8Array): Promise<number> {
     done += bytesWritten;
   }
   return bytes.length;
+}
+
+/** Runs `fn` over `items`, at most `n` at a time; rejects with the first failure once all have settled. */
+async function eachAtMost<T>(n: number, items: Iterable<T>, fn: (item: T) => Promise<unknown>): Promise<void> {
+  const todo = [...items];
+  let next = 0;
+  let failure: { error: unknown } | undefined;
+  const worker = async () => {
+    while (next < todo.length) {
+      const item = todo[next++] as T;
+      await fn(item).catch((error: unknown) => void (failure ??= { error }));
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(n, todo.length) }, worker));
+  if (failure) throw failure.error;
 }
 
 /** Makes a folder's entries (a rename) durable. */

@@ -23,6 +23,11 @@ export interface BlobStore {
   readonly kind: "local" | "s3";
   /** Stores `source` under `key`, replacing any object there; resolves once durable. */
   put(key: string, source: BlobSource): Promise<{ size: number }>;
+  /**
+   * Optional: a group of puts made durable together (an upload's chunks). Stores whose every put
+   * is durable at once anyway (S3) have none: callers use `put` then (see `batchOf`).
+   */
+  batch?(): BlobBatch;
   /** The object's bytes (or a range of them) as a stream. Throws BlobError BlobNotFound. */
   get(key: string, range?: BlobRange): Promise<ReadableStream<Uint8Array>>;
   /** The whole object in memory, for small ones (a chunk, a block): one request, no stream.
@@ -34,6 +39,24 @@ export interface BlobStore {
   delete(key: string): Promise<void>;
   /** Every key starting with `prefix`, fetched a page at a time (order unspecified). */
   list(prefix: string, options?: { pageSize?: number }): AsyncIterable<string>;
+}
+
+/**
+ * Puts whose durability is paid once for the group. `put` resolves once the object is whole and
+ * visible under its key, but a new object may not be on the disk yet: a power cut before
+ * `sync()` resolves can leave it missing or damaged. An object that replaces another is made
+ * durable before it replaces it, as `put` does, so what was there stays whole. Nothing may
+ * reference the group's objects (commit a manifest naming them) before `sync()` resolves.
+ */
+export interface BlobBatch {
+  put(key: string, bytes: Uint8Array): Promise<void>;
+  /** Makes every object this batch put durable, with the folder entries that name them. */
+  sync(): Promise<void>;
+}
+
+/** The store's batch, or plain durable puts for a store without one. */
+export function batchOf(store: BlobStore): BlobBatch {
+  return store.batch?.() ?? { put: async (key, bytes) => void (await store.put(key, bytes)), sync: async () => {} };
 }
 
 export type BlobErrorCode =

@@ -7,6 +7,7 @@ import { beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { randomBytes } from "node:crypto";
 import { readdir } from "node:fs/promises";
 import { join } from "node:path";
+import { batchOf } from "../../src/blob/store.ts";
 import { BlobError, type BlobStore, claimants, claimDeployment, DEPLOYMENT_PREFIX, LocalBlobStore, localBlobRoot, openBlobStore, S3BlobStore } from "../../src/blob/index.ts";
 import { cephRgw, type Rgw } from "../support/ceph.ts";
 import { tempDir } from "../support/tmp.ts";
@@ -123,6 +124,25 @@ for (const impl of impls) {
         expect(back.length).toBe(bytes.length);
         expect(Buffer.compare(back, bytes)).toBe(0);
       }
+    });
+
+    test("a batch (batchOf: the store's, or plain puts): new keys and a replaced one read back whole after sync, no temp file left", async () => {
+      const batch = batchOf(store);
+      const old = randomBytes(1000);
+      await store.put("batch/replaced", old);
+      const news = Array.from({ length: 40 }, (_, i) => [`batch/n${i}/obj`, randomBytes(i * 997)] as const);
+      const replacement = randomBytes(3000);
+      await Promise.all([...news.map(([key, bytes]) => batch.put(key, bytes)), batch.put("batch/replaced", replacement)]);
+      // Visible at once, whole: a put resolves once the object is under its key.
+      expect(Buffer.compare(await read(await store.get("batch/n39/obj")), news[39]?.[1] as Uint8Array)).toBe(0);
+      await batch.sync();
+      for (const [key, bytes] of news) expect(Buffer.compare(await store.bytes(key), bytes)).toBe(0);
+      expect(Buffer.compare(await store.bytes("batch/replaced"), replacement)).toBe(0);
+      const listed: string[] = [];
+      for await (const key of store.list("batch/")) listed.push(key);
+      expect(listed.sort()).toEqual(["batch/replaced", ...news.map(([key]) => key)].sort());
+      expect(await impl.leftovers(store)).toEqual([]);
+      await batch.sync(); // nothing left to sync: a no-op
     });
 
     test("ranged gets: start, middle, end, across the end, at and past the end", async () => {

@@ -6,6 +6,7 @@
  * repairing a damaged chunk when the same bytes are uploaded again.
  */
 import { isBlobError } from "../../blob/index.ts";
+import type { BlobBatch } from "../../blob/store.ts";
 import { chunkKey } from "./cid.ts";
 import type { DfsContext } from "./context.ts";
 import { CorruptChunkError } from "./errors.ts";
@@ -25,12 +26,12 @@ export async function sha256Hex(bytes: Uint8Array): Promise<string> {
  * the same key holds the same bytes anyway. A chunk a row names is looked for, and when found
  * with the right size read back and hashed: uploading the same content again thus repairs a
  * damaged one (the cost: one read of each chunk an upload finds present). Returns whether bytes
- * were written.
+ * were written. With `batch`, a chunk written is durable once the caller's `batch.sync()` resolves.
  */
-export async function storeChunk(ctx: DfsContext, hash: string, bytes: Uint8Array): Promise<boolean> {
+export async function storeChunk(ctx: DfsContext, hash: string, bytes: Uint8Array, batch?: BlobBatch): Promise<boolean> {
   const key = chunkKey(hash);
   const unseen = !(await ctx.rows.isReferenced(hash));
-  if (await ctx.guard.ensure(key, () => bytes, bytes.length, { unseen })) {
+  if (await ctx.guard.ensure(key, () => bytes, bytes.length, { unseen, batch })) {
     await ctx.checks?.wrote(hash); // the file holds bytes that hashed right: its record (D9)
     return true;
   }
