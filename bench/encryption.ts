@@ -98,20 +98,46 @@ try {
   if (cliArg !== undefined) {
     const cli = cliArg.endsWith(".ts") ? [process.execPath, cliArg] : [cliArg];
     const userEnv = { ...env, STOWAGE_USER_KEY: userKey, STOWAGE_GATEWAY: server.url };
-    const up: Record<"plain" | "enc", number[]> = { plain: [], enc: [] };
+    /** One command: its wall time, its own CPU (rusage at exit) and the server's meanwhile, per MiB. */
+    const run = async (args: string[]) => {
+      const sv = processCpuSeconds(server.proc.pid);
+      const t = performance.now();
+      const proc = Bun.spawn([...cli, ...args], { env: userEnv, cwd: ROOT, stdout: "pipe", stderr: "pipe" });
+      const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
+      const ms = performance.now() - t;
+      if (code !== 0) throw new Error(`stowage ${args.join(" ")} exited ${code}: ${err}`);
+      const usage = proc.resourceUsage()?.cpuTime;
+      return { out, rate: size / MiB / (ms / 1000), client: Number(usage?.total ?? 0) / 1000 / (size / MiB), server: ((processCpuSeconds(server.proc.pid) - sv) * 1000) / (size / MiB) };
+    };
+    type Op = "plainUp" | "encUp" | "plainDown" | "encDown";
+    const r: Record<Op, { rate: number[]; client: number[]; server: number[] }> = { plainUp: { rate: [], client: [], server: [] }, encUp: { rate: [], client: [], server: [] }, plainDown: { rate: [], client: [], server: [] }, encDown: { rate: [], client: [], server: [] } };
+    const keep = (op: Op, m: { rate: number; client: number; server: number }) => {
+      r[op].rate.push(m.rate);
+      r[op].client.push(m.client);
+      r[op].server.push(m.server);
+    };
+    const got = join(dir, "got.bin");
     for (let round = 0; round < rounds; round++) {
-      const file = freshFile();
-      writeFileSync(path, file);
+      writeFileSync(path, freshFile());
       for (const encrypted of round % 2 ? [true, false] : [false, true]) {
-        const ms = await commandDuration([...cli, "put", path, "--to", kind, "--name", encrypted ? "ce.bin" : "cp.bin", ...(encrypted ? ["--encrypt"] : ["--plain"])], { env: userEnv, cwd: ROOT })();
-        up[encrypted ? "enc" : "plain"].push(size / MiB / (ms / 1000));
+        const put = await run(["put", path, "--to", kind, "--name", encrypted ? "ce.bin" : "cp.bin", "--json", ...(encrypted ? ["--encrypt"] : ["--plain"])]);
+        keep(encrypted ? "encUp" : "plainUp", put);
+        const cid = (JSON.parse(put.out) as { Cid: string }).Cid;
+        keep(encrypted ? "encDown" : "plainDown", await run(["get", cid, "--from", kind, "--out", got]));
       }
     }
     const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
-    const ratio = median(up.enc) / median(up.plain);
-    console.log(`command line (${cliArg}), ${kind}, ${values["size-mib"]} MiB × ${rounds} (median MiB/s, each a fresh process)`);
-    console.log(`put  plain ${fmt(median(up.plain))}  --encrypt ${fmt(median(up.enc))}  ratio ${ratio.toFixed(2)}×  (encrypted runs ${up.enc.map(fmt).join(", ")}; plain ${up.plain.map(fmt).join(", ")})`);
-    console.log(`goal ≥ 0.8×: ${ratio >= 0.8 ? "met" : "not met"}`);
+    const line = (what: string, plain: Op, enc: Op) => {
+      const ratio = median(r[enc].rate) / median(r[plain].rate);
+      const cpuRatio = (median(r[plain].client) + median(r[plain].server)) / (median(r[enc].client) + median(r[enc].server));
+      console.log(`${what}  plain ${fmt(median(r[plain].rate))}  encrypted ${fmt(median(r[enc].rate))}  ratio ${ratio.toFixed(2)}×  (runs ${r[enc].rate.map(fmt).join(", ")} / ${r[plain].rate.map(fmt).join(", ")})`);
+      console.log(`     CPU plain client ${median(r[plain].client).toFixed(1)} + server ${median(r[plain].server).toFixed(1)}, encrypted client ${median(r[enc].client).toFixed(1)} + server ${median(r[enc].server).toFixed(1)}: CPU ratio ${cpuRatio.toFixed(2)}×`);
+      return ratio;
+    };
+    console.log(`command line (${cliArg}), ${kind}, ${values["size-mib"]} MiB × ${rounds} (median MiB/s, each a fresh process; CPU ms per MiB), load ${loadavg().map((l) => l.toFixed(1)).join(" ")}`);
+    const up = line("put", "plainUp", "encUp");
+    const down = line("get", "plainDown", "encDown");
+    console.log(`goal ≥ 0.8×: ${up >= 0.8 && down >= 0.8 ? "met" : "not met"}`);
   } else {
     type Op = "plainUp" | "encUp" | "plainDown" | "encDown";
     const rates: Record<Op, number[]> = { plainUp: [], encUp: [], plainDown: [], encDown: [] };
