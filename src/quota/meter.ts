@@ -219,15 +219,22 @@ export function createMeter({ sql, records, storedBytes, now = Date.now, gateway
     };
   }
 
-  /** A download holds its whole length from the start: those bytes are going out. */
-  async function beginDownload(account: Address, bytes: number) {
+  /**
+   * A download holds its whole length from the start: those bytes are going out. `withHold` runs
+   * in the hold's transaction (the voucher's claim: one commit for both). The hold commits
+   * without an fsync of its own (as an upload's, HOLDING): the settlement's durable commit
+   * carries it to the disk, and a power cut before that ends the download it claims for.
+   */
+  async function beginDownload(account: Address, bytes: number, withHold?: (tx: Queryable) => Promise<void>) {
     const traffic = await pool(account, "traffic");
     let id = await sql.tx(async (tx) => {
       await lockAccount(tx, account);
       const inUse = await used(tx, account, "", "traffic", traffic.periodStart); // traffic: no DID needed
       if (inUse + bytes > traffic.limit) throw refuse("traffic", traffic.limit, inUse, bytes);
-      return hold(tx, account, "traffic", bytes, undefined);
-    }, LOCKED);
+      const made = await hold(tx, account, "traffic", bytes, undefined);
+      await withHold?.(tx);
+      return made;
+    }, HOLDING);
     let renewedAt = now();
     let closed = false;
     return {
@@ -239,17 +246,40 @@ export function createMeter({ sql, records, storedBytes, now = Date.now, gateway
         id = await sql.tx(async (tx) => {
           await lockAccount(tx, account);
           return hold(tx, account, "traffic", bytes, kept);
-        }, LOCKED);
+        }, HOLDING);
       },
-      /** What was really sent counts; the rest of the reservation is given back. */
-      async settle(sent: number) {
+      /** What was really sent counts; the rest of the reservation is given back. `withSettle`
+       * runs in the same transaction (the voucher's counter). */
+      async settle(sent: number, withSettle?: (tx: Queryable) => Promise<void>) {
         if (closed) return;
         closed = true;
         await sql.tx(async (tx) => {
           await lockAccount(tx, account);
           await drop(tx, [id]);
           await addTraffic(tx, account, traffic.periodStart, sent);
+          await withSettle?.(tx);
         }, LOCKED);
+      },
+    };
+  }
+
+  /**
+   * A download read whole before any byte of it goes out (a range of up to a chunk): no hold.
+   * `charge` checks the traffic pool and counts `bytes` at once in the caller's transaction (which
+   * also claims and counts the voucher: one durable commit where a hold, a claim and two
+   * settlements took four). The pool is read, and checked without a lock, here: a request that
+   * cannot fit is refused before the content is read.
+   */
+  async function wholeDownload(account: Address, bytes: number) {
+    const traffic = await pool(account, "traffic");
+    const inUse = await used(sql, account, "", "traffic", traffic.periodStart);
+    if (inUse + bytes > traffic.limit) throw refuse("traffic", traffic.limit, inUse, bytes);
+    return {
+      async charge(tx: Queryable) {
+        await lockAccount(tx, account);
+        const current = await used(tx, account, "", "traffic", traffic.periodStart);
+        if (current + bytes > traffic.limit) throw refuse("traffic", traffic.limit, current, bytes);
+        await addTraffic(tx, account, traffic.periodStart, bytes);
       },
     };
   }
@@ -311,7 +341,7 @@ export function createMeter({ sql, records, storedBytes, now = Date.now, gateway
     return sql.all(LIVE, [now()]);
   }
 
-  return { beginUpload, beginDownload, spaceHold, dropHold, record, clearStale, live, gateway };
+  return { beginUpload, beginDownload, wholeDownload, spaceHold, dropHold, record, clearStale, live, gateway };
 }
 
 export type Meter = ReturnType<typeof createMeter>;

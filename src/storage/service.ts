@@ -12,7 +12,7 @@ import { CID } from "multiformats/cid";
 import { getAddress, isAddress, type Address, type TypedDataDomain } from "viem";
 import type { TokenService } from "../accounts/tokens.ts";
 import type { UserService } from "../accounts/users.ts";
-import type { Sql } from "../db/sql.ts";
+import type { Queryable, Sql } from "../db/sql.ts";
 import type { Readable } from "node:stream";
 import { StorageError, storageError } from "../http/errors.ts";
 import { type DidLoginTokens, type FileEntry, type FileList, type StorageKind, type TrafficHashResult } from "../http/model.ts";
@@ -274,39 +274,49 @@ export function createStorage(deps: StorageDeps) {
 
     async function send(range?: ByteRange) {
       const length = range ? range.end - range.start + 1 : total;
-      const traffic = await deps.meter?.beginDownload(reader, length);
-      let accepted: Awaited<ReturnType<typeof vouchers.accept>>;
-      try {
-        accepted = await vouchers.accept({ payer, size }, length);
-      } catch (err) {
-        await traffic?.settle(0); // the reservation must not outlive a refused voucher
-        throw err;
-      }
+      if (length <= WHOLE_BODY_MAX) return sendWhole(range, length);
+      // The hold and the voucher's claim commit together (no fsync of their own on SQLite: the
+      // settlement's commit carries them), the settlement and the voucher's count too.
+      let accepted: Awaited<ReturnType<typeof vouchers.accept>> | undefined;
+      const claim = (tx: Queryable) => vouchers.claim(tx, { payer, size }, length).then((a) => void (accepted = a));
+      const traffic = deps.meter ? await deps.meter.beginDownload(reader, length, claim) : undefined;
+      if (!accepted) accepted = await vouchers.accept({ payer, size }, length);
+      const voucher = accepted;
       // Bookkeeping once bytes went out: a failure is logged, never the download's answer.
       const settle = async (sent: number) => {
         deps.onTransfer?.(b.kind, "out", sent);
         try {
-          await vouchers.settle(accepted, sent);
-          await traffic?.settle(sent);
+          if (traffic) await traffic.settle(sent, (tx) => vouchers.settle(voucher, sent, tx));
+          else await vouchers.settle(voucher, sent);
         } catch (err) {
           log.error("settling a download's counters failed", { cid, err: (err as Error).message });
         }
       };
-      if (length <= WHOLE_BODY_MAX) {
-        // A small body is read (and its hashes checked) before the headers go out: a failure is
-        // then a clean 500. Larger ones stream, with their Content-Length all the same (http/listen.ts).
-        let bytes: Uint8Array;
-        try {
-          bytes = await Bun.readableStreamToBytes(b.read(cid, range));
-        } catch (err) {
-          await settle(0);
-          throw err;
-        }
-        await settle(bytes.byteLength);
-        return bytes;
-      }
       const renew = () => void traffic?.renew().catch((err) => log.error("renewing a download's hold failed", { cid, err: (err as Error).message }));
       return meterDownload(b.read(cid, range), settle, renew);
+    }
+
+    /**
+     * Up to one chunk is read (and its hashes checked) before the headers go out: a failure is
+     * then a clean 500, and nothing is charged. The voucher and the traffic pool are checked
+     * before the read (no content is read for a request that cannot pay), then decided and
+     * counted in one transaction — the voucher claimed and counted, the traffic counted, no hold
+     * (no byte has gone out before it commits). Larger bodies stream, with their Content-Length
+     * all the same (http/listen.ts).
+     */
+    async function sendWhole(range: ByteRange | undefined, length: number) {
+      await vouchers.check({ payer, size }, length);
+      const traffic = await deps.meter?.wholeDownload(reader, length);
+      const bytes = await Bun.readableStreamToBytes(b.read(cid, range));
+      await sql.tx(
+        async (tx) => {
+          await traffic?.charge(tx);
+          await vouchers.settle(await vouchers.claim(tx, { payer, size }, bytes.byteLength), bytes.byteLength, tx);
+        },
+        { isolation: "read committed" },
+      );
+      deps.onTransfer?.(b.kind, "out", bytes.byteLength);
+      return bytes;
     }
     return { name: row.name, cid, size: total, encryption: row.encryption, owner: row.did, send };
   }

@@ -20,6 +20,7 @@ import { isSignature, recoverVoucher, voucherHash } from "../identity/eip712.ts"
 
 const USED = "SELECT used FROM voucher_counters WHERE payer = $1";
 const CLAIM = "INSERT INTO vouchers_used (payer, size, base, used_at) VALUES ($1, $2, $3, $4) ON CONFLICT (payer, size) DO NOTHING RETURNING payer";
+const CLAIMED = "SELECT 1 AS one FROM vouchers_used WHERE payer = $1 AND size = $2";
 const COUNT = "INSERT INTO voucher_counters (payer, used) VALUES ($1, $2) ON CONFLICT (payer) DO UPDATE SET used = voucher_counters.used + excluded.used";
 
 export interface AcceptedVoucher {
@@ -61,31 +62,40 @@ export function createVouchers({ sql, domain, seller, now = Date.now }: { sql: S
     }
   }
 
-  /** Accepts a voucher once, for a transfer of `needs` bytes (unknown for uploads until the end). */
+  /** Claims a voucher once in `q` (a transaction), for a transfer of `needs` bytes (unknown for uploads until the end). */
+  async function claim(q: Queryable, v: { payer: Address; size: number }, needs?: number): Promise<AcceptedVoucher> {
+    const used = await usedIn(q, v.payer);
+    const allowance = v.size - used;
+    if (allowance <= 0 || (needs !== undefined && needs > allowance)) throw tooSmall(v.size, used, needs);
+    const fresh = await q.get(CLAIM, [v.payer, v.size, used, now()]);
+    if (!fresh) throw storageError.quota("this voucher was already used: sign a new one (GET /traffichash)");
+    return { payer: v.payer, size: v.size, allowance };
+  }
+
+  const tooSmall = (size: number, used: number, needs?: number) =>
+    storageError.quota(`the voucher covers up to ${size} bytes in all; ${used} are used${needs !== undefined ? `, this transfer needs ${needs}` : ""}: sign a new one (GET /traffichash)`);
+
+  /** Accepts a voucher once, in a transaction of its own. */
   function accept(v: { payer: Address; size: number }, needs?: number): Promise<AcceptedVoucher> {
     // Every read-modify-write here is the conditional insert: READ COMMITTED suffices (D16).
-    return sql.tx(
-      async (tx) => {
-        const used = await usedIn(tx, v.payer);
-        const allowance = v.size - used;
-        if (allowance <= 0 || (needs !== undefined && needs > allowance)) {
-          throw storageError.quota(`the voucher covers up to ${v.size} bytes in all; ${used} are used${needs !== undefined ? `, this transfer needs ${needs}` : ""}: sign a new one (GET /traffichash)`);
-        }
-        const fresh = await tx.get(CLAIM, [v.payer, v.size, used, now()]);
-        if (!fresh) throw storageError.quota("this voucher was already used: sign a new one (GET /traffichash)");
-        return { payer: v.payer, size: v.size, allowance };
-      },
-      { isolation: "read committed" },
-    );
+    return sql.tx((tx) => claim(tx, v, needs), { isolation: "read committed" });
   }
 
-  /** Adds what really moved to the payer's all-time count. */
-  async function settle(v: AcceptedVoucher, bytes: number) {
+  /** What `claim` would refuse, asked without a transaction: a download read whole before it is
+   * claimed is refused this way before its content is read (the claim decides all the same). */
+  async function check(v: { payer: Address; size: number }, needs: number): Promise<void> {
+    const used = await usedBy(v.payer);
+    if (v.size - used <= 0 || needs > v.size - used) throw tooSmall(v.size, used, needs);
+    if (await sql.get(CLAIMED, [v.payer, v.size])) throw storageError.quota("this voucher was already used: sign a new one (GET /traffichash)");
+  }
+
+  /** Adds what really moved to the payer's all-time count (in `q`: the caller's transaction, or on its own). */
+  async function settle(v: AcceptedVoucher, bytes: number, q: Queryable = sql) {
     if (bytes <= 0) return;
-    await sql.run(COUNT, [v.payer, bytes]);
+    await q.run(COUNT, [v.payer, bytes]);
   }
 
-  return { hashFor, payerOf, accept, settle, usedBy };
+  return { hashFor, payerOf, claim, accept, check, settle, usedBy };
 }
 
 export type Vouchers = ReturnType<typeof createVouchers>;

@@ -5,7 +5,7 @@ import { afterEach, expect, test } from "bun:test";
 import type { DidResolver } from "../../src/identity/resolver.ts";
 import type { Backend } from "../../src/storage/backend.ts";
 import { StorageApiError } from "../../src/sdk/storage.ts";
-import { postJson, readJson } from "../support/app.ts";
+import { get, postJson, readJson } from "../support/app.ts";
 import { newToken, testGateway } from "../support/storage.ts";
 
 let chainDown = false;
@@ -81,6 +81,24 @@ test("download: the back-end cannot be asked → 500", async () => {
   expect(e.body).toEqual(INTERNAL);
   gw.backends.dfs = dfs;
   expect(await (await client.download("dfs", entry.Cid, { size: entry.Size })).text()).toBe("stat me");
+});
+
+test("download: a body read whole (up to a chunk) that fails → 500, and neither its voucher nor its traffic is used: the same voucher then downloads", async () => {
+  const { client, account } = await gw.user();
+  const entry = await client.upload("dfs", new TextEncoder().encode("read me later"), { name: "r.txt" });
+  const used = await gw.storage?.vouchers.usedBy(account.address);
+  const size = (used ?? 0) + 1_000;
+  const url = `/dfs/${entry.Cid}?size=${size}&sign=${await gw.sign.voucher(account, size)}`;
+  gw.backends.dfs = { ...dfs, read: () => new ReadableStream({ pull: (c) => c.error(new Error("EIO: i/o error, read")) }) };
+  const res = await gw.app.handle(get(url));
+  expect(res.status).toBe(500);
+  expect(await readJson(res)).toEqual(INTERNAL);
+  gw.backends.dfs = dfs;
+  expect(await gw.storage?.vouchers.usedBy(account.address)).toBe(used);
+  const again = await gw.app.handle(get(url));
+  expect(again.status).toBe(200);
+  expect(await again.text()).toBe("read me later");
+  expect(await gw.storage?.vouchers.usedBy(account.address)).toBe((used ?? 0) + 13);
 });
 
 test("delete: the catalog fails → 500 with Status 'Failure' (D9), and the file is still there after", async () => {
