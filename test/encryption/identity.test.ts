@@ -135,7 +135,8 @@ describe("GET|PUT /v2/keys/age", () => {
     await withPass.rewrap();
     const enc3 = await connectEncryption({ baseUrl: BASE, store: store2, account: u.account, fetch: env.fetch });
     expect(await enc3.identity()).toBe(identity);
-  });
+    // Two scrypt derivations (N = 2^17, ≈ 0.5 s each on a quiet core): over 5 s on two busy cores.
+  }, 60_000);
 
   test("a blob over the size limit, or none, is a 400 and stores nothing", async () => {
     const a = await gw.session(await gw.chain.anvil.newAccount());
