@@ -122,6 +122,35 @@ describe("tokens", () => {
   });
 });
 
+describe("verified access tokens are remembered until their exp, no longer", () => {
+  const { call, clock } = accountsApp();
+
+  test("a token used again and again is refused at its expiry second, a forged twin of it always, and each answers its own account", async () => {
+    const [k1, k2] = [newKey(), newKey()];
+    const a1 = (await evmLogin(call, k1)).body.data.accessToken;
+    const a2 = (await evmLogin(call, k2)).body.data.accessToken;
+    for (let i = 0; i < 3; i++) {
+      expect((await call("GET", "/v2/auth/me", { headers: bearer(a1) })).body.data.uid).toBe(k1.address);
+      expect((await call("GET", "/v2/auth/me", { headers: bearer(a2) })).body.data.uid).toBe(k2.address);
+    }
+    // One character of the signature changed: another text, verified (and refused) on its own.
+    const [head, body, sig] = a1.split(".") as [string, string, string];
+    const forged = `${head}.${body}.${sig.slice(0, -2)}${sig.endsWith("AA") ? "BB" : "AA"}`;
+    expect((await call("GET", "/v2/auth/me", { headers: bearer(forged) })).status).toBe(401);
+    // Its claims with another key's account: the signature no longer matches either.
+    const swapped = `${head}.${a2.split(".")[1]}.${sig}`;
+    expect((await call("GET", "/v2/auth/me", { headers: bearer(swapped) })).status).toBe(401);
+    const exp = claimsOf(a1).exp * 1000;
+    clock.advance(exp - clock.now() - 1);
+    expect((await call("GET", "/v2/auth/me", { headers: bearer(a1) })).status).toBe(200);
+    clock.advance(1);
+    const late = await call("GET", "/v2/auth/me", { headers: bearer(a1) });
+    expect(late).toMatchObject({ status: 401, body: { success: false, error: "The token has expired" } });
+    // And stays refused (the entry is gone; jose refuses it again).
+    expect((await call("GET", "/v2/auth/me", { headers: bearer(a1) })).status).toBe(401);
+  });
+});
+
 describe("/v2/auth/me and /v2/user/info", () => {
   const admin = newKey();
   const { call } = accountsApp({ env: { ADMIN_ADDRESSES: `0x0000000000000000000000000000000000000001, ${admin.address.toLowerCase()}` } });

@@ -1,0 +1,185 @@
+/**
+ * Small authenticated requests (issue 10): `GET /v2/auth/me`, `GET /dfs/space`,
+ * `GET /dfs/listobjects` (10 files) and `GET /healthz` on Stowage against a bare Elysia app that
+ * verifies the same Bearer token and answers the same JSON bodies (bench/servers/elysia-auth.ts),
+ * in alternation, with the server's CPU time per request from /proc: what Stowage's layers cost
+ * on top of Elysia's minimum, per request.
+ *
+ * Stowage is `bun src/main.ts serve` over a temporary data dir (embedded chain and IPFS node, the
+ * metrics listener on a free port as a deployment has it, log level `error` unless told); one
+ * user logs in through the SDK (DID login, EIP-712), gets free space from `stowage admin grant`,
+ * uploads 10 small dfs files. The JWT key is given to both servers (STOWAGE_JWT_KEY), so one
+ * access token opens both; the baseline's bodies are Stowage's own answers to that user.
+ *
+ * Run: bun bench/small.ts [--rounds 3] [--seconds 3] [--connections 32] [--paths me,space,list,healthz]
+ *                         [--log-level error] [--cpu-prof DIR]
+ *   --cpu-prof DIR  Stowage writes a CPU profile (.cpuprofile and .md) there when it stops
+ */
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { randomBytes } from "node:crypto";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { parseArgs } from "node:util";
+import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
+import { connectStorage } from "../src/sdk/storage.ts";
+import { commandDuration, compareMany, fmt, loadTest, processCpuSeconds, startServer, type ComparisonResult, type RunningServer } from "./harness.ts";
+
+const ROOT = join(import.meta.dir, "..");
+const PATHS = { me: "/v2/auth/me", space: "/dfs/space", list: "/dfs/listobjects", healthz: "/healthz" } as const;
+type PathKey = keyof typeof PATHS;
+const LISTED_FILES = 10;
+
+function usage(message: string): never {
+  console.error(`${message}\nUsage: bun bench/small.ts [--rounds N] [--seconds S] [--connections C] [--paths me,space,list,healthz] [--log-level L] [--cpu-prof DIR]`);
+  process.exit(2);
+}
+let values: Record<string, string | boolean | undefined>;
+try {
+  ({ values } = parseArgs({
+    args: process.argv.slice(2),
+    options: {
+      rounds: { type: "string", default: "3" },
+      seconds: { type: "string", default: "3" },
+      connections: { type: "string", default: "32" },
+      paths: { type: "string", default: Object.keys(PATHS).join(",") },
+      "log-level": { type: "string", default: "error" },
+      "cpu-prof": { type: "string" },
+      help: { type: "boolean", short: "h", default: false },
+    },
+    strict: true,
+  }));
+} catch (err) {
+  usage((err as Error).message);
+}
+if (values.help) usage("Small authenticated requests and /healthz: Stowage against a bare Elysia app, side by side.");
+const int = (name: string) => {
+  const n = Number(values[name]);
+  if (!Number.isInteger(n) || n < 1) usage(`--${name} must be a positive integer (got ${values[name]})`);
+  return n;
+};
+const rounds = int("rounds");
+const connections = int("connections");
+const seconds = Number(values.seconds);
+if (!(seconds > 0 && seconds <= 60)) usage(`--seconds must be in (0, 60] (got ${values.seconds})`);
+const paths = String(values.paths).split(",") as PathKey[];
+if (paths.length === 0 || paths.some((p) => !(p in PATHS))) usage(`--paths takes some of ${Object.keys(PATHS).join(",")}`);
+const logLevel = String(values["log-level"]);
+if (!["debug", "info", "warn", "error"].includes(logLevel)) usage(`--log-level must be debug, info, warn or error (got ${logLevel})`);
+const cpuProf = typeof values["cpu-prof"] === "string" ? values["cpu-prof"] : undefined;
+
+const loadavg = () => readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" ");
+const work = mkdtempSync(join(tmpdir(), "stowage-bench-small-"));
+const dataDir = join(work, "data");
+const jwtKey = `0x${randomBytes(32).toString("hex")}`;
+// A clean environment, as an operator's service would have (PATH for `bun src/main.ts`).
+const env: Record<string, string | undefined> = { HOME: tmpdir(), PATH: process.env.PATH, STOWAGE_JWT_KEY: jwtKey };
+const profFlags = cpuProf ? ["--cpu-prof", "--cpu-prof-md", `--cpu-prof-dir=${cpuProf}`] : [];
+const stowageCmd = [process.execPath, ...profFlags, join(ROOT, "src", "main.ts")];
+
+const servers: RunningServer[] = [];
+let exitCode = 0;
+try {
+  const stowage = await startServer(
+    [...stowageCmd, "serve", "--host", "127.0.0.1", "--port", "0", "--data-dir", dataDir, "--log-level", logLevel, "--ipfs-listen", "/ip4/127.0.0.1/tcp/0", "--access-token-ttl", "12h", "--s3-api-port", "0", "--metrics-listen", "127.0.0.1:0"],
+    { env, cwd: ROOT, timeoutMs: 60_000 },
+  );
+  servers.push(stowage);
+
+  // ── the user: DID login through the SDK, free space, 10 files to list ──
+  const account = privateKeyToAccount(generatePrivateKey());
+  const store = await connectStorage({ baseUrl: stowage.url, account });
+  const adminEnv = { ...env };
+  delete adminEnv.STOWAGE_JWT_KEY;
+  // An upload spends traffic as well as space.
+  for (const quota of [["--space", "1GiB"], ["--traffic", "1GiB"]]) {
+    await commandDuration([process.execPath, join(ROOT, "src", "main.ts"), "admin", "grant", "--did", store.did, ...quota, "--data-dir", dataDir], { env: adminEnv, cwd: ROOT })();
+  }
+  await store.login();
+  const token = store.accessToken;
+  if (!token) throw new Error("the login gave no access token");
+  for (let i = 0; i < LISTED_FILES; i++) await store.upload("dfs", new Uint8Array(randomBytes(1000)), { name: `listed-${i}.bin` });
+  const headers = { authorization: `Bearer ${token}` };
+
+  // ── the baseline answers Stowage's own bodies for this user ──
+  const bodies: Record<string, unknown> = {};
+  for (const path of Object.values(PATHS)) {
+    const res = await fetch(`${stowage.url}${path}`, { headers });
+    if (!res.ok) throw new Error(`${path}: HTTP ${res.status} ${await res.text()}`);
+    bodies[path] = await res.json();
+  }
+  const listed = (bodies[PATHS.list] as { Files?: unknown[] } | unknown[]);
+  const count = Array.isArray(listed) ? listed.length : (Object.values(listed as object).find(Array.isArray) as unknown[] | undefined)?.length;
+  if (count !== LISTED_FILES) throw new Error(`listobjects gave ${count} entries, expected ${LISTED_FILES}: ${JSON.stringify(listed).slice(0, 300)}`);
+  const specFile = join(work, "baseline.json");
+  writeFileSync(specFile, JSON.stringify({ jwtKey, bodies }));
+  const baseline = await startServer([process.execPath, join(import.meta.dir, "servers", "elysia-auth.ts"), specFile], { cwd: ROOT });
+  servers.push(baseline);
+  for (const path of Object.values(PATHS)) {
+    const res = await fetch(`${baseline.url}${path}`, { headers });
+    if (!res.ok || JSON.stringify(await res.json()) !== JSON.stringify(bodies[path])) throw new Error(`the baseline's ${path} differs from Stowage's`);
+  }
+
+  console.log(
+    `small requests, ${connections} keep-alive connections, ${seconds} s per measurement, ${rounds} rounds + 1 warm-up; ` +
+      `stowage ${stowage.url} (log level ${logLevel}), elysia ${baseline.url}; ${navigator.hardwareConcurrency} cores, Bun ${Bun.version}, ` +
+      `${new Date().toISOString()}, load average ${loadavg()}`,
+  );
+  const measure = (server: RunningServer, path: string) => async () => {
+    // The server idles between rounds, so its CPU time across the load test is the serving cost.
+    const cpuBefore = processCpuSeconds(server.proc.pid);
+    const r = await loadTest({ url: `${server.url}${path}`, durationMs: seconds * 1000, connections, headers });
+    const cpuUs = ((processCpuSeconds(server.proc.pid) - cpuBefore) * 1e6) / r.requests;
+    return { rps: r.rps, p50: r.p50Ms, p99: r.p99Ms, cpu: cpuUs, gen: r.generatorCpu };
+  };
+  type Key = "rps" | "p50" | "p99" | "cpu" | "gen";
+  const results: [string, ComparisonResult<Key>][] = [];
+  for (const key of paths) {
+    const path = PATHS[key];
+    results.push([
+      path,
+      await compareMany({
+        name: `GET ${path}`,
+        rounds,
+        labels: { subject: "stowage", baseline: "elysia" },
+        metrics: {
+          rps: { unit: "req/s", higherIsBetter: true, label: "throughput" },
+          p50: { unit: "ms", higherIsBetter: false, label: "p50 latency" },
+          p99: { unit: "ms", higherIsBetter: false, label: "p99 latency" },
+          cpu: { unit: "µs", higherIsBetter: false, label: "server CPU per request" },
+          // Not a property of the server: shown so a reader can tell when the generator was the limit.
+          gen: { unit: "cores", higherIsBetter: null, label: "load generator CPU" },
+        },
+        subject: measure(stowage, path),
+        baseline: measure(baseline, path),
+      }),
+    ]);
+  }
+
+  // ── summary: one line per path ──
+  const rows = [["path", "req/s stowage", "req/s elysia", "ratio (paired)", "p50 ms s/e", "p99 ms s/e", "CPU µs/req s/e", "CPU ratio"]];
+  for (const [path, r] of results) {
+    const { rps, p50, p99, cpu } = r.metrics;
+    rows.push([
+      path,
+      fmt(rps.subject.median),
+      fmt(rps.baseline.median),
+      `${rps.ratio.toFixed(2)} (${rps.paired.min.toFixed(2)}–${rps.paired.max.toFixed(2)})`,
+      `${fmt(p50.subject.median)} / ${fmt(p50.baseline.median)}`,
+      `${fmt(p99.subject.median)} / ${fmt(p99.baseline.median)}`,
+      `${fmt(cpu.subject.median)} / ${fmt(cpu.baseline.median)}`,
+      cpu.ratio.toFixed(2),
+    ]);
+  }
+  const widths = (rows[0] as string[]).map((_, c) => Math.max(...rows.map((row) => (row[c] ?? "").length)));
+  console.log(`\nsummary (medians of the rounds; load average at the end ${loadavg()})`);
+  for (const row of rows) console.log(row.map((cell, c) => (c === 0 ? cell.padEnd(widths[c] ?? 0) : cell.padStart(widths[c] ?? 0))).join("  "));
+} catch (err) {
+  exitCode = 1;
+  console.error(`small-requests benchmark failed: ${(err as Error).stack ?? err}`);
+  for (const s of servers) console.error(`--- output of ${s.proc.pid}:\n${s.output()}`);
+} finally {
+  // Stowage stops (and writes its profile) before its data dir goes.
+  await Promise.all(servers.map((s) => s.stop().catch(() => undefined)));
+  rmSync(work, { recursive: true, force: true });
+}
+process.exit(exitCode);
