@@ -33,6 +33,8 @@ export function isParsedBody(request: Request, path: string): boolean {
 export const needsLength = (request: Request, path: string) => isParsedBody(request, path) && request.headers.get("content-length") === null;
 
 export const bodyLimit = new Elysia({ name: "body-limit" }).onRequest(async ({ request }) => {
+  // Most requests carry no body: they need no URL parsed here.
+  if (request.method === "GET" || request.method === "HEAD") return;
   const path = new URL(request.url).pathname;
   if (!isParsedBody(request, path)) return;
   const length = request.headers.get("content-length");

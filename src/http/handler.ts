@@ -27,6 +27,8 @@ export function createHandler({ handle, log, corsOrigins, trustProxy, observe }:
     const started = performance.now();
     const id = crypto.randomUUID();
     rememberClientIp(request, resolveClientIp(server?.requestIP(request)?.address, request.headers.get("x-forwarded-for"), trustProxy));
+    // Parsed once: the length rule and the log line both need it.
+    const path = new URL(request.url).pathname;
     const origin = request.headers.get("origin");
     const corsOk = origin !== null && allowed.has(origin);
 
@@ -38,8 +40,8 @@ export function createHandler({ handle, log, corsOrigins, trustProxy, observe }:
         response.headers.set("access-control-allow-headers", request.headers.get("access-control-request-headers") ?? "");
         response.headers.set("access-control-max-age", "600");
       }
-    } else if (needsLength(request, new URL(request.url).pathname)) {
-      response = requestError.lengthRequired(new URL(request.url).pathname).toResponse();
+    } else if (needsLength(request, path)) {
+      response = requestError.lengthRequired(path).toResponse();
     } else {
       response = await handle(request);
     }
@@ -49,7 +51,6 @@ export function createHandler({ handle, log, corsOrigins, trustProxy, observe }:
       response.headers.append("vary", "Origin");
     }
     response.headers.set("x-request-id", id);
-    const path = new URL(request.url).pathname;
     const ms = performance.now() - started;
     observe?.(request, response.status, ms / 1000);
     log.info("request", { id, method: request.method, path, status: response.status, ms: Math.round(ms * 100) / 100 });

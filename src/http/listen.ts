@@ -53,10 +53,14 @@ export async function listen(opts: ListenOptions): Promise<Listener> {
   let drained: (() => void) | undefined;
   const server = createServer({ requestTimeout: 0, keepAliveTimeout: 5_000 }, (req, res) => {
     pending++;
+    // One listener per request: the count of requests in flight, and the abort of a request whose
+    // client went away before its answer was written.
+    const abort = new AbortController();
     res.once("close", () => {
+      if (!res.writableFinished) abort.abort(new Error("the client went away"));
       if (--pending === 0) drained?.();
     });
-    serveOne(req, res).catch(() => res.destroy());
+    serveOne(req, res, abort).catch(() => res.destroy());
   });
   // Uploads may take hours: only a connection that goes silent is closed. Bun's node:http counts
   // only bytes received as activity, so `write` re-arms the timer for bytes sent (a long download).
@@ -91,13 +95,9 @@ export async function listen(opts: ListenOptions): Promise<Listener> {
     },
   };
 
-  async function serveOne(req: IncomingMessage, res: ServerResponse) {
+  async function serveOne(req: IncomingMessage, res: ServerResponse, abort: AbortController) {
     // A body declared too large goes to the app all the same: its routes refuse it before reading
     // (413 in the spec's shape), and the count in `bodyOf` stops one that lied about its length.
-    const abort = new AbortController();
-    res.once("close", () => {
-      if (!res.writableFinished) abort.abort(new Error("the client went away"));
-    });
     let request: Request;
     try {
       request = toRequest(req, opts, abort.signal);
@@ -132,19 +132,41 @@ export async function listen(opts: ListenOptions): Promise<Listener> {
   return listener;
 }
 
+/** A Host header that is a name or address and an optional port, nothing else. */
+const PLAIN_HOST = /^[A-Za-z0-9.\-]+(:\d{1,5})?$|^\[[0-9A-Fa-f:.]+\](:\d{1,5})?$/;
+
 function toRequest(req: IncomingMessage, opts: ListenOptions, signal: AbortSignal): Request {
+  // The few headers read here come from the raw list: `req.headers` would build a second,
+  // parsed copy of them all (node:http builds it lazily, on first use).
   const headers = new Headers();
-  for (let i = 0; i + 1 < req.rawHeaders.length; i += 2) headers.append(req.rawHeaders[i] as string, req.rawHeaders[i + 1] as string);
-  const host = req.headers.host ?? `${opts.hostname}:${opts.port}`;
-  const url = new URL(req.url ?? "/", `http://${host}`);
+  const raw = req.rawHeaders;
+  let host: string | undefined;
+  let framed = false;
+  for (let i = 0; i + 1 < raw.length; i += 2) {
+    const name = raw[i] as string;
+    const value = raw[i + 1] as string;
+    headers.append(name, value);
+    if (name.length === 4 && host === undefined && name.toLowerCase() === "host") host = value;
+    else if (!framed && (name.length === 14 || name.length === 17)) {
+      const lower = name.toLowerCase();
+      framed = lower === "transfer-encoding" || (lower === "content-length" && Number(value) > 0);
+    }
+  }
+  const path = req.url ?? "/";
+  const base = `http://${host ?? `${opts.hostname}:${opts.port}`}`;
+  // An origin-form target ("/path?query") behind a plain host[:port] is joined as text and parsed
+  // once, by the Request; anything else (an absolute target, a Host with other characters, which
+  // could carry a path, query or fragment of its own) goes through the URL parser as before.
+  const plain = path.startsWith("/") && !path.startsWith("//") && (host === undefined || PLAIN_HOST.test(host));
+  const href = plain ? `${base}${path}` : new URL(path, base).href;
   const method = req.method ?? "GET";
-  const hasBody = method !== "GET" && method !== "HEAD" && (req.headers["transfer-encoding"] !== undefined || Number(req.headers["content-length"] ?? 0) > 0);
+  const hasBody = method !== "GET" && method !== "HEAD" && framed;
   const init: RequestInit & { duplex?: "half" } = { method, headers, signal };
   if (hasBody) {
     init.body = bodyOf(req, opts.maxRequestBodySize);
     init.duplex = "half";
   }
-  return new Request(url.href, init);
+  return new Request(href, init);
 }
 
 /** The request body as a web stream that reads the socket only as fast as the app reads it. */
@@ -192,8 +214,32 @@ function bodyOf(req: IncomingMessage, max: number): ReadableStream<Uint8Array> {
   });
 }
 
+/**
+ * A JSON answer without a length: the app's own (Elysia serialises a route's value into one
+ * string), never a stream of unknown size, so it is read whole and sent with its length.
+ */
+const isWholeJson = (response: Response) =>
+  !response.headers.has("content-length") && (response.headers.get("content-type") ?? "").startsWith("application/json");
+
 /** Writes a web Response: its headers, then its body as fast as the client takes it. */
 async function send(req: IncomingMessage, res: ServerResponse, response: Response, idleMs: number) {
+  if (response.body && !NO_BODY.has(response.status) && isWholeJson(response)) {
+    // The small answers' path (most requests): one read of the body, then the head and the body
+    // in one writeHead + end, with no web-stream reader and no per-header setHeader.
+    let bytes: Uint8Array;
+    try {
+      bytes = await response.bytes();
+    } catch {
+      res.destroy();
+      return;
+    }
+    const head: string[] = [];
+    for (const [name, value] of response.headers) head.push(name, value);
+    head.push("content-length", String(bytes.byteLength));
+    res.writeHead(response.status, response.statusText || undefined, head);
+    res.end(req.method === "HEAD" ? undefined : bytes);
+    return;
+  }
   res.statusCode = response.status;
   if (response.statusText) res.statusMessage = response.statusText;
   for (const [name, value] of response.headers) if (name !== "set-cookie") res.setHeader(name, value);
@@ -234,7 +280,8 @@ async function send(req: IncomingMessage, res: ServerResponse, response: Respons
       if (second.done) {
         const bytes = first.done ? new Uint8Array(0) : first.value;
         res.setHeader("content-length", String(bytes.byteLength));
-        if (req.method !== "HEAD") res.write(bytes);
+        // Head and body in one end(): node:http costs a fixed amount per write.
+        if (req.method !== "HEAD") return await new Promise<void>((resolve) => res.end(bytes, () => resolve()));
         return await finish(res);
       }
       if (req.method === "HEAD") {

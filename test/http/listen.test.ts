@@ -17,6 +17,13 @@ const server = await listen({
   async fetch(request) {
     const path = new URL(request.url).pathname;
     if (path === "/json") return Response.json({ hello: "world" });
+    if (path === "/url") return Response.json({ url: request.url, body: request.body !== null });
+    if (path === "/json-cookies") {
+      const headers = new Headers({ "x-one": "1" });
+      headers.append("set-cookie", "a=1; Path=/");
+      headers.append("set-cookie", "b=2; Path=/");
+      return Response.json({ made: true }, { status: 201, statusText: "Made", headers });
+    }
     if (path === "/echo") {
       if (Number(request.headers.get("content-length") ?? 0) > LIMIT) return Response.json({ Code: "EntityTooLarge" }, { status: 413 });
       try {
@@ -183,4 +190,38 @@ test("a request the app cannot be handed (a Host no URL takes) is 400 in the API
   expect(account.status).toBe(400);
   expect(JSON.parse(account.body)).toEqual({ result: -1, error: "PARAM_ERROR", message: expect.stringContaining("Malformed request") });
   expect((await fetch(`${base}/json`)).status).toBe(200); // the server goes on
+});
+
+test("a JSON answer goes out whole with its length, status text and every header (each Set-Cookie); HEAD gets the length alone", async () => {
+  const made = await raw(`GET /json-cookies HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n`);
+  expect(made.status).toBe(201);
+  expect(made.headers.split("\r\n")[0]).toBe("http/1.1 201 made");
+  expect(made.headers).toContain(`content-length: ${Buffer.byteLength(made.body)}`);
+  expect(made.headers).not.toContain("transfer-encoding");
+  expect(made.headers).toContain("x-one: 1");
+  expect(made.headers).toContain("set-cookie: a=1; path=/");
+  expect(made.headers).toContain("set-cookie: b=2; path=/");
+  expect(JSON.parse(made.body)).toEqual({ made: true });
+  const head = await raw(`HEAD /json HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n`);
+  expect(head.status).toBe(200);
+  expect(head.headers).toContain(`content-length: ${JSON.stringify({ hello: "world" }).length}`);
+  expect(head.body).toBe("");
+});
+
+test("the app sees the URL the request named: Host and target, and a Host that is no plain name cannot move the path", async () => {
+  const url = async (target: string, host: string, extra = "") =>
+    JSON.parse((await raw(`GET ${target} HTTP/1.1\r\nHost: ${host}\r\n${extra}Connection: close\r\n\r\n`)).body) as { url: string; body: boolean };
+  expect(await url("/url?a=1&b=%20", "example.com:8080")).toEqual({ url: "http://example.com:8080/url?a=1&b=%20", body: false });
+  expect((await url("/url", "[::1]:9")).url).toBe("http://[::1]:9/url");
+  expect((await url("/x/../url", "example.com")).url).toBe("http://example.com/url");
+  // A Host with a path, a query or a fragment of its own names a host, never where the request goes.
+  expect((await url("/url", "example.com/v2")).url).toBe("http://example.com/url");
+  expect((await url("/url?q", "example.com?x=")).url).toBe("http://example.com/url?q");
+  expect((await url("/url", "example.com#f")).url).toBe("http://example.com/url");
+  // The absolute form names its own host.
+  expect((await url("http://other.example/url?z", "example.com")).url).toBe("http://other.example/url?z");
+  // A POST without a body gets none; with a length it gets one.
+  const post = async (extra: string) => JSON.parse((await raw(`POST /url HTTP/1.1\r\nHost: h\r\n${extra}Connection: close\r\n\r\n${extra ? "ab" : ""}`)).body);
+  expect((await post("")).body).toBe(false);
+  expect((await post("Content-Length: 2\r\n")).body).toBe(true);
 });
