@@ -16,8 +16,11 @@ afterAll(() => usePayloadAead("libsodium"));
 
 const bytes = (stream: ReadableStream<Uint8Array>) => new Response(stream).bytes();
 
-test("libsodium's WASM loads here and is what the payload uses", async () => {
-  expect((await payloadAead()).name).toBe("libsodium");
+test("libsodium's WASM loads here and is what the payload uses, sealing and opening in place (its heap, not the wrappers' copies)", async () => {
+  const aead = await payloadAead();
+  expect(aead.name).toBe("libsodium");
+  expect(typeof aead.sealInto).toBe("function");
+  expect(typeof aead.openInto).toBe("function");
 });
 
 test("a forged chunk is refused by both (null, not a throw)", async () => {
