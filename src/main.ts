@@ -6,7 +6,7 @@
  *   stowage serve --port 8080 --data-dir ./data
  */
 import { ConfigError, describeSettings, parseConfig, processEnv } from "./config.ts";
-import { createLogger } from "./log.ts";
+import { createLogger, flushLogs } from "./log.ts";
 import { version } from "./version.ts";
 import { adminHelp, runAdmin } from "./cli/admin.ts";
 import { chainHelp, runChain } from "./cli/chain.ts";
@@ -64,6 +64,8 @@ async function serve(args: string[]): Promise<number> {
   // libp2p, the database), which more than halves each `npx stowage …` run.
   const { startServer } = await import("./server.ts");
   const server = await startServer(config, log);
+  // The log's lines wait for the next turn of the loop: they go first, as they came first.
+  flushLogs();
   if (server.s3Url) console.log(`stowage S3 API listening on ${server.s3Url}`);
   console.log(`stowage listening on ${server.url}`);
   return new Promise<number>((resolve) => {
