@@ -163,7 +163,9 @@ export function createBlobGuard({ sql, store, log, now = Date.now }: { sql: Sql;
           clearInterval(timer);
           renewals.delete(timer);
           await Promise.allSettled([...writing]);
-          await sql.run(UNPIN, [holder]);
+          // No fsync of its own (sql.ts durable): a power cut that loses it leaves pins that lapse
+          // after LEASE_MS, which only delays a deletion.
+          await sql.tx((tx) => tx.run(UNPIN, [holder]), { isolation: "read committed", durable: false });
           keys.clear();
         },
       };

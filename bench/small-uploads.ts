@@ -1,0 +1,216 @@
+/**
+ * Small uploads (issue 10's row "4 KiB × 16 in flight"): uploads per second of 4 KiB files of fresh
+ * random bytes, 16 requests in flight, against a plain server that parses the same multipart body,
+ * hashes the file part and writes it to one fsync'd file each (`bench/storage.ts
+ * --baseline-server`). Measured in alternation, a fixed number of uploads per measurement.
+ *
+ * - Stowage: the real server (`bun src/main.ts serve`, or `dist/stowage` with `--binary`) over a
+ *   temporary data dir, log level `error`, one account granted space and traffic, logged in with
+ *   the SDK. Each upload is the request the SDK sends (`POST /dfs/` or `/ipfs/`, Bearer token, the
+ *   signed fields with the file's Cid as payload — its SHA-256 with `--sha256-payload` — a fresh
+ *   voucher, then the file part), signed
+ *   before the measurement starts: the load is the server's alone, not the client's secp256k1
+ *   signing (≈ 2 signatures per upload), which on 2 shared cores would otherwise compete with it.
+ * - Baseline: the same multipart bodies (fields and file), posted to its /upload.
+ *
+ * Metrics: uploads per second (the closed loop's count over its wall time), p50 and p99 latency
+ * (ms, as the client sees them), and the server process's CPU time per upload (/proc/PID/stat,
+ * utime + stime of the server alone, not its embedded anvil): the steady number on a shared machine.
+ *
+ * Run: bun bench/small-uploads.ts [--rounds 3] [--uploads 400] [--in-flight 16] [--kib 4]
+ *        [--backends dfs,ipfs] [--sha256-payload] [--binary] [--cpu-prof DIR]
+ */
+import { randomBytes } from "node:crypto";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { parseArgs } from "node:util";
+import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
+import { cidOfStream } from "../src/sdk/cid.ts";
+import { connectStorage } from "../src/sdk/storage.ts";
+import { storageDomain, storageTypes } from "../src/identity/eip712.ts";
+import { commandDuration, compareMany, fmt, percentile, type RunningServer, startServer } from "./harness.ts";
+
+const ROOT = join(import.meta.dir, "..");
+const BINARY = join(ROOT, "dist", "stowage");
+const USAGE = "Usage: bun bench/small-uploads.ts [--rounds N] [--uploads N] [--in-flight N] [--kib K] [--backends dfs,ipfs] [--sha256-payload] [--binary] [--cpu-prof DIR]";
+
+const usage = (message: string): never => {
+  console.error(`${message}\n${USAGE}`);
+  process.exit(2);
+};
+let values: Record<string, string | boolean | undefined>;
+try {
+  ({ values } = parseArgs({
+    args: process.argv.slice(2),
+    options: {
+      rounds: { type: "string", default: "3" },
+      uploads: { type: "string", default: "400" },
+      "in-flight": { type: "string", default: "16" },
+      kib: { type: "string", default: "4" },
+      backends: { type: "string", default: "dfs" },
+      "sha256-payload": { type: "boolean", default: false },
+      binary: { type: "boolean", default: false },
+      "cpu-prof": { type: "string" },
+      help: { type: "boolean", short: "h", default: false },
+    },
+    strict: true,
+  }));
+} catch (err) {
+  usage((err as Error).message);
+  throw err;
+}
+if (values.help) usage("Small uploads: Stowage against a plain multipart + SHA-256 + fsync'd file server, side by side.");
+const int = (name: string) => {
+  const n = Number(values[name]);
+  if (!Number.isInteger(n) || n < 1) usage(`--${name} must be a positive integer (got ${values[name]})`);
+  return n;
+};
+const rounds = int("rounds");
+const perRound = int("uploads");
+const inFlight = int("in-flight");
+const fileBytes = int("kib") * 1024;
+const backends = String(values.backends).split(",");
+if (backends.some((b) => b !== "dfs" && b !== "ipfs")) usage("--backends takes dfs, ipfs or both");
+const useBinary = values.binary === true;
+/** Sign the file's SHA-256 instead of its Cid (D5's older form; servers before the Cid payload take only it). */
+const sha256Payload = values["sha256-payload"] === true;
+if (useBinary && !existsSync(BINARY)) usage(`--binary: ${BINARY} is missing; run \`bun run build\` first`);
+const cpuProf = typeof values["cpu-prof"] === "string" ? values["cpu-prof"] : undefined;
+if (cpuProf && useBinary) usage("--cpu-prof profiles `bun src/main.ts`, not --binary");
+
+/** CPU time (user + system) of one process so far, in ms (10 ms clock ticks). */
+const cpuMs = (pid: number) => {
+  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.split(" ") ?? [];
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+};
+
+/** One multipart body: the fields, then the file part (as the SDK builds it). */
+function multipart(fields: Record<string, string>, file: Uint8Array): { body: Uint8Array; type: string } {
+  const boundary = `----stowage${randomBytes(12).toString("hex")}`;
+  const enc = new TextEncoder();
+  const head = enc.encode(
+    Object.entries(fields)
+      .map(([k, v]) => `--${boundary}\r\nContent-Disposition: form-data; name="${k}"\r\n\r\n${v}\r\n`)
+      .join("") + `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="small.bin"\r\nContent-Type: application/octet-stream\r\n\r\n`,
+  );
+  const tail = enc.encode(`\r\n--${boundary}--\r\n`);
+  const body = new Uint8Array(head.length + file.length + tail.length);
+  body.set(head);
+  body.set(file, head.length);
+  body.set(tail, head.length + file.length);
+  return { body, type: `multipart/form-data; boundary=${boundary}` };
+}
+
+interface Prepared {
+  url: string;
+  headers: Record<string, string>;
+  body: Uint8Array;
+}
+
+/** Sends `requests` with `inFlight` at a time; uploads/s, latencies, and the server's CPU per upload. */
+async function run(pid: number, requests: Prepared[]) {
+  const latencies: number[] = [];
+  let next = 0;
+  const cpu0 = cpuMs(pid);
+  const started = performance.now();
+  const worker = async () => {
+    while (next < requests.length) {
+      const r = requests[next++] as Prepared;
+      const t = performance.now();
+      const res = await fetch(r.url, { method: "POST", headers: r.headers, body: r.body });
+      const text = await res.text();
+      if (!res.ok) throw new Error(`${r.url}: ${res.status} ${text.slice(0, 300)}`);
+      latencies.push(performance.now() - t);
+    }
+  };
+  await Promise.all(Array.from({ length: inFlight }, worker));
+  const seconds = (performance.now() - started) / 1000;
+  const cpu = cpuMs(pid) - cpu0;
+  latencies.sort((a, b) => a - b);
+  return { rate: requests.length / seconds, p50: percentile(latencies, 50), p99: percentile(latencies, 99), cpu: cpu / requests.length };
+}
+
+const work = mkdtempSync(join(tmpdir(), "stowage-bench-small-uploads-"));
+const dataDir = join(work, "data");
+const profFlags = cpuProf ? ["--cpu-prof", "--cpu-prof-md", `--cpu-prof-dir=${cpuProf}`] : [];
+const stowageCmd = useBinary ? [BINARY] : [process.execPath, ...profFlags, join(ROOT, "src", "main.ts")];
+const env: Record<string, string | undefined> = { HOME: tmpdir(), ...(useBinary ? {} : { PATH: process.env.PATH }) };
+const servers: RunningServer[] = [];
+let exitCode = 0;
+try {
+  const stowage = await startServer(
+    [...stowageCmd, "serve", "--host", "127.0.0.1", "--port", "0", "--data-dir", dataDir, "--log-level", "error", "--ipfs-listen", "/ip4/127.0.0.1/tcp/0", "--access-token-ttl", "12h", "--s3-api-port", "0", "--metrics-listen", "127.0.0.1:0"],
+    { env, cwd: ROOT, timeoutMs: 60_000 },
+  );
+  servers.push(stowage);
+  const baseline = await startServer([process.execPath, join(import.meta.dir, "storage.ts"), "--baseline-server"], { cwd: ROOT });
+  servers.push(baseline);
+
+  const account = privateKeyToAccount(generatePrivateKey());
+  const store = await connectStorage({ baseUrl: stowage.url, account });
+  for (const quota of [["--space", "1024GiB"], ["--traffic", "1024GiB"]]) {
+    await commandDuration([...stowageCmd, "admin", "grant", "--did", store.did, ...quota, "--data-dir", dataDir], { env, cwd: ROOT })();
+  }
+  const { accessToken } = await store.login();
+  const info = await store.trafficHash(0);
+  const domain = storageDomain(info.chainId, info.verifyingContract as `0x${string}`);
+  const load = await fetch(`${stowage.url}/healthz`);
+  await load.text();
+  /** Voucher sizes far above what is used, each distinct: every one is accepted once (D6). */
+  let voucherSize = 2n ** 40n + BigInt(Date.now() % 1_000_000) * 1_000_000n;
+
+  const header = `small uploads: ${fileBytes / 1024} KiB × ${inFlight} in flight, ${perRound} per measurement, ${rounds} rounds + 1 warm-up; stowage ${stowage.url} (log level error, embedded chain) against the plain multipart + SHA-256 + fsync'd file server ${baseline.url}; 2 cores, Bun ${Bun.version}, load average ${readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" ")}`;
+  console.error(header);
+  const lines: string[] = [header];
+  for (const kind of backends) {
+    const stowageRound = async () => {
+      // Signed before the clock starts: the requests the SDK would send, one per fresh file.
+      const requests: Prepared[] = [];
+      for (let i = 0; i < perRound; i++) {
+        const file = randomBytes(fileBytes);
+        const payload = sha256Payload ? new Bun.CryptoHasher("sha256").update(file).digest("hex") : await cidOfStream(new Blob([file]).stream());
+        const signed = await store.signRequest("upload", payload);
+        const size = (voucherSize += 1_000_000n);
+        const sign = await account.signTypedData({ domain, types: storageTypes, primaryType: "Voucher", message: { seller: info.seller as `0x${string}`, size } });
+        const { body, type } = multipart({ ...signed, size: String(size), sign }, file);
+        requests.push({ url: `${stowage.url}/${kind}/`, headers: { authorization: `Bearer ${accessToken}`, "content-type": type }, body });
+      }
+      return run(stowage.proc.pid, requests);
+    };
+    const baselineRound = async () => {
+      const requests: Prepared[] = [];
+      for (let i = 0; i < perRound; i++) {
+        const { body, type } = multipart({ did: store.did, token: `0x${"ab".repeat(32)}`, requestID: String(i + 1), payload: "cd".repeat(32), signature: `0x${"ef".repeat(65)}`, size: "1099511627776", sign: `0x${"ef".repeat(65)}` }, randomBytes(fileBytes));
+        requests.push({ url: `${baseline.url}/upload`, headers: { "content-type": type }, body });
+      }
+      return run(baseline.proc.pid, requests);
+    };
+    const result = await compareMany({
+      name: `${kind} ${fileBytes / 1024} KiB × ${inFlight}`,
+      rounds,
+      warmup: 1,
+      labels: { subject: `stowage-${kind}`, baseline: "baseline" },
+      metrics: {
+        rate: { unit: "uploads/s", higherIsBetter: true, label: "uploads per second" },
+        p50: { unit: "ms", higherIsBetter: false, label: "latency p50" },
+        p99: { unit: "ms", higherIsBetter: false, label: "latency p99" },
+        cpu: { unit: "ms/upload", higherIsBetter: false, label: "server CPU per upload" },
+      },
+      subject: stowageRound,
+      baseline: baselineRound,
+    });
+    const m = result.metrics;
+    lines.push(
+      `  ${kind}: ${fmt(m.rate.subject.median)} vs ${fmt(m.rate.baseline.median)} uploads/s (${m.rate.ratio.toFixed(2)}×, paired ${m.rate.paired.min.toFixed(2)}–${m.rate.paired.max.toFixed(2)}), p50 ${fmt(m.p50.subject.median)} vs ${fmt(m.p50.baseline.median)} ms, server CPU ${fmt(m.cpu.subject.median)} vs ${fmt(m.cpu.baseline.median)} ms per upload`,
+    );
+  }
+  console.log(`\nsummary (stowage vs baseline, medians; ratio = stowage / baseline)\n${lines.slice(1).join("\n")}\nload average at the end: ${readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" ")}`);
+} catch (err) {
+  console.error(err);
+  exitCode = 1;
+} finally {
+  for (const s of servers.reverse()) await s.stop();
+  rmSync(work, { recursive: true, force: true });
+}
+process.exit(exitCode);
