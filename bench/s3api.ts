@@ -11,10 +11,13 @@
  * With `--aws-baseline` the baseline is aws-cli itself straight to the RGW instead: that ratio
  * leaves the client's own cost out and shows the gateway's alone.
  *
+ * CPU per MiB (utime + stime from /proc, steady on a busy machine where MiB/s is not): Stowage's
+ * server, this run's Ceph daemons and aws-cli's processes, for each side's upload and download.
+ *
  * Run: bun bench/s3api.ts [--rounds 3] [--size-mib 256] [--aws-baseline]   (bun run build first: dist/stowage)
  */
 import { createHash, randomBytes } from "node:crypto";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
@@ -29,6 +32,23 @@ import { compareMany } from "./harness.ts";
 
 const { values: args } = parseArgs({ options: { rounds: { type: "string", default: "3" }, "size-mib": { type: "string", default: "256" }, "aws-baseline": { type: "boolean", default: false } } });
 const rounds = Number(args.rounds);
+/** CPU time (user + system) a process has used so far, in ms (clock ticks of 10 ms); with `children`, its reaped children's too. */
+const cpuMs = (pid: number | "self", children = false) => {
+  const f = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.split(" ") ?? [];
+  return (Number(f[11]) + Number(f[12]) + (children ? Number(f[13]) + Number(f[14]) : 0)) * 10;
+};
+/** CPU time of this run's Ceph daemons (their folder is named after this process: test/support/ceph.ts). */
+const cephCpuMs = () => {
+  let ms = 0;
+  for (const pid of readdirSync("/proc").filter((d) => /^\d+$/.test(d))) {
+    try {
+      if (/^(radosgw|ceph-osd|ceph-mon)/.test(readFileSync(`/proc/${pid}/comm`, "utf8")) && readFileSync(`/proc/${pid}/cmdline`, "utf8").includes(`stowage-ceph-${process.pid}-`)) ms += cpuMs(Number(pid));
+    } catch {
+      // gone between the listing and the read
+    }
+  }
+  return ms;
+};
 const sizeMiB = Number(args["size-mib"]);
 const MiB = 1024 * 1024;
 
@@ -66,10 +86,19 @@ try {
   const md5Of = async (path: string) => createHash("md5").update(new Uint8Array(await Bun.file(path).arrayBuffer())).digest("hex");
   const mibps = (ms: number) => sizeMiB / (ms / 1000);
 
+  /** CPU ms per MiB by process and direction, summed over the measured rounds (the warm-up too: same per MiB). */
+  const cpu: Record<string, Record<string, number[]>> = {};
+  let side = "";
+  let direction = "";
   const timed = async (what: () => Promise<unknown>) => {
+    const before = { server: cpuMs(server.proc.pid), ceph: cephCpuMs(), client: cpuMs("self", true) };
     const t = performance.now();
     await what();
-    return performance.now() - t;
+    const ms = performance.now() - t;
+    const after = { server: cpuMs(server.proc.pid), ceph: cephCpuMs(), client: cpuMs("self", true) };
+    const row = (cpu[`${side} ${direction}`] ??= {});
+    for (const k of ["server", "ceph", "client"] as const) (row[k] ??= []).push((after[k] - before[k]) / sizeMiB);
+    return ms;
   };
 
   await compareMany({
@@ -80,10 +109,12 @@ try {
     async subject() {
       const md5 = fresh();
       const key = `bench/${n++}.bin`;
+      [side, direction] = ["aws→stowage", "up"];
       const up = await timed(async () => {
         const r = await aws(["s3", "cp", "--only-show-errors", file, `s3://dfs/${key}`]);
         if (r.code !== 0) throw new Error(`aws s3 cp up failed: ${r.stderr}`);
       });
+      direction = "down";
       const down = await timed(async () => {
         const r = await aws(["s3", "cp", "--only-show-errors", `s3://dfs/${key}`, back]);
         if (r.code !== 0) throw new Error(`aws s3 cp down failed: ${r.stderr}`);
@@ -95,12 +126,14 @@ try {
     async baseline() {
       const md5 = fresh();
       const key = `${prefix}${n++}.bin`;
+      [side, direction] = [args["aws-baseline"] ? "aws→rgw" : "bun→rgw", "up"];
       if (args["aws-baseline"]) {
         const target = `s3://${rgw.bucket}/${key}`;
         const up = await timed(async () => {
           const r = await awsRgw(["s3", "cp", "--only-show-errors", file, target]);
           if (r.code !== 0) throw new Error(`aws s3 cp up to the RGW failed: ${r.stderr}`);
         });
+        direction = "down";
         const down = await timed(async () => {
           const r = await awsRgw(["s3", "cp", "--only-show-errors", target, back]);
           if (r.code !== 0) throw new Error(`aws s3 cp down from the RGW failed: ${r.stderr}`);
@@ -110,12 +143,17 @@ try {
         return { up: mibps(up), down: mibps(down) };
       }
       const up = await timed(() => direct.write(key, Bun.file(file)));
+      direction = "down";
       const down = await timed(() => Bun.write(back, direct.file(key)));
       if ((await md5Of(back)) !== md5) throw new Error("S3Client brought back other bytes");
       await direct.delete(key);
       return { up: mibps(up), down: mibps(down) };
     },
   });
+  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? 0;
+  console.log("CPU ms per MiB (median of rounds, warm-up included): server = Stowage, ceph = radosgw + ceph-osd + ceph-mon of this run, client = aws-cli (or this process for bun→rgw)");
+  for (const [what, row] of Object.entries(cpu)) console.log(`  ${what.padEnd(18)} ${Object.entries(row).map(([k, xs]) => `${k} ${median(xs).toFixed(1)}`).join("  ")}`);
+  console.log(`load average: ${readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" ")}`);
 } finally {
   await server.stop();
   await rgw.stop();

@@ -32,6 +32,12 @@ export interface Backend {
   readonly kind: BackendKind;
   /** Reads the whole stream; rejects (keeping nothing) if the stream errors or `signal` aborts. */
   put(source: ReadableStream<Uint8Array>, opts?: { signal?: AbortSignal }): Promise<PendingPut>;
+  /**
+   * Content made of committed content `cids`, one after the other, without reading their bytes
+   * (an S3 multipart completion, D18), uncommitted as `put` leaves it; undefined when this
+   * back-end cannot (then stream the bytes through `put`).
+   */
+  compose?(cids: readonly string[]): Promise<PendingPut | undefined>;
   /** Size in bytes of content this back-end holds (committed), or undefined. */
   stat(cid: string): Promise<{ size: number } | undefined>;
   /** Streams the content, or a range of it; a damaged chunk errors the stream instead of

@@ -34,6 +34,8 @@ export interface DirectDeps {
   now?: () => number;
 }
 
+type UploadMeter = Awaited<ReturnType<Meter["beginUpload"]>>;
+
 /** What a stream carried: its length and MD5 (the S3 ETag), and the failure that stopped it, if any. */
 interface Counted {
   bytes: number;
@@ -92,6 +94,31 @@ export function createDirectStorage(deps: DirectDeps) {
   }
 
   /**
+   * Commits `pending` and records it as the file `name` of `who` (replacing one of that name), the
+   * quota's exact check in the same transaction; `moved` bytes count as traffic. On failure
+   * nothing is kept.
+   */
+  async function keep(b: Backend, who: Did, name: string, pending: PendingPut, quota: UploadMeter | undefined, etag: string, moved: number): Promise<FileRow> {
+    try {
+      await pending.commit();
+    } catch (err) {
+      await pending.abort().catch(() => {});
+      throw err;
+    }
+    let added: Awaited<ReturnType<typeof files.add>>;
+    try {
+      added = await files.add({ did: who.canonical, backend: b.kind, name, cid: pending.cid, size: pending.size, encryption: "", etag }, quota?.commit(pending.size, moved));
+    } catch (err) {
+      await quota?.release();
+      await release(b, pending.cid);
+      throw err;
+    }
+    if (moved > 0) deps.onTransfer?.(b.kind, "in", moved);
+    if (added.replaced) await release(b, added.replaced);
+    return added.row;
+  }
+
+  /**
    * Stores `source` as the file `name` of `who` on `kind`, replacing one of that name; the quota's
    * checks as on the HTTP API (space and traffic from the account's pools). `etag` names the
    * stored ETag; by default the MD5 of the bytes. `verify` sees the MD5 before anything is kept:
@@ -111,23 +138,37 @@ export function createDirectStorage(deps: DirectDeps) {
         await pending.abort();
         throw err;
       }
-      try {
-        await pending.commit();
-      } catch (err) {
-        await pending.abort().catch(() => {});
-        throw err;
-      }
-      let added: Awaited<ReturnType<typeof files.add>>;
-      try {
-        added = await files.add({ did: who.canonical, backend: b.kind, name, cid: pending.cid, size: pending.size, encryption: "", etag: opts.etag ? opts.etag(md5) : md5 }, quota?.commit(pending.size, opts.traffic === false ? 0 : meter.bytes));
-      } catch (err) {
-        await quota?.release();
-        await release(b, pending.cid);
-        throw err;
-      }
-      if (opts.traffic !== false) deps.onTransfer?.(b.kind, "in", meter.bytes);
-      if (added.replaced) await release(b, added.replaced);
-      return added.row;
+      return await keep(b, who, name, pending, quota, opts.etag ? opts.etag(md5) : md5, opts.traffic === false ? 0 : meter.bytes);
+    } finally {
+      await quota?.release().catch((err) => log.error("releasing an upload's holds failed", { err: (err as Error).message }));
+    }
+  }
+
+  /**
+   * Stores the file `name` of `who` on `kind` as the content `cids` one after the other, without
+   * reading them when the back-end can compose them (Backend.compose: a multipart completion
+   * whose parts line up on chunks); undefined when it cannot (the caller then streams them through
+   * `put`). The quota's exact check runs at commit, as for `put`; `etag` is the stored ETag and
+   * every byte counts as traffic that came over the wire (as the parts did).
+   */
+  async function compose(who: Did, kind: BackendKind, name: string, cids: readonly string[], opts: { etag: string }): Promise<FileRow | undefined> {
+    const b = backend(kind);
+    if (!b.compose) return undefined;
+    const pending = await b.compose(cids);
+    if (!pending) return undefined;
+    if (pending.size > deps.maxBody) {
+      await pending.abort();
+      throw storageError.tooLarge(deps.maxBody);
+    }
+    let quota: UploadMeter | undefined;
+    try {
+      quota = await deps.meter?.beginUpload(who.address, who.canonical, { declared: pending.size, backend: b.kind, name });
+    } catch (err) {
+      await pending.abort().catch(() => {});
+      throw err;
+    }
+    try {
+      return await keep(b, who, name, pending, quota, opts.etag, pending.size);
     } finally {
       await quota?.release().catch((err) => log.error("releasing an upload's holds failed", { err: (err as Error).message }));
     }
@@ -206,7 +247,7 @@ export function createDirectStorage(deps: DirectDeps) {
   const spaceHold = async (who: Did) => deps.meter?.spaceHold(who.address, who.canonical);
   const dropHold = async (id: number | null) => deps.meter?.dropHold(id);
 
-  return { kind: (k: string) => backend(k).kind, spaceHold, dropHold, put, named, read, list, remove, stash, readContent, unstash };
+  return { kind: (k: string) => backend(k).kind, spaceHold, dropHold, put, compose, named, read, list, remove, stash, readContent, unstash };
 }
 
 export type DirectStorage = ReturnType<typeof createDirectStorage>;

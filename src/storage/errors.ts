@@ -64,9 +64,11 @@ export function withStorageErrors(b: Backend): Backend {
     commit: () => p.commit().catch(rethrow),
     abort: () => p.abort().catch(rethrow),
   });
+  const compose = b.compose?.bind(b);
   return {
     kind: b.kind,
     put: (source, opts) => b.put(source, opts).then(pending, rethrow),
+    ...(compose && { compose: (cids: readonly string[]) => compose(cids).then((p) => p && pending(p), rethrow) }),
     stat: (cid) => b.stat(cid).catch(rethrow),
     read(cid, range) {
       try {

@@ -14,6 +14,7 @@ import { findAccessKey } from "../../src/keys/index.ts";
 import { keysClient } from "../../src/sdk/keys.ts";
 import { startS3Api } from "../../src/s3api/index.ts";
 import { createDirectStorage } from "../../src/storage/direct.ts";
+import { cidOf } from "../../src/storage/dfs/index.ts";
 import { granter } from "../quota/grants.ts";
 import { BASE, testGateway } from "../support/storage.ts";
 
@@ -23,7 +24,11 @@ const grant = granter(gw.chain);
 const meter = gw.quota?.meter;
 /** File bytes in and out as the server's metrics hear of them. */
 const moved = { in: 0, out: 0 };
-const direct = createDirectStorage({ sql: gw.database.sql, log: gw.log, maxBody: gw.config.maxBody, backends: gw.backends, meter, onTransfer: (_, d, n) => void (moved[d] += n) });
+/** Content reads of the dfs back-end (a multipart completion of parts that line up on chunks makes none). */
+const dfsReads = { n: 0 };
+const dfs = gw.backends.dfs!;
+const backends = { ...gw.backends, dfs: { ...dfs, read: (...a: Parameters<typeof dfs.read>) => (dfsReads.n++, dfs.read(...a)) } };
+const direct = createDirectStorage({ sql: gw.database.sql, log: gw.log, maxBody: gw.config.maxBody, backends, meter, onTransfer: (_, d, n) => void (moved[d] += n) });
 const s3 = await startS3Api({
   hostname: "127.0.0.1",
   port: 0,
@@ -102,7 +107,28 @@ describe("objects with Bun's S3Client", () => {
     expect(stat.etag.replace(/"/g, "")).toBe(expected);
     expect(Buffer.from(await c.file("big/multi.bin").arrayBuffer()).equals(bytes)).toBe(true);
     await c.delete("big/multi.bin");
-  });
+  }, 30_000);
+
+  test("multipart of parts in whole MiB: completion reads no part back; the Cid is the bytes' own, byte-exact; other parts stream", async () => {
+    const c = bucketClient(alice.key);
+    for (const [partSize, size, readsBack] of [[5 * MiB, 11 * MiB + 3, false], [5 * MiB + 512 * 1024, 11 * MiB + 3, true]] as const) {
+      const bytes = randomBytes(size);
+      const writer = c.file("big/aligned.bin").writer({ partSize });
+      for (let i = 0; i < bytes.byteLength; i += 256 * 1024) writer.write(bytes.subarray(i, i + 256 * 1024));
+      const before = { reads: dfsReads.n, moved: moved.in };
+      await writer.end();
+      expect(dfsReads.n > before.reads).toBe(readsBack);
+      expect(moved.in - before.moved).toBe(size); // the parts' bytes, counted once at completion
+      const stat = await c.file("big/aligned.bin").stat();
+      const n = Math.ceil(size / partSize);
+      const md5s = Array.from({ length: n }, (_, i) => createHash("md5").update(bytes.subarray(i * partSize, (i + 1) * partSize)).digest());
+      expect(stat.etag.replace(/"/g, "")).toBe(`${createHash("md5").update(Buffer.concat(md5s)).digest("hex")}-${n}`);
+      const head = await signed(alice.key, "HEAD", "/dfs/big/aligned.bin");
+      expect(head.headers.get("x-amz-meta-cid")).toBe(await cidOf([bytes]));
+      expect(Buffer.from(await c.file("big/aligned.bin").arrayBuffer()).equals(bytes)).toBe(true);
+    }
+    await c.delete("big/aligned.bin");
+  }, 60_000);
 
   test("a presigned GET URL works with a plain fetch", async () => {
     const c = bucketClient(alice.key);

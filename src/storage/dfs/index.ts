@@ -24,6 +24,7 @@ import type { Sql } from "../../db/sql.ts";
 import type { Logger } from "../../log.ts";
 import type { Backend } from "../backend.ts";
 import { ChunkChecks } from "./checks.ts";
+import { compose } from "./compose.ts";
 import { CHUNK_PREFIX } from "./cid.ts";
 import type { DfsContext } from "./context.ts";
 import { StoppedError } from "./errors.ts";
@@ -97,6 +98,7 @@ export async function openDfs({ sql, log, guard, legacyDir, resweepAfterMs = LEA
   return {
     kind: "dfs",
     put: (source, opts) => put(ctx, source, opts),
+    compose: (cids) => compose(ctx, cids),
     stat: async (cid) => {
       const object = await ctx.rows.object(cid);
       return object && { size: object.size };

@@ -15,6 +15,7 @@ export interface ChunkRef {
 
 const OBJECT = "SELECT size, chunks, refs FROM dfs_objects WHERE cid = $1";
 const CHUNK_AT = "SELECT hash, size FROM dfs_object_chunks WHERE cid = $1 AND idx = $2";
+const MANIFEST = "SELECT hash, size FROM dfs_object_chunks WHERE cid = $1 ORDER BY idx";
 const CHUNK_REFERENCED = "SELECT 1 AS one FROM dfs_chunks WHERE hash = $1";
 const CHUNKS_AMONG = (n: number) => `SELECT hash FROM dfs_chunks WHERE hash IN (${placeholders(n)})`;
 /** One more reference, or the object's row; `refs` 1 means this commit made it. */
@@ -55,6 +56,11 @@ export class Rows {
 
   chunkAt(cid: string, idx: number): Promise<ChunkRef | undefined> {
     return this.sql.get(CHUNK_AT, [cid, idx]);
+  }
+
+  /** An object's chunks in file order (empty for an unknown Cid). */
+  manifest(cid: string): Promise<ChunkRef[]> {
+    return this.sql.all(MANIFEST, [cid]);
   }
 
   isReferenced(hash: string): Promise<boolean> {

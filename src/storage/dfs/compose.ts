@@ -1,0 +1,90 @@
+/**
+ * A new object made of objects this store already holds, one after the other, without reading a
+ * byte of them: an S3 multipart completion (D18) whose parts were chunked as they arrived. A dfs
+ * object is its manifest (1 MiB chunks, known by hash and size) and its Cid is a UnixFS DAG over
+ * raw leaves (D9), which needs only the leaves' Cids and sizes. So when every part but the last
+ * is a whole number of chunks, the file's chunks are the parts' chunks in order, and its Cid comes
+ * from running the importer's own layout over those leaves: the same Cid reading the bytes gives.
+ * A part of any other size would shift the chunk boundaries: `compose` answers undefined and the
+ * caller streams the bytes through `put` instead.
+ *
+ * Crash and deletion safety (D15): the chunks are pinned under a lease before the parts are looked
+ * at again; a part still there then means its chunks are referenced and no deleter can take them
+ * until the new object's rows commit, whoever aborts the multipart upload meanwhile.
+ */
+import { importFile, type BufferImporter } from "ipfs-unixfs-importer";
+import { CID } from "multiformats/cid";
+import * as raw from "multiformats/codecs/raw";
+import { create as createDigest } from "multiformats/hashes/digest";
+import { sha256 } from "multiformats/hashes/sha2";
+import type { PendingPut } from "../backend.ts";
+import { d9ImporterOptions } from "../cid-options.ts";
+import { CHUNK_SIZE, chunkKey } from "./cid.ts";
+import type { DfsContext } from "./context.ts";
+import { AbortedPutError } from "./errors.ts";
+import type { ChunkRef } from "./rows.ts";
+
+/**
+ * The D9 Cid of a file whose raw leaves are `leaves`, in order: the importer's balanced layout and
+ * reducer with a buffer importer that hands over each leaf's Cid and size instead of cutting and
+ * hashing bytes (no block is ever stored: the leaves exist, inner nodes are only hashed).
+ */
+export async function cidOfLeaves(leaves: readonly ChunkRef[]): Promise<string> {
+  const bufferImporter: BufferImporter = async function* () {
+    for (const leaf of leaves) {
+      const cid = CID.createV1(raw.code, createDigest(sha256.code, Buffer.from(leaf.hash, "hex")));
+      // `block` is read by the reducer only for a one-leaf file with mtime or mode (never here).
+      yield async () => ({ cid, size: BigInt(leaf.size), block: new Uint8Array(0) });
+    }
+  };
+  const entry = await importFile({ content: (async function* () {})() }, { put: async (cid) => cid }, { ...d9ImporterOptions(), bufferImporter });
+  return entry.cid.toString();
+}
+
+/** The object made of `cids` in order, uncommitted; undefined when the parts do not line up on chunks. */
+export async function compose(ctx: DfsContext, cids: readonly string[]): Promise<PendingPut | undefined> {
+  const manifests = await Promise.all(cids.map(async (cid) => ({ object: await ctx.rows.object(cid), chunks: await ctx.rows.manifest(cid) })));
+  const leaves: ChunkRef[] = [];
+  for (const [i, m] of manifests.entries()) {
+    // A manifest that does not cover its object, or a part that ends inside a chunk, cannot be reused.
+    if (!m.object || m.chunks.length !== m.object.chunks || m.chunks.reduce((n, c) => n + c.size, 0) !== m.object.size) return undefined;
+    if (i < manifests.length - 1 && m.chunks.some((c) => c.size !== CHUNK_SIZE)) return undefined;
+    leaves.push(...m.chunks);
+  }
+  if (leaves.length === 0) return undefined;
+  const size = leaves.reduce((n, c) => n + c.size, 0);
+  const lease = ctx.guard.lease();
+  try {
+    await lease.pin([...new Set(leaves.map((c) => chunkKey(c.hash)))]);
+    // Pinned, then looked at again: a part still referenced keeps its chunks until now, the pins after.
+    // One gone (its upload aborted meanwhile): the caller's ordinary path answers for it.
+    for (const cid of cids) {
+      if (!(await ctx.rows.object(cid))) {
+        await lease.release();
+        return undefined;
+      }
+    }
+    const cid = await cidOfLeaves(leaves);
+    ctx.log.debug("dfs: composed", { cid, size, parts: cids.length, chunks: leaves.length });
+    let state: "open" | "committed" | "aborted" = "open";
+    return {
+      cid,
+      size,
+      async commit() {
+        if (state === "committed") return;
+        if (state === "aborted") throw new AbortedPutError(`compose of ${cid} was aborted`);
+        await ctx.rows.commit(cid, size, leaves);
+        state = "committed";
+        await lease.release(); // the rows keep the chunks now
+      },
+      async abort() {
+        if (state !== "open") return;
+        state = "aborted";
+        await lease.release(); // nothing was written: the parts still hold their chunks
+      },
+    };
+  } catch (err) {
+    await lease.release();
+    throw err;
+  }
+}
