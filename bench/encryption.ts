@@ -13,30 +13,12 @@
  * upload pass (what it did before sealing once; what it still does on Node).
  *
  * `--cli` measures the command line instead: `stowage put FILE --encrypt` against `stowage put
- * FILE`, each a fresh process (log-in included, as a user runs it), in alternation. COMMAND is the
+ * FILE --plain`, then `get` of each, every one a fresh process (log-in included, as a user runs
+ * it), in alternation; its CPU is the command's own (rusage at exit). COMMAND is the
  * stowage to run (dist/stowage; a `.ts` path runs under this Bun, so an older checkout's
  * src/main.ts gives a before figure).
  *
- * Command line, before/after sealing once (2026-11-23, same loaded 2 cores, load ≈ 4–6, dfs,
- * 64 MiB × 3, libsodium): before (the SDK's encrypted upload, sealed in the hash pass and again in
- * the upload pass) 0.50×, 0.57×, 0.55× (--encrypt 25.3–28.0 MiB/s against plain 49.5–50.6);
- * after (sealed once into a 0600 temporary file, which is then hashed and sent) 0.60×, 0.60× from
- * src/main.ts and 0.66× from dist/stowage (--encrypt 24.5–33.0 against plain 37.1–55.1). Still
- * short of 0.8×: the one seal left costs ≈ 0.4–0.6 s per 64 MiB here (libsodium's WASM,
- * ≈ 110–160 MiB/s), and it cannot overlap the upload, whose signed hash must precede the bytes
- * (D5); with plain end to end at ≈ 50 MiB/s that puts the ceiling near 1 / (1 + 50/130) ≈ 0.7×.
- *
- * Measured (2026-11-23, 2 cores shared with other jobs, dfs, 32 MiB × 3): upload plain 65.2,
- * encrypted 13.3 MiB/s (0.20×); download plain 181.6, encrypted 30.1 MiB/s (0.17×), with
- * ChaCha20-Poly1305 in JavaScript (@noble/ciphers, ≈ 30 MiB/s here), since Bun's node:crypto has
- * no chacha20-poly1305, and an upload seals the file twice (hash pass, upload pass).
- * The payload now runs on libsodium's WASM (src/sdk/aead.ts; 109–191 MiB/s for 64 KiB seals
- * against @noble's 31–36, the SDK's encrypt stream 103–122 against 28–43). Same box, load ≈ 8,
- * three runs each, `--aead noble` then `--aead libsodium` alternately (encrypted MiB/s, ratio):
- * upload noble 15.1–19.4 (0.29–0.36×), libsodium 17.3–32.5 (0.46–0.51×); download noble
- * 33.2–58.9 (0.18–0.58×), libsodium 46.2–94.7 (0.33–0.60×). Better, noisy, and still short of
- * 0.8×: an upload still seals and hashes the file twice, and on two loaded cores the client's
- * work competes with the server's.
+ * Figures, before and after each change, with the machine's load: bench/README.md ("encryption").
  */
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
