@@ -207,8 +207,8 @@ export class LocalBlobStore implements BlobStore {
       return {
         identity: identityOf(st),
         size,
-        read: async (offset, length) => {
-          const buf = Buffer.allocUnsafe(length);
+        read: async (offset, length, into) => {
+          const buf = into ?? Buffer.allocUnsafe(length);
           let done = 0;
           while (done < length) {
             const { bytesRead } = await fh.read(buf, done, length - done, offset + done).catch(fsFail);
@@ -291,8 +291,8 @@ export interface LocalBlobFile {
    * the name or `touch` (even one that sets the old mtime back: ctime moves) changes it. */
   identity: string;
   size: number;
-  /** `length` bytes from `offset` (which must lie inside the file). */
-  read(offset: number, length: number): Promise<Uint8Array>;
+  /** `length` bytes from `offset` (which must lie inside the file), into `into` (of that length) when given. */
+  read(offset: number, length: number, into?: Uint8Array): Promise<Uint8Array>;
   close(): Promise<void>;
 }
 

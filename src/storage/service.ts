@@ -141,6 +141,26 @@ export const LOGIN_LIMITS = {
   perDid: { name: "did-login-did", max: 60, windowMs: 60_000 },
 };
 
+/** A body read whole: one part (what dfs gives for up to a chunk) is the body as it is, more are
+ * copied once into one buffer (Bun.readableStreamToBytes always copied: ≈ 14 % of a ranged GET's
+ * samples, most of it the page faults of a fresh 1 MiB buffer). */
+async function wholeOf(stream: ReadableStream<Uint8Array>): Promise<Uint8Array> {
+  const parts: Uint8Array[] = [];
+  let n = 0;
+  for await (const part of stream) {
+    parts.push(part);
+    n += part.byteLength;
+  }
+  if (parts.length === 1) return parts[0] as Uint8Array;
+  const out = new Uint8Array(n);
+  let at = 0;
+  for (const part of parts) {
+    out.set(part, at);
+    at += part.byteLength;
+  }
+  return out;
+}
+
 export function createStorage(deps: StorageDeps) {
   const { sql, log, chainId } = deps;
   const sessions = createSessions({ sql, resolver: deps.resolver, domain: deps.domain, chainId, now: deps.now, sessionKeys: deps.sessionKeys });
@@ -307,7 +327,7 @@ export function createStorage(deps: StorageDeps) {
     async function sendWhole(range: ByteRange | undefined, length: number) {
       await vouchers.check({ payer, size }, length);
       const traffic = await deps.meter?.wholeDownload(reader, length);
-      const bytes = await Bun.readableStreamToBytes(b.read(cid, range));
+      const bytes = await wholeOf(b.read(cid, range));
       await sql.tx(
         async (tx) => {
           await traffic?.charge(tx);

@@ -82,9 +82,10 @@ export class ChunkChecks {
 
   /**
    * Bytes `from` (inclusive) to `to` (exclusive) of chunk `hash`, never unchecked ones: served on
-   * the record when the file is the one it names, else read whole and hashed first.
+   * the record when the file is the one it names, else read whole and hashed first. Into `into`
+   * (of length to − from) when given: a body read whole is then one buffer, not parts to join.
    */
-  async read(chunk: Pick<CheckedChunk, "hash" | "size" | "file" | "state">, from: number, to: number): Promise<Uint8Array> {
+  async read(chunk: Pick<CheckedChunk, "hash" | "size" | "file" | "state">, from: number, to: number, into?: Uint8Array): Promise<Uint8Array> {
     const file = await this.open(chunk.hash);
     try {
       const p = this.pending.get(chunk.hash);
@@ -92,10 +93,12 @@ export class ChunkChecks {
       if (record?.file === file.identity && file.size === chunk.size) {
         if (record.state === "damaged") throw new CorruptChunkError(chunk.hash, "found damaged by an earlier check");
         this.counts.trusted++;
-        return await file.read(from, to - from);
+        return await file.read(from, to - from, into);
       }
-      const bytes = await this.verify(chunk.hash, chunk.size, file);
-      return bytes.subarray(from, to);
+      const bytes = (await this.verify(chunk.hash, chunk.size, file)).subarray(from, to);
+      if (!into) return bytes;
+      into.set(bytes);
+      return into;
     } finally {
       await file.close();
     }

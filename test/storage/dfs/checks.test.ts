@@ -58,6 +58,11 @@ describe("dfs verification records (local blob store)", () => {
       expect(Buffer.compare(got, bytes.subarray(start, end + 1))).toBe(0);
     }
     expect((await counts(store)).hashed).toBe(0);
+    // A range of up to a chunk comes as one part (read into one buffer: nothing to join for a whole-body answer).
+    const parts: Uint8Array[] = [];
+    for await (const part of store.dfs.read(up.cid, { start: MiB - 100, end: 2 * MiB - 101 })) parts.push(part);
+    expect(parts.map((p) => p.byteLength)).toEqual([MiB]);
+    expect(Buffer.compare(parts[0]!, bytes.subarray(MiB - 100, 2 * MiB - 100))).toBe(0);
     await store.close();
   });
 
