@@ -499,7 +499,8 @@ export function decryptWithHeader(identities: string[], header: Uint8Array, inpu
   const secrets = identities.map(parseIdentity);
   const reader = new ByteReader(input);
   const readShare = async () => {
-    const share = new ByteReader(new Blob([header]).stream());
+    // (DOM's Blob wants ArrayBuffer-backed bytes; it copies whatever it is given.)
+    const share = new ByteReader(new Blob([header as Uint8Array<ArrayBuffer>]).stream());
     const parsed = await readHeader(share);
     if (await share.fill(1)) throw new AgeError("bad_header", "bytes follow the shared header");
     await readHeader(reader); // the file's own: skipped
