@@ -57,10 +57,10 @@ export function bunFileSpool(dir: string): Spool {
   };
 }
 
-/** The spool of this runtime: a temporary file on Bun (its TMPDIR, as os.tmpdir() reads it, or
- * /tmp), a Blob in a browser, none on Node. */
+/** The spool of this runtime: a temporary file on Bun (in TMPDIR, TEMP or TMP, as os.tmpdir()
+ * reads them, else /tmp), a Blob in a browser, none on Node. */
 export function defaultSpool(): Spool | undefined {
-  if (typeof Bun !== "undefined") return bunFileSpool(Bun.env.TMPDIR || "/tmp");
+  if (typeof Bun !== "undefined") return bunFileSpool(Bun.env.TMPDIR || Bun.env.TEMP || Bun.env.TMP || "/tmp");
   if (typeof (globalThis as { document?: unknown }).document !== "undefined") return blobSpool();
   return undefined;
 }
