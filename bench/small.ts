@@ -119,10 +119,18 @@ try {
     if (!res.ok || JSON.stringify(await res.json()) !== JSON.stringify(bodies[path])) throw new Error(`the baseline's ${path} differs from Stowage's`);
   }
 
+  // Background work (chain indexer, lease renewals, the embedded chain and IPFS node) runs with
+  // or without requests and lands in the CPU per request too: measured idle first, for reading it.
+  const idleCores = async (server: RunningServer) => {
+    const before = processCpuSeconds(server.proc.pid);
+    await Bun.sleep(3000);
+    return (processCpuSeconds(server.proc.pid) - before) / 3;
+  };
+  const [idleStowage, idleBaseline] = [await idleCores(stowage), await idleCores(baseline)];
   console.log(
     `small requests, ${connections} keep-alive connections, ${seconds} s per measurement, ${rounds} rounds + 1 warm-up; ` +
       `stowage ${stowage.url} (log level ${logLevel}), elysia ${baseline.url}; ${navigator.hardwareConcurrency} cores, Bun ${Bun.version}, ` +
-      `${new Date().toISOString()}, load average ${loadavg()}`,
+      `${new Date().toISOString()}, load average ${loadavg()}; idle CPU (cores, process tree): stowage ${idleStowage.toFixed(3)}, elysia ${idleBaseline.toFixed(3)}`,
   );
   const measure = (server: RunningServer, path: string) => async () => {
     // The server idles between rounds, so its CPU time across the load test is the serving cost.
