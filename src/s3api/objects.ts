@@ -84,11 +84,16 @@ export function createObjects(direct: DirectStorage) {
     return new Response(null, { status: 200, headers: { etag: etagOf(row), "x-amz-meta-cid": row.cid } });
   }
 
-  /** CopyObject within the account: the source's bytes stored again under the new name (no traffic: nothing crossed the wire). */
+  /**
+   * CopyObject within the account (no traffic: nothing crossed the wire). Within one bucket whose
+   * back-end composes (dfs) the new name gets one more reference to the same content, with the
+   * source's ETag, and no byte is read or written; otherwise the source's bytes are stored again.
+   */
   async function copy(did: Did, kind: BackendKind, key: string, source: { kind: BackendKind; key: string }): Promise<Response> {
     checkKey(key);
     const from = await mustFind(did, source.kind, source.key);
-    const row = await direct.put(did, kind, key, direct.readContent(source.kind, from.cid), { declared: from.size, traffic: false });
+    const same = source.kind === kind ? await direct.compose(did, kind, key, [from.cid], { etag: from.etag ?? undefined, traffic: false }) : undefined;
+    const row = same ?? (await direct.put(did, kind, key, direct.readContent(source.kind, from.cid), { declared: from.size, traffic: false }));
     return xmlResponse("CopyObjectResult", [["LastModified", isoDate(row.modTime)], ["ETag", etagOf(row)]], { headers: { "x-amz-meta-cid": row.cid } });
   }
 

@@ -98,7 +98,7 @@ export function createDirectStorage(deps: DirectDeps) {
    * quota's exact check in the same transaction; `moved` bytes count as traffic. On failure
    * nothing is kept.
    */
-  async function keep(b: Backend, who: Did, name: string, pending: PendingPut, quota: UploadMeter | undefined, etag: string, moved: number): Promise<FileRow> {
+  async function keep(b: Backend, who: Did, name: string, pending: PendingPut, quota: UploadMeter | undefined, etag: string | undefined, moved: number): Promise<FileRow> {
     try {
       await pending.commit();
     } catch (err) {
@@ -148,10 +148,11 @@ export function createDirectStorage(deps: DirectDeps) {
    * Stores the file `name` of `who` on `kind` as the content `cids` one after the other, without
    * reading them when the back-end can compose them (Backend.compose: a multipart completion
    * whose parts line up on chunks); undefined when it cannot (the caller then streams them through
-   * `put`). The quota's exact check runs at commit, as for `put`; `etag` is the stored ETag and
-   * every byte counts as traffic that came over the wire (as the parts did).
+   * `put`). The quota's exact check runs at commit, as for `put`; `etag` is the stored ETag (none:
+   * the Cid shows); every byte counts as traffic that came over the wire (as a multipart upload's
+   * parts did) unless `traffic: false` (a server-side copy).
    */
-  async function compose(who: Did, kind: BackendKind, name: string, cids: readonly string[], opts: { etag: string }): Promise<FileRow | undefined> {
+  async function compose(who: Did, kind: BackendKind, name: string, cids: readonly string[], opts: { etag?: string; traffic?: boolean }): Promise<FileRow | undefined> {
     const b = backend(kind);
     if (!b.compose) return undefined;
     const pending = await b.compose(cids);
@@ -168,7 +169,7 @@ export function createDirectStorage(deps: DirectDeps) {
       throw err;
     }
     try {
-      return await keep(b, who, name, pending, quota, opts.etag, pending.size);
+      return await keep(b, who, name, pending, quota, opts.etag, opts.traffic === false ? 0 : pending.size);
     } finally {
       await quota?.release().catch((err) => log.error("releasing an upload's holds failed", { err: (err as Error).message }));
     }

@@ -363,11 +363,19 @@ describe("copy and batch delete", () => {
   test("CopyObject within the account (across buckets too); another account's source is not found", async () => {
     const c = bucketClient(alice.key);
     await c.write("copy/src.txt", "copied bytes");
+    const before = { reads: dfsReads.n, moved: moved.in };
     const res = await signed(alice.key, "PUT", "/dfs/copy/dst.txt", { headers: { "x-amz-copy-source": "/dfs/copy/src.txt" } });
     expect(res.status).toBe(200);
     const xml = await res.text();
     expect(xml).toContain(`<ETag>&quot;${createHash("md5").update("copied bytes").digest("hex")}&quot;</ETag>`);
+    // Within dfs the copy is one more reference to the same content: nothing read, no traffic.
+    expect([dfsReads.n, moved.in]).toEqual([before.reads, before.moved]);
+    expect(res.headers.get("x-amz-meta-cid")).toBe(await cidOf([new TextEncoder().encode("copied bytes")]));
     expect(await c.file("copy/dst.txt").text()).toBe("copied bytes");
+    // The source can go; the copy stays whole.
+    await c.delete("copy/src.txt");
+    expect(await c.file("copy/dst.txt").text()).toBe("copied bytes");
+    await c.write("copy/src.txt", "copied bytes");
     expect((await signed(alice.key, "PUT", "/ipfs/copied.txt", { headers: { "x-amz-copy-source": "dfs/copy/src.txt" } })).status).toBe(200);
     expect(await bucketClient(alice.key, "ipfs").file("copied.txt").text()).toBe("copied bytes");
     const bob = await account();
