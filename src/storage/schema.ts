@@ -60,7 +60,12 @@ export const files = sqliteTable(
      * for a multipart upload; null for files uploaded without one (the S3 API then shows a non-hex tag). */
     etag: text("etag"),
   },
-  (t) => [uniqueIndex("files_name").on(t.did, t.backend, t.name), index("files_cid").on(t.backend, t.cid, t.did)],
+  (t) => [
+    uniqueIndex("files_name").on(t.did, t.backend, t.name),
+    index("files_cid").on(t.backend, t.cid, t.did),
+    // listobjects' page (WHERE did, backend, id > after ORDER BY id): read in order, no sort.
+    index("files_listing").on(t.did, t.backend, t.id),
+  ],
 );
 
 /** All-time bytes moved per payer at this seller, and vouchers already accepted (D6). */

@@ -337,7 +337,12 @@ export const files = pgTable(
     modTime: int8("mod_time").notNull(),
     etag: text("etag"),
   },
-  (t) => [uniqueIndex("files_name").on(t.did, t.backend, t.name), index("files_cid").on(t.backend, t.cid, t.did)],
+  (t) => [
+    uniqueIndex("files_name").on(t.did, t.backend, t.name),
+    index("files_cid").on(t.backend, t.cid, t.did),
+    // listobjects' page (WHERE did, backend, id > after ORDER BY id): read in order, no sort.
+    index("files_listing").on(t.did, t.backend, t.id),
+  ],
 );
 
 export const voucherCounters = pgTable("voucher_counters", {

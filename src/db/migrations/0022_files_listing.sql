@@ -1,0 +1,1 @@
+CREATE INDEX `files_listing` ON `files` (`did`,`backend`,`id`);
