@@ -92,8 +92,8 @@ export function createObjects(direct: DirectStorage) {
   async function copy(did: Did, kind: BackendKind, key: string, source: { kind: BackendKind; key: string }): Promise<Response> {
     checkKey(key);
     const from = await mustFind(did, source.kind, source.key);
-    const same = source.kind === kind ? await direct.compose(did, kind, key, [from.cid], { etag: from.etag ?? undefined, traffic: false }) : undefined;
-    const row = same ?? (await direct.put(did, kind, key, direct.readContent(source.kind, from.cid), { declared: from.size, traffic: false }));
+    const same = source.kind === kind ? await direct.compose(did, kind, key, [from.cid], { etag: from.etag ?? undefined, traffic: false, encryption: from.encryption }) : undefined;
+    const row = same ?? (await direct.put(did, kind, key, direct.readContent(source.kind, from.cid), { declared: from.size, traffic: false, encryption: from.encryption }));
     return xmlResponse("CopyObjectResult", [["LastModified", isoDate(row.modTime)], ["ETag", etagOf(row)]], { headers: { "x-amz-meta-cid": row.cid } });
   }
 

@@ -98,7 +98,7 @@ export function createDirectStorage(deps: DirectDeps) {
    * quota's exact check in the same transaction; `moved` bytes count as traffic. On failure
    * nothing is kept.
    */
-  async function keep(b: Backend, who: Did, name: string, pending: PendingPut, quota: UploadMeter | undefined, etag: string | undefined, moved: number): Promise<FileRow> {
+  async function keep(b: Backend, who: Did, name: string, pending: PendingPut, quota: UploadMeter | undefined, etag: string | undefined, moved: number, encryption = ""): Promise<FileRow> {
     try {
       await pending.commit();
     } catch (err) {
@@ -107,7 +107,7 @@ export function createDirectStorage(deps: DirectDeps) {
     }
     let added: Awaited<ReturnType<typeof files.add>>;
     try {
-      added = await files.add({ did: who.canonical, backend: b.kind, name, cid: pending.cid, size: pending.size, encryption: "", etag }, quota?.commit(pending.size, moved));
+      added = await files.add({ did: who.canonical, backend: b.kind, name, cid: pending.cid, size: pending.size, encryption, etag }, quota?.commit(pending.size, moved));
     } catch (err) {
       await quota?.release();
       await release(b, pending.cid);
@@ -123,9 +123,10 @@ export function createDirectStorage(deps: DirectDeps) {
    * checks as on the HTTP API (space and traffic from the account's pools). `etag` names the
    * stored ETag; by default the MD5 of the bytes. `verify` sees the MD5 before anything is kept:
    * throwing (a Content-MD5 that differs) keeps nothing. `traffic: false`: bytes that did not come
-   * over the wire (a server-side copy) count no traffic.
+   * over the wire (a server-side copy) count no traffic. `encryption`: the stored
+   * `UserDefined.encryption` (a copy keeps its source's, so an age file stays marked as one).
    */
-  async function put(who: Did, kind: BackendKind, name: string, source: ReadableStream<Uint8Array>, opts: { declared?: number; verify?: (md5: string) => void; etag?: (md5: string) => string; traffic?: boolean } = {}): Promise<FileRow> {
+  async function put(who: Did, kind: BackendKind, name: string, source: ReadableStream<Uint8Array>, opts: { declared?: number; verify?: (md5: string) => void; etag?: (md5: string) => string; traffic?: boolean; encryption?: string } = {}): Promise<FileRow> {
     const b = backend(kind);
     if (opts.declared !== undefined && opts.declared > deps.maxBody) throw storageError.tooLarge(deps.maxBody);
     const quota = await deps.meter?.beginUpload(who.address, who.canonical, { declared: opts.declared, backend: b.kind, name });
@@ -138,7 +139,7 @@ export function createDirectStorage(deps: DirectDeps) {
         await pending.abort();
         throw err;
       }
-      return await keep(b, who, name, pending, quota, opts.etag ? opts.etag(md5) : md5, opts.traffic === false ? 0 : meter.bytes);
+      return await keep(b, who, name, pending, quota, opts.etag ? opts.etag(md5) : md5, opts.traffic === false ? 0 : meter.bytes, opts.encryption);
     } finally {
       await quota?.release().catch((err) => log.error("releasing an upload's holds failed", { err: (err as Error).message }));
     }
@@ -152,7 +153,7 @@ export function createDirectStorage(deps: DirectDeps) {
    * the Cid shows); every byte counts as traffic that came over the wire (as a multipart upload's
    * parts did) unless `traffic: false` (a server-side copy).
    */
-  async function compose(who: Did, kind: BackendKind, name: string, cids: readonly string[], opts: { etag?: string; traffic?: boolean }): Promise<FileRow | undefined> {
+  async function compose(who: Did, kind: BackendKind, name: string, cids: readonly string[], opts: { etag?: string; traffic?: boolean; encryption?: string }): Promise<FileRow | undefined> {
     const b = backend(kind);
     if (!b.compose) return undefined;
     const pending = await b.compose(cids);
@@ -169,7 +170,7 @@ export function createDirectStorage(deps: DirectDeps) {
       throw err;
     }
     try {
-      return await keep(b, who, name, pending, quota, opts.etag, opts.traffic === false ? 0 : pending.size);
+      return await keep(b, who, name, pending, quota, opts.etag, opts.traffic === false ? 0 : pending.size, opts.encryption);
     } finally {
       await quota?.release().catch((err) => log.error("releasing an upload's holds failed", { err: (err as Error).message }));
     }

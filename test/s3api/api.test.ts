@@ -384,6 +384,16 @@ describe("copy and batch delete", () => {
     expect(codeIn(await stolen.text())).toBe("NoSuchKey");
   });
 
+  test("a copy keeps its source's encryption label (an age file stays marked as one, in and across buckets)", async () => {
+    const bytes = randomBytes(4000); // stands for age ciphertext: the server never looks inside
+    await alice.client.upload("dfs", bytes, { name: "sealed-a.age", encryption: "age" });
+    for (const [bucket, path] of [["dfs", "/dfs/sealed/b.age"], ["ipfs", "/ipfs/sealed-b.age"]] as const) {
+      expect((await signed(alice.key, "PUT", path, { headers: { "x-amz-copy-source": "dfs/sealed-a.age" } })).status).toBe(200);
+      const listed = (await alice.client.list(bucket)).Object.find((f) => f.Name === path.slice(bucket.length + 2));
+      expect(listed?.UserDefined.encryption).toBe("age");
+    }
+  });
+
   test("DeleteObjects: each key deleted, reported per key", async () => {
     const c = bucketClient(alice.key);
     for (const n of ["batch/1", "batch/2", "batch/3"]) await c.write(n, n);
