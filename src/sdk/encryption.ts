@@ -166,13 +166,18 @@ export async function connectEncryption(opts: EncryptionOptions) {
   const chainId = store.info.chainId;
   const registry = store.info.contracts.didRegistry;
   const me = getAddress(store.did.split(":").pop() as string);
-  let gateway: Awaited<ReturnType<typeof connectGateway>> | undefined;
-  const chain = async () =>
-    (gateway ??= await connectGateway(base, {
+  // The promise is kept, not its value: two reads started at once (publish) share one connection.
+  let gateway: ReturnType<typeof connectGateway> | undefined;
+  const chain = () => {
+    gateway ??= connectGateway(base, {
       account: opts.walletTransport ? { address: account.address, type: "json-rpc" } : account,
       ...(opts.walletTransport ? { walletTransport: opts.walletTransport } : {}),
       ...(opts.fetch ? { fetch: opts.fetch } : {}),
-    }));
+    });
+    // A failed connection is not kept: the next call tries again.
+    gateway.catch(() => (gateway = undefined));
+    return gateway;
+  };
 
   /** The account API: `{ result: 1, data }` or an EncryptionError with the gateway's words. */
   async function api<T>(method: string, path: string, body?: unknown): Promise<{ status: number; data?: T; error?: string; message?: string }> {
@@ -192,9 +197,12 @@ export async function connectEncryption(opts: EncryptionOptions) {
   /** The owner's EncryptionKey signature, normalised, after checking it recovers to the owner. */
   async function ownerSignature(): Promise<Uint8Array> {
     const typed = { domain: encryptionDomain(chainId), types: encryptionKeyTypes, primaryType: "EncryptionKey", message: { purpose: ENCRYPTION_PURPOSE } } as const;
+    // The owner's read on chain goes out while the wallet signs (a command pays both every run).
+    const ownerRead = chain().then((gw) => gw.publicClient.readContract({ address: registry, abi: didRegistryAbi, functionName: "identityOwner", args: [me] }));
+    ownerRead.catch(() => {});
     const signature = await account.signTypedData(typed);
     const signer = await recoverTypedDataAddress({ ...typed, signature });
-    const owner = await (await chain()).publicClient.readContract({ address: registry, abi: didRegistryAbi, functionName: "identityOwner", args: [me] });
+    const owner = await ownerRead;
     if (!isAddressEqual(signer, owner)) throw new EncryptionError("not_owner", `the age identity of ${me} is wrapped under its owner's signature, but ${signer} signed, and the owner is ${owner}: use the owner key`);
     return normaliseSignature(signature);
   }
@@ -267,8 +275,11 @@ export async function connectEncryption(opts: EncryptionOptions) {
 
   /** Publishes the account's recipient on its DID unless it is already there. */
   async function publish(): Promise<{ recipient: string; tx?: Hex }> {
+    // The DID's published key is read alongside the identity's loading, not after it.
+    const published = recipientOf(me);
+    published.catch(() => {});
     const recipient = identityToRecipient(await identityOnce());
-    if ((await recipientOf(me)) === recipient) return { recipient };
+    if ((await published) === recipient) return { recipient };
     const gw = await chain();
     const { request } = await gw.publicClient.simulateContract({
       account: gw.wallet().account,
