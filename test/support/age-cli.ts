@@ -7,9 +7,17 @@ import { join } from "node:path";
 
 const ROOT = join(import.meta.dir, "..", "..");
 
-/** Resolves once `age` and `age-keygen` are on PATH. */
+/** Whether the loader knows Debian's libsodium23 (the native AEAD's library, aead-native.ts). */
+function haveLibsodium(): boolean {
+  const ldconfig = Bun.which("ldconfig") ?? "/sbin/ldconfig";
+  const out = Bun.spawnSync([ldconfig, "-p"], { stdout: "pipe", stderr: "ignore" });
+  return out.success && /\slibsodium\.so\.23 /.test(out.stdout.toString());
+}
+
+/** Resolves once `age` and `age-keygen` are on PATH and libsodium23 is installed (scripts/age.sh
+ * installs them together: a machine with `age` alone must still get the library the native tests use). */
 export async function ensureAgeCli(): Promise<void> {
-  if (Bun.which("age") && Bun.which("age-keygen")) return;
+  if (Bun.which("age") && Bun.which("age-keygen") && haveLibsodium()) return;
   const proc = Bun.spawn(["sh", join(ROOT, "scripts", "age.sh"), "install"], { stdout: "inherit", stderr: "inherit" });
   if ((await proc.exited) !== 0) throw new Error("installing age failed (scripts/age.sh install): see the output above");
 }
