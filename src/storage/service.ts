@@ -97,8 +97,8 @@ export interface StorageDeps {
   domain: TypedDataDomain;
   seller: Address;
   readGrant?: ReadGrant;
-  /** Those of `cids` whose owner's own directory entry is public (listobjects' `Public`): one
-   * query for a whole page, not one per file. */
+  /** Those of `cids` whose owner's own directory entry is public: an upload's answer `Public`
+   * (listobjects reads the same flag in its page's own query, src/storage/files.ts). */
   publicCids?: (owner: Address, cids: readonly string[]) => Promise<ReadonlySet<string>>;
   /** Quota enforcement (D7); absent, only the vouchers bound use. */
   meter?: Meter;
@@ -349,12 +349,12 @@ export function createStorage(deps: StorageDeps) {
     if (after !== undefined && !(Number.isInteger(after) && after >= 0)) throw storageError.badRequest("after must be a file ID");
     let rows: Awaited<ReturnType<typeof files.list>>;
     try {
-      rows = await files.list(who.did.canonical, b.kind, { limit, after });
+      // A parsed DID's address is EIP-55, as the directory's entries hold their owners.
+      rows = await files.list(who.did.canonical, who.did.address, b.kind, { limit, after });
     } catch (err) {
       throw storageError.listFailed((err as Error).message);
     }
-    const open = await deps.publicCids?.(who.did.address, rows.map((r) => r.cid));
-    const entries = rows.map((r) => fileEntry(r, open?.has(r.cid)));
+    const entries = rows.map((r) => fileEntry(r, r.isPublic));
     return { Address: who.did.address, Storage: b.kind, Object: entries };
   }
 

@@ -1,11 +1,17 @@
 // listobjects (spec 4.1 row 8, section 2.5; D9 paging) and delete (row 6, rule 4, section 2.9;
 // D9 failures with Status "Failure").
 import { describe, expect, test } from "bun:test";
+import { base58btc } from "multiformats/bases/base58";
+import { CID } from "multiformats/cid";
+import type { Address } from "viem";
+import { directoryAccess } from "../../src/directory/access.ts";
+import { directoryState } from "../../src/directory/state.ts";
 import { StorageApiError } from "../../src/sdk/storage.ts";
 import { get, readJson } from "../support/app.ts";
 import { testGateway } from "../support/storage.ts";
 
-const gw = await testGateway();
+// Storage asks the directory as the server wires it (src/server.ts): `Public` in answers.
+const gw = await testGateway({ extra: { publicCids: (owner, cids) => directoryAccess(gw.database.sql).publicCids(owner, cids) } });
 const dfs = gw.backends.dfs as NonNullable<typeof gw.backends.dfs>;
 const enc = new TextEncoder();
 const unique = (label: string) => enc.encode(`${label} ${crypto.randomUUID()}`);
@@ -50,6 +56,50 @@ describe("listobjects", () => {
     expect((await client.list("dfs", { after: ids[4] })).Object).toEqual([]);
     expect((await client.list("dfs", { after: 0 })).Object.map((f) => f.ID)).toEqual(ids);
     expect((await client.list("dfs", { limit: 1000 })).Object).toHaveLength(5);
+  });
+
+  test("Public: the caller's own directory entry for the Cid is public, whatever other entries name it; paging alike", async () => {
+    const state = directoryState(gw.chain.context.chain.id);
+    let block = 1;
+    // What the indexer writes for a Published or Unpublished log (src/directory/indexer.ts).
+    const event = (owner: Address, mid: string, isPublic?: boolean) =>
+      gw.database.sql.tx((tx) =>
+        state.applyEvent(
+          tx,
+          isPublic === undefined
+            ? { kind: "Unpublished", data: {}, owner, mid, block: block++, logIndex: 0, tx: "0x01" }
+            : { kind: "Published", data: { name: "n", size: "1", price: "0", isPublic, keywords: [] }, owner, mid, block: block++, logIndex: 0, tx: "0x01" },
+        ),
+      );
+    const alice = await gw.user();
+    const bob = await gw.user();
+    const twin = unique("twin");
+    const t1 = await alice.client.upload("dfs", twin, { name: "t1" });
+    const t2 = await alice.client.upload("dfs", twin, { name: "t2" }); // the same Cid twice
+    const otherBytes = unique("other");
+    const other = await alice.client.upload("dfs", otherBytes, { name: "other" });
+    const plain = await alice.client.upload("dfs", unique("plain"), { name: "plain" });
+    expect(t2.Cid).toBe(t1.Cid);
+    // Alice names the twin's Cid in two entries (the Cid in two spellings): one private, one public.
+    await event(alice.account.address, t1.Cid, false);
+    await event(alice.account.address, CID.parse(t1.Cid).toString(base58btc), true);
+    // `other`: Alice's entry is private; Bob's public entry for her Cid is not hers.
+    await event(alice.account.address, other.Cid, false);
+    await event(bob.account.address, other.Cid, true);
+    const flags = async (page: { limit?: number; after?: number } = {}) => (await alice.client.list("dfs", page)).Object.map((f): [string, boolean] => [f.Name, f.Public]);
+    const all: Array<[string, boolean]> = [["t1", true], ["t2", true], ["other", false], ["plain", false]];
+    expect(await flags()).toEqual(all);
+    expect(await flags({ limit: 1 })).toEqual(all.slice(0, 1));
+    expect(await flags({ limit: 2, after: t1.ID })).toEqual(all.slice(1, 3));
+    expect(await flags({ after: other.ID })).toEqual(all.slice(3));
+    expect(plain.Public).toBe(false);
+    // Bob's entry counts for Bob's own file of those bytes; his upload's answer says so too.
+    const bobs = await bob.client.upload("dfs", otherBytes, { name: "bobs" });
+    expect(bobs.Public).toBe(true);
+    expect((await bob.client.list("dfs")).Object.map((f) => [f.Name, f.Public])).toEqual([["bobs", true]]);
+    // Unpublishing the public spelling leaves only the private entry.
+    await event(alice.account.address, CID.parse(t1.Cid).toString(base58btc));
+    expect(await flags()).toEqual(all.map(([name]): [string, boolean] => [name, false]));
   });
 
   test("a bad limit or after → 400", async () => {
