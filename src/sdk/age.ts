@@ -514,7 +514,8 @@ async function* decryptPayload(secrets: Uint8Array[], readFirst: () => ReturnTyp
   const fileKey = unwrapFileKey(header.stanzas, secrets);
   const mac = headerMac(fileKey, header.upToDashes);
   if (!equalBytes(mac, header.mac)) throw new AgeError("bad_header_mac", "the age header's MAC does not match: the header was altered");
-  if (!(await reader.fill(NONCE_SIZE))) throw new AgeError("truncated", "the input ends before the payload nonce");
+  // The nonce belongs to the header as age reads it: its absence is a header failure (age's testkit).
+  if (!(await reader.fill(NONCE_SIZE))) throw new AgeError("bad_header", "the input ends before the payload nonce");
   const key = payloadKey(fileKey, reader.take(NONCE_SIZE));
   const aead = await payloadAead();
   // Where the AEAD opens in place, BATCH chunks' plaintext fills one buffer per yield (as sealing
@@ -533,6 +534,11 @@ async function* decryptPayload(secrets: Uint8Array[], readFirst: () => ReturnTyp
       const out = batch.subarray(used, used + sealed.length - TAG_SIZE);
       return openInto(key, chunkNonce(counter, last), sealed, out) ? out : null;
     };
+    // An authentic chunk is handed out even when what follows it is wrong (a final chunk with
+    // data after it, a full one where the input ends): age's reader releases it before its error
+    // and the testkit checks the released bytes, so a consumer sees the same prefix with any tool.
+    let authentic: Uint8Array | null = null;
+    let failure: AgeError;
     if (more) {
       const plain = open(false);
       if (plain) {
@@ -544,21 +550,35 @@ async function* decryptPayload(secrets: Uint8Array[], readFirst: () => ReturnTyp
         }
         continue;
       }
-      if (open(true)) throw new AgeError("trailing_data", `chunk ${counter} is marked final but more data follows it`);
-      throw new AgeError("bad_chunk", `payload chunk ${counter} fails authentication: the file was altered`);
-    }
-    if (sealed.length < TAG_SIZE) throw new AgeError("truncated", "the input ends inside a payload chunk");
-    const plain = open(true);
-    if (plain) {
+      authentic = open(true);
+      failure = authentic
+        ? new AgeError("trailing_data", `chunk ${counter} is marked final but more data follows it`)
+        : new AgeError("bad_chunk", `payload chunk ${counter} fails authentication: the file was altered`);
+    } else if (sealed.length < TAG_SIZE) {
+      failure = new AgeError("truncated", "the input ends inside a payload chunk");
+    } else {
+      const plain = open(true);
       // Only an empty file has an empty final chunk; age refuses one after full chunks.
-      if (plain.length === 0 && counter > 0) throw new AgeError("bad_chunk", "an empty final chunk after full ones");
-      if (batch) used += plain.length;
-      const last = batch ? batch.subarray(0, used) : plain;
-      if (last.length > 0) yield last;
-      return;
+      if (plain && !(plain.length === 0 && counter > 0)) {
+        if (batch) used += plain.length;
+        const last = batch ? batch.subarray(0, used) : plain;
+        if (last.length > 0) yield last;
+        return;
+      }
+      const cut = plain ? null : open(false);
+      failure = plain
+        ? new AgeError("bad_chunk", "an empty final chunk after full ones")
+        : cut
+          ? new AgeError("truncated", "the input ends before the final chunk: the file was cut")
+          : new AgeError("bad_chunk", `payload chunk ${counter} fails authentication: the file was altered or cut`);
+      // A full chunk is what age releases (it reads 64 KiB, opens it as not final, and finds the
+      // end only at the next read); a short one that opens as not final is never valid, so not released.
+      if (sealed.length === CHUNK_CT_SIZE) authentic = cut;
     }
-    if (open(false)) throw new AgeError("truncated", "the input ends before the final chunk: the file was cut");
-    throw new AgeError("bad_chunk", `payload chunk ${counter} fails authentication: the file was altered or cut`);
+    if (authentic && batch) used += authentic.length;
+    const released = batch ? batch.subarray(0, used) : authentic;
+    if (released && released.length > 0) yield released;
+    throw failure;
   }
 }
 
