@@ -9,7 +9,7 @@
  */
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import nodemailer from "nodemailer";
+import type { Transporter } from "nodemailer";
 import type { Config } from "../config.ts";
 import type { Logger } from "../log.ts";
 
@@ -26,16 +26,27 @@ export interface Mailer {
 /** SMTP answers slower than this count as a failure, so a dead relay cannot hang a request. */
 const SMTP_TIMEOUT_MS = 15_000;
 
+/**
+ * nodemailer is loaded with the first message, not at start: it costs ≈ 17 MiB of RSS on its own
+ * (issue 10's idle goal), and most gateways never send a login code.
+ */
+function lazyTransport(make: (nodemailer: (typeof import("nodemailer"))["default"]) => Transporter): () => Promise<Transporter> {
+  let transport: Promise<Transporter> | undefined;
+  return () => (transport ??= import("nodemailer").then((m) => make(m.default)));
+}
+
 export function smtpMailer(url: string, from: string, log: Logger): Mailer {
-  const transport = nodemailer.createTransport({
-    url,
-    connectionTimeout: SMTP_TIMEOUT_MS,
-    greetingTimeout: SMTP_TIMEOUT_MS,
-    socketTimeout: SMTP_TIMEOUT_MS,
-  });
+  const transport = lazyTransport((nodemailer) =>
+    nodemailer.createTransport({
+      url,
+      connectionTimeout: SMTP_TIMEOUT_MS,
+      greetingTimeout: SMTP_TIMEOUT_MS,
+      socketTimeout: SMTP_TIMEOUT_MS,
+    }),
+  );
   return {
     async send(mail) {
-      const info = await transport.sendMail({ from, ...mail });
+      const info = await (await transport()).sendMail({ from, ...mail });
       log.info("mail sent", { to: mail.to, messageId: info.messageId });
     },
   };
@@ -43,11 +54,11 @@ export function smtpMailer(url: string, from: string, log: Logger): Mailer {
 
 export function devMailbox(dir: string, from: string, log: Logger): Mailer {
   // nodemailer renders the RFC 5322 message (headers, encodings) without sending it anywhere.
-  const render = nodemailer.createTransport({ streamTransport: true, buffer: true, newline: "unix" });
+  const render = lazyTransport((nodemailer) => nodemailer.createTransport({ streamTransport: true, buffer: true, newline: "unix" }));
   let seq = 0;
   return {
     async send(mail) {
-      const info = await render.sendMail({ from, ...mail });
+      const info = await (await render()).sendMail({ from, ...mail });
       mkdirSync(dir, { recursive: true, mode: 0o700 });
       seq = (seq + 1) % 1_000_000;
       const file = join(dir, `${Date.now()}-${String(seq).padStart(6, "0")}.eml`);

@@ -3,6 +3,7 @@
  * configuration that the entry points of `helia` and `@helia/libp2p` import (DHT, WebRTC with its
  * native module, circuit relay, AutoTLS/ACME, UPnP, HTTP gateways), nor @helia/unixfs or
  * ipfs-unixfs-exporter, which nothing in the server calls. Those cost ≈ 28 MiB of idle RSS.
+ * Nor nodemailer, which only a mailed login code needs.
  * A fresh process imports the server's module and lists every module it loaded.
  */
 import { expect, test } from "bun:test";
@@ -26,9 +27,10 @@ const UNUSED = [
   "@helia/unixfs",
   "ipfs-unixfs-exporter",
   "blockstore-fs", // only for a data dir from before the blob store (migrate.ts)
+  "nodemailer", // loaded with the first login code mailed (src/accounts/mailer.ts): ≈ 4.5 MiB of idle RSS
 ];
 
-test("starting the server's module loads no unused IPFS package", async () => {
+test("starting the server's module loads no unused IPFS package, nor nodemailer", async () => {
   const script = `await import(${JSON.stringify(join(ROOT, "src", "server.ts"))}); console.log(JSON.stringify(Object.keys(require.cache)));`;
   const proc = Bun.spawn([process.execPath, "-e", script], { cwd: ROOT, stdout: "pipe", stderr: "pipe" });
   const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
