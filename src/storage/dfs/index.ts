@@ -152,7 +152,8 @@ function startScrubs(ctx: DfsContext, sql: Sql, checks: ChunkChecks, everyMs: nu
   void run(0).catch(() => {});
   let timer: ReturnType<typeof setInterval> | undefined;
   if (everyMs > 0) {
-    timer = setInterval(() => void run(Date.now() - everyMs).catch(() => {}), Math.max(60_000, Math.floor(everyMs / 4)));
+    // Timers take at most 2^31 − 1 ms (≈ 24.8 days); a longer delay would fire at once, again and again.
+    timer = setInterval(() => void run(Date.now() - everyMs).catch(() => {}), Math.min(2 ** 31 - 1, Math.max(60_000, Math.floor(everyMs / 4))));
     timer.unref();
   }
   return {
