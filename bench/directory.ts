@@ -26,7 +26,6 @@ import type { Database } from "bun:sqlite";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { parseArgs } from "node:util";
 import { getAddress, type Address } from "viem";
 import type { IndexedEvent } from "../src/chain/indexer.ts";
 import { openDatabase } from "../src/db/open.ts";
@@ -39,21 +38,17 @@ import { directoryState } from "../src/directory/state.ts";
 import { keywordText, normalize } from "../src/directory/text.ts";
 import { canonicalDid } from "../src/identity/did.ts";
 import { postgres } from "../test/support/postgres.ts";
-import { compareMany, fmt, percentile } from "./harness.ts";
+import { benchArgs, compareMany, fmt, percentile } from "./harness.ts";
 
-const { values: args } = parseArgs({
-  options: {
-    sizes: { type: "string", default: "1000000" },
-    dbs: { type: "string", default: "sqlite,postgres" },
-    parts: { type: "string", default: "search,indexing" },
-    rounds: { type: "string", default: "3" },
-    "per-class": { type: "string", default: "40" },
-    /** The document-frequency cutoff to search with (default: the server's, search.ts DF_CUTOFF). */
-    cutoff: { type: "string" },
-    events: { type: "string", default: "100000" },
-    batch: { type: "string", default: "500" },
-  },
-  strict: true,
+const args = benchArgs("Directory search per query class at a million entries, on SQLite and PostgreSQL; the indexing rate against the state alone.", {
+  sizes: { default: "1000000", help: "entry counts to measure, comma-separated" },
+  dbs: { default: "sqlite,postgres", help: "databases, comma-separated" },
+  parts: { default: "search,indexing", help: "what to measure, comma-separated" },
+  rounds: { default: "3", help: "measured rounds" },
+  "per-class": { default: "40", help: "queries per query class and round" },
+  cutoff: { help: "the document-frequency cutoff to search with (default: the server's, search.ts DF_CUTOFF)" },
+  events: { default: "100000", help: "events for the indexing part" },
+  batch: { default: "500", help: "events per indexing batch" },
 });
 const sizes = args.sizes.split(",").map(Number);
 const rounds = Number(args.rounds);

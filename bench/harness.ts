@@ -22,6 +22,7 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { constants } from "node:os";
 import { join } from "node:path";
+import { parseArgs } from "node:util";
 import type { Subprocess } from "bun";
 
 // ───────────────────────────── statistics ─────────────────────────────
@@ -474,4 +475,57 @@ export function processCpuSeconds(pid: number): number {
     todo.push(...(children.get(next) ?? []));
   }
   return ticks / clockTicks;
+}
+
+/** A bench's string options: name → default and what it sets (shown by --help). */
+export type BenchOptions = Record<string, { default?: string; boolean?: true; help: string }>;
+
+/**
+ * Parses a bench's arguments with node:util parseArgs: `--help`/`-h` prints `description` and every
+ * option with its default and exits 0; an unknown or malformed option prints that and the usage
+ * and exits 2, instead of a stack trace.
+ *
+ * @example
+ *   const args = benchArgs("Encrypted against plain transfers.", { rounds: { default: "3", help: "measured rounds" } })
+ */
+export function benchArgs<O extends BenchOptions>(description: string, options: O): { [K in keyof O]: O[K] extends { boolean: true } ? boolean : O[K] extends { default: string } ? string : string | undefined } {
+  const script = `bun bench/${(process.argv[1] ?? "bench").split("/").pop()}`;
+  const lines = Object.entries(options).map(([name, o]) => `  --${name}${o.boolean ? "" : " VALUE"}`.padEnd(28) + o.help + (o.default !== undefined ? ` (default ${o.default})` : ""));
+  const usage = `${description}\n\nUsage: ${script} [options]\n\n${lines.join("\n")}\n${"  --help, -h".padEnd(28)}this text`;
+  let values: Record<string, unknown>;
+  try {
+    ({ values } = parseArgs({
+      options: { help: { type: "boolean", short: "h" }, ...Object.fromEntries(Object.entries(options).map(([name, o]) => [name, o.boolean ? { type: "boolean" as const } : { type: "string" as const, default: o.default }])) },
+      strict: true,
+    }));
+  } catch (err) {
+    console.error(`${(err as Error).message}\n\n${usage}`);
+    process.exit(2);
+  }
+  if (values.help) {
+    console.log(usage);
+    process.exit(0);
+  }
+  // The mapped return type is what the option table declares; parseArgs' own type cannot follow it.
+  return values as ReturnType<typeof benchArgs<O>>;
+}
+
+/** CPU time (user + system) a process has used so far, in ms (clock ticks of 10 ms); with
+ * `children`, its reaped children's too. */
+export function cpuMs(pid: number | "self", children = false): number {
+  const f = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.split(" ") ?? [];
+  return (Number(f[11]) + Number(f[12]) + (children ? Number(f[13]) + Number(f[14]) : 0)) * 10;
+}
+
+/** CPU time of this run's Ceph daemons, in ms (their folder is named after this process: test/support/ceph.ts). */
+export function cephCpuMs(): number {
+  let ms = 0;
+  for (const pid of readdirSync("/proc").filter((d) => /^\d+$/.test(d))) {
+    try {
+      if (/^(radosgw|ceph-osd|ceph-mon)/.test(readFileSync(`/proc/${pid}/comm`, "utf8")) && readFileSync(`/proc/${pid}/cmdline`, "utf8").includes(`stowage-ceph-${process.pid}-`)) ms += cpuMs(Number(pid));
+    } catch {
+      // gone between the listing and the read
+    }
+  }
+  return ms;
 }

@@ -10,12 +10,17 @@
  * Run: bun bench/s3-blobs.ts [--size-mib 64] [--rounds 2] [--inflight 1,3,6] [--object-mib 1,4]
  */
 import { randomBytes } from "node:crypto";
-import { readdirSync, readFileSync } from "node:fs";
-import { parseArgs } from "node:util";
+import { readFileSync } from "node:fs";
 import { S3BlobStore } from "../src/blob/s3.ts";
 import { cephRgw } from "../test/support/ceph.ts";
+import { benchArgs, cephCpuMs, cpuMs } from "./harness.ts";
 
-const { values: args } = parseArgs({ options: { "size-mib": { type: "string", default: "64" }, rounds: { type: "string", default: "2" }, inflight: { type: "string", default: "1,3,6" }, "object-mib": { type: "string", default: "1" } } });
+const args = benchArgs("D15's 1 MiB objects on Ceph RGW through the S3 blob store alone, against one object through Bun's S3Client: CPU per MiB of the client and of Ceph.", {
+  "size-mib": { default: "64", help: "bytes per measurement, in MiB" },
+  rounds: { default: "2", help: "measured rounds" },
+  inflight: { default: "1,3,6", help: "requests in flight to try, comma-separated" },
+  "object-mib": { default: "1", help: "object sizes to try in MiB, comma-separated (1 is D15's layout)" },
+});
 const sizeMiB = Number(args["size-mib"]);
 const rounds = Number(args.rounds);
 const inflight = args.inflight.split(",").map(Number);
@@ -23,21 +28,6 @@ const inflight = args.inflight.split(",").map(Number);
 const objectMiBs = args["object-mib"].split(",").map(Number);
 const MiB = 1024 * 1024;
 
-const cpuMs = (pid: number | "self") => {
-  const f = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.split(" ") ?? [];
-  return (Number(f[11]) + Number(f[12])) * 10;
-};
-const cephCpuMs = () => {
-  let ms = 0;
-  for (const pid of readdirSync("/proc").filter((d) => /^\d+$/.test(d))) {
-    try {
-      if (/^(radosgw|ceph-osd|ceph-mon)/.test(readFileSync(`/proc/${pid}/comm`, "utf8")) && readFileSync(`/proc/${pid}/cmdline`, "utf8").includes(`stowage-ceph-${process.pid}-`)) ms += cpuMs(Number(pid));
-    } catch {
-      // gone between the listing and the read
-    }
-  }
-  return ms;
-};
 
 const rgw = await cephRgw();
 const prefix = rgw.prefix();

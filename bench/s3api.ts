@@ -17,38 +17,25 @@
  * Run: bun bench/s3api.ts [--rounds 3] [--size-mib 256] [--aws-baseline]   (bun run build first: dist/stowage)
  */
 import { createHash, randomBytes } from "node:crypto";
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { parseArgs } from "node:util";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { keysClient } from "../src/sdk/keys.ts";
 import { connectStorage } from "../src/sdk/storage.ts";
-import { runBinary, startBinary } from "../test/support/binary.ts";
 import { cephRgw, stowageS3Env } from "../test/support/ceph.ts";
 import { freePort } from "../test/support/procs.ts";
 import { awsCli, ensureS3Clients } from "../test/support/s3-clients.ts";
-import { compareMany } from "./harness.ts";
+import { benchArgs, cephCpuMs, compareMany, cpuMs } from "./harness.ts";
 
-const { values: args } = parseArgs({ options: { rounds: { type: "string", default: "3" }, "size-mib": { type: "string", default: "256" }, "aws-baseline": { type: "boolean", default: false } } });
+const args = benchArgs("The S3 API: aws-cli cp up and down through Stowage's S3 port (compiled binary, content on Ceph RGW) against Bun's S3Client straight to the RGW.", {
+  rounds: { default: "3", help: "measured rounds" },
+  "size-mib": { default: "256", help: "file size in MiB" },
+  "aws-baseline": { boolean: true, help: "the baseline is aws-cli straight to the RGW (the gateway's cost alone)" },
+});
+// After the arguments: importing it builds dist/stowage when the sources changed, which --help must not wait for.
+const { runBinary, startBinary } = await import("../test/support/binary.ts");
 const rounds = Number(args.rounds);
-/** CPU time (user + system) a process has used so far, in ms (clock ticks of 10 ms); with `children`, its reaped children's too. */
-const cpuMs = (pid: number | "self", children = false) => {
-  const f = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.split(" ") ?? [];
-  return (Number(f[11]) + Number(f[12]) + (children ? Number(f[13]) + Number(f[14]) : 0)) * 10;
-};
-/** CPU time of this run's Ceph daemons (their folder is named after this process: test/support/ceph.ts). */
-const cephCpuMs = () => {
-  let ms = 0;
-  for (const pid of readdirSync("/proc").filter((d) => /^\d+$/.test(d))) {
-    try {
-      if (/^(radosgw|ceph-osd|ceph-mon)/.test(readFileSync(`/proc/${pid}/comm`, "utf8")) && readFileSync(`/proc/${pid}/cmdline`, "utf8").includes(`stowage-ceph-${process.pid}-`)) ms += cpuMs(Number(pid));
-    } catch {
-      // gone between the listing and the read
-    }
-  }
-  return ms;
-};
 const sizeMiB = Number(args["size-mib"]);
 const MiB = 1024 * 1024;
 
