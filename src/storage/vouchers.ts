@@ -16,7 +16,8 @@ import { getAddress, type Address, type TypedDataDomain } from "viem";
 import type { Queryable, Sql } from "../db/sql.ts";
 import { storageError } from "../http/errors.ts";
 import { wholeBytes } from "../http/params.ts";
-import { isSignature, recoverVoucher, voucherHash } from "../identity/eip712.ts";
+import { isSignature, voucherHash } from "../identity/eip712.ts";
+import { voucherSigner } from "../identity/voucher-signer.ts";
 
 const USED = "SELECT used FROM voucher_counters WHERE payer = $1";
 const CLAIM = "INSERT INTO vouchers_used (payer, size, base, used_at) VALUES ($1, $2, $3, $4) ON CONFLICT (payer, size) DO NOTHING RETURNING payer";
@@ -34,6 +35,8 @@ export function createVouchers({ sql, domain, seller, now = Date.now }: { sql: S
   /** The payer's all-time count, read with `q` (accept()'s transaction, or the pool). */
   const usedIn = async (q: Queryable, payer: string) => (await q.get<{ used: number }>(USED, [payer]))?.used ?? 0;
   const usedBy = (payer: string) => usedIn(sql, payer);
+  // viem's recoverTypedDataAddress at ≈ 55% of its CPU (issue 10: it was ≈ 1 ms of a ranged GET).
+  const signerOf = voucherSigner(domain, seller);
 
   /** GET /traffichash: the digest to sign for `size`, with the payer's counter. */
   async function hashFor(payer: Address, rawSize: unknown) {
@@ -56,7 +59,7 @@ export function createVouchers({ sql, domain, seller, now = Date.now }: { sql: S
     const size = wholeBytes(input.size);
     if (size === undefined || !isSignature(input.sign)) throw storageError.address("Address parameter missing or invalid: size and sign (a voucher) are required");
     try {
-      return { payer: getAddress(await recoverVoucher(domain, { seller, size: BigInt(size) }, input.sign)), size };
+      return { payer: signerOf(BigInt(size), input.sign), size };
     } catch {
       throw storageError.address("Address parameter missing or invalid: the voucher signature cannot be recovered");
     }

@@ -1,0 +1,47 @@
+/**
+ * Recovers the payer of a traffic voucher (D6) on every download and upload: viem's generic
+ * `recoverTypedDataAddress` cost ≈ 1.1 ms of a ranged GET (issue 10) — 140 µs re-deriving the
+ * domain and type hashes that never change for one gateway, ≈ 930 µs of secp256k1 recovery in
+ * viem's @noble/curves 1.9. Here only the struct hash is computed per call (the seller is fixed,
+ * so only `size` varies) and the curve work runs on our pinned @noble/curves 2.4 (≈ 1.7× faster).
+ * The answer is exactly viem's, refusals included: test/identity/voucher-signer.test.ts compares
+ * both on random keys, sizes and malformed signatures.
+ *
+ * @example
+ *   const payerOf = voucherSigner(domain, seller)
+ *   const payer = payerOf(BigInt(size), sign) // throws where recoverTypedDataAddress would
+ */
+import { secp256k1 } from "@noble/curves/secp256k1.js";
+import { keccak_256 } from "@noble/hashes/sha3.js";
+import { bytesToHex, getAddress, getTypesForEIP712Domain, hashDomain, hexToBytes, keccak256, toBytes, type Address, type Hex, type TypedDataDomain } from "viem";
+
+const VOUCHER_TYPE = toBytes(keccak256(toBytes("Voucher(address seller,uint64 size)")));
+const UINT64_MAX = (1n << 64n) - 1n;
+
+/** The payer of `Voucher(seller, size)` signed as `signature` (65 bytes, v 0/1/27/28), checksummed. */
+export function voucherSigner(domain: TypedDataDomain, seller: Address): (size: bigint, signature: Hex) => Address {
+  // 0x1901 ‖ domainSeparator ‖ structHash: the first 34 bytes are this gateway's constant.
+  const envelope = new Uint8Array(66);
+  envelope.set([0x19, 0x01]);
+  // The domain's field list is built at run time (as viem does): abitype cannot infer it, hence the loose generic.
+  envelope.set(toBytes(hashDomain<Record<string, unknown>>({ domain, types: { EIP712Domain: getTypesForEIP712Domain({ domain }) } })), 2);
+  // typeHash ‖ seller (left-padded) ‖ size (uint64, left-padded): only the last 8 bytes vary.
+  const struct = new Uint8Array(96);
+  struct.set(VOUCHER_TYPE, 0);
+  struct.set(hexToBytes(getAddress(seller)), 44);
+  const sizeView = new DataView(struct.buffer, 88, 8);
+
+  return (size, signature) => {
+    if (size < 0n || size > UINT64_MAX) throw new Error(`size ${size} is not a uint64`);
+    if (!/^0x[0-9a-fA-F]{130}$/.test(signature)) throw new Error("invalid signature length");
+    sizeView.setBigUint64(0, size);
+    envelope.set(keccak_256(struct), 34);
+    const digest = keccak_256(envelope);
+    const v = Number.parseInt(signature.slice(130), 16);
+    const recovery = v === 0 || v === 27 ? 0 : v === 1 || v === 28 ? 1 : -1;
+    if (recovery < 0) throw new Error("Invalid yParityOrV value");
+    const key = secp256k1.Signature.fromBytes(hexToBytes(`0x${signature.slice(2, 130)}`), "compact").addRecoveryBit(recovery).recoverPublicKey(digest).toBytes(false);
+    return getAddress(bytesToHex(keccak_256(key.subarray(1)).subarray(12)));
+  };
+}
+

@@ -1,0 +1,99 @@
+/**
+ * The fast voucher recovery (src/identity/voucher-signer.ts) must answer exactly as viem's
+ * recoverTypedDataAddress, which it replaces on the download path: same payer for every valid
+ * voucher, and a refusal exactly where viem throws (bad v, wrong length, r or s out of range,
+ * r not on the curve); high-s signatures are recovered by both (no low-s rule in recovery).
+ */
+import { describe, expect, test } from "bun:test";
+import { secp256k1 } from "@noble/curves/secp256k1.js";
+import { bytesToHex, hexToBytes, numberToHex, recoverTypedDataAddress, type Address, type Hex } from "viem";
+import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
+import { storageDomain, storageTypes } from "../../src/identity/eip712.ts";
+import { voucherSigner } from "../../src/identity/voucher-signer.ts";
+
+const N = secp256k1.Point.CURVE().n;
+const domains = [storageDomain(31337, "0x5FbDB2315678afecb367f032d93F642f64180aa3"), storageDomain(8453, "0x00000000000000000000000000000000000000aa")];
+const seller: Address = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8";
+
+async function viemPayer(domain: (typeof domains)[number], size: bigint, signature: Hex): Promise<string> {
+  try {
+    return await recoverTypedDataAddress({ domain, types: storageTypes, primaryType: "Voucher", message: { seller, size }, signature });
+  } catch {
+    return "refused";
+  }
+}
+
+function fastPayer(recover: ReturnType<typeof voucherSigner>, size: bigint, signature: Hex): string {
+  try {
+    return recover(size, signature);
+  } catch {
+    return "refused";
+  }
+}
+
+const randomSize = () => [0n, 1n, (1n << 64n) - 1n, BigInt(Math.floor(Math.random() * Number.MAX_SAFE_INTEGER))][Math.floor(Math.random() * 4)]!;
+const withV = (sig: Hex, v: number): Hex => `${sig.slice(0, 130)}${v.toString(16).padStart(2, "0")}` as Hex;
+const hex32 = (n: bigint) => numberToHex(n, { size: 32 }).slice(2);
+
+describe("voucherSigner", () => {
+  test("recovers what viem recovers for random keys, sizes and v forms, on two domains", async () => {
+    let same = 0;
+    for (let i = 0; i < 200; i++) {
+      const domain = domains[i % 2]!;
+      const recover = voucherSigner(domain, seller);
+      const account = privateKeyToAccount(generatePrivateKey());
+      const size = randomSize();
+      const sig = await account.signTypedData({ domain, types: storageTypes, primaryType: "Voucher", message: { seller, size } });
+      const v = Number.parseInt(sig.slice(130), 16);
+      for (const form of [sig, withV(sig, v - 27)]) {
+        const fast = fastPayer(recover, size, form);
+        expect(fast).toBe(account.address);
+        expect(fast).toBe(await viemPayer(domain, size, form));
+        same++;
+      }
+      // The same signature over another size recovers some other key, the same one for both.
+      expect(fastPayer(recover, size + 1n, sig)).toBe(await viemPayer(domain, size + 1n, sig));
+    }
+    expect(same).toBe(400);
+  });
+
+  test("malformed signatures: refused exactly where viem refuses, otherwise the same answer", async () => {
+    const domain = domains[0]!;
+    const recover = voucherSigner(domain, seller);
+    const account = privateKeyToAccount(generatePrivateKey());
+    const size = 1_048_576n;
+    const sig = await account.signTypedData({ domain, types: storageTypes, primaryType: "Voucher", message: { seller, size } });
+    const r = BigInt(`0x${sig.slice(2, 66)}`);
+    const s = BigInt(`0x${sig.slice(66, 130)}`);
+    const v = Number.parseInt(sig.slice(130), 16);
+    const random65 = () => bytesToHex(crypto.getRandomValues(new Uint8Array(65)));
+    const cases: Hex[] = [
+      ...[2, 3, 26, 29, 35, 36, 255].map((bad) => withV(sig, bad)),
+      `0x${hex32(r)}${hex32(N - s)}${(55 - v).toString(16)}` as Hex, // high-s, parity flipped: the same key
+      `0x${hex32(r)}${hex32(N - s)}${v.toString(16)}` as Hex, // high-s, parity kept: another key
+      `0x${hex32(0n)}${hex32(s)}${v.toString(16)}` as Hex,
+      `0x${hex32(r)}${hex32(0n)}${v.toString(16)}` as Hex,
+      `0x${hex32(N)}${hex32(s)}${v.toString(16)}` as Hex,
+      `0x${hex32(r)}${hex32(N)}${v.toString(16)}` as Hex,
+      `0x${hex32(N + 1n)}${hex32(s)}${v.toString(16)}` as Hex,
+      `0x${hex32((1n << 256n) - 1n)}${hex32(s)}${v.toString(16)}` as Hex,
+      sig.slice(0, 130) as Hex, // 64 bytes
+      `${sig}00` as Hex, // 66 bytes
+      "0x" as Hex,
+      `${sig.slice(0, 129)}g` as Hex,
+      ...Array.from({ length: 60 }, random65),
+      ...Array.from({ length: 20 }, () => withV(random65(), 27 + (Math.random() < 0.5 ? 0 : 1))),
+    ];
+    // r values whose x is not on the curve exist among small integers: viem refuses those too.
+    for (let x = 1n; x < 12n; x++) cases.push(`0x${hex32(x)}${hex32(s)}1b` as Hex);
+    const answers = new Set<string>();
+    for (const c of cases) {
+      const fast = fastPayer(recover, size, c);
+      expect({ c, fast }).toEqual({ c, fast: await viemPayer(domain, size, c) });
+      answers.add(fast === "refused" ? "refused" : fast === account.address ? "signer" : "other");
+    }
+    // The cases reach all three outcomes: refused, the signer (high-s), some other key.
+    expect([...answers].sort()).toEqual(["other", "refused", "signer"]);
+    expect(hexToBytes(sig).length).toBe(65);
+  });
+});
