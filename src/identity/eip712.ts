@@ -77,9 +77,6 @@ export const recoverRequest = (domain: TypedDataDomain, message: RequestMessage,
 
 export const voucherHash = (domain: TypedDataDomain, message: VoucherMessage) => hashTypedData({ domain, types: storageTypes, primaryType: "Voucher", message });
 
-export const recoverVoucher = (domain: TypedDataDomain, message: VoucherMessage, signature: Hex) =>
-  recoverTypedDataAddress({ domain, types: storageTypes, primaryType: "Voucher", message, signature });
-
 export const recoverSessionGrant = (domain: TypedDataDomain, message: SessionGrantMessage, signature: Hex) =>
   recoverTypedDataAddress({ domain, types: sessionGrantTypes, primaryType: "SessionGrant", message, signature });
 
