@@ -4,39 +4,15 @@
  * memory counts against it. Its one argument: the PostgreSQL database on the STOWAGE_TEST_DB=postgres
  * pass (its parent's), or ''.
  */
+import { distinctStream, drain, rssMeter } from "../../support/rss-probe.ts";
 import { MiB, openStore } from "./support.ts";
 
-const SIZE = 256 * MiB;
-const PIECE = 64 * 1024;
-
 const store = await openStore("local", { databaseUrl: process.argv[2] || undefined });
-Bun.gc(true);
-const start = process.memoryUsage().rss;
-let peak = start;
-const sample = () => {
-  peak = Math.max(peak, process.memoryUsage().rss);
-};
-
-let sent = 0;
-const source = new ReadableStream<Uint8Array>({
-  pull(c) {
-    if (sent >= SIZE) return c.close();
-    // Each piece distinct, so no chunk repeats and dedup cannot hide the file.
-    const piece = new Uint8Array(PIECE);
-    new DataView(piece.buffer).setFloat64(0, sent);
-    c.enqueue(piece);
-    sent += PIECE;
-    if (sent % MiB === 0) sample();
-  },
-});
-const up = await store.dfs.put(source);
+const rss = rssMeter();
+const up = await store.dfs.put(distinctStream(256 * MiB, rss.sample));
 await up.commit();
-const putGrowth = peak - start;
-let read = 0;
-for await (const part of store.dfs.read(up.cid)) {
-  read += part.byteLength;
-  if (read % (16 * MiB) < part.byteLength) sample();
-}
+const putGrowth = rss.growth();
+const read = await drain(store.dfs.read(up.cid), rss);
 await store.close();
-console.log(JSON.stringify({ size: up.size, read, putGrowth, growth: peak - start }));
+console.log(JSON.stringify({ size: up.size, read, putGrowth, growth: rss.growth() }));
 process.exit(0);
