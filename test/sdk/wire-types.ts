@@ -13,6 +13,7 @@ import type { RequestAction as ServerRequestAction, sessionGrantTypes as serverS
 import type { sessionGrantTypes as sdkSessionGrantTypes } from "../../src/sdk/grants.ts";
 import type { GrantView as ServerSessionGrant } from "../../src/grants/routes.ts";
 import type { ListedKey as ServerListedKey, MintedKey as ServerMintedKey } from "../../src/keys/model.ts";
+import type { KeyAccess as ServerKeyScope, KeyBucket as ServerKeyBucket } from "../../src/keys/service.ts";
 import type * as sdk from "../../src/sdk/wire.ts";
 
 /** Identical, not merely assignable both ways (optional vs required, readonly, any all differ);
@@ -37,6 +38,8 @@ export const wireTypesEqual: Record<string, true> = {
   // The server types Owner as a string it checksums (EIP-55); the SDK narrows it to an address.
   SearchResult: true satisfies Equals<Omit<sdk.SearchResult, "Owner">, Omit<ServerSearchResult, "Owner">>,
   SearchResultOwner: true satisfies Equals<sdk.SearchResult["Owner"] extends ServerSearchResult["Owner"] ? true : false, true>,
+  KeyScope: true satisfies Equals<sdk.KeyScope, ServerKeyScope>,
+  KeyBucket: true satisfies Equals<sdk.KeyBucket, ServerKeyBucket>,
   MintedKey: true satisfies Equals<sdk.MintedKey, ServerMintedKey>,
   ListedKey: true satisfies Equals<sdk.ListedKey, ServerListedKey>,
   SessionGrant: true satisfies Equals<sdk.SessionGrant, ServerSessionGrant>,
