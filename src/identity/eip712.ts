@@ -6,7 +6,8 @@
  * @example
  *   const signer = await recoverLogin(domain, { did, token, timestamp }, signature)
  */
-import { hashTypedData, recoverTypedDataAddress, type Address, type Hex, type TypedDataDomain } from "viem";
+import { hashTypedData, hexToBytes, type Address, type Hex, type TypedDataDomain } from "viem";
+import { signerOfDigest } from "./voucher-signer.ts";
 
 export const storageTypes = {
   Login: [
@@ -69,16 +70,20 @@ export interface SessionGrantMessage {
 
 export const storageDomain = (chainId: number, proxy: Address): TypedDataDomain => ({ name: "Stowage", version: "1", chainId, verifyingContract: proxy });
 
-export const recoverLogin = (domain: TypedDataDomain, message: LoginMessage, signature: Hex) =>
-  recoverTypedDataAddress({ domain, types: storageTypes, primaryType: "Login", message, signature });
+/** viem's hash, our curve (voucher-signer.ts: ≈ 1.7× faster than viem's recovery, same answers).
+ * The recover functions stay async, as viem's recoverTypedDataAddress was: a refusal is a rejection. */
+const recovered = (digest: Hex, signature: Hex): Address => signerOfDigest(hexToBytes(digest), signature);
 
-export const recoverRequest = (domain: TypedDataDomain, message: RequestMessage, signature: Hex) =>
-  recoverTypedDataAddress({ domain, types: storageTypes, primaryType: "Request", message, signature });
+export const recoverLogin = async (domain: TypedDataDomain, message: LoginMessage, signature: Hex) =>
+  recovered(hashTypedData({ domain, types: storageTypes, primaryType: "Login", message }), signature);
+
+export const recoverRequest = async (domain: TypedDataDomain, message: RequestMessage, signature: Hex) =>
+  recovered(hashTypedData({ domain, types: storageTypes, primaryType: "Request", message }), signature);
 
 export const voucherHash = (domain: TypedDataDomain, message: VoucherMessage) => hashTypedData({ domain, types: storageTypes, primaryType: "Voucher", message });
 
-export const recoverSessionGrant = (domain: TypedDataDomain, message: SessionGrantMessage, signature: Hex) =>
-  recoverTypedDataAddress({ domain, types: sessionGrantTypes, primaryType: "SessionGrant", message, signature });
+export const recoverSessionGrant = async (domain: TypedDataDomain, message: SessionGrantMessage, signature: Hex) =>
+  recovered(hashTypedData({ domain, types: sessionGrantTypes, primaryType: "SessionGrant", message }), signature);
 
 /** 65-byte signatures only (v 27/28 or 0/1): a malformed one is refused before any curve work. */
 export const isSignature = (s: unknown): s is Hex => typeof s === "string" && /^0x[0-9a-fA-F]{130}$/.test(s);

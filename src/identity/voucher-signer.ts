@@ -33,15 +33,24 @@ export function voucherSigner(domain: TypedDataDomain, seller: Address): (size: 
 
   return (size, signature) => {
     if (size < 0n || size > UINT64_MAX) throw new Error(`size ${size} is not a uint64`);
-    if (!/^0x[0-9a-fA-F]{130}$/.test(signature)) throw new Error("invalid signature length");
+    if (!/^0x[0-9a-fA-F]{130}$/.test(signature)) throw new Error("invalid signature length"); // before any hashing
     sizeView.setBigUint64(0, size);
     envelope.set(keccak_256(struct), 34);
-    const digest = keccak_256(envelope);
-    const v = Number.parseInt(signature.slice(130), 16);
-    const recovery = v === 0 || v === 27 ? 0 : v === 1 || v === 28 ? 1 : -1;
-    if (recovery < 0) throw new Error("Invalid yParityOrV value");
-    const key = secp256k1.Signature.fromBytes(hexToBytes(`0x${signature.slice(2, 130)}`), "compact").addRecoveryBit(recovery).recoverPublicKey(digest).toBytes(false);
-    return getAddress(bytesToHex(keccak_256(key.subarray(1)).subarray(12)));
+    return signerOfDigest(keccak_256(envelope), signature);
   };
+}
+
+/**
+ * The address whose key signed `digest` as `signature` (65 bytes, v 0/1/27/28), checksummed: viem's
+ * `recoverAddress` on our @noble/curves 2 (the other EIP-712 messages, eip712.ts, hash with viem
+ * and recover here). Throws where viem would.
+ */
+export function signerOfDigest(digest: Uint8Array, signature: Hex): Address {
+  if (!/^0x[0-9a-fA-F]{130}$/.test(signature)) throw new Error("invalid signature length");
+  const v = Number.parseInt(signature.slice(130), 16);
+  const recovery = v === 0 || v === 27 ? 0 : v === 1 || v === 28 ? 1 : -1;
+  if (recovery < 0) throw new Error("Invalid yParityOrV value");
+  const key = secp256k1.Signature.fromBytes(hexToBytes(`0x${signature.slice(2, 130)}`), "compact").addRecoveryBit(recovery).recoverPublicKey(digest).toBytes(false);
+  return getAddress(bytesToHex(keccak_256(key.subarray(1)).subarray(12)));
 }
 

@@ -8,7 +8,7 @@ import { describe, expect, test } from "bun:test";
 import { secp256k1 } from "@noble/curves/secp256k1.js";
 import { bytesToHex, hexToBytes, numberToHex, recoverTypedDataAddress, type Address, type Hex } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
-import { storageDomain, storageTypes } from "../../src/identity/eip712.ts";
+import { recoverLogin, recoverRequest, recoverSessionGrant, sessionGrantTypes, storageDomain, storageTypes } from "../../src/identity/eip712.ts";
 import { voucherSigner } from "../../src/identity/voucher-signer.ts";
 
 const N = secp256k1.Point.CURVE().n;
@@ -95,5 +95,37 @@ describe("voucherSigner", () => {
     // The cases reach all three outcomes: refused, the signer (high-s), some other key.
     expect([...answers].sort()).toEqual(["other", "refused", "signer"]);
     expect(hexToBytes(sig).length).toBe(65);
+  });
+});
+
+describe("the other messages (eip712.ts: viem's hash, the same curve code)", () => {
+  test("Login, Request and SessionGrant recover what viem recovers; a signature over another message gives the same other key to both; malformed ones are refused by both", async () => {
+    const viemOr = (p: Promise<string>) => p.catch(() => "refused");
+    for (let i = 0; i < 40; i++) {
+      const domain = domains[i % 2]!;
+      const account = privateKeyToAccount(generatePrivateKey());
+      const token: Hex = bytesToHex(crypto.getRandomValues(new Uint8Array(32)));
+      const n = BigInt(i + 1);
+      const cases = [
+        { primaryType: "Login", types: storageTypes, message: { did: account.address, token, timestamp: n }, other: { did: account.address, token, timestamp: n + 1n }, ours: recoverLogin },
+        { primaryType: "Request", types: storageTypes, message: { did: account.address, token, requestID: n, action: "upload", payload: "ab".repeat(32) }, other: { did: account.address, token, requestID: n, action: "delete", payload: "ab".repeat(32) }, ours: recoverRequest },
+        { primaryType: "SessionGrant", types: sessionGrantTypes, message: { key: seller, validUntil: n }, other: { key: seller, validUntil: n + 1n }, ours: recoverSessionGrant },
+      ] as const;
+      for (const c of cases) {
+        // The three messages' shapes differ: viem's typed signatures are called loosely here (the casts).
+        const typed = { domain, types: c.types, primaryType: c.primaryType };
+        const sig = await account.signTypedData({ ...typed, message: c.message } as unknown as Parameters<typeof account.signTypedData>[0]);
+        const ours = c.ours as (d: typeof domain, m: unknown, s: Hex) => Promise<string>;
+        expect(await ours(domain, c.message, sig)).toBe(account.address);
+        const theirs = (m: unknown, s: Hex) => viemOr(recoverTypedDataAddress({ ...typed, message: m, signature: s } as unknown as Parameters<typeof recoverTypedDataAddress>[0]));
+        const other = await ours(domain, c.other, sig);
+        expect(other).not.toBe(account.address);
+        expect(other).toBe(await theirs(c.other, sig));
+        for (const bad of [withV(sig, 2), withV(sig, 29), `0x${sig.slice(2, 130)}` as Hex]) {
+          expect(await viemOr(ours(domain, c.message, bad))).toBe("refused");
+          expect(await theirs(c.message, bad)).toBe("refused");
+        }
+      }
+    }
   });
 });
