@@ -93,10 +93,8 @@ describe(`data-access layer on ${TEST_DB}`, () => {
 
   // The guarantee itself (a killed process loses nothing, the next durable commit fsyncs the log
   // with it) is SQLite's; what is ours is that only that one commit skips the fsync. PostgreSQL
-  // ignores the option (another gateway may rely on the row while its database restarts): there
-  // every commit stays synchronous.
-  // (The test server runs with synchronous_commit=off for speed: what holds there is that the
-  // option changes nothing.)
+  // ignores the option (another gateway may rely on the row while its database restarts): the
+  // commit keeps the server's synchronous_commit (the test server's is off, for speed).
   const syncLevel = {
     sqlite: { query: "PRAGMA synchronous", normal: (_: unknown) => 2, light: (_: unknown) => 1, read: (r: Record<string, unknown>) => r.synchronous },
     postgres: { query: "SHOW synchronous_commit", normal: (server: unknown) => server, light: (server: unknown) => server, read: (r: Record<string, unknown>) => r.synchronous_commit },
