@@ -172,15 +172,21 @@ function parseRange(raw: string | undefined): { start: number; end?: number } | 
 }
 
 /** The size of a readable Cid. A refused HEAD carries no body to explain itself, so the refusal
- * is asked again as a GET for no bytes, which fails the same way and says why. */
-async function sizeOf(store: StorageClient, kind: Backend, cid: string): Promise<number> {
+ * is asked again as a GET for no bytes, which fails the same way and says why. When it answers
+ * otherwise, the access changed in between (a grant the gateway's indexer has just seen): the
+ * HEAD is asked once more, instead of reporting the GET's refusal of a zero-byte voucher. */
+export async function sizeOf(store: Pick<StorageClient, "sizeOf" | "download">, kind: Backend, cid: string): Promise<number> {
   try {
     return await store.sizeOf(kind, cid);
   } catch (err) {
     if (!(err instanceof StorageApiError) || err.body.Description) throw err;
-    const res = await store.download(kind, cid, { size: 0 });
-    await res.body?.cancel();
-    throw err;
+    try {
+      const res = await store.download(kind, cid, { size: 0 });
+      await res.body?.cancel();
+    } catch (again) {
+      if (again instanceof StorageApiError && again.status === err.status) throw again;
+    }
+    return store.sizeOf(kind, cid);
   }
 }
 
