@@ -16,7 +16,10 @@ const BOUND = 256 * MiB;
 test("a 384 MiB ipfs put and its read keep RSS growth well under the file size", async () => {
   // On the PostgreSQL pass the probe gets a database of the shared server rather than starting one.
   const databaseUrl = TEST_DB === "postgres" ? await testDatabaseUrl() : "";
-  const proc = Bun.spawn([process.execPath, join(import.meta.dir, "memory-probe.ts"), databaseUrl], { stdout: "pipe", stderr: "pipe" });
+  // Its blocks are local files whatever the pass: on the S3 pass the probe would otherwise start a
+  // Ceph of its own when it loads the test support (test/support/blobs.ts), beside the shared one.
+  const env = { ...process.env, STOWAGE_TEST_BLOBS: "local" };
+  const proc = Bun.spawn([process.execPath, join(import.meta.dir, "memory-probe.ts"), databaseUrl], { stdout: "pipe", stderr: "pipe", env });
   const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
   expect(code, err).toBe(0);
   const r = JSON.parse(out.trim().split("\n").pop() as string) as { size: number; read: number; putGrowth: number; readGrowth: number; growth: number };
