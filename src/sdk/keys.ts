@@ -11,6 +11,7 @@
  */
 import type { ListedKey, MintedKey } from "./wire.ts";
 import { AccountApiError } from "./account.ts";
+import { bearerCall, type BearerMethod } from "./bearer.ts";
 import type { StorageClient } from "./storage.ts";
 
 export type { ListedKey, MintedKey };
@@ -35,21 +36,10 @@ export function keysClient(opts: KeysClientOptions) {
   const base = opts.baseUrl.replace(/\/+$/, "");
   const doFetch = opts.fetch ?? fetch;
 
-  async function call<T>(method: "GET" | "POST" | "DELETE", path: string, body?: unknown): Promise<T> {
+  async function call<T>(method: BearerMethod, path: string, body?: unknown): Promise<T> {
     const token = opts.store.accessToken;
     if (!token) throw new AccountApiError(401, "UNAUTHORIZED", "Not logged in: store.login() first");
-    const headers: Record<string, string> = { authorization: `Bearer ${token}` };
-    if (body !== undefined) headers["content-type"] = "application/json";
-    const res = await doFetch(`${base}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
-    const text = await res.text();
-    let json: Record<string, unknown>;
-    try {
-      json = text ? (JSON.parse(text) as Record<string, unknown>) : {};
-    } catch {
-      throw new AccountApiError(res.status, "BAD_RESPONSE", `The gateway answered ${res.status} with a body that is not JSON`);
-    }
-    if (json.result !== 1) throw new AccountApiError(res.status, String(json.error ?? "UNKNOWN"), String(json.message ?? json.Description ?? `HTTP ${res.status}`));
-    return json as T;
+    return bearerCall<T>(doFetch, `${base}${path}`, token, method, body);
   }
 
   return {
