@@ -15,10 +15,10 @@
  * Both sides alternate round by round (compareMany), so they see the same machine.
  *
  * Run: bun bench/chain.ts [--rounds 5] [--calls 300] [--seconds 2] [--concurrency 16] [--buys 20] [--log-level error]
+ *      (--help: every option)
  */
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { parseArgs } from "node:util";
 import { createPublicClient, createWalletClient, http, parseEther, parseGwei, type Address, type Chain, type PublicClient, type Transport } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { proxyAbi } from "../src/chain/artifacts/index.ts";
@@ -27,58 +27,29 @@ import { socketPath } from "../src/chain/devnet.ts";
 import { ipcEndpoint, rpcCall } from "../src/chain/endpoint.ts";
 import { connectGateway } from "../src/sdk/chain.ts";
 import { connectStorage } from "../src/sdk/storage.ts";
-import { assertLoopback, compareMany, fmt, percentile, processCpuSeconds, startServer, type RunningServer } from "./harness.ts";
+import { assertLoopback, benchArgs, compareMany, fmt, intOption, percentile, positiveOption, processCpuSeconds, startServer, usageError, type RunningServer } from "./harness.ts";
 
-const EXIT_USAGE = 2;
-const USAGE = "Usage: bun bench/chain.ts [--rounds N] [--calls N] [--seconds S] [--concurrency C] [--buys N] [--log-level L]";
 /** Bytes per purchase, and the wei the bare side deposits per transaction: the purchase's cost at 1 gwei/byte. */
 const BUY_SIZE = 1000;
 const BARE_DEPOSIT = parseGwei(String(BUY_SIZE));
 /** The server polls its embedded chain every 25 ms (src/chain/clients.ts); the bare side does the same. */
 const POLLING_MS = 25;
 
-function usage(message: string): never {
-  console.error(`${message}\n${USAGE}`);
-  process.exit(EXIT_USAGE);
-}
-
-function positive(name: string, raw: string | undefined, fallback: number, integer: boolean): number {
-  if (raw === undefined) return fallback;
-  const n = Number(raw);
-  if (!(n > 0) || (integer && !Number.isInteger(n))) usage(`--${name} must be a positive ${integer ? "integer" : "number"} (got ${raw})`);
-  return n;
-}
-
-function parseCli() {
-  return parseArgs({
-    args: process.argv.slice(2),
-    options: {
-      rounds: { type: "string" },
-      calls: { type: "string" },
-      seconds: { type: "string" },
-      concurrency: { type: "string" },
-      buys: { type: "string" },
-      "log-level": { type: "string", default: "error" },
-      help: { type: "boolean", short: "h", default: false },
-    },
-    strict: true,
-    allowPositionals: false,
-  });
-}
-let args: ReturnType<typeof parseCli>;
-try {
-  args = parseCli();
-} catch (err) {
-  usage((err as Error).message);
-}
-if (args.values.help) usage("A view call and a purchase: through Stowage against straight to its chain, side by side.");
-const rounds = positive("rounds", args.values.rounds, 5, true);
-const calls = positive("calls", args.values.calls, 300, true);
-const seconds = positive("seconds", args.values.seconds, 2, false);
-const concurrency = positive("concurrency", args.values.concurrency, 16, true);
-const buys = positive("buys", args.values.buys, 20, true);
-const logLevel = args.values["log-level"] ?? "error";
-if (!["debug", "info", "warn", "error"].includes(logLevel)) usage(`--log-level must be debug, info, warn or error (got ${logLevel})`);
+const values = benchArgs("A view call and a purchase: through Stowage against straight to its chain, side by side.", {
+  rounds: { default: "5", help: "measured rounds" },
+  calls: { default: "300", help: "sequential view calls per round" },
+  seconds: { default: "2", help: "seconds of the view-call throughput measurement" },
+  concurrency: { default: "16", help: "view-call loops of the throughput measurement" },
+  buys: { default: "20", help: "purchases per round" },
+  "log-level": { default: "error", help: "Stowage's log level: debug, info, warn or error" },
+});
+const rounds = intOption(values, "rounds");
+const calls = intOption(values, "calls");
+const seconds = positiveOption(values, "seconds");
+const concurrency = intOption(values, "concurrency");
+const buys = intOption(values, "buys");
+const logLevel = values["log-level"];
+if (!["debug", "info", "warn", "error"].includes(logLevel)) usageError(`--log-level must be debug, info, warn or error (got ${logLevel})`);
 
 const loadavg = () => readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" ");
 const sortedOf = (xs: readonly number[]) => Float64Array.from(xs).sort();

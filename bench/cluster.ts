@@ -27,12 +27,12 @@
  * (some of them doing our I/O: loopback softirqs, writeback), so never quite zero.
  *
  * Run: bun bench/cluster.ts [--rounds 3] [--warmup 1] [--seconds 5] [--connections 16] [--clients 6] [--loads space,list,upload]
+ *      (--help: every option)
  */
 import { readdirSync, readFileSync } from "node:fs";
 import { randomBytes } from "node:crypto";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { parseArgs } from "node:util";
 import { parseEther } from "viem";
 import { generatePrivateKey, privateKeyToAccount, type PrivateKeyAccount } from "viem/accounts";
 import { readDeployment } from "../src/chain/deployment.ts";
@@ -45,7 +45,7 @@ import { cephRgw, stowageS3Env } from "../test/support/ceph.ts";
 import { ensureFresh, STOWAGE_BUILD } from "../test/support/fresh-build.ts";
 import { postgres } from "../test/support/postgres.ts";
 import { tempDir } from "../test/support/tmp.ts";
-import { fmt, loadTest, percentile, processCpuSeconds, startServer, stats, type RunningServer, type Stats } from "./harness.ts";
+import { benchArgs, fmt, intOption, loadTest, percentile, positiveOption, processCpuSeconds, startServer, stats, usageError, type RunningServer, type Stats } from "./harness.ts";
 
 const MiB = 2 ** 20;
 const progress = (line: string) => process.stderr.write(`${line}\n`);
@@ -55,41 +55,21 @@ const progress = (line: string) => process.stderr.write(`${line}\n`);
 const LOADS = ["space", "list", "upload"] as const;
 type Load = (typeof LOADS)[number];
 
-function usage(message: string): never {
-  console.error(`${message}\nUsage: bun bench/cluster.ts [--rounds N] [--warmup N] [--seconds S] [--connections C] [--clients N] [--loads space,list,upload]`);
-  process.exit(2);
-}
-let args: Record<string, string | boolean | undefined>;
-try {
-  ({ values: args } = parseArgs({
-    options: {
-      rounds: { type: "string", default: "3" },
-      warmup: { type: "string", default: "1" },
-      seconds: { type: "string", default: "5" },
-      connections: { type: "string", default: "16" },
-      clients: { type: "string", default: "6" },
-      loads: { type: "string", default: LOADS.join(",") },
-      help: { type: "boolean", short: "h", default: false },
-    },
-    strict: true,
-  }));
-} catch (err) {
-  usage((err as Error).message);
-}
-if (args.help) usage("Small requests and 1 MiB uploads through 1 and 3 gateways on PostgreSQL + Ceph RGW, and 1 on SQLite.");
-const count = (name: string, min: number) => {
-  const n = Number(args[name]);
-  if (!Number.isInteger(n) || n < min) usage(`--${name} must be an integer ≥ ${min} (got ${args[name]})`);
-  return n;
-};
-const rounds = count("rounds", 1);
-const warmup = count("warmup", 0);
-const seconds = Number(args.seconds);
-if (!(seconds > 0 && seconds <= 600)) usage(`--seconds must be in (0, 600] (got ${args.seconds})`);
-const connections = count("connections", 1);
-const clientCount = count("clients", 1);
-const loads = String(args.loads).split(",") as Load[];
-if (loads.length === 0 || loads.some((l) => !LOADS.includes(l))) usage(`--loads takes some of ${LOADS.join(",")}`);
+const args = benchArgs("Small requests and 1 MiB uploads through 1 and 3 gateways on PostgreSQL + Ceph RGW, and 1 on SQLite.", {
+  rounds: { default: "3", help: "measured rounds" },
+  warmup: { default: "1", help: "warm-up rounds, discarded" },
+  seconds: { default: "5", help: "seconds per load and side, at most 600" },
+  connections: { default: "16", help: "keep-alive connections for the small requests" },
+  clients: { default: "6", help: "upload clients in parallel" },
+  loads: { default: LOADS.join(","), help: "loads to measure, comma-separated" },
+});
+const rounds = intOption(args, "rounds");
+const warmup = intOption(args, "warmup", 0);
+const seconds = positiveOption(args, "seconds", 600);
+const connections = intOption(args, "connections");
+const clientCount = intOption(args, "clients");
+const loads = args.loads.split(",") as Load[];
+if (loads.some((l) => !LOADS.includes(l))) usageError(`--loads takes some of ${LOADS.join(",")}`);
 
 // ───────────────────────────── CPU from /proc ─────────────────────────────
 

@@ -492,6 +492,7 @@ export function benchArgs<O extends BenchOptions>(description: string, options: 
   const script = `bun bench/${(process.argv[1] ?? "bench").split("/").pop()}`;
   const lines = Object.entries(options).map(([name, o]) => `  --${name}${o.boolean ? "" : " VALUE"}`.padEnd(28) + o.help + (o.default !== undefined ? ` (default ${o.default})` : ""));
   const usage = `${description}\n\nUsage: ${script} [options]\n\n${lines.join("\n")}\n${"  --help, -h".padEnd(28)}this text`;
+  benchUsage = usage;
   let values: Record<string, unknown>;
   try {
     ({ values } = parseArgs({
@@ -499,8 +500,7 @@ export function benchArgs<O extends BenchOptions>(description: string, options: 
       strict: true,
     }));
   } catch (err) {
-    console.error(`${(err as Error).message}\n\n${usage}`);
-    process.exit(2);
+    usageError((err as Error).message);
   }
   if (values.help) {
     console.log(usage);
@@ -508,6 +508,29 @@ export function benchArgs<O extends BenchOptions>(description: string, options: 
   }
   // The mapped return type is what the option table declares; parseArgs' own type cannot follow it.
   return values as ReturnType<typeof benchArgs<O>>;
+}
+
+/** The usage text of this run's benchArgs, for usageError. */
+let benchUsage = "";
+
+/** Prints `message` and the bench's usage on stderr and exits 2: a bad option value is refused as a bad option is. */
+export function usageError(message: string): never {
+  console.error(benchUsage ? `${message}\n\n${benchUsage}` : message);
+  process.exit(2);
+}
+
+/** Option `name` of benchArgs' values as an integer ≥ `min`, else a usage error. */
+export function intOption(values: Record<string, unknown>, name: string, min = 1): number {
+  const n = Number(values[name]);
+  if (!Number.isInteger(n) || n < min) usageError(`--${name} must be an integer ≥ ${min} (got ${values[name]})`);
+  return n;
+}
+
+/** Option `name` of benchArgs' values as a number in (0, max], else a usage error. */
+export function positiveOption(values: Record<string, unknown>, name: string, max = Number.POSITIVE_INFINITY): number {
+  const n = Number(values[name]);
+  if (!(n > 0 && n <= max)) usageError(`--${name} must be a ${max === Number.POSITIVE_INFINITY ? "positive number" : `number in (0, ${max}]`} (got ${values[name]})`);
+  return n;
 }
 
 /** CPU time (user + system) a process has used so far, in ms (clock ticks of 10 ms); with

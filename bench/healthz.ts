@@ -5,64 +5,31 @@
  * three shares an event loop with another (the harness only orchestrates and sleeps).
  *
  * Run: bun bench/healthz.ts [--rounds 5] [--seconds 5] [--connections 32] [--log-level error] [--binary]
- *   --log-level  Stowage's log level (default error; info, the server's default, adds the cost
- *                of writing one log line per request)
- *   --binary     measure the compiled dist/stowage (build it with `bun run build`) instead of
- *                src/ under Bun
+ *      (--help: every option)
  */
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { parseArgs } from "node:util";
-import { compareMany, loadTest, processCpuSeconds, startServer, type RunningServer } from "./harness.ts";
+import { benchArgs, compareMany, intOption, loadTest, positiveOption, usageError, processCpuSeconds, startServer, type RunningServer } from "./harness.ts";
 
 const ROOT = join(import.meta.dir, "..");
 const BINARY = join(ROOT, "dist", "stowage");
-const EXIT_USAGE = 2;
-
-function usage(message: string): never {
-  console.error(`${message}\nUsage: bun bench/healthz.ts [--rounds N] [--seconds S] [--connections C] [--log-level L] [--binary]`);
-  process.exit(EXIT_USAGE);
-}
-
-function positive(name: string, raw: string | undefined, fallback: number, integer: boolean): number {
-  if (raw === undefined) return fallback;
-  const n = Number(raw);
-  if (!(n > 0) || (integer && !Number.isInteger(n))) usage(`--${name} must be a positive ${integer ? "integer" : "number"} (got ${raw})`);
-  return n;
-}
-
-let args: ReturnType<typeof parseCli>;
-function parseCli() {
-  return parseArgs({
-    args: process.argv.slice(2),
-    options: {
-      rounds: { type: "string" },
-      seconds: { type: "string" },
-      connections: { type: "string" },
-      "log-level": { type: "string", default: "error" },
-      binary: { type: "boolean", default: false },
-      help: { type: "boolean", short: "h", default: false },
-    },
-    strict: true,
-    allowPositionals: false,
-  });
-}
-try {
-  args = parseCli();
-} catch (err) {
-  usage((err as Error).message);
-}
-if (args.values.help) usage("GET /healthz: Stowage against a bare Elysia app, side by side.");
-const rounds = positive("rounds", args.values.rounds, 5, true);
-const seconds = positive("seconds", args.values.seconds, 5, false);
-// 32 in flight gave the highest throughput against the baseline here (8: ≈ 43k req/s, 32: ≈ 60k,
-// 128: ≈ 42k, as the generator's own bookkeeping grows); see bench/README.md.
-const connections = positive("connections", args.values.connections, 32, true);
-const useBinary = args.values.binary === true;
-const logLevel = args.values["log-level"] ?? "error";
-if (!["debug", "info", "warn", "error"].includes(logLevel)) usage(`--log-level must be debug, info, warn or error (got ${logLevel})`);
-if (useBinary && !existsSync(BINARY)) usage(`--binary: ${BINARY} is missing; run \`bun run build\` first`);
+const values = benchArgs("GET /healthz: Stowage against a bare Elysia app, side by side.", {
+  rounds: { default: "5", help: "measured rounds" },
+  seconds: { default: "5", help: "seconds per measurement" },
+  // 32 in flight gave the highest throughput against the baseline here (8: ≈ 43k req/s, 32: ≈ 60k,
+  // 128: ≈ 42k, as the generator's own bookkeeping grows); see bench/README.md.
+  connections: { default: "32", help: "keep-alive connections of the load generator" },
+  "log-level": { default: "error", help: "Stowage's log level: debug, info, warn or error (info, the server's default, writes a log line per request)" },
+  binary: { boolean: true, help: "measure the compiled dist/stowage (`bun run build` first) instead of src/ under Bun" },
+});
+const rounds = intOption(values, "rounds");
+const seconds = positiveOption(values, "seconds");
+const connections = intOption(values, "connections");
+const useBinary = values.binary === true;
+const logLevel = values["log-level"];
+if (!["debug", "info", "warn", "error"].includes(logLevel)) usageError(`--log-level must be debug, info, warn or error (got ${logLevel})`);
+if (useBinary && !existsSync(BINARY)) usageError(`--binary: ${BINARY} is missing; run \`bun run build\` first`);
 
 /** Starts the subject: src/ under Bun (default) or the compiled binary. */
 async function startStowage(): Promise<{ server: RunningServer; cleanup: () => void }> {

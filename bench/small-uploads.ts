@@ -18,66 +18,42 @@
  * utime + stime of the server alone, not its embedded anvil): the steady number on a shared machine.
  *
  * Run: bun bench/small-uploads.ts [--rounds 3] [--uploads 400] [--in-flight 16] [--kib 4]
- *        [--backends dfs,ipfs] [--sha256-payload] [--binary] [--cpu-prof DIR]
+ *        [--backends dfs,ipfs] [--sha256-payload] [--binary] [--cpu-prof DIR]   (--help: every option)
  */
 import { randomBytes } from "node:crypto";
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { parseArgs } from "node:util";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { cidOfStream } from "../src/sdk/cid.ts";
 import { connectStorage } from "../src/sdk/storage.ts";
 import { storageDomain, storageTypes } from "../src/identity/eip712.ts";
-import { commandDuration, compareMany, fmt, percentile, type RunningServer, startServer } from "./harness.ts";
+import { benchArgs, commandDuration, compareMany, fmt, intOption, percentile, type RunningServer, startServer, usageError } from "./harness.ts";
 
 const ROOT = join(import.meta.dir, "..");
 const BINARY = join(ROOT, "dist", "stowage");
-const USAGE = "Usage: bun bench/small-uploads.ts [--rounds N] [--uploads N] [--in-flight N] [--kib K] [--backends dfs,ipfs] [--sha256-payload] [--binary] [--cpu-prof DIR]";
-
-const usage = (message: string): never => {
-  console.error(`${message}\n${USAGE}`);
-  process.exit(2);
-};
-let values: Record<string, string | boolean | undefined>;
-try {
-  ({ values } = parseArgs({
-    args: process.argv.slice(2),
-    options: {
-      rounds: { type: "string", default: "3" },
-      uploads: { type: "string", default: "400" },
-      "in-flight": { type: "string", default: "16" },
-      kib: { type: "string", default: "4" },
-      backends: { type: "string", default: "dfs" },
-      "sha256-payload": { type: "boolean", default: false },
-      binary: { type: "boolean", default: false },
-      "cpu-prof": { type: "string" },
-      help: { type: "boolean", short: "h", default: false },
-    },
-    strict: true,
-  }));
-} catch (err) {
-  usage((err as Error).message);
-  throw err;
-}
-if (values.help) usage("Small uploads: Stowage against a plain multipart + SHA-256 + fsync'd file server, side by side.");
-const int = (name: string) => {
-  const n = Number(values[name]);
-  if (!Number.isInteger(n) || n < 1) usage(`--${name} must be a positive integer (got ${values[name]})`);
-  return n;
-};
-const rounds = int("rounds");
-const perRound = int("uploads");
-const inFlight = int("in-flight");
-const fileBytes = int("kib") * 1024;
-const backends = String(values.backends).split(",");
-if (backends.some((b) => b !== "dfs" && b !== "ipfs")) usage("--backends takes dfs, ipfs or both");
+const values = benchArgs("Small uploads: Stowage against a plain multipart + SHA-256 + fsync'd file server, side by side.", {
+  rounds: { default: "3", help: "measured rounds" },
+  uploads: { default: "400", help: "uploads per measurement" },
+  "in-flight": { default: "16", help: "uploads in flight" },
+  kib: { default: "4", help: "file size in KiB" },
+  backends: { default: "dfs", help: "dfs, ipfs or both, comma-separated" },
+  "sha256-payload": { boolean: true, help: "sign the file's SHA-256 instead of its Cid (D5's older form)" },
+  binary: { boolean: true, help: "measure the compiled dist/stowage instead of src/ under Bun" },
+  "cpu-prof": { help: "Stowage writes a CPU profile (.cpuprofile and .md) to this folder when it stops" },
+});
+const rounds = intOption(values, "rounds");
+const perRound = intOption(values, "uploads");
+const inFlight = intOption(values, "in-flight");
+const fileBytes = intOption(values, "kib") * 1024;
+const backends = values.backends.split(",");
+if (backends.some((b) => b !== "dfs" && b !== "ipfs")) usageError("--backends takes dfs, ipfs or both");
 const useBinary = values.binary === true;
 /** Sign the file's SHA-256 instead of its Cid (D5's older form; servers before the Cid payload take only it). */
 const sha256Payload = values["sha256-payload"] === true;
-if (useBinary && !existsSync(BINARY)) usage(`--binary: ${BINARY} is missing; run \`bun run build\` first`);
-const cpuProf = typeof values["cpu-prof"] === "string" ? values["cpu-prof"] : undefined;
-if (cpuProf && useBinary) usage("--cpu-prof profiles `bun src/main.ts`, not --binary");
+if (useBinary && !existsSync(BINARY)) usageError(`--binary: ${BINARY} is missing; run \`bun run build\` first`);
+const cpuProf = values["cpu-prof"];
+if (cpuProf && useBinary) usageError("--cpu-prof profiles `bun src/main.ts`, not --binary");
 
 /** CPU time (user + system) of one process so far, in ms (10 ms clock ticks). */
 const cpuMs = (pid: number) => {

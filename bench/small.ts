@@ -12,60 +12,37 @@
  * access token opens both; the baseline's bodies are Stowage's own answers to that user.
  *
  * Run: bun bench/small.ts [--rounds 3] [--seconds 3] [--connections 32] [--paths me,space,list,healthz]
- *                         [--log-level error] [--cpu-prof DIR]
- *   --cpu-prof DIR  Stowage writes a CPU profile (.cpuprofile and .md) there when it stops
+ *                         [--log-level error] [--cpu-prof DIR]   (--help: every option)
  */
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { randomBytes } from "node:crypto";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { parseArgs } from "node:util";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { connectStorage } from "../src/sdk/storage.ts";
-import { commandDuration, compareMany, fmt, loadTest, processCpuSeconds, startServer, type ComparisonResult, type RunningServer } from "./harness.ts";
+import { benchArgs, commandDuration, compareMany, intOption, positiveOption, usageError, fmt, loadTest, processCpuSeconds, startServer, type ComparisonResult, type RunningServer } from "./harness.ts";
 
 const ROOT = join(import.meta.dir, "..");
 const PATHS = { me: "/v2/auth/me", space: "/dfs/space", list: "/dfs/listobjects", healthz: "/healthz" } as const;
 type PathKey = keyof typeof PATHS;
 const LISTED_FILES = 10;
 
-function usage(message: string): never {
-  console.error(`${message}\nUsage: bun bench/small.ts [--rounds N] [--seconds S] [--connections C] [--paths me,space,list,healthz] [--log-level L] [--cpu-prof DIR]`);
-  process.exit(2);
-}
-let values: Record<string, string | boolean | undefined>;
-try {
-  ({ values } = parseArgs({
-    args: process.argv.slice(2),
-    options: {
-      rounds: { type: "string", default: "3" },
-      seconds: { type: "string", default: "3" },
-      connections: { type: "string", default: "32" },
-      paths: { type: "string", default: Object.keys(PATHS).join(",") },
-      "log-level": { type: "string", default: "error" },
-      "cpu-prof": { type: "string" },
-      help: { type: "boolean", short: "h", default: false },
-    },
-    strict: true,
-  }));
-} catch (err) {
-  usage((err as Error).message);
-}
-if (values.help) usage("Small authenticated requests and /healthz: Stowage against a bare Elysia app, side by side.");
-const int = (name: string) => {
-  const n = Number(values[name]);
-  if (!Number.isInteger(n) || n < 1) usage(`--${name} must be a positive integer (got ${values[name]})`);
-  return n;
-};
-const rounds = int("rounds");
-const connections = int("connections");
-const seconds = Number(values.seconds);
-if (!(seconds > 0 && seconds <= 60)) usage(`--seconds must be in (0, 60] (got ${values.seconds})`);
-const paths = String(values.paths).split(",") as PathKey[];
-if (paths.length === 0 || paths.some((p) => !(p in PATHS))) usage(`--paths takes some of ${Object.keys(PATHS).join(",")}`);
-const logLevel = String(values["log-level"]);
-if (!["debug", "info", "warn", "error"].includes(logLevel)) usage(`--log-level must be debug, info, warn or error (got ${logLevel})`);
-const cpuProf = typeof values["cpu-prof"] === "string" ? values["cpu-prof"] : undefined;
+const values = benchArgs("Small authenticated requests and /healthz: Stowage against a bare Elysia app, side by side.", {
+  rounds: { default: "3", help: "measured rounds" },
+  seconds: { default: "3", help: "seconds per measurement, at most 60" },
+  connections: { default: "32", help: "keep-alive connections of the load generator" },
+  paths: { default: Object.keys(PATHS).join(","), help: "paths to measure, comma-separated" },
+  "log-level": { default: "error", help: "Stowage's log level: debug, info, warn or error" },
+  "cpu-prof": { help: "Stowage writes a CPU profile (.cpuprofile and .md) to this folder when it stops" },
+});
+const rounds = intOption(values, "rounds");
+const connections = intOption(values, "connections");
+const seconds = positiveOption(values, "seconds", 60);
+const paths = values.paths.split(",") as PathKey[];
+if (paths.some((p) => !(p in PATHS))) usageError(`--paths takes some of ${Object.keys(PATHS).join(",")}`);
+const logLevel = values["log-level"];
+if (!["debug", "info", "warn", "error"].includes(logLevel)) usageError(`--log-level must be debug, info, warn or error (got ${logLevel})`);
+const cpuProf = values["cpu-prof"];
 
 const loadavg = () => readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" ");
 const work = mkdtempSync(join(tmpdir(), "stowage-bench-small-"));

@@ -36,13 +36,12 @@
  *
  * Run: bun bench/storage.ts [--rounds 3] [--size-mib 256] [--big-mib 1024] [--big-rounds 1]
  *        [--ranges 32] [--range-kib 1024] [--backends dfs,ipfs] [--no-big] [--binary] [--s3]
- *        [--cpu-prof DIR]
+ *        [--cpu-prof DIR]   (--help: every option)
  */
 import { closeSync, existsSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync, writeSync } from "node:fs";
 import { randomBytes } from "node:crypto";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { parseArgs } from "node:util";
 
 if (process.argv[2] === "--baseline-server") {
   await baselineServer();
@@ -237,7 +236,7 @@ async function baselineS3(targetJson: string) {
 
 async function main() {
   // Loaded here, not at the top: the baseline server child must not carry viem and the SDK.
-  const { compareMany, commandDuration, fmt, startServer } = await import("./harness.ts");
+  const { benchArgs, compareMany, commandDuration, fmt, intOption, startServer, usageError } = await import("./harness.ts");
   type RunningServer = Awaited<ReturnType<typeof startServer>>;
   const { connectStorage } = await import("../src/sdk/storage.ts");
   const { generatePrivateKey, privateKeyToAccount } = await import("viem/accounts");
@@ -245,57 +244,37 @@ async function main() {
   const MiB = 2 ** 20;
   const ROOT = join(import.meta.dir, "..");
   const BINARY = join(ROOT, "dist", "stowage");
-  const usage = (message: string): never => {
-    console.error(`${message}\nUsage: bun bench/storage.ts [--rounds N] [--size-mib M] [--big-mib M] [--big-rounds N] [--ranges N] [--range-kib K] [--backends dfs,ipfs] [--no-big] [--binary] [--s3] [--cpu-prof DIR]`);
-    process.exit(2);
-  };
-  let values: Record<string, string | boolean | undefined>;
-  try {
-    ({ values } = parseArgs({
-      args: process.argv.slice(2),
-      options: {
-        rounds: { type: "string", default: "3" },
-        "size-mib": { type: "string", default: "256" },
-        "big-mib": { type: "string", default: "1024" },
-        "big-rounds": { type: "string", default: "1" },
-        ranges: { type: "string", default: "32" },
-        "range-kib": { type: "string", default: "1024" },
-        backends: { type: "string", default: "dfs,ipfs" },
-        "no-big": { type: "boolean", default: false },
-        binary: { type: "boolean", default: false },
-        s3: { type: "boolean", default: false },
-        "cpu-prof": { type: "string" },
-        help: { type: "boolean", short: "h", default: false },
-      },
-      strict: true,
-    }));
-  } catch (err) {
-    return usage((err as Error).message);
-  }
-  if (values.help) usage("Storage transfers: Stowage against a plain-file baseline, side by side.");
-  const int = (name: string) => {
-    const n = Number(values[name]);
-    if (!Number.isInteger(n) || n < 1) usage(`--${name} must be a positive integer (got ${values[name]})`);
-    return n;
-  };
-  const rounds = int("rounds");
-  const size = int("size-mib") * MiB;
-  const bigSize = int("big-mib") * MiB;
-  const bigRounds = int("big-rounds");
-  const rangeCount = int("ranges");
-  const rangeBytes = int("range-kib") * 1024;
-  const backends = String(values.backends).split(",");
-  if (backends.some((b) => b !== "dfs" && b !== "ipfs")) usage("--backends takes dfs, ipfs or both");
-  if (rangeBytes > size) usage("--range-kib must fit in the file");
+  const values = benchArgs("Storage transfers: Stowage against a plain-file baseline, side by side.", {
+    rounds: { default: "3", help: "measured rounds" },
+    "size-mib": { default: "256", help: "file size in MiB" },
+    "big-mib": { default: "1024", help: "file size of the big phase in MiB" },
+    "big-rounds": { default: "1", help: "measured rounds of the big phase" },
+    ranges: { default: "32", help: "ranged downloads per round" },
+    "range-kib": { default: "1024", help: "bytes per ranged download in KiB" },
+    backends: { default: "dfs,ipfs", help: "dfs, ipfs or both, comma-separated" },
+    "no-big": { boolean: true, help: "leave out the big phase" },
+    binary: { boolean: true, help: "measure the compiled dist/stowage instead of src/ under Bun" },
+    s3: { boolean: true, help: "content on a one-node Ceph RGW, against Bun's S3Client straight to it" },
+    "cpu-prof": { help: "Stowage writes a CPU profile (.cpuprofile and .md) to this folder when it stops" },
+  });
+  const rounds = intOption(values, "rounds");
+  const size = intOption(values, "size-mib") * MiB;
+  const bigSize = intOption(values, "big-mib") * MiB;
+  const bigRounds = intOption(values, "big-rounds");
+  const rangeCount = intOption(values, "ranges");
+  const rangeBytes = intOption(values, "range-kib") * 1024;
+  const backends = values.backends.split(",");
+  if (backends.some((b) => b !== "dfs" && b !== "ipfs")) usageError("--backends takes dfs, ipfs or both");
+  if (rangeBytes > size) usageError("--range-kib must fit in the file");
   const useBinary = values.binary === true;
-  if (useBinary && !existsSync(BINARY)) usage(`--binary: ${BINARY} is missing; run \`bun run build\` first`);
+  if (useBinary && !existsSync(BINARY)) usageError(`--binary: ${BINARY} is missing; run \`bun run build\` first`);
 
   const work = mkdtempSync(join(tmpdir(), "stowage-bench-storage-"));
   const dataDir = join(work, "data");
   // --cpu-prof DIR: the server (not the compiled binary) writes a CPU profile there when it exits,
   // both as .cpuprofile and as grep-friendly markdown.
-  const cpuProf = typeof values["cpu-prof"] === "string" ? values["cpu-prof"] : undefined;
-  if (cpuProf && useBinary) usage("--cpu-prof profiles `bun src/main.ts`, not --binary");
+  const cpuProf = values["cpu-prof"];
+  if (cpuProf && useBinary) usageError("--cpu-prof profiles `bun src/main.ts`, not --binary");
   const profFlags = cpuProf ? ["--cpu-prof", "--cpu-prof-md", `--cpu-prof-dir=${cpuProf}`] : [];
   const stowageCmd = useBinary ? [BINARY] : [process.execPath, ...profFlags, join(ROOT, "src", "main.ts")];
   // A clean environment, as an operator's service would have (PATH only for `bun src/main.ts`).
