@@ -21,7 +21,7 @@ import type { PendingPut } from "../backend.ts";
 import { d9ImporterOptions } from "../cid-options.ts";
 import { CHUNK_SIZE, chunkKey } from "./cid.ts";
 import type { DfsContext } from "./context.ts";
-import { AbortedPutError } from "./errors.ts";
+import { pendingPut } from "./put.ts";
 import type { ChunkRef } from "./rows.ts";
 
 /**
@@ -66,23 +66,11 @@ export async function compose(ctx: DfsContext, cids: readonly string[]): Promise
     }
     const cid = await cidOfLeaves(leaves);
     ctx.log.debug("dfs: composed", { cid, size, parts: cids.length, chunks: leaves.length });
-    let state: "open" | "committed" | "aborted" = "open";
-    return {
-      cid,
-      size,
-      async commit() {
-        if (state === "committed") return;
-        if (state === "aborted") throw new AbortedPutError(`compose of ${cid} was aborted`);
-        await ctx.rows.commit(cid, size, leaves);
-        state = "committed";
-        await lease.release(); // the rows keep the chunks now
-      },
-      async abort() {
-        if (state !== "open") return;
-        state = "aborted";
-        await lease.release(); // nothing was written: the parts still hold their chunks
-      },
-    };
+    return pendingPut(cid, size, "compose", {
+      commit: () => ctx.rows.commit(cid, size, leaves),
+      committed: () => lease.release(), // the rows keep the chunks now
+      discard: () => lease.release(), // nothing was written: the parts still hold their chunks
+    });
   } catch (err) {
     await lease.release();
     throw err;

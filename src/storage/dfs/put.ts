@@ -138,25 +138,41 @@ class ChunkSink implements WritableStorage {
 }
 
 function pending(ctx: DfsContext, cid: string, sink: ChunkSink): PendingPut {
-  let state: "open" | "committed" | "aborted" = "open";
   let manifest: ChunkRef[] = sink.manifest;
   const size = sink.size;
+  return pendingPut(cid, size, "put", {
+    commit: () => ctx.rows.commit(cid, size, manifest),
+    async committed() {
+      manifest = []; // the rows have it; a PendingPut kept around by a caller should not hold it
+      await sink.lease.release(); // the rows keep the chunks now
+      sink.pinned.clear();
+    },
+    discard: () => discard(ctx, sink),
+  });
+}
+
+/**
+ * The PendingPut of an object whose chunks a lease keeps (`put`, and compose.ts): `commit` writes
+ * its rows once, then `committed` lets what kept the chunks go (a second commit after a failure
+ * there must not count the object twice); `abort` runs `discard` once; a commit after an abort is
+ * refused. `what` names the operation in that refusal.
+ */
+export function pendingPut(cid: string, size: number, what: string, steps: { commit(): Promise<void>; committed(): Promise<void>; discard(): Promise<void> }): PendingPut {
+  let state: "open" | "committed" | "aborted" = "open";
   return {
     cid,
     size,
     async commit() {
       if (state === "committed") return;
-      if (state === "aborted") throw new AbortedPutError(`put of ${cid} was aborted`);
-      await ctx.rows.commit(cid, size, manifest);
+      if (state === "aborted") throw new AbortedPutError(`${what} of ${cid} was aborted`);
+      await steps.commit();
       state = "committed";
-      manifest = []; // the rows have it; a PendingPut kept around by a caller should not hold it
-      await sink.lease.release(); // the rows keep the chunks now
-      sink.pinned.clear();
+      await steps.committed();
     },
     async abort() {
       if (state !== "open") return;
       state = "aborted";
-      await discard(ctx, sink);
+      await steps.discard();
     },
   };
 }
