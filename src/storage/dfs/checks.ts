@@ -20,6 +20,7 @@ import type { Sql } from "../../db/sql.ts";
 import type { LocalBlobFile, LocalBlobStore } from "../../blob/local.ts";
 import { isBlobError } from "../../blob/index.ts";
 import type { Logger } from "../../log.ts";
+import { sha256Hex } from "./chunks.ts";
 import { chunkKey } from "./cid.ts";
 import { CorruptChunkError } from "./errors.ts";
 
@@ -48,12 +49,6 @@ const UPSERT = (n: number) =>
 /** Records per statement (4 parameters each). */
 const FLUSH_BATCH = 200;
 const FLUSH_MS = 200;
-
-/** SHA-256 in hex, off the JavaScript thread (WebCrypto in Bun). */
-async function sha256Hex(bytes: Uint8Array): Promise<string> {
-  // The cast only narrows ArrayBufferLike: chunks are never in a SharedArrayBuffer.
-  return Buffer.from(await crypto.subtle.digest("SHA-256", bytes as Uint8Array<ArrayBuffer>)).toString("hex");
-}
 
 export class ChunkChecks {
   /** Records not yet written, newest per hash; reads look here first. */
