@@ -314,22 +314,8 @@ export async function connectEncryption(opts: EncryptionOptions) {
       const blob = typeof source === "string" ? blobOfPath(source) : source instanceof Blob ? source : new Blob([source as Uint8Array<ArrayBuffer>]);
       const name = o.name ?? (typeof source === "string" ? (source.split("/").pop() as string) : blob instanceof File ? blob.name : "file");
       const { recipient } = await publish();
-      const sealer = prepareEncryption([recipient]);
-      const size = sealer.sealedSize(blob.size);
       const spool = opts.spool === undefined ? defaultSpool() : opts.spool === null ? undefined : opts.spool();
-      // (The upload's progress: the sealed request's bytes, as store.upload counts them.)
-      const sent = { name, encryption: AGE, ...(o.onProgress ? { onProgress: o.onProgress } : {}) };
-      // No spool (Node): sealed in the hash pass and again in the upload pass, the same bytes both
-      // times (one file key, one nonce), at twice the sealing's cost.
-      if (!spool) return store.upload(kind, { size, stream: () => sealer.encrypt(blob.stream()) }, sent);
-      try {
-        // Sealed once; the upload then reads the spool as it reads any file (hash, send).
-        const sealed = await spool.keep(sealer.encrypt(blob.stream()));
-        if (sealed.size !== size) throw new EncryptionError("source_changed", `the file changed while it was encrypted (${sealed.size} bytes sealed, ${size} expected): upload it again`);
-        return await store.upload(kind, sealed, sent);
-      } finally {
-        await spool.drop();
-      }
+      return uploadSealed(store, kind, blob, recipient, spool, { name, ...(o.onProgress ? { onProgress: o.onProgress } : {}) });
     },
 
     /** Lets `reader` decrypt one of this account's encrypted files: a header wrapping its file
@@ -397,4 +383,26 @@ export async function connectEncryption(opts: EncryptionOptions) {
 }
 
 export type EncryptionClient = Awaited<ReturnType<typeof connectEncryption>>;
+
+/**
+ * Seals `blob` to `recipient` once into `spool` and uploads that as any file (hash pass, send
+ * pass), marked `encryption: age`; the spool is dropped after. Without a spool (Node) it is sealed
+ * in both passes, the same bytes (one file key, one nonce), at twice the sealing's cost.
+ * `enc.upload` publishes the recipient first; the command line publishes once per run and
+ * spools into its own private folder (removed on signals too), then calls this per file.
+ */
+export async function uploadSealed(store: StorageClient, kind: StorageKind, blob: Blob, recipient: string, spool: Spool | undefined, o: { name: string; onProgress?: (sent: number, total: number) => void }): Promise<FileEntry> {
+  const sealer = prepareEncryption([recipient]);
+  const size = sealer.sealedSize(blob.size);
+  // (The upload's progress: the sealed request's bytes, as store.upload counts them.)
+  const sent = { ...o, encryption: AGE };
+  if (!spool) return store.upload(kind, { size, stream: () => sealer.encrypt(blob.stream()) }, sent);
+  try {
+    const sealed = await spool.keep(sealer.encrypt(blob.stream()));
+    if (sealed.size !== size) throw new EncryptionError("source_changed", `the file changed while it was encrypted (${sealed.size} bytes sealed, ${size} expected): upload it again`);
+    return await store.upload(kind, sealed, sent);
+  } finally {
+    await spool.drop();
+  }
+}
 export { AgeError };

@@ -40,7 +40,8 @@ const randomName = () => Array.from(crypto.getRandomValues(new Uint8Array(12)), 
 /**
  * Spools into a file of `dir` (created 0600, removed by `drop`), through Bun's own API: Bun only.
  * A process killed mid-upload leaves the file (ciphertext only: what the upload would have
- * published anyway); the command line has its own sealing with signal clean-up (cli/user).
+ * published anyway); the command line spools into a folder of its own that it removes on signals
+ * too (cli/user/encryption.ts, temp.ts).
  */
 export function bunFileSpool(dir: string): Spool {
   const path = `${dir.replace(/\/$/, "")}/stowage-seal-${randomName()}.age`;

@@ -118,7 +118,7 @@ test("put --encrypt seals once into a private 0600 temporary file, uploads that,
     expect(entry.UserDefined.encryption).toBe("age");
     // One upload, of a sealed file of the stored size, private to its user; gone afterwards.
     expect(seen).toHaveLength(1);
-    expect(seen[0]?.files).toEqual([expect.stringMatching(/^stowage-seal-\w+\/sealed\.age$/)]);
+    expect(seen[0]?.files).toEqual([expect.stringMatching(/^stowage-seal-\w+\/stowage-seal-\w+\.age$/)]);
     expect(seen[0]?.mode).toBe(0o600);
     expect(seen[0]?.size).toBe(entry.Size);
     expect(readdirSync(tmp)).toEqual([]);

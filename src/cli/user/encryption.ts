@@ -5,7 +5,6 @@
  * the SDK through `encryptionWith` here.
  */
 import { mkdtempSync, rmSync } from "node:fs";
-import { open } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { getAddress, isAddress, type Address } from "viem";
@@ -13,9 +12,9 @@ import type { PrivateKeyAccount } from "viem/accounts";
 import { ConfigError, parseConfig } from "../../config.ts";
 import { connectDirectory } from "../../sdk/directory.ts";
 import { useNativeAead } from "../../sdk/aead-native.ts";
-import { prepareEncryption } from "../../sdk/age.ts";
-import { AGE, connectEncryption, type EncryptionClient } from "../../sdk/encryption.ts";
-import type { FileEntry, StorageClient } from "../../sdk/storage.ts";
+import { AGE, connectEncryption, EncryptionError, uploadSealed as sealOnceAndUpload, type EncryptionClient } from "../../sdk/encryption.ts";
+import { bunFileSpool } from "../../sdk/spool.ts";
+import { blobOfPath, type FileEntry, type StorageClient } from "../../sdk/storage.ts";
 import { CliError } from "../chain-access.ts";
 import { privateTempDir } from "./temp.ts";
 import { BACKENDS, expectPositionals, json, loggedIn, reach, userAccount, type Backend, type Invocation, type Io } from "./common.ts";
@@ -29,43 +28,23 @@ export const encryptionWith = (inv: Invocation, store: StorageClient, account: P
 };
 
 /**
- * `put --encrypt`'s sealing: the file encrypted ONCE to the account's recipient, streamed into a
- * private temporary file (0600 in a fresh mkdtemp dir), which is then uploaded as a plain source
- * with `encryption: age`. The SDK's `enc.upload` seals twice (its hash pass and its upload pass
- * each read the source), and sealing costs far more than reading a file back from the page cache
- * (issue 16: 0.46–0.51× of plain before). `use` runs with the sealed file's path; the directory
- * is removed when it returns or throws. `publish()` (once per run) is the caller's, as in the SDK.
+ * `put --encrypt`: `path` sealed once to the account's recipient into a spool file of a private
+ * temporary folder (removed when done, and on SIGINT/SIGTERM: temp.ts), then uploaded from it
+ * (the SDK's uploadSealed). `publish()` (once per run) is the caller's.
  */
-export async function withSealedFile<T>(recipient: string, path: string, use: (sealed: string, size: number) => Promise<T>): Promise<T> {
+export async function uploadSealed(store: StorageClient, recipient: string, kind: Backend, path: string, name: string): Promise<FileEntry> {
   useNativeAead();
   const tmp = await privateTempDir("stowage-seal-");
   try {
-    const sealedPath = join(tmp.dir, "sealed.age");
-    const sealer = prepareEncryption([recipient]);
-    const plain = Bun.file(path);
-    const expected = sealer.sealedSize(plain.size);
-    const fh = await open(sealedPath, "wx", 0o600);
-    let size = 0;
-    try {
-      // One chunk at a time: the file never sits whole in memory.
-      for await (const chunk of sealer.encrypt(plain.stream())) {
-        for (let at = 0; at < chunk.byteLength; ) at += (await fh.write(chunk, at)).bytesWritten;
-        size += chunk.byteLength;
-      }
-    } finally {
-      await fh.close();
-    }
-    // The file changed while it was read: what went up would not be what was asked for.
-    if (size !== expected) throw new CliError(`${path} changed while it was encrypted (${size} bytes sealed, ${expected} expected): put it again`);
-    return await use(sealedPath, size);
+    return await sealOnceAndUpload(store, kind, blobOfPath(path), recipient, bunFileSpool(tmp.dir), { name });
+  } catch (e) {
+    // Which of the files being put changed.
+    if (e instanceof EncryptionError && e.code === "source_changed") throw new CliError(`${path}: ${e.message}`);
+    throw e;
   } finally {
     await tmp.remove();
   }
 }
-
-/** An upload of `path` sealed once (withSealedFile), entry marked `encryption: age`. */
-export const uploadSealed = (store: StorageClient, recipient: string, kind: Backend, path: string, name: string) =>
-  withSealedFile(recipient, path, (sealed) => store.upload(kind, sealed, { name, encryption: AGE }));
 
 /** The account's recipient, published on its DID first if it is not yet (once per command run). */
 export const ownRecipient = async (enc: EncryptionClient) => (await enc.publish()).recipient;
