@@ -28,7 +28,7 @@ import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { cidOfStream } from "../src/sdk/cid.ts";
 import { connectStorage } from "../src/sdk/storage.ts";
 import { storageDomain, storageTypes } from "../src/identity/eip712.ts";
-import { benchArgs, commandDuration, compareMany, fmt, intOption, percentile, type RunningServer, startServer, usageError } from "./harness.ts";
+import { benchArgs, commandDuration, compareMany, cpuMs, fmt, intOption, percentile, type RunningServer, startServer, usageError } from "./harness.ts";
 
 const ROOT = join(import.meta.dir, "..");
 const BINARY = join(ROOT, "dist", "stowage");
@@ -54,12 +54,6 @@ const sha256Payload = values["sha256-payload"] === true;
 if (useBinary && !existsSync(BINARY)) usageError(`--binary: ${BINARY} is missing; run \`bun run build\` first`);
 const cpuProf = values["cpu-prof"];
 if (cpuProf && useBinary) usageError("--cpu-prof profiles `bun src/main.ts`, not --binary");
-
-/** CPU time (user + system) of one process so far, in ms (10 ms clock ticks). */
-const cpuMs = (pid: number) => {
-  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.split(" ") ?? [];
-  return (Number(fields[11]) + Number(fields[12])) * 10;
-};
 
 /** One multipart body: the fields, then the file part (as the SDK builds it). */
 function multipart(fields: Record<string, string>, file: Uint8Array): { body: Uint8Array; type: string } {

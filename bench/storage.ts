@@ -236,7 +236,7 @@ async function baselineS3(targetJson: string) {
 
 async function main() {
   // Loaded here, not at the top: the baseline server child must not carry viem and the SDK.
-  const { benchArgs, compareMany, commandDuration, fmt, intOption, startServer, usageError } = await import("./harness.ts");
+  const { benchArgs, cephCpuMs: cephCpuMsSoFar, compareMany, commandDuration, cpuMs, fmt, intOption, startServer, usageError } = await import("./harness.ts");
   type RunningServer = Awaited<ReturnType<typeof startServer>>;
   const { connectStorage } = await import("../src/sdk/storage.ts");
   const { generatePrivateKey, privateKeyToAccount } = await import("viem/accounts");
@@ -298,27 +298,11 @@ async function main() {
     if (!m) throw new Error(`no ${key} for ${pid}`);
     return Number(m[1]);
   };
-  /** CPU time (user + system) a process has used so far, in ms (clock ticks of 10 ms). */
-  const cpuMs = (pid: number) => {
-    const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.split(" ") ?? [];
-    return (Number(fields[11]) + Number(fields[12])) * 10;
-  };
-  /** CPU time of the Ceph daemons (with --s3): what the object store spent on the same bytes.
-   * Only this run's cluster (its folder, named after this process by test/support/ceph.ts): other
-   * test runs on the machine may have Ceph daemons of their own. */
+  /** Only this run's Ceph cluster (its folder is named after this process by test/support/ceph.ts):
+   * other test runs on the machine may have Ceph daemons of their own. */
   const cephMark = `stowage-ceph-${process.pid}-`;
-  const cephCpuMs = () => {
-    if (!useS3) return 0;
-    let ms = 0;
-    for (const pid of readdirSync("/proc").filter((d) => /^\d+$/.test(d))) {
-      try {
-        if (/^(radosgw|ceph-osd|ceph-mon)/.test(readFileSync(`/proc/${pid}/comm`, "utf8")) && readFileSync(`/proc/${pid}/cmdline`, "utf8").includes(cephMark)) ms += cpuMs(Number(pid));
-      } catch {
-        // gone between the listing and the read
-      }
-    }
-    return ms;
-  };
+  /** CPU time of the Ceph daemons (with --s3): what the object store spent on the same bytes. */
+  const cephCpuMs = () => (useS3 ? cephCpuMsSoFar() : 0);
   /** Requests the RGW has answered so far (with --s3): the `beast:` lines of its log, one per
    * request at Ceph's default log level. Per MiB moved, they show each side's pattern of requests. */
   const rgwLog = () => {
