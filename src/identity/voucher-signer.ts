@@ -11,11 +11,12 @@
  *   const payerOf = voucherSigner(domain, seller)
  *   const payer = payerOf(BigInt(size), sign) // throws where recoverTypedDataAddress would
  */
-import { secp256k1 } from "@noble/curves/secp256k1.js";
 import { keccak_256 } from "@noble/hashes/sha3.js";
-import { bytesToHex, getAddress, getTypesForEIP712Domain, hashDomain, hexToBytes, keccak256, toBytes, type Address, type Hex, type TypedDataDomain } from "viem";
+import { getAddress, getTypesForEIP712Domain, hashDomain, hexToBytes, toBytes, type Address, type Hex, type TypedDataDomain } from "viem";
+import { isSignature, signerOfDigest, storageTypes } from "./eip712.ts";
 
-const VOUCHER_TYPE = toBytes(keccak256(toBytes("Voucher(address seller,uint64 size)")));
+/** EIP-712's type hash of the one Voucher type (no nested types): "Voucher(address seller,uint64 size)". */
+const VOUCHER_TYPE = keccak_256(new TextEncoder().encode(`Voucher(${storageTypes.Voucher.map((f) => `${f.type} ${f.name}`).join(",")})`));
 const UINT64_MAX = (1n << 64n) - 1n;
 
 /** The payer of `Voucher(seller, size)` signed as `signature` (65 bytes, v 0/1/27/28), checksummed. */
@@ -25,7 +26,8 @@ export function voucherSigner(domain: TypedDataDomain, seller: Address): (size: 
   envelope.set([0x19, 0x01]);
   // The domain's field list is built at run time (as viem does): abitype cannot infer it, hence the loose generic.
   envelope.set(toBytes(hashDomain<Record<string, unknown>>({ domain, types: { EIP712Domain: getTypesForEIP712Domain({ domain }) } })), 2);
-  // typeHash ‖ seller (left-padded) ‖ size (uint64, left-padded): only the last 8 bytes vary.
+  // typeHash ‖ seller (left-padded) ‖ size (uint64, left-padded), in storageTypes.Voucher's order:
+  // only the last 8 bytes vary.
   const struct = new Uint8Array(96);
   struct.set(VOUCHER_TYPE, 0);
   struct.set(hexToBytes(getAddress(seller)), 44);
@@ -33,24 +35,9 @@ export function voucherSigner(domain: TypedDataDomain, seller: Address): (size: 
 
   return (size, signature) => {
     if (size < 0n || size > UINT64_MAX) throw new Error(`size ${size} is not a uint64`);
-    if (!/^0x[0-9a-fA-F]{130}$/.test(signature)) throw new Error("invalid signature length"); // before any hashing
+    if (!isSignature(signature)) throw new Error("invalid signature length"); // before any hashing
     sizeView.setBigUint64(0, size);
     envelope.set(keccak_256(struct), 34);
     return signerOfDigest(keccak_256(envelope), signature);
   };
 }
-
-/**
- * The address whose key signed `digest` as `signature` (65 bytes, v 0/1/27/28), checksummed: viem's
- * `recoverAddress` on our @noble/curves 2 (the other EIP-712 messages, eip712.ts, hash with viem
- * and recover here). Throws where viem would.
- */
-export function signerOfDigest(digest: Uint8Array, signature: Hex): Address {
-  if (!/^0x[0-9a-fA-F]{130}$/.test(signature)) throw new Error("invalid signature length");
-  const v = Number.parseInt(signature.slice(130), 16);
-  const recovery = v === 0 || v === 27 ? 0 : v === 1 || v === 28 ? 1 : -1;
-  if (recovery < 0) throw new Error("Invalid yParityOrV value");
-  const key = secp256k1.Signature.fromBytes(hexToBytes(`0x${signature.slice(2, 130)}`), "compact").addRecoveryBit(recovery).recoverPublicKey(digest).toBytes(false);
-  return getAddress(bytesToHex(keccak_256(key.subarray(1)).subarray(12)));
-}
-
