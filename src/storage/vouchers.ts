@@ -5,7 +5,7 @@
  * was accepted. Bytes really moved are added to the count when the transfer ends.
  *
  * @example
- *   const v = await vouchers.accept({ size, sign }, { needs: length })
+ *   const v = await vouchers.accept(await vouchers.payerOf({ size, sign }), length)
  *   … stream …
  *   await vouchers.settle(v, sentBytes)
  *
@@ -23,6 +23,17 @@ const USED = "SELECT used FROM voucher_counters WHERE payer = $1";
 const CLAIM = "INSERT INTO vouchers_used (payer, size, base, used_at) VALUES ($1, $2, $3, $4) ON CONFLICT (payer, size) DO NOTHING RETURNING payer";
 const CLAIMED = "SELECT 1 AS one FROM vouchers_used WHERE payer = $1 AND size = $2";
 const COUNT = "INSERT INTO voucher_counters (payer, used) VALUES ($1, $2) ON CONFLICT (payer) DO UPDATE SET used = voucher_counters.used + excluded.used";
+
+/** What a voucher of `size` still allows after `used` bytes; refused (402) when it cannot cover `needs`. */
+function allowanceOf(size: number, used: number, needs?: number): number {
+  const allowance = size - used;
+  if (allowance <= 0 || (needs !== undefined && needs > allowance)) {
+    throw storageError.quota(`the voucher covers up to ${size} bytes in all; ${used} are used${needs !== undefined ? `, this transfer needs ${needs}` : ""}: sign a new one (GET /traffichash)`);
+  }
+  return allowance;
+}
+
+const usedUp = () => storageError.quota("this voucher was already used: sign a new one (GET /traffichash)");
 
 export interface AcceptedVoucher {
   payer: Address;
@@ -68,15 +79,11 @@ export function createVouchers({ sql, domain, seller, now = Date.now }: { sql: S
   /** Claims a voucher once in `q` (a transaction), for a transfer of `needs` bytes (unknown for uploads until the end). */
   async function claim(q: Queryable, v: { payer: Address; size: number }, needs?: number): Promise<AcceptedVoucher> {
     const used = await usedIn(q, v.payer);
-    const allowance = v.size - used;
-    if (allowance <= 0 || (needs !== undefined && needs > allowance)) throw tooSmall(v.size, used, needs);
+    const allowance = allowanceOf(v.size, used, needs);
     const fresh = await q.get(CLAIM, [v.payer, v.size, used, now()]);
-    if (!fresh) throw storageError.quota("this voucher was already used: sign a new one (GET /traffichash)");
+    if (!fresh) throw usedUp();
     return { payer: v.payer, size: v.size, allowance };
   }
-
-  const tooSmall = (size: number, used: number, needs?: number) =>
-    storageError.quota(`the voucher covers up to ${size} bytes in all; ${used} are used${needs !== undefined ? `, this transfer needs ${needs}` : ""}: sign a new one (GET /traffichash)`);
 
   /** Accepts a voucher once, in a transaction of its own. */
   function accept(v: { payer: Address; size: number }, needs?: number): Promise<AcceptedVoucher> {
@@ -87,9 +94,8 @@ export function createVouchers({ sql, domain, seller, now = Date.now }: { sql: S
   /** What `claim` would refuse, asked without a transaction: a download read whole before it is
    * claimed is refused this way before its content is read (the claim decides all the same). */
   async function check(v: { payer: Address; size: number }, needs: number): Promise<void> {
-    const used = await usedBy(v.payer);
-    if (v.size - used <= 0 || needs > v.size - used) throw tooSmall(v.size, used, needs);
-    if (await sql.get(CLAIMED, [v.payer, v.size])) throw storageError.quota("this voucher was already used: sign a new one (GET /traffichash)");
+    allowanceOf(v.size, await usedBy(v.payer), needs);
+    if (await sql.get(CLAIMED, [v.payer, v.size])) throw usedUp();
   }
 
   /** Adds what really moved to the payer's all-time count (in `q`: the caller's transaction, or on its own). */
