@@ -25,12 +25,13 @@ import { create as createDigest } from "multiformats/hashes/digest";
 /** The multihash code of SHA-256. */
 const SHA2_256 = 0x12;
 
-/** D9's layout; tests pass smaller ones to build deep trees from few bytes. */
+/** D9's layout (the server's importer options take theirs from here: storage/cid-options.ts);
+ * tests pass smaller ones to build deep trees from few bytes. */
 export interface CidLayout {
   chunkSize: number;
   maxChildrenPerNode: number;
 }
-export const D9_LAYOUT: CidLayout = { chunkSize: 1_048_576, maxChildrenPerNode: 1024 };
+export const D9_LAYOUT: Readonly<CidLayout> = { chunkSize: 1_048_576, maxChildrenPerNode: 1024 };
 
 interface Hasher {
   update(bytes: Uint8Array): void;

@@ -6,9 +6,11 @@
 import type { ImporterOptions } from "ipfs-unixfs-importer";
 import { fixedSize } from "ipfs-unixfs-importer/chunker";
 import { balanced } from "ipfs-unixfs-importer/layout";
+import { D9_LAYOUT } from "../sdk/cid.ts";
 
-export const CHUNK_SIZE = 1_048_576;
-export const MAX_CHILDREN_PER_NODE = 1024;
+// D9's numbers are the SDK's (it computes the Cid an upload signs), so client and gateway cannot drift apart.
+export const CHUNK_SIZE = D9_LAYOUT.chunkSize;
+export const MAX_CHILDREN_PER_NODE = D9_LAYOUT.maxChildrenPerNode;
 
 export type D9ImporterOptions = Required<Pick<ImporterOptions, "rawLeaves" | "reduceSingleLeafToSelf" | "chunker" | "layout">> & { cidVersion: 1 };
 

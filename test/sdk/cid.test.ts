@@ -8,6 +8,7 @@ import { importFile } from "ipfs-unixfs-importer";
 import { fixedSize } from "ipfs-unixfs-importer/chunker";
 import { balanced } from "ipfs-unixfs-importer/layout";
 import { cidOfStream, type CidLayout } from "../../src/sdk/cid.ts";
+import { d9ImporterOptions } from "../../src/storage/cid-options.ts";
 import { cidOf } from "../../src/storage/dfs/cid.ts";
 
 /** `bytes` as a stream of pieces of `piece` bytes (the last one shorter). */
@@ -21,10 +22,9 @@ const streamOf = (bytes: Uint8Array, piece: number) =>
 
 async function importerCid(bytes: Uint8Array, layout: CidLayout): Promise<string> {
   const discard = { put: async (cid: never) => cid };
+  // The server's D9 options, only the two sizes made small.
   const entry = await importFile({ content: [bytes] }, discard, {
-    cidVersion: 1,
-    rawLeaves: true,
-    reduceSingleLeafToSelf: true,
+    ...d9ImporterOptions(),
     chunker: fixedSize({ chunkSize: layout.chunkSize }),
     layout: balanced({ maxChildrenPerNode: layout.maxChildrenPerNode }),
   });
