@@ -226,6 +226,16 @@ export class LocalBlobStore implements BlobStore {
     }
   }
 
+  /** The identity `openFile` would give the object's file now (one stat, no open); undefined if absent. */
+  async identity(key: string): Promise<string | undefined> {
+    try {
+      return identityOf(await stat(this.pathOf(key), { bigint: true }));
+    } catch (e) {
+      if (errno(e) === "ENOENT") return undefined;
+      return fsFail(e);
+    }
+  }
+
   async stat(key: string): Promise<number | undefined> {
     try {
       return (await stat(this.pathOf(key))).size;
