@@ -1,7 +1,7 @@
 /**
  * Small authenticated requests (issue 10): `GET /v2/auth/me`, `GET /dfs/space`,
  * `GET /dfs/listobjects` (10 files) and `GET /healthz` on Stowage against a bare Elysia app that
- * verifies the same Bearer token and answers the same JSON bodies (bench/servers/elysia-auth.ts),
+ * verifies the same Bearer token and answers the same JSON bodies (bench/servers/elysia.ts FILE),
  * in alternation, with the server's CPU time per request from /proc: what Stowage's layers cost
  * on top of Elysia's minimum, per request.
  *
@@ -89,7 +89,7 @@ try {
   if (count !== LISTED_FILES) throw new Error(`listobjects gave ${count} entries, expected ${LISTED_FILES}: ${JSON.stringify(listed).slice(0, 300)}`);
   const specFile = join(work, "baseline.json");
   writeFileSync(specFile, JSON.stringify({ jwtKey, bodies }));
-  const baseline = await startServer([process.execPath, join(import.meta.dir, "servers", "elysia-auth.ts"), specFile], { cwd: ROOT });
+  const baseline = await startServer([process.execPath, join(import.meta.dir, "servers", "elysia.ts"), specFile], { cwd: ROOT });
   servers.push(baseline);
   for (const path of Object.values(PATHS)) {
     const res = await fetch(`${baseline.url}${path}`, { headers });
