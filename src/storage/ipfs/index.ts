@@ -19,6 +19,7 @@
  *   return new Response(ipfs.read(pending.cid, { start: 0, end: 99 }))
  */
 import { LEASE_MS, type BlobGuard } from "../../blob/guard.ts";
+import { batchOf } from "../../blob/store.ts";
 import type { Sql } from "../../db/sql.ts";
 import type { Logger } from "../../log.ts";
 import type { Backend, ByteRange, PendingPut } from "../backend.ts";
@@ -138,7 +139,11 @@ export async function openIpfs(opts: OpenIpfsOptions): Promise<IpfsBackend> {
       };
       let imported: Imported;
       try {
-        imported = await importStream(uploadSink(guard, lease, blocks, (key) => blockReferenced(sql, key)), source, putOpts?.signal);
+        // One fsync per block, its rename and folder fsync one after the other held each upload
+        // on the disk for every MiB (issue 10): the batch syncs behind the writes, once, here.
+        const batch = batchOf(store);
+        imported = await importStream(uploadSink(guard, lease, blocks, (key) => blockReferenced(sql, key), batch), source, putOpts?.signal);
+        await batch.sync(); // before commit() can name a block
       } catch (err) {
         await drop();
         throw err;

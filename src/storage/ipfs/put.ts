@@ -11,10 +11,17 @@
  * when no row names it (new content: one PUT instead of a HEAD and a PUT). The sink records the
  * DAG's block keys (with sizes) for the commit transaction, which makes rows reference them;
  * pinning the root is the caller's `commit`.
+ *
+ * Blocks are written through the upload's blob batch, as dfs chunks are (dfs/put.ts): durable at
+ * the caller's `batch.sync()`, which comes before the commit can name them. A block found in the
+ * store is skipped only when committed rows name it (then it was synced before they committed);
+ * any other is written, and a batch put over an existing name is fsync'd and renamed, so a block
+ * another upload's batch has not yet synced never ends up named by this one's rows unsynced.
  */
 import { importFile, type WritableStorage } from "ipfs-unixfs-importer";
 import type { CID } from "multiformats/cid";
 import type { BlobGuard, Lease } from "../../blob/guard.ts";
+import type { BlobBatch } from "../../blob/store.ts";
 import { d9ImporterOptions } from "../cid-options.ts";
 import { blockKey } from "./blocks.ts";
 import { IpfsError } from "./errors.ts";
@@ -33,14 +40,14 @@ export type BlockSizes = Map<string, number>;
 /** A write-only blockstore for one upload's importer. `referenced(key)`: whether a pinned root's
  * rows name the block; a block no row names is most likely new, and is written without a HEAD
  * first (see BlobGuard.ensure's `unseen`). */
-export function uploadSink(guard: BlobGuard, lease: Lease, blocks: BlockSizes, referenced: (key: string) => Promise<boolean>): ImporterBlockstore {
+export function uploadSink(guard: BlobGuard, lease: Lease, blocks: BlockSizes, referenced: (key: string) => Promise<boolean>, batch: BlobBatch): ImporterBlockstore {
   const pin = pinTogether(lease);
   return {
     async put(cid: CID, bytes: Uint8Array) {
       const key = blockKey(cid);
       await pin(key); // before looking: see the header
       blocks.set(key, bytes.byteLength);
-      await guard.ensure(key, () => bytes, bytes.byteLength, { unseen: !(await referenced(key)) });
+      await guard.ensure(key, () => bytes, bytes.byteLength, { unseen: !(await referenced(key)), batch });
       return cid;
     },
   };

@@ -103,3 +103,32 @@ export async function blockRows(o: Opened): Promise<Map<string, number>> {
 export function within<T>(ms: number, p: Promise<T>): Promise<T> {
   return Promise.race([p, new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`still pending after ${ms} ms`)), ms).unref())]);
 }
+
+/**
+ * Calls `seen(key)` before every block write an upload makes to `store`: plain puts, and the
+ * puts of its batches (local files: an upload writes its blocks through one). `batched()` counts
+ * the batch puts, `unsynced()` those that no `sync()` has yet made durable.
+ */
+export function watchBlockWrites(store: BlobStore, seen: (key: string) => void): { batched(): number; unsynced(): number } {
+  let pending = 0;
+  let batched = 0;
+  const put = store.put.bind(store);
+  store.put = (key, source) => (key.startsWith(BLOCK_PREFIX) && seen(key), put(key, source));
+  const batch = store.batch?.bind(store);
+  if (batch) {
+    store.batch = () => {
+      const b = batch();
+      let mine = 0;
+      return {
+        put: (key, bytes) => (key.startsWith(BLOCK_PREFIX) && (seen(key), batched++, pending++, mine++), b.put(key, bytes)),
+        sync: async () => {
+          const synced = mine;
+          await b.sync();
+          pending -= synced;
+          mine -= synced;
+        },
+      };
+    };
+  }
+  return { batched: () => batched, unsynced: () => pending };
+}

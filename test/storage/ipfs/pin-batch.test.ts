@@ -6,7 +6,7 @@
  */
 import { expect, setDefaultTimeout, test } from "bun:test";
 import { BLOCK_PREFIX } from "../../../src/storage/ipfs/blocks.ts";
-import { MiB, blockKeys, collect, openBackend, randomBytes, sha256, streamOf } from "./helpers.ts";
+import { MiB, blockKeys, collect, openBackend, randomBytes, sha256, streamOf, watchBlockWrites } from "./helpers.ts";
 
 setDefaultTimeout(60_000);
 
@@ -28,12 +28,12 @@ test("25 blocks: a few pin writes, each block pinned before it is looked at or w
     });
   };
   const { store } = opened;
-  const [stat, put] = [store.stat.bind(store), store.put.bind(store)];
+  const stat = store.stat.bind(store);
   const check = (key: string) => {
     if (key.startsWith(BLOCK_PREFIX) && !pinned.has(key)) unpinnedLooks.push(key);
   };
   store.stat = (key) => (check(key), stat(key));
-  store.put = (key, source) => (check(key), put(key, source));
+  watchBlockWrites(store, check);
 
   const bytes = randomBytes(24 * MiB + 7);
   const up = await opened.ipfs.put(streamOf(bytes));

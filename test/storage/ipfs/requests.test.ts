@@ -6,7 +6,7 @@
  */
 import { expect, setDefaultTimeout, test } from "bun:test";
 import { BLOCK_PREFIX } from "../../../src/storage/ipfs/blocks.ts";
-import { MiB, collect, openBackend, randomBytes, sha256, streamOf } from "./helpers.ts";
+import { MiB, collect, openBackend, randomBytes, sha256, streamOf, watchBlockWrites } from "./helpers.ts";
 
 setDefaultTimeout(60_000);
 
@@ -14,13 +14,18 @@ test("fresh content: one PUT per block and no HEAD; the same content again: each
   const opened = await openBackend();
   const { store } = opened;
   const calls = { stat: 0, put: 0 };
-  const [stat, put] = [store.stat.bind(store), store.put.bind(store)];
+  const stat = store.stat.bind(store);
   store.stat = (key) => (key.startsWith(BLOCK_PREFIX) && calls.stat++, stat(key));
-  store.put = (key, source) => (key.startsWith(BLOCK_PREFIX) && calls.put++, put(key, source));
+  // Plain puts, or (local files) the puts of the upload's batch.
+  const writes = watchBlockWrites(store, () => calls.put++);
 
   // 25 leaves and one root node.
   const bytes = randomBytes(24 * MiB + 7);
   const first = await opened.ipfs.put(streamOf(bytes));
+  // On local files the blocks go through one batch (no fsync, rename and folder fsync each, one
+  // after the other), and every block is durable before the upload can be committed (its rows name them).
+  expect(writes.batched()).toBe(store.batch ? 26 : 0);
+  expect(writes.unsynced()).toBe(0);
   await first.commit();
   expect(calls).toEqual({ stat: 0, put: 26 });
 
