@@ -177,15 +177,18 @@ export function formatTable<K extends string>(r: ComparisonResult<K>): string {
     rows.push(["", r.labels.baseline, fmt(m.baseline.median), fmt(m.baseline.min), fmt(m.baseline.max)]);
     rows.push(["", `${r.labels.subject}/${r.labels.baseline}`, m.ratio.toFixed(3), m.paired.min.toFixed(3), m.paired.max.toFixed(3)]);
   }
-  const widths = rows[0]?.map((_, c) => Math.max(...rows.map((row) => (row[c] ?? "").length))) ?? [];
-  const line = (row: string[]) =>
-    row.map((cell, c) => (c < 2 ? cell.padEnd(widths[c] ?? 0) : cell.padStart(widths[c] ?? 0))).join("  ").trimEnd();
   return [
     `${r.name}: ${r.rounds} rounds, ${r.labels.subject} and ${r.labels.baseline} in alternation (warm-up discarded)`,
-    line(rows[0] ?? []),
-    ...rows.slice(1).map(line),
+    ...alignColumns(rows, 2),
     `ratio row: median(${r.labels.subject}) / median(${r.labels.baseline}); its min/max are of the per-round paired ratios`,
   ].join("\n");
+}
+
+/** Rows as lines of columns two spaces apart, each as wide as its widest cell: the first `left`
+ * columns (names) padded on the right, the others (numbers) on the left. */
+export function alignColumns(rows: readonly (readonly string[])[], left = 1): string[] {
+  const widths = (rows[0] ?? []).map((_, c) => Math.max(...rows.map((row) => (row[c] ?? "").length)));
+  return rows.map((row) => row.map((cell, c) => (c < left ? cell.padEnd(widths[c] ?? 0) : cell.padStart(widths[c] ?? 0))).join("  ").trimEnd());
 }
 
 /** Four significant digits, thousands grouped: enough for numbers that drift by percents. */
@@ -430,7 +433,36 @@ export async function loadTest(opts: LoadTestOptions): Promise<LoadTestResult> {
   return clean;
 }
 
+/** What `httpMeasure` yields, as `compareMany` takes it. */
+export const HTTP_METRICS = {
+  rps: { unit: "req/s", higherIsBetter: true, label: "throughput" },
+  p50: { unit: "ms", higherIsBetter: false, label: "p50 latency" },
+  p99: { unit: "ms", higherIsBetter: false, label: "p99 latency" },
+  cpu: { unit: "µs", higherIsBetter: false, label: "server CPU per request" },
+  // Not a property of the server: shown so a reader can tell when the generator was the limit.
+  gen: { unit: "cores", higherIsBetter: null, label: "load generator CPU" },
+} as const satisfies Record<string, MetricSpec>;
+export type HttpMetric = keyof typeof HTTP_METRICS;
+
+/**
+ * One load test of `server` at `path`: requests/s, p50 and p99, the server's CPU µs per request
+ * (its process tree, from /proc) and the generator's CPU. The server idles between rounds, so its
+ * CPU time across the load test is the serving cost.
+ */
+export function httpMeasure(server: RunningServer, path: string, opts: Omit<LoadTestOptions, "url">): MultiMeasure<HttpMetric> {
+  return async () => {
+    const cpuBefore = processCpuSeconds(server.proc.pid);
+    const r = await loadTest({ ...opts, url: `${server.url}${path}` });
+    const cpuUs = ((processCpuSeconds(server.proc.pid) - cpuBefore) * 1e6) / r.requests;
+    return { rps: r.rps, p50: r.p50Ms, p99: r.p99Ms, cpu: cpuUs, gen: r.generatorCpu };
+  };
+}
+
 // ───────────────────────────── CPU time ─────────────────────────────
+
+/** The 1, 5 and 15 minute load averages, as /proc/loadavg spells them: said beside every figure,
+ * since the machine is shared. */
+export const loadAverage = (): string => readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" ");
 
 let clockTicks: number | undefined;
 

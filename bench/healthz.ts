@@ -7,10 +7,10 @@
  * Run: bun bench/healthz.ts [--rounds 5] [--seconds 5] [--connections 32] [--log-level error] [--binary]
  *      (--help: every option)
  */
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { benchArgs, compareMany, intOption, loadTest, positiveOption, usageError, processCpuSeconds, startServer, type RunningServer } from "./harness.ts";
+import { benchArgs, compareMany, HTTP_METRICS, httpMeasure, intOption, loadAverage, positiveOption, usageError, startServer, type RunningServer } from "./harness.ts";
 
 const ROOT = join(import.meta.dir, "..");
 const BINARY = join(ROOT, "dist", "stowage");
@@ -66,27 +66,14 @@ try {
     `GET /healthz, ${connections} keep-alive connections, ${seconds} s per measurement, ` +
       `${rounds} rounds + 1 warm-up; ${subjectLabel} ${stowage.server.url} (log level ${logLevel}), elysia ${baseline.url}; ` +
       `${navigator.hardwareConcurrency} cores, Bun ${Bun.version}, ${new Date().toISOString()}, ` +
-      `load average ${readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" ")}`,
+      `load average ${loadAverage()}`,
   );
-  const measure = (server: RunningServer) => async () => {
-    // The server idles between rounds, so its CPU time across the load test is the serving cost.
-    const cpuBefore = processCpuSeconds(server.proc.pid);
-    const r = await loadTest({ url: `${server.url}/healthz`, durationMs: seconds * 1000, connections });
-    const cpuUs = ((processCpuSeconds(server.proc.pid) - cpuBefore) * 1e6) / r.requests;
-    return { rps: r.rps, p50: r.p50Ms, p99: r.p99Ms, cpu: cpuUs, gen: r.generatorCpu };
-  };
+  const measure = (server: RunningServer) => httpMeasure(server, "/healthz", { durationMs: seconds * 1000, connections });
   const result = await compareMany({
     name: "healthz",
     rounds,
     labels: { subject: subjectLabel, baseline: "elysia" },
-    metrics: {
-      rps: { unit: "req/s", higherIsBetter: true, label: "throughput" },
-      p50: { unit: "ms", higherIsBetter: false, label: "p50 latency" },
-      p99: { unit: "ms", higherIsBetter: false, label: "p99 latency" },
-      cpu: { unit: "µs", higherIsBetter: false, label: "server CPU per request" },
-      // Not a property of the server: shown so a reader can tell when the generator was the limit.
-      gen: { unit: "cores", higherIsBetter: null, label: "load generator CPU" },
-    },
+    metrics: HTTP_METRICS,
     subject: measure(stowage.server),
     baseline: measure(baseline),
   });
@@ -104,7 +91,7 @@ try {
       if (serverCores + genCores < BUSY_BELOW_CORES) starved.push(`round ${i + 1} ${label} (${(serverCores + genCores).toFixed(2)} cores)`);
     });
   }
-  console.log(`load average at the end: ${readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" ")}`);
+  console.log(`load average at the end: ${loadAverage()}`);
   if (starved.length > 0) {
     console.log(`note: the machine was busy in ${starved.length} measurement(s), server + generator got < ${BUSY_BELOW_CORES} cores: ${starved.join("; ")}.`);
     console.log("      Trust the CPU-per-request ratio over the req/s one for this run, or run again when the machine is quieter.");

@@ -14,13 +14,13 @@
  * Run: bun bench/small.ts [--rounds 3] [--seconds 3] [--connections 32] [--paths me,space,list,healthz]
  *                         [--log-level error] [--cpu-prof DIR]   (--help: every option)
  */
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { randomBytes } from "node:crypto";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { connectStorage } from "../src/sdk/storage.ts";
-import { benchArgs, commandDuration, compareMany, intOption, positiveOption, usageError, fmt, loadTest, processCpuSeconds, startServer, type ComparisonResult, type RunningServer } from "./harness.ts";
+import { alignColumns, benchArgs, commandDuration, compareMany, fmt, HTTP_METRICS, httpMeasure, intOption, loadAverage, positiveOption, processCpuSeconds, startServer, usageError, type ComparisonResult, type HttpMetric, type RunningServer } from "./harness.ts";
 
 const ROOT = join(import.meta.dir, "..");
 const PATHS = { me: "/v2/auth/me", space: "/dfs/space", list: "/dfs/listobjects", healthz: "/healthz" } as const;
@@ -44,7 +44,6 @@ const logLevel = values["log-level"];
 if (!["debug", "info", "warn", "error"].includes(logLevel)) usageError(`--log-level must be debug, info, warn or error (got ${logLevel})`);
 const cpuProf = values["cpu-prof"];
 
-const loadavg = () => readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" ");
 const work = mkdtempSync(join(tmpdir(), "stowage-bench-small-"));
 const dataDir = join(work, "data");
 const jwtKey = `0x${randomBytes(32).toString("hex")}`;
@@ -107,17 +106,10 @@ try {
   console.log(
     `small requests, ${connections} keep-alive connections, ${seconds} s per measurement, ${rounds} rounds + 1 warm-up; ` +
       `stowage ${stowage.url} (log level ${logLevel}), elysia ${baseline.url}; ${navigator.hardwareConcurrency} cores, Bun ${Bun.version}, ` +
-      `${new Date().toISOString()}, load average ${loadavg()}; idle CPU (cores, process tree): stowage ${idleStowage.toFixed(3)}, elysia ${idleBaseline.toFixed(3)}`,
+      `${new Date().toISOString()}, load average ${loadAverage()}; idle CPU (cores, process tree): stowage ${idleStowage.toFixed(3)}, elysia ${idleBaseline.toFixed(3)}`,
   );
-  const measure = (server: RunningServer, path: string) => async () => {
-    // The server idles between rounds, so its CPU time across the load test is the serving cost.
-    const cpuBefore = processCpuSeconds(server.proc.pid);
-    const r = await loadTest({ url: `${server.url}${path}`, durationMs: seconds * 1000, connections, headers });
-    const cpuUs = ((processCpuSeconds(server.proc.pid) - cpuBefore) * 1e6) / r.requests;
-    return { rps: r.rps, p50: r.p50Ms, p99: r.p99Ms, cpu: cpuUs, gen: r.generatorCpu };
-  };
-  type Key = "rps" | "p50" | "p99" | "cpu" | "gen";
-  const results: [string, ComparisonResult<Key>][] = [];
+  const measure = (server: RunningServer, path: string) => httpMeasure(server, path, { durationMs: seconds * 1000, connections, headers });
+  const results: [string, ComparisonResult<HttpMetric>][] = [];
   for (const key of paths) {
     const path = PATHS[key];
     results.push([
@@ -126,14 +118,7 @@ try {
         name: `GET ${path}`,
         rounds,
         labels: { subject: "stowage", baseline: "elysia" },
-        metrics: {
-          rps: { unit: "req/s", higherIsBetter: true, label: "throughput" },
-          p50: { unit: "ms", higherIsBetter: false, label: "p50 latency" },
-          p99: { unit: "ms", higherIsBetter: false, label: "p99 latency" },
-          cpu: { unit: "µs", higherIsBetter: false, label: "server CPU per request" },
-          // Not a property of the server: shown so a reader can tell when the generator was the limit.
-          gen: { unit: "cores", higherIsBetter: null, label: "load generator CPU" },
-        },
+        metrics: HTTP_METRICS,
         subject: measure(stowage, path),
         baseline: measure(baseline, path),
       }),
@@ -155,9 +140,8 @@ try {
       cpu.ratio.toFixed(2),
     ]);
   }
-  const widths = (rows[0] as string[]).map((_, c) => Math.max(...rows.map((row) => (row[c] ?? "").length)));
-  console.log(`\nsummary (medians of the rounds; load average at the end ${loadavg()})`);
-  for (const row of rows) console.log(row.map((cell, c) => (c === 0 ? cell.padEnd(widths[c] ?? 0) : cell.padStart(widths[c] ?? 0))).join("  "));
+  console.log(`\nsummary (medians of the rounds; load average at the end ${loadAverage()})`);
+  for (const line of alignColumns(rows)) console.log(line);
 } catch (err) {
   exitCode = 1;
   console.error(`small-requests benchmark failed: ${(err as Error).stack ?? err}`);
