@@ -15,12 +15,23 @@
  *   await grants.register(did, { key, validUntil, signature })
  *   await grants.allows(did, signer) // true while the grant holds
  */
-import { getAddress, isAddress, type Address, type TypedDataDomain } from "viem";
+import { getAddress, hashTypedData, hexToBytes, isAddress, type Address, type Hex, type TypedDataDomain } from "viem";
 import type { Sql } from "../db/sql.ts";
 import { accountError } from "../http/errors.ts";
 import type { Did } from "../identity/did.ts";
-import { isSignature, recoverSessionGrant } from "../identity/eip712.ts";
+import { isSignature, signerOfDigest } from "../identity/eip712.ts";
 import type { DidResolver } from "../identity/resolver.ts";
+import { sessionGrantTypes } from "../sdk/grants.ts";
+
+/**
+ * The address that signed a `SessionGrant` in `domain` (the storage domain): viem's hash, our curve
+ * (identity/eip712.ts's signerOfDigest, as for the other messages). Its typed data is the one the
+ * wallet signs, the SDK's sessionGrantTypes: the SDK's published declarations may name no server
+ * module (scripts/build-sdk.ts), and identity/ may not import the SDK (the SDK imports identity/:
+ * a folder cycle), so the grant is recovered here. Async as the others: a refusal is a rejection.
+ */
+export const recoverSessionGrant = async (domain: TypedDataDomain, message: { key: Address; /** Unix seconds. */ validUntil: bigint }, signature: Hex): Promise<Address> =>
+  signerOfDigest(hexToBytes(hashTypedData({ domain, types: sessionGrantTypes, primaryType: "SessionGrant", message })), signature);
 
 /** D19: a grant lasts at most a day. */
 export const MAX_GRANT_S = 24 * 3600;

@@ -51,24 +51,6 @@ export interface VoucherMessage {
   size: bigint;
 }
 
-/**
- * D19: the wallet lets a console's session key sign `Request` and `Voucher` messages (never a
- * login, a purchase or a key mint) until `validUntil`. Off chain: registered at the gateway
- * (POST /v2/session-grants), nothing written to the registry.
- */
-export const sessionGrantTypes = {
-  SessionGrant: [
-    { name: "key", type: "address" },
-    { name: "validUntil", type: "uint64" },
-  ],
-} as const;
-
-export interface SessionGrantMessage {
-  key: Address;
-  /** Unix seconds. */
-  validUntil: bigint;
-}
-
 export const storageDomain = (chainId: number, proxy: Address): TypedDataDomain => ({ name: "Stowage", version: "1", chainId, verifyingContract: proxy });
 
 /**
@@ -96,9 +78,6 @@ export const recoverRequest = async (domain: TypedDataDomain, message: RequestMe
   recovered(hashTypedData({ domain, types: storageTypes, primaryType: "Request", message }), signature);
 
 export const voucherHash = (domain: TypedDataDomain, message: VoucherMessage) => hashTypedData({ domain, types: storageTypes, primaryType: "Voucher", message });
-
-export const recoverSessionGrant = async (domain: TypedDataDomain, message: SessionGrantMessage, signature: Hex) =>
-  recovered(hashTypedData({ domain, types: sessionGrantTypes, primaryType: "SessionGrant", message }), signature);
 
 /** 65-byte signatures only (v 27/28 or 0/1): a malformed one is refused before any curve work. */
 export const isSignature = (s: unknown): s is Hex => typeof s === "string" && /^0x[0-9a-fA-F]{130}$/.test(s);

@@ -17,7 +17,8 @@ import type { SessionGrant } from "./wire.ts";
 
 export type { SessionGrant };
 
-/** The EIP-712 type a wallet signs for a session key, in the storage domain (name "Stowage", version "1", chainId, the Proxy). */
+/** The EIP-712 type a wallet signs for a session key, in the storage domain (name "Stowage", version "1", chainId, the Proxy):
+ * the only spelling, the gateway recovers grants with it too (grants/service.ts). */
 export const sessionGrantTypes = {
   SessionGrant: [
     { name: "key", type: "address" },

@@ -10,7 +10,7 @@ import { generatePrivateKey, privateKeyToAccount, type LocalAccount } from "viem
 import type { Address } from "viem";
 import { createGrants, grantsRoutes, type Grants } from "../../src/grants/index.ts";
 import { errorHandler } from "../../src/http/error-handler.ts";
-import { sessionGrantTypes } from "../../src/identity/eip712.ts";
+import { sessionGrantTypes } from "../../src/sdk/grants.ts";
 import { canonicalDid, type Did } from "../../src/identity/did.ts";
 import { connectStorage } from "../../src/sdk/storage.ts";
 import { get, postJson, readJson, type Json } from "../support/app.ts";

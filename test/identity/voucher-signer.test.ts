@@ -8,7 +8,9 @@ import { describe, expect, test } from "bun:test";
 import { secp256k1 } from "@noble/curves/secp256k1.js";
 import { bytesToHex, hexToBytes, numberToHex, recoverTypedDataAddress, type Address, type Hex } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
-import { recoverLogin, recoverRequest, recoverSessionGrant, sessionGrantTypes, storageDomain, storageTypes } from "../../src/identity/eip712.ts";
+import { recoverSessionGrant } from "../../src/grants/service.ts";
+import { recoverLogin, recoverRequest, storageDomain, storageTypes } from "../../src/identity/eip712.ts";
+import { sessionGrantTypes } from "../../src/sdk/grants.ts";
 import { voucherSigner } from "../../src/identity/voucher-signer.ts";
 
 const N = secp256k1.Point.CURVE().n;

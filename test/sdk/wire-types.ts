@@ -9,8 +9,7 @@ import type { ChainRecord as ServerChainRecord } from "../../src/chain/records.t
 import type { SearchResult as ServerSearchResult } from "../../src/directory/search.ts";
 import type * as server from "../../src/http/model.ts";
 import type { DelegateType as ServerDelegateType } from "../../src/identity/delegates.ts";
-import type { RequestAction as ServerRequestAction, sessionGrantTypes as serverSessionGrantTypes } from "../../src/identity/eip712.ts";
-import type { sessionGrantTypes as sdkSessionGrantTypes } from "../../src/sdk/grants.ts";
+import type { RequestAction as ServerRequestAction } from "../../src/identity/eip712.ts";
 import type { GrantView as ServerSessionGrant } from "../../src/grants/routes.ts";
 import type { ListedKey as ServerListedKey, MintedKey as ServerMintedKey } from "../../src/keys/model.ts";
 import type { KeyAccess as ServerKeyScope, KeyBucket as ServerKeyBucket } from "../../src/keys/service.ts";
@@ -43,6 +42,4 @@ export const wireTypesEqual: Record<string, true> = {
   MintedKey: true satisfies Equals<sdk.MintedKey, ServerMintedKey>,
   ListedKey: true satisfies Equals<sdk.ListedKey, ServerListedKey>,
   SessionGrant: true satisfies Equals<sdk.SessionGrant, ServerSessionGrant>,
-  // The typed data a wallet signs for a session key: the SDK's copy is the gateway's, field by field.
-  sessionGrantTypes: true satisfies Equals<typeof sdkSessionGrantTypes, typeof serverSessionGrantTypes>,
 };
