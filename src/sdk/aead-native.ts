@@ -5,7 +5,7 @@
  * at ≈ 1,100 MiB/s, which is what brings an encrypted transfer near a plain one (issue 16). The
  * library is the one Debian ships (libsodium23, already on most systems); where it is missing the
  * payload stays on WASM. As with WASM, it is used only after it seals a fixed message exactly as
- * @noble does, and it seals straight into the caller's buffer (no copy per chunk).
+ * @noble does, and it seals straight into the caller's buffer and opens in place (no copy per chunk).
  *
  * @example
  *   const native = nativeAead()          // undefined without libsodium
@@ -15,6 +15,8 @@ import { dlopen, FFIType, ptr, type Pointer } from "bun:ffi";
 import { nobleAead, usePayloadAead, type Aead } from "./aead.ts";
 
 const TAG = 16;
+/** Where a chunk is opened before its plaintext goes back over it (a STREAM chunk at most, +1 so an empty one has an address). */
+const opened = new Uint8Array(64 * 1024 + 1);
 /** Sonames tried in order: Debian/Ubuntu, other Linux, macOS (Homebrew). */
 const LIBRARIES = ["libsodium.so.23", "libsodium.so.26", "libsodium.so", "libsodium.23.dylib", "libsodium.26.dylib", "libsodium.dylib"];
 
@@ -65,15 +67,26 @@ export function nativeAead(): Aead | undefined {
       encrypt(ptr(out), null, at(plain), plain.length, null, 0, null, ptr(nonce), ptr(key));
     },
     open(key, nonce, sealed) {
-      if (sealed.length < TAG) return null;
-      const out = new Uint8Array(sealed.length - TAG);
-      return aead.openInto?.(key, nonce, sealed, out) ? out : null;
-    },
-    openInto(key, nonce, sealed, out) {
       check(key, nonce);
-      if (sealed.length < TAG || out.length !== sealed.length - TAG) return false;
-      // libsodium checks the tag before it writes a byte. A zero-length output still needs somewhere to point.
-      return decrypt(out.length > 0 ? ptr(out) : ptr(new Uint8Array(1)), null, null, ptr(sealed), sealed.length, null, 0, ptr(nonce), ptr(key)) === 0;
+      if (sealed.length < TAG) return null;
+      // A zero-length output still needs somewhere to point.
+      const out = new Uint8Array(Math.max(1, sealed.length - TAG));
+      if (decrypt(ptr(out), null, null, ptr(sealed), sealed.length, null, 0, ptr(nonce), ptr(key)) !== 0) return null;
+      return out.subarray(0, sealed.length - TAG);
+    },
+    openInPlace(key, nonce, sealed) {
+      check(key, nonce);
+      if (sealed.length < TAG) return false;
+      if (sealed.length - TAG > opened.length) {
+        const plain = aead.open(key, nonce, sealed);
+        if (plain) sealed.set(plain);
+        return plain !== null;
+      }
+      // Not m == c, though libsodium would decrypt so: on a bad tag it zeroes the output, and the
+      // caller must then try the chunk as final (age.ts). So into one warm buffer, copied back.
+      if (decrypt(ptr(opened), null, null, ptr(sealed), sealed.length, null, 0, ptr(nonce), ptr(key)) !== 0) return false;
+      sealed.set(opened.subarray(0, sealed.length - TAG));
+      return true;
     },
   };
   // Same bytes or not at all, as for the WASM build (aead.ts): both directions, and a forgery refused.
@@ -82,10 +95,22 @@ export function nativeAead(): Aead | undefined {
   const plain = new Uint8Array(1000).map((_, i) => (i * 7) & 255);
   const ours = aead.seal(key, nonce, plain);
   const theirs = nobleAead.seal(key, nonce, plain);
-  const opened = aead.open(key, nonce, theirs);
+  const back = aead.open(key, nonce, theirs);
+  const inPlace = theirs.slice();
   const forged = theirs.slice();
   forged[3] = (forged[3] as number) ^ 1;
-  const agrees = ours.length === theirs.length && ours.every((b, i) => b === theirs[i]) && opened !== null && opened.every((b, i) => b === plain[i]) && aead.open(key, nonce, forged) === null;
+  const forgedKept = forged.slice();
+  const agrees =
+    ours.length === theirs.length &&
+    ours.every((b, i) => b === theirs[i]) &&
+    back !== null &&
+    back.every((b, i) => b === plain[i]) &&
+    aead.open(key, nonce, forged) === null &&
+    aead.openInPlace?.(key, nonce, inPlace) === true &&
+    plain.every((b, i) => b === inPlace[i]) &&
+    // A forged chunk stays as it was: the caller tries it again under the other nonce.
+    aead.openInPlace(key, nonce, forged) === false &&
+    forged.every((b, i) => b === forgedKept[i]);
   if (!agrees) return undefined;
   loaded = aead;
   return aead;

@@ -21,9 +21,11 @@ export interface Aead {
   /** Seals into `out` (exactly plain.length + 16 bytes), where the implementation can write
    * there directly (native libsodium, aead-native.ts): the stream then fills one large buffer. */
   sealInto?(key: Uint8Array, nonce: Uint8Array, plain: Uint8Array, out: Uint8Array): void;
-  /** Opens into `out` (exactly sealed.length − 16 bytes); false, with `out` untouched, when the
-   * tag does not verify. */
-  openInto?(key: Uint8Array, nonce: Uint8Array, sealed: Uint8Array, out: Uint8Array): boolean;
+  /** Opens `sealed` where it lies: its first sealed.length − 16 bytes become the plaintext. False,
+   * with `sealed` unchanged, when the tag does not verify. A download opens its chunks in the
+   * fetched bytes themselves (age.ts), so no output buffer is written: fresh memory costs as
+   * much to fill as the native cipher takes to run. */
+  openInPlace?(key: Uint8Array, nonce: Uint8Array, sealed: Uint8Array): boolean;
 }
 
 export const nobleAead: Aead = {
@@ -34,6 +36,16 @@ export const nobleAead: Aead = {
       return chacha20poly1305(key, nonce).decrypt(sealed);
     } catch {
       return null;
+    }
+  },
+  openInPlace(key, nonce, sealed) {
+    if (sealed.length < 16) return false;
+    try {
+      // noble checks the tag before it writes, then decrypts within the one buffer.
+      chacha20poly1305(key, nonce).decrypt(sealed, sealed.subarray(0, sealed.length - 16));
+      return true;
+    } catch {
+      return false;
     }
   },
 };
@@ -67,7 +79,8 @@ async function loadSodium(): Promise<Aead> {
   };
   // In place: the wrappers allocate, copy in, copy out and free five buffers per call, about as
   // much time as the cipher itself on a 64 KiB chunk; one region kept for the process instead,
-  // and the result copied straight into the caller's buffer (so sealing fills 1 MiB pieces, age.ts).
+  // and the result copied straight into the caller's buffer (so sealing fills 1 MiB pieces, age.ts),
+  // or, opening, back over the sealed chunk.
   const raw = (sodium as unknown as { libsodium?: Partial<RawSodium> }).libsodium;
   if (raw?.HEAPU8 && raw._malloc && raw._crypto_aead_chacha20poly1305_ietf_encrypt && raw._crypto_aead_chacha20poly1305_ietf_decrypt) {
     const lib = raw as RawSodium;
@@ -90,16 +103,16 @@ async function loadSodium(): Promise<Aead> {
       lib._crypto_aead_chacha20poly1305_ietf_encrypt(OUT, 0, IN, plain.length, 0, 0, 0, 0, 0, N, K);
       out.set(lib.HEAPU8.subarray(OUT, OUT + out.length));
     };
-    aead.openInto = (key, nonce, sealed, out) => {
-      if (sealed.length < 16 || out.length !== sealed.length - 16) return false;
+    aead.openInPlace = (key, nonce, sealed) => {
+      if (sealed.length < 16) return false;
       if (sealed.length > IN_PLACE_MAX + 16) {
         const plain = aead.open(key, nonce, sealed);
-        if (plain) out.set(plain);
+        if (plain) sealed.set(plain);
         return plain !== null;
       }
       load(key, nonce, sealed);
       if (lib._crypto_aead_chacha20poly1305_ietf_decrypt(OUT, 0, 0, IN, sealed.length, 0, 0, 0, 0, N, K) !== 0) return false;
-      out.set(lib.HEAPU8.subarray(OUT, OUT + out.length));
+      sealed.set(lib.HEAPU8.subarray(OUT, OUT + sealed.length - 16));
       return true;
     };
   }
@@ -110,16 +123,16 @@ async function loadSodium(): Promise<Aead> {
   const theirs = nobleAead.seal(key, nonce, plain);
   const same = (a: Uint8Array | null) => a !== null && a.length === theirs.length && a.every((b, i) => b === theirs[i]);
   if (!same(aead.seal(key, nonce, plain))) throw new Error("libsodium's ChaCha20-Poly1305 disagrees with @noble's");
-  if (aead.sealInto && aead.openInto) {
+  if (aead.sealInto && aead.openInPlace) {
     const into = new Uint8Array(plain.length + 16);
     aead.sealInto(key, nonce, plain, into);
-    const back = new Uint8Array(plain.length);
+    const back = theirs.slice();
     const forged = theirs.slice();
     forged[0] = (forged[0] as number) ^ 1;
     // Without the in-place path, not without libsodium: the wrappers still serve.
-    if (!same(into) || !aead.openInto(key, nonce, theirs, back) || !back.every((b, i) => b === plain[i]) || aead.openInto(key, nonce, forged, back)) {
+    if (!same(into) || !aead.openInPlace(key, nonce, back) || !plain.every((b, i) => b === back[i]) || aead.openInPlace(key, nonce, forged)) {
       delete aead.sealInto;
-      delete aead.openInto;
+      delete aead.openInPlace;
     }
   }
   return aead;

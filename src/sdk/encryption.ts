@@ -360,7 +360,9 @@ export async function connectEncryption(opts: EncryptionOptions) {
       return o.raw ? { body: response.body ?? new Blob([]).stream(), encrypted: false, response } : open(response, cid);
     },
 
-    /** Decrypts a download already made (`store.download` of the whole file) when it is `age`. */
+    /** Decrypts a download already made (`store.download` of the whole file) when it is `age`.
+     * Its body is decrypted in place (no copy): a clone of `response` made before shares the
+     * body's bytes in Bun, so read no clone of it. */
     open,
   };
 
@@ -370,11 +372,12 @@ export async function connectEncryption(opts: EncryptionOptions) {
     const ownerDid = response.headers.get("x-stowage-owner") ?? store.did;
     const owner = getAddress(ownerDid.split(":").pop() as string);
     try {
-      if (isAddressEqual(owner, me)) return { body: decryptStream([await identityOnce()], body), encrypted: true, response };
+      // The body's chunks are this call's alone (see `open` above): each is decrypted where it lies (age.ts).
+      if (isAddressEqual(owner, me)) return { body: decryptStream([await identityOnce()], body, { inPlace: true }), encrypted: true, response };
       const share = await api<{ header: string }>("GET", `/v2/shares/${owner}/${cid}`);
       if (share.status === 404) throw new EncryptionError("no_share", `${cid} is encrypted, and ${owner} has shared its key with no key of yours (${me}): ask the owner to \`stowage grant ${cid} ${me}\``, 404);
       if (share.status !== 200 || !share.data) throw refused(share, "reading the share");
-      return { body: decryptWithHeader([await identityOnce()], utf8ToBytes(share.data.header), body), encrypted: true, response };
+      return { body: decryptWithHeader([await identityOnce()], utf8ToBytes(share.data.header), body, { inPlace: true }), encrypted: true, response };
     } catch (err) {
       await body.cancel().catch(() => {});
       throw err;

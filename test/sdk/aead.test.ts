@@ -22,7 +22,7 @@ test("libsodium's WASM loads here and seals and opens in place (its heap, not th
   const aead = await payloadAead();
   expect(aead.name).toBe("libsodium");
   expect(typeof aead.sealInto).toBe("function");
-  expect(typeof aead.openInto).toBe("function");
+  expect(typeof aead.openInPlace).toBe("function");
 });
 
 test("a forged chunk is refused by both (null, not a throw)", async () => {

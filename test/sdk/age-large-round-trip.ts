@@ -78,7 +78,8 @@ try {
       },
     }),
   );
-  const opened = await hashOf(decryptStream([identity], tee));
+  // In place, as enc.download opens a fetch body: the pieces are this stream's alone once hashed.
+  const opened = await hashOf(decryptStream([identity], tee, { inPlace: true }));
   clearInterval(timer);
   peak = Math.max(peak, process.memoryUsage().rss);
   console.log(

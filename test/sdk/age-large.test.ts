@@ -25,7 +25,7 @@ async function roundTrip(mib: number, aead: "native" | "wasm") {
   expect(r.sameCiphertext).toBe(true);
   console.log(`${r.aead}: rss grew ${r.grewMiB.toFixed(1)} MiB over a ${(r.total / 2 ** 20).toFixed(0)} MiB round trip in ${r.seconds.toFixed(1)} s`);
   // An eighth of 1 GiB, half of 256 MiB: streaming stays near 25–60 MiB whatever the size (garbage
-  // between collections, and the 1 MiB pieces of a batch).
+  // between collections, and the 1 MiB pieces of a sealed batch).
   expect(r.grewMiB).toBeLessThan(128);
 }
 

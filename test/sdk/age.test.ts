@@ -187,7 +187,7 @@ describe("tampering is refused", () => {
   });
 });
 
-test("both directions read one 1 MiB piece (16 chunks) ahead at most, not the whole input", async () => {
+test("sealing reads one 1 MiB piece (16 chunks) ahead at most, opening one chunk, not the whole input", async () => {
   // A source that counts what is pulled from it: 64 MiB on offer, the reader wants one chunk.
   const counting = (bytes: (at: number) => Uint8Array, total: number) => {
     const seen = { pulled: 0 };
@@ -215,9 +215,12 @@ test("both directions read one 1 MiB piece (16 chunks) ahead at most, not the wh
   const sealed = await encrypt([recipient], plain);
   const src2 = counting((at) => sealed.subarray(at, at + 4096), sealed.length);
   const plainOut = decryptStream([identity], src2.stream).getReader();
+  // Opening hands out the input's own pieces, less the tags, as soon as the chunks in them are
+  // open: the first comes after one chunk and a byte (the final flag's look-ahead), header and nonce.
   const first = await plainOut.read();
-  expect(first.value).toEqual(plain.subarray(0, PIECE));
-  expect(src2.seen.pulled).toBeLessThanOrEqual(PIECE + 2 * (CHUNK_SIZE + 16) + 4096);
+  expect(first.value?.length).toBeGreaterThan(0);
+  expect(first.value).toEqual(plain.subarray(0, first.value?.length));
+  expect(src2.seen.pulled).toBeLessThanOrEqual(1024 + CHUNK_SIZE + 16 + 1 + 4096);
   await plainOut.cancel();
 });
 
