@@ -8,7 +8,9 @@
  */
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
 import { readdirSync, statSync } from "node:fs";
+import { join } from "node:path";
 import { nobleAead, payloadAead, usePayloadAead, type Aead } from "../../src/sdk/aead.ts";
+import { connectEncryption } from "../../src/sdk/encryption.ts";
 import { bunFileSpool, defaultSpool } from "../../src/sdk/spool.ts";
 import { StorageApiError } from "../../src/sdk/storage.ts";
 import { BASE } from "../support/storage.ts";
@@ -62,7 +64,6 @@ test("a refused encrypted upload leaves no spool file behind", async () => {
 test("without a spool (as on Node) both passes seal, the same bytes, and the upload is accepted", async () => {
   const u = await env.user();
   await u.enc.publish();
-  const { connectEncryption } = await import("../../src/sdk/encryption.ts");
   const enc = await connectEncryption({ baseUrl: BASE, store: u.store, account: u.account, fetch: env.fetch, spool: null });
   seals = 0;
   const entry = await enc.upload("dfs", plain, { name: "twice.bin" });
@@ -70,13 +71,32 @@ test("without a spool (as on Node) both passes seal, the same bytes, and the upl
   expect(sha256(await bytesOf((await enc.download("dfs", entry.Cid)).body))).toBe(sha256(plain));
 });
 
-test("on Bun the default spool is a file", () => {
-  expect(defaultSpool()).toBeDefined();
+test("on Bun the default spool is a 0600 file in TMPDIR, removed by drop; its Blob reads back the bytes kept, as often as asked", async () => {
+  const dir = tempDir("default-spool");
+  const tmpdirBefore = process.env.TMPDIR;
+  process.env.TMPDIR = dir;
+  try {
+    const spool = defaultSpool();
+    if (!spool) throw new Error("no default spool on Bun");
+    const kept = crypto.getRandomValues(new Uint8Array(3 * 65536 + 5));
+    const blob = await spool.keep(new Blob([kept]).stream());
+    const files = readdirSync(dir);
+    expect(files).toHaveLength(1);
+    expect(statSync(join(dir, files[0] as string)).mode & 0o777).toBe(0o600);
+    expect(blob.size).toBe(kept.length);
+    // The upload reads it twice (hash pass, upload pass): both see the same bytes.
+    expect(sha256(await blob.bytes())).toBe(sha256(kept));
+    expect(sha256(await blob.bytes())).toBe(sha256(kept));
+    await spool.drop();
+    expect(readdirSync(dir)).toEqual([]);
+  } finally {
+    if (tmpdirBefore === undefined) delete process.env.TMPDIR;
+    else process.env.TMPDIR = tmpdirBefore;
+  }
 });
 
 /** The user's encryption client with its spool in `dir`, noting the spool file's mode while it exists. */
 async function withSpool(u: Awaited<ReturnType<typeof env.user>>, dir: string) {
-  const { connectEncryption } = await import("../../src/sdk/encryption.ts");
   const spool = () => {
     const inner = bunFileSpool(dir);
     return {
