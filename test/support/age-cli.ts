@@ -14,9 +14,21 @@ function haveLibsodium(): boolean {
   return out.success && /\slibsodium\.so\.23 /.test(out.stdout.toString());
 }
 
+/** The first ensureAgeCli's check (and install), which every later call in this process shares:
+ * what it found stays true, so ldconfig runs once, not once per test that needs `age`. */
+let ready: Promise<void> | undefined;
+
 /** Resolves once `age` and `age-keygen` are on PATH and libsodium23 is installed (scripts/age.sh
  * installs them together: a machine with `age` alone must still get the library the native tests use). */
-export async function ensureAgeCli(): Promise<void> {
+export function ensureAgeCli(): Promise<void> {
+  ready ??= checkOrInstall().catch((err: unknown) => {
+    ready = undefined; // a failed install is tried again by the next caller
+    throw err;
+  });
+  return ready;
+}
+
+async function checkOrInstall(): Promise<void> {
   if (Bun.which("age") && Bun.which("age-keygen") && haveLibsodium()) return;
   const proc = Bun.spawn(["sh", join(ROOT, "scripts", "age.sh"), "install"], { stdout: "inherit", stderr: "inherit" });
   if ((await proc.exited) !== 0) throw new Error("installing age failed (scripts/age.sh install): see the output above");
