@@ -26,6 +26,7 @@ import { join } from "node:path";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { payloadAead, usePayloadAead } from "../src/sdk/aead.ts";
 import { useNativeAead } from "../src/sdk/aead-native.ts";
+import "../src/sdk/bun.ts";
 import { connectEncryption } from "../src/sdk/encryption.ts";
 import { connectStorage } from "../src/sdk/storage.ts";
 import { benchArgs, commandDuration, fmt, processCpuSeconds, startServer } from "./harness.ts";
@@ -34,16 +35,15 @@ const values = benchArgs("Encrypted uploads and downloads against plain ones, th
   rounds: { default: "3", help: "measured rounds" },
   "size-mib": { default: "64", help: "file size in MiB" },
   backend: { default: "dfs", help: "dfs | ipfs" },
-  aead: { default: "auto", help: "payload AEAD: auto | native (system libsodium) | libsodium (WASM) | noble" },
+  aead: { default: "auto", help: "payload AEAD: auto (the SDK's default on Bun: native where it loads) | native (system libsodium) | libsodium (WASM: Node's and browsers' default) | noble" },
   seal: { default: "once", help: "once | twice (the SDK without a spool seals in the hash pass and again)" },
   cli: { help: "measure `stowage put/get` run as COMMAND (dist/stowage, or a src/main.ts) instead of the SDK" },
 });
 const cliArg = values.cli;
-// auto: as the command line does, the system's libsodium where it loads (aead-native.ts), else its WASM build.
+// auto: what the SDK package chooses on Bun by itself (its entry src/sdk/bun.ts, imported above:
+// the system's libsodium where it loads, else its WASM build), as the command line does.
 if (values.aead === "noble" || values.aead === "libsodium") usePayloadAead(values.aead);
-else if (values.aead === "native" || values.aead === "auto") {
-  if (!useNativeAead() && values.aead === "native") throw new Error("the system's libsodium does not load here");
-}
+else if (values.aead === "native" && !useNativeAead()) throw new Error("the system's libsodium does not load here");
 const rounds = Number(values.rounds);
 const MiB = 2 ** 20;
 const size = Number(values["size-mib"]) * MiB;

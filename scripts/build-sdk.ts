@@ -1,6 +1,7 @@
 /**
  * `sh scripts/bun.sh scripts/build-sdk.ts`: builds the SDK package (D19), packages/sdk/dist: ESM for
- * Node ≥ 20 (dist/node) and for browsers (dist/browser) from src/sdk/index.ts, and its .d.ts files
+ * Node ≥ 20 (dist/node) and for browsers (dist/browser) from src/sdk/index.ts, for Bun (dist/bun)
+ * from src/sdk/bun.ts (the same API, the payload's AEAD native where it loads), and its .d.ts files
  * (dist/types) with tsc. Dependencies stay imports (the package's own package.json pins them), so a
  * user's bundler dedupes viem and @noble with their own. Only the SDK's own declarations ship
  * (dist/types/sdk): tsc also prints the server modules the SDK's code imports values from, which
@@ -18,8 +19,11 @@ const external = Object.keys(pkg.dependencies).flatMap((d) => [d, `${d}/*`]);
 
 const started = performance.now();
 rmSync(dist, { recursive: true, force: true });
-for (const target of ["node", "browser"] as const) {
-  const out = await Bun.build({ entrypoints: [join(root, "src", "sdk", "index.ts")], outdir: join(dist, target), target, format: "esm", external, sourcemap: "linked" });
+// Bun gets an entry of its own (src/sdk/bun.ts, the "bun" export condition): the same API, with
+// the system's libsodium through bun:ffi for the payload, which the other two must never import.
+for (const target of ["node", "browser", "bun"] as const) {
+  const entry = join(root, "src", "sdk", target === "bun" ? "bun.ts" : "index.ts");
+  const out = await Bun.build({ entrypoints: [entry], outdir: join(dist, target), naming: "index.js", target, format: "esm", external, sourcemap: "linked" });
   if (!out.success) {
     for (const log of out.logs) console.error(log);
     throw new Error(`SDK build for ${target} failed`);

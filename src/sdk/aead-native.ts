@@ -1,6 +1,7 @@
 /**
  * The payload's ChaCha20-Poly1305 in the system's own libsodium, through Bun's FFI (Bun only, so
- * the SDK's index does not export it: its browser and Node builds never see `bun:ffi`). libsodium's
+ * the SDK's index does not import it: its browser and Node builds never see `bun:ffi`; the
+ * package's Bun entry, bun.ts, offers it to the default). libsodium's
  * WASM build runs at ≈ 250 MiB/s here; the native library, with its SIMD ChaCha20 and Poly1305,
  * at ≈ 1,100 MiB/s, which is what brings an encrypted transfer near a plain one (issue 16). The
  * library is the one Debian ships (libsodium23, already on most systems); where it is missing the

@@ -139,11 +139,28 @@ async function loadSodium(): Promise<Aead> {
 }
 
 let chosen: Promise<Aead> | undefined;
+let offered: (() => Aead | undefined) | undefined;
 
-/** The payload's AEAD: libsodium's WASM once loaded (once per process), else @noble's. */
+/** The payload's AEAD (chosen once per process): one the runtime offers where it loads, else
+ * libsodium's WASM, else @noble's. */
 export function payloadAead(): Promise<Aead> {
-  chosen ??= loadSodium().catch(() => nobleAead);
+  chosen ??= (async () => {
+    try {
+      const fast = offered?.();
+      if (fast) return fast;
+    } catch {
+      // offered but unusable here: the WASM build serves
+    }
+    return loadSodium();
+  })().catch(() => nobleAead);
   return chosen;
+}
+
+/** Offers the default a faster AEAD to try first, before its first use; `find` answers undefined
+ * where it cannot load. The SDK's Bun entry (bun.ts) offers the system's libsodium through FFI
+ * (aead-native.ts), so Bun users of the package get it unasked; Node and browsers never see it. */
+export function offerPayloadAead(find: () => Aead | undefined): void {
+  offered = find;
 }
 
 /** Pins the payload's AEAD: by name (the bench compares them; tests check @noble still agrees),

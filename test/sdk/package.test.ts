@@ -5,10 +5,12 @@
  * byte-exact and lists. A Buffer or Bun.* left on that path fails here, not in a user's hands.
  * The declarations are checked through "exports" too, from a DOM project with no Bun types, and
  * must name no module outside the package (no server model, so no Elysia or drizzle for users).
+ * Under Bun the package's own entry ("bun" condition) gives the payload the system's libsodium.
  */
 import { expect, test } from "bun:test";
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { ensureAgeCli } from "../support/age-cli.ts";
 import { runBinary, startBinary } from "../support/binary.ts";
 import { tempDir } from "../support/tmp.ts";
 
@@ -20,13 +22,13 @@ const timeout = 120_000;
  * self-reference through "exports" → dist/node/index.js; viem/accounts from the root's node_modules.
  * Logs in, prints the DID, waits for a line on stdin (the test grants quota), then works. */
 const SCRIPT = `
-import { connectStorage } from "@stowage/sdk";
+import { connectStorage, payloadAead } from "@stowage/sdk";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { createInterface } from "node:readline";
 const out = (o) => process.stdout.write(JSON.stringify(o) + "\\n");
 const store = await connectStorage({ baseUrl: process.argv[2], account: privateKeyToAccount(generatePrivateKey()) });
 await store.login();
-out({ did: store.did, bun: typeof globalThis.Bun });
+out({ did: store.did, bun: typeof globalThis.Bun, aead: (await payloadAead()).name });
 for await (const _ of createInterface({ input: process.stdin })) break;
 let pathError = "";
 try { await store.upload("dfs", "/etc/hostname"); } catch (e) { pathError = e.constructor.name + ": " + e.message; }
@@ -63,7 +65,7 @@ async function* lines(stream: ReadableStream<Uint8Array>) {
 }
 
 test(
-  "the built @stowage/sdk runs on node: login, upload to dfs, byte-exact download, list; the browser build imports no node: or bun:",
+  "the built @stowage/sdk runs on node: login, upload to dfs, byte-exact download, list; the browser build imports no node: or bun:; on Bun its own entry opens the payload with the system libsodium",
   async () => {
     const build = Bun.spawnSync([process.execPath, join(root, "scripts", "build-sdk.ts")], { cwd: root, stdout: "pipe", stderr: "pipe", env: { ...process.env, BUN_BE_BUN: "1" } });
     expect(build.stderr.toString()).not.toContain("error");
@@ -78,6 +80,15 @@ test(
       expect(js).not.toMatch(/\bBuffer\.from\b/);
     }
     expect(readdirSync(join(dist, "types", "sdk"))).toContain("index.d.ts");
+
+    // Bun resolves the package's "bun" condition: the same API, the payload sealed and opened by
+    // the system's libsodium (installed with age, test/support/age-cli.ts) without being asked.
+    await ensureAgeCli();
+    const onBun = join(dist, "bun-smoke.mjs");
+    writeFileSync(onBun, 'import { payloadAead, connectEncryption } from "@stowage/sdk";\nconsole.log(JSON.stringify({ aead: (await payloadAead()).name, api: typeof connectEncryption }));\n');
+    const bunRun = Bun.spawnSync([process.execPath, onBun], { cwd: join(root, "packages", "sdk"), stdout: "pipe", stderr: "pipe", env: { ...process.env, BUN_BE_BUN: "1" } });
+    expect(bunRun.stderr.toString()).toBe("");
+    expect(JSON.parse(bunRun.stdout.toString())).toEqual({ aead: "libsodium-native", api: "function" });
     // The declarations name only the package's own files and its dependencies: no server module
     // (http/model.ts and its Elysia, drizzle schemas), which a user of the package does not have.
     expect(readdirSync(join(dist, "types"))).toEqual(["sdk"]);
@@ -106,8 +117,9 @@ test(
       const it = lines(node.stdout);
       const first = await it.next();
       if (first.done) throw new Error(`node exited before logging in: ${await stderr}`);
-      const { did, bun } = JSON.parse(first.value) as { did: string; bun: string };
+      const { did, bun, aead } = JSON.parse(first.value) as { did: string; bun: string; aead: string };
       expect(bun).toBe("undefined");
+      expect(aead).toBe("libsodium");
       expect(did).toStartWith("did:");
       for (const quota of [["--space", "16MiB"], ["--traffic", "16MiB"]]) {
         const grant = await runBinary(["admin", "grant", "--did", did, ...quota, "--data-dir", dataDir]);
