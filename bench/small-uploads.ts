@@ -2,7 +2,10 @@
  * Small uploads (issue 10's row "4 KiB × 16 in flight"): uploads per second of 4 KiB files of fresh
  * random bytes, 16 requests in flight, against a plain server that parses the same multipart body,
  * hashes the file part and writes it to one fsync'd file each (`bench/storage.ts
- * --baseline-server`). Measured in alternation, a fixed number of uploads per measurement.
+ * --baseline-server`). Measured in alternation, a fixed number of uploads per measurement. Each
+ * upload names a new file, as the baseline writes a new one; with `--replace` every upload names
+ * the same file, so each also replaces the last one and deletes its content (work the baseline
+ * does not do; until 2026-11-23 this was the only mode).
  *
  * - Stowage: the real server (`bun src/main.ts serve`, or `dist/stowage` with `--binary`) over a
  *   temporary data dir, log level `error`, one account granted space and traffic, logged in with
@@ -18,7 +21,7 @@
  * utime + stime of the server alone, not its embedded anvil): the steady number on a shared machine.
  *
  * Run: bun bench/small-uploads.ts [--rounds 3] [--uploads 400] [--in-flight 16] [--kib 4]
- *        [--backends dfs,ipfs] [--sha256-payload] [--binary] [--cpu-prof DIR]   (--help: every option)
+ *        [--backends dfs,ipfs] [--sha256-payload] [--replace] [--binary] [--cpu-prof DIR]   (--help: every option)
  */
 import { randomBytes } from "node:crypto";
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
@@ -39,6 +42,7 @@ const values = benchArgs("Small uploads: Stowage against a plain multipart + SHA
   kib: { default: "4", help: "file size in KiB" },
   backends: { default: "dfs", help: "dfs, ipfs or both, comma-separated" },
   "sha256-payload": { boolean: true, help: "sign the file's SHA-256 instead of its Cid (D5's older form)" },
+  replace: { boolean: true, help: "every upload names the same file (replacing the last, deleting its content) instead of a new one" },
   binary: { boolean: true, help: "measure the compiled dist/stowage instead of src/ under Bun" },
   "cpu-prof": { help: "Stowage writes a CPU profile (.cpuprofile and .md) to this folder when it stops" },
 });
@@ -51,18 +55,21 @@ if (backends.some((b) => b !== "dfs" && b !== "ipfs")) usageError("--backends ta
 const useBinary = values.binary === true;
 /** Sign the file's SHA-256 instead of its Cid (D5's older form; servers before the Cid payload take only it). */
 const sha256Payload = values["sha256-payload"] === true;
+const replace = values.replace === true;
+/** Files named so far (without --replace, each upload names a new one). */
+let named = 0;
 if (useBinary && !existsSync(BINARY)) usageError(`--binary: ${BINARY} is missing; run \`bun run build\` first`);
 const cpuProf = values["cpu-prof"];
 if (cpuProf && useBinary) usageError("--cpu-prof profiles `bun src/main.ts`, not --binary");
 
 /** One multipart body: the fields, then the file part (as the SDK builds it). */
-function multipart(fields: Record<string, string>, file: Uint8Array): { body: Uint8Array; type: string } {
+function multipart(fields: Record<string, string>, file: Uint8Array, filename = "small.bin"): { body: Uint8Array; type: string } {
   const boundary = `----stowage${randomBytes(12).toString("hex")}`;
   const enc = new TextEncoder();
   const head = enc.encode(
     Object.entries(fields)
       .map(([k, v]) => `--${boundary}\r\nContent-Disposition: form-data; name="${k}"\r\n\r\n${v}\r\n`)
-      .join("") + `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="small.bin"\r\nContent-Type: application/octet-stream\r\n\r\n`,
+      .join("") + `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="${filename}"\r\nContent-Type: application/octet-stream\r\n\r\n`,
   );
   const tail = enc.encode(`\r\n--${boundary}--\r\n`);
   const body = new Uint8Array(head.length + file.length + tail.length);
@@ -130,7 +137,7 @@ try {
   /** Voucher sizes far above what is used, each distinct: every one is accepted once (D6). */
   let voucherSize = 2n ** 40n + BigInt(Date.now() % 1_000_000) * 1_000_000n;
 
-  const header = `small uploads: ${fileBytes / 1024} KiB × ${inFlight} in flight, ${perRound} per measurement, ${rounds} rounds + 1 warm-up; stowage ${stowage.url} (log level error, embedded chain) against the plain multipart + SHA-256 + fsync'd file server ${baseline.url}; 2 cores, Bun ${Bun.version}, load average ${readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" ")}`;
+  const header = `small uploads: ${fileBytes / 1024} KiB × ${inFlight} in flight, ${perRound} per measurement, ${rounds} rounds + 1 warm-up, ${replace ? "every upload replacing one file" : "a new file each"}; stowage ${stowage.url} (log level error, embedded chain) against the plain multipart + SHA-256 + fsync'd file server ${baseline.url}; 2 cores, Bun ${Bun.version}, load average ${readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" ")}`;
   console.error(header);
   const lines: string[] = [header];
   for (const kind of backends) {
@@ -143,7 +150,7 @@ try {
         const signed = await store.signRequest("upload", payload);
         const size = (voucherSize += 1_000_000n);
         const sign = await account.signTypedData({ domain, types: storageTypes, primaryType: "Voucher", message: { seller: info.seller as `0x${string}`, size } });
-        const { body, type } = multipart({ ...signed, size: String(size), sign }, file);
+        const { body, type } = multipart({ ...signed, size: String(size), sign }, file, replace ? "small.bin" : `small-${++named}.bin`);
         requests.push({ url: `${stowage.url}/${kind}/`, headers: { authorization: `Bearer ${accessToken}`, "content-type": type }, body });
       }
       return run(stowage.proc.pid, requests);
