@@ -17,7 +17,6 @@
  * Run: bun bench/chain.ts [--rounds 5] [--calls 300] [--seconds 2] [--concurrency 16] [--buys 20] [--log-level error]
  *      (--help: every option)
  */
-import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { createPublicClient, createWalletClient, http, parseEther, parseGwei, type Address, type Chain, type PublicClient, type Transport } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
@@ -27,7 +26,7 @@ import { socketPath } from "../src/chain/devnet.ts";
 import { ipcEndpoint, rpcCall } from "../src/chain/endpoint.ts";
 import { connectGateway } from "../src/sdk/chain.ts";
 import { connectStorage } from "../src/sdk/storage.ts";
-import { assertLoopback, benchArgs, compareMany, fmt, intOption, percentile, positiveOption, processCpuSeconds, startServer, usageError, type RunningServer } from "./harness.ts";
+import { assertLoopback, benchArgs, compareMany, fmt, intOption, loadAverage, percentile, positiveOption, processCpuSeconds, startServer, usageError, type RunningServer } from "./harness.ts";
 
 /** Bytes per purchase, and the wei the bare side deposits per transaction: the purchase's cost at 1 gwei/byte. */
 const BUY_SIZE = 1000;
@@ -51,7 +50,6 @@ const buys = intOption(values, "buys");
 const logLevel = values["log-level"];
 if (!["debug", "info", "warn", "error"].includes(logLevel)) usageError(`--log-level must be debug, info, warn or error (got ${logLevel})`);
 
-const loadavg = () => readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" ");
 const sortedOf = (xs: readonly number[]) => Float64Array.from(xs).sort();
 
 /**
@@ -119,7 +117,7 @@ try {
 
   console.log(
     `chain round trips: stowage ${stowage.url} (log level ${logLevel}, /rpc ${info.rpcUrl}) against its embedded chain at ${anvil.label}; ` +
-      `${rounds} rounds + 1 warm-up; ${navigator.hardwareConcurrency} cores, Bun ${Bun.version}, ${new Date().toISOString()}, load average ${loadavg()}`,
+      `${rounds} rounds + 1 warm-up; ${navigator.hardwareConcurrency} cores, Bun ${Bun.version}, ${new Date().toISOString()}, load average ${loadAverage()}`,
   );
 
   // ── 1. the view call ──
@@ -233,7 +231,7 @@ try {
   console.log(
     `summary: a view call through /rpc costs ${fmt(viewResult.metrics.p50.ratio)}× the direct latency (p50) and ` +
       `${fmt(cpu.ratio)}× the CPU (${fmt(cpu.subject.median - cpu.baseline.median)} µs more per call); throughput ${fmt(rps.ratio)}×. ` +
-      `load average at the end: ${loadavg()}`,
+      `load average at the end: ${loadAverage()}`,
   );
 } catch (err) {
   console.error(`chain benchmark failed: ${(err as Error).stack ?? err}`);

@@ -45,7 +45,7 @@ import { cephRgw, stowageS3Env } from "../test/support/ceph.ts";
 import { ensureFresh, STOWAGE_BUILD } from "../test/support/fresh-build.ts";
 import { postgres } from "../test/support/postgres.ts";
 import { tempDir } from "../test/support/tmp.ts";
-import { benchArgs, fmt, intOption, loadTest, percentile, positiveOption, processCpuSeconds, startServer, stats, usageError, type RunningServer, type Stats } from "./harness.ts";
+import { benchArgs, fmt, intOption, loadAverage, loadTest, percentile, positiveOption, processCpuSeconds, startServer, stats, usageError, type RunningServer, type Stats } from "./harness.ts";
 
 const MiB = 2 ** 20;
 const progress = (line: string) => process.stderr.write(`${line}\n`);
@@ -308,7 +308,7 @@ try {
 
   // ── the table ──
   const startedAt = new Date().toISOString().slice(0, 16).replace("T", " ");
-  console.log(`cluster: ${rounds} rounds (+${warmup} warm-up) × ${seconds} s per load and side, in alternation; ${connections} connections for small requests, ${clientCount} upload clients; ${startedAt} UTC, load average ${readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" ")}`);
+  console.log(`cluster: ${rounds} rounds (+${warmup} warm-up) × ${seconds} s per load and side, in alternation; ${connections} connections for small requests, ${clientCount} upload clients; ${startedAt} UTC, load average ${loadAverage()}`);
   for (const load of loads) console.log(`\n${table(load, sides.map((s) => s.name), (side) => samples.get(`${load}/${side}`) ?? [])}`);
   console.log("\nside columns: median (min–max) of the rounds; ratio columns: ratio of the medians (min–max of the per-round paired ratios)");
 } catch (err) {

@@ -23,7 +23,7 @@
  *                             [--cutoff N] [--parts search,indexing] [--events 100000] [--batch 500]
  */
 import type { Database } from "bun:sqlite";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { getAddress, type Address } from "viem";
@@ -38,7 +38,7 @@ import { directoryState } from "../src/directory/state.ts";
 import { keywordText, normalize } from "../src/directory/text.ts";
 import { canonicalDid } from "../src/identity/did.ts";
 import { postgres } from "../test/support/postgres.ts";
-import { benchArgs, compareMany, fmt, percentile } from "./harness.ts";
+import { benchArgs, compareMany, fmt, loadAverage, percentile } from "./harness.ts";
 
 const args = benchArgs("Directory search per query class at a million entries, on SQLite and PostgreSQL; the indexing rate against the state alone.", {
   sizes: { default: "1000000", help: "entry counts to measure, comma-separated" },
@@ -292,7 +292,7 @@ async function benchSearch(size: number) {
   }
   const widths = (table[0] as string[]).map((_, c) => Math.max(...table.map((r) => (r[c] as string).length)));
   const text = table.map((r) => r.map((cell, c) => (c < 2 ? cell.padEnd(widths[c] as number) : cell.padStart(widths[c] as number))).join("  ")).join("\n");
-  process.stdout.write(`search, ${size.toLocaleString("en-US")} entries${cutoff === undefined ? "" : `, cutoff ${cutoff}`}: ${perClass} queries per class × ${rounds} rounds (+1 warm-up), page 1 of 20, load average ${readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" ")}\n${text}\n`);
+  process.stdout.write(`search, ${size.toLocaleString("en-US")} entries${cutoff === undefined ? "" : `, cutoff ${cutoff}`}: ${perClass} queries per class × ${rounds} rounds (+1 warm-up), page 1 of 20, load average ${loadAverage()}\n${text}\n`);
 }
 
 // ───────────────────────────── indexing ─────────────────────────────

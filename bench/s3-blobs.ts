@@ -10,10 +10,9 @@
  * Run: bun bench/s3-blobs.ts [--size-mib 64] [--rounds 2] [--inflight 1,3,6] [--object-mib 1,4]
  */
 import { randomBytes } from "node:crypto";
-import { readFileSync } from "node:fs";
 import { S3BlobStore } from "../src/blob/s3.ts";
 import { cephRgw } from "../test/support/ceph.ts";
-import { benchArgs, cephCpuMs, cpuMs } from "./harness.ts";
+import { benchArgs, cephCpuMs, cpuMs, loadAverage } from "./harness.ts";
 
 const args = benchArgs("D15's 1 MiB objects on Ceph RGW through the S3 blob store alone, against one object through Bun's S3Client: CPU per MiB of the client and of Ceph.", {
   "size-mib": { default: "64", help: "bytes per measurement, in MiB" },
@@ -81,7 +80,7 @@ try {
     const [m, c, k] = [median(rs.map((x) => x.mibps)), median(rs.map((x) => x.client)), median(rs.map((x) => x.ceph))];
     console.log(`${name.padEnd(38)} ${m.toFixed(1).padStart(8)} ${c.toFixed(2).padStart(8)} ${k.toFixed(2).padStart(8)} ${(c + k).toFixed(2).padStart(8)}`);
   }
-  console.log(`load average: ${readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" ")}`);
+  console.log(`load average: ${loadAverage()}`);
 } finally {
   await rgw.stop();
 }

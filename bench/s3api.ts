@@ -17,7 +17,7 @@
  * Run: bun bench/s3api.ts [--rounds 3] [--size-mib 256] [--aws-baseline]   (bun run build first: dist/stowage)
  */
 import { createHash, randomBytes } from "node:crypto";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
@@ -26,7 +26,7 @@ import { connectStorage } from "../src/sdk/storage.ts";
 import { cephRgw, stowageS3Env } from "../test/support/ceph.ts";
 import { freePort } from "../test/support/procs.ts";
 import { awsCli, ensureS3Clients } from "../test/support/s3-clients.ts";
-import { benchArgs, cephCpuMs, compareMany, cpuMs } from "./harness.ts";
+import { benchArgs, cephCpuMs, compareMany, cpuMs, loadAverage } from "./harness.ts";
 
 const args = benchArgs("The S3 API: aws-cli cp up and down through Stowage's S3 port (compiled binary, content on Ceph RGW) against Bun's S3Client straight to the RGW.", {
   rounds: { default: "3", help: "measured rounds" },
@@ -140,7 +140,7 @@ try {
   const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? 0;
   console.log("CPU ms per MiB (median of rounds, warm-up included): server = Stowage, ceph = radosgw + ceph-osd + ceph-mon of this run, client = aws-cli (or this process for bun→rgw)");
   for (const [what, row] of Object.entries(cpu)) console.log(`  ${what.padEnd(18)} ${Object.entries(row).map(([k, xs]) => `${k} ${median(xs).toFixed(1)}`).join("  ")}`);
-  console.log(`load average: ${readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" ")}`);
+  console.log(`load average: ${loadAverage()}`);
 } finally {
   await server.stop();
   await rgw.stop();

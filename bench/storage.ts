@@ -236,7 +236,7 @@ async function baselineS3(targetJson: string) {
 
 async function main() {
   // Loaded here, not at the top: the baseline server child must not carry viem and the SDK.
-  const { benchArgs, cephCpuMs: cephCpuMsSoFar, compareMany, commandDuration, cpuMs, fmt, intOption, startServer, usageError } = await import("./harness.ts");
+  const { benchArgs, cephCpuMs: cephCpuMsSoFar, compareMany, commandDuration, cpuMs, fmt, intOption, loadAverage, startServer, usageError } = await import("./harness.ts");
   type RunningServer = Awaited<ReturnType<typeof startServer>>;
   const { connectStorage } = await import("../src/sdk/storage.ts");
   const { generatePrivateKey, privateKeyToAccount } = await import("viem/accounts");
@@ -547,7 +547,6 @@ async function main() {
     };
     const baselineSide = s3Target ? s3Side : fileSide;
 
-    const loadavg = () => readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" ");
     const commit = Bun.spawnSync(["git", "rev-parse", "--short", "HEAD"], { cwd: ROOT }).stdout.toString().trim();
     const subjectLabel = useBinary ? "stowage-bin" : "stowage";
     const against = s3Target
@@ -556,7 +555,7 @@ async function main() {
     console.log(
       `storage transfers: ${subjectLabel} ${stowage.url} (log level error, embedded chain) ${against}; ` +
         `${rounds} rounds + 1 warm-up of ${size / MiB} MiB (${rangeCount} ranged GETs of ${rangeBytes / 1024} KiB each), then ${bigRounds} × ${bigSize / MiB} MiB; ` +
-        `${navigator.hardwareConcurrency} cores, Bun ${Bun.version}, commit ${commit}, ${new Date().toISOString()}, load average ${loadavg()}`,
+        `${navigator.hardwareConcurrency} cores, Bun ${Bun.version}, commit ${commit}, ${new Date().toISOString()}, load average ${loadAverage()}`,
     );
     // Issue 10's idle goal (≤ 128 MiB): after start, the grants and a login, before any transfer.
     const idleMiB = (pid: number) => fmt(statusKiB(pid, "VmRSS") / 1024);
@@ -637,7 +636,7 @@ async function main() {
       }
     }
     console.log(`\nsummary (stowage vs ${labels.baseline}, medians; ratio = stowage / ${labels.baseline})\n${summary.map((s) => `  ${s}`).join("\n")}`);
-    console.log(`load average at the end: ${loadavg()}`);
+    console.log(`load average at the end: ${loadAverage()}`);
   } catch (err) {
     console.error(`storage benchmark failed: ${(err as Error).stack ?? err}`);
     for (const s of servers) console.error(`--- output of ${s.proc.pid}:\n${s.output()}`);
