@@ -1,36 +1,34 @@
 /**
- * The payload's ChaCha20-Poly1305 in the system's own libsodium, through Bun's FFI (Bun only, so
- * the SDK's index does not import it: its browser and Node builds never see `bun:ffi`; the
- * package's Bun entry, bun.ts, offers it to the default). libsodium's
- * WASM build runs at ≈ 250 MiB/s here; the native library, with its SIMD ChaCha20 and Poly1305,
- * at ≈ 1,100 MiB/s, which is what brings an encrypted transfer near a plain one (issue 16). The
- * library is the one Debian ships (libsodium23, already on most systems); where it is missing the
- * payload stays on WASM. As with WASM, it is used only after it seals a fixed message exactly as
- * @noble does, and it seals straight into the caller's buffer and opens in place (no copy per chunk).
+ * The payload's ChaCha20-Poly1305 in a system library, through Bun's FFI (Bun only, so the SDK's
+ * index does not import it: its browser and Node builds never see `bun:ffi`; the package's Bun
+ * entry, bun.ts, offers it to the default). Two libraries, the faster first: OpenSSL's libcrypto
+ * (libssl3, on nearly every system; its AVX2/AVX-512 code opens ≈ 2,500 MiB/s of CPU here) and
+ * libsodium (libsodium23; ≈ 1,100 MiB/s); libsodium's WASM build runs at ≈ 250. The cipher is
+ * what an encrypted transfer adds to a plain one (issue 16), so its pace sets how near the two
+ * come. Where neither loads the payload stays on WASM. As with WASM, a library is used only after
+ * it seals and opens a fixed message exactly as @noble does and leaves a forgery as it was; it
+ * seals straight into the caller's buffer and opens in place (no buffer per chunk).
  *
  * @example
- *   const native = nativeAead()          // undefined without libsodium
+ *   const native = nativeAead()          // undefined without either library
  *   if (native) usePayloadAead(native)   // the command line does this at start
  */
 import { dlopen, FFIType, ptr, type Pointer } from "bun:ffi";
 import { nobleAead, usePayloadAead, type Aead } from "./aead.ts";
 
 const TAG = 16;
-/** Where a chunk is opened before its plaintext goes back over it (a STREAM chunk at most, +1 so an empty one has an address). */
+const checkKey = (key: Uint8Array, nonce: Uint8Array) => {
+  if (key.length !== 32 || nonce.length !== 12) throw new RangeError("ChaCha20-Poly1305 takes a 32-byte key and a 12-byte nonce");
+};
+/** Where a chunk is opened before its plaintext goes back over it (a STREAM chunk at most, +1 so
+ * an empty one has an address): a bad tag must leave the chunk as it was, since the caller then
+ * tries it as the final one (age.ts), and neither library does in place (libsodium zeroes its
+ * output, OpenSSL writes it before the tag is checked). Reused: copying 64 KiB back from a warm
+ * buffer costs far less than writing fresh memory. */
 const opened = new Uint8Array(64 * 1024 + 1);
-/** Sonames tried in order: Debian/Ubuntu, other Linux, macOS (Homebrew). */
-const LIBRARIES = ["libsodium.so.23", "libsodium.so.26", "libsodium.so", "libsodium.23.dylib", "libsodium.26.dylib", "libsodium.dylib"];
 
-const symbols = {
-  sodium_init: { args: [], returns: FFIType.i32 },
-  // (c, clen_p, m, mlen, ad, adlen, nsec, npub, k)
-  crypto_aead_chacha20poly1305_ietf_encrypt: { args: [FFIType.ptr, FFIType.ptr, FFIType.ptr, FFIType.u64, FFIType.ptr, FFIType.u64, FFIType.ptr, FFIType.ptr, FFIType.ptr], returns: FFIType.i32 },
-  // (m, mlen_p, nsec, c, clen, ad, adlen, npub, k)
-  crypto_aead_chacha20poly1305_ietf_decrypt: { args: [FFIType.ptr, FFIType.ptr, FFIType.ptr, FFIType.ptr, FFIType.u64, FFIType.ptr, FFIType.u64, FFIType.ptr, FFIType.ptr], returns: FFIType.i32 },
-} as const;
-
-function open(): ReturnType<typeof dlopen<typeof symbols>> | undefined {
-  for (const name of LIBRARIES) {
+function dlopenFirst<S extends Parameters<typeof dlopen>[1]>(names: string[], symbols: S): ReturnType<typeof dlopen<S>> | undefined {
+  for (const name of names) {
     try {
       return dlopen(name, symbols);
     } catch {
@@ -40,21 +38,69 @@ function open(): ReturnType<typeof dlopen<typeof symbols>> | undefined {
   return undefined;
 }
 
+/** An in-place opening from an opening into `out`, by way of the warm buffer above. */
+function inPlaceBy(aead: Aead, openInto: (key: Uint8Array, nonce: Uint8Array, sealed: Uint8Array, out: Uint8Array) => boolean): Aead["openInPlace"] {
+  return (key, nonce, sealed) => {
+    if (sealed.length < TAG) return false;
+    if (sealed.length - TAG >= opened.length) {
+      const plain = aead.open(key, nonce, sealed);
+      if (plain) sealed.set(plain);
+      return plain !== null;
+    }
+    if (!openInto(key, nonce, sealed, opened)) return false;
+    sealed.set(opened.subarray(0, sealed.length - TAG));
+    return true;
+  };
+}
+
+/** Same bytes or not at all, as for the WASM build (aead.ts): both directions, an empty message,
+ * and a forgery refused and left as it was. */
+function agreesWithNoble(aead: Aead): boolean {
+  const key = new Uint8Array(32).map((_, i) => i);
+  const nonce = new Uint8Array(12).map((_, i) => 100 + i);
+  const same = (a: Uint8Array | null | undefined, b: Uint8Array) => a != null && a.length === b.length && a.every((x, i) => x === b[i]);
+  for (const plain of [new Uint8Array(1000).map((_, i) => (i * 7) & 255), new Uint8Array(0)]) {
+    const theirs = nobleAead.seal(key, nonce, plain);
+    const into = new Uint8Array(plain.length + TAG);
+    aead.sealInto?.(key, nonce, plain, into);
+    const inPlace = theirs.slice();
+    const forged = theirs.slice();
+    forged[forged.length - 1] = (forged[forged.length - 1] as number) ^ 1;
+    const kept = forged.slice();
+    if (!same(aead.seal(key, nonce, plain), theirs) || !same(into, theirs) || !same(aead.open(key, nonce, theirs), plain)) return false;
+    if (aead.open(key, nonce, forged) !== null || aead.openInPlace?.(key, nonce, inPlace) !== true || !same(inPlace.subarray(0, plain.length), plain)) return false;
+    if (aead.openInPlace(key, nonce, forged) || !same(forged, kept)) return false;
+  }
+  return true;
+}
+
+// ---------------------------------------------------------------------------------------------
+// libsodium
+
+/** Sonames tried in order: Debian/Ubuntu, other Linux, macOS (Homebrew). */
+const SODIUM = ["libsodium.so.23", "libsodium.so.26", "libsodium.so", "libsodium.23.dylib", "libsodium.26.dylib", "libsodium.dylib"];
+const sodiumSymbols = {
+  sodium_init: { args: [], returns: FFIType.i32 },
+  // (c, clen_p, m, mlen, ad, adlen, nsec, npub, k)
+  crypto_aead_chacha20poly1305_ietf_encrypt: { args: [FFIType.ptr, FFIType.ptr, FFIType.ptr, FFIType.u64, FFIType.ptr, FFIType.u64, FFIType.ptr, FFIType.ptr, FFIType.ptr], returns: FFIType.i32 },
+  // (m, mlen_p, nsec, c, clen, ad, adlen, npub, k)
+  crypto_aead_chacha20poly1305_ietf_decrypt: { args: [FFIType.ptr, FFIType.ptr, FFIType.ptr, FFIType.ptr, FFIType.u64, FFIType.ptr, FFIType.u64, FFIType.ptr, FFIType.ptr], returns: FFIType.i32 },
+} as const;
+
 /** A zero-length view has no address to give: libsodium reads nothing at a length of 0. */
 const at = (bytes: Uint8Array): Pointer | null => (bytes.length > 0 ? ptr(bytes) : null);
 
-let loaded: Aead | null | undefined;
+let sodium: Aead | null | undefined;
 
-/** The native AEAD, or undefined where libsodium does not load or disagrees with @noble. */
-export function nativeAead(): Aead | undefined {
-  if (loaded !== undefined) return loaded ?? undefined;
-  loaded = null;
-  const lib = open();
+/** libsodium's, or undefined where it does not load or disagrees with @noble. */
+export function sodiumAead(): Aead | undefined {
+  if (sodium !== undefined) return sodium ?? undefined;
+  sodium = null;
+  const lib = dlopenFirst(SODIUM, sodiumSymbols);
   if (!lib || lib.symbols.sodium_init() < 0) return undefined;
   const { crypto_aead_chacha20poly1305_ietf_encrypt: encrypt, crypto_aead_chacha20poly1305_ietf_decrypt: decrypt } = lib.symbols;
-  const check = (key: Uint8Array, nonce: Uint8Array) => {
-    if (key.length !== 32 || nonce.length !== 12) throw new RangeError("ChaCha20-Poly1305 takes a 32-byte key and a 12-byte nonce");
-  };
+  // Into `out` (at least sealed.length − 16 long, and never empty: it needs an address).
+  const openInto = (key: Uint8Array, nonce: Uint8Array, sealed: Uint8Array, out: Uint8Array) => decrypt(ptr(out), null, null, ptr(sealed), sealed.length, null, 0, ptr(nonce), ptr(key)) === 0;
   const aead: Aead = {
     name: "libsodium-native",
     seal(key, nonce, plain) {
@@ -63,58 +109,115 @@ export function nativeAead(): Aead | undefined {
       return out;
     },
     sealInto(key, nonce, plain, out) {
-      check(key, nonce);
+      checkKey(key, nonce);
       if (out.length !== plain.length + TAG) throw new RangeError("the sealed chunk's buffer must be the plaintext's length + 16");
       encrypt(ptr(out), null, at(plain), plain.length, null, 0, null, ptr(nonce), ptr(key));
     },
     open(key, nonce, sealed) {
-      check(key, nonce);
+      checkKey(key, nonce);
       if (sealed.length < TAG) return null;
-      // A zero-length output still needs somewhere to point.
       const out = new Uint8Array(Math.max(1, sealed.length - TAG));
-      if (decrypt(ptr(out), null, null, ptr(sealed), sealed.length, null, 0, ptr(nonce), ptr(key)) !== 0) return null;
-      return out.subarray(0, sealed.length - TAG);
-    },
-    openInPlace(key, nonce, sealed) {
-      check(key, nonce);
-      if (sealed.length < TAG) return false;
-      if (sealed.length - TAG > opened.length) {
-        const plain = aead.open(key, nonce, sealed);
-        if (plain) sealed.set(plain);
-        return plain !== null;
-      }
-      // Not m == c, though libsodium would decrypt so: on a bad tag it zeroes the output, and the
-      // caller must then try the chunk as final (age.ts). So into one warm buffer, copied back.
-      if (decrypt(ptr(opened), null, null, ptr(sealed), sealed.length, null, 0, ptr(nonce), ptr(key)) !== 0) return false;
-      sealed.set(opened.subarray(0, sealed.length - TAG));
-      return true;
+      return openInto(key, nonce, sealed, out) ? out.subarray(0, sealed.length - TAG) : null;
     },
   };
-  // Same bytes or not at all, as for the WASM build (aead.ts): both directions, and a forgery refused.
-  const key = new Uint8Array(32).map((_, i) => i);
-  const nonce = new Uint8Array(12).map((_, i) => 100 + i);
-  const plain = new Uint8Array(1000).map((_, i) => (i * 7) & 255);
-  const ours = aead.seal(key, nonce, plain);
-  const theirs = nobleAead.seal(key, nonce, plain);
-  const back = aead.open(key, nonce, theirs);
-  const inPlace = theirs.slice();
-  const forged = theirs.slice();
-  forged[3] = (forged[3] as number) ^ 1;
-  const forgedKept = forged.slice();
-  const agrees =
-    ours.length === theirs.length &&
-    ours.every((b, i) => b === theirs[i]) &&
-    back !== null &&
-    back.every((b, i) => b === plain[i]) &&
-    aead.open(key, nonce, forged) === null &&
-    aead.openInPlace?.(key, nonce, inPlace) === true &&
-    plain.every((b, i) => b === inPlace[i]) &&
-    // A forged chunk stays as it was: the caller tries it again under the other nonce.
-    aead.openInPlace(key, nonce, forged) === false &&
-    forged.every((b, i) => b === forgedKept[i]);
-  if (!agrees) return undefined;
-  loaded = aead;
+  aead.openInPlace = inPlaceBy(aead, (key, nonce, sealed, out) => {
+    checkKey(key, nonce);
+    return openInto(key, nonce, sealed, out);
+  });
+  if (!agreesWithNoble(aead)) return undefined;
+  sodium = aead;
   return aead;
+}
+
+// ---------------------------------------------------------------------------------------------
+// OpenSSL
+
+/** Sonames tried in order: OpenSSL 3 and 1.1 on Linux, then macOS (Homebrew). */
+const OPENSSL = ["libcrypto.so.3", "libcrypto.so.1.1", "libcrypto.so", "libcrypto.3.dylib", "libcrypto.1.1.dylib"];
+const opensslSymbols = {
+  EVP_CIPHER_CTX_new: { args: [], returns: FFIType.ptr },
+  EVP_chacha20_poly1305: { args: [], returns: FFIType.ptr },
+  // (ctx, cipher, engine, key, iv, enc)
+  EVP_CipherInit_ex: { args: [FFIType.ptr, FFIType.ptr, FFIType.ptr, FFIType.ptr, FFIType.ptr, FFIType.i32], returns: FFIType.i32 },
+  // (ctx, out, outl, in, inl)
+  EVP_CipherUpdate: { args: [FFIType.ptr, FFIType.ptr, FFIType.ptr, FFIType.ptr, FFIType.i32], returns: FFIType.i32 },
+  // (ctx, out, outl)
+  EVP_CipherFinal_ex: { args: [FFIType.ptr, FFIType.ptr, FFIType.ptr], returns: FFIType.i32 },
+  // (ctx, type, arg, ptr)
+  EVP_CIPHER_CTX_ctrl: { args: [FFIType.ptr, FFIType.i32, FFIType.i32, FFIType.ptr], returns: FFIType.i32 },
+} as const;
+const EVP_CTRL_AEAD_GET_TAG = 0x10;
+const EVP_CTRL_AEAD_SET_TAG = 0x11;
+/** EVP_CipherUpdate takes an int length: larger inputs go in steps. */
+const STEP = 2 ** 30;
+
+let openssl: Aead | null | undefined;
+
+/** OpenSSL's, or undefined where libcrypto does not load or disagrees with @noble. */
+export function opensslAead(): Aead | undefined {
+  if (openssl !== undefined) return openssl ?? undefined;
+  openssl = null;
+  const lib = dlopenFirst(OPENSSL, opensslSymbols);
+  if (!lib) return undefined;
+  const { EVP_CIPHER_CTX_new, EVP_chacha20_poly1305, EVP_CipherInit_ex: init, EVP_CipherUpdate: update, EVP_CipherFinal_ex: final, EVP_CIPHER_CTX_ctrl: ctrl } = lib.symbols;
+  const cipher = EVP_chacha20_poly1305();
+  // One context per direction for the process, set up once; each chunk only re-keys it (the
+  // process is single-threaded, and a worker loads its own copy of this module). (Bun's types
+  // allow a bigint for a returned pointer; these are plain pointers, checked below.)
+  const sealer = EVP_CIPHER_CTX_new() as Pointer | null;
+  const opener = EVP_CIPHER_CTX_new() as Pointer | null;
+  if (!cipher || !sealer || !opener || init(sealer, cipher, null, null, null, 1) !== 1 || init(opener, cipher, null, null, null, 0) !== 1) return undefined;
+  const outLength = new Int32Array(1);
+  const outLengthAt = ptr(outLength);
+  /** `length` bytes of `from` through the context into `to` (both from offset 0). */
+  const run = (ctx: Pointer, to: Uint8Array, from: Uint8Array, length: number) => {
+    for (let done = 0; done < length; done += STEP) {
+      const n = Math.min(STEP, length - done);
+      if (update(ctx, ptr(to, done), outLengthAt, ptr(from, done), n) !== 1) return false;
+    }
+    return true;
+  };
+  // Into `out` (at least sealed.length − 16 long, and never empty: it needs an address).
+  const openInto = (key: Uint8Array, nonce: Uint8Array, sealed: Uint8Array, out: Uint8Array) => {
+    checkKey(key, nonce);
+    const n = sealed.length - TAG;
+    if (n < 0 || init(opener, null, null, ptr(key), ptr(nonce), 0) !== 1 || !run(opener, out, sealed, n)) return false;
+    if (ctrl(opener, EVP_CTRL_AEAD_SET_TAG, TAG, ptr(sealed, n)) !== 1) return false;
+    // The tag is checked here, after the plaintext was written: `out` is never the caller's on a failure.
+    return final(opener, ptr(out, Math.min(n, out.length - 1)), outLengthAt) === 1;
+  };
+  const aead: Aead = {
+    name: "openssl-native",
+    seal(key, nonce, plain) {
+      const out = new Uint8Array(plain.length + TAG);
+      aead.sealInto?.(key, nonce, plain, out);
+      return out;
+    },
+    sealInto(key, nonce, plain, out) {
+      checkKey(key, nonce);
+      if (out.length !== plain.length + TAG) throw new RangeError("the sealed chunk's buffer must be the plaintext's length + 16");
+      const ok =
+        init(sealer, null, null, ptr(key), ptr(nonce), 1) === 1 &&
+        run(sealer, out, plain, plain.length) &&
+        final(sealer, ptr(out, plain.length), outLengthAt) === 1 &&
+        ctrl(sealer, EVP_CTRL_AEAD_GET_TAG, TAG, ptr(out, plain.length)) === 1;
+      if (!ok) throw new Error("OpenSSL's ChaCha20-Poly1305 failed to seal");
+    },
+    open(key, nonce, sealed) {
+      if (sealed.length < TAG) return null;
+      const out = new Uint8Array(Math.max(1, sealed.length - TAG));
+      return openInto(key, nonce, sealed, out) ? out.subarray(0, sealed.length - TAG) : null;
+    },
+  };
+  aead.openInPlace = inPlaceBy(aead, openInto);
+  if (!agreesWithNoble(aead)) return undefined;
+  openssl = aead;
+  return aead;
+}
+
+/** The fastest native AEAD that loads here (OpenSSL's, else libsodium's), or undefined. */
+export function nativeAead(): Aead | undefined {
+  return opensslAead() ?? sodiumAead();
 }
 
 /** Makes the native AEAD the payload's, where it loads (once per process); false where it does not. */

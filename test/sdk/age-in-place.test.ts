@@ -9,7 +9,7 @@
  * authentic prefix released, as decrypting a copy.
  */
 import { afterAll, describe, expect, test } from "bun:test";
-import { nativeAead } from "../../src/sdk/aead-native.ts";
+import { opensslAead, sodiumAead } from "../../src/sdk/aead-native.ts";
 import { usePayloadAead } from "../../src/sdk/aead.ts";
 import { AgeError, CHUNK_SIZE, decryptStream, encryptStream, generateIdentity, identityToRecipient } from "../../src/sdk/age.ts";
 
@@ -73,12 +73,14 @@ const aeads: [string, () => void][] = [
   ["@noble", () => usePayloadAead("noble")],
   ["libsodium WASM", () => usePayloadAead("libsodium")],
 ];
-const native = nativeAead();
-if (native) aeads.push(["libsodium native", () => usePayloadAead(native)]);
+const sodium = sodiumAead();
+if (sodium) aeads.push(["libsodium native", () => usePayloadAead(sodium)]);
+const openssl = opensslAead();
+if (openssl) aeads.push(["OpenSSL native", () => usePayloadAead(openssl)]);
 afterAll(() => usePayloadAead("libsodium"));
 
-test("the system's libsodium is there: the native path is tested, not skipped (scripts/age.sh installs it)", () => {
-  expect(native?.name).toBe("libsodium-native");
+test("the system's libsodium and OpenSSL are there: the native paths are tested, not skipped (scripts/age.sh installs libsodium)", () => {
+  expect([sodium?.name, openssl?.name]).toEqual(["libsodium-native", "openssl-native"]);
 });
 
 for (const [label, use] of aeads) {

@@ -16,7 +16,7 @@ import { bunFileSpool } from "../../src/sdk/spool.ts";
 
 const MiB = 2 ** 20;
 const TOTAL = Number(process.argv[2] ?? 256) * MiB + 12_345;
-if (process.argv[3] === "native" && !useNativeAead()) throw new Error("the system's libsodium does not load");
+if (process.argv[3] === "native" && !useNativeAead()) throw new Error("no native AEAD (OpenSSL or libsodium) loads");
 // Seven random MiB in turn (seven: no multiple of a 1 MiB batch of chunks lines up with it), so a
 // chunk put back in the wrong place changes the plaintext's hash.
 const blocks = Array.from({ length: 7 }, () => {

@@ -11,7 +11,7 @@ import { inflateSync } from "node:zlib";
 import { sha256 } from "@noble/hashes/sha2.js";
 import { bytesToHex } from "@noble/hashes/utils.js";
 import * as vectors from "cctv-age";
-import { nativeAead } from "../../src/sdk/aead-native.ts";
+import { opensslAead, sodiumAead } from "../../src/sdk/aead-native.ts";
 import { payloadAead, usePayloadAead } from "../../src/sdk/aead.ts";
 import { AgeError, type AgeErrorCode, decryptStream, generateIdentity } from "../../src/sdk/age.ts";
 
@@ -125,8 +125,10 @@ const aeads: [string, () => void][] = [
   ["@noble", () => usePayloadAead("noble")],
   ["libsodium WASM", () => usePayloadAead("libsodium")],
 ];
-const native = nativeAead();
-if (native) aeads.push(["libsodium native", () => usePayloadAead(native)]);
+const sodium = sodiumAead();
+if (sodium) aeads.push(["libsodium native", () => usePayloadAead(sodium)]);
+const openssl = opensslAead();
+if (openssl) aeads.push(["OpenSSL native", () => usePayloadAead(openssl)]);
 
 afterAll(() => usePayloadAead("noble"));
 
@@ -135,7 +137,8 @@ for (const [label, use] of aeads) {
     test("the AEAD in use is the one named", async () => {
       use();
       const name = (await payloadAead()).name;
-      expect(label === "@noble" ? name === "noble" : label === "libsodium WASM" ? name === "libsodium" : name === "libsodium-native").toBe(true);
+      const names: Record<string, string> = { "@noble": "noble", "libsodium WASM": "libsodium", "libsodium native": "libsodium-native", "OpenSSL native": "openssl-native" };
+      expect(name).toBe(names[label] as string);
     });
     for (const v of run) {
       test(`${v.name}: ${v.expect}`, async () => {

@@ -82,13 +82,13 @@ test(
     expect(readdirSync(join(dist, "types", "sdk"))).toContain("index.d.ts");
 
     // Bun resolves the package's "bun" condition: the same API, the payload sealed and opened by
-    // the system's libsodium (installed with age, test/support/age-cli.ts) without being asked.
+    // the system's OpenSSL (libsodium where it is missing) without being asked.
     await ensureAgeCli();
     const onBun = join(dist, "bun-smoke.mjs");
     writeFileSync(onBun, 'import { payloadAead, connectEncryption } from "@stowage/sdk";\nconsole.log(JSON.stringify({ aead: (await payloadAead()).name, api: typeof connectEncryption }));\n');
     const bunRun = Bun.spawnSync([process.execPath, onBun], { cwd: join(root, "packages", "sdk"), stdout: "pipe", stderr: "pipe", env: { ...process.env, BUN_BE_BUN: "1" } });
     expect(bunRun.stderr.toString()).toBe("");
-    expect(JSON.parse(bunRun.stdout.toString())).toEqual({ aead: "libsodium-native", api: "function" });
+    expect(JSON.parse(bunRun.stdout.toString())).toEqual({ aead: "openssl-native", api: "function" });
     // The declarations name only the package's own files and its dependencies: no server module
     // (http/model.ts and its Elysia, drizzle schemas), which a user of the package does not have.
     expect(readdirSync(join(dist, "types"))).toEqual(["sdk"]);

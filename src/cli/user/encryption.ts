@@ -21,8 +21,8 @@ import { BACKENDS, expectPositionals, json, loggedIn, reach, userAccount, type B
 
 /** The encryption client of a logged-in user. */
 export const encryptionWith = (inv: Invocation, store: StorageClient, account: PrivateKeyAccount, o: { fetch?: typeof fetch } = {}) => {
-  // The payload's ChaCha20-Poly1305 in the system's libsodium where it loads (four times its WASM
-  // build's pace; aead-native.ts), for every command that seals or opens a file.
+  // The payload's ChaCha20-Poly1305 in a system library where one loads (OpenSSL, else libsodium:
+  // ten or four times the WASM build's pace; aead-native.ts), for every command that seals or opens a file.
   useNativeAead();
   return connectEncryption({ baseUrl: inv.gateway, store, account, ...(o.fetch ? { fetch: o.fetch } : {}) });
 };
