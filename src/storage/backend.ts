@@ -22,8 +22,13 @@ export type BackendKind = "dfs" | "ipfs";
 export interface PendingPut {
   cid: string;
   size: number;
-  /** Adds one reference to the content. Idempotent per PendingPut. */
-  commit(): Promise<void>;
+  /**
+   * Adds one reference to the content. Idempotent per PendingPut. `durable: false`: the rows
+   * commit without an fsync of their own (sql.ts), for a caller that commits durably next and
+   * so carries them to the disk (an upload's file row); the content's bytes are durable before
+   * either commit, whatever it says.
+   */
+  commit(opts?: { durable?: boolean }): Promise<void>;
   /** Drops what `put` wrote, unless other references hold it. Idempotent. */
   abort(): Promise<void>;
 }

@@ -61,7 +61,7 @@ export function withStorageErrors(b: Backend): Backend {
   const pending = (p: PendingPut): PendingPut => ({
     cid: p.cid,
     size: p.size,
-    commit: () => p.commit().catch(rethrow),
+    commit: (opts) => p.commit(opts).catch(rethrow),
     abort: () => p.abort().catch(rethrow),
   });
   const compose = b.compose?.bind(b);

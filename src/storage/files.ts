@@ -10,10 +10,12 @@ import type { files } from "./schema.ts";
 
 export type FileRow = typeof files.$inferSelect;
 
-/** What runs inside the transaction that records a file: the quota's exact check (src/quota/meter.ts). */
+/** What runs inside the transaction that records a file: the quota's exact check (src/quota/meter.ts),
+ * and an upload's voucher count (storage/service.ts). */
 export interface AddHook {
-  /** The transaction's first statements: D16's lock on the account's quota row. */
-  lock(tx: Queryable): Promise<void>;
+  /** The transaction's first statements: D16's lock on the account's quota row. Without it, `add`
+   * locks the DID's bucket row instead. */
+  lock?(tx: Queryable): Promise<void>;
   /** Once the row is in; throwing undoes it all. */
   settle(tx: Queryable): Promise<void>;
 }
@@ -22,6 +24,7 @@ const COLUMNS = `id, did, backend, name, cid, size, encryption, mod_time AS "mod
 const STORED = "SELECT CAST(COALESCE(SUM(size), 0) AS BIGINT) AS n FROM files WHERE did = $1";
 const STORED_EXCEPT = `${STORED} AND NOT (backend = $2 AND name = $3)`;
 const ADD_BUCKET = "INSERT INTO buckets (did, created_at) VALUES ($1, $2) ON CONFLICT (did) DO NOTHING";
+const LOCK_BUCKET = "SELECT did FROM buckets WHERE did = $1 FOR UPDATE";
 const DROP_NAMED = "DELETE FROM files WHERE did = $1 AND backend = $2 AND name = $3 RETURNING cid";
 const INSERT_FILE = `INSERT INTO files (did, backend, name, cid, size, encryption, mod_time, etag) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING ${COLUMNS}`;
 // By name, in byte order (PostgreSQL's name column is COLLATE "C", SQLite compares bytes): the S3 API's listing (D18).
@@ -73,22 +76,26 @@ export function createFiles(sql: Sql, now: () => number = Date.now) {
   return {
     /**
      * Records a stored file; returns the new row and the Cid of an entry it replaced. `hook` (the
-     * quota) locks first and settles once the row is in, in the same transaction; throwing undoes it all.
+     * quota, the voucher's count) locks first and settles once the row is in, in the same
+     * transaction; throwing undoes it all.
      */
     add(f: { did: string; backend: BackendKind; name: string; cid: string; size: number; encryption: string; etag?: string }, hook?: AddHook): Promise<{ row: FileRow; replaced?: string }> {
       return sql.tx(
         async (tx) => {
-          await hook?.lock(tx);
+          await hook?.lock?.(tx);
           await tx.run(ADD_BUCKET, [f.did, now()]);
+          if (!hook?.lock) await tx.get(LOCK_BUCKET, [f.did]);
           const old = await tx.get<{ cid: string }>(DROP_NAMED, [f.did, f.backend, f.name]);
           const row = await tx.get<FileRow>(INSERT_FILE, [f.did, f.backend, f.name, f.cid, f.size, f.encryption, now(), f.etag ?? null]);
           if (!row) throw new Error("INSERT … RETURNING gave no row");
           await hook?.settle(tx);
           return { row, replaced: old?.cid };
         },
-        // With the quota's lock held, every read of the account's rows is current (D16). Without
-        // it, SERIALIZABLE makes two uploads of one name replace each other in turn (a retry).
-        { isolation: hook ? "read committed" : "serializable" },
+        // With the quota's lock held, or else the bucket's, every read of the DID's rows is current
+        // and two uploads of one name replace each other in turn (D16). SERIALIZABLE did that
+        // without a lock, by retries: with the voucher's count in the transaction (one row per
+        // payer, storage/service.ts), ten parallel uploads of one payer retried past its 12 attempts.
+        { isolation: "read committed" },
       );
     },
 

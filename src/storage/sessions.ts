@@ -141,8 +141,11 @@ export function createSessions(deps: { sql: Sql; resolver: DidResolver; domain: 
   /**
    * Verifies a restricted call and claims its requestID. `caller` is the Bearer token's DID.
    * Answers the claimed id and the key that signed (D18 records it with an access key).
+   * `durable: false` (sql.ts): the claim commits without an fsync of its own, for a caller whose
+   * acknowledged outcome is a durable commit that comes after it and carries it (an upload's file
+   * row); every other caller keeps the claim's own fsync.
    */
-  async function restricted(input: RestrictedInput, action: RequestAction, caller: Did): Promise<{ requestID: bigint; signer: Address }> {
+  async function restricted(input: RestrictedInput, action: RequestAction, caller: Did, opts: { durable?: boolean } = {}): Promise<{ requestID: bigint; signer: Address }> {
     if (!input.did || !input.token || input.requestID === undefined || input.requestID === "" || input.payload === undefined || !input.signature) throw refuse("Missing parameter");
     const who = did(input.did, chainId);
     if (who.canonical !== caller.canonical) throw refuse("the signed did is not the Bearer token's DID");
@@ -172,7 +175,7 @@ export function createSessions(deps: { sql: Sql; resolver: DidResolver; domain: 
         await tx.run(RAISE, [who.canonical, token, highest]);
         await tx.run(PRUNE, [who.canonical, token, highest - REQUEST_WINDOW]);
       },
-      { isolation: "read committed" },
+      { isolation: "read committed", durable: opts.durable },
     );
     return { requestID, signer };
   }

@@ -67,7 +67,7 @@ export async function compose(ctx: DfsContext, cids: readonly string[]): Promise
     const cid = await cidOfLeaves(leaves);
     ctx.log.debug("dfs: composed", { cid, size, parts: cids.length, chunks: leaves.length });
     return pendingPut(cid, size, "compose", {
-      commit: () => ctx.rows.commit(cid, size, leaves),
+      commit: (opts) => ctx.rows.commit(cid, size, leaves, opts),
       committed: () => lease.release(), // the rows keep the chunks now
       discard: () => lease.release(), // nothing was written: the parts still hold their chunks
     });

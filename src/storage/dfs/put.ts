@@ -141,7 +141,7 @@ function pending(ctx: DfsContext, cid: string, sink: ChunkSink): PendingPut {
   let manifest: ChunkRef[] = sink.manifest;
   const size = sink.size;
   return pendingPut(cid, size, "put", {
-    commit: () => ctx.rows.commit(cid, size, manifest),
+    commit: (opts) => ctx.rows.commit(cid, size, manifest, opts),
     async committed() {
       manifest = []; // the rows have it; a PendingPut kept around by a caller should not hold it
       await sink.lease.release(); // the rows keep the chunks now
@@ -157,15 +157,15 @@ function pending(ctx: DfsContext, cid: string, sink: ChunkSink): PendingPut {
  * there must not count the object twice); `abort` runs `discard` once; a commit after an abort is
  * refused. `what` names the operation in that refusal.
  */
-export function pendingPut(cid: string, size: number, what: string, steps: { commit(): Promise<void>; committed(): Promise<void>; discard(): Promise<void> }): PendingPut {
+export function pendingPut(cid: string, size: number, what: string, steps: { commit(opts?: { durable?: boolean }): Promise<void>; committed(): Promise<void>; discard(): Promise<void> }): PendingPut {
   let state: "open" | "committed" | "aborted" = "open";
   return {
     cid,
     size,
-    async commit() {
+    async commit(opts) {
       if (state === "committed") return;
       if (state === "aborted") throw new AbortedPutError(`${what} of ${cid} was aborted`);
-      await steps.commit();
+      await steps.commit(opts);
       state = "committed";
       await steps.committed();
     },

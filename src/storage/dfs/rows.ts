@@ -77,7 +77,7 @@ export class Rows {
    * chunk one more reference; later commits of the same Cid only count (same Cid, same chunks).
    * Two first commits at once: the second's insert waits for the first's row, then counts.
    */
-  async commit(cid: string, size: number, manifest: readonly ChunkRef[]): Promise<void> {
+  async commit(cid: string, size: number, manifest: readonly ChunkRef[], opts: { durable?: boolean } = {}): Promise<void> {
     await this.sql.tx(async (tx) => {
       const row = await tx.get<{ refs: number }>(ADD_OBJECT, [cid, size, manifest.length, Date.now()]);
       if (row?.refs !== 1) return;
@@ -87,7 +87,7 @@ export class Rows {
       for (const part of batches(manifest.map((c, idx) => [idx, c] as const))) {
         await tx.run(ADD_MANIFEST(part.length), [cid, ...part.flatMap(([idx, c]) => [idx, c.hash, c.size])]);
       }
-    }, LOCKED);
+    }, { ...LOCKED, durable: opts.durable });
   }
 
   /**

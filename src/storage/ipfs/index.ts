@@ -154,10 +154,10 @@ export async function openIpfs(opts: OpenIpfsOptions): Promise<IpfsBackend> {
       return {
         cid,
         size,
-        async commit() {
+        async commit(commitOpts) {
           if (settled === "committed") return;
           if (settled === "aborted") throw new IpfsError("IPFS_ABORTED", `upload of ${cid} was aborted`);
-          await addRef(sql, cid, size, blocks);
+          await addRef(sql, cid, size, blocks, commitOpts);
           settled = "committed";
           await lease.release();
         },

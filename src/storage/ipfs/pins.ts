@@ -34,11 +34,11 @@ const LOCKED = { isolation: "read committed" } as const;
 
 /** One more reference to `cid`; the first one also makes its blocks referenced. Two first
  * commits at once: the second's insert waits for the first's row, then only counts. */
-export function addRef(sql: Sql, cid: string, size: number, blocks: BlockSizes): Promise<void> {
+export function addRef(sql: Sql, cid: string, size: number, blocks: BlockSizes, opts: { durable?: boolean } = {}): Promise<void> {
   return sql.tx(async (tx) => {
     const row = await tx.get<{ refs: number }>(ADD_PIN, [cid, size]);
     if (row?.refs === 1) await referenceBlocks(tx, cid, blocks);
-  }, LOCKED);
+  }, { ...LOCKED, durable: opts.durable });
 }
 
 /** Writes the DAG's rows of a root whose pin row exists and that has none yet. */

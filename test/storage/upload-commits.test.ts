@@ -1,0 +1,131 @@
+// An upload's commits (issue 10, storage/service.ts `upload`): on SQLite exactly one of them
+// fsyncs — the file row's — and every commit the upload made before it (the requestID's claim, the
+// voucher's claim, the content's rows) comes earlier in the log, so that one fsync makes them all
+// durable before the answer; the voucher's count commits with the file row (it counts exactly
+// when the file is stored), on PostgreSQL too. Whether a commit fsyncs is read from SQLite itself
+// (`PRAGMA synchronous` inside the transaction, just before its COMMIT: 1 NORMAL, no fsync of its
+// own; 2 FULL); that NORMAL makes a WAL commit skip its fsync is SQLite's (test/db/sql.test.ts
+// holds that only that commit is light). A power cut itself cannot be staged here.
+import { describe, expect, test } from "bun:test";
+import type { Param, Queryable, Sql, TxOptions } from "../../src/db/sql.ts";
+import { TEST_DB } from "../support/db.ts";
+import { testGateway } from "../support/storage.ts";
+import { granter } from "../quota/grants.ts";
+
+/** Tables an upload writes; a write elsewhere (a timer's bookkeeping) is not the upload's. */
+const UPLOAD_TABLES = new Set(["session_requests", "storage_sessions", "vouchers_used", "voucher_counters", "quota_accounts", "quota_reservations", "traffic_usage", "blob_pins", "dfs_objects", "dfs_chunks", "dfs_object_chunks", "ipfs_pins", "ipfs_blocks", "ipfs_object_blocks", "buckets", "files"]);
+const WRITE = /^\s*(?:INSERT\s+INTO|UPDATE|DELETE\s+FROM)\s+(\w+)/i;
+
+interface Commit {
+  /** Tables its statements wrote. */
+  tables: Set<string>;
+  /** Whether its COMMIT fsyncs: SQLite's level at commit time; every PostgreSQL commit is. */
+  fsync: boolean;
+}
+
+/**
+ * Records every commit made on the gateway's database, in order: the real `Sql` runs everything,
+ * the recorder only watches (its transactions' statements, and writes outside any transaction,
+ * which commit on their own at the connection's level, FULL).
+ */
+function recordCommits(sql: Sql) {
+  const commits: Commit[] = [];
+  const written = (text: string, into: Set<string>) => {
+    const table = WRITE.exec(text)?.[1];
+    if (table) into.add(table.toLowerCase());
+  };
+  const tx = sql.tx.bind(sql);
+  const run = sql.run.bind(sql);
+  const get = sql.get.bind(sql);
+  const all = sql.all.bind(sql);
+  const single = (text: string) => {
+    const tables = new Set<string>();
+    written(text, tables);
+    if (tables.size) commits.push({ tables, fsync: true });
+  };
+  Object.assign(sql, {
+    tx: <T>(fn: (q: Queryable) => Promise<T>, opts?: TxOptions) => {
+      let tables = new Set<string>();
+      let fsync = true;
+      return tx(async (inner: Queryable) => {
+        tables = new Set(); // a retried attempt starts over
+        const watched: Queryable = {
+          dialect: inner.dialect,
+          all: (text, params) => (written(text, tables), inner.all(text, params)),
+          get: (text, params) => (written(text, tables), inner.get(text, params)),
+          run: (text, params) => (written(text, tables), inner.run(text, params)),
+        };
+        const out = await fn(watched);
+        if (inner.dialect === "sqlite") fsync = ((await inner.get<{ synchronous: number }>("PRAGMA synchronous"))?.synchronous ?? 2) >= 2;
+        return out;
+      }, opts).then((out) => {
+        if (tables.size) commits.push({ tables, fsync });
+        return out;
+      });
+    },
+    run: (text: string, params?: readonly Param[]) => run(text, params).then((n) => (single(text), n)),
+    get: (text: string, params?: readonly Param[]) => get(text, params).then((r) => (single(text), r)),
+    all: (text: string, params?: readonly Param[]) => all(text, params).then((r) => (single(text), r)),
+  });
+  return {
+    /** The commits `work` made that wrote an upload's tables. */
+    async during(work: () => Promise<unknown>): Promise<Commit[]> {
+      const from = commits.length;
+      await work();
+      return commits.slice(from).filter((c) => [...c.tables].some((t) => UPLOAD_TABLES.has(t)));
+    },
+  };
+}
+
+const random = (n: number) => crypto.getRandomValues(new Uint8Array(n));
+
+/** What every acknowledged upload's commits must show. */
+function expectOneCarryingCommit(commits: Commit[], content: "dfs_objects" | "ipfs_pins") {
+  const fileRow = commits.findIndex((c) => c.tables.has("files"));
+  expect(fileRow).toBeGreaterThanOrEqual(0);
+  // The voucher's count and the file row: one transaction.
+  expect(commits[fileRow]?.tables.has("voucher_counters")).toBe(true);
+  expect(commits.filter((c) => c.tables.has("voucher_counters"))).toHaveLength(1);
+  // Each claim and the content's rows commit before the file row (then its fsync carries them).
+  for (const table of ["session_requests", "vouchers_used", content]) {
+    const at = commits.findIndex((c) => c.tables.has(table));
+    expect({ table, before: at >= 0 && at < fileRow }).toEqual({ table, before: true });
+  }
+  expect(commits[fileRow]?.fsync).toBe(true);
+  // SQLite: no other commit of the upload fsyncs (PostgreSQL keeps each commit durable).
+  if (TEST_DB === "sqlite") expect(commits.map((c) => c.fsync)).toEqual(commits.map((_, i) => i === fileRow));
+}
+
+const gw = await testGateway({ quota: true });
+const recorder = recordCommits(gw.database.sql);
+const grant = granter(gw.chain);
+const plain = await testGateway({ ipfs: false });
+const plainRecorder = recordCommits(plain.database.sql);
+
+describe("an acknowledged upload, with quota", () => {
+  for (const kind of ["dfs", "ipfs"] as const) {
+    test(`${kind}: one fsync'd commit, the file row's with the voucher's count, after the claims and the content's rows`, async () => {
+      const { client, account } = await gw.user();
+      await grant(account.address, "space", 10_000_000);
+      await grant(account.address, "traffic", 10_000_000);
+      let entry: Awaited<ReturnType<typeof client.upload>> | undefined;
+      const commits = await recorder.during(async () => {
+        entry = await client.upload(kind, random(4096), { name: `small-${kind}.bin` });
+      });
+      expect(entry?.Size).toBe(4096);
+      expectOneCarryingCommit(commits, kind === "dfs" ? "dfs_objects" : "ipfs_pins");
+      // The quota's exact check settled in the file row's transaction too.
+      expect(commits.find((c) => c.tables.has("files"))?.tables.has("traffic_usage")).toBe(true);
+      expect((await client.space()).SizeByte).toBe(10_000_000 - 4096);
+    });
+  }
+});
+
+describe("an acknowledged upload, without quota", () => {
+  test("dfs: the same one fsync'd commit carrying the claims; the voucher counts what moved", async () => {
+    const { client, account } = await plain.user();
+    const commits = await plainRecorder.during(() => client.upload("dfs", random(4096), { name: "small.bin" }));
+    expectOneCarryingCommit(commits, "dfs_objects");
+    expect(await plain.storage?.vouchers.usedBy(account.address)).toBe(4096);
+  });
+});
