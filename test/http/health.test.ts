@@ -8,6 +8,7 @@ test("GET /healthz reports each component and 200 when all are ok", async () => 
   const res = await app.handle(get("/healthz"));
   expect(res.status).toBe(200);
   expect(res.headers.get("cache-control")).toBe("no-store");
+  expect(res.headers.get("content-type")).toStartWith("application/json");
   const body = await readJson(res);
   expect(body.status).toBe("ok");
   expect(body.components.database).toMatchObject({ ok: true, ms: expect.any(Number) });
