@@ -1,7 +1,8 @@
 /**
- * `sh scripts/bun.sh scripts/build-sdk.ts`: builds the SDK package (D19), packages/sdk/dist: ESM for
- * Node ≥ 20 (dist/node) and for browsers (dist/browser) from src/sdk/index.ts, for Bun (dist/bun)
- * from src/sdk/bun.ts (the same API, the payload's AEAD native where it loads), and its .d.ts files
+ * `sh scripts/bun.sh scripts/build-sdk.ts`: builds the SDK package (D19), packages/sdk/dist: ESM
+ * for browsers (dist/browser) and other runtimes (dist/esm) from src/sdk/index.ts, for Node ≥ 20
+ * (dist/node) and Bun (dist/bun) from src/sdk/node.ts and bun.ts (the same API, the payload's AEAD
+ * native where it loads), and its .d.ts files
  * (dist/types) with tsc. Dependencies stay imports (the package's own package.json pins them), so a
  * user's bundler dedupes viem and @noble with their own. Only the SDK's own declarations ship
  * (dist/types/sdk): tsc also prints the server modules the SDK's code imports values from, which
@@ -19,14 +20,20 @@ const external = Object.keys(pkg.dependencies).flatMap((d) => [d, `${d}/*`]);
 
 const started = performance.now();
 rmSync(dist, { recursive: true, force: true });
-// Bun gets an entry of its own (src/sdk/bun.ts, the "bun" export condition): the same API, with
-// the system's libsodium through bun:ffi for the payload, which the other two must never import.
-for (const target of ["node", "browser", "bun"] as const) {
-  const entry = join(root, "src", "sdk", target === "bun" ? "bun.ts" : "index.ts");
-  const out = await Bun.build({ entrypoints: [entry], outdir: join(dist, target), naming: "index.js", target, format: "esm", external, sourcemap: "linked" });
+// Bun and Node get entries of their own (src/sdk/bun.ts, node.ts: the "bun" and "node" export
+// conditions): the same API, with the payload's AEAD native (bun:ffi, node:crypto), which the
+// browser build and the plain ESM one ("import": other runtimes) must never import.
+const builds = [
+  { dir: "node", entry: "node.ts", target: "node" },
+  { dir: "bun", entry: "bun.ts", target: "bun" },
+  { dir: "browser", entry: "index.ts", target: "browser" },
+  { dir: "esm", entry: "index.ts", target: "node" },
+] as const;
+for (const { dir, entry, target } of builds) {
+  const out = await Bun.build({ entrypoints: [join(root, "src", "sdk", entry)], outdir: join(dist, dir), naming: "index.js", target, format: "esm", external, sourcemap: "linked" });
   if (!out.success) {
     for (const log of out.logs) console.error(log);
-    throw new Error(`SDK build for ${target} failed`);
+    throw new Error(`SDK build ${dir} failed`);
   }
 }
 const tsc = Bun.spawnSync([process.execPath, join(root, "node_modules", "typescript", "bin", "tsc"), "-p", join(pkgDir, "tsconfig.json")], { cwd: pkgDir, stdout: "inherit", stderr: "inherit", env: { ...process.env, BUN_BE_BUN: "1" } });

@@ -10,6 +10,7 @@
 import { expect, test } from "bun:test";
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { decryptStream, encryptStream, generateIdentity, identityToRecipient } from "../../src/sdk/age.ts";
 import { ensureAgeCli } from "../support/age-cli.ts";
 import { runBinary, startBinary } from "../support/binary.ts";
 import { tempDir } from "../support/tmp.ts";
@@ -20,15 +21,21 @@ const timeout = 120_000;
 
 /** Runs inside packages/sdk (dist is in the package's scope), so "@stowage/sdk" resolves by
  * self-reference through "exports" → dist/node/index.js; viem/accounts from the root's node_modules.
- * Logs in, prints the DID, waits for a line on stdin (the test grants quota), then works. */
+ * Opens an age file Bun sealed (argv 3, identity argv 4) and seals the same plaintext back (to
+ * argv 5), with the AEAD the package picks on Node; logs in, prints the DID, waits for a line on
+ * stdin (the test grants quota), then works. */
 const SCRIPT = `
-import { connectStorage, payloadAead } from "@stowage/sdk";
+import { connectStorage, decryptStream, encryptStream, identityToRecipient, payloadAead } from "@stowage/sdk";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { createInterface } from "node:readline";
+import { readFileSync, writeFileSync } from "node:fs";
 const out = (o) => process.stdout.write(JSON.stringify(o) + "\\n");
-const store = await connectStorage({ baseUrl: process.argv[2], account: privateKeyToAccount(generatePrivateKey()) });
+const [, , url, sealedPath, identity, resealedPath] = process.argv;
+const opened = new Uint8Array(await new Response(decryptStream([identity], new Blob([readFileSync(sealedPath)]).stream(), { inPlace: true })).arrayBuffer());
+writeFileSync(resealedPath, new Uint8Array(await new Response(encryptStream([identityToRecipient(identity)], new Blob([opened]).stream())).arrayBuffer()));
+const store = await connectStorage({ baseUrl: url, account: privateKeyToAccount(generatePrivateKey()) });
 await store.login();
-out({ did: store.did, bun: typeof globalThis.Bun, aead: (await payloadAead()).name });
+out({ did: store.did, bun: typeof globalThis.Bun, aead: (await payloadAead()).name, opened: Buffer.from(opened).toString("base64") });
 for await (const _ of createInterface({ input: process.stdin })) break;
 let pathError = "";
 try { await store.upload("dfs", "/etc/hostname"); } catch (e) { pathError = e.constructor.name + ": " + e.message; }
@@ -65,7 +72,7 @@ async function* lines(stream: ReadableStream<Uint8Array>) {
 }
 
 test(
-  "the built @stowage/sdk runs on node: login, upload to dfs, byte-exact download, list; the browser build imports no node: or bun:; on Bun its own entry opens the payload with the system libsodium",
+  "the built @stowage/sdk runs on node: login, upload to dfs, byte-exact download, list, age files both ways with Node's own AEAD; the browser build imports no node: or bun:; on Bun its own entry opens the payload natively",
   async () => {
     const build = Bun.spawnSync([process.execPath, join(root, "scripts", "build-sdk.ts")], { cwd: root, stdout: "pipe", stderr: "pipe", env: { ...process.env, BUN_BE_BUN: "1" } });
     expect(build.stderr.toString()).not.toContain("error");
@@ -111,15 +118,26 @@ test(
     writeFileSync(script, SCRIPT);
     const dataDir = tempDir("sdk-package");
     const server = await startBinary(["serve", "--port", "0", "--host", "127.0.0.1", "--data-dir", dataDir]);
-    const node = Bun.spawn(["node", script, server.url], { cwd: join(root, "packages", "sdk"), stdin: "pipe", stdout: "pipe", stderr: "pipe" });
+    // An age file sealed here (OpenSSL's AEAD under Bun, checked against the testkit and Debian's
+    // age) opens under Node with Node's, and what Node seals opens here: 3 MiB and a part.
+    const plain = new Uint8Array(3 * 1024 * 1024 + 5);
+    for (let i = 0; i < plain.length; i += 65_536) crypto.getRandomValues(plain.subarray(i, i + 65_536));
+    const identity = generateIdentity();
+    const [sealedPath, resealedPath] = [join(dist, "from-bun.age"), join(dist, "from-node.age")];
+    writeFileSync(sealedPath, await new Response(encryptStream([identityToRecipient(identity)], new Blob([plain]).stream())).bytes());
+    const node = Bun.spawn(["node", script, server.url, sealedPath, identity, resealedPath], { cwd: join(root, "packages", "sdk"), stdin: "pipe", stdout: "pipe", stderr: "pipe" });
     const stderr = new Response(node.stderr).text();
     try {
       const it = lines(node.stdout);
       const first = await it.next();
       if (first.done) throw new Error(`node exited before logging in: ${await stderr}`);
-      const { did, bun, aead } = JSON.parse(first.value) as { did: string; bun: string; aead: string };
+      const { did, bun, aead, opened } = JSON.parse(first.value) as { did: string; bun: string; aead: string; opened: string };
       expect(bun).toBe("undefined");
-      expect(aead).toBe("libsodium");
+      // Node's own crypto through the package's "node" entry, not libsodium's WASM.
+      expect(aead).toBe("node-crypto");
+      expect(Buffer.compare(Buffer.from(opened, "base64"), plain)).toBe(0);
+      const resealed = readFileSync(resealedPath);
+      expect(Buffer.compare(await new Response(decryptStream([identity], new Blob([resealed]).stream())).bytes(), plain)).toBe(0);
       expect(did).toStartWith("did:");
       for (const quota of [["--space", "16MiB"], ["--traffic", "16MiB"]]) {
         const grant = await runBinary(["admin", "grant", "--did", did, ...quota, "--data-dir", dataDir]);
