@@ -3,13 +3,18 @@
 # (test/sdk/age.test.ts, DESIGN.md D20), when missing. CI and the test support both call this, so a
 # fresh machine works either way (scripts/lib/apt.sh). libsodium23 too: the command line seals and
 # opens the payload with the system's libsodium where it loads (src/sdk/aead-native.ts), and the
-# tests check that path (Debian installs it with vim, but a slim machine may lack it).
+# tests check that path (Debian installs it with vim, but a slim machine may lack it). OpenSSL's
+# libcrypto 3 too: the SDK on Bun and the command line prefer its ChaCha20-Poly1305 to libsodium's
+# (aead-native.ts), and the package test expects it. Debian 13 renamed the package libssl3t64.
 # Usage: sh scripts/age.sh install
 set -eu
-PACKAGES="age libsodium23"
+if apt-cache show libssl3t64 >/dev/null 2>&1; then SSL=libssl3t64; else SSL=libssl3; fi
+PACKAGES="age libsodium23 $SSL"
 
 have_all() {
-  command -v age >/dev/null 2>&1 && command -v age-keygen >/dev/null 2>&1 && { ldconfig -p 2>/dev/null || /sbin/ldconfig -p; } | grep -q 'libsodium\.so\.23 '
+  libs=$({ ldconfig -p 2>/dev/null || /sbin/ldconfig -p; })
+  command -v age >/dev/null 2>&1 && command -v age-keygen >/dev/null 2>&1 &&
+    printf '%s\n' "$libs" | grep -q 'libsodium\.so\.23 ' && printf '%s\n' "$libs" | grep -q 'libcrypto\.so\.3 '
 }
 
 case "${1:-}" in
