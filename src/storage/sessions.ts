@@ -16,7 +16,8 @@ import type { Address, Hex, TypedDataDomain } from "viem";
 import type { Sql } from "../db/sql.ts";
 import { storageError } from "../http/errors.ts";
 import { parseDid, type Did } from "../identity/did.ts";
-import { isSignature, recoverLogin, recoverRequest, type RequestAction } from "../identity/eip712.ts";
+import { isSignature, recoverLogin, type RequestAction } from "../identity/eip712.ts";
+import { requestSigner } from "../identity/request-signer.ts";
 import type { DidResolver } from "../identity/resolver.ts";
 
 export const LOGIN_WINDOW_S = 60;
@@ -97,6 +98,7 @@ async function authorizedSigner(resolver: DidResolver, who: Did, recover: () => 
 
 export function createSessions(deps: { sql: Sql; resolver: DidResolver; domain: TypedDataDomain; chainId: number; now?: () => number; sessionKeys?: SessionKeys }) {
   const { sql, resolver, domain, chainId } = deps;
+  const signerOfRequest = requestSigner(domain);
   const nowS = () => Math.floor((deps.now ?? Date.now)() / 1000);
 
   async function login(input: LoginInput): Promise<{ did: Did; signer: Address }> {
@@ -159,7 +161,7 @@ export function createSessions(deps: { sql: Sql; resolver: DidResolver; domain: 
     const signature = input.signature;
     const payload = input.payload;
     const granted = GRANTABLE.has(action) ? deps.sessionKeys : undefined;
-    const signer = await authorizedSigner(resolver, who, () => recoverRequest(domain, { did: input.did as string, token, requestID, action, payload }, signature), granted);
+    const signer = await authorizedSigner(resolver, who, async () => signerOfRequest({ did: input.did as string, token, requestID, action, payload }, signature), granted);
 
     const id = Number(requestID);
     await sql.tx(
