@@ -9,9 +9,9 @@ import { secp256k1 } from "@noble/curves/secp256k1.js";
 import { bytesToHex, hexToBytes, numberToHex, recoverTypedDataAddress, type Address, type Hex } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { recoverSessionGrant } from "../../src/grants/service.ts";
-import { recoverLogin, recoverRequest, storageDomain, storageTypes } from "../../src/identity/eip712.ts";
+import { recoverLogin, recoverRequest, storageDomain, storageTypes, voucherHash } from "../../src/identity/eip712.ts";
 import { sessionGrantTypes } from "../../src/sdk/grants.ts";
-import { voucherSigner } from "../../src/identity/voucher-signer.ts";
+import { voucherDigest, voucherSigner } from "../../src/identity/voucher-signer.ts";
 
 const N = secp256k1.Point.CURVE().n;
 const domains = [storageDomain(31337, "0x5FbDB2315678afecb367f032d93F642f64180aa3"), storageDomain(8453, "0x00000000000000000000000000000000000000aa")];
@@ -38,6 +38,15 @@ const withV = (sig: Hex, v: number): Hex => `${sig.slice(0, 130)}${v.toString(16
 const hex32 = (n: bigint) => numberToHex(n, { size: 32 }).slice(2);
 
 describe("voucherSigner", () => {
+  test("the digest GET /traffichash answers is viem's hashTypedData of the voucher, on two domains", () => {
+    for (let i = 0; i < 200; i++) {
+      const domain = domains[i % 2]!;
+      const size = randomSize();
+      expect(bytesToHex(voucherDigest(domain, seller)(size))).toBe(voucherHash(domain, { seller, size }));
+    }
+    expect(() => voucherDigest(domains[0]!, seller)(1n << 64n)).toThrow();
+  });
+
   test("recovers what viem recovers for random keys, sizes and v forms, on two domains", async () => {
     let same = 0;
     for (let i = 0; i < 200; i++) {
