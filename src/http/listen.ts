@@ -259,10 +259,11 @@ async function send(req: IncomingMessage, res: ServerResponse, response: Respons
   const declared = Number(res.getHeader("content-length") ?? Number.NaN);
   if (declared <= WHOLE_MAX) {
     // Small bodies of known length (a small download, a file part of the app) go in one write:
-    // node:http costs a fixed amount per write, and reading a web stream chunk by chunk more.
+    // node:http costs a fixed amount per write. Read through the body's reader, not
+    // response.arrayBuffer(): that copies even a body of one part (a ranged GET's 1 MiB, issue 10).
     let bytes: Buffer;
     try {
-      bytes = Buffer.from(await response.arrayBuffer());
+      bytes = await wholeBody(body);
     } catch {
       res.destroy();
       return;
@@ -302,6 +303,15 @@ async function send(req: IncomingMessage, res: ServerResponse, response: Respons
   } finally {
     res.off("close", gone);
   }
+}
+
+/** A body read to its end: a body of one part is that part as it is (no copy), more are joined. */
+async function wholeBody(body: ReadableStream<Uint8Array>): Promise<Buffer> {
+  const parts: Uint8Array[] = [];
+  const reader = body.getReader();
+  for (let next = await reader.read(); !next.done; next = await reader.read()) parts.push(next.value);
+  const only = parts.length === 1 ? (parts[0] as Uint8Array) : undefined;
+  return only ? Buffer.from(only.buffer, only.byteOffset, only.byteLength) : Buffer.concat(parts);
 }
 
 /** Writes one chunk, waiting while the socket's buffer is full (backpressure). Bytes sent are

@@ -48,6 +48,15 @@ const wantsJson = (request: Request) => (request.headers.get("accept") ?? "").in
 // Uploads: POST /:type (one path segment) other than the fixed single-segment routes.
 streamsBody((method, path) => method === "POST" && /^\/[^/]+\/?$/.test(path) && path !== "/login" && path !== "/rpc");
 
+/** A stream of one part, `bytes` as they are. */
+const onePart = (bytes: Uint8Array) =>
+  new ReadableStream<Uint8Array>({
+    pull(controller) {
+      if (bytes.byteLength > 0) controller.enqueue(bytes);
+      controller.close();
+    },
+  });
+
 /** A download as HTTP: 416 for a range outside the file, headers alone for HEAD, else the bytes. */
 async function answerDownload(request: Request, file: ReadableFile): Promise<Response> {
   const headers: Record<string, string> = {
@@ -72,7 +81,10 @@ async function answerDownload(request: Request, file: ReadableFile): Promise<Res
   if (range) headers["content-range"] = `bytes ${range.start}-${range.end}/${file.size}`;
   const status = range ? 206 : 200;
   if (request.method === "HEAD") return new Response(null, { status, headers });
-  return new Response(await file.send(range), { status, headers });
+  const body = await file.send(range);
+  // A body read whole goes as a stream of its one part: new Response(bytes) copies the bytes
+  // (≈ 0.1 ms and 7 % of a ranged GET's server samples, issue 10); the listener sends that part as it is.
+  return new Response(body instanceof Uint8Array ? onePart(body) : body, { status, headers });
 }
 
 /** The trustless gateway's answer (D17) to `/:type/:cid` asked as a raw block or a CAR; undefined

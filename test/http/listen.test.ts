@@ -42,6 +42,22 @@ const server = await listen({
         { headers: { "content-length": String(1 << 30) } },
       );
     }
+    if (path === "/parts") {
+      // A small body of declared length as a stream: one part (a view into a larger buffer, as a
+      // ranged GET's body is), several parts, or none.
+      const whole = new Uint8Array(300).map((_, i) => i % 251);
+      const n = Number(new URL(request.url).searchParams.get("n"));
+      const parts = n === 0 ? [] : n === 1 ? [whole.subarray(100, 200)] : [whole.subarray(100, 130), whole.subarray(130, 131), whole.subarray(131, 200)];
+      return new Response(
+        new ReadableStream<Uint8Array>({
+          pull(c) {
+            for (const part of parts) c.enqueue(part);
+            c.close();
+          },
+        }),
+        { headers: { "content-length": String(n === 0 ? 0 : 100) } },
+      );
+    }
     if (path === "/throws") throw new Error("boom");
     return new Response("not found", { status: 404 });
   },
@@ -55,6 +71,18 @@ test("a body of known size gets its Content-Length; a handler that throws gets t
   expect(JSON.parse(new TextDecoder().decode(json.body))).toEqual({ hello: "world" });
   const failed = await onTheWire(`${base}/throws`);
   expect(failed.status).toBe(500);
+});
+
+test("a small streamed body of declared length goes out whole, exactly its bytes: one part, several, none", async () => {
+  const want = new Uint8Array(300).map((_, i) => i % 251).subarray(100, 200);
+  for (const n of [1, 3]) {
+    const got = await onTheWire(`${base}/parts?n=${n}`);
+    expect(got.headers.get("content-length")).toBe("100");
+    expect(Buffer.from(got.body).equals(Buffer.from(want))).toBe(true);
+  }
+  const none = await onTheWire(`${base}/parts?n=0`);
+  expect(none.headers.get("content-length")).toBe("0");
+  expect(none.body.byteLength).toBe(0);
 });
 
 test("a body declared over the limit reaches the app, which refuses it in its own shape", async () => {
