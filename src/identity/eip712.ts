@@ -46,11 +46,6 @@ export interface RequestMessage {
   payload: string;
 }
 
-export interface VoucherMessage {
-  seller: Address;
-  size: bigint;
-}
-
 export const storageDomain = (chainId: number, proxy: Address): TypedDataDomain => ({ name: "Stowage", version: "1", chainId, verifyingContract: proxy });
 
 /**
@@ -74,10 +69,6 @@ const recovered = (digest: Hex, signature: Hex): Address => signerOfDigest(hexTo
 export const recoverLogin = async (domain: TypedDataDomain, message: LoginMessage, signature: Hex) =>
   recovered(hashTypedData({ domain, types: storageTypes, primaryType: "Login", message }), signature);
 
-export const recoverRequest = async (domain: TypedDataDomain, message: RequestMessage, signature: Hex) =>
-  recovered(hashTypedData({ domain, types: storageTypes, primaryType: "Request", message }), signature);
-
-export const voucherHash = (domain: TypedDataDomain, message: VoucherMessage) => hashTypedData({ domain, types: storageTypes, primaryType: "Voucher", message });
 
 /** 65-byte signatures only (v 27/28 or 0/1): a malformed one is refused before any curve work. */
 export const isSignature = (s: unknown): s is Hex => typeof s === "string" && /^0x[0-9a-fA-F]{130}$/.test(s);
