@@ -28,3 +28,22 @@ export function agreesWithNoble(aead: Aead): boolean {
   }
   return true;
 }
+
+type SealInto = NonNullable<Aead["sealInto"]>;
+
+/** `seal` and `sealInto` from a library's sealing into a given buffer (aead-native.ts, aead-node.ts):
+ * the buffer's length checked once here, `seal` a fresh one sealed into. */
+export function sealingBy(sealInto: SealInto): { seal: Aead["seal"]; sealInto: SealInto } {
+  const checked: SealInto = (key, nonce, plain, out) => {
+    if (out.length !== plain.length + 16) throw new RangeError("the sealed chunk's buffer must be the plaintext's length + 16");
+    sealInto(key, nonce, plain, out);
+  };
+  return {
+    seal(key, nonce, plain) {
+      const out = new Uint8Array(plain.length + 16);
+      checked(key, nonce, plain, out);
+      return out;
+    },
+    sealInto: checked,
+  };
+}

@@ -15,7 +15,7 @@
  */
 import { dlopen, FFIType, ptr, type Pointer } from "bun:ffi";
 import { usePayloadAead, type Aead } from "./aead.ts";
-import { agreesWithNoble } from "./aead-check.ts";
+import { agreesWithNoble, sealingBy } from "./aead-check.ts";
 
 const TAG = 16;
 const checkKey = (key: Uint8Array, nonce: Uint8Array) => {
@@ -39,8 +39,26 @@ function dlopenFirst<S extends Parameters<typeof dlopen>[1]>(names: string[], sy
   return undefined;
 }
 
+/** Opens `sealed` into `out` (at least sealed.length − 16 long, and never empty: it needs an address); false on a bad tag. */
+type OpenInto = (key: Uint8Array, nonce: Uint8Array, sealed: Uint8Array, out: Uint8Array) => boolean;
+
+/** A native library's Aead from its two calls into given buffers, used only once it agrees with @noble. */
+function nativeOf(name: string, sealInto: NonNullable<Aead["sealInto"]>, openInto: OpenInto): Aead | undefined {
+  const aead: Aead = {
+    name,
+    ...sealingBy(sealInto),
+    open(key, nonce, sealed) {
+      if (sealed.length < TAG) return null;
+      const out = new Uint8Array(Math.max(1, sealed.length - TAG));
+      return openInto(key, nonce, sealed, out) ? out.subarray(0, sealed.length - TAG) : null;
+    },
+  };
+  aead.openInPlace = inPlaceBy(aead, openInto);
+  return agreesWithNoble(aead) ? aead : undefined;
+}
+
 /** An in-place opening from an opening into `out`, by way of the warm buffer above. */
-function inPlaceBy(aead: Aead, openInto: (key: Uint8Array, nonce: Uint8Array, sealed: Uint8Array, out: Uint8Array) => boolean): Aead["openInPlace"] {
+function inPlaceBy(aead: Aead, openInto: OpenInto): Aead["openInPlace"] {
   return (key, nonce, sealed) => {
     if (sealed.length < TAG) return false;
     if (sealed.length - TAG >= opened.length) {
@@ -79,33 +97,18 @@ export function sodiumAead(): Aead | undefined {
   const lib = dlopenFirst(SODIUM, sodiumSymbols);
   if (!lib || lib.symbols.sodium_init() < 0) return undefined;
   const { crypto_aead_chacha20poly1305_ietf_encrypt: encrypt, crypto_aead_chacha20poly1305_ietf_decrypt: decrypt } = lib.symbols;
-  // Into `out` (at least sealed.length − 16 long, and never empty: it needs an address).
-  const openInto = (key: Uint8Array, nonce: Uint8Array, sealed: Uint8Array, out: Uint8Array) => decrypt(ptr(out), null, null, ptr(sealed), sealed.length, null, 0, ptr(nonce), ptr(key)) === 0;
-  const aead: Aead = {
-    name: "libsodium-native",
-    seal(key, nonce, plain) {
-      const out = new Uint8Array(plain.length + TAG);
-      aead.sealInto?.(key, nonce, plain, out);
-      return out;
-    },
-    sealInto(key, nonce, plain, out) {
+  const aead = nativeOf(
+    "libsodium-native",
+    (key, nonce, plain, out) => {
       checkKey(key, nonce);
-      if (out.length !== plain.length + TAG) throw new RangeError("the sealed chunk's buffer must be the plaintext's length + 16");
       encrypt(ptr(out), null, at(plain), plain.length, null, 0, null, ptr(nonce), ptr(key));
     },
-    open(key, nonce, sealed) {
+    (key, nonce, sealed, out) => {
       checkKey(key, nonce);
-      if (sealed.length < TAG) return null;
-      const out = new Uint8Array(Math.max(1, sealed.length - TAG));
-      return openInto(key, nonce, sealed, out) ? out.subarray(0, sealed.length - TAG) : null;
+      return decrypt(ptr(out), null, null, ptr(sealed), sealed.length, null, 0, ptr(nonce), ptr(key)) === 0;
     },
-  };
-  aead.openInPlace = inPlaceBy(aead, (key, nonce, sealed, out) => {
-    checkKey(key, nonce);
-    return openInto(key, nonce, sealed, out);
-  });
-  if (!agreesWithNoble(aead)) return undefined;
-  sodium = aead;
+  );
+  sodium = aead ?? null;
   return aead;
 }
 
@@ -157,25 +160,10 @@ export function opensslAead(): Aead | undefined {
     }
     return true;
   };
-  // Into `out` (at least sealed.length − 16 long, and never empty: it needs an address).
-  const openInto = (key: Uint8Array, nonce: Uint8Array, sealed: Uint8Array, out: Uint8Array) => {
-    checkKey(key, nonce);
-    const n = sealed.length - TAG;
-    if (n < 0 || init(opener, null, null, ptr(key), ptr(nonce), 0) !== 1 || !run(opener, out, sealed, n)) return false;
-    if (ctrl(opener, EVP_CTRL_AEAD_SET_TAG, TAG, ptr(sealed, n)) !== 1) return false;
-    // The tag is checked here, after the plaintext was written: `out` is never the caller's on a failure.
-    return final(opener, ptr(out, Math.min(n, out.length - 1)), outLengthAt) === 1;
-  };
-  const aead: Aead = {
-    name: "openssl-native",
-    seal(key, nonce, plain) {
-      const out = new Uint8Array(plain.length + TAG);
-      aead.sealInto?.(key, nonce, plain, out);
-      return out;
-    },
-    sealInto(key, nonce, plain, out) {
+  const aead = nativeOf(
+    "openssl-native",
+    (key, nonce, plain, out) => {
       checkKey(key, nonce);
-      if (out.length !== plain.length + TAG) throw new RangeError("the sealed chunk's buffer must be the plaintext's length + 16");
       const ok =
         init(sealer, null, null, ptr(key), ptr(nonce), 1) === 1 &&
         run(sealer, out, plain, plain.length) &&
@@ -183,15 +171,16 @@ export function opensslAead(): Aead | undefined {
         ctrl(sealer, EVP_CTRL_AEAD_GET_TAG, TAG, ptr(out, plain.length)) === 1;
       if (!ok) throw new Error("OpenSSL's ChaCha20-Poly1305 failed to seal");
     },
-    open(key, nonce, sealed) {
-      if (sealed.length < TAG) return null;
-      const out = new Uint8Array(Math.max(1, sealed.length - TAG));
-      return openInto(key, nonce, sealed, out) ? out.subarray(0, sealed.length - TAG) : null;
+    (key, nonce, sealed, out) => {
+      checkKey(key, nonce);
+      const n = sealed.length - TAG;
+      if (n < 0 || init(opener, null, null, ptr(key), ptr(nonce), 0) !== 1 || !run(opener, out, sealed, n)) return false;
+      if (ctrl(opener, EVP_CTRL_AEAD_SET_TAG, TAG, ptr(sealed, n)) !== 1) return false;
+      // The tag is checked here, after the plaintext was written: `out` is never the caller's on a failure.
+      return final(opener, ptr(out, Math.min(n, out.length - 1)), outLengthAt) === 1;
     },
-  };
-  aead.openInPlace = inPlaceBy(aead, openInto);
-  if (!agreesWithNoble(aead)) return undefined;
-  openssl = aead;
+  );
+  openssl = aead ?? null;
   return aead;
 }
 

@@ -11,7 +11,7 @@
  */
 import { createCipheriv, createDecipheriv } from "node:crypto";
 import { type Aead } from "./aead.ts";
-import { agreesWithNoble } from "./aead-check.ts";
+import { agreesWithNoble, sealingBy } from "./aead-check.ts";
 
 const TAG = 16;
 const CIPHER = "chacha20-poly1305";
@@ -24,18 +24,12 @@ export function nodeAead(): Aead | undefined {
   loaded = null;
   const aead: Aead = {
     name: "node-crypto",
-    seal(key, nonce, plain) {
-      const out = new Uint8Array(plain.length + TAG);
-      aead.sealInto?.(key, nonce, plain, out);
-      return out;
-    },
-    sealInto(key, nonce, plain, out) {
-      if (out.length !== plain.length + TAG) throw new RangeError("the sealed chunk's buffer must be the plaintext's length + 16");
+    ...sealingBy((key, nonce, plain, out) => {
       const cipher = createCipheriv(CIPHER, key, nonce, { authTagLength: TAG });
       out.set(cipher.update(plain));
       cipher.final();
       out.set(cipher.getAuthTag(), plain.length);
-    },
+    }),
     open(key, nonce, sealed) {
       if (sealed.length < TAG) return null;
       const decipher = createDecipheriv(CIPHER, key, nonce, { authTagLength: TAG });
