@@ -9,32 +9,19 @@ import { secp256k1 } from "@noble/curves/secp256k1.js";
 import { bytesToHex, hashTypedData, hexToBytes, numberToHex, recoverTypedDataAddress, type Address, type Hex } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { recoverSessionGrant } from "../../src/grants/service.ts";
-import { recoverLogin, storageDomain, storageTypes } from "../../src/identity/eip712.ts";
+import { recoverLogin, storageTypes } from "../../src/identity/eip712.ts";
 import { sessionGrantTypes } from "../../src/sdk/grants.ts";
 import { voucherDigest, voucherSigner } from "../../src/identity/voucher-signer.ts";
+import { domains, orRefused, withV } from "./support.ts";
 
 const N = secp256k1.Point.CURVE().n;
-const domains = [storageDomain(31337, "0x5FbDB2315678afecb367f032d93F642f64180aa3"), storageDomain(8453, "0x00000000000000000000000000000000000000aa")];
 const seller: Address = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8";
 
-async function viemPayer(domain: (typeof domains)[number], size: bigint, signature: Hex): Promise<string> {
-  try {
-    return await recoverTypedDataAddress({ domain, types: storageTypes, primaryType: "Voucher", message: { seller, size }, signature });
-  } catch {
-    return "refused";
-  }
-}
-
-function fastPayer(recover: ReturnType<typeof voucherSigner>, size: bigint, signature: Hex): string {
-  try {
-    return recover(size, signature);
-  } catch {
-    return "refused";
-  }
-}
+const viemPayer = (domain: (typeof domains)[number], size: bigint, signature: Hex) =>
+  orRefused(() => recoverTypedDataAddress({ domain, types: storageTypes, primaryType: "Voucher", message: { seller, size }, signature }));
+const fastPayer = (recover: ReturnType<typeof voucherSigner>, size: bigint, signature: Hex) => orRefused(() => recover(size, signature));
 
 const randomSize = () => [0n, 1n, (1n << 64n) - 1n, BigInt(Math.floor(Math.random() * Number.MAX_SAFE_INTEGER))][Math.floor(Math.random() * 4)]!;
-const withV = (sig: Hex, v: number): Hex => `${sig.slice(0, 130)}${v.toString(16).padStart(2, "0")}` as Hex;
 const hex32 = (n: bigint) => numberToHex(n, { size: 32 }).slice(2);
 
 describe("voucherSigner", () => {
@@ -57,13 +44,13 @@ describe("voucherSigner", () => {
       const sig = await account.signTypedData({ domain, types: storageTypes, primaryType: "Voucher", message: { seller, size } });
       const v = Number.parseInt(sig.slice(130), 16);
       for (const form of [sig, withV(sig, v - 27)]) {
-        const fast = fastPayer(recover, size, form);
+        const fast = await fastPayer(recover, size, form);
         expect(fast).toBe(account.address);
         expect(fast).toBe(await viemPayer(domain, size, form));
         same++;
       }
       // The same signature over another size recovers some other key, the same one for both.
-      expect(fastPayer(recover, size + 1n, sig)).toBe(await viemPayer(domain, size + 1n, sig));
+      expect(await fastPayer(recover, size + 1n, sig)).toBe(await viemPayer(domain, size + 1n, sig));
     }
     expect(same).toBe(400);
   });
@@ -99,7 +86,7 @@ describe("voucherSigner", () => {
     for (let x = 1n; x < 12n; x++) cases.push(`0x${hex32(x)}${hex32(s)}1b` as Hex);
     const answers = new Set<string>();
     for (const c of cases) {
-      const fast = fastPayer(recover, size, c);
+      const fast = await fastPayer(recover, size, c);
       expect({ c, fast }).toEqual({ c, fast: await viemPayer(domain, size, c) });
       answers.add(fast === "refused" ? "refused" : fast === account.address ? "signer" : "other");
     }
@@ -111,7 +98,6 @@ describe("voucherSigner", () => {
 
 describe("the other messages (eip712.ts: viem's hash, the same curve code; Request: request-signer.test.ts)", () => {
   test("Login and SessionGrant recover what viem recovers; a signature over another message gives the same other key to both; malformed ones are refused by both", async () => {
-    const viemOr = (p: Promise<string>) => p.catch(() => "refused");
     for (let i = 0; i < 40; i++) {
       const domain = domains[i % 2]!;
       const account = privateKeyToAccount(generatePrivateKey());
@@ -127,12 +113,12 @@ describe("the other messages (eip712.ts: viem's hash, the same curve code; Reque
         const sig = await account.signTypedData({ ...typed, message: c.message } as unknown as Parameters<typeof account.signTypedData>[0]);
         const ours = c.ours as (d: typeof domain, m: unknown, s: Hex) => Promise<string>;
         expect(await ours(domain, c.message, sig)).toBe(account.address);
-        const theirs = (m: unknown, s: Hex) => viemOr(recoverTypedDataAddress({ ...typed, message: m, signature: s } as unknown as Parameters<typeof recoverTypedDataAddress>[0]));
+        const theirs = (m: unknown, s: Hex) => orRefused(() => recoverTypedDataAddress({ ...typed, message: m, signature: s } as unknown as Parameters<typeof recoverTypedDataAddress>[0]));
         const other = await ours(domain, c.other, sig);
         expect(other).not.toBe(account.address);
         expect(other).toBe(await theirs(c.other, sig));
         for (const bad of [withV(sig, 2), withV(sig, 29), `0x${sig.slice(2, 130)}` as Hex]) {
-          expect(await viemOr(ours(domain, c.message, bad))).toBe("refused");
+          expect(await orRefused(() => ours(domain, c.message, bad))).toBe("refused");
           expect(await theirs(c.message, bad)).toBe("refused");
         }
       }
