@@ -9,9 +9,9 @@
  * authentic prefix released, as decrypting a copy.
  */
 import { afterAll, describe, expect, test } from "bun:test";
-import { opensslAead, sodiumAead } from "../../src/sdk/aead-native.ts";
 import { usePayloadAead } from "../../src/sdk/aead.ts";
 import { AgeError, CHUNK_SIZE, decryptStream, encryptStream, generateIdentity, identityToRecipient } from "../../src/sdk/age.ts";
+import { openssl, payloadAeads, sodium } from "./payload-aeads.ts";
 
 const SEALED_CHUNK = CHUNK_SIZE + 16;
 const identity = generateIdentity();
@@ -69,21 +69,13 @@ async function outcome(s: ReadableStream<Uint8Array>): Promise<{ out: Uint8Array
 }
 const joined = (parts: Uint8Array[]) => Buffer.concat(parts);
 
-const aeads: [string, () => void][] = [
-  ["@noble", () => usePayloadAead("noble")],
-  ["libsodium WASM", () => usePayloadAead("libsodium")],
-];
-const sodium = sodiumAead();
-if (sodium) aeads.push(["libsodium native", () => usePayloadAead(sodium)]);
-const openssl = opensslAead();
-if (openssl) aeads.push(["OpenSSL native", () => usePayloadAead(openssl)]);
 afterAll(() => usePayloadAead("libsodium"));
 
 test("the system's libsodium and OpenSSL are there: the native paths are tested, not skipped (scripts/age.sh installs libsodium)", () => {
   expect([sodium?.name, openssl?.name]).toEqual(["libsodium-native", "openssl-native"]);
 });
 
-for (const [label, use] of aeads) {
+for (const [label, use] of payloadAeads) {
   describe(`in place with ${label}`, () => {
     for (const size of SIZES) {
       test(`${size} bytes: byte-exact under every piece layout; the output is the input's own bytes`, async () => {

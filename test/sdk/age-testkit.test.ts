@@ -11,9 +11,9 @@ import { inflateSync } from "node:zlib";
 import { sha256 } from "@noble/hashes/sha2.js";
 import { bytesToHex } from "@noble/hashes/utils.js";
 import * as vectors from "cctv-age";
-import { opensslAead, sodiumAead } from "../../src/sdk/aead-native.ts";
 import { payloadAead, usePayloadAead } from "../../src/sdk/aead.ts";
 import { AgeError, type AgeErrorCode, decryptStream, generateIdentity } from "../../src/sdk/age.ts";
+import { payloadAeads } from "./payload-aeads.ts";
 
 type Expect = "success" | "no match" | "HMAC failure" | "header failure" | "payload failure" | "armor failure";
 
@@ -121,18 +121,10 @@ test("the testkit is there, and every vector is either run or skipped by name", 
   for (const kind of ["success", "no match", "HMAC failure", "header failure", "payload failure"]) expect(run.some((v) => v.expect === kind)).toBe(true);
 });
 
-const aeads: [string, () => void][] = [
-  ["@noble", () => usePayloadAead("noble")],
-  ["libsodium WASM", () => usePayloadAead("libsodium")],
-];
-const sodium = sodiumAead();
-if (sodium) aeads.push(["libsodium native", () => usePayloadAead(sodium)]);
-const openssl = opensslAead();
-if (openssl) aeads.push(["OpenSSL native", () => usePayloadAead(openssl)]);
 
 afterAll(() => usePayloadAead("noble"));
 
-for (const [label, use] of aeads) {
+for (const [label, use] of payloadAeads) {
   describe(`age testkit with ${label}`, () => {
     test("the AEAD in use is the one named", async () => {
       use();
