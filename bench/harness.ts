@@ -19,7 +19,7 @@
  *   const r = await loadTest({ url: "http://127.0.0.1:8080/healthz", durationMs: 5000, connections: 32 })
  *   r.rps; r.p99Ms
  */
-import { readdirSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { constants } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
@@ -583,4 +583,25 @@ export function cephCpuMs(): number {
     }
   }
   return ms;
+}
+
+/** `--binary` and `--cpu-prof DIR`, for a bench that starts Stowage (with stowageCommand). */
+export const BINARY_OPTION = { boolean: true, help: "measure the compiled dist/stowage instead of src/ under Bun" } as const;
+export const CPU_PROF_OPTION = { help: "Stowage writes a CPU profile (.cpuprofile and .md) to this folder when it stops" } as const;
+
+/**
+ * The command that runs Stowage: the compiled dist/stowage (`binary`; a usage error when it is not
+ * built), or src/main.ts under this Bun, which with `cpuProf` writes a CPU profile there when it
+ * exits, as .cpuprofile and as grep-friendly markdown (the compiled binary cannot).
+ */
+export function stowageCommand(o: { binary?: boolean; cpuProf?: string }): string[] {
+  const root = join(import.meta.dir, "..");
+  const binary = join(root, "dist", "stowage");
+  if (o.binary) {
+    if (o.cpuProf) usageError("--cpu-prof profiles `bun src/main.ts`, not --binary");
+    if (!existsSync(binary)) usageError(`--binary: ${binary} is missing; run \`bun run build\` first`);
+    return [binary];
+  }
+  const profFlags = o.cpuProf ? ["--cpu-prof", "--cpu-prof-md", `--cpu-prof-dir=${o.cpuProf}`] : [];
+  return [process.execPath, ...profFlags, join(root, "src", "main.ts")];
 }

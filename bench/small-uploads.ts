@@ -24,17 +24,16 @@
  *        [--backends dfs,ipfs] [--sha256-payload] [--replace] [--binary] [--cpu-prof DIR]   (--help: every option)
  */
 import { randomBytes } from "node:crypto";
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { cidOfStream } from "../src/sdk/cid.ts";
 import { connectStorage } from "../src/sdk/storage.ts";
 import { storageDomain, storageTypes } from "../src/identity/eip712.ts";
-import { benchArgs, commandDuration, compareMany, cpuMs, fmt, intOption, percentile, type RunningServer, startServer, usageError } from "./harness.ts";
+import { BINARY_OPTION, benchArgs, commandDuration, compareMany, CPU_PROF_OPTION, cpuMs, fmt, intOption, percentile, type RunningServer, startServer, stowageCommand, usageError } from "./harness.ts";
 
 const ROOT = join(import.meta.dir, "..");
-const BINARY = join(ROOT, "dist", "stowage");
 const values = benchArgs("Small uploads: Stowage against a plain multipart + SHA-256 + fsync'd file server, side by side.", {
   rounds: { default: "3", help: "measured rounds" },
   uploads: { default: "400", help: "uploads per measurement" },
@@ -43,8 +42,8 @@ const values = benchArgs("Small uploads: Stowage against a plain multipart + SHA
   backends: { default: "dfs", help: "dfs, ipfs or both, comma-separated" },
   "sha256-payload": { boolean: true, help: "sign the file's SHA-256 instead of its Cid (D5's older form)" },
   replace: { boolean: true, help: "every upload names the same file (replacing the last, deleting its content) instead of a new one" },
-  binary: { boolean: true, help: "measure the compiled dist/stowage instead of src/ under Bun" },
-  "cpu-prof": { help: "Stowage writes a CPU profile (.cpuprofile and .md) to this folder when it stops" },
+  binary: BINARY_OPTION,
+  "cpu-prof": CPU_PROF_OPTION,
 });
 const rounds = intOption(values, "rounds");
 const perRound = intOption(values, "uploads");
@@ -58,9 +57,7 @@ const sha256Payload = values["sha256-payload"] === true;
 const replace = values.replace === true;
 /** Files named so far (without --replace, each upload names a new one). */
 let named = 0;
-if (useBinary && !existsSync(BINARY)) usageError(`--binary: ${BINARY} is missing; run \`bun run build\` first`);
-const cpuProf = values["cpu-prof"];
-if (cpuProf && useBinary) usageError("--cpu-prof profiles `bun src/main.ts`, not --binary");
+const stowageCmd = stowageCommand({ binary: useBinary, cpuProf: values["cpu-prof"] });
 
 /** One multipart body: the fields, then the file part (as the SDK builds it). */
 function multipart(fields: Record<string, string>, file: Uint8Array, filename = "small.bin"): { body: Uint8Array; type: string } {
@@ -110,8 +107,6 @@ async function run(pid: number, requests: Prepared[]) {
 
 const work = mkdtempSync(join(tmpdir(), "stowage-bench-small-uploads-"));
 const dataDir = join(work, "data");
-const profFlags = cpuProf ? ["--cpu-prof", "--cpu-prof-md", `--cpu-prof-dir=${cpuProf}`] : [];
-const stowageCmd = useBinary ? [BINARY] : [process.execPath, ...profFlags, join(ROOT, "src", "main.ts")];
 const env: Record<string, string | undefined> = { HOME: tmpdir(), ...(useBinary ? {} : { PATH: process.env.PATH }) };
 const servers: RunningServer[] = [];
 let exitCode = 0;

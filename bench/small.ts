@@ -20,7 +20,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { connectStorage } from "../src/sdk/storage.ts";
-import { alignColumns, benchArgs, commandDuration, compareMany, fmt, HTTP_METRICS, httpMeasure, intOption, loadAverage, positiveOption, processCpuSeconds, startServer, usageError, type ComparisonResult, type HttpMetric, type RunningServer } from "./harness.ts";
+import { alignColumns, benchArgs, commandDuration, compareMany, CPU_PROF_OPTION, fmt, HTTP_METRICS, httpMeasure, intOption, loadAverage, positiveOption, processCpuSeconds, startServer, stowageCommand, usageError, type ComparisonResult, type HttpMetric, type RunningServer } from "./harness.ts";
 
 const ROOT = join(import.meta.dir, "..");
 const PATHS = { me: "/v2/auth/me", space: "/dfs/space", list: "/dfs/listobjects", healthz: "/healthz" } as const;
@@ -33,7 +33,7 @@ const values = benchArgs("Small authenticated requests and /healthz: Stowage aga
   connections: { default: "32", help: "keep-alive connections of the load generator" },
   paths: { default: Object.keys(PATHS).join(","), help: "paths to measure, comma-separated" },
   "log-level": { default: "error", help: "Stowage's log level: debug, info, warn or error" },
-  "cpu-prof": { help: "Stowage writes a CPU profile (.cpuprofile and .md) to this folder when it stops" },
+  "cpu-prof": CPU_PROF_OPTION,
 });
 const rounds = intOption(values, "rounds");
 const connections = intOption(values, "connections");
@@ -42,15 +42,13 @@ const paths = values.paths.split(",") as PathKey[];
 if (paths.some((p) => !(p in PATHS))) usageError(`--paths takes some of ${Object.keys(PATHS).join(",")}`);
 const logLevel = values["log-level"];
 if (!["debug", "info", "warn", "error"].includes(logLevel)) usageError(`--log-level must be debug, info, warn or error (got ${logLevel})`);
-const cpuProf = values["cpu-prof"];
 
 const work = mkdtempSync(join(tmpdir(), "stowage-bench-small-"));
 const dataDir = join(work, "data");
 const jwtKey = `0x${randomBytes(32).toString("hex")}`;
 // A clean environment, as an operator's service would have (PATH for `bun src/main.ts`).
 const env: Record<string, string | undefined> = { HOME: tmpdir(), PATH: process.env.PATH, STOWAGE_JWT_KEY: jwtKey };
-const profFlags = cpuProf ? ["--cpu-prof", "--cpu-prof-md", `--cpu-prof-dir=${cpuProf}`] : [];
-const stowageCmd = [process.execPath, ...profFlags, join(ROOT, "src", "main.ts")];
+const stowageCmd = stowageCommand({ cpuProf: values["cpu-prof"] });
 
 const servers: RunningServer[] = [];
 let exitCode = 0;

@@ -236,14 +236,13 @@ async function baselineS3(targetJson: string) {
 
 async function main() {
   // Loaded here, not at the top: the baseline server child must not carry viem and the SDK.
-  const { benchArgs, cephCpuMs: cephCpuMsSoFar, compareMany, commandDuration, cpuMs, fmt, intOption, loadAverage, startServer, usageError } = await import("./harness.ts");
+  const { BINARY_OPTION, benchArgs, cephCpuMs: cephCpuMsSoFar, compareMany, commandDuration, CPU_PROF_OPTION, cpuMs, fmt, intOption, loadAverage, startServer, stowageCommand, usageError } = await import("./harness.ts");
   type RunningServer = Awaited<ReturnType<typeof startServer>>;
   const { connectStorage } = await import("../src/sdk/storage.ts");
   const { generatePrivateKey, privateKeyToAccount } = await import("viem/accounts");
 
   const MiB = 2 ** 20;
   const ROOT = join(import.meta.dir, "..");
-  const BINARY = join(ROOT, "dist", "stowage");
   const values = benchArgs("Storage transfers: Stowage against a plain-file baseline, side by side.", {
     rounds: { default: "3", help: "measured rounds" },
     "size-mib": { default: "256", help: "file size in MiB" },
@@ -253,9 +252,9 @@ async function main() {
     "range-kib": { default: "1024", help: "bytes per ranged download in KiB" },
     backends: { default: "dfs,ipfs", help: "dfs, ipfs or both, comma-separated" },
     "no-big": { boolean: true, help: "leave out the big phase" },
-    binary: { boolean: true, help: "measure the compiled dist/stowage instead of src/ under Bun" },
+    binary: BINARY_OPTION,
     s3: { boolean: true, help: "content on a one-node Ceph RGW, against Bun's S3Client straight to it" },
-    "cpu-prof": { help: "Stowage writes a CPU profile (.cpuprofile and .md) to this folder when it stops" },
+    "cpu-prof": CPU_PROF_OPTION,
   });
   const rounds = intOption(values, "rounds");
   const size = intOption(values, "size-mib") * MiB;
@@ -267,16 +266,10 @@ async function main() {
   if (backends.some((b) => b !== "dfs" && b !== "ipfs")) usageError("--backends takes dfs, ipfs or both");
   if (rangeBytes > size) usageError("--range-kib must fit in the file");
   const useBinary = values.binary === true;
-  if (useBinary && !existsSync(BINARY)) usageError(`--binary: ${BINARY} is missing; run \`bun run build\` first`);
+  const stowageCmd = stowageCommand({ binary: useBinary, cpuProf: values["cpu-prof"] });
 
   const work = mkdtempSync(join(tmpdir(), "stowage-bench-storage-"));
   const dataDir = join(work, "data");
-  // --cpu-prof DIR: the server (not the compiled binary) writes a CPU profile there when it exits,
-  // both as .cpuprofile and as grep-friendly markdown.
-  const cpuProf = values["cpu-prof"];
-  if (cpuProf && useBinary) usageError("--cpu-prof profiles `bun src/main.ts`, not --binary");
-  const profFlags = cpuProf ? ["--cpu-prof", "--cpu-prof-md", `--cpu-prof-dir=${cpuProf}`] : [];
-  const stowageCmd = useBinary ? [BINARY] : [process.execPath, ...profFlags, join(ROOT, "src", "main.ts")];
   // A clean environment, as an operator's service would have (PATH only for `bun src/main.ts`).
   const env: Record<string, string | undefined> = { HOME: tmpdir(), ...(useBinary ? {} : { PATH: process.env.PATH }) };
   // --s3: a one-node Ceph RGW (stopped when this process exits); Stowage and the S3 baseline each
