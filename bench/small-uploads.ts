@@ -24,14 +24,14 @@
  *        [--backends dfs,ipfs] [--sha256-payload] [--replace] [--binary] [--cpu-prof DIR]   (--help: every option)
  */
 import { randomBytes } from "node:crypto";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { cidOfStream } from "../src/sdk/cid.ts";
 import { connectStorage } from "../src/sdk/storage.ts";
 import { storageDomain, storageTypes } from "../src/identity/eip712.ts";
-import { BINARY_OPTION, benchArgs, commandDuration, compareMany, CPU_PROF_OPTION, cpuMs, fmt, intOption, percentile, type RunningServer, startServer, stowageCommand, usageError } from "./harness.ts";
+import { BINARY_OPTION, benchArgs, commandDuration, compareMany, CPU_PROF_OPTION, cpuMs, fmt, intOption, loadAverage, percentile, type RunningServer, startServer, stowageCommand, usageError } from "./harness.ts";
 
 const ROOT = join(import.meta.dir, "..");
 const values = benchArgs("Small uploads: Stowage against a plain multipart + SHA-256 + fsync'd file server, side by side.", {
@@ -132,7 +132,7 @@ try {
   /** Voucher sizes far above what is used, each distinct: every one is accepted once (D6). */
   let voucherSize = 2n ** 40n + BigInt(Date.now() % 1_000_000) * 1_000_000n;
 
-  const header = `small uploads: ${fileBytes / 1024} KiB × ${inFlight} in flight, ${perRound} per measurement, ${rounds} rounds + 1 warm-up, ${replace ? "every upload replacing one file" : "a new file each"}; stowage ${stowage.url} (log level error, embedded chain) against the plain multipart + SHA-256 + fsync'd file server ${baseline.url}; 2 cores, Bun ${Bun.version}, load average ${readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" ")}`;
+  const header = `small uploads: ${fileBytes / 1024} KiB × ${inFlight} in flight, ${perRound} per measurement, ${rounds} rounds + 1 warm-up, ${replace ? "every upload replacing one file" : "a new file each"}; stowage ${stowage.url} (log level error, embedded chain) against the plain multipart + SHA-256 + fsync'd file server ${baseline.url}; 2 cores, Bun ${Bun.version}, load average ${loadAverage()}`;
   console.error(header);
   const lines: string[] = [header];
   for (const kind of backends) {
@@ -177,7 +177,7 @@ try {
       `  ${kind}: ${fmt(m.rate.subject.median)} vs ${fmt(m.rate.baseline.median)} uploads/s (${m.rate.ratio.toFixed(2)}×, paired ${m.rate.paired.min.toFixed(2)}–${m.rate.paired.max.toFixed(2)}), p50 ${fmt(m.p50.subject.median)} vs ${fmt(m.p50.baseline.median)} ms, server CPU ${fmt(m.cpu.subject.median)} vs ${fmt(m.cpu.baseline.median)} ms per upload`,
     );
   }
-  console.log(`\nsummary (stowage vs baseline, medians; ratio = stowage / baseline)\n${lines.slice(1).join("\n")}\nload average at the end: ${readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" ")}`);
+  console.log(`\nsummary (stowage vs baseline, medians; ratio = stowage / baseline)\n${lines.slice(1).join("\n")}\nload average at the end: ${loadAverage()}`);
 } catch (err) {
   console.error(err);
   exitCode = 1;
