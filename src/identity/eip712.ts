@@ -8,7 +8,7 @@
  */
 import { secp256k1 } from "@noble/curves/secp256k1.js";
 import { keccak_256 } from "@noble/hashes/sha3.js";
-import { bytesToHex, getAddress, hashTypedData, hexToBytes, type Address, type Hex, type TypedDataDomain } from "viem";
+import { bytesToHex, getAddress, getTypesForEIP712Domain, hashDomain, hashTypedData, hexToBytes, toBytes, type Address, type Hex, type TypedDataDomain } from "viem";
 
 export const storageTypes = {
   Login: [
@@ -71,4 +71,20 @@ export const recoverLogin = async (domain: TypedDataDomain, message: LoginMessag
 
 
 /** 65-byte signatures only (v 27/28 or 0/1): a malformed one is refused before any curve work. */
+/** Hand-built EIP-712 digests (request-signer.ts, voucher-signer.ts) share these: the type hash of a
+ * storageTypes message without nested types, spelled from its fields, and a gateway's constant
+ * first 34 bytes of every digest's preimage, 0x1901 ‖ domainSeparator. */
+export const typeHashOf = (name: "Request" | "Voucher"): Uint8Array =>
+  keccak_256(new TextEncoder().encode(`${name}(${storageTypes[name].map((f) => `${f.type} ${f.name}`).join(",")})`));
+
+export function digestPrefix(domain: TypedDataDomain): Uint8Array {
+  const prefix = new Uint8Array(34);
+  prefix.set([0x19, 0x01]);
+  // The domain's field list is built at run time (as viem does): abitype cannot infer it, hence the loose generic.
+  prefix.set(toBytes(hashDomain<Record<string, unknown>>({ domain, types: { EIP712Domain: getTypesForEIP712Domain({ domain }) } })), 2);
+  return prefix;
+}
+
+export const UINT64_MAX = (1n << 64n) - 1n;
+
 export const isSignature = (s: unknown): s is Hex => typeof s === "string" && /^0x[0-9a-fA-F]{130}$/.test(s);

@@ -12,13 +12,11 @@
  *   const signer = signerOf({ did, token, requestID, action, payload }, signature) // throws on a bad one
  */
 import { keccak_256 } from "@noble/hashes/sha3.js";
-import { getTypesForEIP712Domain, hashDomain, hexToBytes, isHex, toBytes, type Address, type Hex, type TypedDataDomain } from "viem";
-import { isSignature, signerOfDigest, storageTypes, type RequestMessage } from "./eip712.ts";
+import { hexToBytes, isHex, type Address, type Hex, type TypedDataDomain } from "viem";
+import { digestPrefix, isSignature, signerOfDigest, storageTypes, typeHashOf, UINT64_MAX, type RequestMessage } from "./eip712.ts";
 
 const utf8 = new TextEncoder();
-/** EIP-712's type hash of `Request` (no nested types), spelled from storageTypes.Request. */
-const REQUEST_TYPE = keccak_256(utf8.encode(`Request(${storageTypes.Request.map((f) => `${f.type} ${f.name}`).join(",")})`));
-const UINT64_MAX = (1n << 64n) - 1n;
+const REQUEST_TYPE = typeHashOf("Request");
 
 /** The field order of storageTypes.Request, which the struct below follows: a change there must show here. */
 const ORDER = "did,token,requestID,action,payload";
@@ -27,10 +25,7 @@ if (storageTypes.Request.map((f) => f.name).join(",") !== ORDER) throw new Error
 /** The signer of `Request(did, token, requestID, action, payload)` signed as `signature` (65 bytes, v 0/1/27/28), checksummed. */
 export function requestSigner(domain: TypedDataDomain): (message: RequestMessage, signature: Hex) => Address {
   // 0x1901 ‖ domainSeparator ‖ structHash: the first 34 bytes are this gateway's constant.
-  const prefix = new Uint8Array(34);
-  prefix.set([0x19, 0x01]);
-  // The domain's field list is built at run time (as viem does): abitype cannot infer it, hence the loose generic.
-  prefix.set(toBytes(hashDomain<Record<string, unknown>>({ domain, types: { EIP712Domain: getTypesForEIP712Domain({ domain }) } })), 2);
+  const prefix = digestPrefix(domain);
 
   return (m, signature) => {
     if (m.requestID < 0n || m.requestID > UINT64_MAX) throw new Error(`requestID ${m.requestID} is not a uint64`);
