@@ -68,6 +68,18 @@ export const files = sqliteTable(
   ],
 );
 
+/**
+ * Bytes each DID stores in `files`, both back-ends together (one space pool, D7): the quota's
+ * "stored" (src/quota/meter.ts), read as one row instead of a SUM over every file of the account.
+ * Written only by triggers on `files` (migrations 0023 / pg 0013, hand-written: drizzle-kit cannot
+ * express triggers), with relative updates, so no code path — nor a gateway of the previous
+ * version sharing the database (D16) — can insert, replace or delete a file without it.
+ */
+export const storedTotals = sqliteTable("stored_totals", {
+  did: text("did").primaryKey(),
+  bytes: integer("bytes").notNull().default(0),
+});
+
 /** All-time bytes moved per payer at this seller, and vouchers already accepted (D6). */
 export const voucherCounters = sqliteTable("voucher_counters", {
   payer: text("payer").primaryKey(),

@@ -345,6 +345,12 @@ export const files = pgTable(
   ],
 );
 
+/** Kept by triggers on `files` (migrations-pg/0013, hand-written plpgsql). */
+export const storedTotals = pgTable("stored_totals", {
+  did: text("did").primaryKey(),
+  bytes: int8("bytes").notNull().default(0),
+});
+
 export const voucherCounters = pgTable("voucher_counters", {
   payer: text("payer").primaryKey(),
   used: int8("used").notNull().default(0),
