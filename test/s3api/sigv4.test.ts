@@ -101,6 +101,11 @@ describe("presigned query", () => {
     expect(await codeOf(verifySignature(tampered, readCredentials(tampered)!, AWS_EXAMPLE.secret))).toBe("SignatureDoesNotMatch");
   });
 
+  test("a Signature Version 2 URL (aws-cli 1.x's presign without s3v4) is refused as one, not taken as anonymous", async () => {
+    const v2 = received("GET", "/dfs/a.txt?AWSAccessKeyId=STWWSQ34YIREEMDPUWXG&Signature=PMOhfW5yRFO3TPhFCNOrPUofZaM%3D&Expires=1795439238", { host: "localhost:9000" });
+    expect(await codeOf(() => readCredentials(v2))).toBe("InvalidArgument");
+  });
+
   test("valid from its date (15 min of skew) until its expiry", async () => {
     const creds = readCredentials(presigned())!;
     const at = Date.UTC(2013, 4, 24);
