@@ -1,6 +1,7 @@
 /**
  * Off-chain quota state (D7): bytes held by in-flight transfers, traffic moved per period, and
- * purchases by Idempotency-Key (D8). Bytes stored now come from the storage `files` table.
+ * purchases by Idempotency-Key (D8). Bytes stored now come from the storage catalog: its
+ * `stored_totals` row per DID, kept by triggers on `files` (src/storage/schema.ts).
  */
 import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
 

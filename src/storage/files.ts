@@ -21,8 +21,12 @@ export interface AddHook {
 }
 
 const COLUMNS = `id, did, backend, name, cid, size, encryption, mod_time AS "modTime", etag`;
-const STORED = "SELECT CAST(COALESCE(SUM(size), 0) AS BIGINT) AS n FROM files WHERE did = $1";
-const STORED_EXCEPT = `${STORED} AND NOT (backend = $2 AND name = $3)`;
+// One row each (stored_totals is kept by triggers on files, migration 0023 / pg 0013), not a SUM
+// over every file of the account: the quota reads it twice per upload, and an account may hold
+// 100k files. The entry an upload would replace is one lookup by files_name.
+const STORED = "SELECT bytes AS n FROM stored_totals WHERE did = $1";
+const STORED_EXCEPT = `SELECT COALESCE((SELECT bytes FROM stored_totals WHERE did = $1), 0)
+  - COALESCE((SELECT size FROM files WHERE did = $1 AND backend = $2 AND name = $3), 0) AS n`;
 const ADD_BUCKET = "INSERT INTO buckets (did, created_at) VALUES ($1, $2) ON CONFLICT (did) DO NOTHING";
 const LOCK_BUCKET = "SELECT did FROM buckets WHERE did = $1 FOR UPDATE";
 const DROP_NAMED = "DELETE FROM files WHERE did = $1 AND backend = $2 AND name = $3 RETURNING cid";
@@ -65,7 +69,9 @@ export function cleanName(raw: string | undefined): string {
 
 /**
  * Bytes `did` stores on both back-ends (one space pool, D7), leaving out the file named `except`
- * (the entry an upload would replace). The quota meter counts with it, inside its transactions.
+ * (the entry an upload would replace). The quota meter counts with it, inside its transactions:
+ * there the total includes the file row the transaction has just written (the trigger runs in
+ * its statement), and, the quota's row lock held, every other writer's committed change.
  */
 export async function storedBytes(q: Queryable, did: string, except?: { backend: string; name: string }): Promise<number> {
   const row = except ? await q.get<{ n: number }>(STORED_EXCEPT, [did, except.backend, except.name]) : await q.get<{ n: number }>(STORED, [did]);
