@@ -438,6 +438,17 @@ export const directoryEntries = pgTable(
   (t) => [uniqueIndex("directory_entries_key").on(t.owner, t.mid), index("directory_entries_cid").on(t.cid, t.did)],
 );
 
+/** PostgreSQL only, like `search` above (SQLite's FTS5 keeps its own vocabulary): every lexeme of
+ * the entries' search documents, with how many entries hold it and how many hold it in their
+ * name. Kept by a trigger on `directory_entries` (migrations-pg/0014, hand-written plpgsql), so a
+ * gateway of the previous version keeps it right too. search-pg.ts reads it to tell a common
+ * query from a rare one without reading the heap rows of its matches (issue 10). */
+export const directoryTerms = pgTable("directory_terms", {
+  term: bytesText("term").primaryKey(),
+  docs: int8("docs").notNull().default(0),
+  nameDocs: int8("name_docs").notNull().default(0),
+});
+
 export const directoryGrants = pgTable(
   "directory_grants",
   {
