@@ -210,6 +210,9 @@ describe("buckets, listing, deletes, errors", () => {
     const none = await signed(alice.key, "GET", "/newbucket", { query: { "list-type": "2" } });
     expect(none.status).toBe(404);
     expect(codeIn(await none.text())).toBe("NoSuchBucket");
+    // HeadBucket: the two back-ends are there, nothing else is.
+    for (const bucket of ["/dfs", "/ipfs"]) expect((await signed(alice.key, "HEAD", bucket)).status).toBe(200);
+    expect((await signed(alice.key, "HEAD", "/newbucket")).status).toBe(404);
   });
 
   test("ListObjectsV2: byte order, delimiter folding, pages by continuation token", async () => {
