@@ -14,6 +14,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { requestError } from "./errors.ts";
+import { giveBack } from "./lent.ts";
 
 export interface Listener {
   /** The port it listens on (the real one when 0 was asked for). */
@@ -316,10 +317,12 @@ async function wholeBody(body: ReadableStream<Uint8Array>): Promise<Buffer> {
 
 /** Writes one chunk, waiting while the socket's buffer is full (backpressure). Bytes sent are
  * activity: the idle timer starts again (Bun's node:http does not, and cut every download that
- * lasted longer than the idle timeout after the request's last byte). */
+ * lasted longer than the idle timeout after the request's last byte). A chunk lent from a pool
+ * (lent.ts: a download's) goes back to it once written: not when `write` returns, since Bun keeps
+ * a reference to the bytes until they are flushed, but when its callback says so. */
 function write(res: ServerResponse, chunk: Uint8Array, idleMs: number): Promise<void> {
   res.socket?.setTimeout(idleMs);
-  if (res.write(chunk)) return Promise.resolve();
+  if (res.write(chunk, (err) => err || giveBack(chunk))) return Promise.resolve();
   return new Promise((resolve) => {
     const go = () => {
       res.off("drain", go);

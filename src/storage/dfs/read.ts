@@ -9,7 +9,13 @@
  * A damaged chunk errors the stream. Up to READ_AHEAD chunks are read at once ahead of the one
  * being sent (each fetch from S3 is a round trip), so memory stays at a few chunks whatever the
  * file size. The manifest (with the records) is read WINDOW positions per query.
+ *
+ * On the local store, chunks are read into buffers lent from a pool of the download's own
+ * (http/lent.ts): the listener gives each back once written, and the next chunks are read into
+ * them — a fresh 1 MiB buffer per MiB, collected late, was most of a big download's peak RSS
+ * (issue 10). A consumer that keeps chunks never gives them back and gets fresh ones.
  */
+import { BufferPool } from "../../http/lent.ts";
 import type { ByteRange } from "../backend.ts";
 import type { CheckedChunk, ChunkChecks } from "./checks.ts";
 import { loadChunk } from "./chunks.ts";
@@ -32,12 +38,16 @@ const READ_AHEAD = 4;
 const WINDOW = 32;
 /** Ranges up to this long (local store) are read into one buffer and sent as one part. */
 const ONE_PART = CHUNK_SIZE;
+/** Buffers a download keeps for reuse: the reads ahead, the chunk its stream queues, and the ones
+ * the listener's socket may still be sending. */
+const POOL_KEEP = READ_AHEAD + 4;
 
 export function read(ctx: DfsContext, cid: string, range?: ByteRange): ReadableStream<Uint8Array> {
   let plan: Plan;
   /** Fetches started, in chunk order. */
   const ahead: Promise<Uint8Array>[] = [];
   const checks = ctx.checks;
+  const pool = checks ? new BufferPool(CHUNK_SIZE, POOL_KEEP) : undefined;
   /** Manifest positions read ahead with their records (local store). */
   let window: Promise<Map<number, CheckedChunk>> | undefined;
   let windowEnd = -1;
@@ -73,7 +83,7 @@ export function read(ctx: DfsContext, cid: string, range?: ByteRange): ReadableS
         }
         while (ahead.length < READ_AHEAD && plan.next <= plan.last) {
           const idx = plan.next++;
-          const part = checks ? readChecked(ctx, checks, cid, plan, idx, positionOf(checks, idx)) : readPart(ctx, cid, plan, idx);
+          const part = checks ? readChecked(ctx, checks, cid, plan, idx, positionOf(checks, idx), pool) : readPart(ctx, cid, plan, idx);
           part.catch(() => {}); // awaited in turn below; a cancelled download never awaits it
           ahead.push(part);
         }
@@ -105,11 +115,22 @@ function sliceOf(plan: Plan, idx: number, size: number): [number, number] {
   return [Math.max(plan.start - offset, 0), Math.min(plan.end - offset + 1, size)];
 }
 
-/** Local store: chunk `idx` through its verification record (checks.ts). */
-async function readChecked(ctx: DfsContext, checks: ChunkChecks, cid: string, plan: Plan, idx: number, position: Promise<CheckedChunk | undefined>, into?: Uint8Array): Promise<Uint8Array> {
+/**
+ * Local store: chunk `idx` through its verification record (checks.ts), into `into`, or into a
+ * buffer lent from `pool` (a manifest size past the pool's buffers, which no upload writes, gets
+ * a buffer of its own).
+ */
+async function readChecked(ctx: DfsContext, checks: ChunkChecks, cid: string, plan: Plan, idx: number, position: Promise<CheckedChunk | undefined>, into?: Uint8Array | BufferPool): Promise<Uint8Array> {
   const chunk = await position;
   if (!chunk) throw new NotFoundError(`dfs content ${cid} was released while being read`);
   const [from, to] = sliceOf(plan, idx, chunk.size);
+  if (into instanceof BufferPool) {
+    if (to - from > into.size) return damageReported(ctx, cid, idx, chunk.hash, () => checks.read(chunk, from, to));
+    const pool = into;
+    const whole = pool.take();
+    const bytes = await damageReported(ctx, cid, idx, chunk.hash, () => checks.read(chunk, from, to, whole.subarray(0, to - from)));
+    return pool.lend(bytes, whole);
+  }
   if (into && into.byteLength !== to - from) throw new CorruptChunkError(chunk.hash, `manifest size ${chunk.size} does not hold the range`);
   return damageReported(ctx, cid, idx, chunk.hash, () => checks.read(chunk, from, to, into));
 }

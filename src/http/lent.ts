@@ -1,0 +1,59 @@
+/**
+ * Buffers lent to a stream's consumer, for the peak RSS of big transfers (issue 10). A download
+ * read each 1 MiB chunk into a fresh buffer; the dead ones piled up until JavaScriptCore collected
+ * them (≈ +150–200 MiB over idle during a 1 GiB download), the live ones being a few MiB. A
+ * `BufferPool` lends its buffers instead, and hands the same memory out again once it is given back.
+ *
+ * The rule that keeps this safe: only the consumer at the END of a chunk's road gives it back
+ * (`giveBack`), and only once nothing can read it any more — the listener, when its socket write's
+ * callback has run (Bun's `write` keeps a reference to the bytes until then: measured, scribbling
+ * over them after `write` returned sends the scribble). Streams in between pass chunks on and keep
+ * none. A consumer that keeps chunks (collects a body, a test) simply never gives them back: the
+ * pool then allocates a new buffer, as if there were no pool. A chunk given back while something
+ * still reads it would serve wrong bytes, the worst defect this code can have.
+ *
+ * @example
+ *   const pool = new BufferPool(1024 * 1024, 8)
+ *   const whole = pool.take()
+ *   controller.enqueue(pool.lend(await file.read(0, n, whole.subarray(0, n)), whole))
+ *   // the listener, once written: giveBack(chunk) — a chunk no pool lent is ignored
+ */
+
+/** Every chunk lent and not given back: its pool and the whole buffer it is a view of. */
+const lent = new WeakMap<Uint8Array, { pool: BufferPool; whole: Uint8Array }>();
+
+export class BufferPool {
+  private readonly free: Uint8Array[] = [];
+
+  /** Buffers of `size` bytes; at most `keep` of them wait, given back, for a `take`. */
+  constructor(
+    readonly size: number,
+    private readonly keep: number,
+  ) {}
+
+  /** A buffer of `size` bytes holding anything: the caller fills what it lends. */
+  take(): Uint8Array {
+    return this.free.pop() ?? Buffer.allocUnsafe(this.size);
+  }
+
+  /** Lends `chunk`, a view of `whole` (a buffer `take` gave); returns `chunk`. */
+  lend(chunk: Uint8Array, whole: Uint8Array): Uint8Array {
+    if (chunk.buffer !== whole.buffer || whole.byteLength !== this.size) throw new Error("BufferPool: lending a chunk of another buffer");
+    lent.set(chunk, { pool: this, whole });
+    return chunk;
+  }
+
+  /** `whole` is free again (from `giveBack`, or a `take` whose bytes were never lent). */
+  put(whole: Uint8Array): void {
+    if (this.free.length < this.keep && !this.free.includes(whole)) this.free.push(whole);
+  }
+}
+
+/** Gives a lent chunk back to its pool: nothing may read it afterwards. A chunk no pool lent (or
+ * one already given back) is left alone. */
+export function giveBack(chunk: Uint8Array): void {
+  const loan = lent.get(chunk);
+  if (!loan) return;
+  lent.delete(chunk);
+  loan.pool.put(loan.whole);
+}

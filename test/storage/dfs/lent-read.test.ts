@@ -1,0 +1,115 @@
+/**
+ * Downloads read into lent buffers (http/lent.ts, read.ts): a buffer is read into again only after
+ * its consumer gave it back. Every consumer that can get such a chunk is here, compared byte for
+ * byte with the file: one that keeps every chunk and never gives any back (a body collected whole:
+ * the S3 API's whole reads, a copy into another upload, a test), one that gives each back once
+ * copied, and the listener itself (a slow client over a real socket, two downloads at once, so
+ * that the buffers its socket still sends would be read into if they went back too early). A read
+ * that reused a buffer its consumer still holds would put another chunk's bytes in it: these
+ * comparisons fail then (checked: reusing a buffer on the next pull instead of on `giveBack`
+ * fails the first test).
+ */
+import { afterAll, describe, expect, test } from "bun:test";
+import { BufferPool, giveBack } from "../../../src/http/lent.ts";
+import { listen } from "../../../src/http/listen.ts";
+import { BASE, testGateway } from "../../support/storage.ts";
+import { MiB, bytesOf, openStore, streamOf } from "./support.ts";
+
+const SIZE = 12 * MiB + 12_345;
+
+describe("dfs reads into lent buffers (local blob store)", async () => {
+  const store = await openStore("local");
+  afterAll(() => store.close());
+  const bytes = bytesOf(SIZE, 41);
+  const up = await store.dfs.put(streamOf(bytes));
+  await up.commit();
+
+  test("a consumer that keeps every chunk (never gives one back) gets the file", async () => {
+    const kept: Uint8Array[] = [];
+    for await (const chunk of store.dfs.read(up.cid)) kept.push(chunk);
+    expect(kept.length).toBeGreaterThan(8); // more chunks than the pool keeps buffers
+    expect(Buffer.concat(kept).equals(bytes)).toBe(true);
+  });
+
+  test("a consumer that gives each chunk back once copied gets the file, whole or a range across chunks", async () => {
+    for (const range of [undefined, { start: MiB - 10, end: 9 * MiB + 77 }]) {
+      const copies: Buffer[] = [];
+      for await (const chunk of store.dfs.read(up.cid, range)) {
+        copies.push(Buffer.from(chunk));
+        giveBack(chunk);
+      }
+      const want = range ? bytes.subarray(range.start, range.end + 1) : bytes;
+      expect(Buffer.concat(copies).equals(want)).toBe(true);
+    }
+  });
+
+  test("chunks kept while others are given back stay as they were", async () => {
+    // Every third chunk kept (as a consumer that keeps some would), the others given back at once.
+    const kept = new Map<number, { chunk: Uint8Array; copy: Buffer }>();
+    let i = 0;
+    for await (const chunk of store.dfs.read(up.cid)) {
+      if (i % 3 === 0) kept.set(i, { chunk, copy: Buffer.from(chunk) });
+      else giveBack(chunk);
+      i++;
+    }
+    for (const [idx, { chunk, copy }] of kept) {
+      expect(Buffer.from(chunk).equals(copy)).toBe(true);
+      expect(copy.equals(bytes.subarray(idx * MiB, idx * MiB + copy.byteLength))).toBe(true);
+    }
+  });
+});
+
+describe("downloads through the listener", async () => {
+  const gw = await testGateway({ ipfs: false });
+  // One owner per file: each downloads its own, on a voucher of its own.
+  const owners = [await gw.user(), await gw.user()];
+  const files = [bytesOf(SIZE, 42), bytesOf(SIZE + 1, 43)];
+  const cids: string[] = [];
+  for (const [i, f] of files.entries()) cids.push((await owners[i]!.client.upload("dfs", f, { name: "f.bin" })).Cid);
+  const server = await listen({
+    hostname: "127.0.0.1",
+    port: 0,
+    maxRequestBodySize: 1000,
+    error: () => new Response("failed", { status: 500 }),
+    fetch: (request) => {
+      const url = new URL(request.url);
+      return gw.app.handle(new Request(`${BASE}${url.pathname}${url.search}`, { headers: request.headers, signal: request.signal }));
+    },
+  });
+  afterAll(() => server.stop(true));
+
+  /** Downloads file `i` over the socket, reading slowly (the socket's buffer fills: backpressure). */
+  async function slowDownload(i: number): Promise<Buffer> {
+    const owner = owners[i]!;
+    const size = ((await gw.storage?.vouchers.usedBy(owner.account.address)) ?? 0) + (files[i] as Uint8Array).byteLength;
+    const sign = await gw.sign.voucher(owner.account, size);
+    const res = await fetch(`http://127.0.0.1:${server.port}/dfs/${cids[i]}?size=${size}&sign=${sign}`);
+    expect(res.status, await (res.status === 200 ? "" : res.text())).toBe(200);
+    const parts: Uint8Array[] = [];
+    const reader = (res.body as ReadableStream<Uint8Array>).getReader();
+    for (let next = await reader.read(); !next.done; next = await reader.read()) {
+      parts.push(next.value);
+      await Bun.sleep(1);
+    }
+    return Buffer.concat(parts);
+  }
+
+  test("two slow clients each get their file byte for byte, the reads reusing buffers", async () => {
+    // Buffers the pools handed out, counted once each: lending must really happen for this to test it.
+    const buffers = new Set<Uint8Array>();
+    const take = BufferPool.prototype.take;
+    BufferPool.prototype.take = function (this: BufferPool) {
+      const b = take.call(this);
+      buffers.add(b);
+      return b;
+    };
+    try {
+      const [a, b] = await Promise.all([slowDownload(0), slowDownload(1)]);
+      expect(a.equals(files[0] as Uint8Array)).toBe(true);
+      expect(b.equals(files[1] as Uint8Array)).toBe(true);
+    } finally {
+      BufferPool.prototype.take = take;
+    }
+    expect(buffers.size).toBeLessThan((2 * SIZE) / MiB / 2);
+  }, 60_000);
+});
