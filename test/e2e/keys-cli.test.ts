@@ -80,4 +80,4 @@ test("keys create, list and revoke from a shell, and the errors a user meets", a
     expect({ args, code: r.code }).toEqual({ args, code: 2 });
   }
   expect(JSON.parse((await ok("list", "--json")).stdout)).toHaveLength(1);
-});
+}, 60_000); // a server start and 14 runs of the binary: over bun's default 5 s when the cores are busy
