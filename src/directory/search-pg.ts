@@ -14,6 +14,12 @@
  *   As on SQLite, the test is made with every word whole first, and when that is already over
  *   the cutoff the last word is listed whole too (GIN reads a prefix by scanning every word it
  *   begins into one bitmap, as FTS5 merges them).
+ * - the test reads the vocabulary (`directory_terms`, migrations-pg 0014: each lexeme's number of
+ *   entries, kept by a trigger) instead of counting matches: GIN cannot count without visiting
+ *   each match's heap row, 2–15 ms for the 1,001 of a common word at a million entries (issue
+ *   10). The counts bound the query's matches — at least the most of any one word, at most their
+ *   sum — and only a query whose bounds straddle the cutoff (several words, none common alone)
+ *   is counted as before. The answer is the count's, so the results are too.
  *
  * User text never reaches tsquery syntax: words hold only letters, digits and marks (text.ts
  * `queryTerms`), and each is quoted.
@@ -45,6 +51,54 @@ export const NEWEST = `SELECT ${ENTRY_COLUMNS} FROM (
   ORDER BY page.tier, page.id DESC
   LIMIT $4 OFFSET $5`;
 
+/** The vocabulary's bounds on a query's matches, in one round trip. $1: the query's words as a
+ * JSON array, the last one last. Per form of the query — `whole` (every word whole) and `typed`
+ * (the last word a prefix: every lexeme it begins) — the most entries any one word has and their
+ * sum; `exact` is false when a word does not fold to exactly one lexeme (then only counting
+ * tells). The prefix range is byte order (the column is COLLATE "C"), as tsquery's `:*` is. */
+export const VOCABULARY = `WITH words AS (
+    SELECT x.n = json_array_length($1::text::json) AS last, tsvector_to_array(to_tsvector('simple', stowage_fold(x.word))) AS lex
+    FROM json_array_elements_text($1::text::json) WITH ORDINALITY AS x(word, n)),
+  whole AS (
+    SELECT w.last, coalesce((SELECT t.docs FROM directory_terms t WHERE t.term = w.lex[1]), 0) AS docs FROM words w),
+  begun AS (
+    SELECT b.most, b.total FROM words w CROSS JOIN LATERAL (
+      SELECT max(t.docs) AS most, sum(t.docs) AS total FROM directory_terms t
+      WHERE t.term >= w.lex[1] AND t.term < w.lex[1] || chr(1114111) AND starts_with(t.term, w.lex[1])) b
+    WHERE w.last)
+  SELECT (SELECT bool_and(cardinality(lex) = 1) FROM words) AS exact,
+    (SELECT max(docs) FROM whole) AS "wholeMost", CAST((SELECT sum(docs) FROM whole) AS BIGINT) AS "wholeSum",
+    greatest((SELECT max(docs) FROM whole WHERE NOT last), (SELECT max(most) FROM begun), 0) AS "typedMost",
+    CAST((SELECT coalesce(sum(docs), 0) FROM whole WHERE NOT last) + (SELECT coalesce(sum(total), 0) FROM begun) AS BIGINT) AS "typedSum"`;
+
+interface Bounds {
+  exact: boolean;
+  wholeMost: number;
+  wholeSum: number;
+  typedMost: number;
+  typedSum: number;
+}
+
+/** Whether a query with matches between `most` and `sum` has more than `cutoff`; undefined when
+ * the bounds do not tell. */
+export function overCutoff(most: number, sum: number, cutoff: number): boolean | undefined {
+  if (most > cutoff) return true;
+  if (sum <= cutoff) return false;
+  return undefined;
+}
+
+/** The COMMONNESS answer (2, 1 or 0) from the vocabulary, counting only when it cannot tell. */
+async function commonness(q: Queryable, query: string, whole: string, typed: string, cutoff: number): Promise<number> {
+  const b = await q.get<Bounds>(VOCABULARY, [JSON.stringify(queryTerms(query).map((t) => t.word))]);
+  if (b?.exact) {
+    const wholeOver = overCutoff(b.wholeMost, b.wholeSum, cutoff);
+    if (wholeOver === true) return 2;
+    const typedOver = overCutoff(b.typedMost, b.typedSum, cutoff);
+    if (wholeOver === false && typedOver !== undefined) return typedOver ? 1 : 0;
+  }
+  return (await q.get<{ c: number }>(COMMONNESS, [whole, typed, cutoff + 1]))?.c ?? 0;
+}
+
 /** A tsquery (before folding) for a user's query: earlier words whole, the last a prefix (unless
  * `wholeLast`), OR-ed; with `weights`, each word restricted to those weights ("A": names). */
 export function tsqueryText(query: string, weights = "", wholeLast = false): string | undefined {
@@ -57,7 +111,7 @@ export async function rankedPg(q: Queryable, query: string, offset: number, size
   const typed = tsqueryText(query);
   const whole = tsqueryText(query, "", true);
   if (!typed || !whole) return [];
-  const c = (await q.get<{ c: number }>(COMMONNESS, [whole, typed, cutoff + 1]))?.c ?? 0;
+  const c = await commonness(q, query, whole, typed, cutoff);
   const wanted = offset + size;
   if (c === 0) {
     // Widened while the stored-filter leaves too few of the best candidates for the page.

@@ -137,6 +137,18 @@ describe("directory search", () => {
     expect(await listed("lantern", { size: "1", page: "5" })).toEqual([]);
   });
 
+  test("the cutoff counts entries, not words: a query whose words each have few matches but together more is listed, one whose words share entries is ranked", async () => {
+    // "harbour" names 2 entries and "lantern" is in 5 (one not stored): 7 matches, none shared.
+    // Each word alone is under a cutoff of 6, together they are over it: newest first, names first.
+    const listed = ["Lantern repair", "Lantern festival", "Sunset harbour", "Harbour chart", "Garden lights", "Paper crafts"];
+    expect((await directorySearch(dg.sql, { cutoff: 6 })({ query: "harbour lantern" })).map((r) => r.Name)).toEqual(listed);
+    expect((await directorySearch(dg.sql, { cutoff: 7 })({ query: "harbour lantern" })).map((r) => r.Name)).not.toEqual(listed);
+    // "harbour" 2 + "chart" 1 = 3 word matches, but only 2 entries: under a cutoff of 2, so ranked
+    // (both words first); over a cutoff of 1, so newest first.
+    expect((await directorySearch(dg.sql, { cutoff: 2 })({ query: "harbour chart" })).map((r) => r.Name)).toEqual(["Harbour chart", "Sunset harbour"]);
+    expect((await directorySearch(dg.sql, { cutoff: 1 })({ query: "harbour chart" })).map((r) => r.Name)).toEqual(["Sunset harbour", "Harbour chart"]);
+  });
+
   test("earlier words are whole words; only the last is a prefix", async () => {
     // "bicy" is no word of any entry, so only "car" matches; as the last word it is a prefix.
     expect(await names("bicy car")).toEqual(["Red car"]);

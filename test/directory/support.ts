@@ -66,14 +66,22 @@ export async function directoryGateway(o: { ipfs?: boolean; pollMs?: number; env
 export type DirectoryGateway = Awaited<ReturnType<typeof directoryGateway>>;
 
 /** Everything the index holds, without row ids (which a rebuild may renumber), in a stable order;
- * plus, on SQLite, whether the FTS5 rows are exactly the entries (PostgreSQL has no such rows:
- * its search index is on an expression of the entries themselves). */
+ * plus whether the search index's own rows are in step with the entries: on SQLite the FTS5
+ * rows, on PostgreSQL the vocabulary `directory_terms` (kept by a trigger) against a recount of
+ * the stored search documents (its GIN index is on a column of the entries themselves). */
 export async function indexState(sql: Queryable) {
   const entries = await sql.all("SELECT owner, mid, did, cid, name, size, price, public, keywords, block FROM directory_entries ORDER BY owner, mid");
   const grants = await sql.all("SELECT owner, mid, reader, block FROM directory_grants ORDER BY owner, mid, reader");
   const purchases = await sql.all("SELECT owner, mid, reader, paid, block, tx FROM directory_purchases ORDER BY owner, mid, reader");
   const events = await sql.all("SELECT block, log_index, tx, kind, owner, mid, data FROM directory_events ORDER BY block, log_index");
-  if (sql.dialect !== "sqlite") return { entries, grants, purchases, events, ftsInStep: undefined };
+  if (sql.dialect !== "sqlite") {
+    // Terms whose count fell to 0 stay in the table: compare the others.
+    const kept = await sql.all("SELECT term, docs, name_docs FROM directory_terms WHERE docs <> 0 OR name_docs <> 0 ORDER BY term");
+    const recount = await sql.all(
+      "SELECT l.lexeme AS term, count(*) AS docs, count(*) FILTER (WHERE 'A' = ANY (l.weights)) AS name_docs FROM directory_entries e, unnest(e.search) AS l GROUP BY l.lexeme ORDER BY l.lexeme COLLATE \"C\"",
+    );
+    return { entries, grants, purchases, events, ftsInStep: JSON.stringify(kept) === JSON.stringify(recount) };
+  }
   const ids = (await sql.all<{ id: number }>("SELECT id FROM directory_entries ORDER BY id")).map((r) => r.id);
   const ftsIds = (await sql.all<{ rowid: number }>("SELECT rowid FROM directory_fts ORDER BY rowid")).map((r) => r.rowid);
   return { entries, grants, purchases, events, ftsInStep: JSON.stringify(ids) === JSON.stringify(ftsIds) };
