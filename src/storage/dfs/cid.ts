@@ -8,6 +8,7 @@
  *   // "bafkreifjjcie6lypi6ny7amxnfftagclbuxndqonfipmb64f2km2devei4"
  */
 import { importFile, type ByteStream, type ImporterOptions, type WritableStorage } from "ipfs-unixfs-importer";
+import type { Chunker } from "ipfs-unixfs-importer/chunker";
 import { CID } from "multiformats/cid";
 import * as raw from "multiformats/codecs/raw";
 import { create as createDigest } from "multiformats/hashes/digest";
@@ -25,9 +26,10 @@ export function importerOptions(): ImporterOptions {
   return { ...d9ImporterOptions(), blockWriteConcurrency: 1 };
 }
 
-/** Runs the importer over `content`, giving every block (leaves and inner nodes) to `blocks`. */
-export async function importContent(content: ByteStream, blocks: WritableStorage): Promise<CID> {
-  const entry = await importFile({ content }, blocks, importerOptions());
+/** Runs the importer over `content`, giving every block (leaves and inner nodes) to `blocks`;
+ * `chunker` cuts the same chunks as D9's (the upload's lentChunker), or D9's own. */
+export async function importContent(content: ByteStream, blocks: WritableStorage, chunker?: Chunker): Promise<CID> {
+  const entry = await importFile({ content }, blocks, chunker ? { ...importerOptions(), chunker } : importerOptions());
   return entry.cid;
 }
 

@@ -16,14 +16,21 @@
  * and a folder fsync per chunk, one after the other, had the upload wait on the disk for each
  * MiB (issue 10). Crash safety is the same: a chunk is durable before a manifest names it, and a
  * crash before that leaves only chunks nothing references (the sweep's) and temporary files.
+ *
+ * The importer cuts chunks into buffers lent from a pool of the upload's own (storage/chunker.ts):
+ * the sink gives a chunk back once its write has resolved (a put that failed, or ran past its S3
+ * deadline, may still be reading it: never given back), so a few buffers carry the whole upload
+ * instead of a fresh 1 MiB one per chunk collected late (issue 10, peak RSS).
  */
 import type { WritableStorage } from "ipfs-unixfs-importer";
 import type { CID } from "multiformats/cid";
 import type { Lease } from "../../blob/guard.ts";
 import type { PendingPut } from "../backend.ts";
 import { batchOf, type BlobBatch } from "../../blob/store.ts";
+import { BufferPool, giveBack } from "../../http/lent.ts";
+import { lentChunker } from "../chunker.ts";
 import { storeChunk } from "./chunks.ts";
-import { chunkKey, importContent, isRawLeaf, leafHash } from "./cid.ts";
+import { CHUNK_SIZE, chunkKey, importContent, isRawLeaf, leafHash } from "./cid.ts";
 import type { DfsContext } from "./context.ts";
 import { AbortedPutError, StoppedError } from "./errors.ts";
 import { collect } from "./gc.ts";
@@ -36,6 +43,8 @@ import type { ChunkRef } from "./rows.ts";
  * to four at once at ≈ 50–70 (2-core VM, noisy); local files showed no clear difference.
  */
 const WRITE_QUEUE = 3;
+/** Chunk buffers an upload keeps for reuse: the writes queued, the chunk being cut, one spare. */
+const POOL_KEEP = WRITE_QUEUE + 2;
 
 export async function put(ctx: DfsContext, source: ReadableStream<Uint8Array>, opts: { signal?: AbortSignal } = {}): Promise<PendingPut> {
   if (ctx.stopping.signal.aborted) throw new StoppedError("dfs store is stopped");
@@ -51,7 +60,7 @@ async function upload(ctx: DfsContext, source: ReadableStream<Uint8Array>, signa
   const sink = new ChunkSink(ctx, ctx.guard.lease());
   const read = { bytes: 0 };
   try {
-    const root = await importContent(pieces(source, signal, read), sink);
+    const root = await importContent(pieces(source, signal, read), sink, lentChunker(new BufferPool(CHUNK_SIZE, POOL_KEEP)));
     // The manifest is built from the order in which leaves arrive; a short count would mean the
     // importer changed how it hands them over. Never commit such a manifest.
     if (read.bytes !== sink.size) throw new Error(`dfs: importer handed over ${sink.size} of ${read.bytes} bytes`);
@@ -98,7 +107,7 @@ class ChunkSink implements WritableStorage {
       this.pinned.add(hash);
       await this.lease.pin([chunkKey(hash)]); // before storeChunk() looks whether it exists (D15)
       this.enqueue(hash, bytes);
-    }
+    } else giveBack(bytes); // written (or being written) from an earlier chunk's bytes: the importer has hashed it
     while (this.queue.size >= WRITE_QUEUE) await Promise.race(this.queue);
     this.throwIfFailed();
     return cid;
@@ -121,13 +130,16 @@ class ChunkSink implements WritableStorage {
     // yet started are skipped.
     // then(): the body runs once `write` is assigned (a skipped write ends at once).
     const write: Promise<void> = Promise.resolve().then(async () => {
+      let done = false;
       try {
         if (!this.failure && (await storeChunk(this.ctx, hash, bytes, this.batch))) this.written++;
+        done = true;
       } catch (error) {
         this.failure ??= { error };
       } finally {
         this.queue.delete(write);
       }
+      if (done) giveBack(bytes);
     });
     this.queue.add(write);
   }
