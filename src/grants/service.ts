@@ -19,13 +19,14 @@ import { getAddress, hashTypedData, hexToBytes, isAddress, type Address, type He
 import type { Sql } from "../db/sql.ts";
 import { accountError } from "../http/errors.ts";
 import type { Did } from "../identity/did.ts";
-import { isSignature, signerOfDigest } from "../identity/eip712.ts";
+import { isSignature } from "../identity/eip712.ts";
 import type { DidResolver } from "../identity/resolver.ts";
+import { signerOfDigest } from "../identity/signer.ts";
 import { sessionGrantTypes } from "../sdk/grants.ts";
 
 /**
  * The address that signed a `SessionGrant` in `domain` (the storage domain): viem's hash, our curve
- * (identity/eip712.ts's signerOfDigest, as for the other messages). Its typed data is the one the
+ * (identity/signer.ts's signerOfDigest, as for the other messages). Its typed data is the one the
  * wallet signs, the SDK's sessionGrantTypes: the SDK's published declarations may name no server
  * module (scripts/build-sdk.ts), and identity/ may not import the SDK (the SDK imports identity/:
  * a folder cycle), so the grant is recovered here. Async as the others: a refusal is a rejection.

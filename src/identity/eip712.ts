@@ -4,11 +4,10 @@
  * for one gateway is worthless at another.
  *
  * @example
- *   const signer = await recoverLogin(domain, { did, token, timestamp }, signature)
+ *   const domain = storageDomain(chainId, proxy) // the SDK signs on it, signer.ts recovers on it
  */
-import { secp256k1 } from "@noble/curves/secp256k1.js";
 import { keccak_256 } from "@noble/hashes/sha3.js";
-import { bytesToHex, getAddress, getTypesForEIP712Domain, hashDomain, hashTypedData, hexToBytes, toBytes, type Address, type Hex, type TypedDataDomain } from "viem";
+import { getTypesForEIP712Domain, hashDomain, toBytes, type Address, type Hex, type TypedDataDomain } from "viem";
 
 export const storageTypes = {
   Login: [
@@ -48,29 +47,6 @@ export interface RequestMessage {
 
 export const storageDomain = (chainId: number, proxy: Address): TypedDataDomain => ({ name: "Stowage", version: "1", chainId, verifyingContract: proxy });
 
-/**
- * The address whose key signed `digest` as `signature` (65 bytes, v 0/1/27/28), checksummed: viem's
- * `recoverAddress` on our pinned @noble/curves 2.4, ≈ 1.7× faster than viem's 1.9 (issue 10). Every
- * message is recovered here: the ones below after viem's hash, vouchers after voucher-signer.ts's
- * precomputed one. Throws where viem would (test/identity/voucher-signer.test.ts compares both).
- */
-export function signerOfDigest(digest: Uint8Array, signature: Hex): Address {
-  if (!isSignature(signature)) throw new Error("invalid signature length");
-  const v = Number.parseInt(signature.slice(130), 16);
-  const recovery = v === 0 || v === 27 ? 0 : v === 1 || v === 28 ? 1 : -1;
-  if (recovery < 0) throw new Error("Invalid yParityOrV value");
-  const key = secp256k1.Signature.fromBytes(hexToBytes(`0x${signature.slice(2, 130)}`), "compact").addRecoveryBit(recovery).recoverPublicKey(digest).toBytes(false);
-  return getAddress(bytesToHex(keccak_256(key.subarray(1)).subarray(12)));
-}
-
-/** viem's hash, our curve (signerOfDigest). The recover functions stay async, as viem's recoverTypedDataAddress was: a refusal is a rejection. */
-const recovered = (digest: Hex, signature: Hex): Address => signerOfDigest(hexToBytes(digest), signature);
-
-export const recoverLogin = async (domain: TypedDataDomain, message: LoginMessage, signature: Hex) =>
-  recovered(hashTypedData({ domain, types: storageTypes, primaryType: "Login", message }), signature);
-
-
-/** 65-byte signatures only (v 27/28 or 0/1): a malformed one is refused before any curve work. */
 /** Hand-built EIP-712 digests (request-signer.ts, voucher-signer.ts) share these: the type hash of a
  * storageTypes message without nested types, spelled from its fields, and a gateway's constant
  * first 34 bytes of every digest's preimage, 0x1901 ‖ domainSeparator. */
@@ -87,4 +63,5 @@ export function digestPrefix(domain: TypedDataDomain): Uint8Array {
 
 export const UINT64_MAX = (1n << 64n) - 1n;
 
+/** 65-byte signatures only (v 27/28 or 0/1): a malformed one is refused before any curve work. */
 export const isSignature = (s: unknown): s is Hex => typeof s === "string" && /^0x[0-9a-fA-F]{130}$/.test(s);

@@ -13,7 +13,8 @@
  */
 import { keccak_256 } from "@noble/hashes/sha3.js";
 import { hexToBytes, isHex, type Address, type Hex, type TypedDataDomain } from "viem";
-import { digestPrefix, isSignature, signerOfDigest, storageTypes, typeHashOf, UINT64_MAX, type RequestMessage } from "./eip712.ts";
+import { digestPrefix, isSignature, storageTypes, typeHashOf, UINT64_MAX, type RequestMessage } from "./eip712.ts";
+import { signerOfDigest } from "./signer.ts";
 
 const utf8 = new TextEncoder();
 const REQUEST_TYPE = typeHashOf("Request");

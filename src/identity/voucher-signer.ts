@@ -3,7 +3,8 @@
  * `recoverTypedDataAddress` cost ≈ 1.1 ms of a ranged GET (issue 10) — 140 µs re-deriving the
  * domain and type hashes that never change for one gateway, ≈ 930 µs of secp256k1 recovery in
  * viem's @noble/curves 1.9. Here only the struct hash is computed per call (the seller is fixed,
- * so only `size` varies) and the curve work runs on our pinned @noble/curves 2.4 (≈ 1.7× faster).
+ * so only `size` varies) and the curve work is signer.ts's (libsecp256k1 where it loads, else our
+ * pinned @noble/curves 2.4, ≈ 1.7× faster than viem's).
  * The answer is exactly viem's, refusals included: test/identity/voucher-signer.test.ts compares
  * both on random keys, sizes and malformed signatures.
  *
@@ -13,7 +14,8 @@
  */
 import { keccak_256 } from "@noble/hashes/sha3.js";
 import { getAddress, hexToBytes, type Address, type Hex, type TypedDataDomain } from "viem";
-import { digestPrefix, isSignature, signerOfDigest, typeHashOf, UINT64_MAX } from "./eip712.ts";
+import { digestPrefix, isSignature, typeHashOf, UINT64_MAX } from "./eip712.ts";
+import { signerOfDigest } from "./signer.ts";
 
 /** "Voucher(address seller,uint64 size)"'s type hash. */
 const VOUCHER_TYPE = typeHashOf("Voucher");

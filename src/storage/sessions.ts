@@ -16,9 +16,10 @@ import type { Address, Hex, TypedDataDomain } from "viem";
 import type { Sql } from "../db/sql.ts";
 import { storageError } from "../http/errors.ts";
 import { parseDid, type Did } from "../identity/did.ts";
-import { isSignature, recoverLogin, type RequestAction } from "../identity/eip712.ts";
+import { isSignature, type RequestAction } from "../identity/eip712.ts";
 import { requestSigner } from "../identity/request-signer.ts";
 import type { DidResolver } from "../identity/resolver.ts";
+import { recoverLogin } from "../identity/signer.ts";
 
 export const LOGIN_WINDOW_S = 60;
 export const REQUEST_WINDOW = 64;
