@@ -6,6 +6,7 @@
  */
 import { beforeAll, describe, expect, test } from "bun:test";
 import { directoryAbi } from "../../src/chain/artifacts/index.ts";
+import { newestOfTier, TIERS, tsqueryText } from "../../src/directory/search-pg.ts";
 import { directorySearch } from "../../src/directory/search.ts";
 import type { SearchResult } from "../../src/sdk/directory.ts";
 import { mined } from "../support/anvil.ts";
@@ -147,6 +148,25 @@ describe("directory search", () => {
     // (both words first); over a cutoff of 1, so newest first.
     expect((await directorySearch(dg.sql, { cutoff: 2 })({ query: "harbour chart" })).map((r) => r.Name)).toEqual(["Harbour chart", "Sunset harbour"]);
     expect((await directorySearch(dg.sql, { cutoff: 1 })({ query: "harbour chart" })).map((r) => r.Name)).toEqual(["Sunset harbour", "Harbour chart"]);
+  });
+
+  test.if(dg.sql.dialect === "postgres")("PostgreSQL: a listing tier read through ranges of the newest ids, widened from any span, finds what the walk finds", async () => {
+    const lastId = (await dg.sql.get<{ n: number }>("SELECT max(id) AS n FROM directory_entries"))?.n as number;
+    const mids = (rows: { mid: string }[]) => rows.map((r) => r.mid);
+    let found = 0;
+    for (const query of ["lantern", "paging", "sunset harb", "red car", "LANT", "paging lantern"]) {
+      const any = tsqueryText(query) as string;
+      const names = tsqueryText(query, "A") as string;
+      for (const need of [1, 3, 20]) {
+        const walked = [await newestOfTier(dg.sql, TIERS.names, [names], need, lastId, undefined), await newestOfTier(dg.sql, TIERS.keywordOnly, [any, names], need, lastId, undefined)];
+        found += walked.flat().length;
+        for (const span of [1, 5, 25, 30, lastId]) {
+          expect(mids(await newestOfTier(dg.sql, TIERS.names, [names], need, lastId, span))).toEqual(mids(walked[0] ?? []));
+          expect(mids(await newestOfTier(dg.sql, TIERS.keywordOnly, [any, names], need, lastId, span))).toEqual(mids(walked[1] ?? []));
+        }
+      }
+    }
+    expect(found).toBeGreaterThan(50);
   });
 
   test("earlier words are whole words; only the last is a prefix", async () => {
