@@ -15,7 +15,7 @@ import { base32 } from "multiformats/bases/base32";
 import { CID } from "multiformats/cid";
 import * as raw from "multiformats/codecs/raw";
 import * as Digest from "multiformats/hashes/digest";
-import { isBlobError, type BlobStore } from "../../blob/index.ts";
+import { isBlobError, type BlobStore, type LocalBlobStore } from "../../blob/index.ts";
 import { IpfsError } from "./errors.ts";
 
 export const BLOCK_PREFIX = "ipfs/";
@@ -51,6 +51,30 @@ export async function readBlock(store: BlobStore, cid: CID, options?: AbortOptio
   }
   verifyBlock(cid, bytes);
   return bytes;
+}
+
+/**
+ * Reads a whole block of the local store into `into` (which must be its size, as its parent
+ * says) and checks it hashes to its Cid; returns `into`. A file of another size is damage.
+ */
+export async function readBlockInto(store: LocalBlobStore, cid: CID, into: Uint8Array, options?: AbortOptions): Promise<Uint8Array> {
+  options?.signal?.throwIfAborted();
+  let file: Awaited<ReturnType<LocalBlobStore["openFile"]>>;
+  try {
+    file = await store.openFile(blockKey(cid));
+  } catch (err) {
+    options?.signal?.throwIfAborted();
+    if (isBlobError(err, "BlobNotFound")) throw new IpfsError("IPFS_BLOCK_MISSING", `block ${cid} is not stored here`, { cause: err });
+    throw err;
+  }
+  try {
+    if (file.size !== into.byteLength) throw new IpfsError("IPFS_BLOCK_CORRUPT", `block ${cid} holds ${file.size} bytes, expected ${into.byteLength}`);
+    await file.read(0, into.byteLength, into);
+  } finally {
+    await file.close();
+  }
+  verifyBlock(cid, into);
+  return into;
 }
 
 export function verifyBlock(cid: CID, bytes: Uint8Array): void {

@@ -17,12 +17,19 @@
  * store is skipped only when committed rows name it (then it was synced before they committed);
  * any other is written, and a batch put over an existing name is fsync'd and renamed, so a block
  * another upload's batch has not yet synced never ends up named by this one's rows unsynced.
+ *
+ * The chunker cuts leaves into buffers lent from a pool of the upload's own (storage/chunker.ts):
+ * the sink gives a leaf back once its write has resolved (a put that failed, or ran past its S3
+ * deadline, may still be reading it: never given back), instead of a fresh 1 MiB buffer per leaf
+ * collected late (issue 10, peak RSS). A sink of another kind never gives back: fresh leaves then.
  */
 import { importFile, type WritableStorage } from "ipfs-unixfs-importer";
 import type { CID } from "multiformats/cid";
 import type { BlobGuard, Lease } from "../../blob/guard.ts";
 import type { BlobBatch } from "../../blob/store.ts";
-import { d9ImporterOptions } from "../cid-options.ts";
+import { BufferPool, giveBack } from "../../http/lent.ts";
+import { lentChunker } from "../chunker.ts";
+import { CHUNK_SIZE, d9ImporterOptions } from "../cid-options.ts";
 import { blockKey } from "./blocks.ts";
 import { IpfsError } from "./errors.ts";
 
@@ -48,6 +55,7 @@ export function uploadSink(guard: BlobGuard, lease: Lease, blocks: BlockSizes, r
       await pin(key); // before looking: see the header
       blocks.set(key, bytes.byteLength);
       await guard.ensure(key, () => bytes, bytes.byteLength, { unseen: !(await referenced(key)), batch });
+      giveBack(bytes); // written, or found: the importer hashed it before, and reads it no more
       return cid;
     },
   };
@@ -77,12 +85,17 @@ export function pinTogether(lease: Lease): (key: string) => Promise<void> {
   };
 }
 
+/** Leaf buffers an upload keeps for reuse: the importer's blocks in flight (its default
+ * blockWriteConcurrency, 10), the leaf being cut, one spare. */
+const POOL_KEEP = 12;
+
 export async function importStream(sink: ImporterBlockstore, source: ReadableStream<Uint8Array>, signal?: AbortSignal): Promise<Imported> {
   const counted = { bytes: 0 };
   try {
     signal?.throwIfAborted();
     // The importer takes no signal: `readAll` stops on it, which ends the import with an error.
-    const { cid } = await importFile({ content: readAll(source, counted, signal) }, sink, d9ImporterOptions());
+    const options = { ...d9ImporterOptions(), chunker: lentChunker(new BufferPool(CHUNK_SIZE, POOL_KEEP)) };
+    const { cid } = await importFile({ content: readAll(source, counted, signal) }, sink, options);
     signal?.throwIfAborted();
     return { cid, size: counted.bytes };
   } catch (err) {

@@ -10,19 +10,29 @@
  * its queues ≈ 0.9 ms of CPU per MiB on Ceph RGW, a quarter of a download's; and it read leaves
  * into an unbounded queue, which needed a gate. Here memory is the LEAVES_AHEAD leaves in flight
  * (1 MiB each with D9's chunker), however slowly the consumer reads.
+ *
+ * On the local store, leaves are read into buffers lent from a pool of the download's own
+ * (http/lent.ts): the listener gives each back once written, and the next leaves are read into
+ * them — a fresh 1 MiB buffer per leaf, collected late, was most of a big download's peak RSS
+ * (issue 10). A consumer that keeps what it reads never gives back and gets fresh ones.
  */
 import * as dagPb from "@ipld/dag-pb";
 import { UnixFS } from "ipfs-unixfs";
 import type { CID } from "multiformats/cid";
 import * as raw from "multiformats/codecs/raw";
-import type { BlobStore } from "../../blob/index.ts";
+import { LocalBlobStore, type BlobStore } from "../../blob/index.ts";
+import { BufferPool } from "../../http/lent.ts";
+import { CHUNK_SIZE } from "../cid-options.ts";
 import type { ByteRange } from "../backend.ts";
-import { readBlock } from "./blocks.ts";
+import { readBlock, readBlockInto } from "./blocks.ts";
 import { cidKey, parseCid } from "./cids.ts";
 import { IpfsError } from "./errors.ts";
 
 /** Leaves fetched (or being fetched) ahead of the consumer at most. */
 const LEAVES_AHEAD = 8;
+/** Leaf buffers a download keeps for reuse: the leaves ahead, and the ones the listener's socket
+ * may still be sending. */
+const POOL_KEEP = LEAVES_AHEAD + 4;
 
 export interface ReadDeps {
   store: BlobStore;
@@ -46,6 +56,8 @@ export function readContent(deps: ReadDeps, cidText: string, range?: ByteRange):
   let walked = false;
   /** Leaf fetches started, in file order. */
   const ahead: Promise<Uint8Array>[] = [];
+  const local = deps.store instanceof LocalBlobStore ? deps.store : undefined;
+  const pool = local && new BufferPool(CHUNK_SIZE, POOL_KEEP);
 
   const open = async (): Promise<Walk> => {
     const cid = parseCid(cidText);
@@ -59,12 +71,18 @@ export function readContent(deps: ReadDeps, cidText: string, range?: ByteRange):
   /** A piece's bytes inside the range, its leaf fetched and checked first. */
   const load = async (piece: Piece, { start, end }: Walk): Promise<Uint8Array> => {
     let bytes: Uint8Array;
+    const inRange = (b: Uint8Array) => b.subarray(Math.max(start - piece.offset, 0), Math.max(Math.min(end - piece.offset + 1, b.byteLength), 0));
     if ("bytes" in piece) bytes = piece.bytes;
-    else {
+    else if (local && pool && piece.size > 0 && piece.size <= pool.size) {
+      // A leaf of D9's size at most (a larger one, from another importer, gets a buffer of its own).
+      const whole = pool.take();
+      bytes = await readBlockInto(local, piece.cid, whole.subarray(0, piece.size), { signal: abort.signal });
+      return pool.lend(inRange(bytes), whole);
+    } else {
       bytes = await readBlock(deps.store, piece.cid, { signal: abort.signal });
       if (bytes.byteLength !== piece.size) throw new IpfsError("IPFS_BLOCK_CORRUPT", `block ${piece.cid} holds ${bytes.byteLength} bytes, expected ${piece.size}`);
     }
-    return bytes.subarray(Math.max(start - piece.offset, 0), Math.max(Math.min(end - piece.offset + 1, bytes.byteLength), 0));
+    return inRange(bytes);
   };
 
   return new ReadableStream<Uint8Array>(

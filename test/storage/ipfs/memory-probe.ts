@@ -1,12 +1,15 @@
 /**
  * Puts and reads back a generated 384 MiB stream through the ipfs back-end (blocks on local
  * files) and prints the peak RSS growth as JSON. It runs in a process of its own (spawned by
- * memory.test.ts), so no other test's memory counts against it. Its one argument: the PostgreSQL
- * database on the STOWAGE_TEST_DB=postgres pass (its parent's), or ''.
+ * memory.test.ts), so no other test's memory counts against it. The read is consumed as the
+ * listener consumes a download: each chunk given back (http/lent.ts) once used, so the growth is
+ * that of a download over HTTP. Its one argument: the PostgreSQL database on the
+ * STOWAGE_TEST_DB=postgres pass (its parent's), or ''.
  */
 import { join } from "node:path";
 import { LocalBlobStore } from "../../../src/blob/local.ts";
-import { distinctStream, drain, rssMeter } from "../../support/rss-probe.ts";
+import { giveBack } from "../../../src/http/lent.ts";
+import { distinctStream, rssMeter } from "../../support/rss-probe.ts";
 import { tempDir } from "../../support/tmp.ts";
 import { MiB, openBackend } from "./helpers.ts";
 
@@ -19,7 +22,12 @@ const putGrowth = whole.growth();
 // The read's own growth: from what the put left once collected.
 const reading = rssMeter();
 const both = { sample: () => (whole.sample(), reading.sample()) };
-const read = await drain(o.ipfs.read(up.cid), both);
+let read = 0;
+for await (const chunk of o.ipfs.read(up.cid)) {
+  read += chunk.byteLength;
+  if (read % (16 * MiB) < chunk.byteLength) both.sample();
+  giveBack(chunk);
+}
 await o.close();
 console.log(JSON.stringify({ size: up.size, read, putGrowth, readGrowth: reading.growth(), growth: whole.growth() }));
 process.exit(0);
