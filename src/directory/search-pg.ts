@@ -9,8 +9,8 @@
  *   matching more words rank first;
  * - a name match ranks above a keyword-only one (ts_rank: A = 1.0, B = 0.4);
  * - the same document-frequency cutoff: a query with more than `cutoff` matches is not ranked
- *   but listed newest first, name matches (`'word':A`) before keyword-only ones; each tier is a
- *   walk down the primary key that stops at the page, testing the stored document of each row.
+ *   but listed newest first, name matches (`'word':A`) before keyword-only ones (each tier read
+ *   as the last bullet says).
  *   As on SQLite, the test is made with every word whole first, and when that is already over
  *   the cutoff the last word is listed whole too (GIN reads a prefix by scanning every word it
  *   begins into one bitmap, as FTS5 merges them).
@@ -35,9 +35,10 @@ import { queryTerms } from "./text.ts";
 
 const QUERY = "to_tsquery('simple', stowage_fold($1))";
 const upTo = (n: number) => `(SELECT count(*) FROM (SELECT 1 FROM directory_entries e WHERE e.search @@ to_tsquery('simple', stowage_fold($${n})) LIMIT $3) m)`;
-/** The document-frequency test in one round trip: 2 when the query with its last word whole
- * ($1) has more than $3 − 1 matches, else 1 when it has with the last word a prefix ($2), else 0.
- * Counted from the index, at most $3 heap rows each; the second count runs only when needed. */
+/** The document-frequency test by counting, for a query the vocabulary cannot bound (a word that
+ * folds to no lexeme or to several): 2 when the query with its last word whole ($1) has more than
+ * $3 − 1 matches, else 1 when it has with the last word a prefix ($2), else 0. Counted from the
+ * index, at most $3 heap rows each; the second count runs only when needed. */
 export const COMMONNESS = `SELECT CASE WHEN ${upTo(1)} >= $3 THEN 2 WHEN ${upTo(2)} >= $3 THEN 1 ELSE 0 END AS c`;
 /** Whether a query ($1) has $2 matches or more: counted from the index, at most $2 heap rows. */
 export const AT_LEAST = `SELECT count(*) >= $2 AS over FROM (SELECT FROM directory_entries e WHERE e.search @@ ${QUERY} LIMIT $2) m`;
@@ -49,7 +50,9 @@ export const RANKED = `WITH best AS (
   SELECT e.id, ${ENTRY_COLUMNS} FROM best JOIN directory_entries e ON e.id = best.id
   WHERE ${STORED}
   ORDER BY best.r DESC, best.id`;
-/** $1 the query, $2 the same with every word restricted to names (weight A), $3 offset + size. */
+/** The listing of such a query (no vocabulary counts to plan with): both tiers in one statement,
+ * as the planner reads them. $1 the query, $2 the same with every word restricted to names
+ * (weight A), $3 offset + size. */
 export const NEWEST = `SELECT ${ENTRY_COLUMNS} FROM (
     (SELECT e.id, 0 AS tier FROM directory_entries e WHERE e.search @@ to_tsquery('simple', stowage_fold($2)) AND ${STORED} ORDER BY e.id DESC LIMIT $3)
     UNION ALL
@@ -62,9 +65,10 @@ export const NEWEST = `SELECT ${ENTRY_COLUMNS} FROM (
  * JSON array, the last one last. Per form of the query — `whole` (every word whole) and `typed`
  * (the last word a prefix: every lexeme it begins) — the most entries any one word has and their
  * sum; `exact` is false when a word does not fold to exactly one lexeme (then only counting
- * tells). The prefix range is byte order (the column is COLLATE "C"), as tsquery's `:*` is. */
-// (LIMIT 1 on a primary-key lookup keeps the planner from turning the per-word lookups into a
-// hash join over the whole vocabulary.)
+ * tells); the sums of the entries holding each in their name, for the listing's plan; and the
+ * highest entry id. The prefix range is byte order (the column is COLLATE "C"), as tsquery's `:*`
+ * is. LIMIT 1 on a primary-key lookup keeps the planner from turning the per-word lookups into a
+ * hash join over the whole vocabulary. */
 export const VOCABULARY = `WITH words AS (
     SELECT x.n = json_array_length($1::text::json) AS last, tsvector_to_array(to_tsvector('simple', stowage_fold(x.word))) AS lex
     FROM json_array_elements_text($1::text::json) WITH ORDINALITY AS x(word, n)),
