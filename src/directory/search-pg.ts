@@ -137,13 +137,17 @@ export const TIERS = {
 } as const;
 
 /** How to read a tier: undefined for a walk of the newest rows, else the span of newest ids to
- * read first. A walk reads ≈ 0.5 µs a row; a range pays ≈ 0.05 µs an id of its span (twice the
- * walk's), ≈ 0.2 µs a posting of the words' GIN lists and ≈ 25 µs for each match it fetches
- * (measured at a million entries, bench corpus). `matches` (an estimate) of the tier's entries
- * are spread over ids 1 … lastId; `postings` is the GIN lists' length. */
+ * read first (twice what should hold `need` matches). `matches` (an estimate) of the tier's
+ * entries are spread over ids 1 … lastId; `postings` is the length of the words' GIN lists, whose
+ * entries in the span are all fetched (GIN cannot tell a name from a keyword: the heap row does).
+ * Costs measured at a million entries (bench corpus, EXPLAIN ANALYZE, warm): a walk ≈ 0.5 µs a
+ * row; a range ≈ 0.04 µs an id of its span, ≈ 0.2 µs a posting, ≈ 10 µs a fetched row. */
 export function tierSpan(need: number, matches: number, postings: number, lastId: number): number | undefined {
   const walkRows = (need * lastId) / Math.max(matches, 1);
-  return walkRows <= postings / 2 + 100 * need ? undefined : Math.ceil(2 * walkRows);
+  const span = Math.ceil(2 * walkRows);
+  const fetched = (postings * Math.min(span, lastId)) / Math.max(lastId, 1);
+  const range = 0.04 * Math.min(span, lastId) + 0.2 * postings + 10 * fetched;
+  return 0.5 * walkRows <= range ? undefined : span;
 }
 
 /** The newest `need` stored matches of one tier: a walk (`span` undefined), or the range of the

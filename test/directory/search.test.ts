@@ -6,7 +6,7 @@
  */
 import { beforeAll, describe, expect, test } from "bun:test";
 import { directoryAbi } from "../../src/chain/artifacts/index.ts";
-import { newestOfTier, TIERS, tsqueryText } from "../../src/directory/search-pg.ts";
+import { newestOfTier, TIERS, tierSpan, tsqueryText } from "../../src/directory/search-pg.ts";
 import { directorySearch } from "../../src/directory/search.ts";
 import type { SearchResult } from "../../src/sdk/directory.ts";
 import { mined } from "../support/anvil.ts";
@@ -167,6 +167,17 @@ describe("directory search", () => {
       }
     }
     expect(found).toBeGreaterThan(50);
+  });
+
+  test("PostgreSQL: a tier is read through a range of ids only where that reads fewer rows than a walk", () => {
+    const million = 1_000_000;
+    // A word just over the cutoff, in names and keywords alike: the walk would read ≈ 27,000 rows.
+    expect(tierSpan(20, 727, 1303, million)).toBeGreaterThan(0);
+    // A common word: the walk finds its page within a few hundred rows.
+    expect(tierSpan(20, 27_637, 46_854, million)).toBeUndefined();
+    // Rare in names but in 100,000 entries' keywords: a range would fetch every one of those in
+    // its span to read their weights, so the walk is still the cheaper.
+    expect(tierSpan(20, 50, 100_000, million)).toBeUndefined();
   });
 
   test("earlier words are whole words; only the last is a prefix", async () => {
