@@ -49,6 +49,33 @@ export class BufferPool {
   }
 }
 
+/**
+ * Request-body pieces the listener received, each a buffer of its own that nothing else shares:
+ * Bun's `node:http` hands every read over as a fresh buffer (512 KiB under load), which, copied
+ * into a chunk and dead, waits for a collection like any other (≈ 100 MiB of them at a 1 GiB
+ * upload's peak). The chunker frees such a piece at once (`dispose`) when it has copied it and
+ * the stream has moved past it: every stage between them passes pieces on in order and keeps none
+ * (the multipart parser, the meters, the aws-chunked decoder copy what they keep), so a later
+ * piece arriving means nothing upstream reads this one any more.
+ */
+const disposable = new WeakSet<ArrayBufferLike>();
+
+/** Pieces below this are not worth it (and may share a slab of Buffer's pool: never marked). */
+const DISPOSABLE_MIN = 64 * 1024;
+
+/** Marks a request-body piece that owns its whole buffer as free to `dispose` once consumed. */
+export function markDisposable(piece: Uint8Array): void {
+  if (piece.byteLength >= DISPOSABLE_MIN && piece.byteOffset === 0 && piece.byteLength === piece.buffer.byteLength) disposable.add(piece.buffer);
+}
+
+/** Frees a marked buffer's memory now (it is detached: any view of it reads as empty); a buffer
+ * not marked is left alone. Only the consumer at the end of a piece's road may call it. */
+export function dispose(buffer: ArrayBufferLike): void {
+  if (!disposable.delete(buffer)) return;
+  // transfer(0) moves nothing and detaches `buffer`, releasing its memory without a collection.
+  (buffer as ArrayBuffer).transfer(0);
+}
+
 /** Gives a lent chunk back to its pool: nothing may read it afterwards. A chunk no pool lent (or
  * one already given back) is left alone. */
 export function giveBack(chunk: Uint8Array): void {

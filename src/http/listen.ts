@@ -14,7 +14,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { requestError } from "./errors.ts";
-import { giveBack } from "./lent.ts";
+import { giveBack, markDisposable } from "./lent.ts";
 
 export interface Listener {
   /** The port it listens on (the real one when 0 was asked for). */
@@ -186,6 +186,7 @@ function bodyOf(req: IncomingMessage, max: number): ReadableStream<Uint8Array> {
           req.pause();
           return;
         }
+        markDisposable(chunk); // the chunker frees it once copied (lent.ts)
         controller.enqueue(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength));
         if ((controller.desiredSize ?? 0) <= 0) req.pause();
       });

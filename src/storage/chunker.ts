@@ -11,7 +11,7 @@
  * lent: the importer keeps it after the blockstore has it (a one-chunk file's root is that leaf).
  */
 import type { Chunker } from "ipfs-unixfs-importer/chunker";
-import type { BufferPool } from "../http/lent.ts";
+import { dispose, type BufferPool } from "../http/lent.ts";
 
 export function lentChunker(pool: BufferPool): Chunker {
   const size = pool.size;
@@ -21,7 +21,14 @@ export function lentChunker(pool: BufferPool): Chunker {
     let emitted = false;
     const take = () => (emitted ? pool.take() : new Uint8Array(size));
     const lend = (chunk: Uint8Array, buffer: Uint8Array) => (emitted ? pool.lend(chunk, buffer) : chunk);
+    /** The buffer of the pieces being copied: a request-body piece the listener marked is freed
+     * once the next buffer's piece arrives (http/lent.ts `dispose`), all its slices copied. */
+    let current: ArrayBufferLike | undefined;
     for await (const piece of source) {
+      if (piece.buffer !== current) {
+        if (current) dispose(current);
+        current = piece.buffer;
+      }
       for (let at = 0; at < piece.byteLength; ) {
         whole ??= take();
         const n = Math.min(size - filled, piece.byteLength - at);
@@ -37,6 +44,7 @@ export function lentChunker(pool: BufferPool): Chunker {
         }
       }
     }
+    if (current) dispose(current);
     // A buffer is taken only for bytes to put in it: `whole` is here exactly when bytes are left.
     if (whole) yield lend(whole.subarray(0, filled), whole);
     else if (!emitted) yield new Uint8Array(0);
