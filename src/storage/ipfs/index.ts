@@ -30,7 +30,7 @@ import { migrateOldBlocks, type MigrateResult } from "./migrate.ts";
 import { startIpfsNode, type IpfsHelia } from "./node.ts";
 import { addRef, blockReferenced, dropRef, pinned, pinnedCount } from "./pins.ts";
 import { importStream, uploadSink, type BlockSizes, type Imported } from "./put.ts";
-import { readContent } from "./read.ts";
+import { NodeCache, readContent } from "./read.ts";
 import { deleteUnreferenced, sweepOrphans, type SweepResult } from "./sweep.ts";
 import { keepDialled } from "./peers.ts";
 import type { Multiaddr } from "@multiformats/multiaddr";
@@ -88,6 +88,7 @@ export async function openIpfs(opts: OpenIpfsOptions): Promise<IpfsBackend> {
   });
   const { helia } = node;
   const store = guard.store;
+  const nodes = new NodeCache();
   const peerId = helia.libp2p.peerId.toString();
   const multiaddrs = () => helia.libp2p.getMultiaddrs().map(String);
   log.info("ipfs node started", { peerId, listen: multiaddrs(), store: store.kind, ms: Math.round(performance.now() - began) });
@@ -181,6 +182,7 @@ export async function openIpfs(opts: OpenIpfsOptions): Promise<IpfsBackend> {
       return readContent(
         {
           store,
+          nodes,
           pinnedSize: async (key) => {
             running();
             return (await pinned(sql, key))?.size;

@@ -20,6 +20,11 @@
  * the leaves it overlaps are read side by side into one buffer, each checked, and the range is a
  * view of it. As one part per leaf, a 1 MiB range across two leaves was copied into a fresh
  * buffer by the service (≈ 12 % of an ipfs ranged GET's samples, issue 10).
+ *
+ * The inner (dag-pb) nodes a read meets (those with links) are kept, decoded, in a `NodeCache`
+ * (bounded by their estimated memory): a ranged GET read, hashed and decoded the root on every call. A Cid names its bytes,
+ * so a kept node is what the store would give (checked when it was read); whether the content is
+ * still pinned is asked on every read, before the walk, and every leaf is read and checked.
  */
 import * as dagPb from "@ipld/dag-pb";
 import { UnixFS } from "ipfs-unixfs";
@@ -41,6 +46,8 @@ const POOL_KEEP = LEAVES_AHEAD + 4;
 
 export interface ReadDeps {
   store: BlobStore;
+  /** Inner nodes already read (the back-end's own); none: every node is read from the store. */
+  nodes?: NodeCache;
   /** Size of pinned content, or undefined when not pinned (unpinned leftovers count as absent). */
   pinnedSize(cid: string): Promise<number | undefined>;
 }
@@ -70,7 +77,7 @@ export function readContent(deps: ReadDeps, cidText: string, range?: ByteRange):
     if (size === undefined) throw new IpfsError("IPFS_NOT_FOUND", `no pinned content ${cidKey(cid)}`);
     if (range && !validRange(range, size)) throw new IpfsError("IPFS_BAD_RANGE", `range ${range.start}-${range.end} outside 0-${size - 1}`);
     const [start, end] = range ? [range.start, range.end] : [0, size - 1];
-    return { pieces: piecesOf(deps.store, cid, { offset: 0, size }, start, end, abort.signal), start, end };
+    return { pieces: piecesOf(deps, cid, { offset: 0, size }, start, end, abort.signal), start, end };
   };
 
   /** A piece's bytes inside the range, its leaf fetched and checked first. */
@@ -160,21 +167,60 @@ async function* replay(pieces: Piece[]): AsyncGenerator<Piece> {
   yield* pieces;
 }
 
-/**
- * The pieces of the node `cid` (which holds `at.size` bytes from file offset `at.offset`) that
- * overlap [start, end], in file order. A raw block is a leaf; a dag-pb node is a UnixFS file (or
- * raw) node: its own data first, then its children, whose sizes it lists.
- */
-async function* piecesOf(store: BlobStore, cid: CID, at: { offset: number; size: number }, start: number, end: number, signal: AbortSignal): AsyncGenerator<Piece> {
-  if (cid.code === raw.code) {
-    yield { cid, ...at };
-    return;
+/** A dag-pb UnixFS file node, decoded: its own bytes, then its children and their sizes. */
+interface FileNode {
+  own: Uint8Array;
+  links: CID[];
+  sizes: number[];
+  /** Memory it holds, estimated: its block (own bytes and Cids are views of it) and ≈ 256 bytes of objects per link. */
+  weight: number;
+}
+
+/** Decoded inner nodes by Cid, the least recently used dropped once they weigh over `maxBytes`. */
+export class NodeCache {
+  private readonly nodes = new Map<string, FileNode>();
+  private held = 0;
+
+  /** 4 MiB: ≈ 13 roots of a 1 GiB file (1,024 links), ≈ 700 of a 16 MiB one. */
+  constructor(readonly maxBytes = 4 * 1024 * 1024) {}
+
+  /** Estimated bytes held now (≤ maxBytes, but for one node heavier than that alone). */
+  get bytes(): number {
+    return this.held;
   }
-  if (cid.code !== dagPb.code) throw new IpfsError("IPFS_BLOCK_CORRUPT", `block ${cid} is neither raw nor dag-pb`);
+
+  get(key: string): FileNode | undefined {
+    const node = this.nodes.get(key);
+    if (node) {
+      this.nodes.delete(key);
+      this.nodes.set(key, node);
+    }
+    return node;
+  }
+
+  set(key: string, node: FileNode): void {
+    if (this.nodes.has(key)) return;
+    this.nodes.set(key, node);
+    this.held += node.weight;
+    for (const [old, { weight }] of this.nodes) {
+      if (this.held <= this.maxBytes || old === key) break;
+      this.nodes.delete(old);
+      this.held -= weight;
+    }
+  }
+}
+
+/** The dag-pb node `cid`, from the cache or read (and checked) from the store. */
+async function fileNode({ store, nodes }: ReadDeps, cid: CID, signal: AbortSignal): Promise<FileNode> {
+  const key = cid.toString();
+  const kept = nodes?.get(key);
+  if (kept) return kept;
+  let block: Uint8Array;
   let node: dagPb.PBNode;
   let file: UnixFS;
   try {
-    node = dagPb.decode(await readBlock(store, cid, { signal }));
+    block = await readBlock(store, cid, { signal });
+    node = dagPb.decode(block);
     file = UnixFS.unmarshal(node.Data ?? new Uint8Array(0));
   } catch (err) {
     if (err instanceof IpfsError) throw err;
@@ -182,13 +228,30 @@ async function* piecesOf(store: BlobStore, cid: CID, at: { offset: number; size:
   }
   if (file.type !== "file" && file.type !== "raw") throw new IpfsError("IPFS_NOT_FOUND", `${cid} is a UnixFS ${file.type}, not a file`);
   if (node.Links.length !== file.blockSizes.length) throw new IpfsError("IPFS_BLOCK_CORRUPT", `block ${cid} has ${node.Links.length} links and ${file.blockSizes.length} sizes`);
+  const decoded = { own: file.data ?? new Uint8Array(0), links: node.Links.map((link) => link.Hash), sizes: file.blockSizes.map(Number), weight: block.byteLength + 256 * node.Links.length };
+  // A node without links is a leaf that carries its bytes (another importer's): data, not kept.
+  if (decoded.links.length > 0) nodes?.set(key, decoded);
+  return decoded;
+}
+
+/**
+ * The pieces of the node `cid` (which holds `at.size` bytes from file offset `at.offset`) that
+ * overlap [start, end], in file order. A raw block is a leaf; a dag-pb node is a UnixFS file (or
+ * raw) node: its own data first, then its children, whose sizes it lists.
+ */
+async function* piecesOf(deps: ReadDeps, cid: CID, at: { offset: number; size: number }, start: number, end: number, signal: AbortSignal): AsyncGenerator<Piece> {
+  if (cid.code === raw.code) {
+    yield { cid, ...at };
+    return;
+  }
+  if (cid.code !== dagPb.code) throw new IpfsError("IPFS_BLOCK_CORRUPT", `block ${cid} is neither raw nor dag-pb`);
+  const { own, links, sizes } = await fileNode(deps, cid, signal);
   let offset = at.offset;
-  const own = file.data ?? new Uint8Array(0);
   if (own.byteLength > 0 && offset + own.byteLength > start && offset <= end) yield { bytes: own, offset };
   offset += own.byteLength;
-  for (let i = 0; i < node.Links.length && offset <= end; i++) {
-    const size = Number(file.blockSizes[i]);
-    if (offset + size > start) yield* piecesOf(store, (node.Links[i] as dagPb.PBLink).Hash, { offset, size }, start, end, signal);
+  for (let i = 0; i < links.length && offset <= end; i++) {
+    const size = sizes[i] as number;
+    if (offset + size > start) yield* piecesOf(deps, links[i] as CID, { offset, size }, start, end, signal);
     offset += size;
   }
 }
