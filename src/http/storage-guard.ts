@@ -40,6 +40,27 @@ const refusal = (err: unknown): string | undefined => {
   return typeof reason === "string" ? REASONS[reason] : undefined;
 };
 
+/** Distinct DIDs a reader made by `rememberedDids` keeps parsed; past it, it starts over. */
+const REMEMBERED_DIDS = 4096;
+
+/**
+ * `read` with its answers kept by the DID's text: every storage and quota request parses its
+ * token's DID, and the parse (an EIP-55 checksum of the address, twice) is the same each time.
+ * A DID that fails to parse is not kept: it throws again on every request.
+ */
+export function rememberedDids<D>(read: (did: string) => D): (did: string) => D {
+  const parsed = new Map<string, D>();
+  return (did) => {
+    let out = parsed.get(did);
+    if (out === undefined) {
+      out = read(did);
+      if (parsed.size >= REMEMBERED_DIDS) parsed.clear();
+      parsed.set(did, out);
+    }
+    return out;
+  };
+}
+
 /** The caller of a storage route: its account and its DID, as `readDid` parses it (throwing when bad). */
 export async function requireCaller<D>(request: Request, tokens: AccessTokens, readDid: (did: string) => D): Promise<{ uid: string; did: D }> {
   const token = bearerToken(request.headers.get("authorization"));

@@ -7,7 +7,7 @@ import { storageError } from "../http/errors.ts";
 import { purchaseResult, quotaRecord } from "../http/model.ts";
 import { wholeBytes } from "../http/params.ts";
 import { access, storageErrors, storageTypeParam } from "../http/openapi.ts";
-import { requireCaller, requireKind, type AccessTokens } from "../http/storage-guard.ts";
+import { rememberedDids, requireCaller, requireKind, type AccessTokens } from "../http/storage-guard.ts";
 import { parseDid } from "../identity/did.ts";
 import type { Meter } from "./meter.ts";
 import type { Purchases } from "./purchase.ts";
@@ -25,7 +25,8 @@ function parseSize(raw: string | undefined, kind: Kind): number {
 }
 
 export const quotaRoutes = ({ meter, purchases, tokens, chainId }: { meter: Meter; purchases: Purchases; tokens: AccessTokens; chainId: number }) => {
-  const caller = (request: Request) => requireCaller(request, tokens, (did) => parseDid(did, chainId));
+  const readDid = rememberedDids((did) => parseDid(did, chainId));
+  const caller = (request: Request) => requireCaller(request, tokens, readDid);
   const show = (kind: Kind) => async ({ request, params, path, set }: { request: Request; params: { type: string }; path: string; set: { headers: Record<string, string | number> } }) => {
     requireKind(params.type, path);
     const who = await caller(request);

@@ -13,7 +13,7 @@ import { streamsBody } from "../http/body-limit.ts";
 import { clientIp } from "../http/client-ip.ts";
 import { readFilePart } from "../http/multipart.ts";
 import { contentDisposition, parseRange } from "../http/range.ts";
-import { checkNotAccount, requireCaller, type AccessTokens } from "../http/storage-guard.ts";
+import { checkNotAccount, rememberedDids, requireCaller, type AccessTokens } from "../http/storage-guard.ts";
 import { parseDid } from "../identity/did.ts";
 import type { ReadableFile, Storage } from "./service.ts";
 import { CID } from "multiformats/cid";
@@ -93,7 +93,8 @@ async function answerDownload(request: Request, file: ReadableFile): Promise<Res
 export type TrustlessAnswer = (request: Request, type: string, cid: string, query: Record<string, string | undefined>) => Promise<Response> | undefined;
 
 export const storageRoutes = (storage: Storage, guard: { tokens: AccessTokens; chainId: number }, extra: { trustless?: TrustlessAnswer } = {}) => {
-  const caller = (request: Request) => requireCaller(request, guard.tokens, (did) => parseDid(did, guard.chainId));
+  const readDid = rememberedDids((did) => parseDid(did, guard.chainId));
+  const caller = (request: Request) => requireCaller(request, guard.tokens, readDid);
   const download = async (request: Request, type: string, cid: string, query: Record<string, string | undefined>) =>
     (await extra.trustless?.(request, type, cid, query)) ?? answerDownload(request, await storage.download(type, cid, query));
   return new Elysia({ name: "storage" })
