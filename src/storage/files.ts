@@ -38,15 +38,19 @@ const REMOVE_NAMED = `DELETE FROM files WHERE did = $1 AND backend = $2 AND name
 // A page in id order (index files_listing: no sort) with listobjects' `Public` in the same read:
 // whether the owner's own directory entry for the Cid is public (several entries may name one
 // Cid; EXISTS answers once per file). `public` is compared with a bound true (D16's booleans).
-const LIST = `SELECT ${COLUMNS},
+// Only the columns an entry shows: did and backend are the query's own, etag is not shown.
+const LIST = `SELECT id, name, cid, size, encryption, mod_time AS "modTime",
     EXISTS (SELECT 1 FROM directory_entries e WHERE e.cid = files.cid AND e.owner = $5 AND e.public = $6) AS "isPublic"
   FROM files WHERE did = $1 AND backend = $2 AND id > $3 ORDER BY id LIMIT $4`;
 const REMOVE = `DELETE FROM files WHERE id = $1 AND backend = $2 AND did = $3 RETURNING ${COLUMNS}`;
 const OWNER_OF = "SELECT did FROM files WHERE id = $1 AND backend = $2";
 const OWNS = `SELECT ${COLUMNS} FROM files WHERE backend = $1 AND cid = $2 AND did = $3 LIMIT 1`;
 
+/** What a listing reads of a file: what its entry shows. */
+export type ListedFile = Pick<FileRow, "id" | "name" | "cid" | "size" | "encryption" | "modTime">;
+
 /** A file entry as spec 2.5 names its fields. */
-export function fileEntry(row: FileRow, isPublic = false): FileEntry {
+export function fileEntry(row: ListedFile, isPublic = false): FileEntry {
   return {
     ID: row.id,
     Name: row.name,
@@ -107,11 +111,11 @@ export function createFiles(sql: Sql, now: () => number = Date.now) {
 
     /** A page of `did`'s files on `backend`, each with whether `owner` (the DID's address)
      * publishes its Cid as public in the directory (D9, spec 2.5 `Public`). */
-    async list(did: string, owner: string, backend: BackendKind, page: { limit?: number; after?: number } = {}): Promise<Array<FileRow & { isPublic: boolean }>> {
-      const rows = await sql.all<FileRow & { isPublic: boolean | number }>(LIST, [did, backend, page.after ?? -1, page.limit ?? Number.MAX_SAFE_INTEGER, owner, true]);
+    async list(did: string, owner: string, backend: BackendKind, page: { limit?: number; after?: number } = {}): Promise<Array<ListedFile & { isPublic: boolean }>> {
+      const rows = await sql.all<ListedFile & { isPublic: boolean | number }>(LIST, [did, backend, page.after ?? -1, page.limit ?? Number.MAX_SAFE_INTEGER, owner, true]);
       // 0/1 on SQLite, a boolean on PostgreSQL.
       for (const r of rows) r.isPublic = Boolean(r.isPublic);
-      return rows as Array<FileRow & { isPublic: boolean }>;
+      return rows as Array<ListedFile & { isPublic: boolean }>;
     },
 
     /** Deletes a file of `did` on `backend`: 404 unknown id, 403 someone else's. */
