@@ -7,7 +7,9 @@
  * that the buffers its socket still sends would be read into if they went back too early). A read
  * that reused a buffer its consumer still holds would put another chunk's bytes in it: these
  * comparisons fail then (checked: reusing a buffer on the next pull instead of on `giveBack`
- * fails the first test).
+ * fails the first test). And the other way, request pieces the chunker frees once copied
+ * (http/lent.ts `dispose`): an upload over the socket, on both back-ends, reads back byte for byte
+ * (checked: freeing a piece when it arrives, before its copy, fails it).
  */
 import { afterAll, describe, expect, test } from "bun:test";
 import { BufferPool, giveBack } from "../../../src/http/lent.ts";
