@@ -3,7 +3,7 @@
  * runner shares one process between all test files, so their memory would count here too). Both
  * the put and the read reuse their chunk buffers (http/lent.ts: the upload's chunker cuts into
  * buffers its sink gives back once written; the read, consumed as the listener consumes a
- * download, gets each chunk back once used). Measured for this 256 MiB file: 22–27 MiB of growth
+ * download, gets each chunk back once used). Measured for this 256 MiB file: 22–30 MiB of growth
  * during the put (the source's 64 KiB pieces are still fresh, and Bun's collector lets dead ones
  * pile up before it runs), 5–7 during the read — against 48–68 and 40–55 with a fresh 1 MiB buffer
  * per chunk. The bounds catch a return to that.

@@ -2,7 +2,7 @@
  * Memory stays bounded by blocks in flight, not by file size (issue 10): a 384 MiB ipfs put and
  * its full read, in a process of its own (the test runner shares one process between all test
  * files). Leaves are cut into, and read into, buffers that are given back and reused
- * (http/lent.ts; the read is consumed as the listener consumes a download). Measured: 41–46 MiB of
+ * (http/lent.ts; the read is consumed as the listener consumes a download). Measured: 35–61 MiB of
  * growth during the put (the source's 64 KiB pieces are still fresh, and Bun's collector lets dead
  * ones pile up before it runs) and 9–10 during the read, against 157–174 and 85–89 with a fresh
  * 1 MiB buffer per leaf (bench/README.md, "Peak RSS: lent buffers"). The bounds catch a return to that.
