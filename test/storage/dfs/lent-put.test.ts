@@ -14,6 +14,7 @@ import { fixedSize } from "ipfs-unixfs-importer/chunker";
 import { LocalBlobStore, localBlobRoot } from "../../../src/blob/index.ts";
 import type { BlobBatch } from "../../../src/blob/store.ts";
 import { BufferPool } from "../../../src/http/lent.ts";
+import { buffersTaken } from "../../support/buffers-taken.ts";
 import { lentChunker } from "../../../src/storage/chunker.ts";
 import { hashOfKey } from "../../../src/storage/dfs/cid.ts";
 import { CHUNK_SIZE, cidOf } from "../../../src/storage/dfs/index.ts";
@@ -78,25 +79,17 @@ describe("dfs put through lent buffers, on a slow disk", async () => {
 
   test("every chunk file holds the bytes its name hashes, the file reads back whole, buffers were reused", async () => {
     const bytes = bytesOf(24 * MiB + 777, 5);
-    const taken = new Set<Uint8Array>();
-    const take = BufferPool.prototype.take;
-    BufferPool.prototype.take = function (this: BufferPool) {
-      const b = take.call(this);
-      taken.add(b);
-      return b;
-    };
-    let up;
-    try {
-      up = await store.dfs.put(streamOf(bytes, 512 * 1024));
+    let cid = "";
+    const taken = await buffersTaken(async () => {
+      const up = await store.dfs.put(streamOf(bytes, 512 * 1024));
       await up.commit();
-    } finally {
-      BufferPool.prototype.take = take;
-    }
-    expect(up.cid).toBe(await cidOf([bytes]));
-    expect(taken.size).toBeLessThan(25 / 2); // lent and given back, not one per chunk
+      cid = up.cid;
+    });
+    expect(cid).toBe(await cidOf([bytes]));
+    expect(taken).toBeLessThan(25 / 2); // lent and given back, not one per chunk
     const keys = await chunkKeys(store);
     expect(keys.length).toBe(25);
     for (const key of keys) expect(createHash("sha256").update(readFileSync(blobs.pathOf(key))).digest("hex")).toBe(hashOfKey(key) as string);
-    expect(Buffer.from(await readAll(store.dfs.read(up.cid))).equals(bytes)).toBe(true);
+    expect(Buffer.from(await readAll(store.dfs.read(cid))).equals(bytes)).toBe(true);
   }, 60_000);
 });

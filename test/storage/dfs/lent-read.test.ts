@@ -12,7 +12,8 @@
  * (checked: freeing a piece when it arrives, before its copy, fails it).
  */
 import { afterAll, describe, expect, test } from "bun:test";
-import { BufferPool, giveBack } from "../../../src/http/lent.ts";
+import { giveBack } from "../../../src/http/lent.ts";
+import { buffersTaken } from "../../support/buffers-taken.ts";
 import { listen } from "../../../src/http/listen.ts";
 import { connectStorage } from "../../../src/sdk/storage.ts";
 import { BASE, testGateway } from "../../support/storage.ts";
@@ -124,21 +125,11 @@ describe("uploads and downloads through the listener", async () => {
   }, 60_000);
 
   test("two slow clients each get their file byte for byte, the reads reusing buffers", async () => {
-    // Buffers the pools handed out, counted once each: lending must really happen for this to test it.
-    const buffers = new Set<Uint8Array>();
-    const take = BufferPool.prototype.take;
-    BufferPool.prototype.take = function (this: BufferPool) {
-      const b = take.call(this);
-      buffers.add(b);
-      return b;
-    };
-    try {
+    const taken = await buffersTaken(async () => {
       const [a, b] = await Promise.all([slowDownload(0), slowDownload(1)]);
       expect(a.equals(files[0] as Uint8Array)).toBe(true);
       expect(b.equals(files[1] as Uint8Array)).toBe(true);
-    } finally {
-      BufferPool.prototype.take = take;
-    }
-    expect(buffers.size).toBeLessThan((2 * SIZE) / MiB / 2);
+    });
+    expect(taken).toBeLessThan((2 * SIZE) / MiB / 2);
   }, 60_000);
 });

@@ -19,7 +19,8 @@ import { join } from "node:path";
 import { base32 } from "multiformats/bases/base32";
 import { LocalBlobStore } from "../../../src/blob/local.ts";
 import type { BlobBatch } from "../../../src/blob/store.ts";
-import { BufferPool, giveBack } from "../../../src/http/lent.ts";
+import { giveBack } from "../../../src/http/lent.ts";
+import { buffersTaken } from "../../support/buffers-taken.ts";
 import { listen } from "../../../src/http/listen.ts";
 import { BLOCK_PREFIX } from "../../../src/storage/ipfs/blocks.ts";
 import { BASE, testGateway } from "../../support/storage.ts";
@@ -28,23 +29,6 @@ import { MiB, blockKeys, collect, openBackend, randomBytes, streamOf } from "./h
 
 /** More leaves than the pools keep buffers (12), several times over. */
 const SIZE = 40 * MiB + 12_345;
-
-/** Counts the buffers pools hand out while `run` runs: lending must really happen for a test of it. */
-async function buffersTaken(run: () => Promise<void>): Promise<number> {
-  const taken = new Set<Uint8Array>();
-  const take = BufferPool.prototype.take;
-  BufferPool.prototype.take = function (this: BufferPool) {
-    const b = take.call(this);
-    taken.add(b);
-    return b;
-  };
-  try {
-    await run();
-  } finally {
-    BufferPool.prototype.take = take;
-  }
-  return taken.size;
-}
 
 describe("ipfs put and read through lent buffers (local blob store, slow disk)", async () => {
   // Writes start 5 ms late, as on a busy disk: the importer cuts the next leaves meanwhile, so a
