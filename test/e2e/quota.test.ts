@@ -20,7 +20,7 @@ test("fund, deposit, buy, use until 402, grant from the command line, go on", as
   try {
     const account = privateKeyToAccount(generatePrivateKey());
     const fund = await runBinary(["admin", "fund", account.address, "1", "--data-dir", dataDir]);
-    expect(fund.code).toBe(0);
+    expect(fund.code, fund.stderr).toBe(0);
 
     const gateway = await connectGateway(server.url, { account });
     await gateway.deposit(parseEther("0.001")); // 1,000,000 gwei
@@ -52,7 +52,7 @@ test("fund, deposit, buy, use until 402, grant from the command line, go on", as
 
     // A free grant from the command line shows within the records' 1 s freshness, and the user goes on.
     const grant = await runBinary(["admin", "grant", "--did", store.did, "--traffic", "200KB", "--data-dir", dataDir]);
-    expect(grant.code).toBe(0);
+    expect(grant.code, grant.stderr).toBe(0);
     const deadline = Date.now() + 1500;
     let traffic = await store.traffic();
     while (traffic.FreeByte === 0 && Date.now() < deadline) traffic = await store.traffic();
