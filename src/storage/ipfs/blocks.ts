@@ -38,6 +38,13 @@ export function cidOfKey(key: string): CID | undefined {
   }
 }
 
+/** What a failed block read throws: the abort's reason when aborted, IPFS_BLOCK_MISSING for a block
+ * the store does not hold, else the store's own error. */
+function readFailure(err: unknown, cid: CID, options?: AbortOptions): unknown {
+  options?.signal?.throwIfAborted();
+  return isBlobError(err, "BlobNotFound") ? new IpfsError("IPFS_BLOCK_MISSING", `block ${cid} is not stored here`, { cause: err }) : err;
+}
+
 /** Reads a whole block and checks it hashes to its Cid. */
 export async function readBlock(store: BlobStore, cid: CID, options?: AbortOptions): Promise<Uint8Array> {
   options?.signal?.throwIfAborted();
@@ -45,9 +52,7 @@ export async function readBlock(store: BlobStore, cid: CID, options?: AbortOptio
   try {
     bytes = await store.bytes(blockKey(cid));
   } catch (err) {
-    options?.signal?.throwIfAborted();
-    if (isBlobError(err, "BlobNotFound")) throw new IpfsError("IPFS_BLOCK_MISSING", `block ${cid} is not stored here`, { cause: err });
-    throw err;
+    throw readFailure(err, cid, options);
   }
   verifyBlock(cid, bytes);
   return bytes;
@@ -63,9 +68,7 @@ export async function readBlockInto(store: LocalBlobStore, cid: CID, into: Uint8
   try {
     file = await store.openFile(blockKey(cid));
   } catch (err) {
-    options?.signal?.throwIfAborted();
-    if (isBlobError(err, "BlobNotFound")) throw new IpfsError("IPFS_BLOCK_MISSING", `block ${cid} is not stored here`, { cause: err });
-    throw err;
+    throw readFailure(err, cid, options);
   }
   try {
     if (file.size !== into.byteLength) throw new IpfsError("IPFS_BLOCK_CORRUPT", `block ${cid} holds ${file.size} bytes, expected ${into.byteLength}`);
