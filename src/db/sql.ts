@@ -52,9 +52,9 @@ export interface TxOptions {
    */
   isolation?: "serializable" | "read committed";
   /**
-   * false: this commit need not reach the disk by itself. SQLite then skips its fsync (WAL,
-   * synchronous NORMAL for this one commit); the next durable commit fsyncs the log with it, in
-   * order, and a killed process loses nothing (the OS has the write) — only a power cut can, and
+   * false: this commit need not reach the disk by itself. On SQLite the transaction then resolves
+   * without awaiting an fsync of the log (wal-sync.ts); the next durable commit's fsync carries it,
+   * in order, and a killed process loses nothing (the OS has the write) — only a power cut can, and
    * it stops the gateway too. Only for rows that a power cut makes moot: claims that live as long
    * as the work that made them (an upload's blob pins and quota holds, issue 10: an fsync per
    * chunk held the event loop ≈ 9 ms each on a busy disk). PostgreSQL ignores it: there another

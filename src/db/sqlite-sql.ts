@@ -4,10 +4,13 @@
  * the awaits of its function and a second BEGIN on the same connection would fail (or, worse, a
  * stray write would join the open transaction and roll back with it). Statements outside a
  * transaction that only read go to a second connection, so they see committed rows only and never
- * wait for a writer (WAL). bun:sqlite is synchronous: every promise here is already settled.
+ * wait for a writer (WAL). bun:sqlite is synchronous: every promise here is settled at once, but
+ * for a durable commit's fsync of the log, which runs in the thread pool after the connection is
+ * free again (wal-sync.ts: group commit).
  */
 import { Database, type Statement } from "bun:sqlite";
 import type { Param, Queryable, Sql, TxOptions } from "./sql.ts";
+import { WalSync } from "./wal-sync.ts";
 
 /** Distinct SQL texts kept prepared per connection; `IN (…)` lists of every length add texts. */
 const MAX_STATEMENTS = 1000;
@@ -64,20 +67,32 @@ export class SqliteSql implements Sql {
   /** Transactions (and writes waiting behind them) queued or running. */
   private held = 0;
   private tail: Promise<void> = Promise.resolve();
-  /** The owner's `PRAGMA synchronous` (FULL = 2): what a non-durable transaction restores. */
-  private readonly synchronous: number;
+  /**
+   * Where durable commits wait for their fsync: set when the owner asked for durable commits
+   * (`synchronous` FULL or EXTRA) on a WAL database in a file; the connection then runs NORMAL.
+   * Without it (`:memory:`, or an owner that chose NORMAL) commits are as SQLite makes them.
+   */
+  readonly wal: WalSync | undefined;
+  /** Called right after each COMMIT of a transaction, with whether it awaits an fsync (tests). */
+  onCommit: ((durable: boolean) => void) | undefined;
 
   /**
    * `db` is the writing connection (its owner set the pragmas and migrated); `file`, when given,
    * opens the read-only second connection (not for `:memory:`, which a second connection would
-   * not see).
+   * not see). `fsync` is for tests (wal-sync.ts).
    */
   constructor(
     private readonly db: Database,
     file?: string,
+    fsync?: ConstructorParameters<typeof WalSync>[1],
   ) {
     this.writer = new Connection(new Statements(db));
-    this.synchronous = (db.query("PRAGMA synchronous").get() as { synchronous: number }).synchronous;
+    const synchronous = (db.query("PRAGMA synchronous").get() as { synchronous: number }).synchronous;
+    const journal = (db.query("PRAGMA journal_mode").get() as { journal_mode: string }).journal_mode;
+    if (file && file !== ":memory:" && journal === "wal" && synchronous >= 2) {
+      this.wal = new WalSync(`${file}-wal`, fsync);
+      db.exec("PRAGMA synchronous = NORMAL");
+    }
     if (file && file !== ":memory:") {
       this.readerDb = new Database(file, { readonly: true, strict: true });
       this.readerDb.exec("PRAGMA busy_timeout = 5000");
@@ -88,43 +103,53 @@ export class SqliteSql implements Sql {
   }
 
   all<T extends object>(text: string, params?: readonly Param[]): Promise<T[]> {
-    return READ_ONLY.test(text) ? this.reader.all<T>(text, params) : this.exclusive(() => this.writer.all<T>(text, params));
+    return READ_ONLY.test(text) ? this.reader.all<T>(text, params) : this.durably(this.exclusive(() => this.writer.all<T>(text, params)));
   }
   get<T extends object>(text: string, params?: readonly Param[]): Promise<T | undefined> {
-    return READ_ONLY.test(text) ? this.reader.get<T>(text, params) : this.exclusive(() => this.writer.get<T>(text, params));
+    return READ_ONLY.test(text) ? this.reader.get<T>(text, params) : this.durably(this.exclusive(() => this.writer.get<T>(text, params)));
   }
   run(text: string, params?: readonly Param[]): Promise<number> {
-    return this.exclusive(() => this.writer.run(text, params));
+    return this.durably(this.exclusive(() => this.writer.run(text, params)));
   }
 
   async tx<T>(fn: (tx: Queryable) => Promise<T>, opts?: TxOptions): Promise<T> {
+    const durable = opts?.durable !== false;
     const release = await this.acquire();
-    // Set and restored while this transaction holds the connection: no other commit sees it.
-    const light = opts?.durable === false && this.synchronous > 1;
-    if (light) this.db.exec("PRAGMA synchronous = NORMAL");
+    let out: T;
     try {
       this.db.exec("BEGIN IMMEDIATE");
       try {
-        const out = await fn(this.writer);
+        out = await fn(this.writer);
         this.db.exec("COMMIT");
-        return out;
       } catch (err) {
         if (this.db.inTransaction) this.db.exec("ROLLBACK");
         throw err;
       }
+      this.onCommit?.(durable);
     } finally {
-      if (light) this.db.exec(`PRAGMA synchronous = ${this.synchronous}`);
       release();
     }
+    // The fsync runs with the connection free: the next transactions commit meanwhile and the
+    // one fsync after this carries them too. A light commit is carried by the next durable one.
+    if (durable) await this.wal?.flush();
+    return out;
   }
 
   async close(): Promise<void> {
+    this.wal?.close();
     this.writer.statements.closed = this.reader.statements.closed = true;
     this.writer.statements.clear();
     if (this.readerDb) {
       this.reader.statements.clear();
       this.readerDb.close();
     }
+  }
+
+  /** A statement that commits on its own (outside any transaction) resolves once it is on disk. */
+  private async durably<T>(written: Promise<T>): Promise<T> {
+    const out = await written;
+    await this.wal?.flush();
+    return out;
   }
 
   /** A write outside any transaction: at once when no transaction is open, else after them. */

@@ -2,12 +2,13 @@
 // fsyncs — the file row's — and every commit the upload made before it (the requestID's claim, the
 // voucher's claim, the content's rows) comes earlier in the log, so that one fsync makes them all
 // durable before the answer; the voucher's count commits with the file row (it counts exactly
-// when the file is stored), on PostgreSQL too. Whether a commit fsyncs is read from SQLite itself
-// (`PRAGMA synchronous` inside the transaction, just before its COMMIT: 1 NORMAL, no fsync of its
-// own; 2 FULL); that NORMAL makes a WAL commit skip its fsync is SQLite's (test/db/sql.test.ts
-// holds that only that commit is light). A power cut itself cannot be staged here.
+// when the file is stored), on PostgreSQL too. Whether a commit fsyncs is what the SQLite layer
+// reports right after its COMMIT (`onCommit`: whether the transaction then awaits an fsync of the
+// log); that such a transaction resolves only after that fsync is test/db/wal-sync.test.ts's.
+// A power cut itself cannot be staged here.
 import { describe, expect, test } from "bun:test";
 import type { Param, Queryable, Sql, TxOptions } from "../../src/db/sql.ts";
+import { SqliteSql } from "../../src/db/sqlite-sql.ts";
 import { TEST_DB } from "../support/db.ts";
 import { testGateway } from "../support/storage.ts";
 import { granter } from "../quota/grants.ts";
@@ -26,10 +27,20 @@ interface Commit {
 /**
  * Records every commit made on the gateway's database, in order: the real `Sql` runs everything,
  * the recorder only watches (its transactions' statements, and writes outside any transaction,
- * which commit on their own at the connection's level, FULL).
+ * which commit on their own and each await an fsync).
  */
 function recordCommits(sql: Sql) {
   const commits: Commit[] = [];
+  // Transactions commit one at a time on SQLite: the COMMIT right after a watched function
+  // returned is that transaction's.
+  let committing: { fsync: boolean } | undefined;
+  if (sql instanceof SqliteSql) {
+    const wal = sql.wal;
+    sql.onCommit = (durable) => {
+      if (committing) committing.fsync = durable && wal !== undefined;
+      committing = undefined;
+    };
+  }
   const written = (text: string, into: Set<string>) => {
     const table = WRITE.exec(text)?.[1];
     if (table) into.add(table.toLowerCase());
@@ -46,7 +57,7 @@ function recordCommits(sql: Sql) {
   Object.assign(sql, {
     tx: <T>(fn: (q: Queryable) => Promise<T>, opts?: TxOptions) => {
       let tables = new Set<string>();
-      let fsync = true;
+      const seen = { fsync: true };
       return tx(async (inner: Queryable) => {
         tables = new Set(); // a retried attempt starts over
         const watched: Queryable = {
@@ -56,10 +67,10 @@ function recordCommits(sql: Sql) {
           run: (text, params) => (written(text, tables), inner.run(text, params)),
         };
         const out = await fn(watched);
-        if (inner.dialect === "sqlite") fsync = ((await inner.get<{ synchronous: number }>("PRAGMA synchronous"))?.synchronous ?? 2) >= 2;
+        if (inner.dialect === "sqlite") committing = seen;
         return out;
       }, opts).then((out) => {
-        if (tables.size) commits.push({ tables, fsync });
+        if (tables.size) commits.push({ tables, fsync: seen.fsync });
         return out;
       });
     },

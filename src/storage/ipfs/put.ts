@@ -65,9 +65,9 @@ export function uploadSink(guard: BlobGuard, lease: Lease, blocks: BlockSizes, r
  * `pin(key)` for the importer's blocks: the keys asked for in one turn of the event loop are
  * pinned in one transaction, and each call resolves once its key's pin has committed. The
  * importer writes its blocks ten at a time (its blockWriteConcurrency), and a pin is a database
- * write — on SQLite (synchronous = FULL) an fsync, ≈ 3–4 ms with the event loop standing still
- * (bun:sqlite is synchronous) — so one transaction per batch instead of per block gives that
- * time back to the upload (a 128 MiB upload: 14 pin transactions instead of 129).
+ * write — on SQLite a durable commit, awaiting an fsync of the log (wal-sync.ts; ≈ 3–4 ms on a
+ * busy disk) — so one transaction per batch instead of per block gives that time back to the
+ * upload (a 128 MiB upload: 14 pin transactions instead of 129).
  */
 export function pinTogether(lease: Lease): (key: string) => Promise<void> {
   let waiting: string[] = [];
