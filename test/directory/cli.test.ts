@@ -5,22 +5,22 @@
  * `withdraw`, `unpublish`, `buy-read`, and `put -` / `put DIR`. The indexer polls only when told
  * (`sync`), so "not yet" and "now" are real.
  */
-import { afterAll, expect, test } from "bun:test";
+import { expect, test } from "bun:test";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { formatEther, parseEther } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { userCommands } from "../../src/cli/user/index.ts";
 import type { Io } from "../../src/cli/user/common.ts";
+import { serveOverHttp } from "../support/serve.ts";
 import { tempDir } from "../support/tmp.ts";
 import { directoryGateway } from "./support.ts";
 
-let handle: (r: Request) => Promise<Response> = async () => new Response("starting", { status: 503 });
-const server = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: (r) => handle(r) });
-afterAll(() => server.stop(true));
-const gateway = `http://127.0.0.1:${server.port}`;
+// Served by the server's own listener; the app is built once its URL is known.
+const server = await serveOverHttp();
+const gateway = server.url;
 const dg = await directoryGateway({ env: { STOWAGE_PUBLIC_URL: gateway } });
-handle = (r) => dg.app.handle(r);
+server.handle = (r) => dg.app.handle(r);
 const dir = tempDir("directory-cli");
 
 async function newUser() {

@@ -5,25 +5,25 @@
  * with the key `stowage age-key` prints, `grant` letting a reader decrypt, a stranger's clear
  * error, and `revoke`.
  */
-import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
+import { beforeAll, expect, setDefaultTimeout, test } from "bun:test";
 import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { userCommands } from "../../src/cli/user/index.ts";
 import type { Io } from "../../src/cli/user/common.ts";
 import { ageCli, ensureAgeCli } from "../support/age-cli.ts";
+import { serveOverHttp } from "../support/serve.ts";
 import { tempDir } from "../support/tmp.ts";
 import { encryptionGateway } from "./support.ts";
 
 setDefaultTimeout(60_000);
 
 // The gateway's app behind a real listener: the commands use the global fetch, as in a shell.
-let handle: (r: Request) => Promise<Response> = async () => new Response("starting", { status: 503 });
-const server = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: (r) => handle(r) });
-afterAll(() => server.stop(true));
-const gateway = `http://127.0.0.1:${server.port}`;
+// Served by the server's own listener; the app is built once its URL is known.
+const server = await serveOverHttp();
+const gateway = server.url;
 const env = await encryptionGateway({ env: { STOWAGE_PUBLIC_URL: gateway } });
-handle = (r) => env.app.handle(r);
+server.handle = (r) => env.app.handle(r);
 
 const dir = tempDir("enc-cli");
 const sha256 = (b: Uint8Array) => new Bun.CryptoHasher("sha256").update(b).digest("hex");
@@ -96,10 +96,10 @@ test("put --encrypt seals once into a private 0600 temporary file, uploads that,
   process.env.TMPDIR = tmp;
   const seen: { files: string[]; mode: number; size: number }[] = [];
   let refuse = false;
-  const real = handle;
+  const real = server.handle;
   // What lies in TMPDIR while the gateway receives the upload; `refuse` makes the gateway's
   // answer a refusal (in the spec's shape) once it has read the body, as a full quota would.
-  handle = async (r) => {
+  server.handle = async (r) => {
     if (r.method !== "POST" || !/^\/(dfs|ipfs)\/$/.test(new URL(r.url).pathname)) return real(r);
     const dirs = readdirSync(tmp);
     const files = dirs.flatMap((d) => readdirSync(join(tmp, d)).map((f) => join(tmp, d, f)));
@@ -138,7 +138,7 @@ test("put --encrypt seals once into a private 0600 temporary file, uploads that,
     expect(seen[1]?.size).toBe(entry.Size);
     expect(readdirSync(tmp)).toEqual([]);
   } finally {
-    handle = real;
+    server.handle = real;
     if (saved === undefined) delete process.env.TMPDIR;
     else process.env.TMPDIR = saved;
   }

@@ -3,20 +3,20 @@
  * example does), and, when the deposit cannot pay both, neither: a half-done purchase would leave
  * the user guessing what was bought. Served over HTTP, as a shell's command reaches a gateway.
  */
-import { afterAll, expect, test } from "bun:test";
+import { expect, test } from "bun:test";
 import { parseEther } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { userCommands } from "../../src/cli/user/index.ts";
 import type { Io } from "../../src/cli/user/common.ts";
 import { connectGateway } from "../../src/sdk/chain.ts";
+import { serveOverHttp } from "../support/serve.ts";
 import { testGateway } from "../support/storage.ts";
 
-let handle: (r: Request) => Promise<Response> = async () => new Response("starting", { status: 503 });
-const server = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: (r) => handle(r) });
-afterAll(() => server.stop(true));
-const gateway = `http://127.0.0.1:${server.port}`;
+// Served by the server's own listener; the app is built once its URL is known.
+const server = await serveOverHttp();
+const gateway = server.url;
 const gw = await testGateway({ quota: true, ipfs: false, env: { STOWAGE_PUBLIC_URL: gateway } });
-handle = (r) => gw.app.handle(r);
+server.handle = (r) => gw.app.handle(r);
 
 const MiB = 2 ** 20;
 
