@@ -2,7 +2,7 @@
  * The compiled binary, run as an operator would: empty data dir, no Bun on PATH, signals.
  */
 import { describe, expect, test } from "bun:test";
-import { existsSync, readFileSync, statSync } from "node:fs";
+import { existsSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { BINARY, runBinary, startBinary } from "../support/binary.ts";
 import { tempDir } from "../support/tmp.ts";
@@ -89,6 +89,36 @@ describe("stowage binary", () => {
     const h2 = await health(second.url);
     expect(h2.components.database.installation).toBe(h1.components.database.installation);
     expect(await second.stop("SIGINT")).toBe(0);
+  }, timeout);
+
+  test("the data dir's anvil is checked against the hash taken at build time: a good copy is left alone and the embedded one never read (its 44 MiB not resident), a changed one replaced", async () => {
+    const dataDir = join(tempDir("bin-anvil"), "data");
+    const args = ["serve", "--port", "0", "--host", "127.0.0.1", "--data-dir", dataDir];
+    const anvil = join(dataDir, "bin", "anvil");
+    const packaged = new Bun.CryptoHasher("sha256").update(readFileSync(Bun.resolveSync("@foundry-rs/anvil-linux-amd64/bin/anvil", import.meta.dir))).digest("hex");
+    const hashOf = (path: string) => new Bun.CryptoHasher("sha256").update(readFileSync(path)).digest("hex");
+    // File-backed resident pages: the binary's own (code, and the embedded files read), not the heap.
+    const rssFileMiB = (pid: number) => Number(/RssFile:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1]) / 1024;
+
+    const first = await startBinary(args);
+    expect((await health(first.url)).status).toBe("ok");
+    expect(await first.stop("SIGTERM")).toBe(0);
+    expect(hashOf(anvil)).toBe(packaged);
+    const copied = statSync(anvil);
+
+    // Reading the embedded 44 MiB (to hash it, as every start did) kept its pages resident.
+    const again = await startBinary(args);
+    expect((await health(again.url)).status).toBe("ok");
+    const rss = rssFileMiB(again.proc.pid);
+    expect(await again.stop("SIGTERM")).toBe(0);
+    expect(statSync(anvil).ino).toBe(copied.ino);
+    expect(rss).toBeLessThan(80); // ≈ 61 MiB; 104 when the embedded anvil was hashed at start
+
+    writeFileSync(anvil, "#!/bin/sh\nexit 1\n", { mode: 0o700 });
+    const repaired = await startBinary(args);
+    expect((await health(repaired.url)).status).toBe("ok");
+    expect(await repaired.stop("SIGTERM")).toBe(0);
+    expect(hashOf(anvil)).toBe(packaged);
   }, timeout);
 
   test("restarted right after kill -9 it starts at once, even while the killed pid is not yet reaped (D14)", async () => {
