@@ -185,6 +185,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
         ...stored.health,
         chain: () => chain.health(),
         database: async () => {
+          if (database.sql.failure) throw database.sql.failure;
           await database.sql.get("SELECT 1 AS one");
           return { dialect: database.dialect, installation };
         },

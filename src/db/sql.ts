@@ -66,6 +66,8 @@ export interface TxOptions {
 export interface Sql extends Queryable {
   /** One transaction; commits when `fn` resolves, rolls back when it throws. */
   tx<T>(fn: (tx: Queryable) => Promise<T>, opts?: TxOptions): Promise<T>;
+  /** Why durable writes fail until a restart, once they do (SQLite: its log's fsync failed). */
+  readonly failure?: Error | undefined;
   close(): Promise<void>;
 }
 

@@ -73,6 +73,9 @@ export class SqliteSql implements Sql {
    * Without it (`:memory:`, or an owner that chose NORMAL) commits are as SQLite makes them.
    */
   readonly wal: WalSync | undefined;
+  get failure(): Error | undefined {
+    return this.wal?.failed;
+  }
   /** Called right after each COMMIT of a transaction, with whether it awaits an fsync (tests). */
   onCommit: ((durable: boolean) => void) | undefined;
 

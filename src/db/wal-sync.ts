@@ -15,6 +15,11 @@
  * request had not been answered yet, and any write made after reading it comes later in the log,
  * so no acknowledged write can outlive what it read.
  *
+ * A failed fsync is final, as PostgreSQL made it after "fsyncgate": Linux may drop the pages it
+ * could not write and let the next fsync succeed, so no later commit can be promised durable.
+ * Every flush after it fails with the same error until the gateway restarts (SQLite then replays
+ * the log as it is on disk).
+ *
  * @example
  *   const wal = new WalSync(`${file}-wal`)
  *   db.exec("COMMIT"); await wal.flush()   // durable once this resolves
@@ -30,6 +35,8 @@ export class WalSync {
   /** The one queued behind it, shared by every flush that arrived while it ran. */
   private queued: Promise<void> | undefined;
   private closed = false;
+  /** The first fsync's failure: every flush after it fails with it (and /healthz reports it). */
+  failed: Error | undefined;
   /** fsyncs started; for tests and the bench. */
   started = 0;
 
@@ -42,6 +49,7 @@ export class WalSync {
   /** Resolves once every commit written before this call is on disk; rejects with the fsync's error. */
   flush(): Promise<void> {
     if (this.closed) return Promise.reject(new Error("the database is closed"));
+    if (this.failed) return Promise.reject(this.failed);
     if (!this.running) return this.start();
     // The fsync in flight may have begun before the caller's commit was written: one more after it.
     this.queued ??= this.running.then(this.startQueued, this.startQueued);
@@ -70,7 +78,11 @@ export class WalSync {
         fail(err);
         return;
       }
-      this.syncFile(this.fd, (err) => (err ? fail(err) : ok()));
+      this.syncFile(this.fd, (err) => {
+        if (!err) return ok();
+        this.failed ??= new Error(`the database's log could not be written to disk (${err.message}): no write is acknowledged until the gateway restarts`, { cause: err });
+        fail(this.failed);
+      });
     });
     this.running = p;
     const settled = () => {
