@@ -6,7 +6,7 @@
  * `write` returns, as the callback-less code would, fails it with megabytes of wrong bytes).
  */
 import { afterAll, expect, test } from "bun:test";
-import { BufferPool, giveBack } from "../../src/http/lent.ts";
+import { BufferPool, giveBack, lendToFree } from "../../src/http/lent.ts";
 import { listen } from "../../src/http/listen.ts";
 
 const KiB = 1024;
@@ -24,6 +24,19 @@ test("a buffer given back is handed out again; one never lent, or given back twi
   expect(first).toBe(a);
   expect(second).not.toBe(a);
   expect(() => pool.lend(new Uint8Array(100), first)).toThrow();
+});
+
+test("a buffer lent to be freed is freed when given back, not before; a view of a larger buffer is never freed", () => {
+  const whole = new Uint8Array(new ArrayBuffer(CHUNK));
+  const chunk = lendToFree(whole.subarray(10, 100), whole);
+  expect(whole.buffer.byteLength).toBe(CHUNK); // lent: still readable
+  giveBack(chunk);
+  expect(whole.buffer.detached).toBe(true); // its memory released without a collection
+  giveBack(chunk); // already back: nothing more
+  const shared = new Uint8Array(new ArrayBuffer(2 * CHUNK));
+  const view = shared.subarray(0, CHUNK);
+  giveBack(lendToFree(view.subarray(0, 10), view));
+  expect(shared.buffer.detached).toBe(false);
 });
 
 /** The byte at `at` of the body: distinct per chunk and per position. */

@@ -13,9 +13,10 @@
  * On the local store, chunks are read into buffers lent from a pool of the download's own
  * (http/lent.ts): the listener gives each back once written, and the next chunks are read into
  * them — a fresh 1 MiB buffer per MiB, collected late, was most of a big download's peak RSS
- * (issue 10). A consumer that keeps chunks never gives them back and gets fresh ones.
+ * (issue 10). A consumer that keeps chunks never gives them back and gets fresh ones. On S3 each
+ * chunk is a fresh object read whole: lent to be freed (`lendToFree`) once the listener sent it.
  */
-import { BufferPool } from "../../http/lent.ts";
+import { BufferPool, lendToFree } from "../../http/lent.ts";
 import type { ByteRange } from "../backend.ts";
 import type { CheckedChunk, ChunkChecks } from "./checks.ts";
 import { loadChunk } from "./chunks.ts";
@@ -141,7 +142,8 @@ async function readPart(ctx: DfsContext, cid: string, plan: Plan, idx: number): 
   if (!chunk) throw new NotFoundError(`dfs content ${cid} was released while being read`);
   const bytes = await damageReported(ctx, cid, idx, chunk.hash, () => loadChunk(ctx, chunk.hash, chunk.size));
   const [from, to] = sliceOf(plan, idx, bytes.byteLength);
-  return bytes.subarray(from, to);
+  // Freed once the listener has sent it; a consumer that keeps it leaves it to the collector.
+  return lendToFree(bytes.subarray(from, to), bytes);
 }
 
 /** Logs a damaged chunk; a release between the row lookup and the read takes the chunk: that is no damage. */
