@@ -14,7 +14,8 @@
  * On the local store, leaves are read into buffers lent from a pool of the download's own
  * (http/lent.ts): the listener gives each back once written, and the next leaves are read into
  * them — a fresh 1 MiB buffer per leaf, collected late, was most of a big download's peak RSS
- * (issue 10). A consumer that keeps what it reads never gives back and gets fresh ones.
+ * (issue 10). A consumer that keeps what it reads never gives back and gets fresh ones. On S3 a
+ * leaf is a fresh object read whole: lent to be freed (`lendToFree`) once the listener sent it.
  *
  * A short range (up to one chunk: what the service reads whole before answering) is one part:
  * the leaves it overlaps are read side by side into one buffer, each checked, and the range is a
@@ -31,7 +32,7 @@ import { UnixFS } from "ipfs-unixfs";
 import type { CID } from "multiformats/cid";
 import * as raw from "multiformats/codecs/raw";
 import { LocalBlobStore, type BlobStore } from "../../blob/index.ts";
-import { BufferPool } from "../../http/lent.ts";
+import { BufferPool, lendToFree } from "../../http/lent.ts";
 import { CHUNK_SIZE } from "../cid-options.ts";
 import type { ByteRange } from "../backend.ts";
 import { readBlock, readBlockInto } from "./blocks.ts";
@@ -93,6 +94,8 @@ export function readContent(deps: ReadDeps, cidText: string, range?: ByteRange):
     } else {
       bytes = await readBlock(deps.store, piece.cid, { signal: abort.signal });
       if (bytes.byteLength !== piece.size) throw new IpfsError("IPFS_BLOCK_CORRUPT", `block ${piece.cid} holds ${bytes.byteLength} bytes, expected ${piece.size}`);
+      // A block read whole (S3) is the read's own: freed once the listener has sent it.
+      return lendToFree(inRange(bytes), bytes);
     }
     return inRange(bytes);
   };

@@ -91,12 +91,16 @@ describe("uploads and downloads through the listener", async () => {
   });
   afterAll(() => server.stop(true));
 
+  // A third owner keeps the first file on ipfs, whose leaves are read the same ways.
+  const ipfsOwner = await gw.user();
+  const ipfsCid = (await ipfsOwner.client.upload("ipfs", files[0] as Uint8Array, { name: "f.bin" })).Cid;
+
   /** Downloads file `i` over the socket, reading slowly (the socket's buffer fills: backpressure). */
-  async function slowDownload(i: number): Promise<Buffer> {
-    const owner = owners[i]!;
+  async function slowDownload(i: number, kind: "dfs" | "ipfs" = "dfs"): Promise<Buffer> {
+    const owner = kind === "dfs" ? owners[i]! : ipfsOwner;
     const size = ((await gw.storage?.vouchers.usedBy(owner.account.address)) ?? 0) + (files[i] as Uint8Array).byteLength;
     const sign = await gw.sign.voucher(owner.account, size);
-    const res = await fetch(`http://127.0.0.1:${server.port}/dfs/${cids[i]}?size=${size}&sign=${sign}`);
+    const res = await fetch(`http://127.0.0.1:${server.port}/${kind}/${kind === "dfs" ? cids[i] : ipfsCid}?size=${size}&sign=${sign}`);
     expect(res.status, await (res.status === 200 ? "" : res.text())).toBe(200);
     const parts: Uint8Array[] = [];
     const reader = (res.body as ReadableStream<Uint8Array>).getReader();
@@ -131,9 +135,9 @@ describe("uploads and downloads through the listener", async () => {
     expect(Buffer.from(await res.arrayBuffer()).equals(bytes)).toBe(true);
   }, 60_000);
 
-  // Local store: the reads reuse the pool's buffers. S3: each chunk is an object read whole, freed
+  // Local store: the reads reuse the pool's buffers. S3: each chunk or leaf is an object read whole, freed
   // (transfer(0)) once the listener has sent it: counted, so that the test shows it happened.
-  test(`two slow clients each get their file byte for byte, ${TEST_BLOBS === "s3" ? "each chunk freed once sent" : "the reads reusing buffers"}`, async () => {
+  test(`three slow clients (two on dfs, one on ipfs) each get their file byte for byte, ${TEST_BLOBS === "s3" ? "each chunk freed once sent" : "the reads reusing buffers"}`, async () => {
     let freed = 0;
     const transfer = ArrayBuffer.prototype.transfer;
     ArrayBuffer.prototype.transfer = function (this: ArrayBuffer, length?: number) {
@@ -143,14 +147,15 @@ describe("uploads and downloads through the listener", async () => {
     let taken: number;
     try {
       taken = await buffersTaken(async () => {
-        const [a, b] = await Promise.all([slowDownload(0), slowDownload(1)]);
+        const [a, b, c] = await Promise.all([slowDownload(0), slowDownload(1), slowDownload(0, "ipfs")]);
         expect(a.equals(files[0] as Uint8Array)).toBe(true);
         expect(b.equals(files[1] as Uint8Array)).toBe(true);
+        expect(c.equals(files[0] as Uint8Array)).toBe(true);
       });
     } finally {
       ArrayBuffer.prototype.transfer = transfer;
     }
-    const chunks = 2 * Math.ceil(SIZE / MiB);
+    const chunks = 3 * Math.ceil(SIZE / MiB);
     if (TEST_BLOBS === "s3") expect(freed).toBeGreaterThanOrEqual(chunks - 2);
     else expect(taken).toBeLessThan(chunks / 2);
   }, 60_000);
