@@ -21,6 +21,9 @@
  * it) to the end, with Bun's default part size and queue. The ratio then says what Stowage's
  * gateway costs on top of the object store itself.
  *
+ * Before each timed upload the bench writes and deletes a scratch file of about the upload's size
+ * (local blob store only), for both sides alike: see `warmPageCache`.
+ *
  * CPU: utime + stime (/proc/PID/stat) of the server process during the upload and the full
  * download, per MiB moved; with `--s3` also that of the Ceph daemons (radosgw, OSD, mon), which
  * shows what each side's pattern of requests costs the store (0 without `--s3`); and the bench's
@@ -325,6 +328,21 @@ async function main() {
     closeSync(fd);
     return { path, sha256: hasher.digest("hex") };
   }
+  /**
+   * Writes and deletes `bytes` of scratch file, so the timed upload's writes land on page-cache
+   * pages the host backs. On this VM (virtio-balloon free page reporting) pages freed more than
+   * ≈ 2 s ago are handed back to the host, and a write into them cost 1.1–2.0 ms of CPU per MiB
+   * against 0.2–0.27 just after a delete (256 MiB fsync'd, 10 rounds each, 2026-11-23): whichever
+   * side landed on such pages lost up to a third of its upload speed, at random.
+   */
+  function warmPageCache(bytes: number) {
+    const path = join(work, "scratch.bin");
+    const fd = openSync(path, "w");
+    const piece = new Uint8Array(MiB);
+    for (let left = bytes; left > 0; left -= MiB) writeSync(fd, piece, 0, Math.min(MiB, left));
+    closeSync(fd);
+    rmSync(path);
+  }
   /** Deterministic offsets per round: both sides read the same ranges. */
   function rangesFor(round: number, fileSize: number): [number, number][] {
     let x = (round + 1) * 2654435761;
@@ -372,6 +390,7 @@ async function main() {
         const rssIdle = statusKiB(side.pid, "VmRSS") / 1024;
         // CPU per MiB moved: the server's (the S3 baseline's child for s3-direct) and the store's.
         const perMiB = (ms: number) => ms / (fileSize / MiB);
+        if (!useS3) warmPageCache(fileSize + fileSize / 8); // the chunks or blocks and the file's own room
         let [cpu, ceph, own, rgw] = [cpuMs(side.pid), cephCpuMs(), cpuMs(process.pid), rgwRequests()];
         const up = await side.upload(file.path, file.sha256);
         const [cpuUp, cephUp, clientUp, rgwUp] = [perMiB(cpuMs(side.pid) - cpu), perMiB(cephCpuMs() - ceph), perMiB(cpuMs(process.pid) - own), perMiB(rgwRequests() - rgw)];
