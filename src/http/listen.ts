@@ -263,14 +263,20 @@ async function send(req: IncomingMessage, res: ServerResponse, response: Respons
     // Small bodies of known length (a small download, a file part of the app) go in one write:
     // node:http costs a fixed amount per write. Read through the body's reader, not
     // response.arrayBuffer(): that copies even a body of one part (a ranged GET's 1 MiB, issue 10).
-    let bytes: Buffer;
+    let whole: { bytes: Buffer; parts: Uint8Array[] };
     try {
-      bytes = await wholeBody(body);
+      whole = await wholeBody(body);
     } catch {
       res.destroy();
       return;
     }
-    return new Promise<void>((resolve) => res.end(bytes, () => resolve()));
+    // Parts lent from a pool (lent.ts: a ranged GET's) go back once written, as `write`'s do.
+    return new Promise<void>((resolve) =>
+      res.end(whole.bytes, () => {
+        for (const part of whole.parts) giveBack(part);
+        resolve();
+      }),
+    );
   }
   const reader = body.getReader();
   const gone = () => void reader.cancel(new Error("the client went away")).catch(() => {});
@@ -307,13 +313,14 @@ async function send(req: IncomingMessage, res: ServerResponse, response: Respons
   }
 }
 
-/** A body read to its end: a body of one part is that part as it is (no copy), more are joined. */
-async function wholeBody(body: ReadableStream<Uint8Array>): Promise<Buffer> {
+/** A body read to its end, with the parts it came in: a body of one part is that part as it is
+ * (no copy), more are joined. */
+async function wholeBody(body: ReadableStream<Uint8Array>): Promise<{ bytes: Buffer; parts: Uint8Array[] }> {
   const parts: Uint8Array[] = [];
   const reader = body.getReader();
   for (let next = await reader.read(); !next.done; next = await reader.read()) parts.push(next.value);
   const only = parts.length === 1 ? (parts[0] as Uint8Array) : undefined;
-  return only ? Buffer.from(only.buffer, only.byteOffset, only.byteLength) : Buffer.concat(parts);
+  return { bytes: only ? Buffer.from(only.buffer, only.byteOffset, only.byteLength) : Buffer.concat(parts), parts };
 }
 
 /** Writes one chunk, waiting while the socket's buffer is full (backpressure). Bytes sent are

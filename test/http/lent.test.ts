@@ -73,6 +73,27 @@ function lentBody(chunks: number) {
   return { body, made };
 }
 
+/** One pool all one-part answers share, as a ranged GET's bodies do (dfs/read.ts); counts buffers made. */
+const onePartPool = new BufferPool(CHUNK, 4);
+const onePartMade = new WeakSet<Uint8Array>();
+let onePartBuffers = 0;
+/** The byte at `at` of answer `seed`: every answer's bytes differ, so one sent from a reused buffer shows. */
+const seededByte = (seed: number, at: number) => (seed * 31 + (at % 251)) & 0xff;
+
+function onePartBody(seed: number): ReadableStream<Uint8Array> {
+  return new ReadableStream<Uint8Array>({
+    async pull(c) {
+      await new Promise((resolve) => setImmediate(resolve)); // its file read
+      const whole = onePartPool.take();
+      if (!onePartMade.has(whole)) onePartBuffers++;
+      onePartMade.add(whole);
+      for (let j = 0; j < CHUNK; j++) whole[j] = seededByte(seed, j);
+      c.enqueue(onePartPool.lend(whole, whole));
+      c.close();
+    },
+  });
+}
+
 let served: { buffers: number } | undefined;
 const server = await listen({
   hostname: "127.0.0.1",
@@ -80,6 +101,8 @@ const server = await listen({
   maxRequestBodySize: 1000,
   error: () => new Response("failed", { status: 500 }),
   fetch(request) {
+    const seed = new URL(request.url).searchParams.get("one");
+    if (seed !== null) return new Response(onePartBody(Number(seed)), { headers: { "content-length": String(CHUNK) } });
     const chunks = Number(new URL(request.url).searchParams.get("chunks"));
     const { body, made } = lentBody(chunks);
     served = made;
@@ -104,4 +127,25 @@ test("a body of lent chunks reaches a slow client byte for byte, its buffers reu
   expect(wrong).toBe(0);
   // The point of lending: a few buffers for the whole body, not one per chunk.
   expect((served as { buffers: number }).buffers).toBeLessThan(chunks / 4);
+}, 60_000);
+
+test("a body of one lent part (a ranged GET's) goes back to its pool once written: answers share a few buffers, each byte its own", async () => {
+  const wrongIn = async (seed: number, slow: boolean) => {
+    const res = await fetch(`http://127.0.0.1:${server.port}/?one=${seed}`);
+    const reader = (res.body as ReadableStream<Uint8Array>).getReader();
+    let at = 0;
+    let wrong = 0;
+    for (let next = await reader.read(); !next.done; next = await reader.read()) {
+      for (let j = 0; j < next.value.byteLength; j++) if (next.value[j] !== seededByte(seed, at + j)) wrong++;
+      at += next.value.byteLength;
+      if (slow) await Bun.sleep(1);
+    }
+    return at === CHUNK ? wrong : -1;
+  };
+  // One after another: each answer's buffer is back before the next is read.
+  for (let seed = 1; seed <= 20; seed++) expect(await wrongIn(seed, false)).toBe(0);
+  expect(onePartBuffers).toBeLessThanOrEqual(2);
+  // Slow clients at once: a buffer given back before its socket sent it would carry another's bytes.
+  const wrong = await Promise.all(Array.from({ length: 8 }, (_, i) => wrongIn(100 + i, i % 2 === 0)));
+  expect(wrong).toEqual(Array(8).fill(0));
 }, 60_000);
