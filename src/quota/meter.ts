@@ -281,6 +281,11 @@ export function createMeter({ sql, records, storedBytes, now = Date.now, gateway
         if (current + bytes > traffic.limit) throw refuse("traffic", traffic.limit, current, bytes);
         await addTraffic(tx, account, traffic.periodStart, bytes);
       },
+      /** Takes the charge back: the read failed before any byte went out (in `tx`, after `charge` committed). */
+      async refund(tx: Queryable) {
+        await lockAccount(tx, account);
+        await tx.run(ADD_TRAFFIC, [account, traffic.periodStart, -bytes]);
+      },
     };
   }
 

@@ -22,6 +22,7 @@ import { voucherDigest, voucherSigner } from "../identity/voucher-signer.ts";
 const USED = "SELECT used FROM voucher_counters WHERE payer = $1";
 const CLAIM = "INSERT INTO vouchers_used (payer, size, base, used_at) VALUES ($1, $2, $3, $4) ON CONFLICT (payer, size) DO NOTHING RETURNING payer";
 const CLAIMED = "SELECT 1 AS one FROM vouchers_used WHERE payer = $1 AND size = $2";
+const UNCLAIM = "DELETE FROM vouchers_used WHERE payer = $1 AND size = $2";
 const COUNT = "INSERT INTO voucher_counters (payer, used) VALUES ($1, $2) ON CONFLICT (payer) DO UPDATE SET used = voucher_counters.used + excluded.used";
 
 /** What a voucher of `size` still allows after `used` bytes; refused (402) when it cannot cover `needs`. */
@@ -106,7 +107,14 @@ export function createVouchers({ sql, domain, seller, now = Date.now }: { sql: S
     await q.run(COUNT, [v.payer, bytes]);
   }
 
-  return { hashFor, payerOf, claim, accept, check, settle, usedBy };
+  /** Undoes `claim` and `settle` of a transfer that failed before any byte went out: the bytes
+   * are no longer counted and the voucher is unused again (a retry of the same link works). */
+  async function refund(v: AcceptedVoucher, bytes: number, q: Queryable = sql) {
+    if (bytes > 0) await q.run(COUNT, [v.payer, -bytes]);
+    await q.run(UNCLAIM, [v.payer, v.size]);
+  }
+
+  return { hashFor, payerOf, claim, accept, check, settle, refund, usedBy };
 }
 
 export type Vouchers = ReturnType<typeof createVouchers>;

@@ -11,6 +11,8 @@ import { BASE, testGateway } from "../support/storage.ts";
 import { tempDir } from "../support/tmp.ts";
 import { granter } from "./grants.ts";
 import { storageDomain, storageTypes } from "../../src/identity/eip712.ts";
+import { openBlobStore } from "../../src/blob/index.ts";
+import { chunkKey } from "../../src/storage/dfs/cid.ts";
 
 const gw = await testGateway({ quota: true });
 const { anvil, context } = gw.chain;
@@ -164,6 +166,28 @@ describe("enforcement", () => {
     expect((await gw.app.handle(get(url))).status).toBe(200);
     expect((await gw.app.handle(get(url))).status).toBe(402); // the same voucher again
     expect((await client.traffic()).SizeByte).toBe(before - 5_000);
+  });
+
+  test("a download whose read fails (a damaged chunk) answers 500 and charges nothing: traffic and the voucher's count stay", async () => {
+    const { client, account } = await funded();
+    await grant(account.address, "space", 10_000);
+    await grant(account.address, "traffic", 100_000);
+    const bytes = random(5_000);
+    const file = await client.upload("dfs", bytes, { name: "damaged.bin" });
+    // Its one chunk's object replaced by other bytes of its size (a new file: read whole and hashed).
+    const store = await openBlobStore(gw.config);
+    await store.put(chunkKey(new Bun.CryptoHasher("sha256").update(bytes).digest("hex")), random(5_000));
+    const traffic = (await client.traffic()).SizeByte;
+    const counted = await gw.storage?.vouchers.usedBy(account.address);
+    const size = BigInt(counted ?? 0) + 1_000_000n;
+    const sign = await account.signTypedData({ domain: storageDomain(985, context.contracts.proxy), types: storageTypes, primaryType: "Voucher", message: { seller: gw.chain.operator.address, size } });
+    // The same voucher each time: a failed read leaves it unused.
+    for (const range of [undefined, "bytes=10-99", "bytes=0-4999"]) {
+      const res = await gw.app.handle(new Request(`${BASE}/dfs/${file.Cid}?size=${size}&sign=${sign}`, { headers: range ? { range } : {} }));
+      expect(res.status).toBe(500);
+    }
+    expect((await client.traffic()).SizeByte).toBe(traffic);
+    expect(await gw.storage?.vouchers.usedBy(account.address)).toBe(counted);
   });
 
   test("after expiry new uploads are refused; a new grant starts a new period", async () => {
