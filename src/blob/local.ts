@@ -322,12 +322,12 @@ export interface LocalBlobFile {
   close(): Promise<void>;
 }
 
-/** The identity `openFile` gives, for a file's stat (tests use it to play a change no metadata shows). */
 /** pread in the thread pool: the bytes read into `buf` at `at`. */
 function readAt(fd: number, buf: Uint8Array, at: number, length: number, position: number): Promise<number> {
   return new Promise((resolve, reject) => fsRead(fd, buf, at, length, position, (err, n) => (err ? reject(err) : resolve(n))));
 }
 
+/** The identity `openFile` gives, for a file's stat (tests use it to play a change no metadata shows). */
 export function identityOf(st: BigIntStats): string {
   return `${st.dev}:${st.ino}:${st.size}:${st.mtimeNs}:${st.ctimeNs}`;
 }

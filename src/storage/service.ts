@@ -354,8 +354,8 @@ export function createStorage(deps: StorageDeps) {
      * the read (≈ 0.5 ms of a 1 MiB ranged GET's wall time, issue 10). No byte goes out before
      * both are done. A read that fails after the charge committed undoes it (traffic, the
      * voucher's count and its claim): as before, a failed read charges nothing and the same
-     * voucher downloads once the content reads again. Larger
-     * bodies stream, with their Content-Length all the same (http/listen.ts).
+     * voucher downloads once the content reads again. Larger bodies stream, with their
+     * Content-Length all the same (http/listen.ts).
      */
     async function sendWhole(range: ByteRange | undefined, length: number) {
       await vouchers.check({ payer, size }, length);

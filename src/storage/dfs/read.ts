@@ -12,8 +12,8 @@
  *
  * On the local store, chunks are read into buffers lent from a pool of the download's own
  * (http/lent.ts; a range of up to a chunk, from one pool all downloads share): the listener gives
- * each back once written, and the next chunks are read into them — a fresh 1 MiB buffer per MiB, collected late, was most of a big download's peak RSS
- * (issue 10). A consumer that keeps chunks never gives them back and gets fresh ones. On S3 each
+ * each back once written, and the next chunks are read into them — a fresh 1 MiB buffer per MiB,
+ * collected late, was most of a big download's peak RSS (issue 10). A consumer that keeps chunks never gives them back and gets fresh ones. On S3 each
  * chunk is a fresh object read whole: lent to be freed (`lendToFree`) once the listener sent it.
  */
 import { BufferPool, lendToFree } from "../../http/lent.ts";
