@@ -159,4 +159,38 @@ describe("uploads and downloads through the listener", async () => {
     if (TEST_BLOBS === "s3") expect(freed).toBeGreaterThanOrEqual(chunks - 2);
     else expect(taken).toBeLessThan(chunks / 2);
   }, 60_000);
+
+  // Ranges of up to a chunk are read into one buffer of a pool every download shares (dfs: up to
+  // two chunks' parts; ipfs: the one or two leaves they cross), given back by the listener once
+  // written: many at once, slow and fast, must each get exactly their bytes.
+  test("short ranges on both back-ends (across chunk and leaf boundaries): one after another they reuse their buffers; at once, slow and fast, each gets its bytes", async () => {
+    const ranged = async (kind: "dfs" | "ipfs", start: number, end: number, slow: boolean) => {
+      // Each its own voucher, far above what the owner used (they run at once).
+      const { account } = kind === "dfs" ? owners[0]! : ipfsOwner;
+      const size = ((await gw.storage?.vouchers.usedBy(account.address)) ?? 0) + 1_000_000_000 + Math.floor(Math.random() * 1e9);
+      const sign = await gw.sign.voucher(account, size);
+      const res = await fetch(`http://127.0.0.1:${server.port}/${kind}/${kind === "dfs" ? cids[0] : ipfsCid}?size=${size}&sign=${sign}`, { headers: { range: `bytes=${start}-${end}` } });
+      expect(res.status).toBe(206);
+      const parts: Uint8Array[] = [];
+      const reader = (res.body as ReadableStream<Uint8Array>).getReader();
+      for (let next = await reader.read(); !next.done; next = await reader.read()) {
+        parts.push(next.value);
+        if (slow) await Bun.sleep(1);
+      }
+      return Buffer.concat(parts).equals((files[0] as Uint8Array).subarray(start, end + 1));
+    };
+    const ask = (i: number) => {
+      const start = ((i * 5) % 22) * (MiB / 2) + 1000 * i + 1; // each crosses a chunk (and leaf) boundary
+      return ranged(i % 2 === 0 ? "dfs" : "ipfs", start, start + MiB - 1 - 333 * i, i % 3 === 0);
+    };
+    // One after another: each answer's buffer is back in its pool before the next GET reads.
+    const oneByOne: boolean[] = [];
+    const taken = await buffersTaken(async () => {
+      for (let i = 0; i < 12; i++) oneByOne.push(await ask(i));
+    });
+    expect(oneByOne).toEqual(Array(12).fill(true));
+    if (TEST_BLOBS !== "s3") expect(taken).toBeLessThanOrEqual(4); // 12 without the give-back
+    // All at once.
+    expect(await Promise.all(Array.from({ length: 24 }, (_, i) => ask(i)))).toEqual(Array(24).fill(true));
+  }, 60_000);
 });
