@@ -221,9 +221,11 @@ export function createMeter({ sql, records, storedBytes, now = Date.now, gateway
 
   /**
    * A download holds its whole length from the start: those bytes are going out. `withHold` runs
-   * in the hold's transaction (the voucher's claim: one commit for both). The hold commits
-   * without an fsync of its own (as an upload's, HOLDING): the settlement's durable commit
-   * carries it to the disk, and a power cut before that ends the download it claims for.
+   * in the hold's transaction (the voucher's claim: one commit for both), which is then durable
+   * before any byte goes out: a voucher is accepted once (D6), and a claim a power cut took with
+   * it would let the same voucher fetch the bytes again. A hold alone (the S3 API's, no voucher)
+   * commits without an fsync of its own (as an upload's, HOLDING): the settlement's durable
+   * commit carries it, and a power cut before that ends the download it holds for.
    */
   async function beginDownload(account: Address, bytes: number, withHold?: (tx: Queryable) => Promise<void>) {
     const traffic = await pool(account, "traffic");
@@ -234,7 +236,7 @@ export function createMeter({ sql, records, storedBytes, now = Date.now, gateway
       const made = await hold(tx, account, "traffic", bytes, undefined);
       await withHold?.(tx);
       return made;
-    }, HOLDING);
+    }, withHold ? LOCKED : HOLDING);
     let renewedAt = now();
     let closed = false;
     return {

@@ -324,8 +324,8 @@ export function createStorage(deps: StorageDeps) {
     async function send(range?: ByteRange) {
       const length = range ? range.end - range.start + 1 : total;
       if (length <= WHOLE_BODY_MAX) return sendWhole(range, length);
-      // The hold and the voucher's claim commit together (no fsync of their own on SQLite: the
-      // settlement's commit carries them), the settlement and the voucher's count too.
+      // The hold and the voucher's claim commit together, on disk before any byte goes out (a
+      // voucher is accepted once, D6, power cuts included); the settlement and the voucher's count too.
       let accepted: Awaited<ReturnType<typeof vouchers.accept>> | undefined;
       const claim = (tx: Queryable) => vouchers.claim(tx, { payer, size }, length).then((a) => void (accepted = a));
       const traffic = deps.meter ? await deps.meter.beginDownload(reader, length, claim) : undefined;

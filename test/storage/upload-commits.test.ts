@@ -5,6 +5,7 @@
 // when the file is stored), on PostgreSQL too. Whether a commit fsyncs is what the SQLite layer
 // reports right after its COMMIT (`onCommit`: whether the transaction then awaits an fsync of the
 // log); that such a transaction resolves only after that fsync is test/db/wal-sync.test.ts's.
+// A download's voucher claim, whole or streamed, commits with an fsync before its bytes go out.
 // A power cut itself cannot be staged here.
 import { describe, expect, test } from "bun:test";
 import type { Param, Queryable, Sql, TxOptions } from "../../src/db/sql.ts";
@@ -139,4 +140,29 @@ describe("an acknowledged upload, without quota", () => {
     expectOneCarryingCommit(commits, "dfs_objects");
     expect(await plain.storage?.vouchers.usedBy(account.address)).toBe(4096);
   });
+});
+
+// A download's voucher is accepted once (D6): its claim must be on disk before any byte goes out,
+// or a power cut could hand the same voucher's bytes out again. Whole bodies (up to a chunk) and
+// streamed ones alike, with quota (the claim commits with the traffic's hold or charge) and without.
+describe("a download's claim", () => {
+  const MiB = 1024 * 1024;
+  for (const [what, bytes] of [["a body read whole", 4096], ["a streamed body", 3 * MiB + 5]] as const) {
+    test(`${what}: the voucher's claim commits with an fsync, with quota and without`, async () => {
+      for (const [g, rec, quota] of [[gw, recorder, true], [plain, plainRecorder, false]] as const) {
+        const { client, account } = await g.user();
+        if (quota) {
+          await grant(account.address, "space", 10_000_000);
+          await grant(account.address, "traffic", 100_000_000);
+        }
+        const entry = await client.upload("dfs", random(bytes), { name: "down.bin" });
+        const commits = await rec.during(async () => {
+          const res = await client.download("dfs", entry.Cid, { size: entry.Size });
+          expect((await res.arrayBuffer()).byteLength).toBe(bytes);
+        });
+        const claim = commits.find((c) => c.tables.has("vouchers_used"));
+        expect({ quota, claimed: claim !== undefined, fsync: claim?.fsync }).toEqual({ quota, claimed: true, fsync: true });
+      }
+    });
+  }
 });
