@@ -333,8 +333,11 @@ for (const impl of impls) {
         clearInterval(tick);
         await store.delete("mem/big");
       }
-      // Holding the object would take 256 MiB at least; parts in flight and GC slack take less.
-      expect(peak - before).toBeLessThan(160 * MiB);
+      // Holding the object would take 256 MiB at least, on top of the source's own dead pieces.
+      // Streaming takes parts in flight and GC slack: the source makes a fresh 1 MiB per piece, and
+      // when a collection runs depends on the process's heap (+88 MiB on SQLite's pass, +161 on
+      // PostgreSQL's in one CI run, after 800 other tests), so the bound sits below 256, not near 88.
+      expect(peak - before).toBeLessThan(224 * MiB);
     });
   });
 }
