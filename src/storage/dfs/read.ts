@@ -42,9 +42,10 @@ const ONE_PART = CHUNK_SIZE;
 /**
  * The buffers of those one-part bodies, shared by every download: a fresh 1 MiB per ranged GET
  * cost ≈ 0.3 ms of its wall time in page faults (read step 0.63 → 0.32 ms in the server with the
- * same buffer reused, issue 10). Given back by the listener once the answer is written.
+ * same buffer reused, issue 10). Given back by the listener once the answer is written. At most 4
+ * wait for reuse (4 MiB held once ranged GETs have run; more at once get buffers of their own).
  */
-const ONE_PART_POOL = new BufferPool(ONE_PART, 8);
+const ONE_PART_POOL = new BufferPool(ONE_PART, 4);
 /** Buffers a download keeps for reuse: the reads ahead, the chunk its stream queues, and the ones
  * the listener's socket may still be sending. */
 const POOL_KEEP = READ_AHEAD + 4;

@@ -47,9 +47,10 @@ const POOL_KEEP = LEAVES_AHEAD + 4;
 /**
  * The buffers of short ranges (`readShort`: up to a chunk, so up to two leaves), shared by every
  * download: a fresh buffer of up to 2 MiB per ranged GET cost page faults on every GET (≈ 0.3 ms
- * per MiB on this VM, issue 10). Given back by the listener once the answer is written.
+ * per MiB on this VM, issue 10). Given back by the listener once the answer is written. At most 4
+ * wait for reuse (8 MiB held once ranged GETs have run; more at once get buffers of their own).
  */
-const SHORT_POOL = new BufferPool(2 * CHUNK_SIZE, 8);
+const SHORT_POOL = new BufferPool(2 * CHUNK_SIZE, 4);
 
 export interface ReadDeps {
   store: BlobStore;
