@@ -11,10 +11,11 @@
  * file size. The manifest (with the records) is read WINDOW positions per query.
  *
  * On the local store, chunks are read into buffers lent from a pool of the download's own
- * (http/lent.ts; a range of up to a chunk, from one pool all downloads share): the listener gives
- * each back once written, and the next chunks are read into them — a fresh 1 MiB buffer per MiB,
- * collected late, was most of a big download's peak RSS (issue 10). A consumer that keeps chunks never gives them back and gets fresh ones. On S3 each
- * chunk is a fresh object read whole: lent to be freed (`lendToFree`) once the listener sent it.
+ * (http/lent.ts; a range of up to a chunk, from the pool all downloads share: short-range.ts): the
+ * listener gives each back once written, and the next chunks are read into them — a fresh 1 MiB
+ * buffer per MiB, collected late, was most of a big download's peak RSS (issue 10). A consumer
+ * that keeps chunks never gives them back and gets fresh ones. On S3 each chunk is a fresh object
+ * read whole: lent to be freed (`lendToFree`) once the listener sent it.
  */
 import { BufferPool, lendToFree } from "../../http/lent.ts";
 import type { ByteRange } from "../backend.ts";
@@ -23,6 +24,7 @@ import { loadChunk } from "./chunks.ts";
 import { CHUNK_SIZE } from "./cid.ts";
 import type { DfsContext } from "./context.ts";
 import { CorruptChunkError, InvalidRangeError, NotFoundError } from "./errors.ts";
+import { readShortRange } from "../short-range.ts";
 
 interface Plan {
   /** Inclusive byte range of the content. */
@@ -39,13 +41,6 @@ const READ_AHEAD = 4;
 const WINDOW = 32;
 /** Ranges up to this long (local store) are read into one buffer and sent as one part. */
 const ONE_PART = CHUNK_SIZE;
-/**
- * The buffers of those one-part bodies, shared by every download: a fresh 1 MiB per ranged GET
- * cost ≈ 0.3 ms of its wall time in page faults (read step 0.63 → 0.32 ms in the server with the
- * same buffer reused, issue 10). Given back by the listener once the answer is written. At most 4
- * wait for reuse (4 MiB held once ranged GETs have run; more at once get buffers of their own).
- */
-const ONE_PART_POOL = new BufferPool(ONE_PART, 4);
 /** Buffers a download keeps for reuse: the reads ahead, the chunk its stream queues, and the ones
  * the listener's socket may still be sending. */
 const POOL_KEEP = READ_AHEAD + 4;
@@ -76,20 +71,19 @@ export function read(ctx: DfsContext, cid: string, range?: ByteRange): ReadableS
       },
       async pull(controller) {
         if (checks && plan.next <= plan.last && plan.end - plan.start + 1 <= ONE_PART) {
-          // A range of up to a chunk (at most two chunks' parts): one buffer, one part.
-          const whole = ONE_PART_POOL.take();
-          const body = whole.subarray(0, plan.end - plan.start + 1); // every byte is read into it before it goes out
-          const reads: Promise<unknown>[] = [];
-          for (let at = 0; plan.next <= plan.last; ) {
-            const idx = plan.next++;
-            const [from, to] = sliceOf(plan, idx, CHUNK_SIZE);
-            reads.push(readChecked(ctx, checks, cid, plan, idx, positionOf(checks, idx), body.subarray(at, at + to - from)));
-            at += to - from;
-          }
-          // A failed read leaves the buffer to the collector: another read may still be filling it.
-          await Promise.all(reads);
-          if (body.byteLength > 0) controller.enqueue(ONE_PART_POOL.lend(body, whole));
-          else ONE_PART_POOL.put(whole);
+          // A range of up to a chunk (at most two chunks' parts): one buffer, one part; every
+          // byte is read into it before it goes out.
+          const body = await readShortRange(plan.end - plan.start + 1, (into) => {
+            const reads: Promise<unknown>[] = [];
+            for (let at = 0; plan.next <= plan.last; ) {
+              const idx = plan.next++;
+              const [from, to] = sliceOf(plan, idx, CHUNK_SIZE);
+              reads.push(readChecked(ctx, checks, cid, plan, idx, positionOf(checks, idx), into.subarray(at, at + to - from)));
+              at += to - from;
+            }
+            return Promise.all(reads);
+          });
+          if (body.byteLength > 0) controller.enqueue(body);
           return controller.close();
         }
         while (ahead.length < READ_AHEAD && plan.next <= plan.last) {

@@ -38,19 +38,13 @@ import type { ByteRange } from "../backend.ts";
 import { readBlock, readBlockInto } from "./blocks.ts";
 import { cidKey, parseCid } from "./cids.ts";
 import { IpfsError } from "./errors.ts";
+import { readShortRange } from "../short-range.ts";
 
 /** Leaves fetched (or being fetched) ahead of the consumer at most. */
 const LEAVES_AHEAD = 8;
 /** Leaf buffers a download keeps for reuse: the leaves ahead, and the ones the listener's socket
  * may still be sending. */
 const POOL_KEEP = LEAVES_AHEAD + 4;
-/**
- * The buffers of short ranges (`readShort`: up to a chunk, so up to two leaves), shared by every
- * download: a fresh buffer of up to 2 MiB per ranged GET cost page faults on every GET (≈ 0.3 ms
- * per MiB on this VM, issue 10). Given back by the listener once the answer is written. At most 4
- * wait for reuse (8 MiB held once ranged GETs have run; more at once get buffers of their own).
- */
-const SHORT_POOL = new BufferPool(2 * CHUNK_SIZE, 4);
 
 export interface ReadDeps {
   store: BlobStore;
@@ -155,8 +149,8 @@ export function readContent(deps: ReadDeps, cidText: string, range?: ByteRange):
 
 /**
  * The range [start, end] from `pieces` (contiguous, in file order, leaves of D9's size at most):
- * one buffer holds them all, each leaf read into its place and checked against its Cid and size
- * before any byte is returned.
+ * one buffer holds them all (short-range.ts), each leaf read into its place and checked against
+ * its Cid and size before any byte is returned.
  */
 async function readShort(store: LocalBlobStore, pieces: Piece[], { start, end }: Walk, signal: AbortSignal): Promise<Uint8Array> {
   const first = pieces[0];
@@ -164,20 +158,17 @@ async function readShort(store: LocalBlobStore, pieces: Piece[], { start, end }:
   const base = first.offset;
   const last = pieces[pieces.length - 1] as Piece;
   const length = last.offset + ("cid" in last ? last.size : last.bytes.byteLength) - base;
-  const whole = length <= SHORT_POOL.size ? SHORT_POOL.take() : undefined;
-  const all = whole ? whole.subarray(0, length) : Buffer.allocUnsafe(length);
-  // A failed read leaves the buffer to the collector: another read may still be filling it.
-  await Promise.all(
-    pieces.map(async (piece) => {
-      if ("bytes" in piece) all.set(piece.bytes, piece.offset - base);
-      else await readBlockInto(store, piece.cid, all.subarray(piece.offset - base, piece.offset - base + piece.size), { signal });
-    }),
+  return readShortRange(
+    length,
+    (all) =>
+      Promise.all(
+        pieces.map(async (piece) => {
+          if ("bytes" in piece) all.set(piece.bytes, piece.offset - base);
+          else await readBlockInto(store, piece.cid, all.subarray(piece.offset - base, piece.offset - base + piece.size), { signal });
+        }),
+      ),
+    (all) => all.subarray(start - base, end - base + 1),
   );
-  const part = all.subarray(start - base, end - base + 1);
-  if (!whole) return part;
-  if (part.byteLength > 0) return SHORT_POOL.lend(part, whole);
-  SHORT_POOL.put(whole);
-  return part;
 }
 
 async function* replay(pieces: Piece[]): AsyncGenerator<Piece> {
