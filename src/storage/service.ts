@@ -24,7 +24,7 @@ import { backendLookup } from "./errors.ts";
 import { cleanName, createFiles, fileEntry, type AddHook } from "./files.ts";
 import { createSessions, type LoginInput, type SessionKeys } from "./sessions.ts";
 import { meterDownload, meterUpload } from "./transfer.ts";
-import { createVouchers, type AcceptedVoucher } from "./vouchers.ts";
+import { createVouchers } from "./vouchers.ts";
 import type { Meter } from "../quota/meter.ts";
 import { createRateLimiter, type Limit } from "../http/rate-limit.ts";
 import type { SharedRateLimiter } from "../http/shared-rate-limit.ts";
@@ -361,12 +361,12 @@ export function createStorage(deps: StorageDeps) {
       await vouchers.check({ payer, size }, length);
       const traffic = await deps.meter?.wholeDownload(reader, length);
       const reading = wholeOf(b.read(cid, range));
-      let accepted: AcceptedVoucher | undefined;
       const charging = sql.tx(
         async (tx) => {
           await traffic?.charge(tx);
-          accepted = await vouchers.claim(tx, { payer, size }, length);
+          const accepted = await vouchers.claim(tx, { payer, size }, length);
           await vouchers.settle(accepted, length, tx);
+          return accepted;
         },
         { isolation: "read committed" },
       );
@@ -381,7 +381,7 @@ export function createStorage(deps: StorageDeps) {
         .tx(
           async (tx) => {
             await traffic?.refund(tx);
-            await vouchers.refund(accepted as AcceptedVoucher, length, tx);
+            await vouchers.refund(charged.value, length, tx);
           },
           { isolation: "read committed" },
         )
