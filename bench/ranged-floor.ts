@@ -84,7 +84,7 @@ async function meanMs(url: (i: number) => string): Promise<number> {
 console.log(`ranged-floor: ${rounds} rounds + 1 warm-up of ${gets} GETs of 1 MiB per server; Bun ${Bun.version}, load average ${loadAverage()}`);
 for (let round = 0; round <= rounds; round++) {
   const base = await meanMs((i) => `http://127.0.0.1:${baseline.port}/?at=${((i * 7919) % (FILE_MIB - 1)) * MiB + 4096}`);
-  const rows = [];
+  const rows: string[] = [];
   for (const [name, port] of Object.entries(ports)) {
     const ms = await meanMs(() => `http://127.0.0.1:${port}/`);
     rows.push(`${name} ${ms.toFixed(3)} ms (+${(ms - base).toFixed(3)} ms, ${(ms / base).toFixed(2)}×)`);

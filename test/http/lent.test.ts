@@ -145,7 +145,7 @@ test("a body of one lent part (a ranged GET's) goes back to its pool once writte
   // One after another: each answer's buffer is back before the next is read.
   for (let seed = 1; seed <= 20; seed++) expect(await wrongIn(seed, false)).toBe(0);
   expect(onePartBuffers).toBeLessThanOrEqual(2);
-  // Slow clients at once: a buffer given back before its socket sent it would carry another's bytes.
+  // Slow clients at once, each answer from the one pool: every client gets its own bytes.
   const wrong = await Promise.all(Array.from({ length: 8 }, (_, i) => wrongIn(100 + i, i % 2 === 0)));
   expect(wrong).toEqual(Array(8).fill(0));
 }, 60_000);
