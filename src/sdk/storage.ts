@@ -196,10 +196,14 @@ export async function connectStorage(opts: StorageOptions) {
   }
 
   /**
-   * Whether the server refused a transfer only because its voucher was left short by this
-   * client's other transfers, counted first: it refused before keeping anything.
+   * Whether the server refused a transfer only because another transfer of the same payer came
+   * first: one of this client's, counted before it, left its voucher short; or one of another
+   * device's (a second client of the same wallet) spent a voucher of the very same size, which the
+   * random part of `voucher` makes rare, not impossible (1 in 1,024 per pair of transfers). The
+   * server refused it before keeping anything, so signing again is safe.
    */
-  const overtaken = (err: unknown) => err instanceof StorageApiError && err.status === 402 && /^the voucher (covers up to|allows)/.test(err.body.Description ?? "");
+  const overtaken = (err: unknown) =>
+    err instanceof StorageApiError && err.status === 402 && /^(the voucher (covers up to|allows)|this voucher was already used)/.test(err.body.Description ?? "");
 
   /**
    * A fresh voucher for a transfer of `bytes` (D6): the server's counter, plus this client's

@@ -149,6 +149,50 @@ test("the SDK: an upload whose request is overtaken by a later, larger one of th
   expect(Number((await client.trafficHash(0)).used)).toBe(small.length + large.length);
 });
 
+/**
+ * A fetch to the test gateway that, before the first upload (POST /dfs/) and the first download
+ * (GET /dfs/<cid>?size=…) it sends on, spends that request's very voucher through a download of
+ * `spent` by hand: as a second device of the same wallet would when it signed the same size.
+ */
+function spendFirstVouchers(spent: string) {
+  const done = { upload: false, download: false };
+  const spend = async (size: string, sign: string) => {
+    const res = await gw.fetch(`${BASE}/dfs/${spent}?size=${size}&sign=${sign}`);
+    expect(res.status).toBe(200);
+    await res.arrayBuffer();
+  };
+  return (async (input: string | URL | Request, init?: RequestInit) => {
+    const request = input instanceof Request ? new Request(input, init) : new Request(String(input), init);
+    const url = new URL(request.url);
+    if (!done.upload && request.method === "POST" && url.pathname === "/dfs/") {
+      done.upload = true;
+      const form = await request.clone().formData();
+      await spend(String(form.get("size")), String(form.get("sign")));
+    } else if (!done.download && request.method === "GET" && url.searchParams.has("sign") && !url.pathname.endsWith(spent)) {
+      done.download = true;
+      await spend(url.searchParams.get("size") as string, url.searchParams.get("sign") as string);
+    }
+    return gw.fetch(request);
+  }) as typeof globalThis.fetch;
+}
+
+test("the SDK: a transfer whose voucher another device of the same wallet spent first signs again and succeeds", async () => {
+  // Two clients of one wallet sign voucher sizes from the same counter, apart by a random part
+  // only: now and then both sign the same size, and the second to arrive is refused as already
+  // used (it kept nothing). Here that is made certain, once for an upload and once for a download.
+  const { account, client: device } = await gw.user();
+  const spent = await device.upload("dfs", crypto.getRandomValues(new Uint8Array(1_000)), { name: "spent.bin" });
+  const client = await connectStorage({ baseUrl: BASE, account, fetch: spendFirstVouchers(spent.Cid) });
+  await client.login();
+  const bytes = crypto.getRandomValues(new Uint8Array(30_000));
+  const e = await client.upload("dfs", bytes, { name: "second-device.bin" });
+  expect(e.Size).toBe(bytes.length);
+  const back = await client.download("dfs", e.Cid, { size: bytes.length });
+  expect(new Uint8Array(await back.arrayBuffer())).toEqual(bytes);
+  // Counted: the first file's upload and its two spending downloads, this upload and download.
+  expect(Number((await client.trafficHash(0)).used)).toBe(3 * spent.Size + 2 * bytes.length);
+});
+
 test("two gateways, one database: one file deleted on both at once is deleted once; its content is released once", async () => {
   const { account, client } = await gw.user();
   const s = await gw.session(account);
