@@ -16,6 +16,7 @@ import { canonicalDid } from "../identity/did.ts";
 import { storageDomain, storageTypes } from "../identity/eip712.ts";
 import { discoverGateway, type GatewayInfo } from "./chain.ts";
 import { cidOfStream } from "./cid.ts";
+import { TrafficCounter, watchedBody } from "./traffic-counter.ts";
 import type { DidLoginTokens, FileEntry, FileList, LoginInfo, PurchaseResult, QuotaRecord, RequestAction, StorageErrorBody, TrafficHashResult } from "./wire.ts";
 
 // The wire types are the SDK's own (wire.ts), held equal to the server's model by a type test.
@@ -206,44 +207,37 @@ export async function connectStorage(opts: StorageOptions) {
     err instanceof StorageApiError && err.status === 402 && /^(the voucher (covers up to|allows)|this voucher was already used)/.test(err.body.Description ?? "");
 
   /**
-   * A fresh voucher for a transfer of `bytes` (D6): the server's counter, plus this client's
-   * transfers still in flight (so parallel transfers each stay covered, whatever order they are
-   * accepted in), plus the bytes; never the same size twice.
-   * `accepted()` must be called once the server has taken the voucher (its answer arrived).
-   */
-  /**
    * The counter of whoever signs: the account's, or its key's (a delegate, a session key, D19).
    * A key the gateway no longer accepts is not told its counter; the account's is used and the
    * transfer itself then answers why it is refused.
    */
-  async function counter(): Promise<{ used: string }> {
+  async function counter(): Promise<bigint> {
     const headers = await auth();
     if (signsForOther) {
       try {
-        return await call<{ used: string }>(`/traffichash?size=0&payer=${opts.account.address}`, { headers });
+        return BigInt((await call<{ used: string }>(`/traffichash?size=0&payer=${opts.account.address}`, { headers })).used);
       } catch (err) {
         if (!(err instanceof StorageApiError && err.status === 401)) throw err;
       }
     }
-    return call<{ used: string }>("/traffichash?size=0", { headers });
+    return BigInt((await call<{ used: string }>("/traffichash?size=0", { headers })).used);
   }
-  let inFlight = 0n;
-  let lastSigned = 0n;
+  const traffic = new TrafficCounter(counter);
+
+  /**
+   * A fresh voucher for a transfer of `bytes` (D6): the counter (traffic-counter.ts: asked for only
+   * when this client is not sure of it), plus this client's transfers still in flight, plus the
+   * bytes; never the same size twice. The transfer's `end` must be called once it is over.
+   */
   async function voucher(bytes: number) {
-    const { used } = await counter();
-    // Strictly increasing per client, so no two of its vouchers are alike (each is single-use);
-    // the random part keeps two devices of one payer apart.
-    const wanted = BigInt(used) + inFlight + BigInt(bytes) + BigInt(Math.floor(Math.random() * 1024));
-    const size = wanted > lastSigned ? wanted : lastSigned + 1n;
-    lastSigned = size;
-    inFlight += BigInt(bytes);
-    const sign = await opts.account.signTypedData({ domain, types: storageTypes, primaryType: "Voucher", message: { seller: info.seller, size } });
-    let open = true;
-    const accepted = () => {
-      if (open) inFlight -= BigInt(bytes);
-      open = false;
-    };
-    return { fields: { size: String(size), sign }, accepted };
+    const t = await traffic.begin(bytes);
+    try {
+      const sign = await opts.account.signTypedData({ domain, types: storageTypes, primaryType: "Voucher", message: { seller: info.seller, size: t.size } });
+      return { fields: { size: String(t.size), sign }, transfer: t };
+    } catch (err) {
+      t.end(0); // nothing was sent
+      throw err;
+    }
   }
 
   async function buy(what: "buyspace" | "buytraffic", o: { size?: number; idempotencyKey?: string; kind?: StorageKind }) {
@@ -298,21 +292,25 @@ export async function connectStorage(opts: StorageOptions) {
         const headers = { ...(await auth()), "content-type": type, "content-length": String(length) };
         const Xhr = (globalThis as { XMLHttpRequest?: ProgressRequestClass }).XMLHttpRequest;
         const whole = asBlob();
+        let entry: FileEntry;
         try {
           if (Xhr && whole && !opts.fetch) {
             const progress = (sent: number) => o.onProgress?.(sent, length);
-            return await answer<FileEntry>(await sendWithProgress(Xhr, `${base}/${kind}/`, headers, whole, progress));
+            entry = await answer<FileEntry>(await sendWithProgress(Xhr, `${base}/${kind}/`, headers, whole, progress));
+          } else {
+            // `duplex: "half"`: Node's fetch (undici) refuses a stream body without it; Bun and browsers accept it.
+            entry = await call<FileEntry>(`/${kind}/`, { method: "POST", headers, body: o.onProgress ? counted(body, (sent) => o.onProgress?.(sent, length)) : body, duplex: "half" } as RequestInit);
           }
-          // `duplex: "half"`: Node's fetch (undici) refuses a stream body without it; Bun and browsers accept it.
-          return await call<FileEntry>(`/${kind}/`, { method: "POST", headers, body: o.onProgress ? counted(body, (sent) => o.onProgress?.(sent, length)) : body, duplex: "half" } as RequestInit);
         } catch (err) {
+          v.transfer.end(undefined);
           // As for downloads: a voucher overtaken by a parallel transfer (see `voucher`). The
           // refused upload kept nothing; the next attempt takes a new requestID and voucher.
           if (attempt < 4 && overtaken(err)) continue;
           throw err;
-        } finally {
-          v.accepted();
         }
+        // The gateway counted the file's bytes (D6) in the commit that answered.
+        v.transfer.end(blob.size);
+        return entry;
       }
     },
 
@@ -324,8 +322,23 @@ export async function connectStorage(opts: StorageOptions) {
       const forDid = opts.did ? `&did=${encodeURIComponent(did)}` : "";
       for (let attempt = 1; ; attempt++) {
         const v = await voucher(o.method === "HEAD" ? 0 : bytes);
-        const res = await doFetch(`${base}/${kind}/${cid}?size=${v.fields.size}&sign=${v.fields.sign}${forDid}`, { method: o.method ?? "GET", headers }).finally(v.accepted);
-        if (res.ok) return res;
+        let res: Response;
+        try {
+          res = await doFetch(`${base}/${kind}/${cid}?size=${v.fields.size}&sign=${v.fields.sign}${forDid}`, { method: o.method ?? "GET", headers });
+        } catch (err) {
+          v.transfer.end(undefined);
+          throw err;
+        }
+        v.transfer.answered();
+        if (res.ok) {
+          // A HEAD charges nothing; a body counts once read to its end (what the gateway sent).
+          if (o.method === "HEAD" || !res.body) {
+            v.transfer.end(0);
+            return res;
+          }
+          return new Response(watchedBody(res.body, v.transfer.end), { status: res.status, statusText: res.statusText, headers: res.headers });
+        }
+        v.transfer.end(undefined);
         // A HEAD answer has no body to parse.
         const text = await res.text();
         const err = new StorageApiError(res.status, text && res.headers.get("content-type")?.includes("json") ? (JSON.parse(text) as StorageApiError["body"]) : {});

@@ -1,0 +1,128 @@
+/**
+ * What this client knows of its payer's voucher counter (D6), so that a transfer usually signs its
+ * voucher without asking GET /traffichash first: one round trip per upload or download instead of
+ * two (issue 10), and one request fewer for the gateway.
+ *
+ * The counter is asked for whenever this client is not sure of it, and then kept: every transfer
+ * that ends in a way that says exactly what the gateway counted adds that (an upload's answer: its
+ * file's bytes; a download's body read to its end: the bytes received; a HEAD: nothing). Anything
+ * else — an error, a refusal, a body cancelled or failing half way (the gateway then counts only
+ * what it sent) — forgets it, and the next transfer asks again. A known counter is used only while
+ * none of this client's transfers is open, so it is then exactly the gateway's count, and a
+ * voucher stays as tight as D6 wants it (counter + bytes + a small random part): a body the caller
+ * never reads keeps its transfer open, and the client asks, as before. Another device of the same
+ * payer moves the counter unseen: the voucher is then short, the gateway refuses it before anything
+ * moves (402), and the caller forgets and signs again (storage.ts `overtaken`).
+ *
+ * @example
+ *   const counter = new TrafficCounter(async () => BigInt((await getTrafficHash()).used))
+ *   const t = await counter.begin(bytes)         // t.size: the voucher's size
+ *   const res = await fetch(…).finally(t.answered)
+ *   t.end(res.ok ? bytes : undefined)            // what the gateway counted, or "not sure"
+ */
+export interface TrafficTransfer {
+  /** The voucher's size to sign. */
+  readonly size: bigint;
+  /** The gateway's answer arrived: from now on its count holds this transfer (or never will). */
+  answered(): void;
+  /** The transfer is over; `counted`: the bytes the gateway counted for it, or undefined when not sure. */
+  end(counted: number | undefined): void;
+}
+
+/** Keeps two devices of one payer apart: their vouchers differ by this random part (D6's "small offset"). */
+const SPREAD = 1024;
+
+export class TrafficCounter {
+  /** The gateway's count of this payer's bytes, all transfers of this client ended; undefined: ask. */
+  private known: bigint | undefined;
+  /** Bytes of vouchers signed whose answers have not arrived (the gateway may or may not count them yet). */
+  private inFlight = 0n;
+  /** Transfers begun and not ended (a download's body still being read included). */
+  private open = 0;
+  /** Bumped by each transfer begun: a count asked for is kept only if no other began meanwhile. */
+  private begun = 0;
+  /** Sizes this client signed at or above the counter: no two of its vouchers alike (each is
+   * single-use). Not a floor of the next size: after a transfer that moved less than its voucher
+   * allowed (a cancelled download) the next voucher stays counter + bytes, not above the last one. */
+  private readonly signed = new Set<bigint>();
+
+  /** `ask`: the counter as the gateway reports it now (GET /traffichash's `used`). */
+  constructor(private readonly ask: () => Promise<bigint>) {}
+
+  /** Forgets the counter: the next transfer asks the gateway. */
+  forget(): void {
+    this.known = undefined;
+  }
+
+  async begin(bytes: number): Promise<TrafficTransfer> {
+    const alone = this.open === 0;
+    const mine = ++this.begun;
+    this.open++;
+    let used: bigint;
+    try {
+      used = alone && this.known !== undefined ? this.known : await this.ask();
+    } catch (err) {
+      this.open--;
+      throw err;
+    }
+    // Nothing of this client was open or began meanwhile: the answer is the whole count.
+    if (alone && mine === this.begun) this.known = used;
+    // Parallel transfers each stay covered, whatever order the gateway accepts them in.
+    let size = used + this.inFlight + BigInt(bytes) + BigInt(Math.floor(Math.random() * SPREAD));
+    for (const s of this.signed) if (s < used) this.signed.delete(s);
+    while (this.signed.has(size)) size++;
+    this.signed.add(size);
+    this.inFlight += BigInt(bytes);
+    let waiting = true;
+    let ended = false;
+    const answered = () => {
+      if (waiting) this.inFlight -= BigInt(bytes);
+      waiting = false;
+    };
+    return {
+      size,
+      answered,
+      end: (counted) => {
+        if (ended) return;
+        ended = true;
+        answered();
+        this.open--;
+        if (counted === undefined) this.known = undefined;
+        else if (this.known !== undefined) this.known += BigInt(counted);
+      },
+    };
+  }
+}
+
+/**
+ * `body` passed through, telling `end` the bytes read once it is read to its end, or undefined
+ * when it fails or is cancelled first. A pull per chunk, nothing read ahead.
+ */
+export function watchedBody(body: ReadableStream<Uint8Array>, end: (read: number | undefined) => void): ReadableStream<Uint8Array> {
+  const reader = body.getReader();
+  let read = 0;
+  return new ReadableStream<Uint8Array>(
+    {
+      async pull(controller) {
+        let next: Awaited<ReturnType<typeof reader.read>>;
+        try {
+          next = await reader.read();
+        } catch (err) {
+          end(undefined);
+          return controller.error(err);
+        }
+        if (next.done) {
+          end(read);
+          return controller.close();
+        }
+        read += next.value.byteLength;
+        controller.enqueue(next.value);
+      },
+      cancel(reason) {
+        end(undefined);
+        return reader.cancel(reason);
+      },
+    },
+    { highWaterMark: 0 },
+  );
+}
