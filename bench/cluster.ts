@@ -18,7 +18,8 @@
  * cluster is valid at every gateway: the JWT key is shared), in the load generator process of
  * harness.ts; and 1 MiB uploads through the SDK, `--clients` users in parallel, each logged in
  * at its own gateway (its own session; pg ×3: client i at gateway i mod 3), each upload fresh
- * bytes, a signed restricted call with a voucher (two HTTP requests: /traffichash, then the POST).
+ * bytes, a signed restricted call with a voucher (one HTTP request, the POST: the SDK asks
+ * /traffichash for its voucher counter before its first upload only, src/sdk/traffic-counter.ts).
  *
  * CPU per request comes from /proc: each component's user + system time over the measurement,
  * divided by the requests it served. PostgreSQL and Ceph are found by the pid files of this
@@ -328,7 +329,7 @@ type MetricKey = "rate" | "p50" | "p99" | "cpuGateways" | "cpuPostgres" | "cpuCe
 
 function table(load: Load, sideNames: string[], of: (side: string) => Record<MetricKey, number>[]): string {
   const up = load === "upload";
-  const title = { space: "GET /dfs/space (Bearer)", list: "GET /dfs/listobjects (Bearer, 10 files)", upload: "1 MiB uploads (SDK: /traffichash + signed POST)" }[load];
+  const title = { space: "GET /dfs/space (Bearer)", list: "GET /dfs/listobjects (Bearer, 10 files)", upload: "1 MiB uploads (SDK: signed POST with a voucher)" }[load];
   const cpu = up ? "CPU ms/upload" : "CPU µs/request";
   const rows: [MetricKey, string, boolean][] = [
     ["rate", up ? "uploads/s (= MiB/s)" : "requests/s", true],
