@@ -287,13 +287,13 @@ export async function connectStorage(opts: StorageOptions) {
       const payload = await cidOfStream(blob.stream());
       for (let attempt = 1; ; attempt++) {
         const v = await voucher(blob.size);
-        const fields = { ...(await signed("upload", payload)), ...v.fields, ...(o.encryption ? { encryption: o.encryption } : {}) };
-        const { body, asBlob, type, length } = multipart(fields, { name, blob });
-        const headers = { ...(await auth()), "content-type": type, "content-length": String(length) };
-        const Xhr = (globalThis as { XMLHttpRequest?: ProgressRequestClass }).XMLHttpRequest;
-        const whole = asBlob();
         let entry: FileEntry;
         try {
+          const fields = { ...(await signed("upload", payload)), ...v.fields, ...(o.encryption ? { encryption: o.encryption } : {}) };
+          const { body, asBlob, type, length } = multipart(fields, { name, blob });
+          const headers = { ...(await auth()), "content-type": type, "content-length": String(length) };
+          const Xhr = (globalThis as { XMLHttpRequest?: ProgressRequestClass }).XMLHttpRequest;
+          const whole = asBlob();
           if (Xhr && whole && !opts.fetch) {
             const progress = (sent: number) => o.onProgress?.(sent, length);
             entry = await answer<FileEntry>(await sendWithProgress(Xhr, `${base}/${kind}/`, headers, whole, progress));

@@ -107,3 +107,28 @@ test("another device of the same wallet moves the counter: the stale voucher is 
   expect(new Uint8Array(await back.arrayBuffer())).toEqual(second);
   expect(await serverCounter(client.accessToken as string)).toBe(BigInt(20_000 + 30_000 + 2 * 10_000));
 });
+
+test("an upload that fails before it is sent (no session to sign with) leaves later vouchers tight", async () => {
+  const account = await gw.chain.anvil.newAccount();
+  const { client: other } = await watchedClient(account);
+  // A Bearer token but no session of its own: the voucher is signed, the request cannot be.
+  const seen = { counterAsks: 0, vouchers: [] as bigint[] };
+  const client = await connectStorage({
+    baseUrl: BASE,
+    account,
+    accessToken: other.accessToken,
+    fetch: (async (input: string | URL | Request, init?: RequestInit) => {
+      const request = input instanceof Request ? new Request(input, init) : new Request(String(input), init);
+      const url = new URL(request.url);
+      if (url.searchParams.has("sign")) seen.vouchers.push(BigInt(url.searchParams.get("size") as string));
+      return gw.fetch(request);
+    }) as typeof globalThis.fetch,
+  });
+  const bytes = crypto.getRandomValues(new Uint8Array(50_000));
+  await expect(client.upload("dfs", bytes, { name: "never.bin" })).rejects.toThrow(/log in first/);
+  const e = await other.upload("dfs", bytes, { name: "kept.bin" });
+  const before = await serverCounter(other.accessToken as string);
+  const part = await client.download("dfs", e.Cid, { range: [0, 999] });
+  expect(new Uint8Array(await part.arrayBuffer())).toEqual(bytes.slice(0, 1_000));
+  expectTight(seen, before, 1_000);
+});
