@@ -8,6 +8,7 @@
 import { ConfigError, describeSettings, parseConfig, processEnv } from "./config.ts";
 import { createLogger, flushLogs } from "./log.ts";
 import { version } from "./version.ts";
+import { EXTRACT_ANVIL_COMMAND, writeEmbeddedAnvil } from "./chain/anvil-binary.ts";
 import { adminHelp, runAdmin } from "./cli/admin.ts";
 import { chainHelp, runChain } from "./cli/chain.ts";
 import { userCommands } from "./cli/user/index.ts";
@@ -92,6 +93,11 @@ async function serve(args: string[]): Promise<number> {
 
 export async function main(argv: string[]): Promise<number> {
   const [name, ...rest] = argv;
+  // Not a user's command: a serving binary runs it in a child process (chain/anvil-binary.ts).
+  if (name === EXTRACT_ANVIL_COMMAND && rest.length === 1) {
+    await writeEmbeddedAnvil(rest[0] as string);
+    return 0;
+  }
   if (name === undefined || name === "help" || name === "--help" || name === "-h") {
     const target = name === "help" && rest[0] ? commands[rest[0]] : undefined;
     console.log(target ? target.help() : mainHelp());
