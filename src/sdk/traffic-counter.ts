@@ -23,7 +23,8 @@
 export interface TrafficTransfer {
   /** The voucher's size to sign. */
   readonly size: bigint;
-  /** The gateway's answer arrived: from now on its count holds this transfer (or never will). */
+  /** The gateway's answer arrived: it took the voucher or refused it, so vouchers signed from now
+   * on need not cover this transfer's bytes too (a streamed body's bytes are counted as it ends). */
   answered(): void;
   /** The transfer is over; `counted`: the bytes the gateway counted for it, or undefined when not sure. */
   end(counted: number | undefined): void;
@@ -33,7 +34,8 @@ export interface TrafficTransfer {
 const SPREAD = 1024;
 
 export class TrafficCounter {
-  /** The gateway's count of this payer's bytes, all transfers of this client ended; undefined: ask. */
+  /** The gateway's count of this payer's bytes as of this client's ended transfers (its whole count
+   * while none is open); undefined: ask. */
   private known: bigint | undefined;
   /** Bytes of vouchers signed whose answers have not arrived (the gateway may or may not count them yet). */
   private inFlight = 0n;
@@ -48,11 +50,6 @@ export class TrafficCounter {
 
   /** `ask`: the counter as the gateway reports it now (GET /traffichash's `used`). */
   constructor(private readonly ask: () => Promise<bigint>) {}
-
-  /** Forgets the counter: the next transfer asks the gateway. */
-  forget(): void {
-    this.known = undefined;
-  }
 
   async begin(bytes: number): Promise<TrafficTransfer> {
     const alone = this.open === 0;
