@@ -3,7 +3,7 @@
 // database (D16); so is one voucher (D6).
 import { expect, test } from "bun:test";
 import { connectStorage } from "../../src/sdk/storage.ts";
-import { readJson } from "../support/app.ts";
+import { readJson, toRequest } from "../support/app.ts";
 import { BASE, testGateway } from "../support/storage.ts";
 
 const gw = await testGateway({ ipfs: false });
@@ -162,7 +162,7 @@ function spendFirstVouchers(spent: string) {
     await res.arrayBuffer();
   };
   return (async (input: string | URL | Request, init?: RequestInit) => {
-    const request = input instanceof Request ? new Request(input, init) : new Request(String(input), init);
+    const request = toRequest(input, init);
     const url = new URL(request.url);
     if (!done.upload && request.method === "POST" && url.pathname === "/dfs/") {
       done.upload = true;

@@ -59,10 +59,12 @@ export function postJson(path: string, body: unknown, headers: Record<string, st
 export type Json = any;
 export const readJson = async (r: Response): Promise<Json> => r.json();
 
+/** What a `fetch` was called with, as one Request (for fetches that look at it before passing it on). */
+export const toRequest = (input: string | URL | Request, init?: RequestInit): Request =>
+  input instanceof Request ? new Request(input, init) : new Request(input instanceof URL ? input.href : input, init);
+
 /** A `fetch` that hands every request to the app, for SDK tests without a socket. */
 export function appFetch(app: { handle(request: Request): Promise<Response> }): typeof fetch {
-  const toRequest = (input: string | URL | Request, init?: RequestInit) =>
-    input instanceof Request ? new Request(input, init) : new Request(input instanceof URL ? input.href : input, init);
   return ((input: string | URL | Request, init?: RequestInit) => app.handle(toRequest(input, init))) as typeof fetch;
 }
 
