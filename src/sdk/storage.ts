@@ -16,7 +16,7 @@ import { canonicalDid } from "../identity/did.ts";
 import { storageDomain, storageTypes } from "../identity/eip712.ts";
 import { discoverGateway, type GatewayInfo } from "./chain.ts";
 import { cidOfStream } from "./cid.ts";
-import { TrafficCounter, watchedBody } from "./traffic-counter.ts";
+import { TrafficCounter } from "./traffic-counter.ts";
 import type { DidLoginTokens, FileEntry, FileList, LoginInfo, PurchaseResult, QuotaRecord, RequestAction, StorageErrorBody, TrafficHashResult } from "./wire.ts";
 
 // The wire types are the SDK's own (wire.ts), held equal to the server's model by a type test.
@@ -149,17 +149,39 @@ function multipart(fields: Record<string, string>, file: { name: string; blob: S
   return { body, asBlob, type: `multipart/form-data; boundary=${boundary}`, length: h.byteLength + file.blob.size + t.byteLength };
 }
 
-/** `body` as it is read, telling `onRead` the bytes read so far. */
-function counted(body: ReadableStream<Uint8Array>, onRead: (n: number) => void): ReadableStream<Uint8Array> {
+/**
+ * `body` passed through as it is read: `onRead` hears the bytes read so far (an upload's
+ * progress), `onEnd` the total once it is read to its end, or undefined when it fails or is
+ * cancelled first (a download's voucher count, traffic-counter.ts). A pull per chunk, nothing
+ * read ahead.
+ */
+function counted(body: ReadableStream<Uint8Array>, on: { onRead?: (n: number) => void; onEnd?: (n: number | undefined) => void }): ReadableStream<Uint8Array> {
+  const reader = body.getReader();
   let n = 0;
-  return body.pipeThrough(
-    new TransformStream<Uint8Array, Uint8Array>({
-      transform(chunk, controller) {
-        n += chunk.byteLength;
-        onRead(n);
-        controller.enqueue(chunk);
+  return new ReadableStream<Uint8Array>(
+    {
+      async pull(controller) {
+        let next: Awaited<ReturnType<typeof reader.read>>;
+        try {
+          next = await reader.read();
+        } catch (err) {
+          on.onEnd?.(undefined);
+          return controller.error(err);
+        }
+        if (next.done) {
+          on.onEnd?.(n);
+          return controller.close();
+        }
+        n += next.value.byteLength;
+        on.onRead?.(n);
+        controller.enqueue(next.value);
       },
-    }),
+      cancel(reason) {
+        on.onEnd?.(undefined);
+        return reader.cancel(reason);
+      },
+    },
+    { highWaterMark: 0 },
   );
 }
 
@@ -213,14 +235,15 @@ export async function connectStorage(opts: StorageOptions) {
    */
   async function counter(): Promise<bigint> {
     const headers = await auth();
+    const used = (query: string) => call<{ used: string }>(`/traffichash?size=0${query}`, { headers }).then((r) => BigInt(r.used));
     if (signsForOther) {
       try {
-        return BigInt((await call<{ used: string }>(`/traffichash?size=0&payer=${opts.account.address}`, { headers })).used);
+        return await used(`&payer=${opts.account.address}`);
       } catch (err) {
         if (!(err instanceof StorageApiError && err.status === 401)) throw err;
       }
     }
-    return BigInt((await call<{ used: string }>("/traffichash?size=0", { headers })).used);
+    return used("");
   }
   const traffic = new TrafficCounter(counter);
 
@@ -299,7 +322,7 @@ export async function connectStorage(opts: StorageOptions) {
             entry = await answer<FileEntry>(await sendWithProgress(Xhr, `${base}/${kind}/`, headers, whole, progress));
           } else {
             // `duplex: "half"`: Node's fetch (undici) refuses a stream body without it; Bun and browsers accept it.
-            entry = await call<FileEntry>(`/${kind}/`, { method: "POST", headers, body: o.onProgress ? counted(body, (sent) => o.onProgress?.(sent, length)) : body, duplex: "half" } as RequestInit);
+            entry = await call<FileEntry>(`/${kind}/`, { method: "POST", headers, body: o.onProgress ? counted(body, { onRead: (sent) => o.onProgress?.(sent, length) }) : body, duplex: "half" } as RequestInit);
           }
         } catch (err) {
           v.transfer.end(undefined);
@@ -336,7 +359,7 @@ export async function connectStorage(opts: StorageOptions) {
             v.transfer.end(0);
             return res;
           }
-          return new Response(watchedBody(res.body, v.transfer.end), { status: res.status, statusText: res.statusText, headers: res.headers });
+          return new Response(counted(res.body, { onEnd: v.transfer.end }), { status: res.status, statusText: res.statusText, headers: res.headers });
         }
         v.transfer.end(undefined);
         // A HEAD answer has no body to parse.

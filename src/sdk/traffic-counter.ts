@@ -107,36 +107,3 @@ export class TrafficCounter {
     };
   }
 }
-
-/**
- * `body` passed through, telling `end` the bytes read once it is read to its end, or undefined
- * when it fails or is cancelled first. A pull per chunk, nothing read ahead.
- */
-export function watchedBody(body: ReadableStream<Uint8Array>, end: (read: number | undefined) => void): ReadableStream<Uint8Array> {
-  const reader = body.getReader();
-  let read = 0;
-  return new ReadableStream<Uint8Array>(
-    {
-      async pull(controller) {
-        let next: Awaited<ReturnType<typeof reader.read>>;
-        try {
-          next = await reader.read();
-        } catch (err) {
-          end(undefined);
-          return controller.error(err);
-        }
-        if (next.done) {
-          end(read);
-          return controller.close();
-        }
-        read += next.value.byteLength;
-        controller.enqueue(next.value);
-      },
-      cancel(reason) {
-        end(undefined);
-        return reader.cancel(reason);
-      },
-    },
-    { highWaterMark: 0 },
-  );
-}

@@ -90,6 +90,19 @@ describe("a good upload", () => {
     expect(entry).toMatchObject({ Name: "from-disk.bin", Size: bytes.length, Cid: await cidOf([bytes]) });
     expect(new Uint8Array(await (await client.download("dfs", entry.Cid)).arrayBuffer())).toEqual(bytes);
   });
+
+  test("the SDK's onProgress hears the request's bytes as they are read, up to its whole length", async () => {
+    const { client } = await gw.user();
+    const bytes = crypto.getRandomValues(new Uint8Array(300_000));
+    const heard: [number, number][] = [];
+    await client.upload("dfs", bytes, { name: "progress.bin", onProgress: (sent, total) => heard.push([sent, total]) });
+    const total = heard[0]?.[1] as number;
+    // The multipart body: the signed fields, the file, the closing boundary.
+    expect(total).toBeGreaterThan(bytes.length);
+    expect(heard.every(([, t]) => t === total)).toBe(true);
+    expect(heard.map(([sent]) => sent)).toEqual([...heard.map(([sent]) => sent)].sort((x, y) => x - y));
+    expect(heard.at(-1)?.[0]).toBe(total);
+  });
 });
 
 describe("the signed payload may be the file's Cid (D5)", () => {
