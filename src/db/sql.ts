@@ -66,6 +66,13 @@ export interface TxOptions {
 export interface Sql extends Queryable {
   /** One transaction; commits when `fn` resolves, rolls back when it throws. */
   tx<T>(fn: (tx: Queryable) => Promise<T>, opts?: TxOptions): Promise<T>;
+  /**
+   * A number that changes whenever anything is committed to the database, by this process or
+   * another (read-cache.ts keeps answers while it stays). Absent or undefined where the adapter
+   * cannot tell: PostgreSQL (other gateways), SQLite in memory (its one connection's own commits
+   * do not change it).
+   */
+  dataVersion?(): number | undefined;
   /** Why durable writes fail until a restart, once they do (SQLite: its log's fsync failed). */
   readonly failure?: Error | undefined;
   close(): Promise<void>;

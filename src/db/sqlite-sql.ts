@@ -105,6 +105,15 @@ export class SqliteSql implements Sql {
     }
   }
 
+  /**
+   * The reading connection's PRAGMA data_version: it changes with every commit of another
+   * connection, the writing one (which any write of this process uses) and other processes'.
+   */
+  dataVersion(): number | undefined {
+    if (!this.readerDb) return undefined;
+    return (this.reader.statements.of("PRAGMA data_version").get() as { data_version: number }).data_version;
+  }
+
   all<T extends object>(text: string, params?: readonly Param[]): Promise<T[]> {
     return READ_ONLY.test(text) ? this.reader.all<T>(text, params) : this.durably(this.exclusive(() => this.writer.all<T>(text, params)));
   }
