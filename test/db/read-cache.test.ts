@@ -51,7 +51,6 @@ describe("ReadCache", () => {
     expect(await cache.read("b", async () => [9])).toEqual([9]);
     finish([1]);
     expect(await slow).toEqual([1]);
-    state.loads.length = 0;
     const again = await cache.read("a", async () => (state.loads.push("a"), [2]));
     expect(again).toEqual([2]);
     expect(state.loads).toEqual(["a"]);
@@ -85,7 +84,7 @@ describe("ReadCache", () => {
 describe(`a listing on ${TEST_DB}`, () => {
   const dir = tempDir("read-cache");
   const here = testDatabase(dir);
-  const there = testDatabase(dir); // another connection to the same database: another gateway's, or a process of the operator's
+  const there = testDatabase(dir); // another connection to the same database: another process's (an operator's command), or on PostgreSQL another gateway's
   afterAll(async () => {
     await here.close();
     await there.close();
