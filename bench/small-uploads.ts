@@ -15,13 +15,22 @@
  *   before the measurement starts: the load is the server's alone, not the client's secp256k1
  *   signing (≈ 2 signatures per upload), which on 2 shared cores would otherwise compete with it.
  * - Baseline: the same multipart bodies (fields and file), posted to its /upload.
+ * - Floor (bench/servers/upload-floor.ts; leave it out with `--no-floor`): the baseline plus only
+ *   what D5 and D6 demand of any upload — the request's and the voucher's signatures recovered
+ *   (Stowage's own code, libsecp256k1), the payload checked against the Cid, and ONE durable
+ *   SQLite transaction (Stowage's layer, group commit) claiming the requestID and the voucher and
+ *   recording the file — sent the very requests Stowage is sent. Measured against the baseline in
+ *   a comparison of its own, after Stowage's: its ratio is the most a server keeping those
+ *   guarantees reaches here with Stowage's own pieces (Bun, libsecp256k1, SQLite), and Stowage's
+ *   ratio to it is what Stowage's other layers cost.
  *
  * Metrics: uploads per second (the closed loop's count over its wall time), p50 and p99 latency
  * (ms, as the client sees them), and the server process's CPU time per upload (/proc/PID/stat,
  * utime + stime of the server alone, not its embedded anvil): the steady number on a shared machine.
  *
  * Run: bun bench/small-uploads.ts [--rounds 3] [--uploads 400] [--in-flight 16] [--kib 4]
- *        [--backends dfs,ipfs] [--sha256-payload] [--replace] [--binary] [--cpu-prof DIR]   (--help: every option)
+ *        [--backends dfs,ipfs] [--sha256-payload] [--replace] [--no-floor] [--binary] [--cpu-prof DIR]
+ *        (--help: every option; the floor is left out with --sha256-payload or --replace)
  */
 import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -42,6 +51,7 @@ const values = benchArgs("Small uploads: Stowage against a plain multipart + SHA
   backends: { default: "dfs", help: "dfs, ipfs or both, comma-separated" },
   "sha256-payload": { boolean: true, help: "sign the file's SHA-256 instead of its Cid (D5's older form)" },
   replace: { boolean: true, help: "every upload names the same file (replacing the last, deleting its content) instead of a new one" },
+  "no-floor": { boolean: true, help: "leave out the floor (servers/upload-floor.ts: the baseline + the signatures and claims every upload needs) and its own comparison" },
   binary: BINARY_OPTION,
   "cpu-prof": CPU_PROF_OPTION,
 });
@@ -55,6 +65,8 @@ const useBinary = values.binary === true;
 /** Sign the file's SHA-256 instead of its Cid (D5's older form; servers before the Cid payload take only it). */
 const sha256Payload = values["sha256-payload"] === true;
 const replace = values.replace === true;
+/** The floor takes new Cid-signed files only: it neither replaces a file nor takes a SHA-256 payload. */
+const withFloor = values["no-floor"] !== true && !sha256Payload && !replace;
 /** Files named so far (without --replace, each upload names a new one). */
 let named = 0;
 const stowageCmd = stowageCommand({ binary: useBinary, cpuProf: values["cpu-prof"] });
@@ -127,54 +139,61 @@ try {
   const { accessToken } = await store.login();
   const info = await store.trafficHash(0);
   const domain = storageDomain(info.chainId, info.verifyingContract as `0x${string}`);
+  const floor = withFloor ? await startServer([process.execPath, join(import.meta.dir, "servers", "upload-floor.ts"), JSON.stringify({ chainId: info.chainId, verifyingContract: info.verifyingContract, seller: info.seller })], { cwd: ROOT }) : undefined;
+  if (floor) servers.push(floor);
   const load = await fetch(`${stowage.url}/healthz`);
   await load.text();
   /** Voucher sizes far above what is used, each distinct: every one is accepted once (D6). */
   let voucherSize = 2n ** 40n + BigInt(Date.now() % 1_000_000) * 1_000_000n;
 
-  const header = `small uploads: ${fileBytes / 1024} KiB × ${inFlight} in flight, ${perRound} per measurement, ${rounds} rounds + 1 warm-up, ${replace ? "every upload replacing one file" : "a new file each"}; stowage ${stowage.url} (log level error, embedded chain) against the plain multipart + SHA-256 + fsync'd file server ${baseline.url}; 2 cores, Bun ${Bun.version}, load average ${loadAverage()}`;
+  const header = `small uploads: ${fileBytes / 1024} KiB × ${inFlight} in flight, ${perRound} per measurement, ${rounds} rounds + 1 warm-up, ${replace ? "every upload replacing one file" : "a new file each"}; stowage ${stowage.url} (log level error, embedded chain) against the plain multipart + SHA-256 + fsync'd file server ${baseline.url}${floor ? `, and the floor ${floor.url} against it` : ""}; 2 cores, Bun ${Bun.version}, load average ${loadAverage()}`;
   console.error(header);
   const lines: string[] = [header];
+  /** The requests the SDK would send, one per fresh file, signed before the clock starts. */
+  const signedRequests = async (url: string, headers: Record<string, string>) => {
+    const requests: Prepared[] = [];
+    for (let i = 0; i < perRound; i++) {
+      const file = randomBytes(fileBytes);
+      const payload = sha256Payload ? new Bun.CryptoHasher("sha256").update(file).digest("hex") : await cidOfStream(new Blob([file]).stream());
+      const signed = await store.signRequest("upload", payload);
+      const size = (voucherSize += 1_000_000n);
+      const sign = await account.signTypedData({ domain, types: storageTypes, primaryType: "Voucher", message: { seller: info.seller as `0x${string}`, size } });
+      const { body, type } = multipart({ ...signed, size: String(size), sign }, file, replace ? "small.bin" : `small-${++named}.bin`);
+      requests.push({ url, headers: { ...headers, "content-type": type }, body });
+    }
+    return requests;
+  };
+  const baselineRound = async () => {
+    const requests: Prepared[] = [];
+    for (let i = 0; i < perRound; i++) {
+      const { body, type } = multipart({ did: store.did, token: `0x${"ab".repeat(32)}`, requestID: String(i + 1), payload: "cd".repeat(32), signature: `0x${"ef".repeat(65)}`, size: "1099511627776", sign: `0x${"ef".repeat(65)}` }, randomBytes(fileBytes));
+      requests.push({ url: `${baseline.url}/upload`, headers: { "content-type": type }, body });
+    }
+    return run(baseline.proc.pid, requests);
+  };
+  const metrics = {
+    rate: { unit: "uploads/s", higherIsBetter: true, label: "uploads per second" },
+    p50: { unit: "ms", higherIsBetter: false, label: "latency p50" },
+    p99: { unit: "ms", higherIsBetter: false, label: "latency p99" },
+    cpu: { unit: "ms/upload", higherIsBetter: false, label: "server CPU per upload" },
+  } as const;
+  /** Each back-end's medians, for its ratio to the floor. */
+  const measured: { kind: string; rate: number; cpu: number }[] = [];
   for (const kind of backends) {
-    const stowageRound = async () => {
-      // Signed before the clock starts: the requests the SDK would send, one per fresh file.
-      const requests: Prepared[] = [];
-      for (let i = 0; i < perRound; i++) {
-        const file = randomBytes(fileBytes);
-        const payload = sha256Payload ? new Bun.CryptoHasher("sha256").update(file).digest("hex") : await cidOfStream(new Blob([file]).stream());
-        const signed = await store.signRequest("upload", payload);
-        const size = (voucherSize += 1_000_000n);
-        const sign = await account.signTypedData({ domain, types: storageTypes, primaryType: "Voucher", message: { seller: info.seller as `0x${string}`, size } });
-        const { body, type } = multipart({ ...signed, size: String(size), sign }, file, replace ? "small.bin" : `small-${++named}.bin`);
-        requests.push({ url: `${stowage.url}/${kind}/`, headers: { authorization: `Bearer ${accessToken}`, "content-type": type }, body });
-      }
-      return run(stowage.proc.pid, requests);
-    };
-    const baselineRound = async () => {
-      const requests: Prepared[] = [];
-      for (let i = 0; i < perRound; i++) {
-        const { body, type } = multipart({ did: store.did, token: `0x${"ab".repeat(32)}`, requestID: String(i + 1), payload: "cd".repeat(32), signature: `0x${"ef".repeat(65)}`, size: "1099511627776", sign: `0x${"ef".repeat(65)}` }, randomBytes(fileBytes));
-        requests.push({ url: `${baseline.url}/upload`, headers: { "content-type": type }, body });
-      }
-      return run(baseline.proc.pid, requests);
-    };
-    const result = await compareMany({
-      name: `${kind} ${fileBytes / 1024} KiB × ${inFlight}`,
-      rounds,
-      warmup: 1,
-      labels: { subject: `stowage-${kind}`, baseline: "baseline" },
-      metrics: {
-        rate: { unit: "uploads/s", higherIsBetter: true, label: "uploads per second" },
-        p50: { unit: "ms", higherIsBetter: false, label: "latency p50" },
-        p99: { unit: "ms", higherIsBetter: false, label: "latency p99" },
-        cpu: { unit: "ms/upload", higherIsBetter: false, label: "server CPU per upload" },
-      },
-      subject: stowageRound,
-      baseline: baselineRound,
-    });
+    const stowageRound = async () => run(stowage.proc.pid, await signedRequests(`${stowage.url}/${kind}/`, { authorization: `Bearer ${accessToken}` }));
+    const result = await compareMany({ name: `${kind} ${fileBytes / 1024} KiB × ${inFlight}`, rounds, warmup: 1, labels: { subject: `stowage-${kind}`, baseline: "baseline" }, metrics, subject: stowageRound, baseline: baselineRound });
     const m = result.metrics;
     lines.push(
       `  ${kind}: ${fmt(m.rate.subject.median)} vs ${fmt(m.rate.baseline.median)} uploads/s (${m.rate.ratio.toFixed(2)}×, paired ${m.rate.paired.min.toFixed(2)}–${m.rate.paired.max.toFixed(2)}), p50 ${fmt(m.p50.subject.median)} vs ${fmt(m.p50.baseline.median)} ms, server CPU ${fmt(m.cpu.subject.median)} vs ${fmt(m.cpu.baseline.median)} ms per upload`,
+    );
+    measured.push({ kind, rate: m.rate.subject.median, cpu: m.cpu.subject.median });
+  }
+  if (floor) {
+    const floorRound = async () => run(floor.proc.pid, await signedRequests(`${floor.url}/upload`, {}));
+    const f = (await compareMany({ name: `floor ${fileBytes / 1024} KiB × ${inFlight}`, rounds, warmup: 1, labels: { subject: "floor", baseline: "baseline" }, metrics, subject: floorRound, baseline: baselineRound })).metrics;
+    lines.push(
+      `  floor (the baseline + D5/D6's two recoveries and one durable claim-and-record transaction, servers/upload-floor.ts): ${fmt(f.rate.subject.median)} vs ${fmt(f.rate.baseline.median)} uploads/s (${f.rate.ratio.toFixed(2)}×, paired ${f.rate.paired.min.toFixed(2)}–${f.rate.paired.max.toFixed(2)}), server CPU ${fmt(f.cpu.subject.median)} vs ${fmt(f.cpu.baseline.median)} ms per upload`,
+      ...measured.map((k) => `  ${k.kind} / floor: ${(k.rate / f.rate.subject.median).toFixed(2)}× the uploads/s, ${(k.cpu / f.cpu.subject.median).toFixed(2)}× the server CPU`),
     );
   }
   console.log(`\nsummary (stowage vs baseline, medians; ratio = stowage / baseline)\n${lines.slice(1).join("\n")}\nload average at the end: ${loadAverage()}`);

@@ -63,56 +63,10 @@ if (process.argv[2] === "--baseline-server") {
  * Imports nothing the main mode needs, so its RSS is the server's own.
  */
 async function baselineServer() {
-  const { default: busboy } = await import("busboy");
-  const { open, unlink } = await import("node:fs/promises");
+  const { receiveFile } = await import("./servers/receive.ts");
+  const { unlink } = await import("node:fs/promises");
   const dir = mkdtempSync(join(tmpdir(), "stowage-bench-files-"));
   let next = 0;
-
-  function receive(request: Request, path: string): Promise<{ size: number; sha256: string }> {
-    const bb = busboy({ headers: { "content-type": request.headers.get("content-type") ?? "" }, limits: { files: 1, fields: 16 } });
-    const reader = (request.body as ReadableStream<Uint8Array>).getReader();
-    return new Promise((resolve, reject) => {
-      let settled = false;
-      const fail = (err: unknown) => {
-        if (settled) return;
-        settled = true;
-        void reader.cancel().catch(() => {});
-        reject(err);
-      };
-      let sawFile = false;
-      bb.on("file", (_name, stream) => {
-        sawFile = true;
-        void (async () => {
-          const fh = await open(path, "w", 0o600);
-          try {
-            const hasher = new Bun.CryptoHasher("sha256");
-            let size = 0;
-            for await (const chunk of stream as AsyncIterable<Buffer>) {
-              hasher.update(chunk);
-              size += chunk.byteLength;
-              await fh.write(chunk);
-            }
-            await fh.sync();
-            settled = true;
-            resolve({ size, sha256: hasher.digest("hex") });
-          } finally {
-            await fh.close();
-          }
-        })().catch(fail);
-      });
-      bb.on("error", fail);
-      bb.on("close", () => {
-        if (!sawFile) fail(new Error("no file part"));
-      });
-      void (async () => {
-        for (;;) {
-          const { done, value } = await reader.read();
-          if (done) return void bb.end();
-          if (!bb.write(value)) await new Promise((r) => bb.once("drain", r));
-        }
-      })().catch(fail);
-    });
-  }
 
   const server = Bun.serve({
     hostname: "127.0.0.1",
@@ -123,7 +77,8 @@ async function baselineServer() {
       if (request.method === "POST" && url.pathname === "/upload") {
         const id = String(++next);
         try {
-          return Response.json({ id, ...(await receive(request, join(dir, id))) });
+          const { size, sha256 } = await receiveFile(request, join(dir, id));
+          return Response.json({ id, size, sha256: Buffer.from(sha256).toString("hex") });
         } catch (err) {
           await unlink(join(dir, id)).catch(() => {});
           return Response.json({ error: String(err) }, { status: 400 });
