@@ -59,11 +59,12 @@ if (process.argv[2] === "--baseline-server") {
 /**
  * POST /upload (multipart: fields, then one file part) → `{ id, size, sha256 }` once the file is
  * fsync'd; GET /files/:id (Range) through Bun.file; DELETE /files/:id. Files live in a temporary
- * folder removed on exit. Stops on SIGTERM/SIGINT and on EOF of stdin (see servers/stowage.ts).
+ * folder removed on exit. Stops on SIGTERM/SIGINT and on EOF of stdin (servers/lifetime.ts).
  * Imports nothing the main mode needs, so its RSS is the server's own.
  */
 async function baselineServer() {
   const { receiveFile } = await import("./servers/receive.ts");
+  const { runUntilStopped } = await import("./servers/lifetime.ts");
   const { unlink } = await import("node:fs/promises");
   const dir = mkdtempSync(join(tmpdir(), "stowage-bench-files-"));
   let next = 0;
@@ -101,20 +102,10 @@ async function baselineServer() {
     },
   });
   console.log(`listening on http://127.0.0.1:${server.port}`);
-  let stopping = false;
-  const shutdown = async () => {
-    if (stopping) return;
-    stopping = true;
+  await runUntilStopped(async () => {
     await server.stop();
     rmSync(dir, { recursive: true, force: true });
-    process.exit(0);
-  };
-  process.on("SIGTERM", () => void shutdown());
-  process.on("SIGINT", () => void shutdown());
-  for await (const _ of Bun.stdin.stream()) {
-    // Never written to: only EOF ends this loop.
-  }
-  await shutdown();
+  });
 }
 
 // ───────────────────────────── the S3 baseline ─────────────────────────────
@@ -137,6 +128,7 @@ interface S3Target {
  */
 async function baselineS3(targetJson: string) {
   const { S3Client } = await import("bun");
+  const { runUntilStopped } = await import("./servers/lifetime.ts");
   const t = JSON.parse(targetJson) as S3Target;
   const client = new S3Client({ endpoint: t.endpoint, region: t.region, bucket: t.bucket, accessKeyId: t.accessKeyId, secretAccessKey: t.secretAccessKey });
   const server = Bun.serve({
@@ -178,16 +170,7 @@ async function baselineS3(targetJson: string) {
     },
   });
   console.log(`listening on http://127.0.0.1:${server.port}`);
-  const shutdown = async () => {
-    await server.stop(true);
-    process.exit(0);
-  };
-  process.on("SIGTERM", () => void shutdown());
-  process.on("SIGINT", () => void shutdown());
-  for await (const _ of Bun.stdin.stream()) {
-    // Never written to: only EOF ends this loop.
-  }
-  await shutdown();
+  await runUntilStopped(() => server.stop(true));
 }
 
 // ───────────────────────────── the benchmark ─────────────────────────────

@@ -13,12 +13,13 @@
  * then answers Stowage's own body.
  *
  * Prints "listening on URL" once ready; exits on SIGTERM/SIGINT and on EOF of stdin (see
- * servers/stowage.ts for why).
+ * servers/lifetime.ts).
  *
  * Run: bun bench/servers/elysia.ts [FILE]   (FILE: JSON { jwtKey: "0x…", bodies: { path: body } })
  */
 import { readFileSync } from "node:fs";
 import { Elysia } from "elysia";
+import { runUntilStopped } from "./lifetime.ts";
 
 interface Spec {
   jwtKey: string;
@@ -81,13 +82,4 @@ async function addAuthenticated(app: Elysia, spec: Spec) {
 app.listen({ hostname: "127.0.0.1", port: 0 });
 console.log(`listening on http://127.0.0.1:${app.server?.port}`);
 
-const shutdown = async () => {
-  await app.stop();
-  process.exit(0);
-};
-process.on("SIGTERM", () => void shutdown());
-process.on("SIGINT", () => void shutdown());
-for await (const _ of Bun.stdin.stream()) {
-  // Never written to: only EOF ends this loop.
-}
-await shutdown();
+await runUntilStopped(() => app.stop());

@@ -4,8 +4,8 @@
  * temporary data dir that is removed on exit. Prints "data dir PATH" and then "listening on URL"
  * once ready (bench/chain.ts reads the embedded chain's address from DATA_DIR/chain/anvil.json).
  *
- * Stops on SIGTERM/SIGINT and on EOF of stdin: the harness holds stdin open, so the server goes
- * away even when the harness is killed without a chance to clean up.
+ * Stops on SIGTERM/SIGINT and on EOF of stdin (servers/lifetime.ts): the harness holds stdin
+ * open, so the server goes away even when the harness is killed without a chance to clean up.
  *
  * Run: bun bench/servers/stowage.ts [--log-level error|warn|info|debug]
  */
@@ -16,6 +16,7 @@ import { parseArgs } from "node:util";
 import { parseConfig } from "../../src/config.ts";
 import { createLogger, type Level } from "../../src/log.ts";
 import { startServer } from "../../src/server.ts";
+import { runUntilStopped } from "./lifetime.ts";
 
 const { values } = parseArgs({ options: { "log-level": { type: "string", default: "error" } }, strict: true });
 const dataDir = mkdtempSync(join(tmpdir(), "stowage-bench-"));
@@ -32,29 +33,21 @@ const config = parseConfig([], {
 });
 
 let server: Awaited<ReturnType<typeof startServer>> | undefined;
-let stopping = false;
-async function shutdown(code: number) {
-  if (stopping) return;
-  stopping = true;
+const stopped = runUntilStopped(async () => {
   try {
     await server?.stop();
   } finally {
     rmSync(dataDir, { recursive: true, force: true });
-    process.exit(code);
   }
-}
-process.on("SIGTERM", () => void shutdown(0));
-process.on("SIGINT", () => void shutdown(0));
+});
 
 try {
   server = await startServer(config, createLogger(config.logLevel as Level));
 } catch (err) {
   console.error(`stowage did not start: ${(err as Error).message}`);
-  await shutdown(1);
+  rmSync(dataDir, { recursive: true, force: true });
+  process.exit(1);
 }
 console.log(`data dir ${dataDir}`);
 console.log(`listening on ${server?.url}`);
-for await (const _ of Bun.stdin.stream()) {
-  // Nothing is ever written; the loop only ends at EOF, when the harness is gone.
-}
-await shutdown(0);
+await stopped;

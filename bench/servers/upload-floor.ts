@@ -19,7 +19,7 @@
  *
  * POST /upload (the body Stowage's POST /dfs/ takes) → `{ id, size, cid }`; 400 with the reason
  * on a bad signature, payload or a claim made before (the bench stops on any). Prints "listening on URL"; exits on SIGTERM/SIGINT and
- * on EOF of stdin (see servers/stowage.ts).
+ * on EOF of stdin (servers/lifetime.ts).
  *
  * Run: bun bench/servers/upload-floor.ts '{"chainId":31337,"verifyingContract":"0x…","seller":"0x…"}'
  */
@@ -37,6 +37,7 @@ import { parseDid } from "../../src/identity/did.ts";
 import { storageDomain } from "../../src/identity/eip712.ts";
 import { requestSigner } from "../../src/identity/request-signer.ts";
 import { voucherSigner } from "../../src/identity/voucher-signer.ts";
+import { runUntilStopped } from "./lifetime.ts";
 import { receiveFile } from "./receive.ts";
 
 interface Spec {
@@ -99,19 +100,9 @@ const server = Bun.serve({
 });
 console.log(`listening on http://127.0.0.1:${server.port}`);
 
-let stopping = false;
-async function shutdown() {
-  if (stopping) return;
-  stopping = true;
+await runUntilStopped(async () => {
   await server.stop();
   await sql.close();
   db.close();
   rmSync(dir, { recursive: true, force: true });
-  process.exit(0);
-}
-process.on("SIGTERM", () => void shutdown());
-process.on("SIGINT", () => void shutdown());
-for await (const _ of Bun.stdin.stream()) {
-  // Never written to: only EOF ends this loop.
-}
-await shutdown();
+});
