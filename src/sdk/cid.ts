@@ -49,7 +49,7 @@ function hasher(): Hasher {
 }
 
 /** A node of the file's DAG as its parent links it: Tsize counts the whole subtree's blocks. */
-interface Linked {
+export interface Linked {
   cid: CID;
   tsize: number;
   /** File bytes below it. */
@@ -73,14 +73,35 @@ function parent(children: readonly Linked[]): Linked {
   };
 }
 
+/** A raw leaf as its parent links it: `digest` is the SHA-256 of its `size` bytes. */
+export function rawLeaf(digest: Uint8Array, size: number): Linked {
+  return { cid: CID.createV1(raw.code, createDigest(SHA2_256, digest)), tsize: size, fileSize: size };
+}
+
+/**
+ * The Cid of a file whose raw leaves are `leaves`, in file order (at least one): one leaf is the
+ * file itself; more are linked level by level, `maxChildrenPerNode` to a node (D9's balanced
+ * layout). The gateway builds its dfs uploads' Cids and its composed objects' with it too.
+ */
+export function rootOf(leaves: readonly Linked[], maxChildrenPerNode: number = D9_LAYOUT.maxChildrenPerNode): CID {
+  if (leaves.length === 0) throw new Error("a file has at least one leaf (an empty one for an empty file)");
+  let level = leaves;
+  while (level.length > 1) {
+    const next: Linked[] = [];
+    for (let i = 0; i < level.length; i += maxChildrenPerNode) next.push(parent(level.slice(i, i + maxChildrenPerNode)));
+    level = next;
+  }
+  return (level[0] as Linked).cid;
+}
+
 /** The Cid of the bytes `stream` gives (read to its end, once). */
 export async function cidOfStream(stream: ReadableStream<Uint8Array>, layout: CidLayout = D9_LAYOUT): Promise<string> {
   const { chunkSize, maxChildrenPerNode } = layout;
-  let level: Linked[] = [];
+  const leaves: Linked[] = [];
   let h = hasher();
   let filled = 0;
   const cut = () => {
-    level.push({ cid: CID.createV1(raw.code, createDigest(SHA2_256, h.digest())), tsize: filled, fileSize: filled });
+    leaves.push(rawLeaf(h.digest(), filled));
     h = hasher();
     filled = 0;
   };
@@ -94,13 +115,6 @@ export async function cidOfStream(stream: ReadableStream<Uint8Array>, layout: Ci
     }
   }
   // The last, short chunk; or the one empty leaf of an empty file.
-  if (filled > 0 || level.length === 0) cut();
-  // One chunk: the file is its raw leaf. More: balanced, maxChildrenPerNode links per node, level by level.
-  if (level.length === 1) return (level[0] as Linked).cid.toString();
-  while (level.length > 1) {
-    const next: Linked[] = [];
-    for (let i = 0; i < level.length; i += maxChildrenPerNode) next.push(parent(level.slice(i, i + maxChildrenPerNode)));
-    level = next;
-  }
-  return (level[0] as Linked).cid.toString();
+  if (filled > 0 || leaves.length === 0) cut();
+  return rootOf(leaves, maxChildrenPerNode).toString();
 }

@@ -7,38 +7,42 @@
  *   const cid = await cidOf([new TextEncoder().encode("hello world\n")])
  *   // "bafkreifjjcie6lypi6ny7amxnfftagclbuxndqonfipmb64f2km2devei4"
  */
-import { importFile, type ByteStream, type ImporterOptions, type WritableStorage } from "ipfs-unixfs-importer";
+import { importFile, type ByteStream, type WritableStorage } from "ipfs-unixfs-importer";
 import type { Chunker } from "ipfs-unixfs-importer/chunker";
 import { CID } from "multiformats/cid";
 import * as raw from "multiformats/codecs/raw";
 import { create as createDigest } from "multiformats/hashes/digest";
 import { sha256 } from "multiformats/hashes/sha2";
+import { rawLeaf, rootOf, type Linked } from "../../sdk/cid.ts";
 import { CHUNK_SIZE, MAX_CHILDREN_PER_NODE, d9ImporterOptions } from "../cid-options.ts";
 
 export { CHUNK_SIZE, MAX_CHILDREN_PER_NODE };
 
 /**
- * The D9 options of both back-ends, plus `blockWriteConcurrency: 1`: the importer then hands raw
- * leaves to the blockstore one at a time, in file order, and holds no more than one chunk it has
- * cut. The dfs store relies on that order for its manifest. It does not change the Cid.
+ * D9's Cid of `content`, cut by `chunker`, each raw leaf handed to `put` in file order once it is
+ * hashed (the dfs store's uploads; inner nodes are only hashed, never stored). The same Cid as
+ * ipfs-unixfs-importer's and Helia's (test/storage/dfs/cid.test.ts), without the importer's
+ * reducer and its generators made anew for each upload: under small uploads JavaScriptCore kept
+ * recompiling those closures, and the importer was ≈ 6 % of the event loop (issue 10,
+ * bench/README.md).
  */
-export function importerOptions(): ImporterOptions {
-  return { ...d9ImporterOptions(), blockWriteConcurrency: 1 };
-}
-
-/** Runs the importer over `content`, giving every block (leaves and inner nodes) to `blocks`;
- * `chunker` cuts the same chunks as D9's (the upload's lentChunker), or D9's own. */
-export async function importContent(content: ByteStream, blocks: WritableStorage, chunker?: Chunker): Promise<CID> {
-  const entry = await importFile({ content }, blocks, chunker ? { ...importerOptions(), chunker } : importerOptions());
-  return entry.cid;
+export async function chunkContent(content: AsyncIterable<Uint8Array>, chunker: Chunker, put: (leaf: CID, bytes: Uint8Array) => Promise<unknown>): Promise<CID> {
+  const leaves: Linked[] = [];
+  for await (const chunk of chunker(content)) {
+    const leaf = rawLeaf(new Uint8Array(new Bun.CryptoHasher("sha256").update(chunk).digest()), chunk.byteLength);
+    leaves.push(leaf);
+    await put(leaf.cid, chunk); // the chunk may be given back to its pool from here on: hashed before
+  }
+  return rootOf(leaves);
 }
 
 /** A blockstore that keeps nothing: the Cid alone. */
 const discard: WritableStorage = { put: async (cid) => cid };
 
-/** The D9 Cid of some bytes, computed without storing them. */
+/** The D9 Cid of some bytes, computed by ipfs-unixfs-importer without storing them: the reference
+ * the dfs store's `chunkContent` and the SDK's Cid are held to in the tests. */
 export async function cidOf(content: ByteStream): Promise<string> {
-  return (await importContent(content, discard)).toString();
+  return (await importFile({ content }, discard, d9ImporterOptions())).cid.toString();
 }
 
 /** True for a raw leaf (a chunk's bytes as they are); false for a dag-pb inner node. */
@@ -46,7 +50,7 @@ export function isRawLeaf(cid: CID): boolean {
   return cid.code === raw.code;
 }
 
-/** Lower-case hex SHA-256 of a raw leaf: its Cid's digest, which the importer computed. */
+/** Lower-case hex SHA-256 of a raw leaf: its Cid's digest. */
 export function leafHash(cid: CID): string {
   if (cid.multihash.code !== sha256.code) throw new Error(`unexpected multihash 0x${cid.multihash.code.toString(16)}`);
   const d = cid.multihash.digest;

@@ -4,7 +4,8 @@
  * object is its manifest (1 MiB chunks, known by hash and size) and its Cid is a UnixFS DAG over
  * raw leaves (D9), which needs only the leaves' Cids and sizes. So when every part but the last
  * is a whole number of chunks, the file's chunks are the parts' chunks in order, and its Cid comes
- * from running the importer's own layout over those leaves: the same Cid reading the bytes gives.
+ * from D9's layout over those leaves (`rootOf`, as uploads build theirs): the same Cid reading the
+ * bytes gives.
  * A part of any other size would shift the chunk boundaries: `compose` answers undefined and the
  * caller streams the bytes through `put` instead.
  *
@@ -12,33 +13,17 @@
  * at again; a part still there then means its chunks are referenced and no deleter can take them
  * until the new object's rows commit, whoever aborts the multipart upload meanwhile.
  */
-import { importFile, type BufferImporter } from "ipfs-unixfs-importer";
-import { CID } from "multiformats/cid";
-import * as raw from "multiformats/codecs/raw";
-import { create as createDigest } from "multiformats/hashes/digest";
-import { sha256 } from "multiformats/hashes/sha2";
+import { rawLeaf, rootOf } from "../../sdk/cid.ts";
 import type { PendingPut } from "../backend.ts";
-import { d9ImporterOptions } from "../cid-options.ts";
 import { CHUNK_SIZE, chunkKey } from "./cid.ts";
 import type { DfsContext } from "./context.ts";
 import { pendingPut } from "./put.ts";
 import type { ChunkRef } from "./rows.ts";
 
-/**
- * The D9 Cid of a file whose raw leaves are `leaves`, in order: the importer's balanced layout and
- * reducer with a buffer importer that hands over each leaf's Cid and size instead of cutting and
- * hashing bytes (no block is ever stored: the leaves exist, inner nodes are only hashed).
- */
+/** The D9 Cid of a file whose raw leaves are `leaves`, in order (no block is stored or read: the
+ * leaves exist, inner nodes are only hashed). */
 export async function cidOfLeaves(leaves: readonly ChunkRef[]): Promise<string> {
-  const bufferImporter: BufferImporter = async function* () {
-    for (const leaf of leaves) {
-      const cid = CID.createV1(raw.code, createDigest(sha256.code, Buffer.from(leaf.hash, "hex")));
-      // `block` is read by the reducer only for a one-leaf file with mtime or mode (never here).
-      yield async () => ({ cid, size: BigInt(leaf.size), block: new Uint8Array(0) });
-    }
-  };
-  const entry = await importFile({ content: (async function* () {})() }, { put: async (cid) => cid }, { ...d9ImporterOptions(), bufferImporter });
-  return entry.cid.toString();
+  return rootOf(leaves.map((leaf) => rawLeaf(Buffer.from(leaf.hash, "hex"), leaf.size))).toString();
 }
 
 /** The object made of `cids` in order, uncommitted; undefined when the parts do not line up on chunks. */

@@ -36,7 +36,7 @@ import { Rows } from "./rows.ts";
 import { scrub, type ScrubReport } from "./scrub.ts";
 import { sweep, type SweepReport } from "./sweep.ts";
 
-export { cidOf, importerOptions, chunkKey, CHUNK_PREFIX, CHUNK_SIZE, MAX_CHILDREN_PER_NODE } from "./cid.ts";
+export { cidOf, chunkKey, CHUNK_PREFIX, CHUNK_SIZE, MAX_CHILDREN_PER_NODE } from "./cid.ts";
 export * from "./errors.ts";
 export type { SweepReport } from "./sweep.ts";
 export type { ScrubReport } from "./scrub.ts";

@@ -1,7 +1,7 @@
 /**
- * Upload: the source streams through ipfs-unixfs-importer (which cuts 1 MiB chunks and hashes them
- * for the raw-leaf Cids); each raw leaf reaches `ChunkSink.put` in file order, is pinned under the
- * upload's lease (D15), and is written to the blob store behind the importer, at most WRITE_QUEUE
+ * Upload: the source is cut into 1 MiB chunks, each hashed for its raw-leaf Cid (`chunkContent`,
+ * D9's Cid without ipfs-unixfs-importer); each reaches `ChunkSink.put` in file order, is pinned under the
+ * upload's lease (D15), and is written to the blob store behind the chunker, at most WRITE_QUEUE
  * chunks at once. Memory holds the chunk being cut plus the chunks queued — a few MiB whatever
  * the file size — and the manifest (one hash per MiB). Inner dag-pb nodes are not stored: the Cid
  * is all we need of them.
@@ -17,12 +17,11 @@
  * MiB (issue 10). Crash safety is the same: a chunk is durable before a manifest names it, and a
  * crash before that leaves only chunks nothing references (the sweep's) and temporary files.
  *
- * The importer cuts chunks into buffers lent from a pool of the upload's own (storage/chunker.ts):
+ * Chunks are cut into buffers lent from a pool of the upload's own (storage/chunker.ts):
  * the sink gives a chunk back once its write has resolved (a put that failed, or ran past its S3
  * deadline, may still be reading it: never given back), so a few buffers carry the whole upload
  * instead of a fresh 1 MiB one per chunk collected late (issue 10, peak RSS).
  */
-import type { WritableStorage } from "ipfs-unixfs-importer";
 import type { CID } from "multiformats/cid";
 import type { Lease } from "../../blob/guard.ts";
 import type { PendingPut } from "../backend.ts";
@@ -30,7 +29,7 @@ import { batchOf, type BlobBatch } from "../../blob/store.ts";
 import { BufferPool, giveBack } from "../../http/lent.ts";
 import { lentChunker } from "../chunker.ts";
 import { storeChunk } from "./chunks.ts";
-import { CHUNK_SIZE, chunkKey, importContent, isRawLeaf, leafHash } from "./cid.ts";
+import { CHUNK_SIZE, chunkContent, chunkKey, leafHash } from "./cid.ts";
 import type { DfsContext } from "./context.ts";
 import { AbortedPutError, StoppedError } from "./errors.ts";
 import { collect } from "./gc.ts";
@@ -38,7 +37,7 @@ import type { ChunkRef } from "./rows.ts";
 
 /**
  * Chunks an upload may have handed over and not yet made durable, written concurrently behind the
- * importer (each is 1 MiB of memory). A put is a round trip (an S3 PUT, or a local write with a
+ * chunker (each is 1 MiB of memory). A put is a round trip (an S3 PUT, or a local write with a
  * file and a folder fsync): written one at a time, uploads to Ceph RGW ran at ≈ 35 MiB/s, two
  * to four at once at ≈ 50–70 (2-core VM, noisy); local files showed no clear difference.
  */
@@ -60,10 +59,10 @@ async function upload(ctx: DfsContext, source: ReadableStream<Uint8Array>, signa
   const sink = new ChunkSink(ctx, ctx.guard.lease());
   const read = { bytes: 0 };
   try {
-    const root = await importContent(pieces(source, signal, read), sink, lentChunker(new BufferPool(CHUNK_SIZE, POOL_KEEP)));
+    const root = await chunkContent(pieces(source, signal, read), lentChunker(new BufferPool(CHUNK_SIZE, POOL_KEEP)), (leaf, bytes) => sink.put(leaf, bytes));
     // The manifest is built from the order in which leaves arrive; a short count would mean the
-    // importer changed how it hands them over. Never commit such a manifest.
-    if (read.bytes !== sink.size) throw new Error(`dfs: importer handed over ${sink.size} of ${read.bytes} bytes`);
+    // chunker lost bytes. Never commit such a manifest.
+    if (read.bytes !== sink.size) throw new Error(`dfs: the chunker handed over ${sink.size} of ${read.bytes} bytes`);
     await sink.finish();
     signal.throwIfAborted();
     const cid = root.toString();
@@ -76,8 +75,8 @@ async function upload(ctx: DfsContext, source: ReadableStream<Uint8Array>, signa
   }
 }
 
-/** The importer's blockstore: keeps raw leaves as chunk objects, drops inner nodes. */
-class ChunkSink implements WritableStorage {
+/** Where an upload's leaves go, in file order: each distinct chunk pinned, then written behind the chunker. */
+class ChunkSink {
   readonly manifest: ChunkRef[] = [];
   /** Distinct chunks of this upload, each pinned once. */
   readonly pinned = new Set<string>();
@@ -97,8 +96,7 @@ class ChunkSink implements WritableStorage {
     this.batch = batchOf(ctx.store);
   }
 
-  async put(cid: CID, bytes: Uint8Array): Promise<CID> {
-    if (!isRawLeaf(cid)) return cid;
+  async put(cid: CID, bytes: Uint8Array): Promise<void> {
     this.throwIfFailed();
     const hash = leafHash(cid);
     this.manifest.push({ hash, size: bytes.byteLength });
@@ -107,10 +105,9 @@ class ChunkSink implements WritableStorage {
       this.pinned.add(hash);
       await this.lease.pin([chunkKey(hash)]); // before storeChunk() looks whether it exists (D15)
       this.enqueue(hash, bytes);
-    } else giveBack(bytes); // written (or being written) from an earlier chunk's bytes: the importer has hashed it
+    } else giveBack(bytes); // written (or being written) from an earlier chunk's bytes, and hashed
     while (this.queue.size >= WRITE_QUEUE) await Promise.race(this.queue);
     this.throwIfFailed();
-    return cid;
   }
 
   /** Waits for every write and makes them durable; throws the first failure. */
@@ -199,7 +196,7 @@ async function discard(ctx: DfsContext, sink: ChunkSink): Promise<void> {
 
 /**
  * The source's pieces, ending early (with the signal's reason) when `signal` aborts, and cancelling
- * the source when the importer stops reading (a failed write), so the sender is not left hanging.
+ * the source when the chunker stops reading (a failed write), so the sender is not left hanging.
  */
 async function* pieces(source: ReadableStream<Uint8Array>, signal: AbortSignal, read: { bytes: number }): AsyncGenerator<Uint8Array> {
   const reader = source.getReader();

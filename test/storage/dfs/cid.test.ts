@@ -63,6 +63,21 @@ describe("dfs Cid (D9)", () => {
     expect(await cidOf([bytesOf(MiB + 1)])).toStartWith("bafybei");
   });
 
+  test("over 1024 chunks (a second level of inner nodes) put gives Helia's Cid", async () => {
+    // The same chunk each time: 1 GiB + 1 MiB hashed on both sides, one chunk written.
+    const count = 1025;
+    const chunk = bytesOf(CHUNK_SIZE, 3);
+    async function* chunks() {
+      for (let i = 0; i < count; i++) yield chunk;
+    }
+    const store = await openStore();
+    const up = await store.dfs.put(ReadableStream.from(chunks()));
+    const theirs = await unixfs({ blockstore: discard }).addByteStream(chunks());
+    expect(up.cid).toBe(theirs.toString());
+    expect(up.size).toBe(count * CHUNK_SIZE);
+    await store.close();
+  }, 120_000);
+
   test("over 174 chunks (bare importer's links per node) the Cid still matches Helia's", async () => {
     const count = 200;
     const ours = await cidOf(distinctChunks(count));
