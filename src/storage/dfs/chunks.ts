@@ -12,7 +12,7 @@ import type { DfsContext } from "./context.ts";
 import { CorruptChunkError } from "./errors.ts";
 
 /** SHA-256 in hex. WebCrypto's digest runs off the JavaScript thread in Bun (measured), so
- * checking chunks does not compete with the importer's hashing for the event loop. */
+ * checking chunks does not compete with the uploads' hashing for the event loop. */
 export async function sha256Hex(bytes: Uint8Array): Promise<string> {
   // The cast only narrows ArrayBufferLike: chunks are never in a SharedArrayBuffer.
   return Buffer.from(await crypto.subtle.digest("SHA-256", bytes as Uint8Array<ArrayBuffer>)).toString("hex");

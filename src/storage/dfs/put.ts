@@ -1,10 +1,10 @@
 /**
- * Upload: the source is cut into 1 MiB chunks, each hashed for its raw-leaf Cid (`chunkContent`,
- * D9's Cid without ipfs-unixfs-importer); each reaches `ChunkSink.put` in file order, is pinned under the
- * upload's lease (D15), and is written to the blob store behind the chunker, at most WRITE_QUEUE
- * chunks at once. Memory holds the chunk being cut plus the chunks queued — a few MiB whatever
- * the file size — and the manifest (one hash per MiB). Inner dag-pb nodes are not stored: the Cid
- * is all we need of them.
+ * Upload: the source is cut into 1 MiB chunks, each hashed for its raw-leaf Cid (`chunkContent`:
+ * D9's Cid without ipfs-unixfs-importer); each reaches `ChunkSink.put` in file order, is pinned
+ * under the upload's lease (D15), and is written to the blob store behind the chunker, at most
+ * WRITE_QUEUE chunks at once. Memory holds the chunk being cut plus the chunks queued — a few MiB
+ * whatever the file size — and the manifest (one hash per MiB). Inner dag-pb nodes are not
+ * stored: the Cid is all we need of them.
  *
  * Nothing is referenced until `commit()` writes the manifest, in one transaction, after every
  * chunk is durable; the lease is released after that (the rows keep the chunks then). A failure
