@@ -71,7 +71,9 @@ describe("dfs Cid (D9)", () => {
       for (let i = 0; i < count; i++) yield chunk;
     }
     const store = await openStore();
-    const up = await store.dfs.put(ReadableStream.from(chunks()));
+    let sent = 0;
+    const stream = new ReadableStream<Uint8Array>({ pull: (c) => (sent++ < count ? c.enqueue(chunk) : c.close()) });
+    const up = await store.dfs.put(stream);
     const theirs = await unixfs({ blockstore: discard }).addByteStream(chunks());
     expect(up.cid).toBe(theirs.toString());
     expect(up.size).toBe(count * CHUNK_SIZE);
