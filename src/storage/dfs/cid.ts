@@ -13,7 +13,7 @@ import { CID } from "multiformats/cid";
 import * as raw from "multiformats/codecs/raw";
 import { create as createDigest } from "multiformats/hashes/digest";
 import { sha256 } from "multiformats/hashes/sha2";
-import { rawLeaf, rootOf, type Linked } from "../../sdk/cid.ts";
+import { rawLeaf, rootOf, type Linked } from "../../cid/tree.ts";
 import { CHUNK_SIZE, MAX_CHILDREN_PER_NODE, d9ImporterOptions } from "../cid-options.ts";
 
 export { CHUNK_SIZE, MAX_CHILDREN_PER_NODE };
@@ -33,7 +33,7 @@ export async function chunkContent(content: AsyncIterable<Uint8Array>, chunker: 
     leaves.push(leaf);
     await put(leaf.cid, chunk); // the chunk may be given back to its pool from here on: hashed before
   }
-  return rootOf(leaves);
+  return rootOf(leaves, MAX_CHILDREN_PER_NODE);
 }
 
 /** A blockstore that keeps nothing: the Cid alone. */

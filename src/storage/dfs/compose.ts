@@ -4,7 +4,7 @@
  * object is its manifest (1 MiB chunks, known by hash and size) and its Cid is a UnixFS DAG over
  * raw leaves (D9), which needs only the leaves' Cids and sizes. So when every part but the last
  * is a whole number of chunks, the file's chunks are the parts' chunks in order, and its Cid comes
- * from D9's layout over those leaves (`rootOf`, as uploads build theirs): the same Cid reading the
+ * from D9's layout over those leaves (cid/tree.ts, as uploads build theirs): the same Cid reading the
  * bytes gives.
  * A part of any other size would shift the chunk boundaries: `compose` answers undefined and the
  * caller streams the bytes through `put` instead.
@@ -13,9 +13,9 @@
  * at again; a part still there then means its chunks are referenced and no deleter can take them
  * until the new object's rows commit, whoever aborts the multipart upload meanwhile.
  */
-import { rawLeaf, rootOf } from "../../sdk/cid.ts";
+import { rawLeaf, rootOf } from "../../cid/tree.ts";
 import type { PendingPut } from "../backend.ts";
-import { CHUNK_SIZE, chunkKey } from "./cid.ts";
+import { CHUNK_SIZE, MAX_CHILDREN_PER_NODE, chunkKey } from "./cid.ts";
 import type { DfsContext } from "./context.ts";
 import { pendingPut } from "./put.ts";
 import type { ChunkRef } from "./rows.ts";
@@ -23,7 +23,7 @@ import type { ChunkRef } from "./rows.ts";
 /** The D9 Cid of a file whose raw leaves are `leaves`, in order (no block is stored or read: the
  * leaves exist, inner nodes are only hashed). */
 export async function cidOfLeaves(leaves: readonly ChunkRef[]): Promise<string> {
-  return rootOf(leaves.map((leaf) => rawLeaf(Buffer.from(leaf.hash, "hex"), leaf.size))).toString();
+  return rootOf(leaves.map((leaf) => rawLeaf(Buffer.from(leaf.hash, "hex"), leaf.size)), MAX_CHILDREN_PER_NODE).toString();
 }
 
 /** The object made of `cids` in order, uncommitted; undefined when the parts do not line up on chunks. */
