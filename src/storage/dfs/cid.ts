@@ -13,7 +13,7 @@ import { CID } from "multiformats/cid";
 import * as raw from "multiformats/codecs/raw";
 import { create as createDigest } from "multiformats/hashes/digest";
 import { sha256 } from "multiformats/hashes/sha2";
-import { rawLeaf, rootOf, type Linked } from "../../cid/tree.ts";
+import { rawLeaf, rootOf, sha256Hasher, type Linked } from "../../cid/tree.ts";
 import { CHUNK_SIZE, MAX_CHILDREN_PER_NODE, d9ImporterOptions } from "../cid-options.ts";
 
 export { CHUNK_SIZE, MAX_CHILDREN_PER_NODE };
@@ -29,7 +29,9 @@ export { CHUNK_SIZE, MAX_CHILDREN_PER_NODE };
 export async function chunkContent(content: AsyncIterable<Uint8Array>, chunker: Chunker, put: (leaf: CID, bytes: Uint8Array) => Promise<unknown>): Promise<CID> {
   const leaves: Linked[] = [];
   for await (const chunk of chunker(content)) {
-    const leaf = rawLeaf(new Uint8Array(new Bun.CryptoHasher("sha256").update(chunk).digest()), chunk.byteLength);
+    const h = sha256Hasher();
+    h.update(chunk);
+    const leaf = rawLeaf(h.digest(), chunk.byteLength);
     leaves.push(leaf);
     await put(leaf.cid, chunk); // the chunk may be given back to its pool from here on: hashed before
   }

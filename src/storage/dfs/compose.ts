@@ -4,10 +4,9 @@
  * object is its manifest (1 MiB chunks, known by hash and size) and its Cid is a UnixFS DAG over
  * raw leaves (D9), which needs only the leaves' Cids and sizes. So when every part but the last
  * is a whole number of chunks, the file's chunks are the parts' chunks in order, and its Cid comes
- * from D9's layout over those leaves (cid/tree.ts, as uploads build theirs): the same Cid reading the
- * bytes gives.
- * A part of any other size would shift the chunk boundaries: `compose` answers undefined and the
- * caller streams the bytes through `put` instead.
+ * from D9's layout over those leaves (cid/tree.ts, as uploads build theirs): the same Cid reading
+ * the bytes gives. A part of any other size would shift the chunk boundaries: `compose` answers
+ * undefined and the caller streams the bytes through `put` instead.
  *
  * Crash and deletion safety (D15): the chunks are pinned under a lease before the parts are looked
  * at again; a part still there then means its chunks are referenced and no deleter can take them
