@@ -30,14 +30,14 @@
  *
  * Run: bun bench/small-uploads.ts [--rounds 3] [--uploads 400] [--in-flight 16] [--kib 4]
  *        [--backends dfs,ipfs] [--sha256-payload] [--replace] [--no-floor] [--binary] [--cpu-prof DIR]
- *        (--help: every option; the floor is left out with --sha256-payload or --replace)
+ *        (--help: every option; the floor is left out with --sha256-payload, --replace or files over 1 MiB)
  */
 import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
-import { cidOfStream } from "../src/sdk/cid.ts";
+import { cidOfStream, D9_LAYOUT } from "../src/sdk/cid.ts";
 import { connectStorage } from "../src/sdk/storage.ts";
 import { storageDomain, storageTypes } from "../src/identity/eip712.ts";
 import { BINARY_OPTION, benchArgs, commandDuration, compareMany, CPU_PROF_OPTION, cpuMs, fmt, intOption, loadAverage, percentile, type RunningServer, startServer, stowageCommand, usageError } from "./harness.ts";
@@ -65,8 +65,9 @@ const useBinary = values.binary === true;
 /** Sign the file's SHA-256 instead of its Cid (D5's older form; servers before the Cid payload take only it). */
 const sha256Payload = values["sha256-payload"] === true;
 const replace = values.replace === true;
-/** The floor takes new Cid-signed files only: it neither replaces a file nor takes a SHA-256 payload. */
-const withFloor = values["no-floor"] !== true && !sha256Payload && !replace;
+/** The floor takes new Cid-signed files of one chunk only: it neither replaces a file, nor takes a
+ * SHA-256 payload, nor builds a Cid of more than one leaf. */
+const withFloor = values["no-floor"] !== true && !sha256Payload && !replace && fileBytes <= D9_LAYOUT.chunkSize;
 /** Files named so far (without --replace, each upload names a new one). */
 let named = 0;
 const stowageCmd = stowageCommand({ binary: useBinary, cpuProf: values["cpu-prof"] });

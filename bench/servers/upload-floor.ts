@@ -28,10 +28,8 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { unlink } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { CID } from "multiformats/cid";
-import * as raw from "multiformats/codecs/raw";
-import { create as createDigest } from "multiformats/hashes/digest";
 import type { Address } from "viem";
+import { rawLeaf } from "../../src/cid/tree.ts";
 import { SqliteSql } from "../../src/db/sqlite-sql.ts";
 import { parseDid } from "../../src/identity/did.ts";
 import { storageDomain } from "../../src/identity/eip712.ts";
@@ -50,7 +48,6 @@ const spec = JSON.parse(process.argv[2] ?? "") as Spec;
 const domain = storageDomain(spec.chainId, spec.verifyingContract);
 const signerOfRequest = requestSigner(domain);
 const signerOfVoucher = voucherSigner(domain, spec.seller);
-const SHA2_256 = 0x12;
 
 const dir = mkdtempSync(join(tmpdir(), "stowage-bench-floor-"));
 const file = join(dir, "floor.db");
@@ -73,7 +70,7 @@ async function upload(request: Request, path: string) {
   const signer = signerOfRequest({ did: fields.did ?? "", token: (fields.token ?? "") as `0x${string}`, requestID, action: "upload", payload: fields.payload ?? "" }, (fields.signature ?? "") as `0x${string}`);
   if (signer !== did.address) throw new Error("the request is not signed by the DID");
   if (signerOfVoucher(BigInt(fields.size ?? ""), (fields.sign ?? "") as `0x${string}`) !== did.address) throw new Error("the voucher is not signed by the DID");
-  const cid = CID.createV1(raw.code, createDigest(SHA2_256, sha256)).toString();
+  const cid = rawLeaf(sha256, size).cid.toString(); // one chunk: the file is its raw leaf (D9)
   if (cid !== fields.payload) throw new Error("payload is not the file's Cid");
   return sql.tx(async (tx) => {
     if (!(await tx.get(CLAIM_REQUEST, [did.canonical, fields.token ?? "", Number(requestID)]))) throw new Error("requestID already used");
