@@ -21,7 +21,7 @@ import type { ChunkRef } from "./rows.ts";
 
 /** The D9 Cid of a file whose raw leaves are `leaves`, in order (no block is stored or read: the
  * leaves exist, inner nodes are only hashed). */
-export async function cidOfLeaves(leaves: readonly ChunkRef[]): Promise<string> {
+export function cidOfLeaves(leaves: readonly ChunkRef[]): string {
   return rootOf(leaves.map((leaf) => rawLeaf(Buffer.from(leaf.hash, "hex"), leaf.size)), MAX_CHILDREN_PER_NODE).toString();
 }
 
@@ -48,7 +48,7 @@ export async function compose(ctx: DfsContext, cids: readonly string[]): Promise
         return undefined;
       }
     }
-    const cid = await cidOfLeaves(leaves);
+    const cid = cidOfLeaves(leaves);
     ctx.log.debug("dfs: composed", { cid, size, parts: cids.length, chunks: leaves.length });
     return pendingPut(cid, size, "compose", {
       commit: (opts) => ctx.rows.commit(cid, size, leaves, opts),

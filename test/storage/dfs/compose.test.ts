@@ -92,7 +92,7 @@ test("the Cid of known leaves is the importer's over the bytes: one leaf, a shor
       const c = bytes.subarray(i, i + CHUNK_SIZE);
       leaves.push({ hash: sha256(c), size: c.byteLength });
     }
-    expect(await cidOfLeaves(leaves)).toBe(await cidOf([bytes]));
+    expect(cidOfLeaves(leaves)).toBe(await cidOf([bytes]));
   }
   // 1025 chunks and a 9-byte tail, all zeros: one 1 MiB buffer handed over again and again.
   const zeros = new Uint8Array(CHUNK_SIZE);
@@ -102,5 +102,5 @@ test("the Cid of known leaves is the importer's over the bytes: one leaf, a shor
     for (let i = 0; i < 1025; i++) yield zeros;
     yield tail;
   })();
-  expect(await cidOfLeaves(leaves)).toBe(await cidOf(content));
+  expect(cidOfLeaves(leaves)).toBe(await cidOf(content));
 });
