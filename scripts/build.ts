@@ -3,6 +3,7 @@
  * or node_modules. Migrations come in through a macro; the anvil binary through a file import;
  * the web console is bundled (minified) here first and embedded with `--asset`: the compile's own
  * `--minify-syntax` is all the server gets, and the console's script wants the whole minifier.
+ * A worker's script is an entrypoint of its own: Bun finds `new Worker(url)`'s file only so.
  */
 import { mkdirSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
@@ -24,7 +25,7 @@ if (!web.success) {
   process.exit(1);
 }
 console.log(`console: ${web.outputs.map((o) => `${o.path.split("/").pop()} ${(o.size / 1024).toFixed(0)} KiB`).join(", ")}`);
-const proc = Bun.spawnSync([process.execPath, "build", "--compile", "--minify-syntax", "--sourcemap", `--asset=${consoleDir}`, "--outfile", outfile, join(root, "src", "main.ts")], {
+const proc = Bun.spawnSync([process.execPath, "build", "--compile", "--minify-syntax", "--sourcemap", `--asset=${consoleDir}`, "--outfile", outfile, join(root, "src", "main.ts"), join(root, "src", "db", "checkpoint-worker.ts")], {
   cwd: root,
   stdout: "inherit",
   stderr: "inherit",

@@ -29,9 +29,11 @@ export function describeDatabase(url: string): string {
 export async function openStore(config: { dataDir: string; databaseUrl?: string | undefined }, log: Logger): Promise<Store> {
   if (!config.databaseUrl) {
     const file = join(config.dataDir, "stowage.db");
-    const db = openDatabase(file);
+    const db = openDatabase(file, undefined, {
+      onCheckpointError: (err) => log.error("the database's checkpoint thread failed: SQLite checkpoints on the event loop again", { err: err.message }),
+    });
     log.info("database ready", { dialect: "sqlite", file });
-    return { sql: db.sql, dialect: "sqlite", close: async () => db.close() };
+    return { sql: db.sql, dialect: "sqlite", close: () => db.close() };
   }
   const began = performance.now();
   const pg = await openPostgres(config.databaseUrl);

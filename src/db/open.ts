@@ -9,18 +9,19 @@ import { Database } from "bun:sqlite";
 import type { MigrationMeta } from "drizzle-orm/migrator";
 import { embeddedMigrations } from "./migrations.macro.ts" with { type: "macro" };
 import type { Sql } from "./sql.ts";
-import { SqliteSql } from "./sqlite-sql.ts";
+import { SqliteSql, type SqliteSqlOptions } from "./sqlite-sql.ts";
 export interface OpenDatabase {
   sqlite: Database;
   /** The async data-access layer (sql.ts) over the same writing connection. */
   sql: Sql;
-  close(): void;
+  /** Closes at once; the promise waits for the checkpoint thread's connection (sqlite-sql.ts). */
+  close(): Promise<void>;
 }
 
 /** Same table and columns as drizzle-kit's migrator, so `drizzle-kit` tooling reads our history. */
 const MIGRATIONS_TABLE = "__drizzle_migrations";
 
-export function openDatabase(file: string, migrations: MigrationMeta[] = embeddedMigrations()): OpenDatabase {
+export function openDatabase(file: string, migrations: MigrationMeta[] = embeddedMigrations(), options: SqliteSqlOptions = {}): OpenDatabase {
   const sqlite = new Database(file, { create: true, strict: true });
   // busy_timeout must come first: switching to WAL itself can meet a lock held by another process.
   sqlite.exec("PRAGMA busy_timeout = 5000");
@@ -28,13 +29,14 @@ export function openDatabase(file: string, migrations: MigrationMeta[] = embedde
   sqlite.exec("PRAGMA synchronous = FULL");
   sqlite.exec("PRAGMA foreign_keys = ON");
   migrate(sqlite, migrations);
-  const sql = new SqliteSql(sqlite, file);
+  const sql = new SqliteSql(sqlite, file, options);
   return {
     sqlite,
     sql,
     close: () => {
-      void sql.close();
+      const closing = sql.close();
       sqlite.close();
+      return closing;
     },
   };
 }

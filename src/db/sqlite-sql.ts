@@ -11,9 +11,24 @@
 import { Database, type Statement } from "bun:sqlite";
 import type { Param, Queryable, Sql, TxOptions } from "./sql.ts";
 import { WalSync } from "./wal-sync.ts";
+import { Checkpointer } from "./checkpointer.ts";
+
+/** How a SqliteSql is made to do what the server leaves implicit: for tests. */
+export interface SqliteSqlOptions {
+  /** Stands in for the log's fsync (wal-sync.ts). */
+  fsync?: ConstructorParameters<typeof WalSync>[1];
+  /** Commits between checkpoints (checkpointer.ts). */
+  checkpointEvery?: number;
+  /** Told when the checkpoint thread fails (SQLite then checkpoints by itself). */
+  onCheckpointError?: (err: Error) => void;
+  /** The checkpoint thread's script (checkpointer.ts). */
+  checkpointScript?: string;
+}
 
 /** Distinct SQL texts kept prepared per connection; `IN (…)` lists of every length add texts. */
 const MAX_STATEMENTS = 1000;
+/** SQLite's own default, for when the checkpoint thread fails. */
+const SQLITE_AUTOCHECKPOINT = 1000;
 const READ_ONLY = /^\s*SELECT\b/i;
 const FOR_UPDATE = /\s+FOR\s+UPDATE\s*$/i;
 
@@ -76,25 +91,36 @@ export class SqliteSql implements Sql {
   get failure(): Error | undefined {
     return this.wal?.failed;
   }
+  /** Checkpoints the log off the event loop; set along with `wal`. */
+  readonly checkpoints: Checkpointer | undefined;
   /** Called right after each COMMIT of a transaction, with whether it awaits an fsync (tests). */
   onCommit: ((durable: boolean) => void) | undefined;
 
   /**
    * `db` is the writing connection (its owner set the pragmas and migrated); `file`, when given,
    * opens the read-only second connection (not for `:memory:`, which a second connection would
-   * not see). `fsync` is for tests (wal-sync.ts).
+   * not see).
    */
   constructor(
     private readonly db: Database,
     file?: string,
-    fsync?: ConstructorParameters<typeof WalSync>[1],
+    opts: SqliteSqlOptions = {},
   ) {
     this.writer = new Connection(new Statements(db));
     const synchronous = (db.query("PRAGMA synchronous").get() as { synchronous: number }).synchronous;
     const journal = (db.query("PRAGMA journal_mode").get() as { journal_mode: string }).journal_mode;
     if (file && file !== ":memory:" && journal === "wal" && synchronous >= 2) {
-      this.wal = new WalSync(`${file}-wal`, fsync);
+      this.wal = new WalSync(`${file}-wal`, opts.fsync);
       db.exec("PRAGMA synchronous = NORMAL");
+      db.exec("PRAGMA wal_autocheckpoint = 0");
+      this.checkpoints = new Checkpointer({
+        file,
+        hold: () => this.acquire(),
+        fallback: () => db.exec(`PRAGMA wal_autocheckpoint = ${SQLITE_AUTOCHECKPOINT}`),
+        every: opts.checkpointEvery,
+        onError: opts.onCheckpointError,
+        script: opts.checkpointScript,
+      });
     }
     if (file && file !== ":memory:") {
       this.readerDb = new Database(file, { readonly: true, strict: true });
@@ -133,6 +159,7 @@ export class SqliteSql implements Sql {
       try {
         out = await fn(this.writer);
         this.db.exec("COMMIT");
+        this.checkpoints?.committed();
       } catch (err) {
         if (this.db.inTransaction) this.db.exec("ROLLBACK");
         throw err;
@@ -147,7 +174,9 @@ export class SqliteSql implements Sql {
     return out;
   }
 
-  async close(): Promise<void> {
+  /** Everything on this thread closes at once (the owner closes the writing connection right
+   * after); the promise waits for the checkpoint thread to close its connection. */
+  close(): Promise<void> {
     this.wal?.close();
     this.writer.statements.closed = this.reader.statements.closed = true;
     this.writer.statements.clear();
@@ -155,6 +184,7 @@ export class SqliteSql implements Sql {
       this.reader.statements.clear();
       this.readerDb.close();
     }
+    return this.checkpoints?.close() ?? Promise.resolve();
   }
 
   /** A statement that commits on its own (outside any transaction) resolves once it is on disk. */
@@ -166,13 +196,19 @@ export class SqliteSql implements Sql {
 
   /** A write outside any transaction: at once when no transaction is open, else after them. */
   private async exclusive<T>(op: () => Promise<T>): Promise<T> {
-    if (this.held === 0) return op();
+    if (this.held === 0) return this.committed(await op());
     const release = await this.acquire();
     try {
-      return await op();
+      return this.committed(await op());
     } finally {
       release();
     }
+  }
+
+  /** A statement outside a transaction commits by itself. */
+  private committed<T>(out: T): T {
+    this.checkpoints?.committed();
+    return out;
   }
 
   private acquire(): Promise<() => void> {

@@ -30,7 +30,7 @@ function heldDatabase(name: string) {
   db.exec("PRAGMA journal_mode = WAL");
   db.exec("PRAGMA synchronous = FULL");
   const pending: { fd: number; done: (err: NodeJS.ErrnoException | null) => void }[] = [];
-  const sql = new SqliteSql(db, file, (fd, done) => pending.push({ fd, done }));
+  const sql = new SqliteSql(db, file, { fsync: (fd, done) => pending.push({ fd, done }) });
   closing.push(() => {
     void sql.close();
     db.close();
@@ -139,9 +139,11 @@ test("the real fsync is of the database's log file, and its descriptor is closed
   db.exec("PRAGMA journal_mode = WAL");
   db.exec("PRAGMA synchronous = FULL");
   const synced: string[] = [];
-  const sql = new SqliteSql(db, file, (fd, done) => {
-    synced.push(readlinkSync(`/proc/self/fd/${fd}`));
-    fsync(fd, done);
+  const sql = new SqliteSql(db, file, {
+    fsync: (fd, done) => {
+      synced.push(readlinkSync(`/proc/self/fd/${fd}`));
+      fsync(fd, done);
+    },
   });
   await sql.tx(put("real"));
   expect(synced).toEqual([`${file}-wal`]);
