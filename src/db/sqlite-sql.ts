@@ -6,14 +6,15 @@
  * transaction that only read go to a second connection, so they see committed rows only and never
  * wait for a writer (WAL). bun:sqlite is synchronous: every promise here is settled at once, but
  * for a durable commit's fsync of the log, which runs in the thread pool after the connection is
- * free again (wal-sync.ts: group commit).
+ * free again (wal-sync.ts: group commit). The log is checkpointed by a worker thread, not inside
+ * a COMMIT on the event loop (checkpointer.ts).
  */
 import { Database, type Statement } from "bun:sqlite";
 import type { Param, Queryable, Sql, TxOptions } from "./sql.ts";
 import { WalSync } from "./wal-sync.ts";
 import { Checkpointer } from "./checkpointer.ts";
 
-/** How a SqliteSql is made to do what the server leaves implicit: for tests. */
+/** The server passes `onCheckpointError`; the rest is for tests. */
 export interface SqliteSqlOptions {
   /** Stands in for the log's fsync (wal-sync.ts). */
   fsync?: ConstructorParameters<typeof WalSync>[1];
