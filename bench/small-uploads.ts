@@ -52,7 +52,7 @@ const values = benchArgs("Small uploads: Stowage against a plain multipart + SHA
   backends: { default: "dfs", help: "dfs, ipfs or both, comma-separated" },
   "sha256-payload": { boolean: true, help: "sign the file's SHA-256 instead of its Cid (D5's older form)" },
   replace: { boolean: true, help: "every upload names the same file (replacing the last, deleting its content) instead of a new one" },
-  "no-floor": { boolean: true, help: "leave out the floor (servers/upload-floor.ts: the baseline + the signatures and claims every upload needs) and its own comparison" },
+  "no-floor": { boolean: true, help: "leave out the floor (servers/upload-floor.ts: the baseline + the signatures and claims every upload needs) and its two comparisons" },
   binary: BINARY_OPTION,
   "cpu-prof": CPU_PROF_OPTION,
 });
