@@ -2,10 +2,12 @@
  * Checkpoints of SQLite's write-ahead log, off the event loop (issue 10). SQLite's own
  * (`wal_autocheckpoint`, 1,000 pages) run inside the COMMIT that crosses the mark, on the
  * connection that wrote it; bun:sqlite is synchronous, so the whole event loop stopped while the
- * log was copied into the database and both were fsynced: ≈ 4 ms once every ≈ 200 small
- * commits, half of all the time commits took (bench/README, "checkpoints"). Here the writing
- * connection has no autocheckpoint; every `every` commits, a worker thread (checkpoint-worker.ts)
- * on a connection of its own runs a PASSIVE checkpoint while this thread goes on.
+ * log was copied into the database and both were fsynced: 3–5 ms once every ≈ 200 small
+ * commits, a third of all the time the commits of small uploads took (bench/README, "SQLite
+ * checkpoints off the event loop": commits 30 → 20 µs on average; uploads/s did not move). Here
+ * the writing connection has no autocheckpoint; every `every` commits, a worker thread
+ * (checkpoint-worker.ts) on a connection of its own runs a PASSIVE checkpoint while this thread
+ * goes on.
  *
  * A passive checkpoint never waits for the writer, so under steady writes it ends a few frames
  * behind the log, and SQLite starts the log over (writes it from its beginning again) only when a
