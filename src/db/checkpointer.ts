@@ -59,10 +59,8 @@ export class Checkpointer {
   /** Set when the thread failed: SQLite checkpoints by itself again. */
   failed: Error | undefined;
   private closed = false;
-  /** Checkpoints completed (both passes): for tests and the bench. */
+  /** Checkpoints completed (both passes): for tests. */
   runs = 0;
-  /** The last second pass's report: for tests. */
-  last: CheckpointReport | undefined;
 
   constructor(private readonly opts: CheckpointerOptions) {
     this.every = opts.every ?? 200;
@@ -99,7 +97,7 @@ export class Checkpointer {
       await this.checkpoint(worker);
       const release = await this.opts.hold();
       try {
-        this.last = await this.checkpoint(worker);
+        await this.checkpoint(worker);
       } finally {
         release();
       }
