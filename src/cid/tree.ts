@@ -45,9 +45,14 @@ export interface Linked {
   fileSize: number;
 }
 
+/** The Cid of a raw leaf whose bytes have the SHA-256 `digest`. */
+export function rawLeafCid(digest: Uint8Array): CID {
+  return CID.createV1(raw.code, createDigest(SHA2_256, digest));
+}
+
 /** A raw leaf as its parent links it: `digest` is the SHA-256 of its `size` bytes. */
 export function rawLeaf(digest: Uint8Array, size: number): Linked {
-  return { cid: CID.createV1(raw.code, createDigest(SHA2_256, digest)), tsize: size, fileSize: size };
+  return { cid: rawLeafCid(digest), tsize: size, fileSize: size };
 }
 
 /** A dag-pb UnixFS `file` node over `children`, as the importer's reducer builds it. */

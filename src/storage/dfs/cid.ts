@@ -11,9 +11,8 @@ import { importFile, type ByteStream, type WritableStorage } from "ipfs-unixfs-i
 import type { Chunker } from "ipfs-unixfs-importer/chunker";
 import { CID } from "multiformats/cid";
 import * as raw from "multiformats/codecs/raw";
-import { create as createDigest } from "multiformats/hashes/digest";
 import { sha256 } from "multiformats/hashes/sha2";
-import { rawLeaf, rootOf, sha256Hasher, type Linked } from "../../cid/tree.ts";
+import { rawLeaf, rawLeafCid, rootOf, sha256Hasher, type Linked } from "../../cid/tree.ts";
 import { CHUNK_SIZE, MAX_CHILDREN_PER_NODE, d9ImporterOptions } from "../cid-options.ts";
 
 export { CHUNK_SIZE, MAX_CHILDREN_PER_NODE };
@@ -64,7 +63,7 @@ export const CHUNK_PREFIX = "dfs/";
 
 /** The blob key of the chunk whose SHA-256 is `hash` (hex): the Cid the importer gave its leaf. */
 export function chunkKey(hash: string): string {
-  return CHUNK_PREFIX + CID.createV1(raw.code, createDigest(sha256.code, Buffer.from(hash, "hex"))).toString();
+  return CHUNK_PREFIX + rawLeafCid(Buffer.from(hash, "hex")).toString();
 }
 
 /** The hex SHA-256 a chunk key names, or undefined for a key that is not exactly a chunk key. */
