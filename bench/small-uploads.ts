@@ -41,7 +41,7 @@ import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { cidOfStream, D9_LAYOUT } from "../src/sdk/cid.ts";
 import { connectStorage } from "../src/sdk/storage.ts";
 import { storageDomain, storageTypes } from "../src/identity/eip712.ts";
-import { BINARY_OPTION, benchArgs, commandDuration, compareMany, CPU_PROF_OPTION, cpuMs, fmt, intOption, loadAverage, percentile, type RunningServer, startServer, stowageCommand, usageError } from "./harness.ts";
+import { BINARY_OPTION, benchArgs, commandDuration, compareMany, type ComparisonResult, CPU_PROF_OPTION, cpuMs, fmt, intOption, loadAverage, percentile, type RunningServer, startServer, stowageCommand, usageError } from "./harness.ts";
 
 const ROOT = join(import.meta.dir, "..");
 const values = benchArgs("Small uploads: Stowage against a plain multipart + SHA-256 + fsync'd file server, side by side.", {
@@ -179,28 +179,26 @@ try {
     p99: { unit: "ms", higherIsBetter: false, label: "latency p99" },
     cpu: { unit: "ms/upload", higherIsBetter: false, label: "server CPU per upload" },
   } as const;
+  type Compared = ComparisonResult<keyof typeof metrics>["metrics"];
+  /** A comparison's uploads/s and server CPU, subject against baseline, for the summary. */
+  const summary = (m: Compared) =>
+    `${fmt(m.rate.subject.median)} vs ${fmt(m.rate.baseline.median)} uploads/s (${m.rate.ratio.toFixed(2)}×, paired ${m.rate.paired.min.toFixed(2)}–${m.rate.paired.max.toFixed(2)}), server CPU ${fmt(m.cpu.subject.median)} vs ${fmt(m.cpu.baseline.median)} ms per upload (${m.cpu.ratio.toFixed(2)}×)`;
   /** Each back-end's round, for its comparison with the floor. */
   const measured: { kind: string; round: () => Promise<Record<keyof typeof metrics, number>> }[] = [];
   for (const kind of backends) {
     const stowageRound = async () => run(stowage.proc.pid, await signedRequests(`${stowage.url}/${kind}/`, { authorization: `Bearer ${accessToken}` }));
     const result = await compareMany({ name: `${kind} ${fileBytes / 1024} KiB × ${inFlight}`, rounds, warmup: 1, labels: { subject: `stowage-${kind}`, baseline: "baseline" }, metrics, subject: stowageRound, baseline: baselineRound });
     const m = result.metrics;
-    lines.push(
-      `  ${kind}: ${fmt(m.rate.subject.median)} vs ${fmt(m.rate.baseline.median)} uploads/s (${m.rate.ratio.toFixed(2)}×, paired ${m.rate.paired.min.toFixed(2)}–${m.rate.paired.max.toFixed(2)}), p50 ${fmt(m.p50.subject.median)} vs ${fmt(m.p50.baseline.median)} ms, server CPU ${fmt(m.cpu.subject.median)} vs ${fmt(m.cpu.baseline.median)} ms per upload`,
-    );
+    lines.push(`  ${kind}: ${summary(m)}, p50 ${fmt(m.p50.subject.median)} vs ${fmt(m.p50.baseline.median)} ms`);
     measured.push({ kind, round: stowageRound });
   }
   if (floor) {
     const floorRound = async () => run(floor.proc.pid, await signedRequests(`${floor.url}/upload`, {}));
     const f = (await compareMany({ name: `floor ${fileBytes / 1024} KiB × ${inFlight}`, rounds, warmup: 1, labels: { subject: "floor", baseline: "baseline" }, metrics, subject: floorRound, baseline: baselineRound })).metrics;
-    lines.push(
-      `  floor (the baseline + D5/D6's two recoveries and one durable claim-and-record transaction, servers/upload-floor.ts): ${fmt(f.rate.subject.median)} vs ${fmt(f.rate.baseline.median)} uploads/s (${f.rate.ratio.toFixed(2)}×, paired ${f.rate.paired.min.toFixed(2)}–${f.rate.paired.max.toFixed(2)}), server CPU ${fmt(f.cpu.subject.median)} vs ${fmt(f.cpu.baseline.median)} ms per upload`,
-    );
+    lines.push(`  floor (the baseline + D5/D6's two recoveries and one durable claim-and-record transaction, servers/upload-floor.ts): ${summary(f)}`);
     for (const { kind, round } of measured) {
       const k = (await compareMany({ name: `${kind} against the floor`, rounds, warmup: 1, labels: { subject: `stowage-${kind}`, baseline: "floor" }, metrics, subject: round, baseline: floorRound })).metrics;
-      lines.push(
-        `  ${kind} / floor, in alternation: ${fmt(k.rate.subject.median)} vs ${fmt(k.rate.baseline.median)} uploads/s (${k.rate.ratio.toFixed(2)}×, paired ${k.rate.paired.min.toFixed(2)}–${k.rate.paired.max.toFixed(2)}), server CPU ${fmt(k.cpu.subject.median)} vs ${fmt(k.cpu.baseline.median)} ms per upload (${k.cpu.ratio.toFixed(2)}×)`,
-      );
+      lines.push(`  ${kind} / floor, in alternation: ${summary(k)}`);
     }
   }
   console.log(`\nsummary (stowage vs baseline, medians; ratio = stowage / baseline)\n${lines.slice(1).join("\n")}\nload average at the end: ${loadAverage()}`);
