@@ -4,10 +4,11 @@
  * that have arrived (multipart framing and bytes not yet sent never hold anything, so they cannot
  * refuse another transfer). An upload checks again when its bytes pass what was free (or its
  * declared length) at its last check; the exact check — stored + others' holds + this file ≤ pool
- * — runs in the transaction that inserts the file row. Each check is one transaction that first
- * locks the account's `quota_accounts` row (D16), so no number of parallel requests, on one
- * gateway or many, can exceed a pool: the checks of one account run one after the other, each
- * reading what the last one wrote (READ COMMITTED, a fresh snapshot per statement).
+ * — runs in the transaction that inserts the file row. Each check that holds bytes is one
+ * transaction that first locks the account's `quota_accounts` row (D16), so no number of parallel
+ * requests, on one gateway or many, can exceed a pool: the checks of one account run one after
+ * the other, each reading what the last one wrote (READ COMMITTED, a fresh snapshot per
+ * statement). An upload's first look, before any byte, holds nothing and only reads.
  *
  * Holds carry this gateway's id and an `expires_at` renewed while bytes flow: a hold of a dead
  * gateway or a silent client stops counting once expired, and only expired holds are ever cleared.
@@ -139,6 +140,27 @@ export function createMeter({ sql, records, storedBytes, now = Date.now, gateway
 
     const mine = () => Object.values(ids).filter((id) => id !== undefined);
 
+    /**
+     * The check before any byte arrived. A hold of nothing changes no other check, so it holds
+     * nothing: it reads, without a transaction or the account's lock, whether the pools are full
+     * already, and how far the upload may get before it must check (and hold) for real. It was a
+     * transaction of its own that wrote two holds of 0 bytes and a later one deleted them: two of
+     * a small upload's seven SQLite transactions (issue 10).
+     */
+    async function firstLook() {
+      let free = Number.POSITIVE_INFINITY;
+      for (const [kind, p] of [["space", space], ["traffic", traffic]] as const) {
+        const inUse = await used(sql, account, did, kind, p.periodStart, { except: replaced });
+        if (inUse > p.limit) {
+          closed = true;
+          throw refuse(kind, p.limit, inUse, 0);
+        }
+        free = Math.min(free, p.limit - inUse);
+      }
+      recordedAt = now();
+      checkAt = Math.min(declared, free);
+    }
+
     /** Checks both pools for the bytes received so far and records them as this upload's holds. */
     async function check() {
       const want = received;
@@ -171,7 +193,7 @@ export function createMeter({ sql, records, storedBytes, now = Date.now, gateway
       checkAt = want + Math.min(Math.max(declared - want, 0), outcome);
     }
 
-    await check();
+    await firstLook();
     return {
       /** Counts bytes that arrived: checks again past what was free, records them now and then. */
       async add(bytes: number) {

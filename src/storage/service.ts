@@ -181,8 +181,9 @@ export function createStorage(deps: StorageDeps) {
 
   /**
    * An upload makes ONE commit with an fsync on SQLite: its file row's. Every commit before it —
-   * the requestID's claim, the voucher's claim, the quota's holds, the blob pins, the content's
-   * rows (dfs manifest, ipfs pin) — is `durable: false` (sql.ts): in the WAL, which the OS holds
+   * the requestID's and the voucher's claims (one transaction), the quota's holds (a large upload
+   * only: a first look holds nothing), the blob pins, the content's rows (dfs manifest, ipfs pin)
+   * — is `durable: false` (sql.ts): in the WAL, which the OS holds
    * (a killed process loses none of it), and fsynced by the next durable commit, in log order, so
    * a power cut keeps a prefix of the commits, never a later one without the earlier ones. The
    * file row's transaction also counts the voucher's bytes and the quota's (its hook), and the
@@ -217,13 +218,22 @@ export function createStorage(deps: StorageDeps) {
       const name = cleanName(part.filename);
       const payload = String(part.fields.payload ?? "");
       const expected = expectedContent(payload);
-      await sessions.restricted({ ...part.fields, payload }, "upload", who.did, { durable: false });
+      const request = await sessions.verify({ ...part.fields, payload }, "upload", who.did);
       const voucher = await vouchers.payerOf(part.fields);
       if (!(await paysFor(who.did, voucher.payer))) {
         throw storageError.address("the voucher's payer is not the Bearer account or one of its keys");
       }
       quota = await deps.meter?.beginUpload(who.did.address, who.did.canonical, { declared: Number.isFinite(declared) ? declared : undefined, backend: b.kind, name });
-      const accepted = await vouchers.accept(voucher, undefined, { durable: false });
+      // Both claims in one light commit (see above). Each decides by a conditional insert (the
+      // requestID's after its session's row lock): READ COMMITTED suffices (D16). A refused claim
+      // rolls the other back.
+      const accepted = await sql.tx(
+        async (tx) => {
+          await request.claim(tx);
+          return vouchers.claim(tx, voucher);
+        },
+        { isolation: "read committed", durable: false },
+      );
       const limit = Math.min(accepted.allowance, deps.maxBody);
       const { stream, meter } = meterUpload(
         part.stream,

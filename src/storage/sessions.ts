@@ -13,7 +13,7 @@
  * moment accept it once (D16).
  */
 import type { Address, Hex, TypedDataDomain } from "viem";
-import type { Sql } from "../db/sql.ts";
+import type { Queryable, Sql } from "../db/sql.ts";
 import { storageError } from "../http/errors.ts";
 import { parseDid, type Did } from "../identity/did.ts";
 import { isSignature, type RequestAction } from "../identity/eip712.ts";
@@ -142,13 +142,12 @@ export function createSessions(deps: { sql: Sql; resolver: DidResolver; domain: 
   }
 
   /**
-   * Verifies a restricted call and claims its requestID. `caller` is the Bearer token's DID.
-   * Answers the claimed id and the key that signed (D18 records it with an access key).
-   * `durable: false` (sql.ts): the claim commits without an fsync of its own, for a caller whose
-   * acknowledged outcome is a durable commit that comes after it and carries it (an upload's file
-   * row); every other caller keeps the claim's own fsync.
+   * Verifies a restricted call (`caller` is the Bearer token's DID) without claiming it yet:
+   * answers its id, the key that signed (D18 records it with an access key) and `claim`, which
+   * claims the requestID in the caller's transaction (an upload claims its voucher in the same
+   * one: one commit where two took two, issue 10). A call is accepted once claimed.
    */
-  async function restricted(input: RestrictedInput, action: RequestAction, caller: Did, opts: { durable?: boolean } = {}): Promise<{ requestID: bigint; signer: Address }> {
+  async function verify(input: RestrictedInput, action: RequestAction, caller: Did): Promise<{ requestID: bigint; signer: Address; claim(tx: Queryable): Promise<void> }> {
     if (!input.did || !input.token || input.requestID === undefined || input.requestID === "" || input.payload === undefined || !input.signature) throw refuse("Missing parameter");
     const who = did(input.did, chainId);
     if (who.canonical !== caller.canonical) throw refuse("the signed did is not the Bearer token's DID");
@@ -165,25 +164,31 @@ export function createSessions(deps: { sql: Sql; resolver: DidResolver; domain: 
     const signer = await authorizedSigner(resolver, who, async () => signerOfRequest({ did: input.did as string, token, requestID, action, payload }, signature), granted);
 
     const id = Number(requestID);
-    await sql.tx(
-      async (tx) => {
-        // Read again, locked: a login or other calls may have moved the session while we verified,
-        // and none can until this transaction ends.
-        const now = await tx.get<SessionRow>(SESSION_LOCKED, [who.canonical, token]);
-        if (!now || now.timestamp !== open.timestamp) throw refuse("the session changed: log in again");
-        if (id <= now.highestRequest - REQUEST_WINDOW) throw refuse("requestID is too old");
-        const claimed = await tx.get(CLAIM, [who.canonical, token, id]);
-        if (!claimed) throw refuse("requestID already used");
-        const highest = Math.max(now.highestRequest, id);
-        await tx.run(RAISE, [who.canonical, token, highest]);
-        await tx.run(PRUNE, [who.canonical, token, highest - REQUEST_WINDOW]);
-      },
-      { isolation: "read committed", durable: opts.durable },
-    );
+    const openedAt = open.timestamp;
+    /** Every read-modify-write here follows the session's row lock: READ COMMITTED suffices (D16). */
+    async function claim(tx: Queryable) {
+      // Read again, locked: a login or other calls may have moved the session while we verified,
+      // and none can until this transaction ends.
+      const now = await tx.get<SessionRow>(SESSION_LOCKED, [who.canonical, token]);
+      if (!now || now.timestamp !== openedAt) throw refuse("the session changed: log in again");
+      if (id <= now.highestRequest - REQUEST_WINDOW) throw refuse("requestID is too old");
+      const claimed = await tx.get(CLAIM, [who.canonical, token, id]);
+      if (!claimed) throw refuse("requestID already used");
+      const highest = Math.max(now.highestRequest, id);
+      await tx.run(RAISE, [who.canonical, token, highest]);
+      await tx.run(PRUNE, [who.canonical, token, highest - REQUEST_WINDOW]);
+    }
+    return { requestID, signer, claim };
+  }
+
+  /** Verifies a restricted call and claims its requestID in a transaction of its own. */
+  async function restricted(input: RestrictedInput, action: RequestAction, caller: Did): Promise<{ requestID: bigint; signer: Address }> {
+    const { requestID, signer, claim } = await verify(input, action, caller);
+    await sql.tx(claim, { isolation: "read committed" });
     return { requestID, signer };
   }
 
-  return { login, info, restricted };
+  return { login, info, verify, restricted };
 }
 
 export type Sessions = ReturnType<typeof createSessions>;

@@ -87,11 +87,10 @@ export function createVouchers({ sql, domain, seller, now = Date.now }: { sql: S
     return { payer: v.payer, size: v.size, allowance };
   }
 
-  /** Accepts a voucher once, in a transaction of its own; `durable: false` as restricted calls
-   * take it (sessions.ts): only for a caller whose durable commit comes next and carries it. */
-  function accept(v: { payer: Address; size: number }, needs?: number, opts: { durable?: boolean } = {}): Promise<AcceptedVoucher> {
+  /** Accepts a voucher once, in a transaction of its own. */
+  function accept(v: { payer: Address; size: number }, needs?: number): Promise<AcceptedVoucher> {
     // Every read-modify-write here is the conditional insert: READ COMMITTED suffices (D16).
-    return sql.tx((tx) => claim(tx, v, needs), { isolation: "read committed", durable: opts.durable });
+    return sql.tx((tx) => claim(tx, v, needs), { isolation: "read committed" });
   }
 
   /** What `claim` would refuse, asked without a transaction: a download read whole before it is

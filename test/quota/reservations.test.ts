@@ -152,20 +152,26 @@ describe("clearing holds", () => {
     const { account, client } = await gw.user();
     await grant(account.address, "space", 1_000_000);
     await grant(account.address, "traffic", 100_000_000);
-    // An upload in flight on this gateway: its first check made its hold rows.
-    const live = await meter.beginUpload(account.address, client.did, { declared: 200_000, backend: "dfs", name: "in-flight.bin" });
+    // An upload in flight on this gateway, whose 100 kB arrived 10 s after it began: it holds them
+    // (a first look, before any byte, holds nothing).
+    let clock = Date.now();
+    const here = createMeter({ sql, records: gw.quota!.records, storedBytes: async () => 0, now: () => clock, gateway: "this-gateway" });
+    const live = await here.beginUpload(account.address, client.did, { declared: 200_000, backend: "dfs", name: "in-flight.bin" });
+    expect(await holdsOf(account.address)).toEqual([]);
+    clock += 10_000;
+    await live.add(100_000);
     const now = Date.now();
     await addHold({ account: account.address, bytes: 300_000, createdAt: now, gateway: "another-gateway", expiresAt: now + 60_000 });
     await addHold({ account: account.address, bytes: 400_000, createdAt: now - 120_000, gateway: "a-dead-gateway", expiresAt: now - 1 });
     // An expired hold no longer counts, even before anything clears it.
-    expect((await client.space()).SizeByte).toBe(700_000);
+    expect((await client.space()).SizeByte).toBe(600_000);
 
     expect(await meter.clearStale()).toBe(1);
     const left = await holdsOf(account.address);
-    expect(left.map((h) => `${h.kind} ${h.gateway}`).sort()).toEqual([`space ${meter.gateway}`, "space another-gateway", `traffic ${meter.gateway}`].sort());
-    // Another gateway's live hold still counts.
-    expect((await client.space()).SizeByte).toBe(700_000);
-    expect(await statusOf(client.upload("dfs", random(700_001), { name: "too-big" }))).toBe(402);
+    expect(left.map((h) => `${h.kind} ${h.gateway}`).sort()).toEqual(["space this-gateway", "space another-gateway", "traffic this-gateway"].sort());
+    // Live holds, this gateway's and another's, still count.
+    expect((await client.space()).SizeByte).toBe(600_000);
+    expect(await statusOf(client.upload("dfs", random(600_001), { name: "too-big" }))).toBe(402);
 
     await live.release();
     expect((await holdsOf(account.address)).map((h) => h.gateway)).toEqual(["another-gateway"]);
