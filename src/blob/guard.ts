@@ -54,8 +54,15 @@ export interface Lease {
   readonly holder: string;
   /** Claims keys (idempotent); await it before looking whether they exist. */
   pin(keys: readonly string[]): Promise<void>;
-  /** Drops this lease's pins: the referencing rows have committed, or the upload gave up. */
-  release(): Promise<void>;
+  /**
+   * Drops this lease's pins in the caller's transaction, the one that writes the rows referencing
+   * its keys (an upload's file row's, issue 10): pins and rows then change in one commit. Once it
+   * committed, `release({ unpinned: true })`; if it rolled back, `release()`.
+   */
+  unpinIn(tx: Queryable): Promise<void>;
+  /** Drops this lease's pins: the referencing rows have committed, or the upload gave up.
+   * `unpinned`: `unpinIn`'s transaction committed, so only the renewals stop. */
+  release(opts?: { unpinned?: boolean }): Promise<void>;
 }
 
 export interface BlobGuard {
@@ -157,7 +164,11 @@ export function createBlobGuard({ sql, store, log, now = Date.now }: { sql: Sql;
           }
           for (const k of fresh) keys.add(k);
         },
-        async release() {
+        async unpinIn(tx) {
+          await Promise.allSettled([...writing]);
+          await tx.run(UNPIN, [holder]);
+        },
+        async release(opts) {
           if (released) return;
           released = true;
           clearInterval(timer);
@@ -165,7 +176,7 @@ export function createBlobGuard({ sql, store, log, now = Date.now }: { sql: Sql;
           await Promise.allSettled([...writing]);
           // No fsync of its own (sql.ts durable): a power cut that loses it leaves pins that lapse
           // after LEASE_MS, which only delays a deletion.
-          await sql.tx((tx) => tx.run(UNPIN, [holder]), { isolation: "read committed", durable: false });
+          if (!opts?.unpinned) await sql.tx((tx) => tx.run(UNPIN, [holder]), { isolation: "read committed", durable: false });
           keys.clear();
         },
       };

@@ -14,6 +14,7 @@
  */
 // Declared once, beside the Range parser that produces it (storage may import http; not back).
 import type { ByteRange } from "../http/range.ts";
+import type { Queryable } from "../db/sql.ts";
 
 export type { ByteRange };
 
@@ -29,6 +30,13 @@ export interface PendingPut {
    * either commit, whatever it says.
    */
   commit(opts?: { durable?: boolean }): Promise<void>;
+  /**
+   * What `commit` writes, written in the caller's transaction instead (an upload's file row's:
+   * one commit where three took three, issue 10): the content is referenced when that transaction
+   * commits, or not at all. After it committed, `commit()` only lets go of what kept the content
+   * meanwhile; after it rolled back, `abort()` (storage/pending.ts's `recordWith` does both).
+   */
+  commitIn(tx: Queryable): Promise<void>;
   /** Drops what `put` wrote, unless other references hold it. Idempotent. */
   abort(): Promise<void>;
 }

@@ -19,6 +19,7 @@ import { storageError } from "../http/errors.ts";
 import type { Backend, BackendKind, ByteRange, PendingPut } from "./backend.ts";
 import { backendLookup } from "./errors.ts";
 import { createFiles, type FileRow } from "./files.ts";
+import { recordWith } from "./pending.ts";
 import { meterDownload } from "./transfer.ts";
 import { WHOLE_BODY_MAX } from "./service.ts";
 
@@ -94,25 +95,26 @@ export function createDirectStorage(deps: DirectDeps) {
   }
 
   /**
-   * Commits `pending` and records it as the file `name` of `who` (replacing one of that name), the
-   * quota's exact check in the same transaction; `moved` bytes count as traffic. On failure
-   * nothing is kept.
+   * Records `pending` as the file `name` of `who` (replacing one of that name): its content's rows
+   * and the quota's exact check in the file row's transaction; `moved` bytes count as traffic. On
+   * failure nothing is kept.
    */
   async function keep(b: Backend, who: Did, name: string, pending: PendingPut, quota: UploadMeter | undefined, etag: string | undefined, moved: number, encryption = ""): Promise<FileRow> {
-    try {
-      await pending.commit();
-    } catch (err) {
-      await pending.abort().catch(() => {});
-      throw err;
-    }
-    let added: Awaited<ReturnType<typeof files.add>>;
-    try {
-      added = await files.add({ did: who.canonical, backend: b.kind, name, cid: pending.cid, size: pending.size, encryption, etag }, quota?.commit(pending.size, moved));
-    } catch (err) {
-      await quota?.release();
-      await release(b, pending.cid);
-      throw err;
-    }
+    const row = { did: who.canonical, backend: b.kind, name, cid: pending.cid, size: pending.size, encryption, etag };
+    const counted = quota?.commit(pending.size, moved);
+    const added = await recordWith(
+      pending,
+      (rows) =>
+        files.add(row, {
+          ...(counted && { lock: counted.lock }),
+          async settle(tx) {
+            await rows(tx);
+            await counted?.settle(tx);
+          },
+        }),
+      async () => quota?.release(),
+      log,
+    );
     if (moved > 0) deps.onTransfer?.(b.kind, "in", moved);
     if (added.replaced) await release(b, added.replaced);
     return added.row;

@@ -62,6 +62,7 @@ export function withStorageErrors(b: Backend): Backend {
     cid: p.cid,
     size: p.size,
     commit: (opts) => p.commit(opts).catch(rethrow),
+    commitIn: (tx) => p.commitIn(tx).catch(rethrow),
     abort: () => p.abort().catch(rethrow),
   });
   const compose = b.compose?.bind(b);

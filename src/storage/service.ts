@@ -21,7 +21,8 @@ import type { DidResolver } from "../identity/resolver.ts";
 import type { Logger } from "../log.ts";
 import type { Backend, BackendKind, ByteRange } from "./backend.ts";
 import { backendLookup } from "./errors.ts";
-import { cleanName, createFiles, fileEntry, type AddHook } from "./files.ts";
+import { cleanName, createFiles, fileEntry } from "./files.ts";
+import { recordWith } from "./pending.ts";
 import { createSessions, type LoginInput, type SessionKeys } from "./sessions.ts";
 import { meterDownload, meterUpload } from "./transfer.ts";
 import { createVouchers } from "./vouchers.ts";
@@ -182,14 +183,15 @@ export function createStorage(deps: StorageDeps) {
   /**
    * An upload makes ONE commit with an fsync on SQLite: its file row's. Every commit before it —
    * the requestID's and the voucher's claims (one transaction), the quota's holds (a large upload
-   * only: a first look holds nothing), the blob pins, the content's rows (dfs manifest, ipfs pin)
-   * — is `durable: false` (sql.ts): in the WAL, which the OS holds
-   * (a killed process loses none of it), and fsynced by the next durable commit, in log order, so
-   * a power cut keeps a prefix of the commits, never a later one without the earlier ones. The
-   * file row's transaction also counts the voucher's bytes and the quota's (its hook), and the
-   * answer goes out after it. Four more fsyncs per upload held the whole event loop (bun:sqlite is
-   * synchronous) for each one: 4 KiB uploads ran at 0.04–0.06× of a plain fsync'd-file server
-   * (issue 10). A power cut:
+   * only: a first look holds nothing), the blob pins, ipfs's content rows (its pin) — is
+   * `durable: false` (sql.ts): in the WAL, which the OS holds (a killed process loses none of
+   * it), and fsynced by the next durable commit, in log order, so a power cut keeps a prefix of
+   * the commits, never a later one without the earlier ones. The file row's transaction also
+   * writes dfs's content rows and drops its pins (`commitIn`), and counts the voucher's bytes and
+   * the quota's (its hook); the answer goes out after it. Four more fsyncs per upload held the
+   * whole event loop (bun:sqlite is synchronous) for each one: 4 KiB uploads ran at 0.04–0.06× of
+   * a plain fsync'd-file server (issue 10), and each transaction's BEGIN and COMMIT run on it
+   * too: a small dfs upload makes three, where it made seven. A power cut:
    * - before the file row's commit is on disk: the upload was not acknowledged. What its earlier
    *   commits wrote may be gone with it: its chunks and blocks (fsynced before any row names
    *   them: dfs/put.ts, ipfs) are then orphans the start-up sweeps remove; a content row that
@@ -254,30 +256,24 @@ export function createStorage(deps: StorageDeps) {
         await pending.abort();
         throw storageError.badRequest(`payload does not match the file's ${expected.kind === "sha256" ? "SHA-256" : "Cid"}: nothing was kept`);
       }
-      try {
-        await pending.commit({ durable: false }); // the file row's commit carries it (above)
-      } catch (err) {
-        await pending.abort().catch(() => {}); // never leave a put neither committed nor aborted
-        throw err;
-      }
-      let added: Awaited<ReturnType<typeof files.add>>;
-      try {
-        // The quota's exact check (D14) and the voucher's count run in the transaction that
-        // records the file: the bytes count exactly when the file is stored.
-        const counted = quota?.commit(pending.size, meter.bytes);
-        const hook: AddHook = {
-          ...(counted && { lock: counted.lock }),
-          async settle(tx) {
-            await counted?.settle(tx);
-            await vouchers.settle(accepted, meter.bytes, tx);
-          },
-        };
-        added = await files.add({ did: who.did.canonical, backend: b.kind, name, cid: pending.cid, size: pending.size, encryption: String(part.fields.encryption ?? "") }, hook);
-      } catch (err) {
-        await quota?.release(); // first: a refused upload never counts against another's check
-        await release(b, pending.cid);
-        throw err;
-      }
+      // The content's rows, the quota's exact check (D14) and the voucher's count run in the
+      // transaction that records the file: the bytes count exactly when the file is stored.
+      const counted = quota?.commit(pending.size, meter.bytes);
+      const row = { did: who.did.canonical, backend: b.kind, name, cid: pending.cid, size: pending.size, encryption: String(part.fields.encryption ?? "") };
+      const added = await recordWith(
+        pending,
+        (rows) =>
+          files.add(row, {
+            ...(counted && { lock: counted.lock }),
+            async settle(tx) {
+              await rows(tx);
+              await counted?.settle(tx);
+              await vouchers.settle(accepted, meter.bytes, tx);
+            },
+          }),
+        async () => quota?.release(),
+        log,
+      );
       deps.onTransfer?.(b.kind, "in", meter.bytes);
       if (added.replaced) await release(b, added.replaced);
       return fileEntry(added.row, (await deps.publicCids?.(who.did.address, [added.row.cid]))?.has(added.row.cid));

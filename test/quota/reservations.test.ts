@@ -5,7 +5,10 @@
  */
 import { describe, expect, test } from "bun:test";
 import type { Address } from "viem";
+import { CID } from "multiformats/cid";
 import { createMeter, RESERVATION_TTL_MS } from "../../src/quota/meter.ts";
+import { chunkKey } from "../../src/storage/dfs/cid.ts";
+import { cidOf } from "../../src/storage/dfs/index.ts";
 import { readJson, statusOf } from "../support/app.ts";
 import { testGateway } from "../support/storage.ts";
 import { granter } from "./grants.ts";
@@ -23,25 +26,35 @@ const addHold = (h: { account: Address; bytes: number; createdAt: number; gatewa
 
 /**
  * An upload whose client sends the first `sent` bytes of its body and then stalls, with the whole
- * body's Content-Length declared; `abort()` breaks the body as a vanished client does.
+ * body's Content-Length declared; `abort()` breaks the body as a vanished client does, `finish()`
+ * sends the rest.
  */
 async function stalledUpload(s: Awaited<ReturnType<typeof gw.session>>, requestID: number, file: Uint8Array, sent: number) {
   const full = await gw.uploadRequest(s, { requestID, bytes: file, name: `stalled-${requestID}.bin` });
   const body = new Uint8Array(await full.arrayBuffer());
   let fail!: (err: Error) => void;
-  const broken = new Promise<never>((_, reject) => (fail = reject));
+  let resume!: () => void;
+  const stalled = new Promise<void>((ok, reject) => ((fail = reject), (resume = ok)));
   let given = false;
   const stream = new ReadableStream<Uint8Array>({
     async pull(controller) {
-      if (given) return broken.catch((err) => controller.error(err));
-      given = true;
-      controller.enqueue(body.subarray(0, sent));
+      if (!given) {
+        given = true;
+        return controller.enqueue(body.subarray(0, sent));
+      }
+      try {
+        await stalled;
+        controller.enqueue(body.subarray(sent));
+        controller.close();
+      } catch (err) {
+        controller.error(err);
+      }
     },
   });
   const headers = new Headers(full.headers);
   headers.set("content-length", String(body.byteLength));
   const answer = gw.app.handle(new Request(full.url, { method: "POST", headers, body: stream, duplex: "half" } as RequestInit));
-  return { answer, abort: () => fail(new Error("client went away")) };
+  return { answer, abort: () => fail(new Error("client went away")), finish: resume };
 }
 
 describe("parallel uploads", () => {
@@ -144,6 +157,34 @@ describe("renewing holds", () => {
     expect(await spaceLeft()).toBe(1_000_000);
     await up.release();
     expect(await holdsOf(account.address)).toEqual([]);
+  });
+});
+
+describe("an upload refused by the exact check", () => {
+  // Its content's rows would commit in the file row's transaction (issue 10): refused there, none
+  // of them stays, nor its pins, nor its chunk.
+  test("when another upload filled the space while its bytes arrived: 402, and nothing of it is kept", async () => {
+    const { account, client } = await gw.user();
+    await grant(account.address, "space", 10_000);
+    await grant(account.address, "traffic", 1_000_000);
+    const s = await gw.session(account);
+    const file = random(6_000);
+    // Its first look found 10,000 bytes free, more than it declares: it holds nothing as it streams.
+    const late = await stalledUpload(s, 1, file, 3_000);
+    expect(await statusOf(client.upload("dfs", random(6_000), { name: "first.bin" }))).toBe(200);
+    late.finish();
+    const answer = await late.answer;
+    expect(answer.status).toBe(402);
+    expect((await readJson(answer)).Description).toMatch(/not enough space/);
+    const cid = await cidOf([file]);
+    expect(await gw.backends.dfs?.stat(cid)).toBeUndefined();
+    expect(await sql.get("SELECT cid FROM dfs_objects WHERE cid = $1", [cid])).toBeUndefined();
+    expect(await sql.all("SELECT key FROM blob_pins")).toEqual([]);
+    const hash = Buffer.from(CID.parse(cid).multihash.digest).toString("hex");
+    expect(await sql.get("SELECT hash FROM dfs_chunks WHERE hash = $1", [hash])).toBeUndefined();
+    expect(await gw.blobs.store.stat(chunkKey(hash))).toBeUndefined();
+    expect((await client.list("dfs")).Object.map((o) => o.Name)).toEqual(["first.bin"]);
+    expect((await client.space()).SizeByte).toBe(4_000);
   });
 });
 

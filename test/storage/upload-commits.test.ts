@@ -1,8 +1,8 @@
 // An upload's commits (issue 10, storage/service.ts `upload`): on SQLite exactly one of them
-// fsyncs — the file row's — and every commit the upload made before it (the requestID's claim, the
-// voucher's claim, the content's rows) comes earlier in the log, so that one fsync makes them all
-// durable before the answer; the voucher's count commits with the file row (it counts exactly
-// when the file is stored), on PostgreSQL too. Whether a commit fsyncs is what the SQLite layer
+// fsyncs — the file row's — and every commit the upload made before it (the requestID's and the
+// voucher's claims, the blob pins) comes earlier in the log, so that one fsync makes them all
+// durable before the answer; the content's rows and the voucher's count commit with the file row
+// (the bytes count exactly when the file is stored), on PostgreSQL too. Whether a commit fsyncs is what the SQLite layer
 // reports right after its COMMIT (`onCommit`: whether the transaction then awaits an fsync of the
 // log); that such a transaction resolves only after that fsync is test/db/wal-sync.test.ts's.
 // A download's voucher claim, whole or streamed, commits with an fsync before its bytes go out.
@@ -91,21 +91,21 @@ function recordCommits(sql: Sql) {
 
 const random = (n: number) => crypto.getRandomValues(new Uint8Array(n));
 
-/** What every acknowledged upload's commits must show. */
-function expectOneCarryingCommit(commits: Commit[], content: "dfs_objects" | "ipfs_pins") {
-  const fileRow = commits.findIndex((c) => c.tables.has("files"));
-  expect(fileRow).toBeGreaterThanOrEqual(0);
-  // The voucher's count and the file row: one transaction.
-  expect(commits[fileRow]?.tables.has("voucher_counters")).toBe(true);
+/**
+ * What every acknowledged small upload's commits must show: three, in this order — both claims,
+ * the blob pins, then the file row's, which carries the content's rows, drops the pins and counts
+ * the voucher's bytes (seven commits before issue 10's folding).
+ */
+function expectUploadCommits(commits: Commit[], content: "dfs_objects" | "ipfs_pins") {
+  const tables = commits.map((c) => [...c.tables]);
+  expect(tables).toHaveLength(3);
+  expect(tables[0]).toEqual(expect.arrayContaining(["session_requests", "vouchers_used"]));
+  expect(tables[1]).toEqual(["blob_pins"]);
+  expect(tables[2]).toEqual(expect.arrayContaining(["files", content, "blob_pins", "voucher_counters"]));
   expect(commits.filter((c) => c.tables.has("voucher_counters"))).toHaveLength(1);
-  // Each claim and the content's rows commit before the file row (then its fsync carries them).
-  for (const table of ["session_requests", "vouchers_used", content]) {
-    const at = commits.findIndex((c) => c.tables.has(table));
-    expect({ table, before: at >= 0 && at < fileRow }).toEqual({ table, before: true });
-  }
-  expect(commits[fileRow]?.fsync).toBe(true);
+  expect(commits[2]?.fsync).toBe(true);
   // SQLite: no other commit of the upload fsyncs (PostgreSQL keeps each commit durable).
-  if (TEST_DB === "sqlite") expect(commits.map((c) => c.fsync)).toEqual(commits.map((_, i) => i === fileRow));
+  if (TEST_DB === "sqlite") expect(commits.map((c) => c.fsync)).toEqual([false, false, true]);
 }
 
 const gw = await testGateway({ quota: true });
@@ -125,7 +125,7 @@ describe("an acknowledged upload, with quota", () => {
         entry = await client.upload(kind, random(4096), { name: `small-${kind}.bin` });
       });
       expect(entry?.Size).toBe(4096);
-      expectOneCarryingCommit(commits, kind === "dfs" ? "dfs_objects" : "ipfs_pins");
+      expectUploadCommits(commits, kind === "dfs" ? "dfs_objects" : "ipfs_pins");
       // The quota's exact check settled in the file row's transaction too.
       expect(commits.find((c) => c.tables.has("files"))?.tables.has("traffic_usage")).toBe(true);
       expect((await client.space()).SizeByte).toBe(10_000_000 - 4096);
@@ -137,7 +137,7 @@ describe("an acknowledged upload, without quota", () => {
   test("dfs: the same one fsync'd commit carrying the claims; the voucher counts what moved", async () => {
     const { client, account } = await plain.user();
     const commits = await plainRecorder.during(() => client.upload("dfs", random(4096), { name: "small.bin" }));
-    expectOneCarryingCommit(commits, "dfs_objects");
+    expectUploadCommits(commits, "dfs_objects");
     expect(await plain.storage?.vouchers.usedBy(account.address)).toBe(4096);
   });
 });

@@ -153,7 +153,7 @@ export async function testGateway(opts: GatewayOptions = {}) {
     return { app, storage, quota };
   }
 
-  return { ...made, chain, backends, resolver, fetch, user, domain, seller, sign, session, uploadRequest, another };
+  return { ...made, chain, backends, blobs, resolver, fetch, user, domain, seller, sign, session, uploadRequest, another };
 }
 
 /** A user-generated login token (D4: 16–64 bytes of hex). */

@@ -16,8 +16,9 @@ import { rawLeaf, rootOf } from "../../cid/tree.ts";
 import type { PendingPut } from "../backend.ts";
 import { CHUNK_SIZE, MAX_CHILDREN_PER_NODE, chunkKey } from "./cid.ts";
 import type { DfsContext } from "./context.ts";
-import { pendingPut } from "./put.ts";
-import type { ChunkRef } from "./rows.ts";
+import { AbortedPutError } from "./errors.ts";
+import { pendingPut } from "../pending.ts";
+import { commitIn, type ChunkRef } from "./rows.ts";
 
 /** The D9 Cid of a file whose raw leaves are `leaves`, in order (no block is stored or read: the
  * leaves exist, inner nodes are only hashed). */
@@ -50,9 +51,9 @@ export async function compose(ctx: DfsContext, cids: readonly string[]): Promise
     }
     const cid = cidOfLeaves(leaves);
     ctx.log.debug("dfs: composed", { cid, size, parts: cids.length, chunks: leaves.length });
-    return pendingPut(cid, size, "compose", {
+    return pendingPut(cid, size, lease, () => new AbortedPutError(`compose of ${cid} was aborted`), {
       commit: (opts) => ctx.rows.commit(cid, size, leaves, opts),
-      committed: () => lease.release(), // the rows keep the chunks now
+      commitIn: (tx) => commitIn(tx, cid, size, leaves),
       discard: () => lease.release(), // nothing was written: the parts still hold their chunks
     });
   } catch (err) {

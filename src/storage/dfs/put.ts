@@ -33,7 +33,8 @@ import { CHUNK_SIZE, chunkContent, chunkKey, leafHash } from "./cid.ts";
 import type { DfsContext } from "./context.ts";
 import { AbortedPutError, StoppedError } from "./errors.ts";
 import { collect } from "./gc.ts";
-import type { ChunkRef } from "./rows.ts";
+import { commitIn, type ChunkRef } from "./rows.ts";
+import { pendingPut } from "../pending.ts";
 
 /**
  * Chunks an upload may have handed over and not yet made durable, written concurrently behind the
@@ -149,41 +150,15 @@ class ChunkSink {
 function pending(ctx: DfsContext, cid: string, sink: ChunkSink): PendingPut {
   let manifest: ChunkRef[] = sink.manifest;
   const size = sink.size;
-  return pendingPut(cid, size, "put", {
+  return pendingPut(cid, size, sink.lease, () => new AbortedPutError(`put of ${cid} was aborted`), {
     commit: (opts) => ctx.rows.commit(cid, size, manifest, opts),
+    commitIn: (tx) => commitIn(tx, cid, size, manifest),
     async committed() {
       manifest = []; // the rows have it; a PendingPut kept around by a caller should not hold it
-      await sink.lease.release(); // the rows keep the chunks now
       sink.pinned.clear();
     },
     discard: () => discard(ctx, sink),
   });
-}
-
-/**
- * The PendingPut of an object whose chunks a lease keeps (`put`, and compose.ts): `commit` writes
- * its rows once, then `committed` lets what kept the chunks go (a second commit after a failure
- * there must not count the object twice); `abort` runs `discard` once; a commit after an abort is
- * refused. `what` names the operation in that refusal.
- */
-export function pendingPut(cid: string, size: number, what: string, steps: { commit(opts?: { durable?: boolean }): Promise<void>; committed(): Promise<void>; discard(): Promise<void> }): PendingPut {
-  let state: "open" | "committed" | "aborted" = "open";
-  return {
-    cid,
-    size,
-    async commit(opts) {
-      if (state === "committed") return;
-      if (state === "aborted") throw new AbortedPutError(`${what} of ${cid} was aborted`);
-      await steps.commit(opts);
-      state = "committed";
-      await steps.committed();
-    },
-    async abort() {
-      if (state !== "open") return;
-      state = "aborted";
-      await steps.discard();
-    },
-  };
 }
 
 /** Releases an upload's lease and deletes the chunks no other upload or row needs. */

@@ -47,6 +47,21 @@ export async function chunkReferenced(q: Queryable, hash: string): Promise<boole
   return (await q.get(CHUNK_REFERENCED, [hash])) !== undefined;
 }
 
+/**
+ * `Rows.commit`'s statements in the caller's READ COMMITTED transaction (an upload's file row's):
+ * relative updates only, so a retried transaction may run them again.
+ */
+export async function commitIn(tx: Queryable, cid: string, size: number, manifest: readonly ChunkRef[]): Promise<void> {
+  const row = await tx.get<{ refs: number }>(ADD_OBJECT, [cid, size, manifest.length, Date.now()]);
+  if (row?.refs !== 1) return;
+  // Sorted: two commits sharing chunks lock their rows in one order (no deadlock).
+  const chunks = distinct(manifest).sort((a, b) => (a.hash < b.hash ? -1 : a.hash > b.hash ? 1 : 0));
+  for (const part of batches(chunks)) await tx.run(ADD_CHUNKS(part.length), part.flatMap((c) => [c.hash, c.size]));
+  for (const part of batches(manifest.map((c, idx) => [idx, c] as const))) {
+    await tx.run(ADD_MANIFEST(part.length), [cid, ...part.flatMap(([idx, c]) => [idx, c.hash, c.size])]);
+  }
+}
+
 export class Rows {
   constructor(private readonly sql: Sql) {}
 
@@ -78,16 +93,7 @@ export class Rows {
    * Two first commits at once: the second's insert waits for the first's row, then counts.
    */
   async commit(cid: string, size: number, manifest: readonly ChunkRef[], opts: { durable?: boolean } = {}): Promise<void> {
-    await this.sql.tx(async (tx) => {
-      const row = await tx.get<{ refs: number }>(ADD_OBJECT, [cid, size, manifest.length, Date.now()]);
-      if (row?.refs !== 1) return;
-      // Sorted: two commits sharing chunks lock their rows in one order (no deadlock).
-      const chunks = distinct(manifest).sort((a, b) => (a.hash < b.hash ? -1 : a.hash > b.hash ? 1 : 0));
-      for (const part of batches(chunks)) await tx.run(ADD_CHUNKS(part.length), part.flatMap((c) => [c.hash, c.size]));
-      for (const part of batches(manifest.map((c, idx) => [idx, c] as const))) {
-        await tx.run(ADD_MANIFEST(part.length), [cid, ...part.flatMap(([idx, c]) => [idx, c.hash, c.size])]);
-      }
-    }, { ...LOCKED, durable: opts.durable });
+    await this.sql.tx((tx) => commitIn(tx, cid, size, manifest), { ...LOCKED, durable: opts.durable });
   }
 
   /**

@@ -28,7 +28,8 @@ import { cidKey, parseCid, tryCidKey } from "./cids.ts";
 import { IpfsError } from "./errors.ts";
 import { migrateOldBlocks, type MigrateResult } from "./migrate.ts";
 import { startIpfsNode, type IpfsHelia } from "./node.ts";
-import { addRef, blockReferenced, dropRef, pinned, pinnedCount } from "./pins.ts";
+import { addRef, addRefIn, blockReferenced, dropRef, pinned, pinnedCount } from "./pins.ts";
+import { pendingPut } from "../pending.ts";
 import { importStream, uploadSink, type BlockSizes, type Imported } from "./put.ts";
 import { NodeCache, readContent } from "./read.ts";
 import { deleteUnreferenced, sweepOrphans, type SweepResult } from "./sweep.ts";
@@ -151,25 +152,13 @@ export async function openIpfs(opts: OpenIpfsOptions): Promise<IpfsBackend> {
       }
       const cid = cidKey(imported.cid);
       const size = imported.size;
-      let settled: "committed" | "aborted" | undefined;
-      return {
-        cid,
-        size,
-        async commit(commitOpts) {
-          if (settled === "committed") return;
-          if (settled === "aborted") throw new IpfsError("IPFS_ABORTED", `upload of ${cid} was aborted`);
-          await addRef(sql, cid, size, blocks, commitOpts);
-          settled = "committed";
-          await lease.release();
-        },
-        async abort() {
-          if (settled) return;
-          settled = "aborted";
-          // Blocks other pinned content contains have rows, and blocks another upload is writing
-          // have its pins: the guard keeps both.
-          await drop();
-        },
-      };
+      return pendingPut(cid, size, lease, () => new IpfsError("IPFS_ABORTED", `upload of ${cid} was aborted`), {
+        commit: (commitOpts) => addRef(sql, cid, size, blocks, commitOpts),
+        commitIn: (tx) => addRefIn(tx, cid, size, blocks),
+        // Blocks other pinned content contains have rows, and blocks another upload is writing
+        // have their pins: the guard keeps both.
+        discard: drop,
+      });
     },
 
     async stat(cid: string) {

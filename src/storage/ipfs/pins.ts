@@ -35,10 +35,14 @@ const LOCKED = { isolation: "read committed" } as const;
 /** One more reference to `cid`; the first one also makes its blocks referenced. Two first
  * commits at once: the second's insert waits for the first's row, then only counts. */
 export function addRef(sql: Sql, cid: string, size: number, blocks: BlockSizes, opts: { durable?: boolean } = {}): Promise<void> {
-  return sql.tx(async (tx) => {
-    const row = await tx.get<{ refs: number }>(ADD_PIN, [cid, size]);
-    if (row?.refs === 1) await referenceBlocks(tx, cid, blocks);
-  }, { ...LOCKED, durable: opts.durable });
+  return sql.tx((tx) => addRefIn(tx, cid, size, blocks), { ...LOCKED, durable: opts.durable });
+}
+
+/** `addRef`'s statements in the caller's READ COMMITTED transaction (an upload's file row's):
+ * relative updates only, so a retried transaction may run them again. */
+export async function addRefIn(tx: Queryable, cid: string, size: number, blocks: BlockSizes): Promise<void> {
+  const row = await tx.get<{ refs: number }>(ADD_PIN, [cid, size]);
+  if (row?.refs === 1) await referenceBlocks(tx, cid, blocks);
 }
 
 /** Writes the DAG's rows of a root whose pin row exists and that has none yet. */

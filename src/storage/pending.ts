@@ -1,0 +1,71 @@
+/**
+ * An upload's content between the back-end's `put` and its file row (backend.ts's PendingPut),
+ * the same steps for dfs and ipfs.
+ */
+import type { Lease } from "../blob/guard.ts";
+import type { Queryable } from "../db/sql.ts";
+import type { Logger } from "../log.ts";
+import type { PendingPut } from "./backend.ts";
+
+/**
+ * The PendingPut of content whose blobs `lease` keeps until its rows reference them (dfs's put and
+ * compose, ipfs's put): `commit` writes its rows once (in a transaction of its own, or `commitIn`
+ * the caller's, with the lease's pins dropped there too), then lets the lease go (a second commit
+ * after a failure there must not count the content twice); `abort` runs `discard` once; a commit
+ * after an abort is refused with `aborted()`.
+ */
+export function pendingPut(
+  cid: string,
+  size: number,
+  lease: Lease,
+  aborted: () => Error,
+  steps: { commit(opts?: { durable?: boolean }): Promise<void>; commitIn(tx: Queryable): Promise<void>; committed?(): Promise<void>; discard(): Promise<void> },
+): PendingPut {
+  /** "written": `commitIn` wrote the rows and dropped the pins in a transaction that is the caller's to commit. */
+  let state: "open" | "written" | "committed" | "aborted" = "open";
+  return {
+    cid,
+    size,
+    async commit(opts) {
+      if (state === "committed") return;
+      if (state === "aborted") throw aborted();
+      const unpinned = state === "written";
+      if (!unpinned) await steps.commit(opts);
+      state = "committed";
+      await lease.release({ unpinned });
+      await steps.committed?.();
+    },
+    async commitIn(tx) {
+      if (state === "aborted") throw aborted();
+      if (state === "committed") throw new Error(`content ${cid} is committed already`);
+      await steps.commitIn(tx);
+      await lease.unpinIn(tx);
+      state = "written";
+    },
+    async abort() {
+      if (state === "committed" || state === "aborted") return;
+      state = "aborted";
+      await steps.discard();
+    },
+  };
+}
+
+/**
+ * Records `pending` as a file: `record` writes the file row in a transaction and runs `rows(tx)`
+ * in it, so the content's rows (and the release of its pins) commit with the file row, or not at
+ * all (one commit where two took two, issue 10). When it fails, `refused` runs first (an upload's
+ * quota holds: a refused upload never counts against another's check), then nothing of the
+ * content is kept unless something else references it.
+ */
+export async function recordWith<T>(pending: PendingPut, record: (rows: (tx: Queryable) => Promise<void>) => Promise<T>, refused: () => Promise<void>, log: Logger): Promise<T> {
+  let out: T;
+  try {
+    out = await record((tx) => pending.commitIn(tx));
+  } catch (err) {
+    await refused();
+    await pending.abort().catch((e) => log.error("dropping a refused upload's content failed", { cid: pending.cid, err: (e as Error).message }));
+    throw err;
+  }
+  await pending.commit(); // the rows are in: this only lets go of what kept the blobs meanwhile
+  return out;
+}
