@@ -23,18 +23,15 @@ export type BackendKind = "dfs" | "ipfs";
 export interface PendingPut {
   cid: string;
   size: number;
+  /** Adds one reference to the content, in a transaction of its own. Idempotent per PendingPut.
+   * The content's bytes are durable before it. */
+  commit(): Promise<void>;
   /**
-   * Adds one reference to the content. Idempotent per PendingPut. `durable: false`: the rows
-   * commit without an fsync of their own (sql.ts), for a caller that commits durably next and
-   * so carries them to the disk (an upload's file row); the content's bytes are durable before
-   * either commit, whatever it says.
-   */
-  commit(opts?: { durable?: boolean }): Promise<void>;
-  /**
-   * What `commit` writes, written in the caller's transaction instead (an upload's file row's:
-   * one commit where three took three, issue 10): the content is referenced when that transaction
-   * commits, or not at all. After it committed, `commit()` only lets go of what kept the content
-   * meanwhile; after it rolled back, `abort()` (storage/pending.ts's `recordWith` does both).
+   * What `commit` writes, written in the caller's transaction instead (an upload's file row's, so
+   * an upload commits once where it committed three times, issue 10): the content is referenced
+   * when that transaction commits, or not at all. After it committed, `commit()` only lets go of
+   * what kept the content meanwhile; after it rolled back, `abort()` (storage/pending.ts's
+   * `recordWith` does both).
    */
   commitIn(tx: Queryable): Promise<void>;
   /** Drops what `put` wrote, unless other references hold it. Idempotent. */

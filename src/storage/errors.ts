@@ -61,7 +61,7 @@ export function withStorageErrors(b: Backend): Backend {
   const pending = (p: PendingPut): PendingPut => ({
     cid: p.cid,
     size: p.size,
-    commit: (opts) => p.commit(opts).catch(rethrow),
+    commit: () => p.commit().catch(rethrow),
     commitIn: (tx) => p.commitIn(tx).catch(rethrow),
     abort: () => p.abort().catch(rethrow),
   });

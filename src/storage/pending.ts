@@ -19,18 +19,18 @@ export function pendingPut(
   size: number,
   lease: Lease,
   aborted: () => Error,
-  steps: { commit(opts?: { durable?: boolean }): Promise<void>; commitIn(tx: Queryable): Promise<void>; committed?(): Promise<void>; discard(): Promise<void> },
+  steps: { commit(): Promise<void>; commitIn(tx: Queryable): Promise<void>; committed?(): Promise<void>; discard(): Promise<void> },
 ): PendingPut {
   /** "written": `commitIn` wrote the rows and dropped the pins in a transaction that is the caller's to commit. */
   let state: "open" | "written" | "committed" | "aborted" = "open";
   return {
     cid,
     size,
-    async commit(opts) {
+    async commit() {
       if (state === "committed") return;
       if (state === "aborted") throw aborted();
       const unpinned = state === "written";
-      if (!unpinned) await steps.commit(opts);
+      if (!unpinned) await steps.commit();
       state = "committed";
       await lease.release({ unpinned });
       await steps.committed?.();

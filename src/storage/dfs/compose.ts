@@ -52,7 +52,7 @@ export async function compose(ctx: DfsContext, cids: readonly string[]): Promise
     const cid = cidOfLeaves(leaves);
     ctx.log.debug("dfs: composed", { cid, size, parts: cids.length, chunks: leaves.length });
     return pendingPut(cid, size, lease, () => new AbortedPutError(`compose of ${cid} was aborted`), {
-      commit: (opts) => ctx.rows.commit(cid, size, leaves, opts),
+      commit: () => ctx.rows.commit(cid, size, leaves),
       commitIn: (tx) => commitIn(tx, cid, size, leaves),
       discard: () => lease.release(), // nothing was written: the parts still hold their chunks
     });

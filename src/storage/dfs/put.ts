@@ -151,7 +151,7 @@ function pending(ctx: DfsContext, cid: string, sink: ChunkSink): PendingPut {
   let manifest: ChunkRef[] = sink.manifest;
   const size = sink.size;
   return pendingPut(cid, size, sink.lease, () => new AbortedPutError(`put of ${cid} was aborted`), {
-    commit: (opts) => ctx.rows.commit(cid, size, manifest, opts),
+    commit: () => ctx.rows.commit(cid, size, manifest),
     commitIn: (tx) => commitIn(tx, cid, size, manifest),
     async committed() {
       manifest = []; // the rows have it; a PendingPut kept around by a caller should not hold it

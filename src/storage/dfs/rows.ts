@@ -92,8 +92,8 @@ export class Rows {
    * chunk one more reference; later commits of the same Cid only count (same Cid, same chunks).
    * Two first commits at once: the second's insert waits for the first's row, then counts.
    */
-  async commit(cid: string, size: number, manifest: readonly ChunkRef[], opts: { durable?: boolean } = {}): Promise<void> {
-    await this.sql.tx((tx) => commitIn(tx, cid, size, manifest), { ...LOCKED, durable: opts.durable });
+  async commit(cid: string, size: number, manifest: readonly ChunkRef[]): Promise<void> {
+    await this.sql.tx((tx) => commitIn(tx, cid, size, manifest), LOCKED);
   }
 
   /**

@@ -153,7 +153,7 @@ export async function openIpfs(opts: OpenIpfsOptions): Promise<IpfsBackend> {
       const cid = cidKey(imported.cid);
       const size = imported.size;
       return pendingPut(cid, size, lease, () => new IpfsError("IPFS_ABORTED", `upload of ${cid} was aborted`), {
-        commit: (commitOpts) => addRef(sql, cid, size, blocks, commitOpts),
+        commit: () => addRef(sql, cid, size, blocks),
         commitIn: (tx) => addRefIn(tx, cid, size, blocks),
         // Blocks other pinned content contains have rows, and blocks another upload is writing
         // have their pins: the guard keeps both.

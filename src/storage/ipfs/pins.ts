@@ -34,8 +34,8 @@ const LOCKED = { isolation: "read committed" } as const;
 
 /** One more reference to `cid`; the first one also makes its blocks referenced. Two first
  * commits at once: the second's insert waits for the first's row, then only counts. */
-export function addRef(sql: Sql, cid: string, size: number, blocks: BlockSizes, opts: { durable?: boolean } = {}): Promise<void> {
-  return sql.tx((tx) => addRefIn(tx, cid, size, blocks), { ...LOCKED, durable: opts.durable });
+export function addRef(sql: Sql, cid: string, size: number, blocks: BlockSizes): Promise<void> {
+  return sql.tx((tx) => addRefIn(tx, cid, size, blocks), LOCKED);
 }
 
 /** `addRef`'s statements in the caller's READ COMMITTED transaction (an upload's file row's):
