@@ -31,7 +31,7 @@ export interface PendingPut {
    * an upload commits once where it committed three times, issue 10): the content is referenced
    * when that transaction commits, or not at all. After it committed, `commit()` only lets go of
    * what kept the content meanwhile; after it rolled back, `abort()` (storage/pending.ts's
-   * `recordWith` does both).
+   * `recordFile` does both).
    */
   commitIn(tx: Queryable): Promise<void>;
   /** Drops what `put` wrote, unless other references hold it. Idempotent. */

@@ -19,7 +19,7 @@ import { storageError } from "../http/errors.ts";
 import type { Backend, BackendKind, ByteRange, PendingPut } from "./backend.ts";
 import { backendLookup } from "./errors.ts";
 import { createFiles, type FileRow } from "./files.ts";
-import { recordWith } from "./pending.ts";
+import { recordFile } from "./pending.ts";
 import { meterDownload } from "./transfer.ts";
 import { WHOLE_BODY_MAX } from "./service.ts";
 
@@ -101,20 +101,7 @@ export function createDirectStorage(deps: DirectDeps) {
    */
   async function keep(b: Backend, who: Did, name: string, pending: PendingPut, quota: UploadMeter | undefined, etag: string | undefined, moved: number, encryption = ""): Promise<FileRow> {
     const row = { did: who.canonical, backend: b.kind, name, cid: pending.cid, size: pending.size, encryption, etag };
-    const counted = quota?.commit(pending.size, moved);
-    const added = await recordWith(
-      pending,
-      (rows) =>
-        files.add(row, {
-          ...(counted && { lock: counted.lock }),
-          async settle(tx) {
-            await rows(tx);
-            await counted?.settle(tx);
-          },
-        }),
-      async () => quota?.release(),
-      log,
-    );
+    const added = await recordFile(pending, (hook) => files.add(row, hook), { quota, moved, log });
     if (moved > 0) deps.onTransfer?.(b.kind, "in", moved);
     if (added.replaced) await release(b, added.replaced);
     return added.row;

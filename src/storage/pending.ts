@@ -5,7 +5,9 @@
 import type { Lease } from "../blob/guard.ts";
 import type { Queryable } from "../db/sql.ts";
 import type { Logger } from "../log.ts";
+import type { Meter } from "../quota/meter.ts";
 import type { PendingPut } from "./backend.ts";
+import type { AddHook } from "./files.ts";
 
 /**
  * The PendingPut of content whose blobs `lease` keeps until its rows reference them (dfs's put and
@@ -50,20 +52,32 @@ export function pendingPut(
   };
 }
 
+/** What the file row's transaction uses of an upload's quota meter. */
+type UploadQuota = Pick<Awaited<ReturnType<Meter["beginUpload"]>>, "commit" | "release">;
+
 /**
- * Records `pending` as a file: `record` writes the file row in a transaction and runs `rows(tx)`
- * in it, so the content's rows (and the release of its pins) commit with the file row, or not at
- * all (one commit where two took two, issue 10). When it fails, `refused` runs first (an upload's
- * quota holds: a refused upload never counts against another's check), then nothing of the
- * content is kept unless something else references it.
+ * Records `pending` as a file: `add` writes the file row in a transaction and runs the hook it is
+ * handed there, so the content's rows (and the release of its pins), the quota's exact check (D14)
+ * with `moved` bytes of traffic, and `settle` (an upload's voucher count) commit with the file
+ * row, or not at all (issue 10: an upload commits three times where it committed seven). When
+ * it fails, the quota's holds go first (a refused upload never counts against another's check),
+ * then nothing of the content is kept unless something else references it.
  */
-export async function recordWith<T>(pending: PendingPut, record: (rows: (tx: Queryable) => Promise<void>) => Promise<T>, refused: () => Promise<void>, log: Logger): Promise<T> {
+export async function recordFile<T>(pending: PendingPut, add: (hook: AddHook) => Promise<T>, opts: { quota?: UploadQuota; moved: number; settle?: (tx: Queryable) => Promise<void>; log: Logger }): Promise<T> {
+  const counted = opts.quota?.commit(pending.size, opts.moved);
   let out: T;
   try {
-    out = await record((tx) => pending.commitIn(tx));
+    out = await add({
+      ...(counted && { lock: counted.lock }),
+      async settle(tx) {
+        await pending.commitIn(tx);
+        await counted?.settle(tx);
+        await opts.settle?.(tx);
+      },
+    });
   } catch (err) {
-    await refused();
-    await pending.abort().catch((e) => log.error("dropping a refused upload's content failed", { cid: pending.cid, err: (e as Error).message }));
+    await opts.quota?.release();
+    await pending.abort().catch((e) => opts.log.error("dropping a refused upload's content failed", { cid: pending.cid, err: (e as Error).message }));
     throw err;
   }
   await pending.commit(); // the rows are in: this only lets go of what kept the blobs meanwhile

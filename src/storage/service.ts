@@ -22,7 +22,7 @@ import type { Logger } from "../log.ts";
 import type { Backend, BackendKind, ByteRange } from "./backend.ts";
 import { backendLookup } from "./errors.ts";
 import { cleanName, createFiles, fileEntry } from "./files.ts";
-import { recordWith } from "./pending.ts";
+import { recordFile } from "./pending.ts";
 import { createSessions, type LoginInput, type SessionKeys } from "./sessions.ts";
 import { meterDownload, meterUpload } from "./transfer.ts";
 import { createVouchers } from "./vouchers.ts";
@@ -258,22 +258,8 @@ export function createStorage(deps: StorageDeps) {
       }
       // The content's rows, the quota's exact check (D14) and the voucher's count run in the
       // transaction that records the file: the bytes count exactly when the file is stored.
-      const counted = quota?.commit(pending.size, meter.bytes);
       const row = { did: who.did.canonical, backend: b.kind, name, cid: pending.cid, size: pending.size, encryption: String(part.fields.encryption ?? "") };
-      const added = await recordWith(
-        pending,
-        (rows) =>
-          files.add(row, {
-            ...(counted && { lock: counted.lock }),
-            async settle(tx) {
-              await rows(tx);
-              await counted?.settle(tx);
-              await vouchers.settle(accepted, meter.bytes, tx);
-            },
-          }),
-        async () => quota?.release(),
-        log,
-      );
+      const added = await recordFile(pending, (hook) => files.add(row, hook), { quota, moved: meter.bytes, settle: (tx) => vouchers.settle(accepted, meter.bytes, tx), log });
       deps.onTransfer?.(b.kind, "in", meter.bytes);
       if (added.replaced) await release(b, added.replaced);
       return fileEntry(added.row, (await deps.publicCids?.(who.did.address, [added.row.cid]))?.has(added.row.cid));
