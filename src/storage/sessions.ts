@@ -145,7 +145,7 @@ export function createSessions(deps: { sql: Sql; resolver: DidResolver; domain: 
    * Verifies a restricted call (`caller` is the Bearer token's DID) without claiming it yet:
    * answers its id, the key that signed (D18 records it with an access key) and `claim`, which
    * claims the requestID in the caller's transaction (an upload claims its voucher in the same
-   * one: one commit where two took two, issue 10). A call is accepted once claimed.
+   * one, issue 10). A call is accepted once claimed.
    */
   async function verify(input: RestrictedInput, action: RequestAction, caller: Did): Promise<{ requestID: bigint; signer: Address; claim(tx: Queryable): Promise<void> }> {
     if (!input.did || !input.token || input.requestID === undefined || input.requestID === "" || input.payload === undefined || !input.signature) throw refuse("Missing parameter");
