@@ -2,9 +2,10 @@
 // fsyncs — the file row's — and every commit the upload made before it (the requestID's and the
 // voucher's claims, the blob pins) comes earlier in the log, so that one fsync makes them all
 // durable before the answer; the content's rows and the voucher's count commit with the file row
-// (the bytes count exactly when the file is stored), on PostgreSQL too. Whether a commit fsyncs is what the SQLite layer
-// reports right after its COMMIT (`onCommit`: whether the transaction then awaits an fsync of the
-// log); that such a transaction resolves only after that fsync is test/db/wal-sync.test.ts's.
+// (the bytes count exactly when the file is stored), on PostgreSQL too. Whether a commit fsyncs is
+// what the SQLite layer reports right after its COMMIT (`onCommit`: whether the transaction then
+// awaits an fsync of the log); that such a transaction resolves only after that fsync is
+// test/db/wal-sync.test.ts's.
 // A download's voucher claim, whole or streamed, commits with an fsync before its bytes go out.
 // A power cut itself cannot be staged here.
 import { describe, expect, test } from "bun:test";
