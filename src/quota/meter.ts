@@ -140,25 +140,27 @@ export function createMeter({ sql, records, storedBytes, now = Date.now, gateway
 
     const mine = () => Object.values(ids).filter((id) => id !== undefined);
 
-    /**
-     * The check before any byte arrived. A hold of nothing changes no other check, so it holds
-     * nothing: it reads, without a transaction or the account's lock, whether the pools are full
-     * already, and how far the upload may get before it must check (and hold) for real. It was a
-     * transaction of its own that wrote two holds of 0 bytes and a later one deleted them: two of
-     * a small upload's seven SQLite transactions (issue 10).
-     */
-    async function firstLook() {
+    /** What both pools leave free once `want` more bytes count (read with `q`), or the refusal of
+     * the first that cannot take them. */
+    async function room(q: Queryable, want: number): Promise<number | ReturnType<typeof refuse>> {
       let free = Number.POSITIVE_INFINITY;
       for (const [kind, p] of [["space", space], ["traffic", traffic]] as const) {
-        const inUse = await used(sql, account, did, kind, p.periodStart, { except: replaced });
-        if (inUse > p.limit) {
-          closed = true;
-          throw refuse(kind, p.limit, inUse, 0);
-        }
-        free = Math.min(free, p.limit - inUse);
+        const others = await used(q, account, did, kind, p.periodStart, { except: replaced, mine: mine() });
+        if (others + want > p.limit) return refuse(kind, p.limit, others, want);
+        free = Math.min(free, p.limit - others - want);
       }
+      return free;
+    }
+
+    /** A check's outcome for `want` bytes received: refused (the meter closes), or when to check next. */
+    function checked(outcome: number | ReturnType<typeof refuse>, want: number) {
+      if (typeof outcome !== "number") {
+        closed = true;
+        throw outcome;
+      }
+      recorded = want;
       recordedAt = now();
-      checkAt = Math.min(declared, free);
+      checkAt = want + Math.min(Math.max(declared - want, 0), outcome);
     }
 
     /** Checks both pools for the bytes received so far and records them as this upload's holds. */
@@ -170,30 +172,24 @@ export function createMeter({ sql, records, storedBytes, now = Date.now, gateway
       const outcome = await sql.tx(async (tx) => {
         Object.assign(ids, before);
         await lockAccount(tx, account);
-        let free = Number.POSITIVE_INFINITY;
-        for (const [kind, p] of [["space", space], ["traffic", traffic]] as const) {
-          const others = await used(tx, account, did, kind, p.periodStart, { except: replaced, mine: mine() });
-          if (others + want > p.limit) {
-            // Dropped in this same transaction: a refused upload never counts against another.
-            await drop(tx, Object.values(ids));
-            return refuse(kind, p.limit, others, want);
-          }
-          free = Math.min(free, p.limit - others - want);
+        const free = await room(tx, want);
+        if (typeof free !== "number") {
+          // Dropped in this same transaction: a refused upload never counts against another.
+          await drop(tx, Object.values(ids));
+          return free;
         }
         ids.space = await hold(tx, account, "space", want, ids.space);
         ids.traffic = await hold(tx, account, "traffic", want, ids.traffic);
         return free;
       }, HOLDING);
-      if (typeof outcome !== "number") {
-        closed = true;
-        throw outcome;
-      }
-      recorded = want;
-      recordedAt = now();
-      checkAt = want + Math.min(Math.max(declared - want, 0), outcome);
+      checked(outcome, want);
     }
 
-    await firstLook();
+    // The check before any byte arrived. A hold of nothing changes no other check, so it holds
+    // nothing: it reads, without a transaction or the account's lock, whether the pools are full
+    // already and how far the upload may get before it must check (and hold) for real. It was a
+    // transaction of its own that wrote two holds of 0 bytes, which a later one deleted (issue 10).
+    checked(await room(sql, 0), 0);
     return {
       /** Counts bytes that arrived: checks again past what was free, records them now and then. */
       async add(bytes: number) {
