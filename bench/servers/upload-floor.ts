@@ -29,7 +29,7 @@ import { unlink } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Address } from "viem";
-import { rawLeaf } from "../../src/cid/tree.ts";
+import { rawLeafCid } from "../../src/cid/tree.ts";
 import { SqliteSql } from "../../src/db/sqlite-sql.ts";
 import { parseDid } from "../../src/identity/did.ts";
 import { storageDomain } from "../../src/identity/eip712.ts";
@@ -70,7 +70,7 @@ async function upload(request: Request, path: string) {
   const signer = signerOfRequest({ did: fields.did ?? "", token: (fields.token ?? "") as `0x${string}`, requestID, action: "upload", payload: fields.payload ?? "" }, (fields.signature ?? "") as `0x${string}`);
   if (signer !== did.address) throw new Error("the request is not signed by the DID");
   if (signerOfVoucher(BigInt(fields.size ?? ""), (fields.sign ?? "") as `0x${string}`) !== did.address) throw new Error("the voucher is not signed by the DID");
-  const cid = rawLeaf(sha256, size).cid.toString(); // one chunk: the file is its raw leaf (D9)
+  const cid = rawLeafCid(sha256).toString(); // one chunk: the file is its raw leaf (D9)
   if (cid !== fields.payload) throw new Error("payload is not the file's Cid");
   return sql.tx(async (tx) => {
     if (!(await tx.get(CLAIM_REQUEST, [did.canonical, fields.token ?? "", Number(requestID)]))) throw new Error("requestID already used");

@@ -10,7 +10,7 @@
 import { Database } from "bun:sqlite";
 
 /** What a checkpoint reports: frames in the log, and how many of them are now in the database. */
-export interface CheckpointReport {
+interface CheckpointReport {
   busy: number;
   log: number;
   checkpointed: number;

@@ -24,7 +24,7 @@
  *   const checkpoints = new Checkpointer({ file, hold: () => queue.acquire(), fallback, every: 200 })
  *   db.exec("COMMIT"); checkpoints.committed()
  */
-import type { CheckpointReply, CheckpointReport, CheckpointRequest } from "./checkpoint-worker.ts";
+import type { CheckpointReply, CheckpointRequest } from "./checkpoint-worker.ts";
 
 /**
  * The worker's script. In the compiled binary every module's `import.meta.url` is the binary's own,
@@ -126,10 +126,9 @@ export class Checkpointer {
     return worker;
   }
 
-  private async checkpoint(worker: Worker): Promise<CheckpointReport> {
+  private async checkpoint(worker: Worker): Promise<void> {
     const reply = await this.ask(worker, "checkpoint");
     if (!("report" in reply)) throw new Error("the checkpoint thread answered out of turn");
-    return reply.report;
   }
 
   /** One request at a time: `run` is never entered twice. */
