@@ -41,6 +41,18 @@ describe("the requestID window", () => {
     await expectStatus(await upload(s, 2), 401, /already used/);
   });
 
+  // The requestID and the voucher are claimed in one transaction (issue 10): a refused claim
+  // rolls the other back, so a client may send the same id again with a new voucher.
+  test("an upload refused for its voucher (already used) does not spend its requestID", async () => {
+    const s = await gw.session(await gw.chain.anvil.newAccount());
+    const size = 10_000_000;
+    const voucher = { size: String(size), sign: await gw.sign.voucher(s.account, size) };
+    expect((await upload(s, 1, { fields: voucher })).status).toBe(200);
+    await expectStatus(await upload(s, 2, { fields: voucher }), 402, /already used/);
+    expect((await upload(s, 2)).status).toBe(200);
+    await expectStatus(await upload(s, 2), 401, /requestID already used/);
+  });
+
   test("ids out of order within the window are accepted, each once", async () => {
     const s = await gw.session(await gw.chain.anvil.newAccount());
     for (const id of [5, 3, 1, 2, 64, 4, 10]) expect((await upload(s, id)).status).toBe(200);
