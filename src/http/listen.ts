@@ -112,12 +112,20 @@ export async function listen(opts: ListenOptions): Promise<Listener> {
       return;
     }
     if (req.socket.remoteAddress) ips.set(request, req.socket.remoteAddress);
+    // While the app decides its answer, the client is not silent, it waits: the idle timer stops
+    // once the request's body is all in and starts again with the answer. A purchase waits for
+    // its receipt (a block or more on a real chain), far past the idle timeout.
+    const waiting = () => req.socket.setTimeout(0);
+    if (request.body === null || req.complete) waiting();
+    else req.once("end", waiting);
     let response: Response;
     try {
       response = await opts.fetch(request, listener);
     } catch (err) {
       response = opts.error(err instanceof Error ? err : new Error(String(err)));
     }
+    req.off("end", waiting);
+    req.socket.setTimeout(idleMs);
     await send(req, res, response, idleMs);
     // A body the app did not read (a refused upload) is not drained: the connection goes.
     if (!req.complete) req.destroy();

@@ -192,6 +192,47 @@ test("a download that lasts longer than the idle timeout is not cut while bytes 
   }
 });
 
+test("an answer the app takes longer than the idle timeout to decide is not cut; a client silent mid-body is", async () => {
+  const IDLE_MS = 300;
+  let upload: Promise<string> | undefined;
+  const other = await listen({
+    hostname: "127.0.0.1",
+    port: 0,
+    maxRequestBodySize: LIMIT,
+    idleTimeoutMs: IDLE_MS,
+    error: () => new Response("x", { status: 500 }),
+    async fetch(request) {
+      if (new URL(request.url).pathname === "/upload") {
+        upload = request.text().then(
+          (text) => `read ${text.length}`,
+          () => "failed",
+        );
+        return new Response(await upload);
+      }
+      const body = request.body ? await request.text() : "";
+      await Bun.sleep(3 * IDLE_MS); // a purchase waiting for its receipt, say
+      return Response.json({ decided: request.method, body });
+    },
+  });
+  try {
+    const get = await fetch(`http://127.0.0.1:${other.port}/slow`);
+    expect(await get.json()).toEqual({ decided: "GET", body: "" });
+    const post = await fetch(`http://127.0.0.1:${other.port}/slow`, { method: "POST", body: "hello" });
+    expect(await post.json()).toEqual({ decided: "POST", body: "hello" });
+
+    // A body declared 100 bytes long of which 10 come, then nothing: the connection goes, and the
+    // app's read of the body fails rather than waiting forever.
+    let closed!: () => void;
+    const ended = new Promise<void>((resolve) => (closed = resolve));
+    const socket = await Bun.connect({ hostname: "127.0.0.1", port: other.port, socket: { data: () => {}, close: () => closed(), error: () => closed() } });
+    socket.write("POST /upload HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n0123456789");
+    await ended;
+    expect(await upload).toBe("failed");
+  } finally {
+    await other.stop(true);
+  }
+});
+
 /** Sends raw bytes on a connection of its own and reads the answer until the server closes. */
 async function raw(text: string): Promise<{ status: number; headers: string; body: string }> {
   const parts: Buffer[] = [];
