@@ -30,11 +30,11 @@
  * utime + stime of the server alone, not its embedded anvil): the steady number on a shared machine.
  *
  * Run: bun bench/small-uploads.ts [--rounds 3] [--uploads 400] [--in-flight 16] [--kib 4]
- *        [--backends dfs,ipfs] [--sha256-payload] [--replace] [--no-floor] [--binary] [--cpu-prof DIR]
+ *        [--backends dfs,ipfs] [--sha256-payload] [--replace] [--no-floor] [--tmpfs] [--binary] [--cpu-prof DIR]
  *        (--help: every option; the floor is left out with --sha256-payload, --replace or files over 1 MiB)
  */
 import { randomBytes } from "node:crypto";
-import { mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
@@ -44,6 +44,7 @@ import { storageDomain, storageTypes } from "../src/identity/eip712.ts";
 import { BINARY_OPTION, benchArgs, commandDuration, compareMany, type ComparisonResult, CPU_PROF_OPTION, cpuMs, fmt, intOption, loadAverage, percentile, type RunningServer, startServer, stowageCommand, usageError } from "./harness.ts";
 
 const ROOT = join(import.meta.dir, "..");
+const SHM = "/dev/shm";
 const values = benchArgs("Small uploads: Stowage against a plain multipart + SHA-256 + fsync'd file server, side by side.", {
   rounds: { default: "3", help: "measured rounds" },
   uploads: { default: "400", help: "uploads per measurement" },
@@ -53,6 +54,7 @@ const values = benchArgs("Small uploads: Stowage against a plain multipart + SHA
   "sha256-payload": { boolean: true, help: "sign the file's SHA-256 instead of its Cid (D5's older form)" },
   replace: { boolean: true, help: "every upload names the same file (replacing the last, deleting its content) instead of a new one" },
   "no-floor": { boolean: true, help: "leave out the floor (servers/upload-floor.ts: the baseline + the signatures and claims every upload needs) and its two comparisons" },
+  tmpfs: { boolean: true, help: `every server's files in ${SHM} (memory: an fsync costs nothing), so the comparison is of CPU, not of this machine's disk, whose speed swings` },
   binary: BINARY_OPTION,
   "cpu-prof": CPU_PROF_OPTION,
 });
@@ -119,9 +121,13 @@ async function run(pid: number, requests: Prepared[]) {
   return { rate: requests.length / seconds, p50: percentile(latencies, 50), p99: percentile(latencies, 99), cpu: cpu / requests.length };
 }
 
-const work = mkdtempSync(join(tmpdir(), "stowage-bench-small-uploads-"));
+if (values.tmpfs && !existsSync(SHM)) usageError(`--tmpfs: ${SHM} does not exist here`);
+// The servers make their files under TMPDIR (the baseline and the floor) or the data dir (Stowage).
+const temp = values.tmpfs ? SHM : tmpdir();
+const childEnv = { ...process.env, TMPDIR: temp };
+const work = mkdtempSync(join(temp, "stowage-bench-small-uploads-"));
 const dataDir = join(work, "data");
-const env: Record<string, string | undefined> = { HOME: tmpdir(), ...(useBinary ? {} : { PATH: process.env.PATH }) };
+const env: Record<string, string | undefined> = { HOME: tmpdir(), TMPDIR: temp, ...(useBinary ? {} : { PATH: process.env.PATH }) };
 const servers: RunningServer[] = [];
 let exitCode = 0;
 try {
@@ -130,7 +136,7 @@ try {
     { env, cwd: ROOT, timeoutMs: 60_000 },
   );
   servers.push(stowage);
-  const baseline = await startServer([process.execPath, join(import.meta.dir, "storage.ts"), "--baseline-server"], { cwd: ROOT });
+  const baseline = await startServer([process.execPath, join(import.meta.dir, "storage.ts"), "--baseline-server"], { env: childEnv, cwd: ROOT });
   servers.push(baseline);
 
   const account = privateKeyToAccount(generatePrivateKey());
@@ -141,14 +147,14 @@ try {
   const { accessToken } = await store.login();
   const info = await store.trafficHash(0);
   const domain = storageDomain(info.chainId, info.verifyingContract as `0x${string}`);
-  const floor = withFloor ? await startServer([process.execPath, join(import.meta.dir, "servers", "upload-floor.ts"), JSON.stringify({ chainId: info.chainId, verifyingContract: info.verifyingContract, seller: info.seller })], { cwd: ROOT }) : undefined;
+  const floor = withFloor ? await startServer([process.execPath, join(import.meta.dir, "servers", "upload-floor.ts"), JSON.stringify({ chainId: info.chainId, verifyingContract: info.verifyingContract, seller: info.seller })], { env: childEnv, cwd: ROOT }) : undefined;
   if (floor) servers.push(floor);
   const load = await fetch(`${stowage.url}/healthz`);
   await load.text();
   /** Voucher sizes far above what is used, each distinct: every one is accepted once (D6). */
   let voucherSize = 2n ** 40n + BigInt(Date.now() % 1_000_000) * 1_000_000n;
 
-  const header = `small uploads: ${fileBytes / 1024} KiB × ${inFlight} in flight, ${perRound} per measurement, ${rounds} rounds + 1 warm-up, ${replace ? "every upload replacing one file" : "a new file each"}; stowage ${stowage.url} (log level error, embedded chain) against the plain multipart + SHA-256 + fsync'd file server ${baseline.url}${floor ? `, and the floor ${floor.url} against it` : ""}; 2 cores, Bun ${Bun.version}, load average ${loadAverage()}`;
+  const header = `small uploads: ${fileBytes / 1024} KiB × ${inFlight} in flight, ${perRound} per measurement, ${rounds} rounds + 1 warm-up, ${replace ? "every upload replacing one file" : "a new file each"}; stowage ${stowage.url} (log level error, embedded chain) against the plain multipart + SHA-256 + fsync'd file server ${baseline.url}${floor ? `, and the floor ${floor.url} against it` : ""}; files in ${temp}${values.tmpfs ? " (memory)" : ""}; 2 cores, Bun ${Bun.version}, load average ${loadAverage()}`;
   console.error(header);
   const lines: string[] = [header];
   /** The requests the SDK would send, one per fresh file, signed before the clock starts. */
