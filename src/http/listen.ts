@@ -38,7 +38,8 @@ export interface ListenOptions {
   /** The answer to a request that cannot be handed to `fetch` (a Host or header no URL or Headers
    * takes), by its path; default: the storage or account API's error, as the path names it. */
   malformed?: (path: string) => Response;
-  /** A connection with nothing moving for this long is closed (Bun.serve's default: 10 s). */
+  /** A connection with nothing moving for this long is closed (Bun.serve's default: 10 s); the
+   * time the app takes to decide an answer, its request read whole, does not count. */
   idleTimeoutMs?: number;
 }
 
