@@ -43,6 +43,9 @@ export interface ListenOptions {
   idleTimeoutMs?: number;
 }
 
+/** Bun.serve's idle timeout, the default. */
+const IDLE_MS = 10_000;
+
 /** Bodies of known length up to this are read whole and sent in one write. */
 const WHOLE_MAX = 1024 * 1024;
 
@@ -66,7 +69,7 @@ export async function listen(opts: ListenOptions): Promise<Listener> {
   });
   // Uploads may take hours: only a connection that goes silent is closed. Bun's node:http counts
   // only bytes received as activity, so `write` re-arms the timer for bytes sent (a long download).
-  const idleMs = opts.idleTimeoutMs ?? 10_000;
+  const idleMs = opts.idleTimeoutMs ?? IDLE_MS;
   server.setTimeout(idleMs, (socket) => socket.destroy());
 
   const listener: Listener = {
@@ -114,18 +117,15 @@ export async function listen(opts: ListenOptions): Promise<Listener> {
     }
     if (req.socket.remoteAddress) ips.set(request, req.socket.remoteAddress);
     // While the app decides its answer, the client is not silent, it waits: the idle timer stops
-    // once the request's body is all in and starts again with the answer. A purchase waits for
-    // its receipt (a block or more on a real chain), far past the idle timeout.
-    const waiting = () => req.socket.setTimeout(0);
-    if (request.body === null || req.complete) waiting();
-    else req.once("end", waiting);
+    // (`bodyOf` runs it while the app waits for body bytes) and starts again with the answer. A
+    // purchase waits for its receipt, a block or more on a real chain: far past the idle timeout.
+    if (request.body === null) req.socket.setTimeout(0);
     let response: Response;
     try {
       response = await opts.fetch(request, listener);
     } catch (err) {
       response = opts.error(err instanceof Error ? err : new Error(String(err)));
     }
-    req.off("end", waiting);
     req.socket.setTimeout(idleMs);
     await send(req, res, response, idleMs);
     // A body the app did not read (a refused upload) is not drained: the connection goes.
@@ -173,16 +173,24 @@ function toRequest(req: IncomingMessage, opts: ListenOptions, signal: AbortSigna
   const hasBody = method !== "GET" && method !== "HEAD" && framed;
   const init: RequestInit & { duplex?: "half" } = { method, headers, signal };
   if (hasBody) {
-    init.body = bodyOf(req, opts.maxRequestBodySize);
+    init.body = bodyOf(req, opts.maxRequestBodySize, opts.idleTimeoutMs ?? IDLE_MS);
     init.duplex = "half";
   }
   return new Request(href, init);
 }
 
-/** The request body as a web stream that reads the socket only as fast as the app reads it. */
-function bodyOf(req: IncomingMessage, max: number): ReadableStream<Uint8Array> {
+/**
+ * The request body as a web stream that reads the socket only as fast as the app reads it. The
+ * idle timer runs only while the stream has room and waits for the client: a client held back
+ * (the app busy before it reads, or slower than the client: a store that stalls) is not silent.
+ */
+function bodyOf(req: IncomingMessage, max: number, idleMs: number): ReadableStream<Uint8Array> {
   let seen = 0;
   let done = false;
+  const hold = () => {
+    req.pause();
+    req.socket.setTimeout(0);
+  };
   return new ReadableStream<Uint8Array>({
     start(controller) {
       req.on("data", (chunk: Buffer) => {
@@ -192,14 +200,15 @@ function bodyOf(req: IncomingMessage, max: number): ReadableStream<Uint8Array> {
           done = true;
           // The app answers the failed read; the connection goes after that answer (`serveOne`).
           controller.error(new Error(`the body is larger than ${max} bytes`));
-          req.pause();
+          hold();
           return;
         }
         markDisposable(chunk); // the chunker frees it once copied (lent.ts)
         controller.enqueue(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength));
-        if ((controller.desiredSize ?? 0) <= 0) req.pause();
+        if ((controller.desiredSize ?? 0) <= 0) hold();
       });
       req.once("end", () => {
+        req.socket.setTimeout(0); // all in: the app decides its answer
         if (done) return;
         done = true;
         controller.close();
@@ -213,14 +222,15 @@ function bodyOf(req: IncomingMessage, max: number): ReadableStream<Uint8Array> {
       req.once("close", () => {
         if (!req.complete) broken();
       });
-      req.pause();
+      hold();
     },
     pull() {
+      req.socket.setTimeout(idleMs);
       req.resume();
     },
     cancel() {
       done = true;
-      req.pause();
+      hold();
     },
   });
 }

@@ -192,13 +192,13 @@ test("a download that lasts longer than the idle timeout is not cut while bytes 
   }
 });
 
-test("an answer the app takes longer than the idle timeout to decide is not cut; a client silent mid-body is", async () => {
+test("an app that takes longer than the idle timeout to decide, or to start reading a body, is not cut; a client silent mid-body is", async () => {
   const IDLE_MS = 300;
   let upload: Promise<string> | undefined;
   const other = await listen({
     hostname: "127.0.0.1",
     port: 0,
-    maxRequestBodySize: LIMIT,
+    maxRequestBodySize: 16 * 1024 * 1024,
     idleTimeoutMs: IDLE_MS,
     error: () => new Response("x", { status: 500 }),
     async fetch(request) {
@@ -208,6 +208,11 @@ test("an answer the app takes longer than the idle timeout to decide is not cut;
           () => "failed",
         );
         return new Response(await upload);
+      }
+      if (new URL(request.url).pathname === "/late") {
+        // A store that stalls before it takes the body: the client is held back, not silent.
+        await Bun.sleep(3 * IDLE_MS);
+        return Response.json({ read: (await request.arrayBuffer()).byteLength });
       }
       const body = request.body ? await request.text() : "";
       await Bun.sleep(3 * IDLE_MS); // a purchase waiting for its receipt, say
@@ -219,6 +224,10 @@ test("an answer the app takes longer than the idle timeout to decide is not cut;
     expect(await get.json()).toEqual({ decided: "GET", body: "" });
     const post = await fetch(`http://127.0.0.1:${other.port}/slow`, { method: "POST", body: "hello" });
     expect(await post.json()).toEqual({ decided: "POST", body: "hello" });
+    for (const size of [1_000, 8 * 1024 * 1024]) {
+      const late = await fetch(`http://127.0.0.1:${other.port}/late`, { method: "POST", body: new Uint8Array(size) });
+      expect(await late.json()).toEqual({ read: size });
+    }
 
     // A body declared 100 bytes long of which 10 come, then nothing: the connection goes, and the
     // app's read of the body fails rather than waiting forever.
