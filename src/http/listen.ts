@@ -38,13 +38,11 @@ export interface ListenOptions {
   /** The answer to a request that cannot be handed to `fetch` (a Host or header no URL or Headers
    * takes), by its path; default: the storage or account API's error, as the path names it. */
   malformed?: (path: string) => Response;
-  /** A connection with nothing moving for this long is closed (Bun.serve's default: 10 s); the
-   * time the app takes to decide an answer, its request read whole, does not count. */
+  /** A connection whose client sends nothing while the app waits for its body, or takes nothing
+   * of an answer, for this long is closed (Bun.serve's default: 10 s); the time the app takes
+   * before it reads a body or while it decides an answer does not count. */
   idleTimeoutMs?: number;
 }
-
-/** Bun.serve's idle timeout, the default. */
-const IDLE_MS = 10_000;
 
 /** Bodies of known length up to this are read whole and sent in one write. */
 const WHOLE_MAX = 1024 * 1024;
@@ -69,7 +67,7 @@ export async function listen(opts: ListenOptions): Promise<Listener> {
   });
   // Uploads may take hours: only a connection that goes silent is closed. Bun's node:http counts
   // only bytes received as activity, so `write` re-arms the timer for bytes sent (a long download).
-  const idleMs = opts.idleTimeoutMs ?? IDLE_MS;
+  const idleMs = opts.idleTimeoutMs ?? 10_000;
   server.setTimeout(idleMs, (socket) => socket.destroy());
 
   const listener: Listener = {
@@ -105,7 +103,7 @@ export async function listen(opts: ListenOptions): Promise<Listener> {
     // (413 in the spec's shape), and the count in `bodyOf` stops one that lied about its length.
     let request: Request;
     try {
-      request = toRequest(req, opts, abort.signal);
+      request = toRequest(req, opts, abort.signal, idleMs);
     } catch {
       // Not a request the app can be handed (a Host or a header that no URL or Headers takes):
       // answered here, in the shape of the API its path names, and the connection goes.
@@ -145,7 +143,7 @@ export async function listen(opts: ListenOptions): Promise<Listener> {
 /** A Host header that is a name or address and an optional port, nothing else. */
 const PLAIN_HOST = /^[A-Za-z0-9.\-]+(:\d{1,5})?$|^\[[0-9A-Fa-f:.]+\](:\d{1,5})?$/;
 
-function toRequest(req: IncomingMessage, opts: ListenOptions, signal: AbortSignal): Request {
+function toRequest(req: IncomingMessage, opts: ListenOptions, signal: AbortSignal, idleMs: number): Request {
   // The few headers read here come from the raw list: `req.headers` would build a second,
   // parsed copy of them all (node:http builds it lazily, on first use).
   const headers = new Headers();
@@ -173,7 +171,7 @@ function toRequest(req: IncomingMessage, opts: ListenOptions, signal: AbortSigna
   const hasBody = method !== "GET" && method !== "HEAD" && framed;
   const init: RequestInit & { duplex?: "half" } = { method, headers, signal };
   if (hasBody) {
-    init.body = bodyOf(req, opts.maxRequestBodySize, opts.idleTimeoutMs ?? IDLE_MS);
+    init.body = bodyOf(req, opts.maxRequestBodySize, idleMs);
     init.duplex = "half";
   }
   return new Request(href, init);
