@@ -36,6 +36,8 @@ interface Setting<K extends Kind = Kind> {
   emptyIsValue?: boolean;
   /** The only values allowed, when the setting is one of a few words. */
   choices?: readonly string[];
+  /** 0 is refused: a poll every 0 ms would hammer the chain's RPC in a loop. */
+  positive?: true;
   help: string;
 }
 
@@ -57,7 +59,8 @@ export const settings = {
   embeddedChain: setting({ kind: "string", env: "STOWAGE_EMBEDDED_CHAIN", flag: "--embedded-chain", default: "auto", choices: ["auto", "anvil", "evm"], help: "Engine of the embedded chain: anvil in a private network namespace, evm in-process, auto (anvil where the host allows namespaces)" }),
   chainId: setting({ kind: "int", env: "STOWAGE_CHAIN_ID", flag: "--chain-id", default: "985", help: "Chain id" }),
   chainConfirmations: setting({ kind: "int", env: "STOWAGE_CHAIN_CONFIRMATIONS", flag: "--chain-confirmations", help: "Blocks an event waits before it is indexed (default 0 embedded, 6 external)" }),
-  indexerPoll: setting({ kind: "duration", env: "STOWAGE_INDEXER_POLL", flag: "--indexer-poll", default: "2s", help: "How often the event indexer polls the chain" }),
+  chainPoll: setting({ kind: "duration", env: "STOWAGE_CHAIN_POLL", flag: "--chain-poll", positive: true, help: "How often a sent transaction's receipt is polled for (default 25ms embedded, 2s external; a chain with fast blocks wants less)" }),
+  indexerPoll: setting({ kind: "duration", env: "STOWAGE_INDEXER_POLL", flag: "--indexer-poll", default: "2s", positive: true, help: "How often the event indexer polls the chain" }),
   proxyAddress: setting({ kind: "address", env: "STOWAGE_PROXY_ADDRESS", flag: "--proxy-address", help: "Proxy contract (external chain)" }),
   didRegistryAddress: setting({ kind: "address", env: "STOWAGE_DID_REGISTRY_ADDRESS", flag: "--did-registry-address", help: "DID registry contract (external chain)" }),
   directoryAddress: setting({ kind: "address", env: "STOWAGE_DIRECTORY_ADDRESS", flag: "--directory-address", help: "Directory contract (external chain)" }),
@@ -217,6 +220,7 @@ export function parseConfig(argv: readonly string[], env: Env = processEnv, scop
     try {
       if (s.choices && !s.choices.includes(raw)) throw new ConfigError(`must be one of ${s.choices.join(", ")}`);
       values[name] = parsers[s.kind](raw);
+      if (s.positive && values[name] === 0) throw new ConfigError("must be more than 0");
     } catch (err) {
       // The other side's settings never stop this one: a bad STOWAGE_USER_KEY does not stop a server.
       if (scopeOf(s) !== scope) continue;

@@ -8,13 +8,19 @@ export { defineStowageChain };
 /** Hears of every JSON-RPC call with its duration (the server's metrics). */
 export type RpcObserver = (method: string, seconds: number, ok: boolean) => void;
 
-/** Polls fast on the embedded chain (it mines each transaction at once), politely elsewhere.
- * A string is an HTTP JSON-RPC URL. */
-export function chainClients(chainId: number, target: string | RpcEndpoint, fast: boolean, onRpc?: RpcObserver) {
+/**
+ * How often receipts are polled for, in ms: STOWAGE_CHAIN_POLL when set, else fast on the embedded
+ * chain (it mines each transaction at once) and politely elsewhere (a block is seconds).
+ */
+export function pollingOf(configured: number | undefined, embedded: boolean): number {
+  return configured ?? (embedded ? 25 : 2000);
+}
+
+/** Clients polling every `pollingInterval` ms (`pollingOf`). A string is an HTTP JSON-RPC URL. */
+export function chainClients(chainId: number, target: string | RpcEndpoint, pollingInterval: number, onRpc?: RpcObserver) {
   const endpoint = typeof target === "string" ? httpEndpoint(target) : target;
   const chain = defineStowageChain(chainId, typeof target === "string" ? target : undefined);
   const transport = onRpc ? timed(endpoint.transport(), onRpc) : endpoint.transport();
-  const pollingInterval = fast ? 25 : 2000;
   return {
     chain,
     publicClient: createPublicClient({ chain, transport, pollingInterval }),

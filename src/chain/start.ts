@@ -8,7 +8,7 @@ import { privateKeyToAccount } from "viem/accounts";
 import type { Config } from "../config.ts";
 import type { Logger } from "../log.ts";
 import type { Secrets } from "../datadir/secrets.ts";
-import { chainClients, type RpcObserver } from "./clients.ts";
+import { chainClients, pollingOf, type RpcObserver } from "./clients.ts";
 import { checkDeployed, deployContracts } from "./deploy.ts";
 import { configuredDeployment, writeDeployment, type Deployment } from "./deployment.ts";
 import { startDevnet, type Devnet, type EngineChoice } from "./devnet.ts";
@@ -35,7 +35,7 @@ export async function startChain(config: Config, secrets: Secrets, log: Logger, 
   const devnet: Devnet | undefined = embedded ? await startDevnet({ dataDir: config.dataDir, chainId: config.chainId, log, engine: config.embeddedChain as EngineChoice }) : undefined;
   try {
     const endpoint = devnet?.endpoint ?? httpEndpoint(config.chainRpc as string);
-    const { chain, publicClient, wallet } = chainClients(config.chainId, endpoint, embedded, onRpc);
+    const { chain, publicClient, wallet } = chainClients(config.chainId, endpoint, pollingOf(config.chainPoll, embedded), onRpc);
     const remoteId = await publicClient.getChainId();
     if (remoteId !== config.chainId) throw new Error(`STOWAGE_CHAIN_RPC serves chain ${remoteId}, but STOWAGE_CHAIN_ID is ${config.chainId}`);
 

@@ -6,7 +6,7 @@
 import { privateKeyToAccount } from "viem/accounts";
 import type { Config } from "../config.ts";
 import { readChainKey } from "../datadir/secrets.ts";
-import { chainClients } from "../chain/clients.ts";
+import { chainClients, pollingOf } from "../chain/clients.ts";
 import { configuredDeployment, type Deployment } from "../chain/deployment.ts";
 import { readDevnetRecord, socketPath } from "../chain/devnet.ts";
 import { httpEndpoint, ipcEndpoint, rpcCall, type RpcEndpoint } from "../chain/endpoint.ts";
@@ -31,6 +31,6 @@ export async function adminAccess(config: Config) {
   const deployment: Deployment | undefined = configuredDeployment(config);
   if (!deployment) throw new CliError(`no contracts known for this data dir (${config.dataDir}/chain/deployment.json): run \`stowage chain deploy\` or set STOWAGE_*_ADDRESS`);
   const admin = privateKeyToAccount(config.adminKey ?? readChainKey(config.dataDir, "admin"));
-  const { publicClient, wallet } = chainClients(config.chainId, endpoint, embedded);
+  const { publicClient, wallet } = chainClients(config.chainId, endpoint, pollingOf(config.chainPoll, embedded));
   return { endpoint, embedded, deployment, admin, publicClient, wallet: wallet(admin) };
 }

@@ -8,7 +8,7 @@
 import { privateKeyToAccount } from "viem/accounts";
 import { ConfigError, parseConfig } from "../config.ts";
 import { readChainKey, loadSecrets } from "../datadir/secrets.ts";
-import { chainClients } from "../chain/clients.ts";
+import { chainClients, pollingOf } from "../chain/clients.ts";
 import { deployContracts } from "../chain/deploy.ts";
 import { readDeployment, writeDeployment } from "../chain/deployment.ts";
 import { explainChainError } from "../chain/explain.ts";
@@ -38,7 +38,7 @@ export async function runChain(argv: string[], env: Record<string, string | unde
   const secrets = loadSecrets(config.dataDir, config);
   const admin = privateKeyToAccount(config.adminKey ?? readChainKey(config.dataDir, "admin"));
   const operator = privateKeyToAccount(secrets.operatorKey);
-  const { publicClient, wallet } = chainClients(config.chainId, config.chainRpc, false);
+  const { publicClient, wallet } = chainClients(config.chainId, config.chainRpc, pollingOf(config.chainPoll, false));
   try {
     const remote = await publicClient.getChainId();
     if (remote !== config.chainId) throw new CliError(`${config.chainRpc} serves chain ${remote}, but STOWAGE_CHAIN_ID is ${config.chainId}`);

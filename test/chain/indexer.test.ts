@@ -125,7 +125,7 @@ describe("event indexer", () => {
     });
     afterAll(() => flaky.stop(true));
     const start = (await chain.anvil.publicClient.getBlockNumber()) + 1n;
-    const { publicClient } = chainClients(chain.anvil.chainId, `http://127.0.0.1:${flaky.port}`, true);
+    const { publicClient } = chainClients(chain.anvil.chainId, `http://127.0.0.1:${flaky.port}`, 25);
     const indexer = createIndexer({ sql: database, publicClient, confirmations: 0, log: silentLogger, pollMs: 20, backoffMs: 10, maxBackoffMs: 50 });
     indexer.add(depositsConsumer({ fromBlock: start }));
     indexer.start();

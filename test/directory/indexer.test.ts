@@ -147,7 +147,7 @@ describe("directory indexing", () => {
       },
     });
     afterAll(() => proxy.stop(true));
-    const { publicClient } = chainClients(anvil.chainId, `http://127.0.0.1:${proxy.port}`, true);
+    const { publicClient } = chainClients(anvil.chainId, `http://127.0.0.1:${proxy.port}`, 25);
     const indexer = createIndexer({ sql: database.sql, publicClient, confirmations: 0, log: silentLogger, pollMs: 20, backoffMs: 5, maxBackoffMs: 40, batchBlocks: 2 });
     indexer.add(consumer());
     indexer.start();

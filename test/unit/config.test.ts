@@ -1,5 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { join } from "node:path";
+import { chainClients, pollingOf } from "../../src/chain/clients.ts";
 import { ConfigError, parseConfig, settings } from "../../src/config.ts";
 import { tempDir } from "../support/tmp.ts";
 
@@ -60,6 +61,15 @@ describe("config", () => {
     expect(c.publicUrl).toBe("https://files.example");
   });
 
+  test("receipts are polled as STOWAGE_CHAIN_POLL says, else every 25 ms on the embedded chain and every 2 s on an external one", () => {
+    const poll = (argv: string[], env: Record<string, string>, embedded: boolean) =>
+      chainClients(985, "http://127.0.0.1:8545", pollingOf(parseConfig(argv, env).chainPoll, embedded)).publicClient.pollingInterval;
+    expect(poll([], {}, true)).toBe(25);
+    expect(poll([], {}, false)).toBe(2000);
+    expect(poll([], { STOWAGE_CHAIN_POLL: "250ms" }, false)).toBe(250);
+    expect(poll(["--chain-poll", "1s"], { STOWAGE_CHAIN_POLL: "250ms" }, true)).toBe(1000);
+  });
+
   test("an empty environment variable counts as unset", () => {
     expect(parseConfig([], { STOWAGE_PORT: "" }).port).toBe(8080);
   });
@@ -75,6 +85,8 @@ describe("config", () => {
     [["--log-level", "loud"], {}, /^--log-level: must be one of debug, info, warn, error \(got "loud"\)$/],
     [[], { STOWAGE_RATE_LIMITS: "no" }, /^STOWAGE_RATE_LIMITS: must be one of on, off \(got "no"\)$/],
     [[], { STOWAGE_EMBEDDED_CHAIN: "geth" }, /^STOWAGE_EMBEDDED_CHAIN: must be one of auto, anvil, evm \(got "geth"\)$/],
+    [[], { STOWAGE_CHAIN_POLL: "0" }, /^STOWAGE_CHAIN_POLL: must be more than 0 \(got "0"\)$/],
+    [["--indexer-poll", "0ms"], {}, /^--indexer-poll: must be more than 0 \(got "0ms"\)$/],
     [["--nope", "1"], {}, /unknown option --nope/],
     [["--port"], {}, /--port needs a value/],
   ];
