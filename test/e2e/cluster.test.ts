@@ -59,6 +59,9 @@ const shared: Record<string, string> = {
   ...chainEnv,
   STOWAGE_CHAIN_CONFIRMATIONS: "0",
   STOWAGE_INDEXER_POLL: `${POLL_MS}ms`,
+  // anvil mines each transaction at once: a receipt polled for every 2 s (an external chain's
+  // default) was only waiting, 2 s of the purchase test's 2.2.
+  STOWAGE_CHAIN_POLL: "25ms",
   STOWAGE_DATABASE_URL: databaseUrl,
   ...stowageS3Env(rgw, rgw.prefix()),
   STOWAGE_JWT_KEY: hex32(),
@@ -151,8 +154,31 @@ function balancer() {
 
 const bytesOf = async (res: Response) => new Uint8Array(await res.arrayBuffer());
 
+/** Log lines of each gateway a failing test prints: CI shows the last 60 lines before a failure. */
+const LOG_TAIL = 12;
+
+/**
+ * A test of the cluster that, when it fails, prints each gateway's last log lines before its
+ * error: the gateways' side of a failure (a refused transaction, a slow receipt) is otherwise
+ * lost with their processes.
+ */
+function clusterTest(name: string, fn: () => Promise<void>, timeoutMs: number) {
+  test(
+    name,
+    async () => {
+      try {
+        await fn();
+      } catch (err) {
+        for (const g of gateways) console.error(`--- gateway ${g.name}, last log lines:\n${g.bin.output().trimEnd().split("\n").slice(-LOG_TAIL).join("\n")}`);
+        throw err;
+      }
+    },
+    timeoutMs,
+  );
+}
+
 describe("three gateways, one service", () => {
-  test("log in at A, restricted calls at B (one requestID window); upload at A and B, list at B, download at C, delete at B", async () => {
+  clusterTest("log in at A, restricted calls at B (one requestID window); upload at A and B, list at B, download at C, delete at B", async () => {
     const account = await user({ space: "16MiB", traffic: "64MiB" });
     const lb = balancer();
     const store = await connectStorage({ baseUrl: A.url, account, fetch: lb.fetch });
@@ -191,7 +217,7 @@ describe("three gateways, one service", () => {
     expect((await store.space()).SizeByte).toBe(16 * 1024 * 1024 - two.length);
   }, 120_000);
 
-  test("a voucher used at A is refused at C", async () => {
+  clusterTest("a voucher used at A is refused at C", async () => {
     const account = await user({ space: "1MiB", traffic: "1MiB" });
     const store = await connectStorage({ baseUrl: A.url, account });
     await store.login();
@@ -208,7 +234,7 @@ describe("three gateways, one service", () => {
     expect(((await atC.json()) as { Description: string }).Description).toMatch(/sign a new one/);
   }, 60_000);
 
-  test("50 parallel uploads spread over the three gateways never exceed one small quota", async () => {
+  clusterTest("50 parallel uploads spread over the three gateways never exceed one small quota", async () => {
     const SPACE = 100_000;
     const SIZE = 4_000;
     const account = await user({ space: String(SPACE), traffic: "16MiB" });
@@ -233,7 +259,7 @@ describe("three gateways, one service", () => {
     }
   }, 120_000);
 
-  test("purchases at the three gateways at once all go through (operator nonces from the database)", async () => {
+  clusterTest("purchases at the three gateways at once all go through (operator nonces from the database)", async () => {
     const buyers = await Promise.all([A, B, C, A, B, C].map(() => user()));
     const stores = await Promise.all(
       buyers.map(async (account, i) => {
@@ -248,7 +274,7 @@ describe("three gateways, one service", () => {
     for (const s of stores) expect((await s.space()).SizeByte).toBe(10_000);
   }, 120_000);
 
-  test("a file published through the SDK is found by /challenge at every gateway", async () => {
+  clusterTest("a file published through the SDK is found by /challenge at every gateway", async () => {
     const account = await user({ space: "1MiB", traffic: "1MiB" });
     const store = await connectStorage({ baseUrl: B.url, account });
     await store.login();
@@ -262,7 +288,7 @@ describe("three gateways, one service", () => {
     }
   }, 60_000);
 
-  test("kill -9 of the indexing gateway: another one indexes within 10 s", async () => {
+  clusterTest("kill -9 of the indexing gateway: another one indexes within 10 s", async () => {
     const holder = async () => ((await db`SELECT holder FROM leases WHERE name = 'indexer'`) as { holder: string }[])[0]?.holder;
     const first = await until("an indexer lease", holder, (h) => h !== undefined, 15_000);
     // Each gateway logs its lease holder id at start.
@@ -286,7 +312,7 @@ describe("three gateways, one service", () => {
     await start(victim.name, victim.dataDir);
   }, 90_000);
 
-  test("kill -9 of A mid-upload: B and C keep serving, nothing partial appears", async () => {
+  clusterTest("kill -9 of A mid-upload: B and C keep serving, nothing partial appears", async () => {
     const account = await user({ space: "64MiB", traffic: "64MiB" });
     const a = gw("A");
     const kept = await connectStorage({ baseUrl: gw("B").url, account });
@@ -339,7 +365,7 @@ describe("three gateways, one service", () => {
     await start("A", a.dataDir);
   }, 120_000);
 
-  test("login rate limits hold across gateways", async () => {
+  clusterTest("login rate limits hold across gateways", async () => {
     const did = didOf(privateKeyToAccount(generatePrivateKey()));
     const attempt = (g: Gateway) =>
       fetch(`${g.url}/login`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ did, token: "00", timestamp: 1, signature: "0x00" }) });
