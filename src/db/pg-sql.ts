@@ -64,7 +64,9 @@ export class PgSql extends PgQueryable implements Sql {
     const level = opts.isolation ?? "serializable";
     for (let attempt = 1; ; attempt++) {
       try {
-        return (await this.pg.begin(`isolation level ${level}`, (tx) => fn(new PgQueryable(tx as unknown as Unsafe)))) as T;
+        const out = (await this.pg.begin(`isolation level ${level}`, (tx) => fn(new PgQueryable(tx as unknown as Unsafe)))) as T;
+        opts.committed?.();
+        return out;
       } catch (err) {
         const state = sqlState(err);
         if (!state || !RETRYABLE.has(state) || attempt >= MAX_ATTEMPTS) throw err;

@@ -61,6 +61,13 @@ export interface TxOptions {
    * gateway may rely on the row while its database restarts.
    */
   durable?: boolean;
+  /**
+   * Runs once the transaction has committed, before the call resolves; never when it fails. On
+   * SQLite that is at the COMMIT, while the call still waits for the log's fsync (wal-sync.ts):
+   * work that must follow the commit but may start before it is on disk overlaps that fsync (a
+   * ranged GET's read, issue 10). On PostgreSQL the COMMIT has waited for the disk already.
+   */
+  committed?: () => void;
 }
 
 export interface Sql extends Queryable {

@@ -183,7 +183,9 @@ export class SqliteSql implements Sql {
     }
     // The fsync runs with the connection free: the next transactions commit meanwhile and the
     // one fsync after this carries them too. A light commit is carried by the next durable one.
-    if (durable) await this.wal?.flush();
+    const flushed = durable ? this.wal?.flush() : undefined;
+    opts?.committed?.();
+    await flushed;
     return out;
   }
 

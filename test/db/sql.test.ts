@@ -7,7 +7,7 @@
 import { afterAll, describe, expect, test } from "bun:test";
 import { testDatabase, TEST_DB } from "../support/db.ts";
 import { tempDir } from "../support/tmp.ts";
-import { batches, placeholders } from "../../src/db/sql.ts";
+import { batches, placeholders, type Queryable } from "../../src/db/sql.ts";
 
 const db = testDatabase(tempDir("sql"));
 const sql = db.sql;
@@ -58,6 +58,26 @@ describe(`data-access layer on ${TEST_DB}`, () => {
     });
     expect(out).toBe("x");
     expect(await sql.get("SELECT value FROM app_state WHERE key = $1", ["kept"])).toEqual({ value: "x" });
+  });
+
+  test("`committed` runs once a transaction has committed, its rows readable outside it; never for one that throws", async () => {
+    // A read begun in `committed` sees the rows: on SQLite the writing connection is free again,
+    // on PostgreSQL another connection of the pool reads them.
+    let outside: Promise<unknown> | undefined;
+    const insert = (tx: Queryable) => tx.run("INSERT INTO app_state (key, value, updated_at) VALUES ($1, $2, $3)", ["seen", "x", 1]);
+    await sql.tx(insert, { committed: () => void (outside = sql.get("SELECT value FROM app_state WHERE key = $1", ["seen"])) });
+    expect(await outside).toEqual({ value: "x" });
+    let calls = 0;
+    await expect(
+      sql.tx(
+        async (tx) => {
+          await tx.run("INSERT INTO app_state (key, value, updated_at) VALUES ($1, $2, $3)", ["unseen", "x", 1]);
+          throw new Error("boom");
+        },
+        { committed: () => calls++ },
+      ),
+    ).rejects.toThrow("boom");
+    expect(calls).toBe(0);
   });
 
   test("read-modify-write transactions in parallel lose no update (queued on SQLite, retried on PostgreSQL)", async () => {

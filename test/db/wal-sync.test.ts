@@ -90,6 +90,29 @@ test("a durable transaction resolves after an fsync begun after its COMMIT; late
   expect(sql.wal?.started).toBe(2);
 });
 
+test("`committed` runs at the COMMIT, with the fsync begun and still held; never for a transaction that rolls back", async () => {
+  const { sql, pending, finish } = heldDatabase("committed");
+  const seen: string[] = [];
+  const done = sql.tx(put("c1"), { committed: () => seen.push(`committed, ${pending.length} fsync held`) }).then(() => seen.push("resolved"));
+  await turns();
+  // What starts here (a ranged GET's read) overlaps the fsync; the caller still waits for it.
+  expect(seen).toEqual(["committed, 1 fsync held"]);
+  expect(await row(sql, "c1")).toEqual({ key: "c1" });
+  finish();
+  await done;
+  expect(seen).toEqual(["committed, 1 fsync held", "resolved"]);
+  const failing = sql.tx(
+    async (tx) => {
+      await put("c2")(tx);
+      throw new Error("refused");
+    },
+    { committed: () => seen.push("committed after a rollback") },
+  );
+  await expect(failing).rejects.toThrow("refused");
+  expect(seen).toHaveLength(2);
+  expect(await row(sql, "c2")).toBeUndefined();
+});
+
 test("a light commit (durable: false) awaits no fsync; the next durable one carries it", async () => {
   const { sql, pending, finish } = heldDatabase("light");
   await sql.tx(put("light"), { durable: false });
