@@ -369,11 +369,10 @@ export function createStorage(deps: StorageDeps) {
         },
         { isolation: "read committed", committed: read },
       ); // refused: nothing was counted
+      let bytes: Uint8Array;
       try {
-        const bytes = await (reading as Promise<Uint8Array>); // begun at the latest by `committed`
+        bytes = await (reading as Promise<Uint8Array>); // begun at the latest by `committed`
         if (bytes.byteLength !== length) throw new Error(`read ${bytes.byteLength} of ${length} bytes`);
-        deps.onTransfer?.(b.kind, "out", length);
-        return bytes;
       } catch (failure) {
         await sql
           .tx(
@@ -386,6 +385,8 @@ export function createStorage(deps: StorageDeps) {
           .catch((err) => log.error("giving back a failed download's charge failed", { cid, err: (err as Error).message }));
         throw failure;
       }
+      deps.onTransfer?.(b.kind, "out", length);
+      return bytes;
     }
     return { name: row.name, cid, size: total, encryption: row.encryption, owner: row.did, send };
   }
