@@ -25,12 +25,17 @@
  *   against the floor, in alternation too (the two comparisons before ran in other minutes, on a
  *   disk whose speed swings): that ratio is what Stowage's other layers cost.
  *
+ * With `--postgres` Stowage keeps its rows in a real PostgreSQL (Debian's, test/support/postgres.ts:
+ * started for the run, a database of its own, on this machine's disk even with `--tmpfs`) as a
+ * cluster's gateway does (D16): every statement is then a round trip, and every commit durable.
+ * The floor stays on SQLite: it is the least any server needs, and a gateway alone needs no more.
+ *
  * Metrics: uploads per second (the closed loop's count over its wall time), p50 and p99 latency
  * (ms, as the client sees them), and the server process's CPU time per upload (/proc/PID/stat,
  * utime + stime of the server alone, not its embedded anvil): the steady number on a shared machine.
  *
  * Run: bun bench/small-uploads.ts [--rounds 3] [--uploads 400] [--in-flight 16] [--kib 4]
- *        [--backends dfs,ipfs] [--sha256-payload] [--replace] [--no-floor] [--tmpfs] [--binary] [--cpu-prof DIR]
+ *        [--backends dfs,ipfs] [--sha256-payload] [--replace] [--no-floor] [--tmpfs] [--postgres] [--binary] [--cpu-prof DIR]
  *        (--help: every option; the floor is left out with --sha256-payload, --replace or files over 1 MiB)
  */
 import { randomBytes } from "node:crypto";
@@ -41,7 +46,8 @@ import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { cidOfStream, D9_LAYOUT } from "../src/sdk/cid.ts";
 import { connectStorage } from "../src/sdk/storage.ts";
 import { storageDomain, storageTypes } from "../src/identity/eip712.ts";
-import { BINARY_OPTION, benchArgs, commandDuration, compareMany, type ComparisonResult, CPU_PROF_OPTION, cpuMs, fmt, intOption, loadAverage, percentile, type RunningServer, startServer, stowageCommand, usageError } from "./harness.ts";
+import { postgres, type Postgres } from "../test/support/postgres.ts";
+import { BINARY_OPTION, benchArgs, commandDuration, compareMany, type ComparisonResult, CPU_PROF_OPTION, cpuMs, fmt, intOption, loadAverage, percentile, type RunningServer, startServer, stats, stowageCommand, usageError } from "./harness.ts";
 
 const ROOT = join(import.meta.dir, "..");
 const SHM = "/dev/shm";
@@ -54,6 +60,7 @@ const values = benchArgs("Small uploads: Stowage against a plain multipart + SHA
   "sha256-payload": { boolean: true, help: "sign the file's SHA-256 instead of its Cid (D5's older form)" },
   replace: { boolean: true, help: "every upload names the same file (replacing the last, deleting its content) instead of a new one" },
   "no-floor": { boolean: true, help: "leave out the floor (servers/upload-floor.ts: the baseline + the signatures and claims every upload needs) and its two comparisons" },
+  postgres: { boolean: true, help: "Stowage on a real PostgreSQL (started for the run; its own database) instead of SQLite: a cluster gateway's configuration (D16)" },
   tmpfs: { boolean: true, help: `every server's files in ${SHM} (memory: an fsync costs nothing), so the comparison is of CPU, not of this machine's disk, whose speed swings` },
   binary: BINARY_OPTION,
   "cpu-prof": CPU_PROF_OPTION,
@@ -103,6 +110,7 @@ async function run(pid: number, requests: Prepared[]) {
   const latencies: number[] = [];
   let next = 0;
   const cpu0 = cpuMs(pid);
+  const db0 = databaseCpuMs();
   const started = performance.now();
   const worker = async () => {
     while (next < requests.length) {
@@ -117,9 +125,17 @@ async function run(pid: number, requests: Prepared[]) {
   await Promise.all(Array.from({ length: inFlight }, worker));
   const seconds = (performance.now() - started) / 1000;
   const cpu = cpuMs(pid) - cpu0;
+  if (pid === stowagePid) databaseCpu.push((databaseCpuMs() - db0) / requests.length);
   latencies.sort((a, b) => a - b);
   return { rate: requests.length / seconds, p50: percentile(latencies, 50), p99: percentile(latencies, 99), cpu: cpu / requests.length };
 }
+
+/** With --postgres: PostgreSQL's CPU per upload in each of Stowage's measurements (its backends
+ * work for Stowage alone), and the server's pid to tell those measurements apart. */
+let pg: Postgres | undefined;
+const databaseCpu: number[] = [];
+let stowagePid = 0;
+const databaseCpuMs = () => (pg ? pg.pids().reduce((ms, p) => ms + cpuMs(p), 0) : 0);
 
 if (values.tmpfs && !existsSync(SHM)) usageError(`--tmpfs: ${SHM} does not exist here`);
 // The servers make their files under TMPDIR (the baseline and the floor) or the data dir (Stowage).
@@ -131,11 +147,16 @@ const env: Record<string, string | undefined> = { HOME: tmpdir(), TMPDIR: temp, 
 const servers: RunningServer[] = [];
 let exitCode = 0;
 try {
+  if (values.postgres) {
+    pg = await postgres();
+    env.STOWAGE_DATABASE_URL = await pg.createDatabase();
+  }
   const stowage = await startServer(
     [...stowageCmd, "serve", "--host", "127.0.0.1", "--port", "0", "--data-dir", dataDir, "--log-level", "error", "--ipfs-listen", "/ip4/127.0.0.1/tcp/0", "--access-token-ttl", "12h", "--s3-api-port", "0", "--metrics-listen", "127.0.0.1:0"],
     { env, cwd: ROOT, timeoutMs: 60_000 },
   );
   servers.push(stowage);
+  stowagePid = stowage.proc.pid;
   const baseline = await startServer([process.execPath, join(import.meta.dir, "storage.ts"), "--baseline-server"], { env: childEnv, cwd: ROOT });
   servers.push(baseline);
 
@@ -154,7 +175,7 @@ try {
   /** Voucher sizes far above what is used, each distinct: every one is accepted once (D6). */
   let voucherSize = 2n ** 40n + BigInt(Date.now() % 1_000_000) * 1_000_000n;
 
-  const header = `small uploads: ${fileBytes / 1024} KiB × ${inFlight} in flight, ${perRound} per measurement, ${rounds} rounds + 1 warm-up, ${replace ? "every upload replacing one file" : "a new file each"}; stowage ${stowage.url} (log level error, embedded chain) against the plain multipart + SHA-256 + fsync'd file server ${baseline.url}${floor ? `, and the floor ${floor.url} against it` : ""}; files in ${temp}${values.tmpfs ? " (memory)" : ""}; 2 cores, Bun ${Bun.version}, load average ${loadAverage()}`;
+  const header = `small uploads: ${fileBytes / 1024} KiB × ${inFlight} in flight, ${perRound} per measurement, ${rounds} rounds + 1 warm-up, ${replace ? "every upload replacing one file" : "a new file each"}; stowage ${stowage.url} (log level error, embedded chain, ${pg ? "PostgreSQL" : "SQLite"}) against the plain multipart + SHA-256 + fsync'd file server ${baseline.url}${floor ? `, and the floor ${floor.url} against it` : ""}; files in ${temp}${values.tmpfs ? " (memory)" : ""}; 2 cores, Bun ${Bun.version}, load average ${loadAverage()}`;
   console.error(header);
   const lines: string[] = [header];
   /** The requests the SDK would send, one per fresh file, signed before the clock starts. */
@@ -195,7 +216,8 @@ try {
     const stowageRound = async () => run(stowage.proc.pid, await signedRequests(`${stowage.url}/${kind}/`, { authorization: `Bearer ${accessToken}` }));
     const result = await compareMany({ name: `${kind} ${fileBytes / 1024} KiB × ${inFlight}`, rounds, warmup: 1, labels: { subject: `stowage-${kind}`, baseline: "baseline" }, metrics, subject: stowageRound, baseline: baselineRound });
     const m = result.metrics;
-    lines.push(`  ${kind}: ${summary(m)}, p50 ${fmt(m.p50.subject.median)} vs ${fmt(m.p50.baseline.median)} ms`);
+    const dbCpu = pg ? `; PostgreSQL's CPU ${fmt(stats(databaseCpu.splice(0)).median)} ms per upload` : "";
+    lines.push(`  ${kind}: ${summary(m)}, p50 ${fmt(m.p50.subject.median)} vs ${fmt(m.p50.baseline.median)} ms${dbCpu}`);
     measured.push({ kind, round: stowageRound });
   }
   if (floor) {
@@ -213,6 +235,7 @@ try {
   exitCode = 1;
 } finally {
   for (const s of servers.reverse()) await s.stop();
+  await pg?.stop();
   rmSync(work, { recursive: true, force: true });
 }
 process.exit(exitCode);

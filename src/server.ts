@@ -23,7 +23,7 @@ import { createGrants } from "./grants/index.ts";
 import { startS3Api } from "./s3api/index.ts";
 import { createDirectStorage } from "./storage/direct.ts";
 import { startStorage } from "./storage/start.ts";
-import { storedBytes } from "./storage/files.ts";
+import { storedBytesSql } from "./storage/files.ts";
 import { createDirectory } from "./directory/index.ts";
 import { createGateway } from "./gateway/service.ts";
 import { createQuota } from "./quota/index.ts";
@@ -85,7 +85,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
       publicClient: chain.context.publicClient,
       refreshGuards: { did: (session) => keyStillSigns(resolver, config.chainId, session) },
     });
-    const quota = createQuota({ sql: database.sql, chain: chain.context, log, storedBytes, onPurchase: metrics.purchase });
+    const quota = createQuota({ sql: database.sql, chain: chain.context, log, storedBytes: storedBytesSql, onPurchase: metrics.purchase });
     // Only expired holds: live ones may be another gateway's (D16). Expired ones count against no
     // pool, but a dead gateway's rows would stay: every gateway clears them now and then (one
     // idempotent DELETE, so no lease is needed).

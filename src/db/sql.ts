@@ -85,6 +85,37 @@ export interface Sql extends Queryable {
   close(): Promise<void>;
 }
 
+/**
+ * A piece of SQL (an expression, say) with its parameters numbered from `$1`, that one module
+ * hands another to embed in a statement of its own: one round trip where two statements took two.
+ */
+export interface Fragment {
+  text: string;
+  params: Param[];
+}
+
+/** `f`'s text with its `$n` moved past the `before` parameters of the statement it goes into. */
+export function shifted(f: Fragment, before: number): string {
+  return f.text.replace(/\$(\d+)/g, (_, n: string) => `$${Number(n) + before}`);
+}
+
+/**
+ * Statements of one transaction sent side by side, each started by the caller in the order they
+ * must run: PostgreSQL's client pipelines them on the transaction's connection (one round trip
+ * for all, where awaiting each took one apiece: issue 10), SQLite runs each as it is called.
+ * Waits for every one, then throws the first failure in the order given, so a caller's checks
+ * keep their order. Never resolves early: a statement still running once its transaction ends
+ * would, on SQLite, commit by itself after the ROLLBACK.
+ *
+ * @example
+ *   const [old, row] = await together(tx.get(DROP, [id]), tx.get(INSERT, [id, value]))
+ */
+export async function together<T extends readonly unknown[]>(...work: { [K in keyof T]: Promise<T[K]> }): Promise<T> {
+  const settled = await Promise.allSettled(work);
+  for (const s of settled) if (s.status === "rejected") throw s.reason;
+  return settled.map((s) => (s as PromiseFulfilledResult<unknown>).value) as unknown as T;
+}
+
 /** Placeholders `$from…$(from+n-1)`, for `IN (…)` lists built at run time. */
 export function placeholders(n: number, from = 1): string {
   return Array.from({ length: n }, (_, i) => `$${from + i}`).join(", ");

@@ -3,7 +3,7 @@
  * them, and purchases by the operator key.
  *
  * @example
- *   const quota = createQuota({ sql, chain, log, storedBytes })
+ *   const quota = createQuota({ sql, chain, log, storedBytes: storedBytesSql })
  *   app.use(quotaRoutes({ ...quota, tokens, chainId }))
  */
 import type { ChainContext } from "../chain/types.ts";
@@ -13,7 +13,7 @@ import { createMeter, type StoredBytes } from "./meter.ts";
 import { createPurchases } from "./purchase.ts";
 import { createRecords } from "./records.ts";
 
-/** `storedBytes` is the storage catalog's count of an account's bytes (src/storage/files.ts). */
+/** `storedBytes` is the storage catalog's count of an account's bytes, as SQL the meter embeds (src/storage/files.ts `storedBytesSql`). */
 export function createQuota({ sql, chain, log, storedBytes, maxAgeMs, onPurchase }: { sql: Sql; chain: ChainContext; log: Logger; storedBytes: StoredBytes; maxAgeMs?: number; onPurchase?: Parameters<typeof createPurchases>[0]["onOutcome"] }) {
   const records = createRecords({ publicClient: chain.publicClient, proxy: chain.contracts.proxy, maxAgeMs });
   const meter = createMeter({ sql, records, storedBytes });

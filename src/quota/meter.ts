@@ -24,7 +24,7 @@
  *   await files.add(row, up.commit(size, moved))   // or await up.release()
  */
 import type { Address } from "viem";
-import { placeholders, type Queryable, type Sql, type TxOptions } from "../db/sql.ts";
+import { type Fragment, type Param, placeholders, type Queryable, shifted, type Sql, together, type TxOptions } from "../db/sql.ts";
 import { storageError } from "../http/errors.ts";
 import { allowance, weiToGwei, type Kind, type Records } from "./records.ts";
 
@@ -40,9 +40,10 @@ const safe = (n: bigint) => Number(n > BigInt(Number.MAX_SAFE_INTEGER) ? BigInt(
 
 /**
  * Bytes `did` stores, leaving out the file named `except` (the one an upload would replace: it stops
- * counting when replaced). Read with `q`: the meter's own transaction, when it is in one.
+ * counting when replaced), as an SQL expression: the meter reads it in the same statement as the
+ * pools' other numbers (`usage`), in its own transaction when it is in one.
  */
-export type StoredBytes = (q: Queryable, did: string, except?: { backend: string; name: string }) => Promise<number>;
+export type StoredBytes = (did: string, except?: { backend: string; name: string }) => Fragment;
 
 /** Every quota transaction: its reads follow the account's row lock, its writes are relative (D16). */
 const LOCKED: TxOptions = { isolation: "read committed" };
@@ -53,8 +54,6 @@ const HOLDING: TxOptions = { ...LOCKED, durable: false };
 const LIVE = "SELECT kind AS pool, COUNT(*) AS count, CAST(COALESCE(SUM(bytes), 0) AS BIGINT) AS bytes FROM quota_reservations WHERE expires_at > $1 GROUP BY kind";
 const LOCK = "SELECT account FROM quota_accounts WHERE account = $1 FOR UPDATE";
 const ADD_ACCOUNT = "INSERT INTO quota_accounts (account) VALUES ($1) ON CONFLICT (account) DO NOTHING";
-const RESERVED = "SELECT CAST(COALESCE(SUM(bytes), 0) AS BIGINT) AS n FROM quota_reservations WHERE account = $1 AND kind = $2 AND expires_at > $3";
-const MOVED = "SELECT bytes FROM traffic_usage WHERE account = $1 AND period_start = $2";
 const RENEW = "UPDATE quota_reservations SET bytes = $2, expires_at = $3 WHERE id = $1 RETURNING id";
 const HOLD = "INSERT INTO quota_reservations (account, kind, bytes, created_at, gateway, expires_at) VALUES ($1, $2, $3, $4, $5, $6) RETURNING id";
 const ADD_TRAFFIC = "INSERT INTO traffic_usage (account, period_start, bytes) VALUES ($1, $2, $3) ON CONFLICT (account, period_start) DO UPDATE SET bytes = traffic_usage.bytes + excluded.bytes";
@@ -71,13 +70,40 @@ async function lockAccount(tx: Queryable, account: string) {
   await tx.get(LOCK, [account]);
 }
 
-/** Bytes live holds of other transfers count against a pool. */
-async function sumReserved(q: Queryable, account: string, kind: Kind, at: number, mine: number[] = []) {
-  const text = mine.length ? `${RESERVED} AND id NOT IN (${placeholders(mine.length, 4)})` : RESERVED;
-  return (await q.get<{ n: number }>(text, [account, kind, at, ...mine]))?.n ?? 0;
+/** The live holds of both pools in one pass over the account's rows (index quota_reservations_account). */
+const held = (kind: Kind) => `CAST(COALESCE(SUM(CASE WHEN kind = '${kind}' THEN bytes ELSE 0 END), 0) AS BIGINT) AS "${kind}Held"`;
+
+/** What of an account's pools is in use, as `usage` reads it. */
+interface Usage {
+  /** Stored (when a DID was given) plus live space holds. */
+  space: number;
+  /** Moved this period (when a period was given) plus live traffic holds. */
+  traffic: number;
 }
 
-const trafficMoved = async (q: Queryable, account: string, periodStart: number) => (await q.get<{ bytes: number }>(MOVED, [account, periodStart]))?.bytes ?? 0;
+/**
+ * Bytes in use in both pools, in ONE statement (issue 10: it was four, and on PostgreSQL each is a
+ * round trip taken with the account's lock held, which one account's uploads wait for in turn):
+ * what `stored` counts (space), what moved since `periodStart` (traffic), and the live holds of
+ * transfers other than the holds `mine`.
+ */
+async function usage(q: Queryable, account: string, at: number, what: { stored?: Fragment; periodStart?: number; mine?: number[] }): Promise<Usage> {
+  const params: Param[] = [account, at];
+  const columns = [held("space"), held("traffic")];
+  if (what.stored) {
+    columns.push(`${shifted(what.stored, params.length)} AS stored`);
+    params.push(...what.stored.params);
+  }
+  if (what.periodStart !== undefined) {
+    params.push(what.periodStart);
+    columns.push(`COALESCE((SELECT bytes FROM traffic_usage WHERE account = $1 AND period_start = $${params.length}), 0) AS moved`);
+  }
+  const mine = what.mine ?? [];
+  const others = mine.length ? ` AND id NOT IN (${placeholders(mine.length, params.length + 1)})` : "";
+  const row = await q.get<{ spaceHeld: number; trafficHeld: number; stored?: number; moved?: number }>(`SELECT ${columns.join(", ")} FROM quota_reservations WHERE account = $1 AND expires_at > $2${others}`, [...params, ...mine]);
+  if (!row) throw new Error("an aggregate gave no row");
+  return { space: (row.stored ?? 0) + row.spaceHeld, traffic: (row.moved ?? 0) + row.trafficHeld };
+}
 
 const drop = async (q: Queryable, ids: (number | undefined)[]) => {
   const some = ids.filter((id): id is number => id !== undefined);
@@ -91,14 +117,8 @@ export function createMeter({ sql, records, storedBytes, now = Date.now, gateway
     return { record, limit: allowance(record, time), periodStart: Number(record.periodStart), expired: record.expire > 0n && record.expire <= time };
   }
 
-  /**
-   * Bytes of a pool in use: stored, leaving out `except` (space), or moved this period (traffic),
-   * plus the live holds of transfers other than the holds `mine`.
-   */
-  async function used(q: Queryable, account: Address, did: string, kind: Kind, periodStart: number, opts: { except?: { backend: string; name: string }; mine?: number[] } = {}) {
-    const base = kind === "space" ? await storedBytes(q, did, opts.except) : await trafficMoved(q, account, periodStart);
-    return base + (await sumReserved(q, account, kind, now(), opts.mine));
-  }
+  /** Bytes in use in the pools, as `usage` reads them now. */
+  const used = (q: Queryable, account: Address, what: Parameters<typeof usage>[3]) => usage(q, account, now(), what);
 
   const refuse = (kind: Kind, limit: number, inUse: number, want: number) =>
     storageError.quota(`not enough ${kind}: ${limit} bytes allowed, ${inUse} in use, ${want} more needed — buy more (GET /dfs/buy${kind}) or ask for a grant`);
@@ -144,8 +164,9 @@ export function createMeter({ sql, records, storedBytes, now = Date.now, gateway
      * the first that cannot take them. */
     async function room(q: Queryable, want: number): Promise<number | ReturnType<typeof refuse>> {
       let free = Number.POSITIVE_INFINITY;
+      const inUse = await used(q, account, { stored: storedBytes(did, replaced), periodStart: traffic.periodStart, mine: mine() });
       for (const [kind, p] of [["space", space], ["traffic", traffic]] as const) {
-        const others = await used(q, account, did, kind, p.periodStart, { except: replaced, mine: mine() });
+        const others = inUse[kind];
         if (others + want > p.limit) return refuse(kind, p.limit, others, want);
         free = Math.min(free, p.limit - others - want);
       }
@@ -217,13 +238,17 @@ export function createMeter({ sql, records, storedBytes, now = Date.now, gateway
           lock: (tx: Queryable) => lockAccount(tx, account),
           settle: async (tx: Queryable) => {
             const holds = mine();
-            // The file row is in: it counts in what is stored.
-            const withFile = await used(tx, account, did, "space", space.periodStart, { mine: holds });
+            // The file row is in: it counts in what is stored. The read runs before the writes
+            // (they go together: one round trip on PostgreSQL), which a refusal rolls back.
+            const [inUse] = await together(
+              used(tx, account, { stored: storedBytes(did), periodStart: traffic.periodStart, mine: holds }),
+              drop(tx, holds),
+              addTraffic(tx, account, traffic.periodStart, moved),
+            );
+            const withFile = inUse.space;
             if (withFile > space.limit) throw refuse("space", space.limit, withFile - size, size);
-            const movedBefore = await used(tx, account, did, "traffic", traffic.periodStart, { mine: holds });
+            const movedBefore = inUse.traffic;
             if (movedBefore + moved > traffic.limit) throw refuse("traffic", traffic.limit, movedBefore, moved);
-            await drop(tx, holds);
-            await addTraffic(tx, account, traffic.periodStart, moved);
             closed = true;
           },
         };
@@ -249,7 +274,7 @@ export function createMeter({ sql, records, storedBytes, now = Date.now, gateway
     const traffic = await pool(account, "traffic");
     let id = await sql.tx(async (tx) => {
       await lockAccount(tx, account);
-      const inUse = await used(tx, account, "", "traffic", traffic.periodStart); // traffic: no DID needed
+      const inUse = (await used(tx, account, { periodStart: traffic.periodStart })).traffic;
       if (inUse + bytes > traffic.limit) throw refuse("traffic", traffic.limit, inUse, bytes);
       const made = await hold(tx, account, "traffic", bytes, undefined);
       await withHold?.(tx);
@@ -292,12 +317,12 @@ export function createMeter({ sql, records, storedBytes, now = Date.now, gateway
    */
   async function wholeDownload(account: Address, bytes: number) {
     const traffic = await pool(account, "traffic");
-    const inUse = await used(sql, account, "", "traffic", traffic.periodStart);
+    const inUse = (await used(sql, account, { periodStart: traffic.periodStart })).traffic;
     if (inUse + bytes > traffic.limit) throw refuse("traffic", traffic.limit, inUse, bytes);
     return {
       async charge(tx: Queryable) {
         await lockAccount(tx, account);
-        const current = await used(tx, account, "", "traffic", traffic.periodStart);
+        const current = (await used(tx, account, { periodStart: traffic.periodStart })).traffic;
         if (current + bytes > traffic.limit) throw refuse("traffic", traffic.limit, current, bytes);
         await addTraffic(tx, account, traffic.periodStart, bytes);
       },
@@ -321,7 +346,7 @@ export function createMeter({ sql, records, storedBytes, now = Date.now, gateway
     return {
       lock: (tx: Queryable) => lockAccount(tx, account),
       async set(tx: Queryable, bytes: number, expiresAt: number, id: number | null): Promise<number> {
-        const others = await used(tx, account, did, "space", space.periodStart, { mine: id === null ? [] : [id] });
+        const others = (await used(tx, account, { stored: storedBytes(did), mine: id === null ? [] : [id] })).space;
         if (others + bytes > space.limit) throw refuse("space", space.limit, others, bytes);
         if (id !== null) {
           const kept = await tx.get<{ id: number }>(RENEW, [id, bytes, expiresAt]);
@@ -342,7 +367,7 @@ export function createMeter({ sql, records, storedBytes, now = Date.now, gateway
   /** The quota record of spec 2.6 for one pool: what is left once stored (or moved) bytes and live holds count. */
   async function record(account: Address, did: string, kind: Kind) {
     const { record: r, limit, periodStart } = await pool(account, kind);
-    const inUse = await used(sql, account, did, kind, periodStart);
+    const inUse = (await used(sql, account, kind === "space" ? { stored: storedBytes(did) } : { periodStart }))[kind];
     const gwei = weiToGwei(r.deposit);
     return {
       Nonce: Number(r.nonce),

@@ -3,7 +3,7 @@
  * name) — an upload with an existing name replaces that entry — and the entries of spec 2.5.
  */
 import { ReadCache } from "../db/read-cache.ts";
-import type { Queryable, Sql } from "../db/sql.ts";
+import { type Fragment, type Queryable, type Sql, together } from "../db/sql.ts";
 import { storageError } from "../http/errors.ts";
 import type { FileEntry } from "../http/model.ts";
 import type { BackendKind } from "./backend.ts";
@@ -11,13 +11,18 @@ import type { files } from "./schema.ts";
 
 export type FileRow = typeof files.$inferSelect;
 
-/** What runs inside the transaction that records a file: the quota's exact check (src/quota/meter.ts),
- * and an upload's voucher count (storage/service.ts). */
+/** What runs inside the transaction that records a file: the content's rows (storage/pending.ts),
+ * the quota's exact check (src/quota/meter.ts), and an upload's voucher count (storage/service.ts). */
 export interface AddHook {
-  /** The transaction's first statements: D16's lock on the account's quota row. Without it, `add`
-   * locks the DID's bucket row instead. */
+  /** The transaction's first statements, before any lock of the account's: rows that no other
+   * transaction writes under that lock (the content's, by relative updates). On PostgreSQL the
+   * lock serializes one account's uploads until their COMMIT; each statement moved out of its
+   * span is a round trip less per upload of that account (issue 10). */
+  prepare?(tx: Queryable): Promise<void>;
+  /** Then D16's lock on the account's quota row. Without it, `add` locks the DID's bucket row instead. */
   lock?(tx: Queryable): Promise<void>;
-  /** Once the row is in; throwing undoes it all. */
+  /** Once the row is in: called right behind the row's statements, without waiting for their
+   * answers (one round trip on PostgreSQL), so what it reads includes the row. Throwing undoes it all. */
   settle(tx: Queryable): Promise<void>;
 }
 
@@ -25,9 +30,9 @@ const COLUMNS = `id, did, backend, name, cid, size, encryption, mod_time AS "mod
 // One row each (stored_totals is kept by triggers on files, migration 0023 / pg 0013), not a SUM
 // over every file of the account: the quota reads it twice per upload, and an account may hold
 // 100k files. The entry an upload would replace is one lookup by files_name.
-const STORED = "SELECT bytes AS n FROM stored_totals WHERE did = $1";
-const STORED_EXCEPT = `SELECT COALESCE((SELECT bytes FROM stored_totals WHERE did = $1), 0)
-  - COALESCE((SELECT size FROM files WHERE did = $1 AND backend = $2 AND name = $3), 0) AS n`;
+// As expressions (Fragment): the quota embeds them in its one read of an account's usage.
+const STORED = "COALESCE((SELECT bytes FROM stored_totals WHERE did = $1), 0)";
+const STORED_EXCEPT = `(${STORED} - COALESCE((SELECT size FROM files WHERE did = $1 AND backend = $2 AND name = $3), 0))`;
 const ADD_BUCKET = "INSERT INTO buckets (did, created_at) VALUES ($1, $2) ON CONFLICT (did) DO NOTHING";
 const LOCK_BUCKET = "SELECT did FROM buckets WHERE did = $1 FOR UPDATE";
 const DROP_NAMED = "DELETE FROM files WHERE did = $1 AND backend = $2 AND name = $3 RETURNING cid";
@@ -77,13 +82,19 @@ export function cleanName(raw: string | undefined): string {
 
 /**
  * Bytes `did` stores on both back-ends (one space pool, D7), leaving out the file named `except`
- * (the entry an upload would replace). The quota meter counts with it, inside its transactions:
- * there the total includes the file row the transaction has just written (the trigger runs in
- * its statement), and, the quota's row lock held, every other writer's committed change.
+ * (the entry an upload would replace), as an expression: the quota meter embeds it in its one
+ * read of what an account uses, inside its transactions. There the total includes the file row
+ * the transaction has just written (the trigger runs in its statement), and, the quota's row lock
+ * held, every other writer's committed change.
  */
+export function storedBytesSql(did: string, except?: { backend: string; name: string }): Fragment {
+  return except ? { text: STORED_EXCEPT, params: [did, except.backend, except.name] } : { text: STORED, params: [did] };
+}
+
+/** The same number read by itself (the catalog's tests and benches). */
 export async function storedBytes(q: Queryable, did: string, except?: { backend: string; name: string }): Promise<number> {
-  const row = except ? await q.get<{ n: number }>(STORED_EXCEPT, [did, except.backend, except.name]) : await q.get<{ n: number }>(STORED, [did]);
-  return row?.n ?? 0;
+  const { text, params } = storedBytesSql(did, except);
+  return (await q.get<{ n: number }>(`SELECT ${text} AS n`, params))?.n ?? 0;
 }
 
 export function createFiles(sql: Sql, now: () => number = Date.now) {
@@ -93,19 +104,23 @@ export function createFiles(sql: Sql, now: () => number = Date.now) {
   return {
     /**
      * Records a stored file; returns the new row and the Cid of an entry it replaced. `hook` (the
-     * quota, the voucher's count) locks first and settles once the row is in, in the same
-     * transaction; throwing undoes it all.
+     * content's rows, the quota, the voucher's count) prepares, locks, and settles once the row is
+     * in, in the same transaction; throwing undoes it all.
      */
     add(f: { did: string; backend: BackendKind; name: string; cid: string; size: number; encryption: string; etag?: string }, hook?: AddHook): Promise<{ row: FileRow; replaced?: string }> {
       return sql.tx(
         async (tx) => {
-          await hook?.lock?.(tx);
-          await tx.run(ADD_BUCKET, [f.did, now()]);
-          if (!hook?.lock) await tx.get(LOCK_BUCKET, [f.did]);
-          const old = await tx.get<{ cid: string }>(DROP_NAMED, [f.did, f.backend, f.name]);
-          const row = await tx.get<FileRow>(INSERT_FILE, [f.did, f.backend, f.name, f.cid, f.size, f.encryption, now(), f.etag ?? null]);
+          // The bucket's insert takes no lock on a row that exists.
+          await together(hook?.prepare?.(tx) ?? Promise.resolve(), tx.run(ADD_BUCKET, [f.did, now()]));
+          await (hook?.lock ? hook.lock(tx) : tx.get(LOCK_BUCKET, [f.did]));
+          // Under the lock, one round trip on PostgreSQL: the row's statements, then the hook's,
+          // which run after them and so see the row.
+          const [old, row] = await together(
+            tx.get<{ cid: string }>(DROP_NAMED, [f.did, f.backend, f.name]),
+            tx.get<FileRow>(INSERT_FILE, [f.did, f.backend, f.name, f.cid, f.size, f.encryption, now(), f.etag ?? null]),
+            hook?.settle(tx) ?? Promise.resolve(),
+          );
           if (!row) throw new Error("INSERT … RETURNING gave no row");
-          await hook?.settle(tx);
           return { row, replaced: old?.cid };
         },
         // With the quota's lock held, or else the bucket's, every read of the DID's rows is current

@@ -3,7 +3,7 @@
  * the same steps for dfs and ipfs.
  */
 import type { Lease } from "../blob/guard.ts";
-import type { Queryable } from "../db/sql.ts";
+import { type Queryable, together } from "../db/sql.ts";
 import type { Logger } from "../log.ts";
 import type { Meter } from "../quota/meter.ts";
 import type { PendingPut } from "./backend.ts";
@@ -68,12 +68,11 @@ export async function recordFile<T>(pending: PendingPut, add: (hook: AddHook) =>
   let out: T;
   try {
     out = await add({
+      // The content's rows touch no row the account's lock guards: they go before it (AddHook).
+      prepare: (tx) => pending.commitIn(tx),
       ...(counted && { lock: counted.lock }),
-      async settle(tx) {
-        await pending.commitIn(tx);
-        await counted?.settle(tx);
-        await opts.settle?.(tx);
-      },
+      // The voucher's count needs nothing the quota's check answers (a refusal rolls it back).
+      settle: async (tx) => void (await together(counted?.settle(tx) ?? Promise.resolve(), opts.settle?.(tx) ?? Promise.resolve())),
     });
   } catch (err) {
     await opts.quota?.release();

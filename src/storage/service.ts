@@ -12,7 +12,7 @@ import { CID } from "multiformats/cid";
 import { getAddress, isAddress, type Address, type TypedDataDomain } from "viem";
 import type { TokenService } from "../accounts/tokens.ts";
 import type { UserService } from "../accounts/users.ts";
-import type { Queryable, Sql } from "../db/sql.ts";
+import { type Queryable, type Sql, together } from "../db/sql.ts";
 import type { Readable } from "node:stream";
 import { StorageError, storageError } from "../http/errors.ts";
 import { type DidLoginTokens, type FileEntry, type FileList, type StorageKind, type TrafficHashResult } from "../http/model.ts";
@@ -228,12 +228,10 @@ export function createStorage(deps: StorageDeps) {
       quota = await deps.meter?.beginUpload(who.did.address, who.did.canonical, { declared: Number.isFinite(declared) ? declared : undefined, backend: b.kind, name });
       // Both claims in one light commit (see above). Each decides by a conditional insert (the
       // requestID's after its session's row lock): READ COMMITTED suffices (D16). A refused claim
-      // rolls the other back.
+      // rolls the other back; the requestID's refusal comes first. They go together: on
+      // PostgreSQL the voucher's first read rides in the session's round trip.
       const accepted = await sql.tx(
-        async (tx) => {
-          await request.claim(tx);
-          return vouchers.claim(tx, voucher);
-        },
+        async (tx) => (await together(request.claim(tx), vouchers.claim(tx, voucher)))[1],
         { isolation: "read committed", durable: false },
       );
       const limit = Math.min(accepted.allowance, deps.maxBody);

@@ -13,7 +13,7 @@
  * moment accept it once (D16).
  */
 import type { Address, Hex, TypedDataDomain } from "viem";
-import type { Queryable, Sql } from "../db/sql.ts";
+import { type Queryable, type Sql, together } from "../db/sql.ts";
 import { storageError } from "../http/errors.ts";
 import { parseDid, type Did } from "../identity/did.ts";
 import { isSignature, type RequestAction } from "../identity/eip712.ts";
@@ -165,18 +165,25 @@ export function createSessions(deps: { sql: Sql; resolver: DidResolver; domain: 
 
     const id = Number(requestID);
     const openedAt = open.timestamp;
-    /** Every read-modify-write here follows the session's row lock: READ COMMITTED suffices (D16). */
+    /**
+     * Every read-modify-write here follows the session's row lock: READ COMMITTED suffices (D16).
+     * The four statements go together (one round trip on PostgreSQL, where the session's calls
+     * wait for each other at the lock): the claim, the raise and the prune need nothing the locked
+     * read answers (the raise only ever raises; the prune keeps the window below this id), and
+     * a refusal after them rolls them back with the transaction.
+     */
     async function claim(tx: Queryable) {
       // Read again, locked: a login or other calls may have moved the session while we verified,
       // and none can until this transaction ends.
-      const now = await tx.get<SessionRow>(SESSION_LOCKED, [who.canonical, token]);
+      const [now, claimed] = await together(
+        tx.get<SessionRow>(SESSION_LOCKED, [who.canonical, token]),
+        tx.get(CLAIM, [who.canonical, token, id]),
+        tx.run(RAISE, [who.canonical, token, id]),
+        tx.run(PRUNE, [who.canonical, token, id - REQUEST_WINDOW]),
+      );
       if (!now || now.timestamp !== openedAt) throw refuse("the session changed: log in again");
       if (id <= now.highestRequest - REQUEST_WINDOW) throw refuse("requestID is too old");
-      const claimed = await tx.get(CLAIM, [who.canonical, token, id]);
       if (!claimed) throw refuse("requestID already used");
-      const highest = Math.max(now.highestRequest, id);
-      await tx.run(RAISE, [who.canonical, token, highest]);
-      await tx.run(PRUNE, [who.canonical, token, highest - REQUEST_WINDOW]);
     }
     return { requestID, signer, claim };
   }

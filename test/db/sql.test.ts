@@ -7,7 +7,7 @@
 import { afterAll, describe, expect, test } from "bun:test";
 import { testDatabase, TEST_DB } from "../support/db.ts";
 import { tempDir } from "../support/tmp.ts";
-import { batches, placeholders, type Queryable } from "../../src/db/sql.ts";
+import { batches, placeholders, type Queryable, together } from "../../src/db/sql.ts";
 
 const db = testDatabase(tempDir("sql"));
 const sql = db.sql;
@@ -78,6 +78,26 @@ describe(`data-access layer on ${TEST_DB}`, () => {
       ),
     ).rejects.toThrow("boom");
     expect(calls).toBe(0);
+  });
+
+  test("together(): statements sent side by side run in order, see each other's writes, and a failure among them rolls all back", async () => {
+    const insert = "INSERT INTO app_state (key, value, updated_at) VALUES ($1, $2, $3)";
+    const [inserted, read] = await sql.tx((tx) => together(tx.run(insert, ["side-a", "1", 1]), tx.get<{ value: string }>("SELECT value FROM app_state WHERE key = $1", ["side-a"])));
+    expect({ inserted, read }).toEqual({ inserted: 1, read: { value: "1" } });
+    // The failure in the middle is the one thrown (on PostgreSQL the statement after it fails too,
+    // its transaction aborted); the transaction ends only once every statement has answered, so
+    // the insert before it, on SQLite already run, rolls back with it and nothing commits by itself.
+    await expect(sql.tx((tx) => together(tx.run(insert, ["side-b", "1", 1]), tx.run("INSERT INTO no_such_table (x) VALUES ($1)", [1]), tx.run(insert, ["side-c", "1", 1])))).rejects.toThrow(/no_such_table/);
+    expect(await sql.all("SELECT key FROM app_state WHERE key IN ($1, $2)", ["side-b", "side-c"])).toEqual([]);
+  });
+
+  test("together() waits for every promise, then throws the first failure in the order given", async () => {
+    const order: string[] = [];
+    const late = Bun.sleep(30).then(() => void order.push("late settled"));
+    const first = Promise.reject(new Error("first"));
+    const second = Promise.reject(new Error("second"));
+    await expect(together(late, second, first).finally(() => order.push("rejected"))).rejects.toThrow("second");
+    expect(order).toEqual(["late settled", "rejected"]);
   });
 
   test("read-modify-write transactions in parallel lose no update (queued on SQLite, retried on PostgreSQL)", async () => {

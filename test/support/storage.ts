@@ -17,7 +17,7 @@ import type { Backend, BackendKind } from "../../src/storage/backend.ts";
 import { buildApp } from "../../src/app.ts";
 import { appFetch, postJson, testApp } from "./app.ts";
 import { createQuota } from "../../src/quota/index.ts";
-import { storedBytes } from "../../src/storage/files.ts";
+import { storedBytesSql } from "../../src/storage/files.ts";
 import { testChain } from "./chain.ts";
 import { createKeys } from "../../src/keys/index.ts";
 
@@ -57,7 +57,7 @@ export async function testGateway(opts: GatewayOptions = {}) {
     // As the server does: a DID login's refresh needs its key to still sign for the DID (D3).
     accounts: { refreshGuards: { did: (session) => keyStillSigns(resolver, chainId, session) } },
     // No record cache in tests: each read sees the chain as it is (the server keeps answers ≤ 1 s).
-    quota: opts.quota ? ({ sql, log }) => createQuota({ sql, chain: chain.context, log, maxAgeMs: 0, storedBytes }) : undefined,
+    quota: opts.quota ? ({ sql, log }) => createQuota({ sql, chain: chain.context, log, maxAgeMs: 0, storedBytes: storedBytesSql }) : undefined,
     // S3 access keys (D18) through the same resolver, so a delegate revoked on chain is seen as the server sees it.
     keys: ({ sql, secretsKey }) => createKeys({ sql, secretsKey, resolver, chainId, domain }),
     storage: ({ config, sql, log, accounts, quota }) =>
@@ -144,7 +144,7 @@ export async function testGateway(opts: GatewayOptions = {}) {
    * memory with this one but the back-ends' handles.
    */
   function another() {
-    const quota = opts.quota ? createQuota({ sql: made.database.sql, chain: chain.context, log: made.log, maxAgeMs: 0, storedBytes }) : undefined;
+    const quota = opts.quota ? createQuota({ sql: made.database.sql, chain: chain.context, log: made.log, maxAgeMs: 0, storedBytes: storedBytesSql }) : undefined;
     const storage = storageOver(
       { config: made.config, sql: made.database.sql, log: made.log, chain: chain.context, accounts: made.accounts, backends },
       { resolver, readGrant: opts.readGrant, meter: quota?.meter, rateLimits: false, ...opts.extra },
