@@ -51,6 +51,8 @@ import { BINARY_OPTION, benchArgs, commandDuration, compareMany, type Comparison
 
 const ROOT = join(import.meta.dir, "..");
 const SHM = "/dev/shm";
+/** Rounds of each comparison run first and not counted. */
+const WARMUP = 1;
 const values = benchArgs("Small uploads: Stowage against a plain multipart + SHA-256 + fsync'd file server, side by side.", {
   rounds: { default: "3", help: "measured rounds" },
   uploads: { default: "400", help: "uploads per measurement" },
@@ -175,7 +177,7 @@ try {
   /** Voucher sizes far above what is used, each distinct: every one is accepted once (D6). */
   let voucherSize = 2n ** 40n + BigInt(Date.now() % 1_000_000) * 1_000_000n;
 
-  const header = `small uploads: ${fileBytes / 1024} KiB × ${inFlight} in flight, ${perRound} per measurement, ${rounds} rounds + 1 warm-up, ${replace ? "every upload replacing one file" : "a new file each"}; stowage ${stowage.url} (log level error, embedded chain, ${pg ? "PostgreSQL" : "SQLite"}) against the plain multipart + SHA-256 + fsync'd file server ${baseline.url}${floor ? `, and the floor ${floor.url} against it` : ""}; files in ${temp}${values.tmpfs ? " (memory)" : ""}; 2 cores, Bun ${Bun.version}, load average ${loadAverage()}`;
+  const header = `small uploads: ${fileBytes / 1024} KiB × ${inFlight} in flight, ${perRound} per measurement, ${rounds} rounds + ${WARMUP} warm-up, ${replace ? "every upload replacing one file" : "a new file each"}; stowage ${stowage.url} (log level error, embedded chain, ${pg ? "PostgreSQL" : "SQLite"}) against the plain multipart + SHA-256 + fsync'd file server ${baseline.url}${floor ? `, and the floor ${floor.url} against it` : ""}; files in ${temp}${values.tmpfs ? " (memory)" : ""}; 2 cores, Bun ${Bun.version}, load average ${loadAverage()}`;
   console.error(header);
   const lines: string[] = [header];
   /** The requests the SDK would send, one per fresh file, signed before the clock starts. */
@@ -214,18 +216,19 @@ try {
   const measured: { kind: string; round: () => Promise<Record<keyof typeof metrics, number>> }[] = [];
   for (const kind of backends) {
     const stowageRound = async () => run(stowage.proc.pid, await signedRequests(`${stowage.url}/${kind}/`, { authorization: `Bearer ${accessToken}` }));
-    const result = await compareMany({ name: `${kind} ${fileBytes / 1024} KiB × ${inFlight}`, rounds, warmup: 1, labels: { subject: `stowage-${kind}`, baseline: "baseline" }, metrics, subject: stowageRound, baseline: baselineRound });
+    const result = await compareMany({ name: `${kind} ${fileBytes / 1024} KiB × ${inFlight}`, rounds, warmup: WARMUP, labels: { subject: `stowage-${kind}`, baseline: "baseline" }, metrics, subject: stowageRound, baseline: baselineRound });
     const m = result.metrics;
-    const dbCpu = pg ? `; PostgreSQL's CPU ${fmt(stats(databaseCpu.splice(0)).median)} ms per upload` : "";
+    // Stowage's measurements of this comparison, its warm-up left out as compareMany leaves it out.
+    const dbCpu = pg ? `; PostgreSQL's CPU ${fmt(stats(databaseCpu.splice(0).slice(WARMUP)).median)} ms per upload` : "";
     lines.push(`  ${kind}: ${summary(m)}, p50 ${fmt(m.p50.subject.median)} vs ${fmt(m.p50.baseline.median)} ms${dbCpu}`);
     measured.push({ kind, round: stowageRound });
   }
   if (floor) {
     const floorRound = async () => run(floor.proc.pid, await signedRequests(`${floor.url}/upload`, {}));
-    const f = (await compareMany({ name: `floor ${fileBytes / 1024} KiB × ${inFlight}`, rounds, warmup: 1, labels: { subject: "floor", baseline: "baseline" }, metrics, subject: floorRound, baseline: baselineRound })).metrics;
+    const f = (await compareMany({ name: `floor ${fileBytes / 1024} KiB × ${inFlight}`, rounds, warmup: WARMUP, labels: { subject: "floor", baseline: "baseline" }, metrics, subject: floorRound, baseline: baselineRound })).metrics;
     lines.push(`  floor (the baseline + D5/D6's two recoveries and one durable claim-and-record transaction, servers/upload-floor.ts): ${summary(f)}`);
     for (const { kind, round } of measured) {
-      const k = (await compareMany({ name: `${kind} against the floor`, rounds, warmup: 1, labels: { subject: `stowage-${kind}`, baseline: "floor" }, metrics, subject: round, baseline: floorRound })).metrics;
+      const k = (await compareMany({ name: `${kind} against the floor`, rounds, warmup: WARMUP, labels: { subject: `stowage-${kind}`, baseline: "floor" }, metrics, subject: round, baseline: floorRound })).metrics;
       lines.push(`  ${kind} / floor, in alternation: ${summary(k)}`);
     }
   }

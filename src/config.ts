@@ -36,7 +36,7 @@ interface Setting<K extends Kind = Kind> {
   emptyIsValue?: boolean;
   /** The only values allowed, when the setting is one of a few words. */
   choices?: readonly string[];
-  /** 0 is refused: a poll every 0 ms would hammer the chain's RPC in a loop. */
+  /** 0 is refused (an interval of 0 ms: a poll that would loop on the chain's RPC). */
   positive?: true;
   help: string;
 }

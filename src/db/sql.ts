@@ -105,12 +105,13 @@ export function shifted(f: Fragment, before: number): string {
  * for all, where awaiting each took one apiece: issue 10), SQLite runs each as it is called.
  * Waits for every one, then throws the first failure in the order given, so a caller's checks
  * keep their order. Never resolves early: a statement still running once its transaction ends
- * would, on SQLite, commit by itself after the ROLLBACK.
+ * would, on SQLite, commit by itself after the ROLLBACK. An optional step left out (`undefined`,
+ * as `hook?.settle(tx)` gives) is nothing to wait for.
  *
  * @example
- *   const [old, row] = await together(tx.get(DROP, [id]), tx.get(INSERT, [id, value]))
+ *   const [old, row] = await together(tx.get(DROP, [id]), tx.get(INSERT, [id, value]), hook?.settle(tx))
  */
-export async function together<T extends readonly unknown[]>(...work: { [K in keyof T]: Promise<T[K]> }): Promise<T> {
+export async function together<T extends readonly unknown[]>(...work: { [K in keyof T]: T[K] | Promise<T[K]> }): Promise<T> {
   const settled = await Promise.allSettled(work);
   for (const s of settled) if (s.status === "rejected") throw s.reason;
   return settled.map((s) => (s as PromiseFulfilledResult<unknown>).value) as unknown as T;

@@ -41,7 +41,7 @@ const safe = (n: bigint) => Number(n > BigInt(Number.MAX_SAFE_INTEGER) ? BigInt(
 /**
  * Bytes `did` stores, leaving out the file named `except` (the one an upload would replace: it stops
  * counting when replaced), as an SQL expression: the meter reads it in the same statement as the
- * pools' other numbers (`usage`), in its own transaction when it is in one.
+ * pools' other numbers (`used`), in its own transaction when it is in one.
  */
 export type StoredBytes = (did: string, except?: { backend: string; name: string }) => Fragment;
 
@@ -73,36 +73,12 @@ async function lockAccount(tx: Queryable, account: string) {
 /** The live holds of both pools in one pass over the account's rows (index quota_reservations_account). */
 const held = (kind: Kind) => `CAST(COALESCE(SUM(CASE WHEN kind = '${kind}' THEN bytes ELSE 0 END), 0) AS BIGINT) AS "${kind}Held"`;
 
-/** What of an account's pools is in use, as `usage` reads it. */
+/** What of an account's pools is in use, as `used` reads it. */
 interface Usage {
   /** Stored (when a DID was given) plus live space holds. */
   space: number;
   /** Moved this period (when a period was given) plus live traffic holds. */
   traffic: number;
-}
-
-/**
- * Bytes in use in both pools, in ONE statement (issue 10: it was four, and on PostgreSQL each is a
- * round trip taken with the account's lock held, which one account's uploads wait for in turn):
- * what `stored` counts (space), what moved since `periodStart` (traffic), and the live holds of
- * transfers other than the holds `mine`.
- */
-async function usage(q: Queryable, account: string, at: number, what: { stored?: Fragment; periodStart?: number; mine?: number[] }): Promise<Usage> {
-  const params: Param[] = [account, at];
-  const columns = [held("space"), held("traffic")];
-  if (what.stored) {
-    columns.push(`${shifted(what.stored, params.length)} AS stored`);
-    params.push(...what.stored.params);
-  }
-  if (what.periodStart !== undefined) {
-    params.push(what.periodStart);
-    columns.push(`COALESCE((SELECT bytes FROM traffic_usage WHERE account = $1 AND period_start = $${params.length}), 0) AS moved`);
-  }
-  const mine = what.mine ?? [];
-  const others = mine.length ? ` AND id NOT IN (${placeholders(mine.length, params.length + 1)})` : "";
-  const row = await q.get<{ spaceHeld: number; trafficHeld: number; stored?: number; moved?: number }>(`SELECT ${columns.join(", ")} FROM quota_reservations WHERE account = $1 AND expires_at > $2${others}`, [...params, ...mine]);
-  if (!row) throw new Error("an aggregate gave no row");
-  return { space: (row.stored ?? 0) + row.spaceHeld, traffic: (row.moved ?? 0) + row.trafficHeld };
 }
 
 const drop = async (q: Queryable, ids: (number | undefined)[]) => {
@@ -117,8 +93,29 @@ export function createMeter({ sql, records, storedBytes, now = Date.now, gateway
     return { record, limit: allowance(record, time), periodStart: Number(record.periodStart), expired: record.expire > 0n && record.expire <= time };
   }
 
-  /** Bytes in use in the pools, as `usage` reads them now. */
-  const used = (q: Queryable, account: Address, what: Parameters<typeof usage>[3]) => usage(q, account, now(), what);
+  /**
+   * Bytes in use in both pools, in ONE statement (issue 10: it was four, and on PostgreSQL each is a
+   * round trip taken with the account's lock held, which one account's uploads wait for in turn):
+   * what `stored` counts (space), what moved since `periodStart` (traffic), and the live holds of
+   * transfers other than the holds `mine`.
+   */
+  async function used(q: Queryable, account: Address, what: { stored?: Fragment; periodStart?: number; mine?: number[] }): Promise<Usage> {
+    const params: Param[] = [account, now()];
+    const columns = [held("space"), held("traffic")];
+    if (what.stored) {
+      columns.push(`${shifted(what.stored, params.length)} AS stored`);
+      params.push(...what.stored.params);
+    }
+    if (what.periodStart !== undefined) {
+      params.push(what.periodStart);
+      columns.push(`COALESCE((SELECT bytes FROM traffic_usage WHERE account = $1 AND period_start = $${params.length}), 0) AS moved`);
+    }
+    const mine = what.mine ?? [];
+    const others = mine.length ? ` AND id NOT IN (${placeholders(mine.length, params.length + 1)})` : "";
+    const row = await q.get<{ spaceHeld: number; trafficHeld: number; stored?: number; moved?: number }>(`SELECT ${columns.join(", ")} FROM quota_reservations WHERE account = $1 AND expires_at > $2${others}`, [...params, ...mine]);
+    if (!row) throw new Error("an aggregate gave no row");
+    return { space: (row.stored ?? 0) + row.spaceHeld, traffic: (row.moved ?? 0) + row.trafficHeld };
+  }
 
   const refuse = (kind: Kind, limit: number, inUse: number, want: number) =>
     storageError.quota(`not enough ${kind}: ${limit} bytes allowed, ${inUse} in use, ${want} more needed — buy more (GET /dfs/buy${kind}) or ask for a grant`);

@@ -111,14 +111,14 @@ export function createFiles(sql: Sql, now: () => number = Date.now) {
       return sql.tx(
         async (tx) => {
           // The bucket's insert takes no lock on a row that exists.
-          await together(hook?.prepare?.(tx) ?? Promise.resolve(), tx.run(ADD_BUCKET, [f.did, now()]));
+          await together(hook?.prepare?.(tx), tx.run(ADD_BUCKET, [f.did, now()]));
           await (hook?.lock ? hook.lock(tx) : tx.get(LOCK_BUCKET, [f.did]));
           // Under the lock, one round trip on PostgreSQL: the row's statements, then the hook's,
           // which run after them and so see the row.
           const [old, row] = await together(
             tx.get<{ cid: string }>(DROP_NAMED, [f.did, f.backend, f.name]),
             tx.get<FileRow>(INSERT_FILE, [f.did, f.backend, f.name, f.cid, f.size, f.encryption, now(), f.etag ?? null]),
-            hook?.settle(tx) ?? Promise.resolve(),
+            hook?.settle(tx),
           );
           if (!row) throw new Error("INSERT … RETURNING gave no row");
           return { row, replaced: old?.cid };

@@ -72,7 +72,7 @@ export async function recordFile<T>(pending: PendingPut, add: (hook: AddHook) =>
       prepare: (tx) => pending.commitIn(tx),
       ...(counted && { lock: counted.lock }),
       // The voucher's count needs nothing the quota's check answers (a refusal rolls it back).
-      settle: async (tx) => void (await together(counted?.settle(tx) ?? Promise.resolve(), opts.settle?.(tx) ?? Promise.resolve())),
+      settle: async (tx) => void (await together(counted?.settle(tx), opts.settle?.(tx))),
     });
   } catch (err) {
     await opts.quota?.release();

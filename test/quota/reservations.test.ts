@@ -20,6 +20,8 @@ const sql = gw.database.sql;
 const grant = granter(gw.chain);
 
 const random = (n: number) => crypto.getRandomValues(new Uint8Array(n));
+/** A meter of its own whose accounts store nothing (its tests move only its clock and holds). */
+const nothingStored = () => ({ text: "0", params: [] });
 const holdsOf = (account: Address) => sql.all<{ kind: string; bytes: number; gateway: string }>("SELECT kind, bytes, gateway FROM quota_reservations WHERE account = $1 ORDER BY id", [account]);
 const addHold = (h: { account: Address; bytes: number; createdAt: number; gateway: string; expiresAt: number }) =>
   sql.run("INSERT INTO quota_reservations (account, kind, bytes, created_at, gateway, expires_at) VALUES ($1, 'space', $2, $3, $4, $5)", [h.account, h.bytes, h.createdAt, h.gateway, h.expiresAt]);
@@ -121,7 +123,7 @@ describe("renewing holds", () => {
     const { account, client } = await gw.user();
     await grant(account.address, "traffic", 1_000_000);
     let clock = Date.now();
-    const timed = createMeter({ sql, records: gw.quota!.records, storedBytes: () => ({ text: "0", params: [] }), now: () => clock });
+    const timed = createMeter({ sql, records: gw.quota!.records, storedBytes: nothingStored, now: () => clock });
     const trafficLeft = async () => (await timed.record(account.address, client.did, "traffic")).SizeByte;
     const down = await timed.beginDownload(account.address, 600_000);
     expect(await trafficLeft()).toBe(400_000);
@@ -144,7 +146,7 @@ describe("renewing holds", () => {
     await grant(account.address, "space", 1_000_000);
     await grant(account.address, "traffic", 1_000_000);
     let clock = Date.now();
-    const timed = createMeter({ sql, records: gw.quota!.records, storedBytes: () => ({ text: "0", params: [] }), now: () => clock });
+    const timed = createMeter({ sql, records: gw.quota!.records, storedBytes: nothingStored, now: () => clock });
     const spaceLeft = async () => (await timed.record(account.address, client.did, "space")).SizeByte;
     // Far below the declared length, so only the time since the last record makes it check again.
     const up = await timed.beginUpload(account.address, client.did, { declared: 100_000, backend: "dfs", name: "slow.bin" });
@@ -196,7 +198,7 @@ describe("clearing holds", () => {
     // An upload in flight on this gateway, whose 100 kB arrived 10 s after it began: it holds them
     // (a first look, before any byte, holds nothing).
     let clock = Date.now();
-    const here = createMeter({ sql, records: gw.quota!.records, storedBytes: () => ({ text: "0", params: [] }), now: () => clock, gateway: "this-gateway" });
+    const here = createMeter({ sql, records: gw.quota!.records, storedBytes: nothingStored, now: () => clock, gateway: "this-gateway" });
     const live = await here.beginUpload(account.address, client.did, { declared: 200_000, backend: "dfs", name: "in-flight.bin" });
     expect(await holdsOf(account.address)).toEqual([]);
     clock += 10_000;
