@@ -23,6 +23,9 @@ import { createKeys } from "../../src/keys/index.ts";
 
 export const BASE = "http://stowage.test";
 
+/** What an upload's voucher (`uploadRequest`) leaves at least beyond its own file. */
+const VOUCHER_ROOM = 1_000_000;
+
 export interface Session {
   account: LocalAccount;
   did: string;
@@ -119,7 +122,10 @@ export async function testGateway(opts: GatewayOptions = {}) {
     o: { requestID: number; bytes: Uint8Array; name?: string; kind?: string; payload?: string; fields?: Record<string, string | undefined>; fileFirst?: boolean },
   ) {
     const payload = o.payload ?? new Bun.CryptoHasher("sha256").update(o.bytes).digest("hex");
-    const size = ((await made.storage?.vouchers.usedBy(s.account.address)) ?? 0) + o.bytes.byteLength + 1 + Math.floor(Math.random() * 1_000_000);
+    // Room for this file and 1 MB that others count meanwhile (requests built at once, sent in
+    // parallel), and a size drawn from 2^40: each voucher is accepted once (D6), and a random
+    // part of 0–1 MB alone sometimes left too little room or collided (a flaky 402).
+    const size = ((await made.storage?.vouchers.usedBy(s.account.address)) ?? 0) + o.bytes.byteLength + VOUCHER_ROOM + Math.floor(Math.random() * 2 ** 40);
     const fields: Record<string, string | undefined> = {
       did: s.did,
       token: s.token,
