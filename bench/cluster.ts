@@ -294,6 +294,9 @@ try {
   // ── alternating rounds: every load, every side in turn, so pairs see the same machine ──
   const samples = new Map<string, Metrics[]>();
   for (let i = 0; i < warmup + rounds; i++) {
+    // The planner's statistics before the first measured round, as autovacuum takes them within a
+    // minute of a new database's first writes (test/support/postgres.ts's analyze).
+    if (i === warmup) await pg.analyze(databaseUrl);
     const tag = i < warmup ? `warm-up ${i + 1}/${warmup}` : `round ${i - warmup + 1}/${rounds}`;
     for (const load of loads) {
       for (const side of sides) {

@@ -81,6 +81,7 @@ export const settings = {
   s3AccessKeyId: setting({ kind: "string", env: "STOWAGE_S3_ACCESS_KEY_ID", help: "Access key id for the object store" }),
   s3SecretAccessKey: setting({ kind: "string", env: "STOWAGE_S3_SECRET_ACCESS_KEY", help: "Secret access key for the object store" }),
   databaseUrl: setting({ kind: "postgresUrl", env: "STOWAGE_DATABASE_URL", help: "PostgreSQL shared by many gateways, such as postgres://stowage:PASSWORD@db.internal:5432/stowage (unset: SQLite in the data dir)" }),
+  databasePool: setting({ kind: "int", env: "STOWAGE_DATABASE_POOL", flag: "--database-pool", default: "10", positive: true, help: "Connections this gateway opens to PostgreSQL at most (with STOWAGE_DATABASE_URL); an upload waiting for its account's row lock holds one. Every gateway's pool counts against the server's max_connections" }),
   smtpUrl: setting({ kind: "url", env: "STOWAGE_SMTP_URL", help: "SMTP URL for mail (unset: dev mailbox in data/mail)" }),
   mailFrom: setting({ kind: "string", env: "STOWAGE_MAIL_FROM", flag: "--mail-from", default: "Stowage <no-reply@localhost>", help: "Sender of login codes" }),
   allowedOrigins: setting({ kind: "list", env: "STOWAGE_ALLOWED_ORIGINS", flag: "--allowed-origins", default: "http://localhost:8080", help: "Origins allowed in EVM sign-in messages" }),

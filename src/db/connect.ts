@@ -26,7 +26,7 @@ export function describeDatabase(url: string): string {
   return `postgres://${u.username ? `${decodeURIComponent(u.username)}@` : ""}${u.host}${u.pathname}`;
 }
 
-export async function openStore(config: { dataDir: string; databaseUrl?: string | undefined }, log: Logger): Promise<Store> {
+export async function openStore(config: { dataDir: string; databaseUrl?: string | undefined; databasePool?: number }, log: Logger): Promise<Store> {
   if (!config.databaseUrl) {
     const file = join(config.dataDir, "stowage.db");
     const db = openDatabase(file, undefined, {
@@ -36,7 +36,7 @@ export async function openStore(config: { dataDir: string; databaseUrl?: string 
     return { sql: db.sql, dialect: "sqlite", close: () => db.close() };
   }
   const began = performance.now();
-  const pg = await openPostgres(config.databaseUrl);
-  log.info("database ready", { dialect: "postgres", at: describeDatabase(config.databaseUrl), migrated: pg.migrated, ms: Math.round(performance.now() - began) });
+  const pg = await openPostgres(config.databaseUrl, { max: config.databasePool });
+  log.info("database ready", { dialect: "postgres", at: describeDatabase(config.databaseUrl), migrated: pg.migrated, pool: config.databasePool, ms: Math.round(performance.now() - began) });
   return { sql: pg.sql, dialect: "postgres", close: () => pg.close() };
 }

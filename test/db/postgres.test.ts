@@ -13,6 +13,9 @@ import { embeddedPgMigrations } from "../../src/db/pg/migrations.macro.ts";
 import * as pg from "../../src/db/pg/schema.ts";
 import { drizzle } from "drizzle-orm/bun-sql";
 import { openPostgres, type OpenPostgres } from "../../src/db/postgres.ts";
+import { openStore } from "../../src/db/connect.ts";
+import { parseConfig } from "../../src/config.ts";
+import { createLogger } from "../../src/log.ts";
 import { COMMONNESS, tsqueryText } from "../../src/directory/search-pg.ts";
 import * as sqlite from "../../src/schema.ts";
 import { postgres, type Postgres } from "../support/postgres.ts";
@@ -49,6 +52,27 @@ describe("migrations", () => {
     expect(history.map((r: { hash: string }) => r.hash)).toEqual(migrations.map((m) => m.hash));
     // A gateway started later applies nothing either.
     expect((await open(url)).migrated).toBe(0);
+  });
+});
+
+describe("the gateway's connection pool", () => {
+  test("a gateway opens at most STOWAGE_DATABASE_POOL connections, however many statements wait", async () => {
+    const url = await server.createDatabase();
+    const backends = async (pool?: string) => {
+      const config = parseConfig([], { STOWAGE_DATABASE_URL: url, ...(pool && { STOWAGE_DATABASE_POOL: pool }) });
+      const store = await openStore(config, createLogger("error"));
+      try {
+        // Each statement holds its connection for a moment, so the twelve ask for twelve at once.
+        const rows = await Promise.all(Array.from({ length: 12 }, () => store.sql.get<{ pid: number }>("SELECT pg_backend_pid() AS pid, pg_sleep(0.05)")));
+        return new Set(rows.map((r) => r?.pid)).size;
+      } finally {
+        await store.close();
+      }
+    };
+    expect(await backends("1")).toBe(1);
+    expect(await backends("3")).toBeLessThanOrEqual(3);
+    // The default (10) is no such limit here: Bun's client opens connections as statements queue.
+    expect(await backends()).toBeGreaterThan(3);
   });
 });
 

@@ -28,6 +28,12 @@ export interface Postgres {
   baseUrl: string;
   /** A new empty database owned by the test role, as a postgres:// URL no other caller gets. */
   createDatabase(): Promise<string>;
+  /**
+   * ANALYZE of a database `createDatabase` made, as autovacuum does within a minute of a new
+   * database's first writes (benches: a measurement of minutes must not be of a database the
+   * planner has no statistics of; see bench/small-uploads.ts).
+   */
+  analyze(url: string): Promise<void>;
   /** How long the start took (initdb included, package already installed), in ms. */
   startMs: number;
   /** Resident memory of the postmaster and its children now, in bytes (shared buffers are
@@ -150,6 +156,14 @@ async function startPostgres(): Promise<Postgres> {
         const name = `t${++n}_${randomUUID().slice(0, 8)}`;
         await admin.unsafe(`CREATE DATABASE ${name} OWNER ${ROLE} TEMPLATE template0 ENCODING 'UTF8' LOCALE_PROVIDER icu ICU_LOCALE 'en-US' LOCALE 'C'`);
         return baseUrl + name;
+      },
+      analyze: async (url) => {
+        const owner = new SQL(url, { max: 1 });
+        try {
+          await owner.unsafe("ANALYZE");
+        } finally {
+          await owner.close();
+        }
       },
       rss: () => pids().reduce((sum, p) => sum + rssOf(p), 0),
       pids,

@@ -87,6 +87,7 @@ describe("config", () => {
     [[], { STOWAGE_EMBEDDED_CHAIN: "geth" }, /^STOWAGE_EMBEDDED_CHAIN: must be one of auto, anvil, evm \(got "geth"\)$/],
     [[], { STOWAGE_CHAIN_POLL: "0" }, /^STOWAGE_CHAIN_POLL: must be more than 0 \(got "0"\)$/],
     [["--indexer-poll", "0ms"], {}, /^--indexer-poll: must be more than 0 \(got "0ms"\)$/],
+    [["--database-pool", "0"], {}, /^--database-pool: must be more than 0 \(got "0"\)$/],
     [["--nope", "1"], {}, /unknown option --nope/],
     [["--port"], {}, /--port needs a value/],
   ];
