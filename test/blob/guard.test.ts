@@ -26,18 +26,27 @@ function setup(clock = { t: Date.now() }, on?: "postgres") {
   const { sql } = database;
   const store = new LocalBlobStore(join(dir, "blobs"));
   const writes: Promise<number>[] = [];
+  /** The statements the guard reads with outside a transaction. */
+  const reads: string[] = [];
   /** Every write the guard makes is kept, so a test can wait for the ones its timers started. */
-  const watched: Sql = { ...sql, all: sql.all.bind(sql), get: sql.get.bind(sql), tx: sql.tx.bind(sql), close: sql.close.bind(sql), run: (text, params) => {
-    const write = sql.run(text, params);
-    writes.push(write);
-    return write;
-  } };
+  const watched: Sql = {
+    ...sql,
+    all: (text, params) => (reads.push(text), sql.all(text, params)),
+    get: (text, params) => (reads.push(text), sql.get(text, params)),
+    tx: sql.tx.bind(sql),
+    close: sql.close.bind(sql),
+    run: (text, params) => {
+      const write = sql.run(text, params);
+      writes.push(write);
+      return write;
+    },
+  };
   const guard = createBlobGuard({ sql: watched, store, log: silentLogger, now: () => clock.t });
   afterAll(async () => {
     guard.close(); // leases left open on purpose stop renewing before their database closes
     await database.close();
   });
-  return { sql, store, guard, clock, writes };
+  return { sql, store, guard, clock, writes, reads };
 }
 
 const bytes = (s: string) => new TextEncoder().encode(s);
@@ -117,7 +126,8 @@ describe("blob guard (D15)", () => {
     const lease = guard.lease();
     await lease.pin(["dfs/c"]);
     let wrote: boolean | undefined;
-    const ensuring = guard.ensure("dfs/c", () => bytes("c"), 1, { unseen }).then((w) => (wrote = w));
+    // Its lease's pin met the tombstone: handing it over changes nothing.
+    const ensuring = guard.ensure("dfs/c", () => bytes("c"), 1, { unseen, lease }).then((w) => (wrote = w));
     await Bun.sleep(100);
     expect(wrote).toBeUndefined(); // still waiting: the blob may vanish at any moment
     await store.delete("dfs/c");
@@ -126,6 +136,25 @@ describe("blob guard (D15)", () => {
     expect(wrote).toBe(true);
     expect(await store.stat("dfs/c")).toBe(1);
     await lease.release();
+  });
+
+  // A deleter decides by reading the pins (in one transaction with its tombstone): once a pin has
+  // committed and found no tombstone, none can appear while it holds.
+  test.each([false, true])("an upload whose pin found no deletion in progress does not look for one again (unseen: %p)", async (unseen) => {
+    const { store, guard, reads } = setup();
+    if (!unseen) await store.put("dfs/k", bytes("k"));
+    const lease = guard.lease();
+    await lease.pin(["dfs/k"]);
+    expect(lease.clearOf("dfs/k")).toBe(true);
+    expect(lease.clearOf("dfs/other")).toBe(false); // not pinned by it
+    expect(await guard.ensure("dfs/k", () => bytes("k"), 1, { unseen, lease })).toBe(unseen);
+    expect(await store.stat("dfs/k")).toBe(1);
+    expect(reads.filter((text) => text.includes("blob_tombstones"))).toEqual([]);
+    // Without the lease, ensure cannot know: it looks.
+    await guard.ensure("dfs/k", () => bytes("k"), 1, { unseen });
+    expect(reads.filter((text) => text.includes("blob_tombstones"))).toHaveLength(1);
+    await lease.release();
+    expect(lease.clearOf("dfs/k")).toBe(false);
   });
 
   test("a tombstone whose deleter died is finished by the next one to meet it", async () => {

@@ -6,6 +6,7 @@
  * repairing a damaged chunk when the same bytes are uploaded again.
  */
 import { isBlobError } from "../../blob/index.ts";
+import type { Lease } from "../../blob/guard.ts";
 import type { BlobBatch } from "../../blob/store.ts";
 import { chunkKey } from "./cid.ts";
 import type { DfsContext } from "./context.ts";
@@ -27,11 +28,12 @@ export async function sha256Hex(bytes: Uint8Array): Promise<string> {
  * with the right size read back and hashed: uploading the same content again thus repairs a
  * damaged one (the cost: one read of each chunk an upload finds present). Returns whether bytes
  * were written. With `batch`, a chunk written is durable once the caller's `batch.sync()` resolves.
+ * `lease`, the caller's pin of the key: when it found no deletion in progress, none is looked for.
  */
-export async function storeChunk(ctx: DfsContext, hash: string, bytes: Uint8Array, batch?: BlobBatch): Promise<boolean> {
+export async function storeChunk(ctx: DfsContext, hash: string, bytes: Uint8Array, batch?: BlobBatch, lease?: Lease): Promise<boolean> {
   const key = chunkKey(hash);
   const unseen = !(await ctx.rows.isReferenced(hash));
-  if (await ctx.guard.ensure(key, () => bytes, bytes.length, { unseen, batch })) {
+  if (await ctx.guard.ensure(key, () => bytes, bytes.length, { unseen, batch, lease })) {
     await ctx.checks?.wrote(hash); // the file holds bytes that hashed right: its record (D9)
     return true;
   }

@@ -130,7 +130,7 @@ class ChunkSink {
     const write: Promise<void> = Promise.resolve().then(async () => {
       let done = false;
       try {
-        if (!this.failure && (await storeChunk(this.ctx, hash, bytes, this.batch))) this.written++;
+        if (!this.failure && (await storeChunk(this.ctx, hash, bytes, this.batch, this.lease))) this.written++;
         done = true;
       } catch (error) {
         this.failure ??= { error };

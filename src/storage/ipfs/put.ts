@@ -54,7 +54,7 @@ export function uploadSink(guard: BlobGuard, lease: Lease, blocks: BlockSizes, r
       const key = blockKey(cid);
       await pin(key); // before looking: see the header
       blocks.set(key, bytes.byteLength);
-      await guard.ensure(key, () => bytes, bytes.byteLength, { unseen: !(await referenced(key)), batch });
+      await guard.ensure(key, () => bytes, bytes.byteLength, { unseen: !(await referenced(key)), batch, lease });
       giveBack(bytes); // written, or found: the importer hashed it before, and reads it no more
       return cid;
     },
