@@ -20,7 +20,10 @@ import { isSignature } from "../identity/eip712.ts";
 import { voucherDigest, voucherSigner } from "../identity/voucher-signer.ts";
 
 const USED = "SELECT used FROM voucher_counters WHERE payer = $1";
-const CLAIM = "INSERT INTO vouchers_used (payer, size, base, used_at) VALUES ($1, $2, $3, $4) ON CONFLICT (payer, size) DO NOTHING RETURNING payer";
+// The payer's count read by the claim itself (one statement, issue 10): the allowance is checked
+// on its answer, and a refusal rolls the claim back with the caller's transaction.
+const CLAIM = `INSERT INTO vouchers_used (payer, size, base, used_at) VALUES ($1, $2, COALESCE((SELECT used FROM voucher_counters WHERE payer = $1), 0), $3)
+  ON CONFLICT (payer, size) DO NOTHING RETURNING base`;
 const CLAIMED = "SELECT 1 AS one FROM vouchers_used WHERE payer = $1 AND size = $2";
 const UNCLAIM = "DELETE FROM vouchers_used WHERE payer = $1 AND size = $2";
 const COUNT = "INSERT INTO voucher_counters (payer, used) VALUES ($1, $2) ON CONFLICT (payer) DO UPDATE SET used = voucher_counters.used + excluded.used";
@@ -78,13 +81,18 @@ export function createVouchers({ sql, domain, seller, now = Date.now }: { sql: S
     }
   }
 
-  /** Claims a voucher once in `q` (a transaction), for a transfer of `needs` bytes (unknown for uploads until the end). */
+  /**
+   * Claims a voucher once in `q` (a transaction: a refusal after the insert must roll it back),
+   * for a transfer of `needs` bytes (unknown for uploads until the end). A voucher both used and
+   * short is refused for being short, as when the count was read first.
+   */
   async function claim(q: Queryable, v: { payer: Address; size: number }, needs?: number): Promise<AcceptedVoucher> {
-    const used = await usedIn(q, v.payer);
-    const allowance = allowanceOf(v.size, used, needs);
-    const fresh = await q.get(CLAIM, [v.payer, v.size, used, now()]);
-    if (!fresh) throw usedUp();
-    return { payer: v.payer, size: v.size, allowance };
+    const fresh = await q.get<{ base: number }>(CLAIM, [v.payer, v.size, now()]);
+    if (!fresh) {
+      allowanceOf(v.size, await usedIn(q, v.payer), needs);
+      throw usedUp();
+    }
+    return { payer: v.payer, size: v.size, allowance: allowanceOf(v.size, fresh.base, needs) };
   }
 
   /** Accepts a voucher once, in a transaction of its own. */

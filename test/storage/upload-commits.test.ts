@@ -167,6 +167,17 @@ describe("an acknowledged upload, with quota", () => {
   });
 });
 
+describe("an upload's claims", () => {
+  // One round trip on PostgreSQL: nothing in it waits for another's answer (issue 10). The
+  // voucher's claim reads the payer's count itself, where a read came first and the insert after.
+  test("both claims in one transaction: the session's locked read, then writes only", async () => {
+    const { client } = await plain.user();
+    await client.upload("dfs", random(4096), { name: "first.bin" }); // the session's window has a highest id
+    const commits = await plainRecorder.during(() => client.upload("dfs", random(4096), { name: "claimed.bin" }));
+    expect(commits[0]?.statements).toEqual(["lock", "write session_requests", "write storage_sessions", "write session_requests", "write vouchers_used"]);
+  });
+});
+
 describe("an acknowledged upload, without quota", () => {
   test("dfs: the same one fsync'd commit carrying the claims; the voucher counts what moved", async () => {
     const { client, account } = await plain.user();

@@ -1,7 +1,8 @@
 // GET /traffichash (spec 4.1 row 3, 5.7; D4, D6): the EIP-712 digest of a traffic voucher, which a
-// client can recompute before signing, and the payer's all-time counter.
+// client can recompute before signing, and the payer's all-time counter; and a voucher's claim.
 import { describe, expect, test } from "bun:test";
 import { hashTypedData } from "viem";
+import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { get, readJson } from "../support/app.ts";
 import { testGateway } from "../support/storage.ts";
 
@@ -87,5 +88,27 @@ describe("GET /traffichash", () => {
     await alice.client.upload("dfs", new Uint8Array(5000), { name: "zeros" });
     expect((await alice.client.trafficHash(0)).used).toBe("5000");
     expect((await bob.client.trafficHash(0)).used).toBe("0");
+  });
+});
+
+describe("a voucher's claim (D6)", () => {
+  // The claim reads the payer's count in its own statement (issue 10) and checks the allowance on
+  // its answer: a refusal there must roll the claim back, or the voucher would be spent unused.
+  test("a claim counts from the payer's count; a short voucher is refused and stays unspent; a used one is refused as used, or as short when it is both", async () => {
+    const vouchers = gw.storage!.vouchers;
+    const payer = privateKeyToAccount(generatePrivateKey()).address;
+    const claims = (size: number) => gw.database.sql.all<{ base: number }>("SELECT base FROM vouchers_used WHERE payer = $1 AND size = $2", [payer, size]);
+    await vouchers.settle({ payer, size: 0, allowance: 0 }, 1000);
+    expect((await vouchers.accept({ payer, size: 5000 })).allowance).toBe(4000);
+    expect(await claims(5000)).toEqual([{ base: 1000 }]);
+    await expect(vouchers.accept({ payer, size: 500 })).rejects.toThrow("the voucher covers up to 500 bytes in all; 1000 are used");
+    expect(await claims(500)).toEqual([]);
+    await expect(vouchers.accept({ payer, size: 5000 })).rejects.toThrow("this voucher was already used");
+    await vouchers.settle({ payer, size: 0, allowance: 0 }, 5000);
+    await expect(vouchers.accept({ payer, size: 5000 })).rejects.toThrow("the voucher covers up to 5000 bytes in all; 6000 are used");
+    // Short by 1000 bytes for a transfer that needs them, though not spent: refused, unspent.
+    await expect(vouchers.accept({ payer, size: 7000 }, 2000)).rejects.toThrow("this transfer needs 2000");
+    expect(await claims(7000)).toEqual([]);
+    expect((await vouchers.accept({ payer, size: 7000 }, 1000)).allowance).toBe(1000);
   });
 });
