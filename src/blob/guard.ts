@@ -142,9 +142,8 @@ export function createBlobGuard({ sql, store, log, now = Date.now }: { sql: Sql;
     store,
     lease() {
       const holder = `${gateway}-${++seq}`;
-      const keys = new Set<string>();
-      /** Pinned keys whose pin's transaction found no tombstone. */
-      const clear = new Set<string>();
+      /** Pinned keys → whether their pin's transaction found no tombstone (`clearOf`). */
+      const pinned = new Map<string, boolean>();
       /** Pins being written: release() waits for them, so none lands after the pins are dropped. */
       const writing = new Set<Promise<unknown>>();
       if (closed) throw new Error("blob guard closed: the gateway is stopping");
@@ -163,7 +162,7 @@ export function createBlobGuard({ sql, store, log, now = Date.now }: { sql: Sql;
         holder,
         async pin(list) {
           if (released) throw new Error("blob lease already released");
-          const fresh = [...new Set(list)].filter((k) => !keys.has(k));
+          const fresh = [...new Set(list)].filter((k) => !pinned.has(k));
           if (fresh.length === 0) return;
           const write = pinKeys(sql, holder, fresh, now() + LEASE_MS);
           writing.add(write);
@@ -173,12 +172,9 @@ export function createBlobGuard({ sql, store, log, now = Date.now }: { sql: Sql;
           } finally {
             writing.delete(write);
           }
-          for (const k of fresh) {
-            keys.add(k);
-            if (!stoned.has(k)) clear.add(k);
-          }
+          for (const k of fresh) pinned.set(k, !stoned.has(k));
         },
-        clearOf: (key) => clear.has(key),
+        clearOf: (key) => pinned.get(key) === true,
         async unpinIn(tx) {
           await Promise.allSettled([...writing]);
           await tx.run(UNPIN, [holder]);
@@ -192,8 +188,7 @@ export function createBlobGuard({ sql, store, log, now = Date.now }: { sql: Sql;
           // No fsync of its own (sql.ts durable): a power cut that loses it leaves pins that lapse
           // after LEASE_MS, which only delays a deletion.
           if (!opts?.unpinned) await sql.tx((tx) => tx.run(UNPIN, [holder]), { isolation: "read committed", durable: false });
-          keys.clear();
-          clear.clear();
+          pinned.clear();
         },
       };
     },

@@ -9,6 +9,7 @@
  *   await store.sql.get("SELECT 1 AS one")
  */
 import { join } from "node:path";
+import type { Config } from "../config.ts";
 import type { Logger } from "../log.ts";
 import { openDatabase } from "./open.ts";
 import { openPostgres } from "./postgres.ts";
@@ -26,7 +27,7 @@ export function describeDatabase(url: string): string {
   return `postgres://${u.username ? `${decodeURIComponent(u.username)}@` : ""}${u.host}${u.pathname}`;
 }
 
-export async function openStore(config: { dataDir: string; databaseUrl?: string | undefined; databasePool?: number }, log: Logger): Promise<Store> {
+export async function openStore(config: Pick<Config, "dataDir" | "databaseUrl" | "databasePool">, log: Logger): Promise<Store> {
   if (!config.databaseUrl) {
     const file = join(config.dataDir, "stowage.db");
     const db = openDatabase(file, undefined, {
