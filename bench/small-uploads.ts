@@ -30,7 +30,9 @@
  * cluster's gateway does (D16): every statement is then a round trip, and every commit durable.
  * After the warm-up it runs ANALYZE (see `analyzeOnce`): the rounds measure a database whose
  * planner has statistics, as autovacuum gives any database within its first minute.
- * The floor stays on SQLite: it is the least any server needs, and a gateway alone needs no more.
+ * The floor then keeps its rows on the same PostgreSQL (a database of its own, the same pool): the
+ * least a cluster's gateway needs, three round trips per upload. Both print PostgreSQL's CPU per
+ * upload beside their own.
  *
  * Metrics: uploads per second (the closed loop's count over its wall time), p50 and p99 latency
  * (ms, as the client sees them), and the server process's CPU time per upload (/proc/PID/stat,
@@ -131,17 +133,20 @@ async function run(pid: number, requests: Prepared[]) {
   await Promise.all(Array.from({ length: inFlight }, worker));
   const seconds = (performance.now() - started) / 1000;
   const cpu = cpuMs(pid) - cpu0;
-  if (pid === stowagePid) databaseCpu.push((databaseCpuMs() - db0) / requests.length);
+  if (pg) databaseCpuOf(pid).push((databaseCpuMs() - db0) / requests.length);
   latencies.sort((a, b) => a - b);
   return { rate: requests.length / seconds, p50: percentile(latencies, 50), p99: percentile(latencies, 99), cpu: cpu / requests.length };
 }
 
-/** With --postgres: PostgreSQL's CPU per upload in each of Stowage's measurements (its backends
- * work for Stowage alone), and the server's pid to tell those measurements apart. */
+/** With --postgres: PostgreSQL's CPU per upload in each measurement of Stowage and of the floor
+ * (one server is loaded at a time, so its backends work for it alone), by the server's pid. */
 let pg: Postgres | undefined;
-const databaseCpu: number[] = [];
-let stowagePid = 0;
+const databaseCpu = new Map<number, number[]>();
+const databaseCpuOf = (pid: number) => databaseCpu.get(pid) ?? (databaseCpu.set(pid, []).get(pid) as number[]);
 const databaseCpuMs = () => (pg ? pg.pids().reduce((ms, p) => ms + cpuMs(p), 0) : 0);
+/** PostgreSQL's median CPU per upload over one comparison's measurements of `pid`, its warm-up left
+ * out as compareMany leaves it out; then forgotten, so the next comparison starts anew. */
+const databaseCpuText = (pid: number) => (pg ? `; PostgreSQL's CPU ${fmt(stats(databaseCpuOf(pid).splice(0).slice(WARMUP)).median)} ms per upload` : "");
 
 /**
  * With --postgres, once, after Stowage's first round (the warm-up): ANALYZE, as autovacuum does
@@ -177,7 +182,6 @@ try {
     { env, cwd: ROOT, timeoutMs: 60_000 },
   );
   servers.push(stowage);
-  stowagePid = stowage.proc.pid;
   const baseline = await startServer([process.execPath, join(import.meta.dir, "storage.ts"), "--baseline-server"], { env: childEnv, cwd: ROOT });
   servers.push(baseline);
 
@@ -189,7 +193,8 @@ try {
   const { accessToken } = await store.login();
   const info = await store.trafficHash(0);
   const domain = storageDomain(info.chainId, info.verifyingContract as `0x${string}`);
-  const floor = withFloor ? await startServer([process.execPath, join(import.meta.dir, "servers", "upload-floor.ts"), JSON.stringify({ chainId: info.chainId, verifyingContract: info.verifyingContract, seller: info.seller })], { env: childEnv, cwd: ROOT }) : undefined;
+  const floorDatabase = pg && withFloor ? { databaseUrl: await pg.createDatabase(), pool } : {};
+  const floor = withFloor ? await startServer([process.execPath, join(import.meta.dir, "servers", "upload-floor.ts"), JSON.stringify({ chainId: info.chainId, verifyingContract: info.verifyingContract, seller: info.seller, ...floorDatabase })], { env: childEnv, cwd: ROOT }) : undefined;
   if (floor) servers.push(floor);
   const load = await fetch(`${stowage.url}/healthz`);
   await load.text();
@@ -241,18 +246,17 @@ try {
     };
     const result = await compareMany({ name: `${kind} ${fileBytes / 1024} KiB × ${inFlight}`, rounds, warmup: WARMUP, labels: { subject: `stowage-${kind}`, baseline: "baseline" }, metrics, subject: stowageRound, baseline: baselineRound });
     const m = result.metrics;
-    // Stowage's measurements of this comparison, its warm-up left out as compareMany leaves it out.
-    const dbCpu = pg ? `; PostgreSQL's CPU ${fmt(stats(databaseCpu.splice(0).slice(WARMUP)).median)} ms per upload` : "";
-    lines.push(`  ${kind}: ${summary(m)}, p50 ${fmt(m.p50.subject.median)} vs ${fmt(m.p50.baseline.median)} ms${dbCpu}`);
+    lines.push(`  ${kind}: ${summary(m)}, p50 ${fmt(m.p50.subject.median)} vs ${fmt(m.p50.baseline.median)} ms${databaseCpuText(stowage.proc.pid)}`);
     measured.push({ kind, round: stowageRound });
   }
   if (floor) {
     const floorRound = async () => run(floor.proc.pid, await signedRequests(`${floor.url}/upload`, {}));
     const f = (await compareMany({ name: `floor ${fileBytes / 1024} KiB × ${inFlight}`, rounds, warmup: WARMUP, labels: { subject: "floor", baseline: "baseline" }, metrics, subject: floorRound, baseline: baselineRound })).metrics;
-    lines.push(`  floor (the baseline + D5/D6's two recoveries and one durable claim-and-record transaction, servers/upload-floor.ts): ${summary(f)}`);
+    lines.push(`  floor (the baseline + D5/D6's two recoveries and one durable claim-and-record transaction, servers/upload-floor.ts${pg ? ", on PostgreSQL" : ""}): ${summary(f)}${databaseCpuText(floor.proc.pid)}`);
     for (const { kind, round } of measured) {
       const k = (await compareMany({ name: `${kind} against the floor`, rounds, warmup: WARMUP, labels: { subject: `stowage-${kind}`, baseline: "floor" }, metrics, subject: round, baseline: floorRound })).metrics;
-      lines.push(`  ${kind} / floor, in alternation: ${summary(k)}`);
+      const dbCpu = pg ? `${databaseCpuText(stowage.proc.pid)} (stowage), ${databaseCpuText(floor.proc.pid).slice(2)} (floor)` : "";
+      lines.push(`  ${kind} / floor, in alternation: ${summary(k)}${dbCpu}`);
     }
   }
   console.log(`\nsummary (stowage vs baseline, medians; ratio = stowage / baseline)\n${lines.slice(1).join("\n")}\nload average at the end: ${loadAverage()}`);
