@@ -53,8 +53,13 @@ const DROP_EXPIRED_PINS = "DELETE FROM blob_pins WHERE expires_at <= $1";
 
 export interface Lease {
   readonly holder: string;
-  /** Claims keys (idempotent); await it before looking whether they exist. */
-  pin(keys: readonly string[]): Promise<void>;
+  /**
+   * Claims keys (idempotent); await it before looking whether they exist. `alongside` runs in the
+   * pin's transaction, statements only (PostgreSQL may run it again), and its answer is returned:
+   * a back-end's look at its own rows (dfs: whether a row references the chunk) that then costs no
+   * round trip of its own (issue 10). Without fresh keys it runs by itself.
+   */
+  pin<T = undefined>(keys: readonly string[], alongside?: (q: Queryable) => Promise<T>): Promise<T | undefined>;
   /**
    * Whether this lease pinned `key` and its pin's transaction found no deletion of it in
    * progress. None can begin while the pin holds (a deleter's decision reads the pins, pinKeys),
@@ -160,19 +165,20 @@ export function createBlobGuard({ sql, store, log, now = Date.now }: { sql: Sql;
       renewals.add(timer);
       return {
         holder,
-        async pin(list) {
+        async pin(list, alongside) {
           if (released) throw new Error("blob lease already released");
           const fresh = [...new Set(list)].filter((k) => !pinned.has(k));
-          if (fresh.length === 0) return;
-          const write = pinKeys(sql, holder, fresh, now() + LEASE_MS);
+          if (fresh.length === 0) return alongside?.(sql);
+          const write = pinKeys(sql, holder, fresh, now() + LEASE_MS, alongside);
           writing.add(write);
-          let stoned: ReadonlySet<string>;
+          let pinnedNow: Awaited<typeof write>;
           try {
-            stoned = await write;
+            pinnedNow = await write;
           } finally {
             writing.delete(write);
           }
-          for (const k of fresh) pinned.set(k, !stoned.has(k));
+          for (const k of fresh) pinned.set(k, !pinnedNow.stoned.has(k));
+          return pinnedNow.answer;
         },
         clearOf: (key) => pinned.get(key) === true,
         async unpinIn(tx) {
@@ -264,18 +270,23 @@ export function createBlobGuard({ sql, store, log, now = Date.now }: { sql: Sql;
  * the pin's transaction comes after the tombstone, which the upload then meets and waits out.
  * Without the read here the two would not conflict, and an upload could find the blob present
  * just before a deleter that had missed its pin deleted it. Answers the keys whose deletion is in
- * progress (a tombstone): for the others no deletion can begin while the pin holds.
+ * progress (a tombstone): for the others no deletion can begin while the pin holds. `alongside`
+ * (Lease.pin) rides in the first batch's round trip; its answer comes back with them.
  */
-function pinKeys(sql: Sql, holder: string, keys: readonly string[], expiresAt: number): Promise<ReadonlySet<string>> {
+function pinKeys<T>(sql: Sql, holder: string, keys: readonly string[], expiresAt: number, alongside?: (q: Queryable) => Promise<T>): Promise<{ stoned: ReadonlySet<string>; answer: T | undefined }> {
   return sql.tx(
     async (tx) => {
       const stoned = new Set<string>(); // per attempt: a retried transaction reads again
+      let answer: T | undefined;
+      let first = true;
       // Each batch's two statements in one round trip on PostgreSQL.
       for (const part of batches(keys)) {
-        const [, found] = await together(tx.run(PIN(part.length), [holder, expiresAt, ...part]), tx.all<{ key: string }>(TOMBSTONES_AMONG(part.length), part));
+        const [, found, extra] = await together(tx.run(PIN(part.length), [holder, expiresAt, ...part]), tx.all<{ key: string }>(TOMBSTONES_AMONG(part.length), part), first ? alongside?.(tx) : undefined);
         for (const { key } of found) stoned.add(key);
+        if (first) answer = extra;
+        first = false;
       }
-      return stoned;
+      return { stoned, answer };
     },
     // A pin matters only while its upload runs; a power cut that loses it ends the upload too,
     // and the referencing rows commit durably (fsyncing the pins before them, in log order).

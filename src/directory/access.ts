@@ -6,8 +6,9 @@
  *   that back-end here, is public, or grants the reader read permission, or was bought by the
  *   reader. An entry for a Cid its owner does not store grants nothing, so publishing someone
  *   else's Cid as public opens nothing.
- * - `publicCids(owner, cids)` — listobjects' `Public`: those Cids whose owner's own entry is
- *   public, for a whole page in one query.
+ * - `publicCids(owner, cids, q?)` — an upload's and listobjects' `Public`: those Cids whose
+ *   owner's own entry is public, for a whole page in one query; in `q`, a transaction, when given
+ *   (an upload's file row's: no round trip of its own on PostgreSQL, issue 10).
  * - `bought(owner, mid, reader)` — a purchase indexed, for the buyer's key share of an encrypted entry.
  */
 import { getAddress, type Address } from "viem";
@@ -32,8 +33,8 @@ export function directoryAccess(sql: Queryable) {
     return row ? getAddress(row.owner) : undefined;
   };
 
-  const publicCids = async (owner: Address, cids: readonly string[]): Promise<ReadonlySet<string>> => {
-    const rows = await allInBatches<{ cid: string }>(sql, publicOwn, [...new Set(cids)], [getAddress(owner), true]);
+  const publicCids = async (owner: Address, cids: readonly string[], q: Queryable = sql): Promise<ReadonlySet<string>> => {
+    const rows = await allInBatches<{ cid: string }>(q, publicOwn, [...new Set(cids)], [getAddress(owner), true]);
     return new Set(rows.map((r) => r.cid));
   };
 

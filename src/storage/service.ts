@@ -98,9 +98,10 @@ export interface StorageDeps {
   domain: TypedDataDomain;
   seller: Address;
   readGrant?: ReadGrant;
-  /** Those of `cids` whose owner's own directory entry is public: an upload's answer `Public`
-   * (listobjects reads the same flag in its page's own query, src/storage/files.ts). */
-  publicCids?: (owner: Address, cids: readonly string[]) => Promise<ReadonlySet<string>>;
+  /** Those of `cids` whose owner's own directory entry is public: an upload's answer `Public`,
+   * read in its file row's transaction `q` (listobjects reads the same flag in its page's own
+   * query, src/storage/files.ts). */
+  publicCids?: (owner: Address, cids: readonly string[], q?: Queryable) => Promise<ReadonlySet<string>>;
   /** Quota enforcement (D7); absent, only the vouchers bound use. */
   meter?: Meter;
   /** Hears of file bytes received (in) and sent (out), per back-end: the server's metrics. */
@@ -256,11 +257,17 @@ export function createStorage(deps: StorageDeps) {
       }
       // The content's rows, the quota's exact check (D14) and the voucher's count run in the
       // transaction that records the file: the bytes count exactly when the file is stored.
+      // The answer's `Public` is read there too: on PostgreSQL in the same round trip.
       const row = { did: who.did.canonical, backend: b.kind, name, cid: pending.cid, size: pending.size, encryption: String(part.fields.encryption ?? "") };
-      const added = await recordFile(pending, (hook) => files.add(row, hook), { quota, moved: meter.bytes, settle: (tx) => vouchers.settle(accepted, meter.bytes, tx), log });
+      let isPublic: boolean | undefined;
+      const settle = async (tx: Queryable) => {
+        const [, published] = await together(vouchers.settle(accepted, meter.bytes, tx), deps.publicCids?.(who.did.address, [row.cid], tx));
+        isPublic = published?.has(row.cid);
+      };
+      const added = await recordFile(pending, (hook) => files.add(row, hook), { quota, moved: meter.bytes, settle, log });
       deps.onTransfer?.(b.kind, "in", meter.bytes);
       if (added.replaced) await release(b, added.replaced);
-      return fileEntry(added.row, (await deps.publicCids?.(who.did.address, [added.row.cid]))?.has(added.row.cid));
+      return fileEntry(added.row, isPublic);
     } finally {
       await quota?.release().catch((err) => log.error("releasing an upload's holds failed", { err: (err as Error).message })); // a no-op once committed
       part.stream.resume();

@@ -157,6 +157,21 @@ describe("blob guard (D15)", () => {
     expect(lease.clearOf("dfs/k")).toBe(false);
   });
 
+  // dfs reads whether a row references the chunk this way: no round trip of its own on PostgreSQL.
+  test("what a pin runs alongside reads in the pin's transaction, after the pins, and answers with it", async () => {
+    const { guard, reads } = setup();
+    const lease = guard.lease();
+    const look = async (q: Queryable) => (await q.get<{ n: number }>("SELECT COUNT(*) AS n FROM blob_pins WHERE holder = $1", [lease.holder]))?.n;
+    expect(await lease.pin(["dfs/x", "dfs/y"], look)).toBe(2); // the transaction's own pins
+    expect(reads).toEqual([]); // nothing read outside it
+    expect(lease.clearOf("dfs/x")).toBe(true);
+    // Nothing fresh to pin: it runs by itself.
+    expect(await lease.pin(["dfs/x"], look)).toBe(2);
+    expect(reads).toHaveLength(1);
+    expect(await lease.pin(["dfs/z"])).toBeUndefined();
+    await lease.release();
+  });
+
   test("a tombstone whose deleter died is finished by the next one to meet it", async () => {
     const { sql, store, guard, clock } = setup();
     await store.put("dfs/d", bytes("d"));

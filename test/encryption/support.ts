@@ -29,7 +29,7 @@ export async function encryptionGateway(o: { env?: Record<string, string> } = {}
     env: o.env,
     extra: {
       readGrant: (reader, kind, cid) => (directory as Directory).readGrant(reader, kind, cid),
-      publicCids: (owner, cids) => (directory as Directory).publicCids(owner, cids),
+      publicCids: (owner, cids, q) => (directory as Directory).publicCids(owner, cids, q),
     },
   });
   const sql = gw.database.sql;

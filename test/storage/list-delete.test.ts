@@ -11,7 +11,7 @@ import { get, readJson } from "../support/app.ts";
 import { testGateway } from "../support/storage.ts";
 
 // Storage asks the directory as the server wires it (src/server.ts): `Public` in answers.
-const gw = await testGateway({ extra: { publicCids: (owner, cids) => directoryAccess(gw.database.sql).publicCids(owner, cids) } });
+const gw = await testGateway({ extra: { publicCids: (owner, cids, q) => directoryAccess(gw.database.sql).publicCids(owner, cids, q) } });
 const dfs = gw.backends.dfs as NonNullable<typeof gw.backends.dfs>;
 const enc = new TextEncoder();
 const unique = (label: string) => enc.encode(`${label} ${crypto.randomUUID()}`);

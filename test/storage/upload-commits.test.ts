@@ -11,6 +11,7 @@
 import { describe, expect, test } from "bun:test";
 import type { Param, Queryable, Sql, TxOptions } from "../../src/db/sql.ts";
 import { SqliteSql } from "../../src/db/sqlite-sql.ts";
+import { directoryAccess } from "../../src/directory/access.ts";
 import { TEST_DB } from "../support/db.ts";
 import { testGateway } from "../support/storage.ts";
 import { granter } from "../quota/grants.ts";
@@ -41,6 +42,8 @@ interface Commit {
  */
 function recordCommits(sql: Sql) {
   const commits: Commit[] = [];
+  /** Statements outside any transaction that wrote nothing. */
+  const reads: string[] = [];
   // Transactions commit one at a time on SQLite: the COMMIT right after a watched function
   // returned is that transaction's.
   let committing: { fsync: boolean } | undefined;
@@ -63,6 +66,7 @@ function recordCommits(sql: Sql) {
     const tables = new Set<string>();
     written(text, tables);
     if (tables.size) commits.push({ tables, statements: [kind(text)], fsync: true });
+    else reads.push(text);
   };
   Object.assign(sql, {
     tx: <T>(fn: (q: Queryable) => Promise<T>, opts?: TxOptions) => {
@@ -102,6 +106,12 @@ function recordCommits(sql: Sql) {
       await work();
       return commits.slice(from).filter((c) => [...c.tables].some((t) => UPLOAD_TABLES.has(t)));
     },
+    /** The statements outside any transaction, writing nothing, that `work` ran. */
+    async readsDuring(work: () => Promise<unknown>): Promise<string[]> {
+      const from = reads.length;
+      await work();
+      return reads.slice(from);
+    },
   };
 }
 
@@ -124,7 +134,8 @@ function expectUploadCommits(commits: Commit[], content: "dfs_objects" | "ipfs_p
   if (TEST_DB === "sqlite") expect(commits.map((c) => c.fsync)).toEqual([false, false, true]);
 }
 
-const gw = await testGateway({ quota: true });
+// With the directory's `Public` for the upload's answer, as the server has it.
+const gw = await testGateway({ quota: true, extra: { publicCids: (owner, cids, q) => directoryAccess(gw.database.sql).publicCids(owner, cids, q) } });
 const recorder = recordCommits(gw.database.sql);
 const grant = granter(gw.chain);
 const plain = await testGateway({ ipfs: false });
@@ -152,8 +163,9 @@ describe("an acknowledged upload, with quota", () => {
   // wait for each other there: on PostgreSQL each statement under it is a round trip in that wait
   // (issue 10: 2 ms a lock at 13 statements, about 400 uploads/s for one account). Under it go
   // only the file row and what the quota decides with it: the content's rows and the bucket come
-  // before it, the quota's numbers are one read.
-  test("dfs: under the account's lock, only the file row, one read of the quota and the two counts", async () => {
+  // before it, the quota's numbers are one read; the answer's `Public` rides along (one round trip
+  // for all on PostgreSQL).
+  test("dfs: under the account's lock, only the file row, one read of the quota, the two counts and the answer's Public", async () => {
     const { client, account } = await gw.user();
     await grant(account.address, "space", 10_000_000);
     await grant(account.address, "traffic", 10_000_000);
@@ -163,7 +175,22 @@ describe("an acknowledged upload, with quota", () => {
     const lock = statements.indexOf("lock");
     expect(lock).toBeGreaterThan(0);
     expect(statements.slice(0, lock)).toEqual(expect.arrayContaining(["write dfs_objects", "write dfs_chunks", "write dfs_object_chunks", "write blob_pins", "write buckets"]));
-    expect(statements.slice(lock + 1)).toEqual(["write files", "write files", "read", "write traffic_usage", "write voucher_counters"]);
+    expect(statements.slice(lock + 1)).toEqual(["write files", "write files", "read", "write traffic_usage", "write voucher_counters", "read"]);
+  });
+
+  // Each statement outside a transaction is a round trip of its own on PostgreSQL (issue 10).
+  test("dfs: outside a transaction only the session's read and the quota's first look; the chunk's reference is read in its pin's transaction", async () => {
+    const { client, account } = await gw.user();
+    await grant(account.address, "space", 10_000_000);
+    await grant(account.address, "traffic", 10_000_000);
+    await client.upload("dfs", random(4096), { name: "first.bin" }); // the SDK has read its voucher counter
+    let commits: Commit[] = [];
+    const reads = await recorder.readsDuring(async () => {
+      commits = await recorder.during(() => client.upload("dfs", random(4096), { name: "reads.bin" }));
+    });
+    const looks = reads.map((text) => (text.includes("FROM storage_sessions") ? "session" : text.includes("FROM quota_reservations") ? "quota" : text));
+    expect(looks).toEqual(["session", "quota"]);
+    expect(commits[1]?.statements).toEqual(["write blob_pins", "read", "read"]);
   });
 });
 

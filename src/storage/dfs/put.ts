@@ -33,7 +33,7 @@ import { CHUNK_SIZE, chunkContent, chunkKey, leafHash } from "./cid.ts";
 import type { DfsContext } from "./context.ts";
 import { AbortedPutError, StoppedError } from "./errors.ts";
 import { collect } from "./gc.ts";
-import { commitIn, type ChunkRef } from "./rows.ts";
+import { chunkReferenced, commitIn, type ChunkRef } from "./rows.ts";
 import { pendingPut } from "../pending.ts";
 
 /**
@@ -104,8 +104,10 @@ class ChunkSink {
     this.size += bytes.byteLength;
     if (!this.pinned.has(hash)) {
       this.pinned.add(hash);
-      await this.lease.pin([chunkKey(hash)]); // before storeChunk() looks whether it exists (D15)
-      this.enqueue(hash, bytes);
+      // Before storeChunk() looks whether it exists (D15); whether a row references it is read in
+      // the pin's transaction (no round trip of its own on PostgreSQL).
+      const referenced = await this.lease.pin([chunkKey(hash)], (q) => chunkReferenced(q, hash));
+      this.enqueue(hash, bytes, referenced);
     } else giveBack(bytes); // written (or being written) from an earlier chunk's bytes, and hashed
     while (this.queue.size >= WRITE_QUEUE) await Promise.race(this.queue);
     this.throwIfFailed();
@@ -123,14 +125,14 @@ class ChunkSink {
     while (this.queue.size > 0) await Promise.all(this.queue);
   }
 
-  private enqueue(hash: string, bytes: Uint8Array): void {
+  private enqueue(hash: string, bytes: Uint8Array, referenced: boolean | undefined): void {
     // Never rejects: a failure is kept and thrown from the next put() or finish(); writes not
     // yet started are skipped.
     // then(): the body runs once `write` is assigned (a skipped write ends at once).
     const write: Promise<void> = Promise.resolve().then(async () => {
       let done = false;
       try {
-        if (!this.failure && (await storeChunk(this.ctx, hash, bytes, this.batch, this.lease))) this.written++;
+        if (!this.failure && (await storeChunk(this.ctx, hash, bytes, { batch: this.batch, lease: this.lease, referenced }))) this.written++;
         done = true;
       } catch (error) {
         this.failure ??= { error };

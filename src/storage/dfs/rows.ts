@@ -5,7 +5,7 @@
  * other and applies to the value it left. `chunkReferenced` also runs inside the blob guard's
  * deciding transaction (D15).
  */
-import { allInBatches, batches, placeholders, type Queryable, type Sql } from "../../db/sql.ts";
+import { allInBatches, batches, placeholders, type Queryable, type Sql, together } from "../../db/sql.ts";
 
 /** One position of a manifest. */
 export interface ChunkRef {
@@ -56,10 +56,11 @@ export async function commitIn(tx: Queryable, cid: string, size: number, manifes
   if (row?.refs !== 1) return;
   // Sorted: two commits sharing chunks lock their rows in one order (no deadlock).
   const chunks = distinct(manifest).sort((a, b) => (a.hash < b.hash ? -1 : a.hash > b.hash ? 1 : 0));
-  for (const part of batches(chunks)) await tx.run(ADD_CHUNKS(part.length), part.flatMap((c) => [c.hash, c.size]));
-  for (const part of batches(manifest.map((c, idx) => [idx, c] as const))) {
-    await tx.run(ADD_MANIFEST(part.length), [cid, ...part.flatMap(([idx, c]) => [idx, c.hash, c.size])]);
-  }
+  // Sent together, chunks first (the manifest's rows name them): one round trip on PostgreSQL.
+  await together(
+    ...[...batches(chunks)].map((part) => tx.run(ADD_CHUNKS(part.length), part.flatMap((c) => [c.hash, c.size]))),
+    ...[...batches(manifest.map((c, idx) => [idx, c] as const))].map((part) => tx.run(ADD_MANIFEST(part.length), [cid, ...part.flatMap(([idx, c]) => [idx, c.hash, c.size])])),
+  );
 }
 
 export class Rows {
