@@ -144,9 +144,11 @@ let pg: Postgres | undefined;
 const databaseCpu = new Map<number, number[]>();
 const databaseCpuOf = (pid: number) => databaseCpu.get(pid) ?? (databaseCpu.set(pid, []).get(pid) as number[]);
 const databaseCpuMs = () => (pg ? pg.pids().reduce((ms, p) => ms + cpuMs(p), 0) : 0);
-/** PostgreSQL's median CPU per upload over one comparison's measurements of `pid`, its warm-up left
- * out as compareMany leaves it out; then forgotten, so the next comparison starts anew. */
-const databaseCpuText = (pid: number) => (pg ? `; PostgreSQL's CPU ${fmt(stats(databaseCpuOf(pid).splice(0).slice(WARMUP)).median)} ms per upload` : "");
+/** With --postgres, PostgreSQL's median CPU per upload over one comparison's measurements of each
+ * server (named when there are two), its warm-up left out as compareMany leaves it out; then
+ * forgotten, so the next comparison starts anew. */
+const databaseCpuText = (...servers: { pid: number; name?: string }[]) =>
+  pg ? `; PostgreSQL's CPU ${servers.map(({ pid, name }) => `${fmt(stats(databaseCpuOf(pid).splice(0).slice(WARMUP)).median)}${name ? ` (${name})` : ""}`).join(", ")} ms per upload` : "";
 
 /**
  * With --postgres, once, after Stowage's first round (the warm-up): ANALYZE, as autovacuum does
@@ -246,17 +248,16 @@ try {
     };
     const result = await compareMany({ name: `${kind} ${fileBytes / 1024} KiB × ${inFlight}`, rounds, warmup: WARMUP, labels: { subject: `stowage-${kind}`, baseline: "baseline" }, metrics, subject: stowageRound, baseline: baselineRound });
     const m = result.metrics;
-    lines.push(`  ${kind}: ${summary(m)}, p50 ${fmt(m.p50.subject.median)} vs ${fmt(m.p50.baseline.median)} ms${databaseCpuText(stowage.proc.pid)}`);
+    lines.push(`  ${kind}: ${summary(m)}, p50 ${fmt(m.p50.subject.median)} vs ${fmt(m.p50.baseline.median)} ms${databaseCpuText({ pid: stowage.proc.pid })}`);
     measured.push({ kind, round: stowageRound });
   }
   if (floor) {
     const floorRound = async () => run(floor.proc.pid, await signedRequests(`${floor.url}/upload`, {}));
     const f = (await compareMany({ name: `floor ${fileBytes / 1024} KiB × ${inFlight}`, rounds, warmup: WARMUP, labels: { subject: "floor", baseline: "baseline" }, metrics, subject: floorRound, baseline: baselineRound })).metrics;
-    lines.push(`  floor (the baseline + D5/D6's two recoveries and one durable claim-and-record transaction, servers/upload-floor.ts${pg ? ", on PostgreSQL" : ""}): ${summary(f)}${databaseCpuText(floor.proc.pid)}`);
+    lines.push(`  floor (the baseline + D5/D6's two recoveries and one durable claim-and-record transaction, servers/upload-floor.ts${pg ? ", on PostgreSQL" : ""}): ${summary(f)}${databaseCpuText({ pid: floor.proc.pid })}`);
     for (const { kind, round } of measured) {
       const k = (await compareMany({ name: `${kind} against the floor`, rounds, warmup: WARMUP, labels: { subject: `stowage-${kind}`, baseline: "floor" }, metrics, subject: round, baseline: floorRound })).metrics;
-      const dbCpu = pg ? `${databaseCpuText(stowage.proc.pid)} (stowage), ${databaseCpuText(floor.proc.pid).slice(2)} (floor)` : "";
-      lines.push(`  ${kind} / floor, in alternation: ${summary(k)}${dbCpu}`);
+      lines.push(`  ${kind} / floor, in alternation: ${summary(k)}${databaseCpuText({ pid: stowage.proc.pid, name: "stowage" }, { pid: floor.proc.pid, name: "floor" })}`);
     }
   }
   console.log(`\nsummary (stowage vs baseline, medians; ratio = stowage / baseline)\n${lines.slice(1).join("\n")}\nload average at the end: ${loadAverage()}`);

@@ -101,11 +101,10 @@ async function upload(request: Request, path: string) {
   if (signerOfVoucher(BigInt(fields.size ?? ""), (fields.sign ?? "") as `0x${string}`) !== did.address) throw new Error("the voucher is not signed by the DID");
   const cid = rawLeafCid(sha256).toString(); // one chunk: the file is its raw leaf (D9)
   if (cid !== fields.payload) throw new Error("payload is not the file's Cid");
-  const claims = [did.canonical, fields.token ?? "", Number(requestID)];
   return sql.tx(
     async (tx) => {
       const [request, voucher, row] = await together(
-        tx.get(CLAIM_REQUEST, claims),
+        tx.get(CLAIM_REQUEST, [did.canonical, fields.token ?? "", Number(requestID)]),
         tx.get(CLAIM_VOUCHER, [did.address, Number(fields.size)]),
         tx.get<{ id: number }>(ADD_FILE, [did.canonical, path, cid, size]),
       );

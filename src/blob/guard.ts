@@ -59,7 +59,8 @@ export interface Lease {
    * a back-end's look at its own rows (dfs: whether a row references the chunk) that then costs no
    * round trip of its own (issue 10). Without fresh keys it runs by itself.
    */
-  pin<T = undefined>(keys: readonly string[], alongside?: (q: Queryable) => Promise<T>): Promise<T | undefined>;
+  pin(keys: readonly string[]): Promise<void>;
+  pin<T>(keys: readonly string[], alongside: (q: Queryable) => Promise<T>): Promise<T>;
   /**
    * Whether this lease pinned `key` and its pin's transaction found no deletion of it in
    * progress. None can begin while the pin holds (a deleter's decision reads the pins, pinKeys),
@@ -165,7 +166,7 @@ export function createBlobGuard({ sql, store, log, now = Date.now }: { sql: Sql;
       renewals.add(timer);
       return {
         holder,
-        async pin(list, alongside) {
+        async pin<T>(list: readonly string[], alongside?: (q: Queryable) => Promise<T>) {
           if (released) throw new Error("blob lease already released");
           const fresh = [...new Set(list)].filter((k) => !pinned.has(k));
           if (fresh.length === 0) return alongside?.(sql);

@@ -179,19 +179,21 @@ describe("an acknowledged upload, with quota", () => {
   });
 
   // Each statement outside a transaction is a round trip of its own on PostgreSQL (issue 10).
-  test("dfs: outside a transaction only the session's read and the quota's first look; the chunk's reference is read in its pin's transaction", async () => {
-    const { client, account } = await gw.user();
-    await grant(account.address, "space", 10_000_000);
-    await grant(account.address, "traffic", 10_000_000);
-    await client.upload("dfs", random(4096), { name: "first.bin" }); // the SDK has read its voucher counter
-    let commits: Commit[] = [];
-    const reads = await recorder.readsDuring(async () => {
-      commits = await recorder.during(() => client.upload("dfs", random(4096), { name: "reads.bin" }));
+  for (const kind of ["dfs", "ipfs"] as const) {
+    test(`${kind}: outside a transaction only the session's read and the quota's first look; whether a row names the content's blobs is read in their pin's transaction`, async () => {
+      const { client, account } = await gw.user();
+      await grant(account.address, "space", 10_000_000);
+      await grant(account.address, "traffic", 10_000_000);
+      await client.upload(kind, random(4096), { name: "first.bin" }); // the SDK has read its voucher counter
+      let commits: Commit[] = [];
+      const reads = await recorder.readsDuring(async () => {
+        commits = await recorder.during(() => client.upload(kind, random(4096), { name: "reads.bin" }));
+      });
+      const looks = reads.map((text) => (text.includes("FROM storage_sessions") ? "session" : text.includes("FROM quota_reservations") ? "quota" : text));
+      expect(looks).toEqual(["session", "quota"]);
+      expect(commits[1]?.statements).toEqual(["write blob_pins", "read", "read"]);
     });
-    const looks = reads.map((text) => (text.includes("FROM storage_sessions") ? "session" : text.includes("FROM quota_reservations") ? "quota" : text));
-    expect(looks).toEqual(["session", "quota"]);
-    expect(commits[1]?.statements).toEqual(["write blob_pins", "read", "read"]);
-  });
+  }
 });
 
 describe("an upload's claims", () => {

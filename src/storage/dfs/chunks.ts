@@ -29,14 +29,13 @@ export async function sha256Hex(bytes: Uint8Array): Promise<string> {
  * damaged one (the cost: one read of each chunk an upload finds present). Returns whether bytes
  * were written. With `batch`, a chunk written is durable once the caller's `batch.sync()` resolves.
  * `lease`, the caller's pin of the key: when it found no deletion in progress, none is looked for.
- * `referenced`, whether a row referenced the chunk when the key was pinned (read in the pin's
- * transaction, Lease.pin); read here when not given.
+ * `referenced`: whether a row referenced the chunk when the lease pinned its key (read in the pin's
+ * transaction, Lease.pin).
  */
-export async function storeChunk(ctx: DfsContext, hash: string, bytes: Uint8Array, opts: { batch?: BlobBatch; lease?: Lease; referenced?: boolean } = {}): Promise<boolean> {
+export async function storeChunk(ctx: DfsContext, hash: string, bytes: Uint8Array, opts: { referenced: boolean; batch?: BlobBatch; lease?: Lease }): Promise<boolean> {
   const { batch, lease } = opts;
   const key = chunkKey(hash);
-  const unseen = !(opts.referenced ?? (await ctx.rows.isReferenced(hash)));
-  if (await ctx.guard.ensure(key, () => bytes, bytes.length, { unseen, batch, lease })) {
+  if (await ctx.guard.ensure(key, () => bytes, bytes.length, { unseen: !opts.referenced, batch, lease })) {
     await ctx.checks?.wrote(hash); // the file holds bytes that hashed right: its record (D9)
     return true;
   }

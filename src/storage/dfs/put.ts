@@ -125,7 +125,7 @@ class ChunkSink {
     while (this.queue.size > 0) await Promise.all(this.queue);
   }
 
-  private enqueue(hash: string, bytes: Uint8Array, referenced: boolean | undefined): void {
+  private enqueue(hash: string, bytes: Uint8Array, referenced: boolean): void {
     // Never rejects: a failure is kept and thrown from the next put() or finish(); writes not
     // yet started are skipped.
     // then(): the body runs once `write` is assigned (a skipped write ends at once).

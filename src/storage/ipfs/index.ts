@@ -28,7 +28,7 @@ import { cidKey, parseCid, tryCidKey } from "./cids.ts";
 import { IpfsError } from "./errors.ts";
 import { migrateOldBlocks, type MigrateResult } from "./migrate.ts";
 import { startIpfsNode, type IpfsHelia } from "./node.ts";
-import { addRef, addRefIn, blockReferenced, dropRef, pinned, pinnedCount } from "./pins.ts";
+import { addRef, addRefIn, dropRef, pinned, pinnedCount, referencedAmong } from "./pins.ts";
 import { pendingPut } from "../pending.ts";
 import { importStream, uploadSink, type BlockSizes, type Imported } from "./put.ts";
 import { NodeCache, readContent } from "./read.ts";
@@ -144,7 +144,7 @@ export async function openIpfs(opts: OpenIpfsOptions): Promise<IpfsBackend> {
         // One fsync per block, its rename and folder fsync one after the other held each upload
         // on the disk for every MiB (issue 10): the batch syncs behind the writes, once, here.
         const batch = batchOf(store);
-        imported = await importStream(uploadSink(guard, lease, blocks, (key) => blockReferenced(sql, key), batch), source, putOpts?.signal);
+        imported = await importStream(uploadSink(guard, lease, blocks, referencedAmong, batch), source, putOpts?.signal);
         await batch.sync(); // before commit() can name a block
       } catch (err) {
         await drop();

@@ -78,9 +78,9 @@ export async function blockReferenced(q: Queryable, key: string): Promise<boolea
   return (await q.get(BLOCK_REFERENCED, [key])) !== undefined;
 }
 
-/** The keys among `keys` that a pinned root contains. */
-export async function referencedAmong(sql: Sql, keys: readonly string[]): Promise<Set<string>> {
-  return new Set((await allInBatches<{ key: string }>(sql, BLOCKS_AMONG, keys)).map((r) => r.key));
+/** The keys among `keys` that a pinned root contains (an upload's: read in its pin's transaction). */
+export async function referencedAmong(q: Queryable, keys: readonly string[]): Promise<Set<string>> {
+  return new Set((await allInBatches<{ key: string }>(q, BLOCKS_AMONG, keys)).map((r) => r.key));
 }
 
 /** Pinned roots whose blocks are not indexed yet (content from before migration 0012). */

@@ -27,6 +27,7 @@ import { importFile, type WritableStorage } from "ipfs-unixfs-importer";
 import type { CID } from "multiformats/cid";
 import type { BlobGuard, Lease } from "../../blob/guard.ts";
 import type { BlobBatch } from "../../blob/store.ts";
+import type { Queryable } from "../../db/sql.ts";
 import { BufferPool, giveBack } from "../../http/lent.ts";
 import { lentChunker } from "../chunker.ts";
 import { CHUNK_SIZE, d9ImporterOptions } from "../cid-options.ts";
@@ -44,44 +45,49 @@ export type ImporterBlockstore = WritableStorage;
 /** The blocks an upload wrote or found: key → size (each key once, however often linked). */
 export type BlockSizes = Map<string, number>;
 
-/** A write-only blockstore for one upload's importer. `referenced(key)`: whether a pinned root's
- * rows name the block; a block no row names is most likely new, and is written without a HEAD
- * first (see BlobGuard.ensure's `unseen`). */
-export function uploadSink(guard: BlobGuard, lease: Lease, blocks: BlockSizes, referenced: (key: string) => Promise<boolean>, batch: BlobBatch): ImporterBlockstore {
-  const pin = pinTogether(lease);
+/** A write-only blockstore for one upload's importer. `referencedAmong(q, keys)`: those of `keys`
+ * a pinned root's rows name, read in their pin's transaction; a block no row names is most likely
+ * new, and is written without a HEAD first (see BlobGuard.ensure's `unseen`). */
+export function uploadSink(guard: BlobGuard, lease: Lease, blocks: BlockSizes, referencedAmong: ReferencedAmong, batch: BlobBatch): ImporterBlockstore {
+  const pin = pinTogether(lease, referencedAmong);
   return {
     async put(cid: CID, bytes: Uint8Array) {
       const key = blockKey(cid);
-      await pin(key); // before looking: see the header
+      const referenced = await pin(key); // before looking: see the header
       blocks.set(key, bytes.byteLength);
-      await guard.ensure(key, () => bytes, bytes.byteLength, { unseen: !(await referenced(key)), batch, lease });
+      await guard.ensure(key, () => bytes, bytes.byteLength, { unseen: !referenced, batch, lease });
       giveBack(bytes); // written, or found: the importer hashed it before, and reads it no more
       return cid;
     },
   };
 }
 
+/** Those of `keys` that committed rows name (ipfs/pins.ts `referencedAmong`). */
+export type ReferencedAmong = (q: Queryable, keys: readonly string[]) => Promise<ReadonlySet<string>>;
+
 /**
  * `pin(key)` for the importer's blocks: the keys asked for in one turn of the event loop are
- * pinned in one transaction, and each call resolves once its key's pin has committed. The
+ * pinned in one transaction, and each call resolves once its key's pin has committed, with whether
+ * a row names the block (read in that transaction, `Lease.pin`'s alongside: no round trip of its
+ * own on PostgreSQL, issue 10). The
  * importer writes its blocks ten at a time (its blockWriteConcurrency), and a pin is a database
  * write — on SQLite a durable commit, awaiting an fsync of the log (wal-sync.ts; ≈ 3–4 ms on a
  * busy disk) — so one transaction per batch instead of per block gives that time back to the
  * upload (a 128 MiB upload: 14 pin transactions instead of 129).
  */
-export function pinTogether(lease: Lease): (key: string) => Promise<void> {
+export function pinTogether(lease: Lease, referencedAmong: ReferencedAmong): (key: string) => Promise<boolean> {
   let waiting: string[] = [];
-  let next: Promise<void> | undefined;
-  return (key) => {
+  let next: Promise<ReadonlySet<string>> | undefined;
+  return async (key) => {
     waiting.push(key);
     // setImmediate, not a microtask: a batch's blocks reach put() a few awaits apart (hashing).
     next ??= new Promise<void>((go) => setImmediate(go)).then(() => {
       const keys = waiting;
       waiting = [];
       next = undefined;
-      return lease.pin(keys);
+      return lease.pin(keys, (q) => referencedAmong(q, keys));
     });
-    return next;
+    return (await next).has(key);
   };
 }
 

@@ -5,6 +5,7 @@
  * (STOWAGE_TEST_BLOBS).
  */
 import { expect, setDefaultTimeout, test } from "bun:test";
+import type { Queryable } from "../../../src/db/sql.ts";
 import { BLOCK_PREFIX } from "../../../src/storage/ipfs/blocks.ts";
 import { MiB, blockKeys, collect, openBackend, randomBytes, sha256, streamOf, watchBlockWrites } from "./helpers.ts";
 
@@ -20,10 +21,12 @@ test("25 blocks: a few pin writes, each block pinned before it is looked at or w
     const l = lease();
     const pin = l.pin.bind(l);
     return Object.assign(l, {
-      async pin(keys: readonly string[]) {
+      // What runs alongside (which blocks a row names) and its answer pass through.
+      async pin(keys: readonly string[], alongside?: (q: Queryable) => Promise<unknown>) {
         pinCalls.push([...keys]);
-        await pin(keys);
+        const answer = alongside ? await pin(keys, alongside) : await pin(keys);
         for (const k of keys) pinned.add(k);
+        return answer;
       },
     });
   };
