@@ -57,13 +57,14 @@ type UploadQuota = Pick<Awaited<ReturnType<Meter["beginUpload"]>>, "commit" | "r
 
 /**
  * Records `pending` as a file: `add` writes the file row in a transaction and runs the hook it is
- * handed there, so the content's rows (and the release of its pins), the quota's exact check (D14)
- * with `moved` bytes of traffic, and `settle` (an upload's voucher count) commit with the file
- * row, or not at all (issue 10: an upload commits three times where it committed seven). When
+ * handed there, so the content's rows (and the release of its pins), `claim` (an upload's claims),
+ * the quota's exact check (D14) with `moved` bytes of traffic, and `settle` (an upload's voucher
+ * count) commit with the file row, or not at all (issue 10: an upload commits twice where it
+ * committed seven). A refusal of `claim` comes before the quota's. When
  * it fails, the quota's holds go first (a refused upload never counts against another's check),
  * then nothing of the content is kept unless something else references it.
  */
-export async function recordFile<T>(pending: PendingPut, add: (hook: AddHook) => Promise<T>, opts: { quota?: UploadQuota; moved: number; settle?: (tx: Queryable) => Promise<void>; log: Logger }): Promise<T> {
+export async function recordFile<T>(pending: PendingPut, add: (hook: AddHook) => Promise<T>, opts: { quota?: UploadQuota; moved: number; claim?: (tx: Queryable) => Promise<void>; settle?: (tx: Queryable) => Promise<void>; log: Logger }): Promise<T> {
   const counted = opts.quota?.commit(pending.size, opts.moved);
   let out: T;
   try {
@@ -71,8 +72,10 @@ export async function recordFile<T>(pending: PendingPut, add: (hook: AddHook) =>
       // The content's rows touch no row the account's lock guards: they go before it (AddHook).
       prepare: (tx) => pending.commitIn(tx),
       ...(counted && { lock: counted.lock }),
-      // The voucher's count needs nothing the quota's check answers (a refusal rolls it back).
-      settle: async (tx) => void (await together(counted?.settle(tx), opts.settle?.(tx))),
+      // Under the lock, in the row's round trip: the claims lock only their session's row, after
+      // the account's, as every transaction that takes both does. The voucher's count needs
+      // nothing the quota's check answers (a refusal rolls it back).
+      settle: async (tx) => void (await together(opts.claim?.(tx), counted?.settle(tx), opts.settle?.(tx))),
     });
   } catch (err) {
     await opts.quota?.release();

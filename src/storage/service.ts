@@ -182,33 +182,31 @@ export function createStorage(deps: StorageDeps) {
   }
 
   /**
-   * An upload makes ONE commit with an fsync on SQLite: its file row's. Every commit before it —
-   * the requestID's and the voucher's claims (one transaction), the quota's holds (a large upload
-   * only: a first look holds nothing), the blob pins, ipfs's content rows (its pin) — is
-   * `durable: false` (sql.ts): in the WAL, which the OS holds (a killed process loses none of
-   * it), and fsynced by the next durable commit, in log order, so a power cut keeps a prefix of
-   * the commits, never a later one without the earlier ones. The file row's transaction also
-   * writes dfs's content rows and drops its pins (`commitIn`), and counts the voucher's bytes and
-   * the quota's (its hook); the answer goes out after it. Four more fsyncs per upload held the
-   * whole event loop (bun:sqlite is synchronous) for each one: 4 KiB uploads ran at 0.04–0.06× of
-   * a plain fsync'd-file server (issue 10), and each transaction's BEGIN and COMMIT run on it
-   * too: a small dfs upload makes three, where it made seven. A power cut:
-   * - before the file row's commit is on disk: the upload was not acknowledged. What its earlier
-   *   commits wrote may be gone with it: its chunks and blocks (fsynced before any row names
-   *   them: dfs/put.ts, ipfs) are then orphans the start-up sweeps remove; a content row that
-   *   survived names only bytes fsynced before it (a leftover reference, as after a kill today);
-   *   holds and pins lapse at their expiry.
-   * - after it: the row, both claims and both counts are on disk (they precede it in the log):
-   *   the requestID and the voucher of an acknowledged upload are never accepted again, and the
-   *   content it names is whole.
-   * What a durable claim prevented and this allows: an upload that FAILED after its claims
-   *   (answered an error, stored nothing), followed by no durable commit of anyone before the power
-   *   cut, may lose its claims; its very request (the same signed requestID over the same payload:
-   *   the owner's own signature of this upload) could then be sent once more and accepted. That
-   *   stores the file the owner signed for and nothing else, and spends nothing the owner did not
-   *   sign: a voucher bounds a cumulative count (size − bytes counted, D6), and the failed upload
-   *   counted none. We accept that. PostgreSQL ignores `durable: false`: each commit there stays
-   *   durable (another gateway may act on it while the database restarts).
+   * An upload makes two commits. Its file row's is the one with an fsync on SQLite; it also holds
+   * both claims (the requestID's and the voucher's), the content's rows, the release of the blob
+   * pins, the quota's exact check (D14) and the voucher's count, and the answer goes out after it.
+   * The ones before it — the blob pins, and a large upload's quota holds (a first look holds
+   * nothing) — are `durable: false` (sql.ts): in the WAL, which the OS holds (a killed process
+   * loses none of it), and fsynced by the next durable commit, in log order, so a power cut keeps
+   * a prefix of the commits, never a later one without the earlier ones. Each commit held the whole event loop (bun:sqlite is
+   * synchronous) with its fsync, BEGIN and COMMIT: 4 KiB uploads ran at 0.04–0.06× of a plain
+   * fsync'd-file server with seven (issue 10). A power cut:
+   * - before the file row's commit is on disk: the upload was not acknowledged, and nothing of it
+   *   counts. Its chunks and blocks (fsynced before any row names them: dfs/put.ts, ipfs) are
+   *   orphans the start-up sweeps remove; a content row that survived names only bytes fsynced
+   *   before it (a leftover reference, as after a kill); holds and pins lapse at their expiry.
+   * - after it: the row, both claims and both counts are on disk: the requestID and the voucher
+   *   of an acknowledged upload are never accepted again, and the content it names is whole.
+   * The claims are decided at the end, as the floor of issue 10 decides them: each was peeked
+   * before the body is read (a replay or a used voucher is refused there, and the voucher's
+   * allowance bounds the body), and each decides by a conditional insert when the file is
+   * recorded; of two uploads that race with one requestID or voucher, the second stores its
+   * bytes, is refused and keeps nothing. An upload that fails claims nothing: its very request
+   * (the same signed requestID over the same payload: the owner's own signature of this upload)
+   * may be sent again and accepted, which stores the file the owner signed for and spends nothing
+   * the owner did not sign (a voucher bounds a cumulative count, D6). PostgreSQL ignores
+   * `durable: false`: each commit there stays durable (another gateway may act on it while the
+   * database restarts).
    */
   async function upload(who: Caller, kind: BackendKind, input: UploadInput): Promise<FileEntry> {
     const b = backend(kind);
@@ -226,20 +224,14 @@ export function createStorage(deps: StorageDeps) {
       if (!(await paysFor(who.did, voucher.payer))) {
         throw storageError.address("the voucher's payer is not the Bearer account or one of its keys");
       }
+      // Not claimed yet (see above): what it allows now, or its refusal before the body is read.
+      const offered = await vouchers.peek(voucher);
       quota = await deps.meter?.beginUpload(who.did.address, who.did.canonical, { declared: Number.isFinite(declared) ? declared : undefined, backend: b.kind, name });
-      // Both claims in one light commit (see above). Each decides by a conditional insert (the
-      // requestID's after its session's row lock): READ COMMITTED suffices (D16). A refused claim
-      // rolls the other back; the requestID's refusal comes first. They go together: on
-      // PostgreSQL the voucher's first read rides in the session's round trip.
-      const accepted = await sql.tx(
-        async (tx) => (await together(request.claim(tx), vouchers.claim(tx, voucher)))[1],
-        { isolation: "read committed", durable: false },
-      );
-      const limit = Math.min(accepted.allowance, deps.maxBody);
+      const limit = Math.min(offered.allowance, deps.maxBody);
       const { stream, meter } = meterUpload(
         part.stream,
         limit,
-        () => (limit === deps.maxBody ? storageError.tooLarge(deps.maxBody) : storageError.quota(`the voucher allows ${accepted.allowance} more bytes`)),
+        () => (limit === deps.maxBody ? storageError.tooLarge(deps.maxBody) : storageError.quota(`the voucher allows ${offered.allowance} more bytes`)),
         async (n) => quota?.add(n),
         { sha256: expected.kind === "sha256" },
       );
@@ -255,16 +247,19 @@ export function createStorage(deps: StorageDeps) {
         await pending.abort();
         throw storageError.badRequest(`payload does not match the file's ${expected.kind === "sha256" ? "SHA-256" : "Cid"}: nothing was kept`);
       }
-      // The content's rows, the quota's exact check (D14) and the voucher's count run in the
-      // transaction that records the file: the bytes count exactly when the file is stored.
-      // The answer's `Public` is read there too: on PostgreSQL in the same round trip.
+      // Both claims, the content's rows, the quota's exact check (D14) and the voucher's count run
+      // in the transaction that records the file: the bytes count exactly when the file is stored.
+      // The claims go first: a refused one answers for the upload. Each decides by a conditional
+      // insert (the requestID's after its session's row lock): READ COMMITTED suffices (D16).
+      // The answer's `Public` is read there too: on PostgreSQL all of them in one round trip.
       const row = { did: who.did.canonical, backend: b.kind, name, cid: pending.cid, size: pending.size, encryption: String(part.fields.encryption ?? "") };
       let isPublic: boolean | undefined;
+      const claim = async (tx: Queryable) => void (await together(request.claim(tx), vouchers.claimPeeked(tx, offered)));
       const settle = async (tx: Queryable) => {
-        const [, published] = await together(vouchers.settle(accepted, meter.bytes, tx), deps.publicCids?.(who.did.address, [row.cid], tx));
+        const [, published] = await together(vouchers.settle(offered, meter.bytes, tx), deps.publicCids?.(who.did.address, [row.cid], tx));
         isPublic = published?.has(row.cid);
       };
-      const added = await recordFile(pending, (hook) => files.add(row, hook), { quota, moved: meter.bytes, settle, log });
+      const added = await recordFile(pending, (hook) => files.add(row, hook), { quota, moved: meter.bytes, claim, settle, log });
       deps.onTransfer?.(b.kind, "in", meter.bytes);
       if (added.replaced) await release(b, added.replaced);
       return fileEntry(added.row, isPublic);
@@ -356,7 +351,7 @@ export function createStorage(deps: StorageDeps) {
      * all the same (http/listen.ts).
      */
     async function sendWhole(range: ByteRange | undefined, length: number) {
-      await vouchers.check({ payer, size }, length);
+      await vouchers.peek({ payer, size }, length);
       const traffic = await deps.meter?.wholeDownload(reader, length);
       let reading: Promise<Uint8Array> | undefined;
       const read = () => {

@@ -49,6 +49,10 @@ const FORGET_REQUESTS = "DELETE FROM session_requests WHERE did = $1 AND token =
 const LATEST = `SELECT token, timestamp, highest_request AS "highestRequest" FROM storage_sessions WHERE did = $1 ORDER BY timestamp DESC, created_at DESC LIMIT 1`;
 const SESSION = `SELECT timestamp, highest_request AS "highestRequest" FROM storage_sessions WHERE did = $1 AND token = $2`;
 const SESSION_LOCKED = `${SESSION} FOR UPDATE`;
+// A call's first read also asks whether its id is claimed: a replay is refused before an upload's
+// body is read, though an upload claims its id only where it records the file (storage/service.ts).
+const SESSION_FOR_ID = `SELECT timestamp, highest_request AS "highestRequest", EXISTS (SELECT 1 FROM session_requests WHERE did = $1 AND token = $2 AND request_id = $3) AS claimed
+  FROM storage_sessions WHERE did = $1 AND token = $2`;
 const CLAIM = "INSERT INTO session_requests (did, token, request_id) VALUES ($1, $2, $3) ON CONFLICT (did, token, request_id) DO NOTHING RETURNING request_id";
 const RAISE = "UPDATE storage_sessions SET highest_request = $3 WHERE did = $1 AND token = $2 AND highest_request < $3";
 const PRUNE = "DELETE FROM session_requests WHERE did = $1 AND token = $2 AND request_id < $3";
@@ -142,10 +146,11 @@ export function createSessions(deps: { sql: Sql; resolver: DidResolver; domain: 
   }
 
   /**
-   * Verifies a restricted call (`caller` is the Bearer token's DID) without claiming it yet:
-   * answers its id, the key that signed (D18 records it with an access key) and `claim`, which
-   * claims the requestID in the caller's transaction (an upload claims its voucher in the same
-   * one, issue 10). A call is accepted once claimed.
+   * Verifies a restricted call (`caller` is the Bearer token's DID) without claiming it yet (an
+   * id already claimed is refused here too): answers its id, the key that signed (D18 records it
+   * with an access key) and `claim`, which claims the requestID in the caller's transaction (an
+   * upload's is the one that records its file, with its voucher's claim: issue 10). A call is
+   * accepted once claimed.
    */
   async function verify(input: RestrictedInput, action: RequestAction, caller: Did): Promise<{ requestID: bigint; signer: Address; claim(tx: Queryable): Promise<void> }> {
     if (!input.did || !input.token || input.requestID === undefined || input.requestID === "" || input.payload === undefined || !input.signature) throw refuse("Missing parameter");
@@ -154,7 +159,7 @@ export function createSessions(deps: { sql: Sql; resolver: DidResolver; domain: 
     const token = normalizeToken(input.token);
     const requestID = integer(input.requestID, "requestID");
     if (requestID < 1n) throw refuse("requestID starts at 1 after a login");
-    const open = await sql.get<SessionRow>(SESSION, [who.canonical, token]);
+    const open = await sql.get<SessionRow & { claimed: boolean | number }>(SESSION_FOR_ID, [who.canonical, token, Number(requestID)]);
     if (!open) throw refuse("no session for this token: log in first");
     if (Number(requestID) <= open.highestRequest - REQUEST_WINDOW) throw refuse("requestID is too old");
     if (!isSignature(input.signature)) throw refuse("signature must be 65 bytes of 0x-hex");
@@ -162,6 +167,7 @@ export function createSessions(deps: { sql: Sql; resolver: DidResolver; domain: 
     const payload = input.payload;
     const granted = GRANTABLE.has(action) ? deps.sessionKeys : undefined;
     const signer = await authorizedSigner(resolver, who, async () => signerOfRequest({ did: input.did as string, token, requestID, action, payload }, signature), granted);
+    if (open.claimed) throw refuse("requestID already used");
 
     const id = Number(requestID);
     const openedAt = open.timestamp;

@@ -24,7 +24,10 @@ const USED = "SELECT used FROM voucher_counters WHERE payer = $1";
 // on its answer, and a refusal rolls the claim back with the caller's transaction.
 const CLAIM = `INSERT INTO vouchers_used (payer, size, base, used_at) VALUES ($1, $2, COALESCE((SELECT used FROM voucher_counters WHERE payer = $1), 0), $3)
   ON CONFLICT (payer, size) DO NOTHING RETURNING base`;
-const CLAIMED = "SELECT 1 AS one FROM vouchers_used WHERE payer = $1 AND size = $2";
+// What a claim would find, in one read without a transaction: the payer's count and whether the voucher is claimed.
+const PEEK = "SELECT COALESCE((SELECT used FROM voucher_counters WHERE payer = $1), 0) AS used, EXISTS (SELECT 1 FROM vouchers_used WHERE payer = $1 AND size = $2) AS claimed";
+// The claim of a voucher peeked before: its base is the count the peek read (see `claimPeeked`).
+const CLAIM_AT = "INSERT INTO vouchers_used (payer, size, base, used_at) VALUES ($1, $2, $3, $4) ON CONFLICT (payer, size) DO NOTHING RETURNING base";
 const UNCLAIM = "DELETE FROM vouchers_used WHERE payer = $1 AND size = $2";
 const COUNT = "INSERT INTO voucher_counters (payer, used) VALUES ($1, $2) ON CONFLICT (payer) DO UPDATE SET used = voucher_counters.used + excluded.used";
 
@@ -44,6 +47,11 @@ export interface AcceptedVoucher {
   size: number;
   /** Bytes this transfer may move. */
   allowance: number;
+}
+
+/** A voucher as `claim` would accept it now, not claimed yet: `base` is the payer's count it read. */
+export interface PeekedVoucher extends AcceptedVoucher {
+  base: number;
 }
 
 export function createVouchers({ sql, domain, seller, now = Date.now }: { sql: Sql; domain: TypedDataDomain; seller: Address; now?: () => number }) {
@@ -101,11 +109,27 @@ export function createVouchers({ sql, domain, seller, now = Date.now }: { sql: S
     return sql.tx((tx) => claim(tx, v, needs), { isolation: "read committed" });
   }
 
-  /** What `claim` would refuse, asked without a transaction: a download read whole before it is
-   * claimed is refused this way before its content is read (the claim decides all the same). */
-  async function check(v: { payer: Address; size: number }, needs: number): Promise<void> {
-    allowanceOf(v.size, await usedBy(v.payer), needs);
-    if (await sql.get(CLAIMED, [v.payer, v.size])) throw usedUp();
+  /**
+   * What `claim` would answer now, read without a transaction and refused as `claim` refuses (a
+   * voucher both used and short for being short): a download read whole is refused this way
+   * before its content is read, an upload before its body is (the claim decides all the same).
+   */
+  async function peek(v: { payer: Address; size: number }, needs?: number): Promise<PeekedVoucher> {
+    const found = await sql.get<{ used: number; claimed: boolean | number }>(PEEK, [v.payer, v.size]);
+    const base = Number(found?.used ?? 0);
+    const allowance = allowanceOf(v.size, base, needs);
+    if (found?.claimed) throw usedUp();
+    return { payer: v.payer, size: v.size, allowance, base };
+  }
+
+  /**
+   * Claims, in `q`, a voucher peeked before: with the count the peek read as its base, so the
+   * transfer keeps the allowance it was streamed with (what its payer's other transfers counted
+   * meanwhile is not taken from it, as when the claim came first). Refused when claimed meanwhile.
+   */
+  async function claimPeeked(q: Queryable, v: PeekedVoucher): Promise<AcceptedVoucher> {
+    if (!(await q.get(CLAIM_AT, [v.payer, v.size, v.base, now()]))) throw usedUp();
+    return v;
   }
 
   /** Adds what really moved to the payer's all-time count (in `q`: the caller's transaction, or on its own). */
@@ -121,7 +145,7 @@ export function createVouchers({ sql, domain, seller, now = Date.now }: { sql: S
     await q.run(UNCLAIM, [v.payer, v.size]);
   }
 
-  return { hashFor, payerOf, claim, accept, check, settle, refund, usedBy };
+  return { hashFor, payerOf, claim, accept, peek, claimPeeked, settle, refund, usedBy };
 }
 
 export type Vouchers = ReturnType<typeof createVouchers>;

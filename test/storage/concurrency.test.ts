@@ -2,6 +2,7 @@
 // raced passes exactly once (claimed by a unique insert), on one gateway or on two that share the
 // database (D16); so is one voucher (D6).
 import { expect, test } from "bun:test";
+import { cidOf } from "../../src/storage/dfs/index.ts";
 import { connectStorage } from "../../src/sdk/storage.ts";
 import { readJson, toRequest } from "../support/app.ts";
 import { BASE, testGateway } from "../support/storage.ts";
@@ -46,6 +47,27 @@ test("two requests racing with the SAME requestID: exactly one succeeds", async 
     const ok = await readJson(answers.find((r) => r.status === 200) as Response);
     const listed = await gw.app.handle(new Request(`http://stowage.test/dfs/listobjects`, { headers: { authorization: `Bearer ${s.accessToken}` } }));
     expect((await readJson(listed)).Object).toEqual([ok]);
+  }
+});
+
+// Each upload looks at its voucher before its body and claims it where it records the file: both
+// may stream, one is recorded, the other refused keeping nothing (issue 10).
+test("two uploads racing with the SAME voucher: exactly one succeeds, the other keeps nothing", async () => {
+  for (let round = 0; round < 3; round++) {
+    const s = await gw.session(await gw.chain.anvil.newAccount());
+    const size = 1_000_000;
+    const fields = { size: String(size), sign: await gw.sign.voucher(s.account, size) };
+    const [a, b] = [crypto.getRandomValues(new Uint8Array(20_000)), crypto.getRandomValues(new Uint8Array(20_000))];
+    const requests = await Promise.all([gw.uploadRequest(s, { requestID: 1, bytes: a, name: "a", fields }), gw.uploadRequest(s, { requestID: 2, bytes: b, name: "b", fields })]);
+    const answers = await Promise.all(requests.map((r) => gw.app.handle(r)));
+    expect(answers.map((r) => r.status).sort()).toEqual([200, 402]);
+    expect((await readJson(answers.find((r) => r.status === 402) as Response)).Description).toMatch(/already used/);
+    const ok = await readJson(answers.find((r) => r.status === 200) as Response);
+    const listed = await gw.app.handle(new Request(`http://stowage.test/dfs/listobjects`, { headers: { authorization: `Bearer ${s.accessToken}` } }));
+    expect((await readJson(listed)).Object).toEqual([ok]);
+    expect(await gw.storage?.vouchers.usedBy(s.account.address)).toBe(20_000);
+    const refused = ok.Name === "a" ? b : a;
+    expect(await gw.backends.dfs?.stat(await cidOf([refused]))).toBeUndefined();
   }
 });
 

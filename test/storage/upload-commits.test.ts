@@ -1,8 +1,8 @@
 // An upload's commits (issue 10, storage/service.ts `upload`): on SQLite exactly one of them
-// fsyncs — the file row's — and every commit the upload made before it (the requestID's and the
-// voucher's claims, the blob pins) comes earlier in the log, so that one fsync makes them all
-// durable before the answer; the content's rows and the voucher's count commit with the file row
-// (the bytes count exactly when the file is stored), on PostgreSQL too. Whether a commit fsyncs is
+// fsyncs — the file row's — and the commit the upload made before it (the blob pins) comes
+// earlier in the log, so that one fsync makes both durable before the answer; both claims, the
+// content's rows and the voucher's count commit with the file row (the bytes count exactly when
+// the file is stored, and a refused upload claims nothing), on PostgreSQL too. Whether a commit fsyncs is
 // what the SQLite layer reports right after its COMMIT (`onCommit`: whether the transaction then
 // awaits an fsync of the log); that such a transaction resolves only after that fsync is
 // test/db/wal-sync.test.ts's.
@@ -118,20 +118,18 @@ function recordCommits(sql: Sql) {
 const random = (n: number) => crypto.getRandomValues(new Uint8Array(n));
 
 /**
- * What every acknowledged small upload's commits must show: three, in this order — both claims,
- * the blob pins, then the file row's, which carries the content's rows, drops the pins and counts
+ * What every acknowledged small upload's commits must show: two, in this order — the blob pins,
+ * then the file row's, which carries both claims and the content's rows, drops the pins and counts
  * the voucher's bytes (seven commits before issue 10's folding).
  */
 function expectUploadCommits(commits: Commit[], content: "dfs_objects" | "ipfs_pins") {
   const tables = commits.map((c) => [...c.tables]);
-  expect(tables).toHaveLength(3);
-  expect(tables[0]).toEqual(expect.arrayContaining(["session_requests", "vouchers_used"]));
-  expect(tables[1]).toEqual(["blob_pins"]);
-  expect(tables[2]).toEqual(expect.arrayContaining(["files", content, "blob_pins", "voucher_counters"]));
-  expect(commits.filter((c) => c.tables.has("voucher_counters"))).toHaveLength(1);
-  expect(commits[2]?.fsync).toBe(true);
+  expect(tables).toHaveLength(2);
+  expect(tables[0]).toEqual(["blob_pins"]);
+  expect(tables[1]).toEqual(expect.arrayContaining(["files", "session_requests", "vouchers_used", content, "blob_pins", "voucher_counters"]));
+  for (const table of ["voucher_counters", "vouchers_used", "session_requests"]) expect(commits.filter((c) => c.tables.has(table))).toHaveLength(1);
   // SQLite: no other commit of the upload fsyncs (PostgreSQL keeps each commit durable).
-  if (TEST_DB === "sqlite") expect(commits.map((c) => c.fsync)).toEqual([false, false, true]);
+  expect(commits.map((c) => c.fsync)).toEqual(TEST_DB === "sqlite" ? [false, true] : [true, true]);
 }
 
 // With the directory's `Public` for the upload's answer, as the server has it.
@@ -143,7 +141,7 @@ const plainRecorder = recordCommits(plain.database.sql);
 
 describe("an acknowledged upload, with quota", () => {
   for (const kind of ["dfs", "ipfs"] as const) {
-    test(`${kind}: one fsync'd commit, the file row's with the voucher's count, after the claims and the content's rows`, async () => {
+    test(`${kind}: one fsync'd commit, the file row's with both claims, the content's rows and the voucher's count, after the pins`, async () => {
       const { client, account } = await gw.user();
       await grant(account.address, "space", 10_000_000);
       await grant(account.address, "traffic", 10_000_000);
@@ -163,9 +161,9 @@ describe("an acknowledged upload, with quota", () => {
   // wait for each other there: on PostgreSQL each statement under it is a round trip in that wait
   // (issue 10: 2 ms a lock at 13 statements, about 400 uploads/s for one account). Under it go
   // only the file row and what the quota decides with it: the content's rows and the bucket come
-  // before it, the quota's numbers are one read; the answer's `Public` rides along (one round trip
-  // for all on PostgreSQL).
-  test("dfs: under the account's lock, only the file row, one read of the quota, the two counts and the answer's Public", async () => {
+  // before it, the quota's numbers are one read; both claims and the answer's `Public` ride along
+  // (one round trip for all on PostgreSQL).
+  test("dfs: under the account's lock, only the file row, both claims, one read of the quota, the two counts and the answer's Public", async () => {
     const { client, account } = await gw.user();
     await grant(account.address, "space", 10_000_000);
     await grant(account.address, "traffic", 10_000_000);
@@ -175,12 +173,12 @@ describe("an acknowledged upload, with quota", () => {
     const lock = statements.indexOf("lock");
     expect(lock).toBeGreaterThan(0);
     expect(statements.slice(0, lock)).toEqual(expect.arrayContaining(["write dfs_objects", "write dfs_chunks", "write dfs_object_chunks", "write blob_pins", "write buckets"]));
-    expect(statements.slice(lock + 1)).toEqual(["write files", "write files", "read", "write traffic_usage", "write voucher_counters", "read"]);
+    expect(statements.slice(lock + 1)).toEqual(["write files", "write files", "lock", "write session_requests", "write storage_sessions", "write session_requests", "write vouchers_used", "read", "write traffic_usage", "write voucher_counters", "read"]);
   });
 
   // Each statement outside a transaction is a round trip of its own on PostgreSQL (issue 10).
   for (const kind of ["dfs", "ipfs"] as const) {
-    test(`${kind}: outside a transaction only the session's read and the quota's first look; whether a row names the content's blobs is read in their pin's transaction`, async () => {
+    test(`${kind}: outside a transaction only the session's read, the voucher's and the quota's first look; whether a row names the content's blobs is read in their pin's transaction`, async () => {
       const { client, account } = await gw.user();
       await grant(account.address, "space", 10_000_000);
       await grant(account.address, "traffic", 10_000_000);
@@ -189,21 +187,24 @@ describe("an acknowledged upload, with quota", () => {
       const reads = await recorder.readsDuring(async () => {
         commits = await recorder.during(() => client.upload(kind, random(4096), { name: "reads.bin" }));
       });
-      const looks = reads.map((text) => (text.includes("FROM storage_sessions") ? "session" : text.includes("FROM quota_reservations") ? "quota" : text));
-      expect(looks).toEqual(["session", "quota"]);
-      expect(commits[1]?.statements).toEqual(["write blob_pins", "read", "read"]);
+      const looks = reads.map((text) => (text.includes("FROM storage_sessions") ? "session" : text.includes("FROM vouchers_used") ? "voucher" : text.includes("FROM quota_reservations") ? "quota" : text));
+      expect(looks).toEqual(["session", "voucher", "quota"]);
+      expect(commits[0]?.statements).toEqual(["write blob_pins", "read", "read"]);
     });
   }
 });
 
 describe("an upload's claims", () => {
-  // One round trip on PostgreSQL: nothing in it waits for another's answer (issue 10). The
-  // voucher's claim reads the payer's count itself, where a read came first and the insert after.
-  test("both claims in one transaction: the session's locked read, then writes only", async () => {
+  // In the file row's transaction, under the account's lock, in the row's round trip on
+  // PostgreSQL (issue 10): the session's locked read, then writes only. The voucher's claim reads
+  // nothing: its base is the count read before the body (vouchers.ts `claimPeeked`).
+  test("both claims in the file row's transaction: the session's locked read, then writes only", async () => {
     const { client } = await plain.user();
     await client.upload("dfs", random(4096), { name: "first.bin" }); // the session's window has a highest id
     const commits = await plainRecorder.during(() => client.upload("dfs", random(4096), { name: "claimed.bin" }));
-    expect(commits[0]?.statements).toEqual(["lock", "write session_requests", "write storage_sessions", "write session_requests", "write vouchers_used"]);
+    const statements = commits.find((c) => c.tables.has("files"))?.statements ?? [];
+    const from = statements.lastIndexOf("lock");
+    expect(statements.slice(from, from + 5)).toEqual(["lock", "write session_requests", "write storage_sessions", "write session_requests", "write vouchers_used"]);
   });
 });
 

@@ -309,6 +309,49 @@ describe("a refused upload keeps nothing", () => {
   });
 });
 
+// An upload claims its requestID and its voucher where it records the file (D5, D6; issue 10:
+// one transaction less); before its body it only looks, so a replay or a used voucher is refused
+// there, and a refused upload spends neither.
+describe("an upload's claims", () => {
+  /** `request` with its body cut `held` bytes before its end, and those bytes never sent: an
+   * answer to it was given before the whole file was read. */
+  async function withoutItsEnd(request: Request, held: number): Promise<Request> {
+    const bytes = new Uint8Array(await request.arrayBuffer());
+    const body = new ReadableStream<Uint8Array>({ start: (c) => c.enqueue(bytes.subarray(0, bytes.length - held)) });
+    // `duplex` is missing from Bun's RequestInit type; a streamed request body needs it.
+    return new Request(request.url, { method: "POST", headers: request.headers, body, duplex: "half" } as RequestInit);
+  }
+  const voucherOf = async (s: Session, size: number) => ({ size: String(size), sign: await gw.sign.voucher(s.account, size) });
+
+  test("an upload refused for its bytes claims nothing: its very request, sent again with its file, is accepted once", async () => {
+    const s = await gw.session(await gw.chain.anvil.newAccount());
+    const good = unique("good");
+    const fields = await voucherOf(s, 1_000_000);
+    const bad = await gw.app.handle(await gw.uploadRequest(s, { requestID: 1, bytes: unique("bad"), payload: sha256(good), fields }));
+    expect(bad.status).toBe(400);
+    const res = await gw.app.handle(await gw.uploadRequest(s, { requestID: 1, bytes: good, fields }));
+    expect(res.status).toBe(200);
+    expect((await readJson(res)).Size).toBe(good.length);
+    const again = await gw.app.handle(await gw.uploadRequest(s, { requestID: 1, bytes: good, fields }));
+    expect(again.status).toBe(401);
+    expect((await readJson(again)).Description).toMatch(/requestID already used/);
+  });
+
+  test("a replayed requestID → 401 and a used voucher → 402, both before the file is read", async () => {
+    const s = await gw.session(await gw.chain.anvil.newAccount());
+    const fields = await voucherOf(s, 10_000_000);
+    expect((await gw.app.handle(await gw.uploadRequest(s, { requestID: 1, bytes: unique("first"), fields }))).status).toBe(200);
+    const bytes = crypto.getRandomValues(new Uint8Array(1_000_000));
+    const replay = await gw.app.handle(await withoutItsEnd(await gw.uploadRequest(s, { requestID: 1, bytes, fields: await voucherOf(s, 20_000_000) }), 500_000));
+    expect(replay.status).toBe(401);
+    expect((await readJson(replay)).Description).toMatch(/requestID already used/);
+    const used = await gw.app.handle(await withoutItsEnd(await gw.uploadRequest(s, { requestID: 2, bytes, fields }), 500_000));
+    expect(used.status).toBe(402);
+    expect((await readJson(used)).Description).toMatch(/already used/);
+    expect((await readJson(await gw.app.handle(get("/dfs/listobjects", { headers: { authorization: `Bearer ${s.accessToken}` } })))).Object).toHaveLength(1);
+  });
+});
+
 describe("names", () => {
   test("an upload with an existing name replaces the entry: new ID, old content released and gone", async () => {
     const { client } = await gw.user();

@@ -111,4 +111,28 @@ describe("a voucher's claim (D6)", () => {
     expect(await claims(7000)).toEqual([]);
     expect((await vouchers.accept({ payer, size: 7000 }, 1000)).allowance).toBe(1000);
   });
+
+  // An upload peeks at its voucher before its body and claims it where it records the file
+  // (storage/service.ts): the allowance it streamed with must be the one it is accepted with.
+  test("a peek claims nothing and refuses as a claim would; a peeked voucher is claimed with the count the peek read, once", async () => {
+    const vouchers = gw.storage!.vouchers;
+    const payer = privateKeyToAccount(generatePrivateKey()).address;
+    const claims = (size: number) => gw.database.sql.all<{ base: number }>("SELECT base FROM vouchers_used WHERE payer = $1 AND size = $2", [payer, size]);
+    await vouchers.settle({ payer, size: 0, allowance: 0 }, 1000);
+    const peeked = await vouchers.peek({ payer, size: 5000 });
+    expect(peeked).toMatchObject({ allowance: 4000, base: 1000 });
+    expect(await claims(5000)).toEqual([]);
+    await expect(vouchers.peek({ payer, size: 500 })).rejects.toThrow("the voucher covers up to 500 bytes in all; 1000 are used");
+    await expect(vouchers.peek({ payer, size: 5000 }, 4001)).rejects.toThrow("this transfer needs 4001");
+    // The payer's other transfers count meanwhile: not taken from the peeked allowance.
+    await vouchers.settle({ payer, size: 0, allowance: 0 }, 2000);
+    const claim = () => gw.database.sql.tx((tx) => vouchers.claimPeeked(tx, peeked));
+    expect((await claim()).allowance).toBe(4000);
+    expect(await claims(5000)).toEqual([{ base: 1000 }]);
+    await expect(claim()).rejects.toThrow("this voucher was already used");
+    await expect(vouchers.peek({ payer, size: 5000 })).rejects.toThrow("this voucher was already used");
+    // Both used and short: refused as short, as `claim` refuses it.
+    await vouchers.settle({ payer, size: 0, allowance: 0 }, 2500);
+    await expect(vouchers.peek({ payer, size: 5000 })).rejects.toThrow("the voucher covers up to 5000 bytes in all; 5500 are used");
+  });
 });
