@@ -72,6 +72,27 @@ describe("the requestID window", () => {
     expect((await upload(s, 137)).status).toBe(200);
   });
 
+  // Ids below the window are deleted on one call in 16 (sessions.ts PRUNE_EVERY), not on each:
+  // whatever ids a client uses, the session keeps a bounded number, and none still in the window.
+  test("a session keeps at most 64 + 16 claimed ids, whatever ids its calls use; those in the window stay refused", async () => {
+    for (const step of [1, 2, 7, 16, 33]) {
+      const s = await gw.session(await gw.chain.anvil.newAccount());
+      const kept = async () => (await gw.database.sql.get<{ n: number }>("SELECT COUNT(*) AS n FROM session_requests WHERE token = $1", [s.token]))?.n;
+      let most = 0;
+      let id = 1 - step; // 1, 1 + step, …: with an even step, never a multiple of 16
+      for (let call = 0; call < 120; call++) {
+        id += step;
+        await expectStatus(await deleteRequest(s, 999_999_999, id), 404);
+        most = Math.max(most, Number(await kept()));
+      }
+      expect({ step, most }).toEqual({ step, most: Math.min(most, 80) });
+      expect(most).toBeGreaterThanOrEqual(Math.min(120, Math.ceil(64 / step)));
+      await expectStatus(await deleteRequest(s, 999_999_999, id), 401, /already used/);
+      const oldestInWindow = id - Math.floor(63 / step) * step;
+      await expectStatus(await deleteRequest(s, 999_999_999, oldestInWindow), 401, /already used/);
+    }
+  });
+
   test("requestID 0, negative or non-numeric ids are refused", async () => {
     const s = await gw.session(await gw.chain.anvil.newAccount());
     await expectStatus(await upload(s, 0), 401, /starts at 1/);
