@@ -70,6 +70,12 @@ async function lockAccount(tx: Queryable, account: string) {
   await tx.get(LOCK, [account]);
 }
 
+/** The lock alone, in a transaction that made the account's row before it (an upload's `prepare`):
+ * it needs no answer before the statements that follow it (AddHook.lock). */
+async function lockMade(tx: Queryable, account: string) {
+  if (!(await tx.get(LOCK, [account]))) throw new Error(`the quota account ${account} has no row to lock`);
+}
+
 /** The live holds of both pools in one pass over the account's rows (index quota_reservations_account). */
 const held = (kind: Kind) => `CAST(COALESCE(SUM(CASE WHEN kind = '${kind}' THEN bytes ELSE 0 END), 0) AS BIGINT) AS "${kind}Held"`;
 
@@ -232,7 +238,10 @@ export function createMeter({ sql, records, storedBytes, now = Date.now, gateway
       commit(size: number, moved: number) {
         if (closed) throw new Error("upload meter already closed");
         return {
-          lock: (tx: Queryable) => lockAccount(tx, account),
+          // The account's row before the lock (a conflict-free insert takes no lock on a row that
+          // exists), so the lock goes out with the file row's statements (files.ts AddHook).
+          prepare: async (tx: Queryable) => void (await tx.run(ADD_ACCOUNT, [account])),
+          lock: (tx: Queryable) => lockMade(tx, account),
           settle: async (tx: Queryable) => {
             const holds = mine();
             // The file row is in: it counts in what is stored. The read runs before the writes

@@ -19,7 +19,10 @@ export interface AddHook {
    * lock serializes one account's uploads until their COMMIT; each statement moved out of its
    * span is a round trip less per upload of that account (issue 10). */
   prepare?(tx: Queryable): Promise<void>;
-  /** Then D16's lock on the account's quota row. Without it, `add` locks the DID's bucket row instead. */
+  /** Then D16's lock on the account's quota row (without it, `add` locks the DID's bucket row
+   * instead), sent with the row's statements and `settle`'s, which wait behind it: one round trip
+   * under the lock on PostgreSQL, not two (issue 10). So it needs no answer before them: the row
+   * it locks exists by then (`prepare` makes it). */
   lock?(tx: Queryable): Promise<void>;
   /** Once the row is in: called right behind the row's statements, without waiting for their
    * answers (one round trip on PostgreSQL), so what it reads includes the row. Throwing undoes it all. */
@@ -112,10 +115,10 @@ export function createFiles(sql: Sql, now: () => number = Date.now) {
         async (tx) => {
           // The bucket's insert takes no lock on a row that exists.
           await together(hook?.prepare?.(tx), tx.run(ADD_BUCKET, [f.did, now()]));
-          await (hook?.lock ? hook.lock(tx) : tx.get(LOCK_BUCKET, [f.did]));
-          // Under the lock, one round trip on PostgreSQL: the row's statements, then the hook's,
-          // which run after them and so see the row.
-          const [old, row] = await together(
+          // The lock, then under it the row's statements, then the hook's, which so see the row:
+          // one round trip on PostgreSQL (AddHook.lock).
+          const [, old, row] = await together(
+            hook?.lock ? hook.lock(tx) : tx.get(LOCK_BUCKET, [f.did]),
             tx.get<{ cid: string }>(DROP_NAMED, [f.did, f.backend, f.name]),
             tx.get<FileRow>(INSERT_FILE, [f.did, f.backend, f.name, f.cid, f.size, f.encryption, now(), f.etag ?? null]),
             hook?.settle(tx),

@@ -70,7 +70,7 @@ export async function recordFile<T>(pending: PendingPut, add: (hook: AddHook) =>
   try {
     out = await add({
       // The content's rows touch no row the account's lock guards: they go before it (AddHook).
-      prepare: (tx) => pending.commitIn(tx),
+      prepare: async (tx) => void (await together(pending.commitIn(tx), counted?.prepare(tx))),
       ...(counted && { lock: counted.lock }),
       // Under the lock, in the row's round trip: the claims lock only their session's row, after
       // the account's, as every transaction that takes both does. The voucher's count needs

@@ -31,6 +31,9 @@ interface Commit {
   tables: Set<string>;
   /** Its statements in order, as `kind` names them. */
   statements: string[];
+  /** "→ KIND" when a statement is sent, "← KIND" when its answer is seen: a statement sent before
+   * another's answer went out without waiting for it (one round trip on PostgreSQL). */
+  events: string[];
   /** Whether its COMMIT fsyncs: SQLite's level at commit time; every PostgreSQL commit is. */
   fsync: boolean;
 }
@@ -65,33 +68,38 @@ function recordCommits(sql: Sql) {
   const single = (text: string) => {
     const tables = new Set<string>();
     written(text, tables);
-    if (tables.size) commits.push({ tables, statements: [kind(text)], fsync: true });
+    if (tables.size) commits.push({ tables, statements: [kind(text)], events: [], fsync: true });
     else reads.push(text);
   };
   Object.assign(sql, {
     tx: <T>(fn: (q: Queryable) => Promise<T>, opts?: TxOptions) => {
       let tables = new Set<string>();
       let statements: string[] = [];
+      let events: string[] = [];
       const seen = { fsync: true };
-      const watch = (text: string) => {
+      const watch = <R>(text: string, answer: Promise<R>): Promise<R> => {
         written(text, tables);
         statements.push(kind(text));
+        events.push(`→ ${kind(text)}`);
+        const heard = events;
+        return answer.then((r) => (heard.push(`← ${kind(text)}`), r));
       };
       return tx(async (inner: Queryable) => {
         // a retried attempt starts over
         tables = new Set();
         statements = [];
+        events = [];
         const watched: Queryable = {
           dialect: inner.dialect,
-          all: (text, params) => (watch(text), inner.all(text, params)),
-          get: (text, params) => (watch(text), inner.get(text, params)),
-          run: (text, params) => (watch(text), inner.run(text, params)),
+          all: (text, params) => watch(text, inner.all(text, params)),
+          get: (text, params) => watch(text, inner.get(text, params)),
+          run: (text, params) => watch(text, inner.run(text, params)),
         };
         const out = await fn(watched);
         if (inner.dialect === "sqlite") committing = seen;
         return out;
       }, opts).then((out) => {
-        if (tables.size) commits.push({ tables, statements, fsync: seen.fsync });
+        if (tables.size) commits.push({ tables, statements, events, fsync: seen.fsync });
         return out;
       });
     },
@@ -160,10 +168,10 @@ describe("an acknowledged upload, with quota", () => {
   // D16's lock on the account's quota row is held until the COMMIT, and one account's uploads
   // wait for each other there: on PostgreSQL each statement under it is a round trip in that wait
   // (issue 10: 2 ms a lock at 13 statements, about 400 uploads/s for one account). Under it go
-  // only the file row and what the quota decides with it: the content's rows and the bucket come
-  // before it, the quota's numbers are one read; both claims and the answer's `Public` ride along
-  // (one round trip for all on PostgreSQL).
-  test("dfs: under the account's lock, only the file row, both claims, one read of the quota, the two counts and the answer's Public", async () => {
+  // only the file row and what the quota decides with it: the content's rows, the bucket and the
+  // account's row come before it, the quota's numbers are one read; both claims and the answer's
+  // `Public` ride along: one round trip on PostgreSQL, the lock's own included.
+  test("dfs: under the account's lock, in one round trip with it, only the file row, both claims, one read of the quota, the two counts and the answer's Public", async () => {
     const { client, account } = await gw.user();
     await grant(account.address, "space", 10_000_000);
     await grant(account.address, "traffic", 10_000_000);
@@ -172,8 +180,11 @@ describe("an acknowledged upload, with quota", () => {
     const statements = commits.find((c) => c.tables.has("files"))?.statements ?? [];
     const lock = statements.indexOf("lock");
     expect(lock).toBeGreaterThan(0);
-    expect(statements.slice(0, lock)).toEqual(expect.arrayContaining(["write dfs_objects", "write dfs_chunks", "write dfs_object_chunks", "write blob_pins", "write buckets"]));
+    expect(statements.slice(0, lock)).toEqual(expect.arrayContaining(["write dfs_objects", "write dfs_chunks", "write dfs_object_chunks", "write blob_pins", "write buckets", "write quota_accounts"]));
     expect(statements.slice(lock + 1)).toEqual(["write files", "write files", "write storage_sessions", "write session_requests", "write vouchers_used", "read", "write traffic_usage", "write voucher_counters", "read"]);
+    // All of them sent with the lock, before its answer: one round trip under it.
+    const events = commits.find((c) => c.tables.has("files"))?.events ?? [];
+    expect(events.indexOf("← lock")).toBeGreaterThan(events.lastIndexOf("→ read"));
   });
 
   // Each statement outside a transaction is a round trip of its own on PostgreSQL (issue 10).
