@@ -60,9 +60,9 @@ type UploadQuota = Pick<Awaited<ReturnType<Meter["beginUpload"]>>, "commit" | "r
  * handed there, so the content's rows (and the release of its pins), `claim` (an upload's claims),
  * the quota's exact check (D14) with `moved` bytes of traffic, and `settle` (an upload's voucher
  * count) commit with the file row, or not at all (issue 10: an upload commits twice where it
- * committed seven). A refusal of `claim` comes before the quota's. When
- * it fails, the quota's holds go first (a refused upload never counts against another's check),
- * then nothing of the content is kept unless something else references it.
+ * committed seven). A refusal of `claim` comes before the quota's. When it fails, the quota's
+ * holds go first (a refused upload never counts against another's check), then nothing of the
+ * content is kept unless something else references it.
  */
 export async function recordFile<T>(pending: PendingPut, add: (hook: AddHook) => Promise<T>, opts: { quota?: UploadQuota; moved: number; claim?: (tx: Queryable) => Promise<void>; settle?: (tx: Queryable) => Promise<void>; log: Logger }): Promise<T> {
   const counted = opts.quota?.commit(pending.size, opts.moved);

@@ -188,9 +188,9 @@ export function createStorage(deps: StorageDeps) {
    * The ones before it — the blob pins, and a large upload's quota holds (a first look holds
    * nothing) — are `durable: false` (sql.ts): in the WAL, which the OS holds (a killed process
    * loses none of it), and fsynced by the next durable commit, in log order, so a power cut keeps
-   * a prefix of the commits, never a later one without the earlier ones. Each commit held the whole event loop (bun:sqlite is
-   * synchronous) with its fsync, BEGIN and COMMIT: 4 KiB uploads ran at 0.04–0.06× of a plain
-   * fsync'd-file server with seven (issue 10). A power cut:
+   * a prefix of the commits, never a later one without the earlier ones. Each commit held the
+   * whole event loop (bun:sqlite is synchronous) with its fsync, BEGIN and COMMIT: 4 KiB uploads
+   * ran at 0.04–0.06× of a plain fsync'd-file server with seven (issue 10). A power cut:
    * - before the file row's commit is on disk: the upload was not acknowledged, and nothing of it
    *   counts. Its chunks and blocks (fsynced before any row names them: dfs/put.ts, ipfs) are
    *   orphans the start-up sweeps remove; a content row that survived names only bytes fsynced
