@@ -166,9 +166,10 @@ export function createSessions(deps: { sql: Sql; resolver: DidResolver; domain: 
     const token = normalizeToken(input.token);
     const requestID = integer(input.requestID, "requestID");
     if (requestID < 1n) throw refuse("requestID starts at 1 after a login");
-    const open = await sql.get<SessionRow & { claimed: boolean | number }>(SESSION_FOR_ID, [who.canonical, token, Number(requestID)]);
+    const id = Number(requestID);
+    const open = await sql.get<SessionRow & { claimed: boolean | number }>(SESSION_FOR_ID, [who.canonical, token, id]);
     if (!open) throw refuse("no session for this token: log in first");
-    if (Number(requestID) <= open.highestRequest - REQUEST_WINDOW) throw refuse("requestID is too old");
+    if (id <= open.highestRequest - REQUEST_WINDOW) throw refuse("requestID is too old");
     if (!isSignature(input.signature)) throw refuse("signature must be 65 bytes of 0x-hex");
     const signature = input.signature;
     const payload = input.payload;
@@ -176,7 +177,6 @@ export function createSessions(deps: { sql: Sql; resolver: DidResolver; domain: 
     const signer = await authorizedSigner(resolver, who, async () => signerOfRequest({ did: input.did as string, token, requestID, action, payload }, signature), granted);
     if (open.claimed) throw refuse("requestID already used");
 
-    const id = Number(requestID);
     const openedAt = open.timestamp;
     const prunes = Math.floor(id / PRUNE_EVERY) > Math.floor(open.highestRequest / PRUNE_EVERY);
     /**

@@ -19,15 +19,17 @@ import { wholeBytes } from "../http/params.ts";
 import { isSignature } from "../identity/eip712.ts";
 import { voucherDigest, voucherSigner } from "../identity/voucher-signer.ts";
 
-const USED = "SELECT used FROM voucher_counters WHERE payer = $1";
-// The payer's count read by the claim itself (one statement, issue 10): the allowance is checked
-// on its answer, and a refusal rolls the claim back with the caller's transaction.
-const CLAIM = `INSERT INTO vouchers_used (payer, size, base, used_at) VALUES ($1, $2, COALESCE((SELECT used FROM voucher_counters WHERE payer = $1), 0), $3)
+/** The payer's all-time count, 0 before its first transfer: an expression on `$1`. */
+const USED_BY = "COALESCE((SELECT used FROM voucher_counters WHERE payer = $1), 0)";
+const USED = `SELECT ${USED_BY} AS used`;
+// A claim, deciding by its conflict: its base is `$3` (the count a peek read before, see
+// `claimPeeked`), or when that is null the payer's count read by the claim itself (one statement,
+// issue 10: the allowance is checked on its answer, and a refusal rolls the claim back with the
+// caller's transaction).
+const CLAIM = `INSERT INTO vouchers_used (payer, size, base, used_at) VALUES ($1, $2, COALESCE($3, ${USED_BY}), $4)
   ON CONFLICT (payer, size) DO NOTHING RETURNING base`;
 // What a claim would find, in one read without a transaction: the payer's count and whether the voucher is claimed.
-const PEEK = "SELECT COALESCE((SELECT used FROM voucher_counters WHERE payer = $1), 0) AS used, EXISTS (SELECT 1 FROM vouchers_used WHERE payer = $1 AND size = $2) AS claimed";
-// The claim of a voucher peeked before: its base is the count the peek read (see `claimPeeked`).
-const CLAIM_AT = "INSERT INTO vouchers_used (payer, size, base, used_at) VALUES ($1, $2, $3, $4) ON CONFLICT (payer, size) DO NOTHING RETURNING base";
+const PEEK = `SELECT ${USED_BY} AS used, EXISTS (SELECT 1 FROM vouchers_used WHERE payer = $1 AND size = $2) AS claimed`;
 const UNCLAIM = "DELETE FROM vouchers_used WHERE payer = $1 AND size = $2";
 const COUNT = "INSERT INTO voucher_counters (payer, used) VALUES ($1, $2) ON CONFLICT (payer) DO UPDATE SET used = voucher_counters.used + excluded.used";
 
@@ -95,7 +97,7 @@ export function createVouchers({ sql, domain, seller, now = Date.now }: { sql: S
    * short is refused for being short, as when the count was read first.
    */
   async function claim(q: Queryable, v: { payer: Address; size: number }, needs?: number): Promise<AcceptedVoucher> {
-    const fresh = await q.get<{ base: number }>(CLAIM, [v.payer, v.size, now()]);
+    const fresh = await q.get<{ base: number }>(CLAIM, [v.payer, v.size, null, now()]);
     if (!fresh) {
       allowanceOf(v.size, await usedIn(q, v.payer), needs);
       throw usedUp();
@@ -128,7 +130,7 @@ export function createVouchers({ sql, domain, seller, now = Date.now }: { sql: S
    * meanwhile is not taken from it, as when the claim came first). Refused when claimed meanwhile.
    */
   async function claimPeeked(q: Queryable, v: PeekedVoucher): Promise<AcceptedVoucher> {
-    if (!(await q.get(CLAIM_AT, [v.payer, v.size, v.base, now()]))) throw usedUp();
+    if (!(await q.get(CLAIM, [v.payer, v.size, v.base, now()]))) throw usedUp();
     return v;
   }
 

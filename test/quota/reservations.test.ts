@@ -9,7 +9,7 @@ import { CID } from "multiformats/cid";
 import { createMeter, RESERVATION_TTL_MS } from "../../src/quota/meter.ts";
 import { chunkKey } from "../../src/storage/dfs/cid.ts";
 import { cidOf } from "../../src/storage/dfs/index.ts";
-import { readJson, statusOf } from "../support/app.ts";
+import { readJson, stalledRequest, statusOf } from "../support/app.ts";
 import { testGateway } from "../support/storage.ts";
 import { granter } from "./grants.ts";
 
@@ -27,36 +27,11 @@ const addHold = (h: { account: Address; bytes: number; createdAt: number; gatewa
   sql.run("INSERT INTO quota_reservations (account, kind, bytes, created_at, gateway, expires_at) VALUES ($1, 'space', $2, $3, $4, $5)", [h.account, h.bytes, h.createdAt, h.gateway, h.expiresAt]);
 
 /**
- * An upload whose client sends the first `sent` bytes of its body and then stalls, with the whole
- * body's Content-Length declared; `abort()` breaks the body as a vanished client does, `finish()`
- * sends the rest.
+ * An upload whose client sends the first `sent` bytes of its body and then stalls (stalledRequest).
  */
 async function stalledUpload(s: Awaited<ReturnType<typeof gw.session>>, requestID: number, file: Uint8Array, sent: number) {
-  const full = await gw.uploadRequest(s, { requestID, bytes: file, name: `stalled-${requestID}.bin` });
-  const body = new Uint8Array(await full.arrayBuffer());
-  let fail!: (err: Error) => void;
-  let resume!: () => void;
-  const stalled = new Promise<void>((ok, reject) => ((fail = reject), (resume = ok)));
-  let given = false;
-  const stream = new ReadableStream<Uint8Array>({
-    async pull(controller) {
-      if (!given) {
-        given = true;
-        return controller.enqueue(body.subarray(0, sent));
-      }
-      try {
-        await stalled;
-        controller.enqueue(body.subarray(sent));
-        controller.close();
-      } catch (err) {
-        controller.error(err);
-      }
-    },
-  });
-  const headers = new Headers(full.headers);
-  headers.set("content-length", String(body.byteLength));
-  const answer = gw.app.handle(new Request(full.url, { method: "POST", headers, body: stream, duplex: "half" } as RequestInit));
-  return { answer, abort: () => fail(new Error("client went away")), finish: resume };
+  const { request, abort, finish } = await stalledRequest(await gw.uploadRequest(s, { requestID, bytes: file, name: `stalled-${requestID}.bin` }), sent);
+  return { answer: gw.app.handle(request), abort, finish };
 }
 
 describe("parallel uploads", () => {

@@ -6,7 +6,7 @@ import { base36 } from "multiformats/bases/base36";
 import { CID } from "multiformats/cid";
 import { cidOf } from "../../src/storage/dfs/index.ts";
 import { connectStorage, StorageApiError } from "../../src/sdk/storage.ts";
-import { get, readJson } from "../support/app.ts";
+import { get, readJson, stalledRequest } from "../support/app.ts";
 import { BASE, type Session, testGateway } from "../support/storage.ts";
 
 const gw = await testGateway();
@@ -313,13 +313,12 @@ describe("a refused upload keeps nothing", () => {
 // one transaction less); before its body it only looks, so a replay or a used voucher is refused
 // there, and a refused upload spends neither.
 describe("an upload's claims", () => {
-  /** `request` with its body cut `held` bytes before its end, and those bytes never sent: an
-   * answer to it was given before the whole file was read. */
-  async function withoutItsEnd(request: Request, held: number): Promise<Request> {
-    const bytes = new Uint8Array(await request.arrayBuffer());
-    const body = new ReadableStream<Uint8Array>({ start: (c) => c.enqueue(bytes.subarray(0, bytes.length - held)) });
-    // `duplex` is missing from Bun's RequestInit type; a streamed request body needs it.
-    return new Request(request.url, { method: "POST", headers: request.headers, body, duplex: "half" } as RequestInit);
+  /** The answer to `request` while its client has sent only its first `sent` bytes and stalls. */
+  async function answerStalled(request: Request, sent: number): Promise<Response> {
+    const stalled = await stalledRequest(request, sent);
+    const answer = await gw.app.handle(stalled.request);
+    stalled.abort();
+    return answer;
   }
   const voucherOf = async (s: Session, size: number) => ({ size: String(size), sign: await gw.sign.voucher(s.account, size) });
 
@@ -342,10 +341,10 @@ describe("an upload's claims", () => {
     const fields = await voucherOf(s, 10_000_000);
     expect((await gw.app.handle(await gw.uploadRequest(s, { requestID: 1, bytes: unique("first"), fields }))).status).toBe(200);
     const bytes = crypto.getRandomValues(new Uint8Array(1_000_000));
-    const replay = await gw.app.handle(await withoutItsEnd(await gw.uploadRequest(s, { requestID: 1, bytes, fields: await voucherOf(s, 20_000_000) }), 500_000));
+    const replay = await answerStalled(await gw.uploadRequest(s, { requestID: 1, bytes, fields: await voucherOf(s, 20_000_000) }), 500_000);
     expect(replay.status).toBe(401);
     expect((await readJson(replay)).Description).toMatch(/requestID already used/);
-    const used = await gw.app.handle(await withoutItsEnd(await gw.uploadRequest(s, { requestID: 2, bytes, fields }), 500_000));
+    const used = await answerStalled(await gw.uploadRequest(s, { requestID: 2, bytes, fields }), 500_000);
     expect(used.status).toBe(402);
     expect((await readJson(used)).Description).toMatch(/already used/);
     expect((await readJson(await gw.app.handle(get("/dfs/listobjects", { headers: { authorization: `Bearer ${s.accessToken}` } })))).Object).toHaveLength(1);

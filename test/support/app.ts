@@ -51,6 +51,39 @@ export function testApp(opts: TestAppOptions = {}) {
 
 export const get = (path: string, init?: RequestInit) => new Request(`http://stowage.test${path}`, init);
 
+/**
+ * `request` as a client that sends the first `sent` bytes of its body and then stalls, with the
+ * whole body's Content-Length declared: `abort()` breaks the body as a vanished client does,
+ * `finish()` sends the rest. An answer given before `finish()` was given without the rest.
+ */
+export async function stalledRequest(request: Request, sent: number) {
+  const body = new Uint8Array(await request.arrayBuffer());
+  let fail!: (err: Error) => void;
+  let resume!: () => void;
+  const stalled = new Promise<void>((ok, reject) => ((fail = reject), (resume = ok)));
+  let given = false;
+  const stream = new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      if (!given) {
+        given = true;
+        return controller.enqueue(body.subarray(0, sent));
+      }
+      try {
+        await stalled;
+        controller.enqueue(body.subarray(sent));
+        controller.close();
+      } catch (err) {
+        controller.error(err);
+      }
+    },
+  });
+  const headers = new Headers(request.headers);
+  headers.set("content-length", String(body.byteLength));
+  // `duplex` is missing from Bun's RequestInit type; a streamed request body needs it.
+  const stalledOne = new Request(request.url, { method: request.method, headers, body: stream, duplex: "half" } as RequestInit);
+  return { request: stalledOne, abort: () => fail(new Error("client went away")), finish: resume };
+}
+
 export function postJson(path: string, body: unknown, headers: Record<string, string> = {}) {
   return new Request(`http://stowage.test${path}`, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify(body) });
 }

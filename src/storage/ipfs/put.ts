@@ -69,11 +69,12 @@ export type ReferencedAmong = (q: Queryable, keys: readonly string[]) => Promise
  * `pin(key)` for the importer's blocks: the keys asked for in one turn of the event loop are
  * pinned in one transaction, and each call resolves once its key's pin has committed, with whether
  * a row names the block (read in that transaction, `Lease.pin`'s alongside: no round trip of its
- * own on PostgreSQL, issue 10). The
- * importer writes its blocks ten at a time (its blockWriteConcurrency), and a pin is a database
- * write — on SQLite a durable commit, awaiting an fsync of the log (wal-sync.ts; ≈ 3–4 ms on a
- * busy disk) — so one transaction per batch instead of per block gives that time back to the
- * upload (a 128 MiB upload: 14 pin transactions instead of 129).
+ * own on PostgreSQL, issue 10). The importer writes its blocks ten at a time (its
+ * blockWriteConcurrency), and a pin is a transaction — on SQLite its BEGIN and COMMIT on the event
+ * loop (no fsync of its own since issue 10, guard.ts pinKeys; ≈ 3–4 ms each on a busy disk when it
+ * had one), on PostgreSQL round trips and a durable commit — so one transaction per batch instead
+ * of per block gives that time back to the upload (a 128 MiB upload: 14 pin transactions instead
+ * of 129).
  */
 export function pinTogether(lease: Lease, referencedAmong: ReferencedAmong): (key: string) => Promise<boolean> {
   let waiting: string[] = [];
