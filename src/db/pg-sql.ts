@@ -6,7 +6,7 @@
  * a deadlock (40P01); READ COMMITTED for those built on row locks and relative updates.
  */
 import type { SQL as BunSQL } from "bun";
-import { sealable, type Param, type Queryable, type Sql, type TxOptions } from "./sql.ts";
+import type { Param, Queryable, Sql, TxOptions } from "./sql.ts";
 
 /** SQLSTATEs after which the whole transaction may simply run again. */
 const RETRYABLE = new Set(["40001", "40P01"]);
@@ -60,38 +60,11 @@ export class PgSql extends PgQueryable implements Sql {
     super(pg as unknown as Unsafe);
   }
 
-  tx<T>(fn: (tx: Queryable) => Promise<T>, opts: TxOptions = {}): Promise<T> {
-    return this.attempts(opts, async (level) => (await this.pg.begin(level, (tx) => fn(new PgQueryable(tx as unknown as Unsafe)))) as T);
-  }
-
-  txCommitting<T>(fn: (tx: Queryable) => Promise<{ last: Promise<T> }>, opts: TxOptions = {}): Promise<T> {
-    return this.attempts(opts, async (level) => {
-      let last: Promise<T> | undefined;
-      try {
-        // Bun's client sends the COMMIT once this function resolves: behind `last`'s statements,
-        // which it has sent already, on the same connection.
-        await this.pg.begin(level, async (tx) => {
-          const { q, seal } = sealable(new PgQueryable(tx as unknown as Unsafe));
-          last = (await fn(q)).last;
-          seal();
-          last.catch(() => {});
-        });
-      } catch (err) {
-        // A statement of `last` that failed aborted the transaction, and the COMMIT answered that it
-        // rolled back: the statement's own error says why (a refusal, a deadlock to retry).
-        if (last) await last;
-        throw err;
-      }
-      return await (last as Promise<T>);
-    });
-  }
-
-  /** Runs a transaction, again on a serialization failure (40001) or a deadlock (40P01). */
-  private async attempts<T>(opts: TxOptions, run: (level: string) => Promise<T>): Promise<T> {
-    const level = `isolation level ${opts.isolation ?? "serializable"}`;
+  async tx<T>(fn: (tx: Queryable) => Promise<T>, opts: TxOptions = {}): Promise<T> {
+    const level = opts.isolation ?? "serializable";
     for (let attempt = 1; ; attempt++) {
       try {
-        const out = await run(level);
+        const out = (await this.pg.begin(`isolation level ${level}`, (tx) => fn(new PgQueryable(tx as unknown as Unsafe)))) as T;
         opts.committed?.();
         return out;
       } catch (err) {

@@ -12,8 +12,7 @@
  * - `SELECT … FOR UPDATE` locks rows on PostgreSQL; on SQLite the suffix is dropped, since
  *   `BEGIN IMMEDIATE` already serialises every writing transaction.
  * - Conflicts are `INSERT … ON CONFLICT …`, never a caught unique violation: a failed statement
- *   aborts a PostgreSQL transaction. The exception is a conflict that refuses the whole call
- *   (`insertOnce`): there the abort is the point.
+ *   aborts a PostgreSQL transaction.
  *
  * Why not drizzle's query builder, as the rest of D16 suggests: its builders and their types are
  * per dialect (one query would be written twice), and issue 10 measured the builder's per-call
@@ -75,16 +74,6 @@ export interface Sql extends Queryable {
   /** One transaction; commits when `fn` resolves, rolls back when it throws. */
   tx<T>(fn: (tx: Queryable) => Promise<T>, opts?: TxOptions): Promise<T>;
   /**
-   * One transaction whose last statements go out with its COMMIT: `fn` sends them without
-   * awaiting them and answers `{ last }`, their answers. On PostgreSQL the COMMIT follows them in
-   * the same round trip, so a lock they take is held for no round trip to this process (issue 10:
-   * one account's uploads waited ≈ 1 ms each at its lock for this process to send COMMIT). So no
-   * JS may decide among them: a refusal there is the database's (`refuseWhen`, `insertOnce`), and
-   * a statement sent once `fn` has answered throws. Resolves to `last` once committed; a refusal
-   * rolls everything back and rejects with the refusal's error. SQLite awaits `last`, then commits.
-   */
-  txCommitting<T>(fn: (tx: Queryable) => Promise<{ last: Promise<T> }>, opts?: TxOptions): Promise<T>;
-  /**
    * A number that changes whenever anything is committed to the database, by this process or
    * another (read-cache.ts keeps answers while it stays). Absent or undefined where the adapter
    * cannot tell: PostgreSQL (other gateways), SQLite in memory (its one connection's own commits
@@ -126,74 +115,6 @@ export async function together<T extends readonly unknown[]>(...work: { [K in ke
   const settled = await Promise.allSettled(work);
   for (const s of settled) if (s.status === "rejected") throw s.reason;
   return settled.map((s) => (s as PromiseFulfilledResult<unknown>).value) as unknown as T;
-}
-
-/**
- * `q` for one transaction's function, and `seal()`, after which a statement sent through it throws
- * (txCommitting: its COMMIT may be on its way).
- */
-export function sealable(q: Queryable): { q: Queryable; seal(): void } {
-  let sealed = false;
-  const open = () => {
-    if (sealed) throw new Error("a statement sent after its transaction's last statements (txCommitting)");
-  };
-  return {
-    q: {
-      dialect: q.dialect,
-      all: (text, params) => (open(), q.all(text, params)),
-      get: (text, params) => (open(), q.get(text, params)),
-      run: (text, params) => (open(), q.run(text, params)),
-    },
-    seal: () => void (sealed = true),
-  };
-}
-
-/** SQLSTATE of `stowage_refuse` (PostgreSQL migration 0015). */
-const REFUSED = "SW001";
-
-/** A driver error's SQLSTATE (Bun SQL: `errno`) or SQLite code (bun:sqlite: `code`). */
-function codeOf(err: unknown): string | undefined {
-  const e = err as { errno?: unknown; code?: unknown } | null;
-  return typeof e?.errno === "string" ? e.errno : typeof e?.code === "string" ? e.code : undefined;
-}
-
-/**
- * A refusal the database decides, in a transaction: `text` answers a row when the call must be
- * refused and none when it may go on; a row fails the statement with `error(row)`, and so the
- * transaction. On PostgreSQL the row aborts the transaction there (`stowage_refuse`), so its
- * COMMIT may go out before the answer (txCommitting). Rows arrive as JSON there: columns are
- * numbers, strings or booleans (0/1 on SQLite: read them through `Boolean(…)`).
- *
- * @example
- *   await refuseWhen(tx, "SELECT used FROM pools WHERE id = $1 AND used > $2", [id, limit], (r: { used: number }) => full(r.used))
- */
-export async function refuseWhen<R extends object>(q: Queryable, text: string, params: readonly Param[], error: (row: R) => Error): Promise<void> {
-  if (q.dialect === "sqlite") {
-    const row = await q.get<R>(text, params);
-    if (row) throw error(row);
-    return;
-  }
-  try {
-    await q.run(`SELECT stowage_refuse(CAST(row_to_json(r) AS text)) FROM (${text}) r`, params);
-  } catch (err) {
-    if (codeOf(err) !== REFUSED) throw err;
-    throw error(JSON.parse((err as { detail: string }).detail) as R);
-  }
-}
-
-/**
- * An insert whose unique key refuses the call when taken (a claim: D16's conditional insert, where
- * the conflict fails the transaction instead of answering no row, so its COMMIT may go out before
- * the answer: txCommitting). `text` is a plain INSERT; a conflict on its key throws `error()`.
- */
-export async function insertOnce(q: Queryable, text: string, params: readonly Param[], error: () => Error): Promise<void> {
-  try {
-    await q.run(text, params);
-  } catch (err) {
-    const code = codeOf(err);
-    if (code === "23505" || code === "SQLITE_CONSTRAINT_PRIMARYKEY" || code === "SQLITE_CONSTRAINT_UNIQUE") throw error();
-    throw err;
-  }
 }
 
 /** Placeholders `$from…$(from+n-1)`, for `IN (…)` lists built at run time. */

@@ -11,7 +11,7 @@
  * loop (checkpointer.ts).
  */
 import { Database, type Statement } from "bun:sqlite";
-import { sealable, type Param, type Queryable, type Sql, type TxOptions } from "./sql.ts";
+import type { Param, Queryable, Sql, TxOptions } from "./sql.ts";
 import { WalSync } from "./wal-sync.ts";
 import { Checkpointer } from "./checkpointer.ts";
 
@@ -163,22 +163,7 @@ export class SqliteSql implements Sql {
     return this.durably(this.exclusive(() => this.writer.run(text, params)));
   }
 
-  tx<T>(fn: (tx: Queryable) => Promise<T>, opts?: TxOptions): Promise<T> {
-    return this.transaction(fn, opts);
-  }
-
-  /** Statements run as they are sent here, so `last` is answered before the COMMIT anyway; sealed,
-   * as on PostgreSQL, so a statement sent a turn of the event loop too late fails here too. */
-  txCommitting<T>(fn: (tx: Queryable) => Promise<{ last: Promise<T> }>, opts?: TxOptions): Promise<T> {
-    return this.transaction(async (tx) => {
-      const { q, seal } = sealable(tx);
-      const { last } = await fn(q);
-      seal();
-      return last;
-    }, opts);
-  }
-
-  private async transaction<T>(fn: (tx: Queryable) => Promise<T>, opts?: TxOptions): Promise<T> {
+  async tx<T>(fn: (tx: Queryable) => Promise<T>, opts?: TxOptions): Promise<T> {
     const durable = opts?.durable !== false;
     const release = await this.acquire();
     let out: T;

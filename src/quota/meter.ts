@@ -24,7 +24,7 @@
  *   await files.add(row, up.commit(size, moved))   // or await up.release()
  */
 import type { Address } from "viem";
-import { type Fragment, type Param, placeholders, type Queryable, refuseWhen, shifted, type Sql, together, type TxOptions } from "../db/sql.ts";
+import { type Fragment, type Param, placeholders, type Queryable, shifted, type Sql, together, type TxOptions } from "../db/sql.ts";
 import { storageError } from "../http/errors.ts";
 import { allowance, weiToGwei, type Kind, type Records } from "./records.ts";
 
@@ -87,16 +87,6 @@ interface Usage {
   traffic: number;
 }
 
-/** `usage`'s row. */
-interface UsageRow {
-  spaceHeld: number;
-  trafficHeld: number;
-  stored?: number;
-  moved?: number;
-}
-
-const usageOf = (row: UsageRow): Usage => ({ space: (row.stored ?? 0) + row.spaceHeld, traffic: (row.moved ?? 0) + row.trafficHeld });
-
 const drop = async (q: Queryable, ids: (number | undefined)[]) => {
   const some = ids.filter((id): id is number => id !== undefined);
   if (some.length) await q.run(`DELETE FROM quota_reservations WHERE id IN (${placeholders(some.length)})`, some);
@@ -113,10 +103,9 @@ export function createMeter({ sql, records, storedBytes, now = Date.now, gateway
    * Bytes in use in both pools, in ONE statement (issue 10: it was four, and on PostgreSQL each is a
    * round trip taken with the account's lock held, which one account's uploads wait for in turn):
    * what `stored` counts (space), what moved since `periodStart` (traffic), and the live holds of
-   * transfers other than the holds `mine`. As a query: `used` reads it, an upload's exact check
-   * refuses by it.
+   * transfers other than the holds `mine`.
    */
-  function usage(account: Address, what: { stored?: Fragment; periodStart?: number; mine?: number[] }): Fragment {
+  async function used(q: Queryable, account: Address, what: { stored?: Fragment; periodStart?: number; mine?: number[] }): Promise<Usage> {
     const params: Param[] = [account, now()];
     const columns = [held("space"), held("traffic")];
     if (what.stored) {
@@ -129,14 +118,9 @@ export function createMeter({ sql, records, storedBytes, now = Date.now, gateway
     }
     const mine = what.mine ?? [];
     const others = mine.length ? ` AND id NOT IN (${placeholders(mine.length, params.length + 1)})` : "";
-    return { text: `SELECT ${columns.join(", ")} FROM quota_reservations WHERE account = $1 AND expires_at > $2${others}`, params: [...params, ...mine] };
-  }
-
-  async function used(q: Queryable, account: Address, what: Parameters<typeof usage>[1]): Promise<Usage> {
-    const { text, params } = usage(account, what);
-    const row = await q.get<UsageRow>(text, params);
+    const row = await q.get<{ spaceHeld: number; trafficHeld: number; stored?: number; moved?: number }>(`SELECT ${columns.join(", ")} FROM quota_reservations WHERE account = $1 AND expires_at > $2${others}`, [...params, ...mine]);
     if (!row) throw new Error("an aggregate gave no row");
-    return usageOf(row);
+    return { space: (row.stored ?? 0) + row.spaceHeld, traffic: (row.moved ?? 0) + row.trafficHeld };
   }
 
   const refuse = (kind: Kind, limit: number, inUse: number, want: number) =>
@@ -260,20 +244,17 @@ export function createMeter({ sql, records, storedBytes, now = Date.now, gateway
           lock: (tx: Queryable) => lockMade(tx, account),
           settle: async (tx: Queryable) => {
             const holds = mine();
-            // The file row is in: it counts in what is stored. The database refuses (the COMMIT
-            // goes out behind these: Sql.txCommitting) when this file and the bytes it moved do
-            // not fit; the check reads before the writes, which a refusal rolls back.
-            const u = usage(account, { stored: storedBytes(did), periodStart: traffic.periodStart, mine: holds });
-            const n = u.params.length;
-            const over = `SELECT * FROM (${u.text}) u WHERE COALESCE(u.stored, 0) + u."spaceHeld" > $${n + 1} OR COALESCE(u.moved, 0) + u."trafficHeld" + $${n + 2} > $${n + 3}`;
-            await together(
-              refuseWhen(tx, over, [...u.params, space.limit, moved, traffic.limit], (row: UsageRow) => {
-                const { space: withFile, traffic: movedBefore } = usageOf(row);
-                return withFile > space.limit ? refuse("space", space.limit, withFile - size, size) : refuse("traffic", traffic.limit, movedBefore, moved);
-              }),
+            // The file row is in: it counts in what is stored. The read runs before the writes
+            // (they go together: one round trip on PostgreSQL), which a refusal rolls back.
+            const [inUse] = await together(
+              used(tx, account, { stored: storedBytes(did), periodStart: traffic.periodStart, mine: holds }),
               drop(tx, holds),
               addTraffic(tx, account, traffic.periodStart, moved),
             );
+            const withFile = inUse.space;
+            if (withFile > space.limit) throw refuse("space", space.limit, withFile - size, size);
+            const movedBefore = inUse.traffic;
+            if (movedBefore + moved > traffic.limit) throw refuse("traffic", traffic.limit, movedBefore, moved);
             closed = true;
           },
         };

@@ -25,9 +25,7 @@ export interface AddHook {
    * it locks exists by then (`prepare` makes it). */
   lock?(tx: Queryable): Promise<void>;
   /** Once the row is in: called right behind the row's statements, without waiting for their
-   * answers, and the COMMIT goes out behind its own (one round trip on PostgreSQL), so what it
-   * reads includes the row. It sends every statement before it awaits anything, and refuses only
-   * through the database (`refuseWhen`, `insertOnce`: Sql.txCommitting); a refusal undoes it all. */
+   * answers (one round trip on PostgreSQL), so what it reads includes the row. Throwing undoes it all. */
   settle(tx: Queryable): Promise<void>;
 }
 
@@ -113,20 +111,20 @@ export function createFiles(sql: Sql, now: () => number = Date.now) {
      * in, in the same transaction; throwing undoes it all.
      */
     add(f: { did: string; backend: BackendKind; name: string; cid: string; size: number; encryption: string; etag?: string }, hook?: AddHook): Promise<{ row: FileRow; replaced?: string }> {
-      return sql.txCommitting(
+      return sql.tx(
         async (tx) => {
           // The bucket's insert takes no lock on a row that exists.
           await together(hook?.prepare?.(tx), tx.run(ADD_BUCKET, [f.did, now()]));
-          // The lock, then under it the row's statements, then the hook's, which so see the row;
-          // the COMMIT goes out behind them, so the lock is held for no round trip (AddHook.lock).
-          const last = together(
+          // The lock, then under it the row's statements, then the hook's, which so see the row:
+          // one round trip on PostgreSQL (AddHook.lock).
+          const [, old, row] = await together(
             hook?.lock ? hook.lock(tx) : tx.get(LOCK_BUCKET, [f.did]),
             tx.get<{ cid: string }>(DROP_NAMED, [f.did, f.backend, f.name]),
             tx.get<FileRow>(INSERT_FILE, [f.did, f.backend, f.name, f.cid, f.size, f.encryption, now(), f.etag ?? null]),
             hook?.settle(tx),
           );
-          // INSERT … RETURNING answers its row.
-          return { last: last.then(([, old, row]) => ({ row: row as FileRow, replaced: old?.cid })) };
+          if (!row) throw new Error("INSERT … RETURNING gave no row");
+          return { row, replaced: old?.cid };
         },
         // With the quota's lock held, or else the bucket's, every read of the DID's rows is current
         // and two uploads of one name replace each other in turn (D16). SERIALIZABLE did that

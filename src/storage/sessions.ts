@@ -13,7 +13,7 @@
  * moment accept it once (D16).
  */
 import type { Address, Hex, TypedDataDomain } from "viem";
-import { insertOnce, type Queryable, refuseWhen, type Sql, together } from "../db/sql.ts";
+import { type Queryable, type Sql, together } from "../db/sql.ts";
 import { storageError } from "../http/errors.ts";
 import { parseDid, type Did } from "../identity/did.ts";
 import { isSignature, type RequestAction } from "../identity/eip712.ts";
@@ -51,16 +51,12 @@ const LATEST = `SELECT token, timestamp, highest_request AS "highestRequest" FRO
 // body is read, though an upload claims its id only where it records the file (storage/service.ts).
 const SESSION_FOR_ID = `SELECT timestamp, highest_request AS "highestRequest", EXISTS (SELECT 1 FROM session_requests WHERE did = $1 AND token = $2 AND request_id = $3) AS claimed
   FROM storage_sessions WHERE did = $1 AND token = $2`;
-// The claim: a plain insert, whose conflict refuses (a replay).
-const CLAIM = "INSERT INTO session_requests (did, token, request_id) VALUES ($1, $2, $3)";
-// The session's row lock: raises the highest id (never lowers it).
-const RAISE = "UPDATE storage_sessions SET highest_request = CASE WHEN highest_request < $3 THEN $3 ELSE highest_request END WHERE did = $1 AND token = $2";
-// Then, the row locked, a row when the call is refused: the session is gone or was opened anew
-// since `$3` (a login), or the id `$4` is below the window of `$5` under the highest. An id too old
-// for the highest before the raise is too old for the one after it: a raise moves the highest to
-// that very id, never past it.
-const MOVED = `SELECT s.timestamp FROM (SELECT 1 AS one) x LEFT JOIN storage_sessions s ON s.did = $1 AND s.token = $2
-  WHERE s.timestamp IS NULL OR s.timestamp <> $3 OR $4 <= s.highest_request - $5`;
+const CLAIM = "INSERT INTO session_requests (did, token, request_id) VALUES ($1, $2, $3) ON CONFLICT (did, token, request_id) DO NOTHING RETURNING request_id";
+// The session's row lock and its read in one statement: raises the highest id (never lowers it)
+// and answers the row as raised. An id too old for the highest before the raise is too old for
+// the one after it: a raise moves the highest to that very id, never past it.
+const RAISE = `UPDATE storage_sessions SET highest_request = CASE WHEN highest_request < $3 THEN $3 ELSE highest_request END WHERE did = $1 AND token = $2
+  RETURNING timestamp, highest_request AS "highestRequest"`;
 const PRUNE = "DELETE FROM session_requests WHERE did = $1 AND token = $2 AND request_id < $3";
 /** Ids below the window are deleted when a call's id crosses a multiple of this above the highest
  * its verify read: a statement on one call in 16, not on each (issue 10), and at most
@@ -185,22 +181,22 @@ export function createSessions(deps: { sql: Sql; resolver: DidResolver; domain: 
     const prunes = Math.floor(id / PRUNE_EVERY) > Math.floor(open.highestRequest / PRUNE_EVERY);
     /**
      * Every read-modify-write here follows the session's row lock, which the raise takes first:
-     * READ COMMITTED suffices (D16). The statements go together and refuse by themselves (one
-     * round trip on PostgreSQL, where the session's calls wait for each other at the lock, and
-     * an upload's COMMIT goes out behind them: Sql.txCommitting): the prune needs nothing the
-     * others answer (it keeps the window below this id), and a refusal rolls it back with the rest.
+     * READ COMMITTED suffices (D16). The statements go together (one round trip on PostgreSQL,
+     * where the session's calls wait for each other at the lock): the claim and the prune need
+     * nothing the raise answers (the prune keeps the window below this id), and a refusal after
+     * them rolls them back with the transaction.
      */
     async function claim(tx: Queryable) {
       // The row as it is now, locked: a login or other calls may have moved the session while we
       // verified, and none can until this transaction ends.
-      await together(
-        tx.run(RAISE, [who.canonical, token, id]),
-        refuseWhen(tx, MOVED, [who.canonical, token, openedAt, id, REQUEST_WINDOW], (now: { timestamp: number | null }) =>
-          refuse(now.timestamp !== openedAt ? "the session changed: log in again" : "requestID is too old"),
-        ),
-        insertOnce(tx, CLAIM, [who.canonical, token, id], () => refuse("requestID already used")),
+      const [now, claimed] = await together(
+        tx.get<SessionRow>(RAISE, [who.canonical, token, id]),
+        tx.get(CLAIM, [who.canonical, token, id]),
         prunes ? tx.run(PRUNE, [who.canonical, token, id - REQUEST_WINDOW]) : undefined,
       );
+      if (!now || now.timestamp !== openedAt) throw refuse("the session changed: log in again");
+      if (id <= now.highestRequest - REQUEST_WINDOW) throw refuse("requestID is too old");
+      if (!claimed) throw refuse("requestID already used");
     }
     return { requestID, signer, claim };
   }

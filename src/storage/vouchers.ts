@@ -13,7 +13,7 @@
  * decides, in a conditional insert (D16).
  */
 import { bytesToHex, getAddress, type Address, type TypedDataDomain } from "viem";
-import { insertOnce, type Queryable, type Sql } from "../db/sql.ts";
+import type { Queryable, Sql } from "../db/sql.ts";
 import { storageError } from "../http/errors.ts";
 import { wholeBytes } from "../http/params.ts";
 import { isSignature } from "../identity/eip712.ts";
@@ -22,14 +22,12 @@ import { voucherDigest, voucherSigner } from "../identity/voucher-signer.ts";
 /** The payer's all-time count, 0 before its first transfer: an expression on `$1`. */
 const USED_BY = "COALESCE((SELECT used FROM voucher_counters WHERE payer = $1), 0)";
 const USED = `SELECT ${USED_BY} AS used`;
-// A claim, deciding by its conflict, with the payer's count read by the claim itself as its base
-// (one statement, issue 10: the allowance is checked on its answer, and a refusal rolls the claim
-// back with the caller's transaction).
-const CLAIM = `INSERT INTO vouchers_used (payer, size, base, used_at) VALUES ($1, $2, ${USED_BY}, $3)
+// A claim, deciding by its conflict: its base is `$3` (the count a peek read before, see
+// `claimPeeked`), or when that is null the payer's count read by the claim itself (one statement,
+// issue 10: the allowance is checked on its answer, and a refusal rolls the claim back with the
+// caller's transaction).
+const CLAIM = `INSERT INTO vouchers_used (payer, size, base, used_at) VALUES ($1, $2, COALESCE($3, ${USED_BY}), $4)
   ON CONFLICT (payer, size) DO NOTHING RETURNING base`;
-// A claim of a peeked voucher, with the count the peek read as its base: a plain insert, whose
-// conflict refuses (`insertOnce`), so it needs no answer before its COMMIT (Sql.txCommitting).
-const CLAIM_PEEKED = "INSERT INTO vouchers_used (payer, size, base, used_at) VALUES ($1, $2, $3, $4)";
 // What a claim would find, in one read without a transaction: the payer's count and whether the voucher is claimed.
 const PEEK = `SELECT ${USED_BY} AS used, EXISTS (SELECT 1 FROM vouchers_used WHERE payer = $1 AND size = $2) AS claimed`;
 const UNCLAIM = "DELETE FROM vouchers_used WHERE payer = $1 AND size = $2";
@@ -99,7 +97,7 @@ export function createVouchers({ sql, domain, seller, now = Date.now }: { sql: S
    * short is refused for being short, as when the count was read first.
    */
   async function claim(q: Queryable, v: { payer: Address; size: number }, needs?: number): Promise<AcceptedVoucher> {
-    const fresh = await q.get<{ base: number }>(CLAIM, [v.payer, v.size, now()]);
+    const fresh = await q.get<{ base: number }>(CLAIM, [v.payer, v.size, null, now()]);
     if (!fresh) {
       allowanceOf(v.size, await usedIn(q, v.payer), needs);
       throw usedUp();
@@ -129,11 +127,10 @@ export function createVouchers({ sql, domain, seller, now = Date.now }: { sql: S
   /**
    * Claims, in `q`, a voucher peeked before: with the count the peek read as its base, so the
    * transfer keeps the allowance it was streamed with (what its payer's other transfers counted
-   * meanwhile is not taken from it, as when the claim came first). Refused when claimed meanwhile,
-   * by the database (its key's conflict).
+   * meanwhile is not taken from it, as when the claim came first). Refused when claimed meanwhile.
    */
   async function claimPeeked(q: Queryable, v: PeekedVoucher): Promise<AcceptedVoucher> {
-    await insertOnce(q, CLAIM_PEEKED, [v.payer, v.size, v.base, now()], usedUp);
+    if (!(await q.get(CLAIM, [v.payer, v.size, v.base, now()]))) throw usedUp();
     return v;
   }
 

@@ -7,7 +7,7 @@
 import { afterAll, describe, expect, test } from "bun:test";
 import { testDatabase, TEST_DB } from "../support/db.ts";
 import { tempDir } from "../support/tmp.ts";
-import { batches, insertOnce, placeholders, type Queryable, refuseWhen, together } from "../../src/db/sql.ts";
+import { batches, placeholders, type Queryable, together } from "../../src/db/sql.ts";
 
 const db = testDatabase(tempDir("sql"));
 const sql = db.sql;
@@ -99,78 +99,6 @@ describe(`data-access layer on ${TEST_DB}`, () => {
     await expect(together(late, second, first).finally(() => order.push("rejected"))).rejects.toThrow("second");
     expect(order).toEqual(["late settled", "rejected"]);
   });
-
-  test("refuseWhen(): a row refuses with the error made of it (numbers as numbers), none goes on; a refusal rolls its transaction back", async () => {
-    const insert = "INSERT INTO leases (name, holder, epoch, expires_at) VALUES ($1, $2, $3, $4)";
-    const over = 'SELECT name, epoch, expires_at AS "expiresAt" FROM leases WHERE name = $1 AND epoch > $2';
-    await sql.run(insert, ["refusing", "h", 7, 2 ** 40]);
-    await refuseWhen(sql, over, ["refusing", 7], () => new Error("not this one"));
-    const seen: unknown[] = [];
-    await expect(
-      sql.tx(async (tx) => {
-        await tx.run(insert, ["refused-with", "h", 1, 1]);
-        await refuseWhen(tx, over, ["refusing", 6], (row) => (seen.push(row), new Error("over the limit")));
-      }),
-    ).rejects.toThrow("over the limit");
-    expect(seen).toEqual([{ name: "refusing", epoch: 7, expiresAt: 2 ** 40 }]);
-    expect(await sql.get("SELECT name FROM leases WHERE name = $1", ["refused-with"])).toBeUndefined();
-  });
-
-  test("insertOnce(): the key's second insert refuses with the error given and rolls its transaction back; another statement's failure stays its own", async () => {
-    const claim = "INSERT INTO rate_counters (key, window_start, count) VALUES ($1, 0, 0)";
-    await sql.tx((tx) => insertOnce(tx, claim, ["once"], () => new Error("taken")));
-    await expect(
-      sql.tx(async (tx) => {
-        await tx.run("INSERT INTO app_state (key, value, updated_at) VALUES ($1, $2, $3)", ["with-claim", "x", 1]);
-        await insertOnce(tx, claim, ["once"], () => new Error("taken"));
-      }),
-    ).rejects.toThrow("taken");
-    expect(await sql.get("SELECT key FROM app_state WHERE key = $1", ["with-claim"])).toBeUndefined();
-    await expect(sql.tx((tx) => insertOnce(tx, "INSERT INTO no_such_table (x) VALUES ($1)", [1], () => new Error("taken")))).rejects.toThrow(/no_such_table/);
-  });
-
-  test("txCommitting(): its last statements commit with the rest and answer; a refusal among them rolls back all; a statement sent after them throws", async () => {
-    const insert = "INSERT INTO app_state (key, value, updated_at) VALUES ($1, $2, $3)";
-    const out = await sql.txCommitting(async (tx) => {
-      await tx.run(insert, ["tc-first", "1", 1]);
-      return { last: together(tx.run(insert, ["tc-last", "2", 1]), tx.get<{ value: string }>("SELECT value FROM app_state WHERE key = $1", ["tc-first"])).then(([, row]) => row?.value) };
-    });
-    expect(out).toBe("1");
-    expect(await sql.all("SELECT key FROM app_state WHERE key IN ($1, $2) ORDER BY key", ["tc-first", "tc-last"])).toEqual([{ key: "tc-first" }, { key: "tc-last" }]);
-    // The refusal is the statement's error, not the COMMIT's (on PostgreSQL the COMMIT went out
-    // before it and answered that the transaction rolled back).
-    await expect(
-      sql.txCommitting(async (tx) => {
-        await tx.run(insert, ["tc-before", "1", 1]);
-        return { last: together(tx.run(insert, ["tc-among", "1", 1]), refuseWhen(tx, "SELECT key FROM app_state WHERE key = $1", ["tc-first"], () => new Error("refused among the last")), tx.run(insert, ["tc-after", "1", 1])) };
-      }),
-    ).rejects.toThrow("refused among the last");
-    expect(await sql.all("SELECT key FROM app_state WHERE key IN ($1, $2, $3)", ["tc-before", "tc-among", "tc-after"])).toEqual([]);
-    // Sent after a turn of the event loop: on PostgreSQL its COMMIT may be on its way by then.
-    const tooLate = async (tx: Queryable) => {
-      await tx.run(insert, ["tc-sealed", "1", 1]);
-      await new Promise((turn) => setImmediate(turn));
-      await tx.run(insert, ["tc-too-late", "1", 1]);
-    };
-    await expect(sql.txCommitting(async (tx) => ({ last: tooLate(tx) }))).rejects.toThrow("sent after its transaction's last statements");
-    expect(await sql.get("SELECT key FROM app_state WHERE key = $1", ["tc-too-late"])).toBeUndefined();
-  });
-
-  // The point of txCommitting on PostgreSQL: a lock its last statements take is held for no round
-  // trip to this process. Were the COMMIT sent only once their answers were read, the second
-  // connection's wait for the lock inside `last` would never end (the test would time out).
-  if (TEST_DB === "postgres") {
-    test("txCommitting() on PostgreSQL sends the COMMIT behind its last statements: their lock is let go before this process reads their answers", async () => {
-      await sql.run("INSERT INTO app_state (key, value, updated_at) VALUES ($1, $2, $3)", ["tc-locked", "a", 1]);
-      const seenOutside = await sql.txCommitting(async (tx) => ({
-        last: together(tx.get("SELECT key FROM app_state WHERE key = $1 FOR UPDATE", ["tc-locked"]), tx.run("UPDATE app_state SET value = $2 WHERE key = $1", ["tc-locked", "b"])).then(
-          // Another connection, waiting for the same row's lock.
-          async () => (await sql.get<{ value: string }>("SELECT value FROM app_state WHERE key = $1 FOR UPDATE", ["tc-locked"]))?.value,
-        ),
-      }));
-      expect(seenOutside).toBe("b");
-    });
-  }
 
   test("read-modify-write transactions in parallel lose no update (queued on SQLite, retried on PostgreSQL)", async () => {
     await sql.run("INSERT INTO app_state (key, value, updated_at) VALUES ($1, $2, $3)", ["counter", "0", 0]);

@@ -357,7 +357,6 @@ describe("limits and gateways", () => {
       get: (text, params) => base.get(text, params),
       run: (text, params) => base.run(text, params),
       close: () => base.close(),
-      txCommitting: (fn, opts) => base.txCommitting(fn, opts),
       tx: (fn, opts) =>
         base.tx(
           (tx) =>

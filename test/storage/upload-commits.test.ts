@@ -71,51 +71,38 @@ function recordCommits(sql: Sql) {
     if (tables.size) commits.push({ tables, statements: [kind(text)], events: [], fsync: true });
     else reads.push(text);
   };
-  /** `fn`, its statements watched: what it wrote, in order, and when each was sent and answered. */
-  const watching = <R, Out>(begin: (fn: (q: Queryable) => Promise<R>) => Promise<Out>, fn: (q: Queryable, events: () => string[]) => Promise<R>): Promise<Out> => {
-    let tables = new Set<string>();
-    let statements: string[] = [];
-    let events: string[] = [];
-    const seen = { fsync: true };
-    const watch = <R>(text: string, answer: Promise<R>): Promise<R> => {
-      written(text, tables);
-      statements.push(kind(text));
-      events.push(`→ ${kind(text)}`);
-      const heard = events;
-      return answer.then((r) => (heard.push(`← ${kind(text)}`), r));
-    };
-    return begin(async (inner: Queryable) => {
-      // a retried attempt starts over
-      tables = new Set();
-      statements = [];
-      events = [];
-      const watched: Queryable = {
-        dialect: inner.dialect,
-        all: (text, params) => watch(text, inner.all(text, params)),
-        get: (text, params) => watch(text, inner.get(text, params)),
-        run: (text, params) => watch(text, inner.run(text, params)),
-      };
-      const out = await fn(watched, () => events);
-      if (inner.dialect === "sqlite") committing = seen;
-      return out;
-    }).then((out) => {
-      if (tables.size) commits.push({ tables, statements, events, fsync: seen.fsync });
-      return out;
-    });
-  };
-  const txCommitting = sql.txCommitting.bind(sql);
   Object.assign(sql, {
-    tx: <T>(fn: (q: Queryable) => Promise<T>, opts?: TxOptions) => watching((f) => tx(f, opts), fn),
-    // "→ commit" once `fn` has answered: where the layer sends the COMMIT, behind its last statements.
-    txCommitting: <T>(fn: (q: Queryable) => Promise<{ last: Promise<T> }>, opts?: TxOptions) =>
-      watching<{ last: Promise<T> }, T>(
-        (f) => txCommitting(f, opts),
-        async (q, events) => {
-          const answered = await fn(q);
-          events().push("→ commit");
-          return answered;
-        },
-      ),
+    tx: <T>(fn: (q: Queryable) => Promise<T>, opts?: TxOptions) => {
+      let tables = new Set<string>();
+      let statements: string[] = [];
+      let events: string[] = [];
+      const seen = { fsync: true };
+      const watch = <R>(text: string, answer: Promise<R>): Promise<R> => {
+        written(text, tables);
+        statements.push(kind(text));
+        events.push(`→ ${kind(text)}`);
+        const heard = events;
+        return answer.then((r) => (heard.push(`← ${kind(text)}`), r));
+      };
+      return tx(async (inner: Queryable) => {
+        // a retried attempt starts over
+        tables = new Set();
+        statements = [];
+        events = [];
+        const watched: Queryable = {
+          dialect: inner.dialect,
+          all: (text, params) => watch(text, inner.all(text, params)),
+          get: (text, params) => watch(text, inner.get(text, params)),
+          run: (text, params) => watch(text, inner.run(text, params)),
+        };
+        const out = await fn(watched);
+        if (inner.dialect === "sqlite") committing = seen;
+        return out;
+      }, opts).then((out) => {
+        if (tables.size) commits.push({ tables, statements, events, fsync: seen.fsync });
+        return out;
+      });
+    },
     run: (text: string, params?: readonly Param[]) => run(text, params).then((n) => (single(text), n)),
     get: (text: string, params?: readonly Param[]) => get(text, params).then((r) => (single(text), r)),
     all: (text: string, params?: readonly Param[]) => all(text, params).then((r) => (single(text), r)),
@@ -194,15 +181,10 @@ describe("an acknowledged upload, with quota", () => {
     const lock = statements.indexOf("lock");
     expect(lock).toBeGreaterThan(0);
     expect(statements.slice(0, lock)).toEqual(expect.arrayContaining(["write dfs_objects", "write dfs_chunks", "write dfs_object_chunks", "write blob_pins", "write buckets", "write quota_accounts"]));
-    // The session's check and the quota's are reads that refuse by themselves (sql.ts `refuseWhen`).
-    expect(statements.slice(lock + 1)).toEqual(["write files", "write files", "write storage_sessions", "read", "write session_requests", "write vouchers_used", "read", "write traffic_usage", "write voucher_counters", "read"]);
-    // All of them sent with the lock, before its answer, and the COMMIT behind them: one round trip
-    // under it, the COMMIT's included (on SQLite every statement is answered as it is sent).
+    expect(statements.slice(lock + 1)).toEqual(["write files", "write files", "write storage_sessions", "write session_requests", "write vouchers_used", "read", "write traffic_usage", "write voucher_counters", "read"]);
+    // All of them sent with the lock, before its answer: one round trip under it.
     const events = commits.find((c) => c.tables.has("files"))?.events ?? [];
     expect(events.indexOf("← lock")).toBeGreaterThan(events.lastIndexOf("→ read"));
-    const commit = events.indexOf("→ commit");
-    expect(commit).toBeGreaterThan(events.lastIndexOf("→ read"));
-    if (TEST_DB === "postgres") expect(commit).toBeLessThan(events.indexOf("← lock"));
   });
 
   // Each statement outside a transaction is a round trip of its own on PostgreSQL (issue 10).
@@ -225,17 +207,16 @@ describe("an acknowledged upload, with quota", () => {
 
 describe("an upload's claims", () => {
   // In the file row's transaction, under the account's lock, in the row's round trip on
-  // PostgreSQL (issue 10). The session's raise takes its row lock, then one read refuses a session
-  // gone or renewed or an id too old; its ids below the window are pruned on one call in 16
-  // (restricted.test.ts). Each claim refuses by its key's conflict; the voucher's reads nothing:
-  // its base is the count read before the body (vouchers.ts).
+  // PostgreSQL (issue 10): writes only. The session's raise takes its row lock and answers the
+  // row; its ids below the window are pruned on one call in 16 (restricted.test.ts). The
+  // voucher's claim reads nothing: its base is the count read before the body (vouchers.ts).
   test("both claims in the file row's transaction: the session's raise, the id's claim, the voucher's claim", async () => {
     const { client } = await plain.user();
     await client.upload("dfs", random(4096), { name: "first.bin" }); // the session's window has a highest id
     const commits = await plainRecorder.during(() => client.upload("dfs", random(4096), { name: "claimed.bin" }));
     const statements = commits.find((c) => c.tables.has("files"))?.statements ?? [];
     const from = statements.indexOf("write storage_sessions");
-    expect(statements.slice(from, from + 4)).toEqual(["write storage_sessions", "read", "write session_requests", "write vouchers_used"]);
+    expect(statements.slice(from, from + 3)).toEqual(["write storage_sessions", "write session_requests", "write vouchers_used"]);
   });
 });
 

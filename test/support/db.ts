@@ -45,9 +45,6 @@ class LazyPgSql implements Sql {
   async tx<T>(fn: (tx: Queryable) => Promise<T>, opts?: TxOptions) {
     return (await this.open()).tx(fn, opts);
   }
-  async txCommitting<T>(fn: (tx: Queryable) => Promise<{ last: Promise<T> }>, opts?: TxOptions) {
-    return (await this.open()).txCommitting(fn, opts);
-  }
   async close() {
     if (this.opened) await (await this.opened).close();
   }
