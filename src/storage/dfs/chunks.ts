@@ -32,10 +32,9 @@ export async function sha256Hex(bytes: Uint8Array): Promise<string> {
  * `referenced`: whether a row referenced the chunk when the lease pinned its key (read in the pin's
  * transaction, Lease.pin).
  */
-export async function storeChunk(ctx: DfsContext, hash: string, bytes: Uint8Array, opts: { referenced: boolean; batch?: BlobBatch; lease?: Lease }): Promise<boolean> {
-  const { batch, lease } = opts;
+export async function storeChunk(ctx: DfsContext, hash: string, bytes: Uint8Array, { referenced, batch, lease }: { referenced: boolean; batch?: BlobBatch; lease?: Lease }): Promise<boolean> {
   const key = chunkKey(hash);
-  if (await ctx.guard.ensure(key, () => bytes, bytes.length, { unseen: !opts.referenced, batch, lease })) {
+  if (await ctx.guard.ensure(key, () => bytes, bytes.length, { unseen: !referenced, batch, lease })) {
     await ctx.checks?.wrote(hash); // the file holds bytes that hashed right: its record (D9)
     return true;
   }
