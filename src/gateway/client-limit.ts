@@ -4,31 +4,13 @@
  * for why read limits may stay per gateway). IPv6 clients count per /64, since one host commonly
  * holds a whole /64 and could otherwise take a fresh address per request.
  */
+import { clientKey } from "../http/client-key.ts";
 
 const WINDOW_MS = 3_600_000;
 /** Ended windows are swept when the map grows past this, so memory stays bounded by live clients. */
 const SWEEP_AT = 10_000;
 
 export type Taken = { ok: true } | { ok: false; retryAfter: number };
-
-/** The key an address counts under: an IPv4 address as it is (IPv4-mapped IPv6 included), an
- * IPv6 address as its /64 prefix. Anything else (a test's "local") as it is. */
-export function clientKey(ip: string): string {
-  const address = ip.replace(/%.*$/, "").toLowerCase();
-  const mapped = /^::ffff:(\d{1,3}(?:\.\d{1,3}){3})$/.exec(address);
-  if (mapped) return mapped[1] as string;
-  if (!address.includes(":")) return address;
-  const [head = "", tail] = address.split("::");
-  const groups = (s: string) => (s === "" ? [] : s.split(":"));
-  const left = groups(head);
-  const right = tail === undefined ? [] : groups(tail);
-  // An embedded IPv4 tail is two groups; only the first four groups matter here anyway.
-  const width = right.reduce((n, g) => n + (g.includes(".") ? 2 : 1), 0);
-  const all = tail === undefined ? left : [...left, ...Array<string>(Math.max(0, 8 - left.length - width)).fill("0"), ...right];
-  const prefix = all.slice(0, 4).map((g) => (Number.parseInt(g, 16) || 0).toString(16));
-  while (prefix.length < 4) prefix.push("0");
-  return `${prefix.join(":")}::/64`;
-}
 
 export function createClientLimit(opts: { bytesPerHour: number; now?: () => number }) {
   const now = opts.now ?? Date.now;

@@ -7,7 +7,7 @@
 import { describe, expect, test } from "bun:test";
 import * as dagPb from "@ipld/dag-pb";
 import type { CID } from "multiformats/cid";
-import { clientKey } from "../../src/gateway/client-limit.ts";
+import { clientKey } from "../../src/http/client-key.ts";
 import { randomBytes, trustlessGateway } from "./support.ts";
 
 const MiB = 1024 * 1024;
