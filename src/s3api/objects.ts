@@ -35,6 +35,30 @@ function objectHeaders(row: FileRow): Record<string, string> {
   };
 }
 
+/** How many parts a file was uploaded in: N of a multipart ETag `<md5>-N`, else 1. */
+const partsOf = (row: FileRow) => Number(/-(\d+)$/.exec(row.etag ?? "")?.[1] ?? 1);
+
+/** The one grant every object and bucket has: its owner's full control (ACLs cannot open anything here). */
+function ownerOnlyAcl(did: Did): Response {
+  const owner: [string, Node][] = [["ID", did.canonical], ["DisplayName", did.canonical]];
+  return xmlResponse("AccessControlPolicy", [
+    ["Owner", owner],
+    ["AccessControlList", [["Grant", [['Grantee xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" xsi:type="CanonicalUser"', owner], ["Permission", "FULL_CONTROL"]]]]],
+  ]);
+}
+
+/**
+ * PutObjectAcl / PutBucketAcl: only what changes nothing is accepted — a canned owner-only ACL in
+ * `x-amz-acl` (the router has refused any other) and no ACL document. A document could grant
+ * others access, which this gateway has no way to give, so it is refused whatever it says.
+ */
+function acceptOwnerOnlyAcl(body: string): Response {
+  if (body.trim() !== "") throw s3Error("NotImplemented", "ACL documents are not supported: every object is its owner's alone; send x-amz-acl: private, or nothing");
+  return new Response(null, { status: 200 });
+}
+
+const OBJECT_ATTRIBUTES = new Set(["ETag", "Checksum", "ObjectParts", "StorageClass", "ObjectSize"]);
+
 /** Whether an If-Match / If-None-Match list names this ETag (or `*`). */
 function matches(header: string, etag: string): boolean {
   return header.split(",").some((t) => {
@@ -50,9 +74,19 @@ export function createObjects(direct: DirectStorage) {
     return row;
   }
 
-  /** GetObject and HeadObject: conditions, then Range, then the bytes (GET only, the account's traffic paying). */
-  async function get(did: Did, kind: BackendKind, key: string, request: Request): Promise<Response> {
+  /**
+   * GetObject and HeadObject: conditions, then Range (or `partNumber`), then the bytes (GET only,
+   * the account's traffic paying). A single-part object is its own part 1, as on S3; a multipart
+   * object's part boundaries are not kept, so its parts are not served one by one.
+   */
+  async function get(did: Did, kind: BackendKind, key: string, request: Request, partNumber: string | null = null): Promise<Response> {
     const row = await mustFind(did, kind, key);
+    if (partNumber !== null) {
+      if (!/^\d{1,5}$/.test(partNumber) || Number(partNumber) < 1 || Number(partNumber) > 10000) throw s3Error("InvalidArgument", "Part number must be an integer between 1 and 10000, inclusive", { ArgumentName: "partNumber", ArgumentValue: partNumber });
+      if (request.headers.has("range")) throw s3Error("InvalidRequest", "Cannot specify both Range header and partNumber query parameter");
+      if (partsOf(row) > 1) throw s3Error("NotImplemented", "Reading one part of a multipart object is not implemented: ask for its byte Range instead");
+      if (partNumber !== "1") throw s3Error("InvalidPartNumber", "The requested partnumber is not satisfiable", { PartNumberRequested: partNumber, ActualPartCount: "1" });
+    }
     const headers = objectHeaders(row);
     const ifMatch = request.headers.get("if-match");
     if (ifMatch !== null && !matches(ifMatch, headers.etag as string)) throw s3Error("PreconditionFailed", "At least one of the pre-conditions you specified did not hold", { Condition: "If-Match" });
@@ -195,6 +229,37 @@ export function createObjects(direct: DirectStorage) {
     return xmlResponse("ListBucketResult", entries);
   }
 
+  /** GetObjectAcl: the object must exist; its ACL is its owner's full control. */
+  async function acl(did: Did, kind: BackendKind, key: string): Promise<Response> {
+    await mustFind(did, kind, key);
+    return ownerOnlyAcl(did);
+  }
+
+  /** PutObjectAcl: the object must exist; nothing about it changes (see acceptOwnerOnlyAcl). */
+  async function putAcl(did: Did, kind: BackendKind, key: string, body: string): Promise<Response> {
+    await mustFind(did, kind, key);
+    return acceptOwnerOnlyAcl(body);
+  }
+
+  /**
+   * GetObjectAttributes: the attributes `x-amz-object-attributes` names. No checksum is kept for
+   * an object here, so Checksum is left out (as S3 leaves out what an object lacks); a multipart
+   * object reports its part count, not each part.
+   */
+  async function attributes(did: Did, kind: BackendKind, key: string, wanted: string | null): Promise<Response> {
+    const names = (wanted ?? "").split(",").map((n) => n.trim()).filter(Boolean);
+    if (names.length === 0) throw s3Error("InvalidArgument", "x-amz-object-attributes must name at least one of ETag, Checksum, ObjectParts, StorageClass, ObjectSize", { ArgumentName: "x-amz-object-attributes" });
+    const unknown = names.find((n) => !OBJECT_ATTRIBUTES.has(n));
+    if (unknown !== undefined) throw s3Error("InvalidArgument", `Unknown attribute ${unknown}: ask for ETag, Checksum, ObjectParts, StorageClass or ObjectSize`, { ArgumentName: "x-amz-object-attributes", ArgumentValue: unknown });
+    const row = await mustFind(did, kind, key);
+    const out: [string, Node][] = [];
+    if (names.includes("ETag")) out.push(["ETag", etagOf(row).replace(/"/g, "")]);
+    if (names.includes("ObjectParts") && partsOf(row) > 1) out.push(["ObjectParts", [["TotalPartsCount", partsOf(row)]]]);
+    if (names.includes("StorageClass")) out.push(["StorageClass", "STANDARD"]);
+    if (names.includes("ObjectSize")) out.push(["ObjectSize", row.size]);
+    return xmlResponse("GetObjectAttributesResponse", out, { headers: { "last-modified": httpDate(row.modTime) } });
+  }
+
   /** ListBuckets: the back-ends this key may see. */
   function buckets(did: Did, visible: string[]): Response {
     return xmlResponse("ListAllMyBucketsResult", [
@@ -203,7 +268,20 @@ export function createObjects(direct: DirectStorage) {
     ]);
   }
 
-  return { get, put, copy, remove, removeMany, list, buckets };
+  return {
+    get,
+    put,
+    copy,
+    remove,
+    removeMany,
+    list,
+    buckets,
+    acl,
+    putAcl,
+    attributes,
+    bucketAcl: ownerOnlyAcl,
+    putBucketAcl: acceptOwnerOnlyAcl,
+  };
 }
 
 export type Objects = ReturnType<typeof createObjects>;

@@ -14,6 +14,7 @@ import { authenticate, authorize, payloadOf, smallBody, type Authenticated, type
 import { S3Error, s3Error, toS3Error } from "./errors.ts";
 import { createMultipart } from "./multipart.ts";
 import { createObjects } from "./objects.ts";
+import { refuseUnsupportedHeaders, subresourceOf } from "./subresources.ts";
 import { errorResponse, xmlResponse } from "./xml.ts";
 
 export interface S3ApiDeps {
@@ -68,14 +69,22 @@ export function createS3Api(deps: S3ApiDeps) {
     }
   }
 
+  const notAllowed = () => s3Error("MethodNotAllowed", "The specified method is not allowed against this resource.");
+
+  /**
+   * By sub-resource first (subresources.ts), then by method: a request that names a sub-resource
+   * never reaches the object's own bytes.
+   */
   async function route(request: Request, url: URL, auth: Authenticated): Promise<Response> {
     const method = request.method;
     const q = url.searchParams;
     const { bucket, key } = target(url.pathname);
     const did = auth.did;
+    refuseUnsupportedHeaders(request.headers, method === "GET" || method === "HEAD" ? "read" : "write");
 
     if (!bucket) {
-      if (method !== "GET") throw s3Error("MethodNotAllowed", "The specified method is not allowed against this resource.");
+      subresourceOf(q, "service");
+      if (method !== "GET") throw notAllowed();
       const visible = BUCKETS.filter((b) => (auth.key.bucket === "*" || auth.key.bucket === b) && (() => {
         try {
           direct.kind(b);
@@ -87,36 +96,49 @@ export function createS3Api(deps: S3ApiDeps) {
       return objects.buckets(did, visible);
     }
 
-    if (!key) {
-      if (method === "PUT") {
-        // CreateBucket: the buckets are fixed, the back-ends.
-        if (isStorageKind(bucket)) throw s3Error("BucketAlreadyOwnedByYou", `The bucket ${bucket} already exists: the buckets are dfs and ipfs, and no others can be made`, { BucketName: bucket });
-        throw s3Error("AccessDenied", "Buckets cannot be created: the buckets are dfs and ipfs");
+    if (!key) return bucketRoute(request, q, bucket, auth);
+
+    const sub = subresourceOf(q, "object");
+    const versionId = q.get("versionId");
+    if (versionId !== null && versionId !== "null") throw s3Error("NoSuchVersion", "The specified version does not exist: versioning is never enabled here (the only version is null)", { Key: key, VersionId: versionId });
+    switch (sub) {
+      case "acl": {
+        const kind = bucketOf(auth, bucket, method !== "GET");
+        if (method === "GET") return objects.acl(did, kind, key);
+        if (method === "PUT") return objects.putAcl(did, kind, key, await smallBody(request, auth));
+        throw notAllowed();
       }
-      if (method === "DELETE") throw s3Error("MethodNotAllowed", "Buckets cannot be deleted: the buckets are dfs and ipfs");
-      if (method === "POST" && q.has("delete")) {
-        const kind = bucketOf(auth, bucket, true);
-        return objects.removeMany(did, kind, await smallBody(request, auth));
+      case "attributes":
+        if (method !== "GET") throw notAllowed();
+        return objects.attributes(did, bucketOf(auth, bucket, false), key, request.headers.get("x-amz-object-attributes"));
+      case "uploads":
+        if (method !== "POST") throw notAllowed();
+        return multipart.create(did, bucketOf(auth, bucket, true), bucket, key, request.headers.get("content-type"));
+      case "uploadId": {
+        const uploadId = q.get("uploadId") as string;
+        switch (method) {
+          case "GET":
+            return multipart.listParts(did, bucketOf(auth, bucket, false), bucket, key, uploadId);
+          case "PUT":
+            if (request.headers.has("x-amz-copy-source")) throw s3Error("NotImplemented", "UploadPartCopy (x-amz-copy-source on a part) is not implemented: copy the object whole, or upload its bytes");
+            return multipart.uploadPart(did, bucketOf(auth, bucket, true), key, uploadId, q.get("partNumber"), payloadOf(request, auth).stream);
+          case "POST":
+            return multipart.complete(did, bucketOf(auth, bucket, true), bucket, key, uploadId, await smallBody(request, auth));
+          case "DELETE":
+            return multipart.abort(did, bucketOf(auth, bucket, true), key, uploadId);
+          default:
+            throw notAllowed();
+        }
       }
-      const kind = bucketOf(auth, bucket, false);
-      if (method === "HEAD") return new Response(null, { status: 200, headers: { "x-amz-bucket-region": auth.creds.region } });
-      if (method !== "GET") throw s3Error("MethodNotAllowed", "The specified method is not allowed against this resource.");
-      if (q.has("location")) return xmlResponse("LocationConstraint", []);
-      if (q.has("versioning")) return xmlResponse("VersioningConfiguration", []);
-      if (q.has("uploads")) return multipart.listUploads(did, kind, bucket, q.get("prefix") ?? "");
-      return objects.list(did, kind, bucket, q);
     }
 
     switch (method) {
       case "GET":
-      case "HEAD": {
-        const kind = bucketOf(auth, bucket, false);
-        if (q.has("uploadId") && method === "GET") return multipart.listParts(did, kind, bucket, key, q.get("uploadId") as string);
-        return objects.get(did, kind, key, request);
-      }
+      case "HEAD":
+        return objects.get(did, bucketOf(auth, bucket, false), key, request, q.get("partNumber"));
       case "PUT": {
+        if (q.has("partNumber")) throw s3Error("InvalidRequest", "partNumber needs an uploadId: a part belongs to a multipart upload");
         const kind = bucketOf(auth, bucket, true);
-        if (q.has("uploadId")) return multipart.uploadPart(did, kind, key, q.get("uploadId") as string, q.get("partNumber"), payloadOf(request, auth).stream);
         const source = request.headers.get("x-amz-copy-source");
         if (source !== null) {
           const from = copySource(source);
@@ -125,20 +147,53 @@ export function createS3Api(deps: S3ApiDeps) {
         }
         return objects.put(did, kind, key, payloadOf(request, auth), request.headers.get("content-md5"));
       }
-      case "POST": {
-        const kind = bucketOf(auth, bucket, true);
-        if (q.has("uploads")) return multipart.create(did, kind, bucket, key, request.headers.get("content-type"));
-        if (q.has("uploadId")) return multipart.complete(did, kind, bucket, key, q.get("uploadId") as string, await smallBody(request, auth));
-        throw s3Error("MethodNotAllowed", "The specified method is not allowed against this resource.");
-      }
-      case "DELETE": {
-        const kind = bucketOf(auth, bucket, true);
-        if (q.has("uploadId")) return multipart.abort(did, kind, key, q.get("uploadId") as string);
-        return objects.remove(did, kind, key);
-      }
+      case "DELETE":
+        return objects.remove(did, bucketOf(auth, bucket, true), key);
       default:
-        throw s3Error("MethodNotAllowed", "The specified method is not allowed against this resource.");
+        throw notAllowed();
     }
+  }
+
+  /** Requests on a bucket itself: its listing, uploads, DeleteObjects, and what S3 asks of a bucket. */
+  async function bucketRoute(request: Request, q: URLSearchParams, bucket: string, auth: Authenticated): Promise<Response> {
+    const method = request.method;
+    const did = auth.did;
+    const sub = subresourceOf(q, "bucket");
+    if (method === "PUT" && sub === undefined) {
+      // CreateBucket: the buckets are fixed, the back-ends.
+      if (isStorageKind(bucket)) throw s3Error("BucketAlreadyOwnedByYou", `The bucket ${bucket} already exists: the buckets are dfs and ipfs, and no others can be made`, { BucketName: bucket });
+      throw s3Error("AccessDenied", "Buckets cannot be created: the buckets are dfs and ipfs");
+    }
+    if (method === "DELETE" && sub === undefined) {
+      bucketOf(auth, bucket, false);
+      throw notAllowed();
+    }
+    switch (sub) {
+      case "delete":
+        if (method !== "POST") throw notAllowed();
+        return objects.removeMany(did, bucketOf(auth, bucket, true), await smallBody(request, auth));
+      case "acl": {
+        bucketOf(auth, bucket, method !== "GET");
+        if (method === "GET") return objects.bucketAcl(did);
+        if (method === "PUT") return objects.putBucketAcl(await smallBody(request, auth));
+        throw notAllowed();
+      }
+      case "location":
+        bucketOf(auth, bucket, false);
+        if (method !== "GET") throw notAllowed();
+        return xmlResponse("LocationConstraint", []);
+      case "versioning":
+        bucketOf(auth, bucket, false);
+        if (method === "GET") return xmlResponse("VersioningConfiguration", []);
+        throw s3Error("NotImplemented", "Versioning cannot be enabled on this gateway's buckets");
+      case "uploads":
+        if (method !== "GET") throw notAllowed();
+        return multipart.listUploads(did, bucketOf(auth, bucket, false), bucket, q.get("prefix") ?? "");
+    }
+    const kind = bucketOf(auth, bucket, false);
+    if (method === "HEAD") return new Response(null, { status: 200, headers: { "x-amz-bucket-region": auth.creds.region } });
+    if (method !== "GET") throw notAllowed();
+    return objects.list(did, kind, bucket, q);
   }
 
   /** Answers one request; never throws. */

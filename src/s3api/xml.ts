@@ -16,10 +16,12 @@ export function escapeXml(s: string): string {
   return s.replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&apos;" })[c] as string);
 }
 
+/** `name` may carry attributes after a space (`Grantee xsi:type="CanonicalUser"`), written as they are. */
 function render(name: string, node: Node): string {
   if (node === undefined || node === null) return "";
-  if (Array.isArray(node)) return `<${name}>${node.map(([n, v]) => render(n, v)).join("")}</${name}>`;
-  return `<${name}>${escapeXml(String(node))}</${name}>`;
+  const close = name.split(" ", 1)[0];
+  if (Array.isArray(node)) return `<${name}>${node.map(([n, v]) => render(n, v)).join("")}</${close}>`;
+  return `<${name}>${escapeXml(String(node))}</${close}>`;
 }
 
 /** A whole document: the root element in S3's namespace. */

@@ -453,3 +453,120 @@ describe("never the storage API's JSON on this port", () => {
     expect(answer).toContain("<Code>InvalidRequest</Code>");
   });
 });
+
+describe("sub-resources never touch the object's bytes", () => {
+  const md5 = (b: Uint8Array) => createHash("md5").update(b).digest("hex");
+  /** A fresh object and a check that it reads back byte-exact, under the same name. */
+  async function object(key: string) {
+    const bytes = randomBytes(40_000);
+    await bucketClient(alice.key).write(key, bytes);
+    return {
+      async intact() {
+        const back = await signed(alice.key, "GET", `/dfs/${key}`);
+        expect(back.status).toBe(200);
+        expect(md5(new Uint8Array(await back.arrayBuffer()))).toBe(md5(bytes));
+      },
+    };
+  }
+  const TAGS = '<Tagging><TagSet><Tag><Key>k</Key><Value>v</Value></Tag></TagSet></Tagging>';
+
+  test("PUT ?acl: a canned private ACL is accepted and changes nothing; a public one or an ACL document is NotImplemented", async () => {
+    const o = await object("sub/acl.bin");
+    expect((await signed(alice.key, "PUT", "/dfs/sub/acl.bin", { query: { acl: "" }, headers: { "x-amz-acl": "private" } })).status).toBe(200);
+    await o.intact();
+    const open = await signed(alice.key, "PUT", "/dfs/sub/acl.bin", { query: { acl: "" }, headers: { "x-amz-acl": "public-read" } });
+    expect([open.status, codeIn(await open.text())]).toEqual([501, "NotImplemented"]);
+    const doc = await signed(alice.key, "PUT", "/dfs/sub/acl.bin", { query: { acl: "" }, body: "<AccessControlPolicy><AccessControlList/></AccessControlPolicy>" });
+    expect([doc.status, codeIn(await doc.text())]).toEqual([501, "NotImplemented"]);
+    await o.intact();
+  });
+
+  test("PUT ?tagging, ?legal-hold, ?retention and DELETE ?tagging are NotImplemented; the object stays whole", async () => {
+    const o = await object("sub/tags.bin");
+    for (const sub of ["tagging", "legal-hold", "retention"]) {
+      const put = await signed(alice.key, "PUT", "/dfs/sub/tags.bin", { query: { [sub]: "" }, body: TAGS });
+      expect([sub, put.status, codeIn(await put.text())]).toEqual([sub, 501, "NotImplemented"]);
+    }
+    const del = await signed(alice.key, "DELETE", "/dfs/sub/tags.bin", { query: { tagging: "" } });
+    expect([del.status, codeIn(await del.text())]).toEqual([501, "NotImplemented"]);
+    await o.intact();
+  });
+
+  test("GET ?acl is the owner's full control; ?attributes answers size and ETag; ?torrent is NotImplemented, not the bytes", async () => {
+    await object("sub/get.bin");
+    const acl = await signed(alice.key, "GET", "/dfs/sub/get.bin", { query: { acl: "" } });
+    const aclXml = await acl.text();
+    expect(acl.status).toBe(200);
+    expect(aclXml).toContain("<AccessControlPolicy");
+    expect(aclXml).toContain(`<ID>${alice.client.did}</ID>`);
+    expect(aclXml).toContain("<Permission>FULL_CONTROL</Permission>");
+    const attrs = await signed(alice.key, "GET", "/dfs/sub/get.bin", { query: { attributes: "" }, headers: { "x-amz-object-attributes": "ObjectSize,ETag,StorageClass" } });
+    const attrsXml = await attrs.text();
+    expect(attrs.status).toBe(200);
+    expect(attrsXml).toContain("<ObjectSize>40000</ObjectSize>");
+    expect(attrsXml).toMatch(/<ETag>[0-9a-f]{32}<\/ETag>/);
+    const torrent = await signed(alice.key, "GET", "/dfs/sub/get.bin", { query: { torrent: "" } });
+    expect([torrent.status, codeIn(await torrent.text())]).toEqual([501, "NotImplemented"]);
+    const missing = await signed(alice.key, "GET", "/dfs/sub/none.bin", { query: { acl: "" } });
+    expect([missing.status, codeIn(await missing.text())]).toEqual([404, "NoSuchKey"]);
+  });
+
+  test("bucket sub-resources: ?acl and ?location answer; ?policy, ?cors, ?lifecycle, ?tagging are NotImplemented, never a listing or BucketAlreadyOwnedByYou", async () => {
+    const acl = await signed(alice.key, "GET", "/dfs", { query: { acl: "" } });
+    expect([acl.status, (await acl.text()).includes("FULL_CONTROL")]).toEqual([200, true]);
+    for (const sub of ["policy", "cors", "lifecycle", "tagging", "website", "versions"]) {
+      const get = await signed(alice.key, "GET", "/dfs", { query: { [sub]: "" } });
+      expect([sub, get.status, codeIn(await get.text())]).toEqual([sub, 501, "NotImplemented"]);
+      const put = await signed(alice.key, "PUT", "/dfs", { query: { [sub]: "" }, body: "<x/>" });
+      expect([sub, put.status, codeIn(await put.text())]).toEqual([sub, 501, "NotImplemented"]);
+    }
+    const versioning = await signed(alice.key, "PUT", "/dfs", { query: { versioning: "" }, body: "<VersioningConfiguration><Status>Enabled</Status></VersioningConfiguration>" });
+    expect([versioning.status, codeIn(await versioning.text())]).toEqual([501, "NotImplemented"]);
+    const unknown = await signed(alice.key, "DELETE", "/nosuchbucket");
+    expect([unknown.status, codeIn(await unknown.text())]).toEqual([404, "NoSuchBucket"]);
+  });
+
+  test("an unknown sub-resource is refused; an unknown parameter with a value is ignored, as S3 does", async () => {
+    const o = await object("sub/unknown.bin");
+    const sub = await signed(alice.key, "PUT", "/dfs/sub/unknown.bin", { query: { renameObject: "" }, body: "x" });
+    expect([sub.status, codeIn(await sub.text())]).toEqual([501, "NotImplemented"]);
+    const named = await signed(alice.key, "GET", "/dfs/sub/unknown.bin", { query: { "x-id": "GetObject", colour: "blue" } });
+    expect(named.status).toBe(200);
+    await o.intact();
+  });
+
+  test("server-side encryption is refused, never stored without it; an SSE-C read is refused", async () => {
+    const c = { "x-amz-server-side-encryption-customer-algorithm": "AES256", "x-amz-server-side-encryption-customer-key": Buffer.alloc(32, 7).toString("base64"), "x-amz-server-side-encryption-customer-key-md5": createHash("md5").update(Buffer.alloc(32, 7)).digest("base64") };
+    const ssec = await signed(alice.key, "PUT", "/dfs/sub/ssec.bin", { body: "secret", headers: c });
+    expect([ssec.status, codeIn(await ssec.text())]).toEqual([501, "NotImplemented"]);
+    const sse = await signed(alice.key, "PUT", "/dfs/sub/sse.bin", { body: "secret", headers: { "x-amz-server-side-encryption": "AES256" } });
+    expect([sse.status, codeIn(await sse.text())]).toEqual([501, "NotImplemented"]);
+    for (const key of ["sub/ssec.bin", "sub/sse.bin"]) expect(await bucketClient(alice.key).exists(key)).toBe(false);
+    await object("sub/plain.bin");
+    const read = await signed(alice.key, "GET", "/dfs/sub/plain.bin", { headers: c });
+    expect([read.status, codeIn(await read.text())]).toEqual([400, "InvalidRequest"]);
+  });
+
+  test("versionId other than null is NoSuchVersion; partNumber=1 of a single-part object is the object, 2 is InvalidPartNumber", async () => {
+    const o = await object("sub/parts.bin");
+    const version = await signed(alice.key, "GET", "/dfs/sub/parts.bin", { query: { versionId: "3HL4kqtJlcpXroDTDmjVBH40Nrjfkd" } });
+    expect([version.status, codeIn(await version.text())]).toEqual([404, "NoSuchVersion"]);
+    expect((await signed(alice.key, "GET", "/dfs/sub/parts.bin", { query: { versionId: "null" } })).status).toBe(200);
+    const one = await signed(alice.key, "GET", "/dfs/sub/parts.bin", { query: { partNumber: "1" } });
+    expect([one.status, (await one.arrayBuffer()).byteLength]).toEqual([200, 40_000]);
+    const two = await signed(alice.key, "GET", "/dfs/sub/parts.bin", { query: { partNumber: "2" } });
+    expect([two.status, codeIn(await two.text())]).toEqual([416, "InvalidPartNumber"]);
+    await o.intact();
+  });
+
+  test("UploadPartCopy is refused, not stored as an empty part", async () => {
+    await object("sub/source.bin");
+    const created = await signed(alice.key, "POST", "/dfs/sub/copied.bin", { query: { uploads: "" } });
+    const uploadId = /<UploadId>([^<]+)<\/UploadId>/.exec(await created.text())?.[1] as string;
+    const copy = await signed(alice.key, "PUT", "/dfs/sub/copied.bin", { query: { partNumber: "1", uploadId }, headers: { "x-amz-copy-source": "/dfs/sub/source.bin" } });
+    expect([copy.status, codeIn(await copy.text())]).toEqual([501, "NotImplemented"]);
+    const parts = await signed(alice.key, "GET", "/dfs/sub/copied.bin", { query: { uploadId } });
+    expect(await parts.text()).not.toContain("<Part>");
+    expect((await signed(alice.key, "DELETE", "/dfs/sub/copied.bin", { query: { uploadId } })).status).toBe(204);
+  });
+});

@@ -158,6 +158,24 @@ describe("aws-cli", () => {
     expect(await curl.exited).toBe(0);
   });
 
+  test("s3api put-object-acl --acl private and get-object-acl work; put-object-tagging and an open ACL are refused; the bytes stay", async () => {
+    const bytes = randomBytes(50_000);
+    writeFileSync(join(work, "acl.bin"), bytes);
+    expect((await aws(["s3", "cp", join(work, "acl.bin"), "s3://dfs/acl.bin"])).code).toBe(0);
+    expect((await aws(["s3api", "put-object-acl", "--bucket", "dfs", "--key", "acl.bin", "--acl", "private"])).code).toBe(0);
+    const acl = await aws(["s3api", "get-object-acl", "--bucket", "dfs", "--key", "acl.bin"]);
+    expect(acl.code).toBe(0);
+    expect(JSON.parse(acl.stdout).Grants).toEqual([{ Grantee: { ID: alice.store.did, DisplayName: alice.store.did, Type: "CanonicalUser" }, Permission: "FULL_CONTROL" }]);
+    const open = await aws(["s3api", "put-object-acl", "--bucket", "dfs", "--key", "acl.bin", "--acl", "public-read"]);
+    expect(open.code).not.toBe(0);
+    expect(open.stderr).toContain("NotImplemented");
+    const tags = await aws(["s3api", "put-object-tagging", "--bucket", "dfs", "--key", "acl.bin", "--tagging", "TagSet=[{Key=k,Value=v}]"]);
+    expect(tags.code).not.toBe(0);
+    expect(tags.stderr).toContain("NotImplemented");
+    expect((await aws(["s3", "cp", "s3://dfs/acl.bin", join(work, "acl.back")])).code).toBe(0);
+    expect(md5(readFileSync(join(work, "acl.back")))).toBe(md5(bytes));
+  });
+
   test("a wrong secret → SignatureDoesNotMatch", async () => {
     const wrong = awsCli(endpoint, { ...alice.key, secretAccessKey: `${alice.key.secretAccessKey}x` });
     const res = await wrong(["s3", "ls", "s3://dfs/"]);
