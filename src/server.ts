@@ -34,6 +34,7 @@ import { storedFiles } from "./storage/head.ts";
 import { createIndexer, indexerLag } from "./chain/indexer.ts";
 import { createMetrics, routeLabels, serveMetrics } from "./metrics/index.ts";
 import { aborted, singleton } from "./db/leases.ts";
+import { checkPorts } from "./ports.ts";
 
 export interface RunningServer {
   /** The address it listens on, with the real port when 0 was asked for. */
@@ -50,6 +51,8 @@ const HOLDS_CLEAR_MS = 10 * 60_000;
 const FRAMING_SLACK = 1024 * 1024;
 
 export async function startServer(config: Config, log: Logger): Promise<RunningServer> {
+  // Before anything starts: a busy port is a bad setting, found in milliseconds, all at once.
+  await checkPorts(config);
   makePrivate(config.dataDir, log); // umask 077 too: all that follows writes private files
   const cleanup: (() => unknown)[] = [];
   const closeAll = async () => {

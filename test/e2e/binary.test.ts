@@ -62,6 +62,50 @@ describe("stowage binary", () => {
     expect(env.stderr).toContain("STOWAGE_MAX_BODY");
   }, timeout);
 
+  test("a busy port stops the start before anything starts: each listener's setting named with a way out, all at once, exit 2", async () => {
+    const { createServer } = await import("node:net");
+    const hold = async (host: string) => {
+      const server = createServer();
+      await new Promise<void>((ok) => server.listen({ host, port: 0 }, ok));
+      return { port: (server.address() as { port: number }).port, close: () => new Promise<void>((ok) => server.close(() => ok())) };
+    };
+    const [a, b, c, d] = [await hold("0.0.0.0"), await hold("0.0.0.0"), await hold("127.0.0.1"), await hold("0.0.0.0")];
+    try {
+      const cases: [string[], RegExp][] = [
+        [["--port", String(a.port)], new RegExp(`the HTTP API cannot listen on 0\\.0\\.0\\.0:${a.port} \\(STOWAGE_PORT / --port\\): the port is in use; pick another, such as --port ${a.port + 1}`)],
+        [["--s3-api-port", String(b.port)], /the S3 API .*\(STOWAGE_S3_API_PORT \/ --s3-api-port\).*--s3-api-port 0/],
+        [["--metrics-listen", `127.0.0.1:${c.port}`], /the metrics listener .*\(STOWAGE_METRICS_LISTEN \/ --metrics-listen\).*--metrics-listen off/],
+        [["--ipfs-listen", `/ip4/0.0.0.0/tcp/${d.port}`], new RegExp(`the IPFS node .*\\(STOWAGE_IPFS_LISTEN / --ipfs-listen\\).*--ipfs-listen /ip4/0\\.0\\.0\\.0/tcp/${d.port + 1}`)],
+      ];
+      /** Every listener on a free port (or off) but those `flags` name. */
+      const freeBut = (flags: string[]) => {
+        const free: Record<string, string> = { "--port": "0", "--s3-api-port": "0", "--metrics-listen": "off", "--ipfs-listen": "/ip4/127.0.0.1/tcp/0" };
+        for (let i = 0; i < flags.length; i += 2) free[flags[i] as string] = flags[i + 1] as string;
+        return Object.entries(free).flat();
+      };
+      for (const [flags, message] of cases) {
+        const dataDir = join(tempDir("ports"), "data");
+        const started = Date.now();
+        const r = await runBinary(["serve", "--data-dir", dataDir, ...freeBut(flags)]);
+        expect(r.code).toBe(2);
+        expect(r.stderr).toMatch(message);
+        // Nothing started: no data dir was made (so no chain, no anvil copied out, no database).
+        expect(existsSync(dataDir)).toBe(false);
+        expect(Date.now() - started).toBeLessThan(5_000);
+      }
+      // All at once, in one message.
+      const all = await runBinary(["serve", "--data-dir", join(tempDir("ports"), "data"), "--port", String(a.port), "--s3-api-port", String(b.port), "--metrics-listen", `127.0.0.1:${c.port}`, "--ipfs-listen", `/ip4/0.0.0.0/tcp/${d.port}`]);
+      expect(all.code).toBe(2);
+      for (const setting of ["--port)", "--s3-api-port)", "--metrics-listen)", "--ipfs-listen)"]) expect(all.stderr).toContain(setting);
+      // Two of its own listeners on one port are named too.
+      const same = await runBinary(["serve", "--data-dir", join(tempDir("ports"), "data"), ...freeBut(["--metrics-listen", `127.0.0.1:${a.port + 7}`, "--ipfs-listen", `/ip4/0.0.0.0/tcp/${a.port + 7}`])]);
+      expect(same.code).toBe(2);
+      expect(same.stderr).toContain("wants the same port");
+    } finally {
+      for (const h of [a, b, c, d]) await h.close();
+    }
+  }, timeout);
+
   test("an unknown command exits 2", async () => {
     expect((await runBinary(["frobnicate"])).code).toBe(2);
   }, timeout);
