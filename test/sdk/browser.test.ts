@@ -16,6 +16,7 @@ import { bytesToHex } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { connectStorage } from "../../src/sdk/storage.ts";
 import { runBinary, startBinary, type RunningBinary } from "../support/binary.ts";
+import { buildSdk } from "../support/sdk-build.ts";
 import { tempDir } from "../support/tmp.ts";
 
 const root = join(import.meta.dir, "..", "..");
@@ -55,8 +56,7 @@ document.body.dataset.ready = "yes";
 const bareImports = (js: string) => new Set([...js.matchAll(/(?:\bfrom\s*|\bimport\s*\(\s*)["']([^"'./][^"']*)["']/g)].map((m) => m[1] as string));
 
 beforeAll(async () => {
-  const build = Bun.spawnSync([process.execPath, join(root, "scripts", "build-sdk.ts")], { cwd: root, stdout: "pipe", stderr: "pipe", env: { ...process.env, BUN_BE_BUN: "1" } });
-  if (build.exitCode !== 0) throw new Error(`build-sdk failed: ${build.stderr}`);
+  await buildSdk();
   const install = Bun.spawnSync(["sh", "scripts/chromium.sh", "install"], { cwd: root, stdout: "inherit", stderr: "inherit" });
   if (install.exitCode !== 0) throw new Error("scripts/chromium.sh install failed");
 
