@@ -16,7 +16,7 @@ import { storageError } from "./http/errors.ts";
 import { listen, type Listener } from "./http/listen.ts";
 import { startChain } from "./chain/start.ts";
 import { createAccountServices } from "./accounts/index.ts";
-import { ethrResolver, keyStillSigns } from "./identity/resolver.ts";
+import { ethrResolver } from "./identity/resolver.ts";
 import { storageDomain } from "./identity/eip712.ts";
 import { createKeys, findAccessKey } from "./keys/index.ts";
 import { createGrants } from "./grants/index.ts";
@@ -86,7 +86,8 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
       log,
       secrets,
       publicClient: chain.context.publicClient,
-      refreshGuards: { did: (session) => keyStillSigns(resolver, config.chainId, session) },
+      // Tokens act for a DID while the key that signed in may sign for it (D21): asked at every use and refresh.
+      resolver,
     });
     const quota = createQuota({ sql: database.sql, chain: chain.context, log, storedBytes: storedBytesSql, onPurchase: metrics.purchase });
     // Only expired holds: live ones may be another gateway's (D16). Expired ones count against no

@@ -16,6 +16,7 @@ export const ACCOUNT_ERROR_CODES = {
   REFRESH_MISSING: { error: "UNAUTHORIZED", message: "A refresh token is required in the Authorization header" },
   REFRESH_REVOKED: { error: "UNAUTHORIZED", message: "This session was revoked; log in again" },
   REFRESH_REUSED: { error: "UNAUTHORIZED", message: "This refresh token was already replaced; the session is revoked, log in again" },
+  TOKEN_KEY_REVOKED: { error: "UNAUTHORIZED", message: "The key this token was issued to may no longer sign for its DID (the DID registry names another owner, or the delegate was revoked); log in again with a key the DID allows" },
   ACCOUNT_GONE: { error: "UNAUTHORIZED", message: "The account of this token no longer exists" },
   // email and password
   EMAIL_INVALID: { error: "PARAM_ERROR", message: "email is not a valid address" },
@@ -52,6 +53,10 @@ export const ACCOUNT_ERROR_CODES = {
   WRONG_DOMAIN: { error: "UNAUTHORIZED", message: "The message's domain or URI is not an allowed origin" },
   WRONG_CHAIN: { error: "UNAUTHORIZED", message: "The message's chain id is not the chain of this server" },
   WRONG_ADDRESS: { error: "UNAUTHORIZED", message: "The message's address is not the one the challenge was issued to" },
+  ADDRESS_NOT_DID_OWNER: {
+    error: "UNAUTHORIZED",
+    message: "This address may no longer sign for its own DID: the DID registry names another owner. Sign in with a key the DID allows",
+  },
   SIGNATURE_INVALID: { error: "UNAUTHORIZED", message: "The signature does not match the message's address" },
   CHAIN_UNAVAILABLE: { error: "UNAVAILABLE", message: "The chain did not answer in time to check the signature; try again" },
   // points

@@ -5,7 +5,10 @@
  * field of the signed message must equal the challenge issued for that nonce (D14: fields, not
  * bytes, since wallet libraries rebuild the text; see siwe.ts). Signatures are checked for
  * plain keys locally and for smart wallets (EIP-1271, undeployed ERC-6492) on the chain, with a
- * gas and time cap. The account is the address: uid = EIP-55 address, did = did:ethr:<chain>:<address>.
+ * gas and time cap. The account is the address: uid = EIP-55 address, did = did:ethr:<chain>:<address>,
+ * and only while the registry lets the address sign for that DID (D21): once the DID has another
+ * owner, the address is a stranger to it and to its account, and the sign-in is refused, as the
+ * DID login (POST /login) refuses it.
  */
 import { getAddress, isAddress, isHex, verifyMessage as verifyEoaMessage, type Address, type Hex } from "viem";
 import { createSiweMessage, generateSiweNonce } from "viem/siwe";
@@ -16,6 +19,7 @@ import type { TokenService } from "./tokens.ts";
 import type { UserService } from "./users.ts";
 import type { ClientInfo, Ctx, SignatureVerifier, TokenPair } from "./types.ts";
 import { canonicalDid } from "../identity/did.ts";
+import type { DidResolver } from "../identity/resolver.ts";
 
 export const CHALLENGE_TTL_MS = 10 * 60_000;
 /** A smart wallet's check is one eth_call; a chain slower than this is treated as down. */
@@ -63,7 +67,7 @@ function withTimeout<T>(work: Promise<T>, ms: number): Promise<T | "timeout"> {
   return Promise.race([work, timeout]).finally(() => clearTimeout(timer));
 }
 
-export function createEvmService(ctx: Ctx, deps: { tokens: TokenService; users: UserService; publicClient?: SignatureVerifier | undefined }): EvmService {
+export function createEvmService(ctx: Ctx, deps: { tokens: TokenService; users: UserService; resolver: DidResolver; publicClient?: SignatureVerifier | undefined }): EvmService {
   const { config, sql, now, limits, log } = ctx;
   const allowed = new Set(config.allowedOrigins.map(originOf).filter((o): o is string => o !== undefined));
 
@@ -145,8 +149,15 @@ export function createEvmService(ctx: Ctx, deps: { tokens: TokenService; users: 
       if (!(await signatureIsValid(address, message, signature))) throw fail("SIGNATURE_INVALID");
 
       const did = didFor(config.chainId, address);
+      const owns = await withTimeout(deps.resolver.canSign({ address, canonical: did }, address), VERIFY_TIMEOUT_MS).catch((err: unknown) => {
+        log.warn("DID registry lookup failed", { address, err: (err as Error).message });
+        throw fail("CHAIN_UNAVAILABLE");
+      });
+      if (owns === "timeout") throw fail("CHAIN_UNAVAILABLE");
+      if (!owns) throw fail("ADDRESS_NOT_DID_OWNER");
       const user = await deps.users.upsert(address, { refresh: { address, did } });
-      return { did, number: String(user.number), ...(await deps.tokens.issue(user, "evm", client)) };
+      // The address signed in: the key the session's tokens act with, asked again at each use.
+      return { did, number: String(user.number), ...(await deps.tokens.issue(user, "evm", { ...client, signer: address })) };
     },
   };
 }

@@ -2,7 +2,7 @@
  * The account API's services, built once per server from its parts.
  *
  * @example
- *   const accounts = createAccountServices({ config, sql, log, secrets, publicClient: chain.publicClient })
+ *   const accounts = createAccountServices({ config, sql, log, secrets, resolver, publicClient: chain.publicClient })
  *   app.use(accountRoutes(accounts))
  *   await accounts.tokens.verifyAccessToken(bearer) // { uid, did? }, for other route groups
  */
@@ -14,8 +14,8 @@ import { defaultLimits } from "./limits.ts";
 import { createMailer } from "./mailer.ts";
 import { createMessengerService, type MessengerService } from "./messenger.ts";
 import { createPointsService, type PointsService } from "./points.ts";
-import { createTokenService, type RefreshGuard, type TokenService } from "./tokens.ts";
-import type { AccountDeps, Ctx, LoginMethod } from "./types.ts";
+import { createTokenService, type TokenService } from "./tokens.ts";
+import type { AccountDeps, Ctx } from "./types.ts";
 import { createUserService, type UserService } from "./users.ts";
 
 export interface AccountServices {
@@ -30,7 +30,7 @@ export interface AccountServices {
   limiter: SharedRateLimiter;
 }
 
-export function createAccountServices(deps: AccountDeps & { refreshGuards?: Partial<Record<LoginMethod, RefreshGuard>> }): AccountServices {
+export function createAccountServices(deps: AccountDeps): AccountServices {
   const now = deps.now ?? Date.now;
   const ctx: Ctx = {
     config: deps.config,
@@ -41,7 +41,7 @@ export function createAccountServices(deps: AccountDeps & { refreshGuards?: Part
     limiter: createSharedRateLimiter(deps.sql, { now, enabled: deps.config.rateLimits !== "off" }),
   };
   const jwtKey = deps.secrets.jwtKey;
-  const tokens = createTokenService(ctx, jwtKey, deps.refreshGuards);
+  const tokens = createTokenService(ctx, jwtKey, deps.resolver);
   const users = createUserService(ctx);
   const mailer = deps.mailer ?? createMailer(deps.config, deps.log);
   return {
@@ -50,7 +50,7 @@ export function createAccountServices(deps: AccountDeps & { refreshGuards?: Part
     email: createEmailService(ctx, { jwtKey, mailer, tokens, users }),
     messenger: createMessengerService(ctx, { tokens, users }),
     browser: createBrowserService(ctx, { tokens, users }),
-    evm: createEvmService(ctx, { tokens, users, publicClient: deps.publicClient }),
+    evm: createEvmService(ctx, { tokens, users, resolver: deps.resolver, publicClient: deps.publicClient }),
     points: createPointsService(ctx),
     limiter: ctx.limiter,
   };

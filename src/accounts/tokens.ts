@@ -1,6 +1,12 @@
 /**
  * Access and refresh tokens (DESIGN.md D3): HS256 JWTs signed with the key in DATA_DIR/secrets,
- * claims `sub` (uid), `did` (when the account has one), `typ`, `jti`, `iat`, `exp`.
+ * claims `sub` (uid), `did` and `key` (when a login proved a key for the account's DID), `typ`,
+ * `jti`, `iat`, `exp`.
+ *
+ * Authority follows the registry (D21): a token acts for its DID only while `key`, the key that
+ * signed in, may sign for it. Every use of an access token asks the resolver (cached, so a map
+ * lookup), and so does every refresh (a refusal there ends the whole session): once the DID's owner
+ * changes or a delegate is revoked, the old key's tokens stop within the resolver's cache time.
  *
  * Refresh rotates lazily: a refresh answers a new pair, the presented token stays usable until
  * its child is first used, and any other token of the session ("family") presented after that
@@ -14,6 +20,9 @@
  *   const { uid, did } = await tokens.verifyAccessToken(pair.accessToken)
  */
 import { SignJWT, errors as joseErrors, jwtVerify, type JWTPayload } from "jose";
+import { getAddress, isAddress, type Address } from "viem";
+import { InvalidDid, parseDid, type Did } from "../identity/did.ts";
+import type { DidResolver } from "../identity/resolver.ts";
 import { fail, type AccountErrorCode } from "./error-codes.ts";
 import { keyedHash, safeEqual } from "./hash.ts";
 import { enforce } from "./limits.ts";
@@ -25,7 +34,8 @@ export type TokenType = "access" | "refresh";
 export class TokenError extends Error {
   override name = "TokenError";
   constructor(
-    readonly reason: "missing" | "invalid" | "expired" | "wrong-type",
+    /** `bad-did`: the token names a DID this gateway cannot read; `key-revoked`: its key may no longer sign for its DID. */
+    readonly reason: "missing" | "invalid" | "expired" | "wrong-type" | "bad-did" | "key-revoked",
     message: string,
   ) {
     super(message);
@@ -35,13 +45,9 @@ export class TokenError extends Error {
 export interface AccessClaims {
   uid: string;
   did?: string;
+  /** The key that signed in for `did`: it may sign for the DID (checked on every use). */
+  key?: Address;
 }
-
-/**
- * A check run before a session's refresh; false revokes the session. D3: a DID login's session
- * ends at refresh once the key that logged in is no longer valid for the DID.
- */
-export type RefreshGuard = (session: { method: string; userId: number; uid: string; did: string | null; signer: string | null }) => Promise<boolean>;
 
 export interface TokenService {
   issue(user: UserRow, method: LoginMethod, client?: ClientInfo): Promise<TokenPair>;
@@ -57,6 +63,8 @@ const REASON_CODES: Record<TokenError["reason"], AccountErrorCode> = {
   invalid: "TOKEN_INVALID",
   expired: "TOKEN_EXPIRED",
   "wrong-type": "TOKEN_NOT_ACCESS",
+  "bad-did": "TOKEN_INVALID",
+  "key-revoked": "TOKEN_KEY_REVOKED",
 };
 
 /** The account API's answer to a TokenError. */
@@ -93,27 +101,45 @@ interface Found {
 }
 const seconds = (ms: number) => Math.floor(ms / 1000);
 
+/** For whom a token acts: a DID and the key that signed in for it. */
+interface Authority {
+  did: string;
+  key: Address;
+}
+
 /**
- * Access tokens verified lately, by their text. D3's access tokens are stateless (nothing revokes
- * one before its `exp`: sessions end at refresh), so a token that verified once stays valid until
- * its `exp`, which every hit checks against the clock as jose does; the HMAC and the claims need
- * not be checked again on every request (≈ 25 µs each, issue 10). Only valid access tokens enter,
- * so the size is bounded by the tokens issued; past it the oldest entry goes.
+ * The key a session signed in with: the one its login recorded, or for a wallet sign-in (EIP-4361)
+ * that recorded none, the address that signed, which is its uid. No key, no authority.
+ */
+function sessionKey(found: Pick<Found, "signer" | "method" | "uid">): Address | undefined {
+  const key = found.signer ?? (found.method === "evm" ? found.uid : null);
+  return key !== null && isAddress(key, { strict: false }) ? getAddress(key) : undefined;
+}
+
+/**
+ * Access tokens verified lately, by their text. The HMAC and the claims of a token that verified
+ * once need not be checked again on every request (≈ 25 µs each): a hit is checked against the
+ * clock as jose does, and its DID's authority (parsed once, kept with it) is asked of the
+ * resolver's cache every time. Only valid access tokens enter, so the size is bounded by the
+ * tokens issued; past it the oldest entry goes.
  */
 const VERIFIED_MAX = 4096;
 
-export function createTokenService(ctx: Ctx, jwtKey: Uint8Array, guards: Partial<Record<LoginMethod, RefreshGuard>> = {}): TokenService {
+/**
+ * `resolver` says who may sign for a DID now: a token acts for its DID only while its key may.
+ */
+export function createTokenService(ctx: Ctx, jwtKey: Uint8Array, resolver: DidResolver): TokenService {
   const { sql, config, now } = ctx;
   const hashToken = (token: string) => keyedHash(jwtKey, "refresh-token", token);
   // Imported once: given raw bytes, jose would import the key again on every sign and verify.
   const hmacKey = crypto.subtle.importKey("raw", new Uint8Array(jwtKey), { name: "HMAC", hash: "SHA-256" }, false, ["sign", "verify"]);
 
-  const sign = async (typ: TokenType, user: Pick<UserRow, "uid" | "did">, jti: string, issuedMs: number) => {
+  const sign = async (typ: TokenType, uid: string, authority: Authority | undefined, jti: string, issuedMs: number) => {
     const ttl = typ === "access" ? config.accessTokenTtl : config.refreshTokenTtl;
-    const claims: JWTPayload = { typ, ...(user.did ? { did: user.did } : {}) };
+    const claims: JWTPayload = { typ, ...(authority ? { did: authority.did, key: authority.key } : {}) };
     return new SignJWT(claims)
       .setProtectedHeader({ alg: "HS256", typ: "JWT" })
-      .setSubject(user.uid)
+      .setSubject(uid)
       .setJti(jti)
       .setIssuedAt(seconds(issuedMs))
       .setExpirationTime(seconds(issuedMs + ttl))
@@ -131,10 +157,52 @@ export function createTokenService(ctx: Ctx, jwtKey: Uint8Array, guards: Partial
     }
     if (typeof payload.sub !== "string" || typeof payload.jti !== "string") throw new TokenError("invalid", "token lacks sub or jti");
     if (payload.typ !== typ) throw new TokenError("wrong-type", `token is not a ${typ} token`);
-    return { sub: payload.sub, jti: payload.jti, did: typeof payload.did === "string" ? payload.did : undefined, exp: payload.exp };
+    return { sub: payload.sub, jti: payload.jti, did: typeof payload.did === "string" ? payload.did : undefined, key: typeof payload.key === "string" ? payload.key : undefined, exp: payload.exp };
   }
 
-  const verified = new Map<string, { claims: AccessClaims; exp: number }>();
+  /** Whether `key` may sign for `did` now; a DID this gateway cannot read has no one who may. */
+  async function mayAct(did: string, key: Address): Promise<boolean> {
+    let who: Did;
+    try {
+      who = parseDid(did, config.chainId);
+    } catch (err) {
+      if (err instanceof InvalidDid) return false;
+      throw err;
+    }
+    return resolver.canSign(who, key);
+  }
+
+  /** An access token's DID (parsed) and key, kept with its claims so that each use asks the resolver alone. */
+  interface Verified {
+    claims: AccessClaims;
+    exp: number;
+    act?: { did: Did; key: Address };
+  }
+  const verified = new Map<string, Verified>();
+
+  /** The claims of a verified token, once its key may still sign for its DID. */
+  async function authorized(entry: Verified): Promise<AccessClaims> {
+    if (entry.act && !(await resolver.canSign(entry.act.did, entry.act.key))) {
+      throw new TokenError("key-revoked", "the key this token was issued to may no longer sign for its DID");
+    }
+    return entry.claims;
+  }
+
+  /** What a freshly verified access token acts for: its DID, parsed, and its key. */
+  function actsFor(claims: { did?: string; key?: string }): Verified["act"] {
+    if (claims.did === undefined) return undefined;
+    let did: Did;
+    try {
+      did = parseDid(claims.did, config.chainId);
+    } catch {
+      throw new TokenError("bad-did", "the token's DID is not one of this gateway's chain");
+    }
+    // Every token this gateway issues with a DID names its key; one that names none stands for the
+    // DID's own address, which may sign only while it owns the DID.
+    if (claims.key === undefined) return { did, key: did.address };
+    if (!isAddress(claims.key, { strict: false })) throw new TokenError("invalid", "token's key is not an address");
+    return { did, key: getAddress(claims.key) };
+  }
 
   const revokeFamily = (familyId: string, reason: string) => sql.run(REVOKE_FAMILY, [familyId, now(), reason]);
 
@@ -144,7 +212,10 @@ export function createTokenService(ctx: Ctx, jwtKey: Uint8Array, guards: Partial
       const familyId = newId();
       const accessId = newId();
       const refreshId = newId();
-      const [accessToken, refreshToken] = await Promise.all([sign("access", user, accessId, t), sign("refresh", user, refreshId, t)]);
+      // A DID only with the key that proved it: a login that signed nothing acts for no DID.
+      const signer = client?.signer !== undefined && isAddress(client.signer, { strict: false }) ? getAddress(client.signer) : undefined;
+      const authority = user.did && signer ? { did: user.did, key: signer } : undefined;
+      const [accessToken, refreshToken] = await Promise.all([sign("access", user.uid, authority, accessId, t), sign("refresh", user.uid, authority, refreshId, t)]);
       await sql.tx(
         async (tx) => {
           await tx.run(INSERT_FAMILY, [familyId, user.id, refreshId, method, client?.source ?? "", client?.useragent ?? "", client?.signer ?? null, t]);
@@ -169,15 +240,21 @@ export function createTokenService(ctx: Ctx, jwtKey: Uint8Array, guards: Partial
       if (!found || !safeEqual(found.tokenHash, hashToken(presented))) throw fail("TOKEN_INVALID");
       if (found.revokedAt !== null) throw fail("REFRESH_REVOKED");
 
-      const guard = guards[found.method as LoginMethod];
-      if (guard && !(await guard({ method: found.method, userId: found.userId, uid: found.uid, did: found.did, signer: found.signer }))) {
-        await revokeFamily(found.familyId, "login key no longer valid");
-        throw fail("REFRESH_REVOKED");
+      // An account with a DID refreshes only while the key that signed in may sign for it (D3, D21):
+      // once the DID's owner changes or the delegate goes, the whole session ends here.
+      let authority: Authority | undefined;
+      if (found.did !== null) {
+        const key = sessionKey(found);
+        if (key === undefined || !(await mayAct(found.did, key))) {
+          await revokeFamily(found.familyId, "login key no longer valid");
+          throw fail("REFRESH_REVOKED", "the key this session signed in with may no longer sign for its DID");
+        }
+        authority = { did: found.did, key };
       }
 
       const t = now();
       const childId = newId();
-      const [accessToken, refreshToken] = await Promise.all([sign("access", found, newId(), t), sign("refresh", found, childId, t)]);
+      const [accessToken, refreshToken] = await Promise.all([sign("access", found.uid, authority, newId(), t), sign("refresh", found.uid, authority, childId, t)]);
       // Another refresh may have moved the head while this one was signing: the head moves only
       // if it is still this token or its parent, and the child is written in the same transaction.
       const outcome = await sql.tx(
@@ -205,17 +282,19 @@ export function createTokenService(ctx: Ctx, jwtKey: Uint8Array, guards: Partial
       const hit = token ? verified.get(token) : undefined;
       if (hit) {
         // jose's test: expired once `exp` <= now, in whole seconds.
-        if (hit.exp > seconds(now())) return hit.claims;
+        if (hit.exp > seconds(now())) return authorized(hit);
         verified.delete(token as string);
         throw new TokenError("expired", "token has expired");
       }
       const claims = await decode(token, "access");
-      const answer: AccessClaims = Object.freeze({ uid: claims.sub, ...(claims.did ? { did: claims.did } : {}) });
+      const act = actsFor(claims);
+      const answer: AccessClaims = Object.freeze({ uid: claims.sub, ...(act ? { did: claims.did, key: act.key } : {}) });
+      const entry: Verified = { claims: answer, exp: claims.exp ?? Number.POSITIVE_INFINITY, ...(act ? { act } : {}) };
       if (claims.exp !== undefined) {
         if (verified.size >= VERIFIED_MAX) verified.delete(verified.keys().next().value as string);
-        verified.set(token as string, { claims: answer, exp: claims.exp });
+        verified.set(token as string, entry);
       }
-      return answer;
+      return authorized(entry);
     },
 
     async revokeAll(userId, reason) {

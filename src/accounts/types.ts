@@ -1,6 +1,7 @@
 /** Types shared by the account services and their routes. */
 import type { Address, Hex } from "viem";
 import type { Config } from "../config.ts";
+import type { DidResolver } from "../identity/resolver.ts";
 import type { Sql } from "../db/sql.ts";
 import type { Logger } from "../log.ts";
 import type { Secrets } from "../datadir/secrets.ts";
@@ -21,7 +22,8 @@ export interface TokenPair {
 export interface ClientInfo {
   source: string;
   useragent?: string | undefined;
-  /** The key that signed a DID login. */
+  /** The key that signed in for the account's DID (a DID login's signer, a wallet's address):
+   * the session's tokens act for the DID while it may sign for it. */
   signer?: string | undefined;
 }
 
@@ -44,6 +46,8 @@ export interface AccountDeps {
   sql: Sql;
   log: Logger;
   secrets: Pick<Secrets, "jwtKey">;
+  /** Who may sign for a DID now (the DID registry): tokens act for a DID only while their key may. */
+  resolver: DidResolver;
   /** The chain's public client: EIP-1271 and ERC-6492 wallets need it. */
   publicClient?: SignatureVerifier | undefined;
   /** Default: SMTP when `config.smtpUrl` is set, else the dev mailbox in DATA_DIR/mail. */

@@ -33,6 +33,8 @@ const REASONS: Record<string, string> = {
   invalid: "invalid token",
   expired: "invalid token: expired",
   "wrong-type": "invalid token payload: not an access token",
+  "bad-did": "invalid token payload: bad DID",
+  "key-revoked": "invalid token: the key it was issued to may no longer sign for its DID; log in again",
 };
 
 const refusal = (err: unknown): string | undefined => {

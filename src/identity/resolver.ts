@@ -1,7 +1,13 @@
 /**
- * Who may sign for a DID (D2): for did:ethr, the identity's current owner in the ERC-1056
- * registry or one of its valid `sigAuth`/`veriKey` delegates. Answers are cached for at most
- * `cacheMs` (10 s by default), so a revoked delegate stops working within that time.
+ * Who may sign for a DID (D2, D21): for did:ethr, the identity's current owner in the ERC-1056
+ * registry or one of its valid `sigAuth`/`veriKey` delegates — the identity's own address only
+ * while it is the owner. Every credential that acts for a DID asks this on each use, so answers
+ * are cached: an answer is at most `cacheMs` old (10 s by default), which bounds how long a
+ * revoked delegate or a rotated-away owner key keeps working.
+ *
+ * The cache is refreshed ahead: a hit past half its age is answered at once while a fresh lookup
+ * runs, so a key in steady use never waits for the chain on its requests (uploads and downloads
+ * ask on every call); only a key unseen for `cacheMs` waits for a lookup.
  *
  * @example
  *   const resolver = ethrResolver({ publicClient, registry, chainId: 985 })
@@ -17,8 +23,21 @@ export interface DidResolver {
   canSign(did: Did, signer: Address): Promise<boolean>;
 }
 
-export function ethrResolver({ publicClient, registry, cacheMs = 10_000, now = Date.now }: { publicClient: PublicClient<Transport, Chain>; registry: Address; cacheMs?: number; now?: () => number }): DidResolver {
-  const cache = new Map<string, { at: number; ok: Promise<boolean> }>();
+/** D2: lookups are cached for at most this long. */
+export const RESOLVER_CACHE_MS = 10_000;
+/** Distinct (identity, signer) answers kept; past it the oldest goes. */
+const CACHE_MAX = 10_000;
+
+interface Entry {
+  /** When the lookup behind `ok` began: the chain it read is at least this recent. */
+  at: number;
+  ok: Promise<boolean>;
+  /** A lookup ahead of expiry is under way. */
+  renewing?: boolean;
+}
+
+export function ethrResolver({ publicClient, registry, cacheMs = RESOLVER_CACHE_MS, now = Date.now }: { publicClient: PublicClient<Transport, Chain>; registry: Address; cacheMs?: number; now?: () => number }): DidResolver {
+  const cache = new Map<string, Entry>();
 
   async function lookup(identity: Address, signer: Address): Promise<boolean> {
     const owner = await publicClient.readContract({ address: registry, abi: didRegistryAbi, functionName: "identityOwner", args: [identity] });
@@ -29,24 +48,43 @@ export function ethrResolver({ publicClient, registry, cacheMs = 10_000, now = D
     return (await Promise.all(checks)).some(Boolean);
   }
 
+  function store(key: string, entry: Entry) {
+    cache.delete(key); // re-inserted last: the oldest-first eviction below sees it as new
+    cache.set(key, entry);
+    if (cache.size > CACHE_MAX) cache.delete(cache.keys().next().value as string);
+  }
+
   return {
     canSign(did, signer) {
       const key = `${did.address}:${signer.toLowerCase()}`;
+      const t = now();
       const hit = cache.get(key);
-      if (hit && now() - hit.at < cacheMs) return hit.ok;
+      if (hit && t - hit.at < cacheMs) {
+        if (t - hit.at >= cacheMs / 2 && !hit.renewing) {
+          hit.renewing = true;
+          const ok = lookup(did.address, signer);
+          // The old answer stays until the new one is in; a failed renewal leaves it to expire.
+          ok.then(
+            () => store(key, { at: t, ok }),
+            () => void (hit.renewing = false),
+          );
+        }
+        return hit.ok;
+      }
       const ok = lookup(did.address, signer);
-      cache.set(key, { at: now(), ok });
+      store(key, { at: t, ok });
       // A failed lookup is not an answer: don't keep it.
-      ok.catch(() => cache.delete(key));
-      if (cache.size > 10_000) cache.delete(cache.keys().next().value as string);
+      ok.catch(() => {
+        if (cache.get(key)?.ok === ok) cache.delete(key);
+      });
       return ok;
     },
   };
 }
 
 /**
- * D3: a DID login's session lasts while the key that logged in may still sign for the DID; the
- * account API asks this at each refresh.
+ * Whether the key a credential recorded (a login's signer, an access key's minter) may still sign
+ * for its DID: the account API asks this at each refresh, the S3 API at each request.
  */
 export async function keyStillSigns(resolver: DidResolver, chainId: number, session: { did: string | null; signer: string | null }): Promise<boolean> {
   if (!session.did || !session.signer || !isAddress(session.signer)) return false;

@@ -166,8 +166,12 @@ async function wholeOf(stream: ReadableStream<Uint8Array>): Promise<Uint8Array> 
 export function createStorage(deps: StorageDeps) {
   const { sql, log, chainId } = deps;
   const sessions = createSessions({ sql, resolver: deps.resolver, domain: deps.domain, chainId, now: deps.now, sessionKeys: deps.sessionKeys });
-  /** Whether `key` may sign vouchers for the DID: its owner, a delegate, or a session key it granted. */
-  const paysFor = async (who: Did, key: Address) => who.address === key || (await deps.resolver.canSign(who, key)) || ((await deps.sessionKeys?.allows(who, key)) ?? false);
+  /**
+   * Whether `key` may sign vouchers for the DID: its owner, a delegate, or a session key it granted
+   * (D21: the registry says which, now; the DID's own address is one of them only while it owns the
+   * DID). The resolver's cache makes this a map lookup on the hot path.
+   */
+  const paysFor = async (who: Did, key: Address) => (await deps.resolver.canSign(who, key)) || ((await deps.sessionKeys?.allows(who, key)) ?? false);
   const vouchers = createVouchers({ sql, domain: deps.domain, seller: deps.seller, now: deps.now });
   const files = createFiles(sql, deps.now);
   // Every back-end failure reaches this service already mapped (storage/errors.ts).
@@ -279,9 +283,18 @@ export function createStorage(deps: StorageDeps) {
     return owner ? await files.owns(canonicalDid(owner, chainId), kind, cid) : undefined;
   }
 
-  /** Whom a download reads for: the payer, or the DID `did` names when the payer is one of its keys (D2). */
+  /**
+   * Whom a download reads for: the DID `did` names when the payer is one of its keys (D2), else the
+   * payer's own DID — while the payer may sign for it: once its DID has another owner, the old
+   * address is a stranger to its files and its traffic (D21).
+   */
   async function readerOf(payer: Address, did: string | undefined): Promise<Address> {
-    if (!did) return payer;
+    if (!did) {
+      if (!(await deps.resolver.canSign({ address: payer, canonical: canonicalDid(payer, chainId) }, payer))) {
+        throw storageError.forbidden("Permission denied: the voucher's payer may no longer sign for its own DID (the DID registry names another owner)");
+      }
+      return payer;
+    }
     let who: Did;
     try {
       who = parseDid(did, chainId);

@@ -16,6 +16,7 @@ import { openPostgres } from "../../src/db/postgres.ts";
 import type { Sql } from "../../src/db/sql.ts";
 import { rememberClientIp } from "../../src/http/client-ip.ts";
 import { silentLogger } from "../../src/log.ts";
+import { selfOwned } from "../support/app.ts";
 import { ORIGIN, memoryMailer, testClock, type Call } from "../support/accounts.ts";
 import { TEST_DB, testDatabaseUrl } from "../support/db.ts";
 import { tempDir } from "../support/tmp.ts";
@@ -48,7 +49,7 @@ async function sharedDatabase(dirs: [string, string]): Promise<[Sql, Sql]> {
 
 function gateway(dataDir: string, sql: Sql): Call {
   const config = parseConfig([], { STOWAGE_DATA_DIR: dataDir, STOWAGE_ALLOWED_ORIGINS: ORIGIN });
-  const accounts = createAccountServices({ config, sql, log: silentLogger, secrets: { jwtKey }, mailer: mail.mailer, now: clock.now });
+  const accounts = createAccountServices({ config, sql, log: silentLogger, secrets: { jwtKey }, resolver: selfOwned, mailer: mail.mailer, now: clock.now });
   const app = buildApp({ config, log: silentLogger, health: {}, accounts });
   let calls = 0;
   return async (method, path, { body, headers = {}, ip } = {}) => {

@@ -3,7 +3,9 @@
  * Logins here are EVM logins with plain keys: they need no chain.
  */
 import { describe, expect, test } from "bun:test";
+import { SignJWT } from "jose";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
+import type { DidResolver } from "../../src/identity/resolver.ts";
 import { accountsApp, bearer, claimsOf, evmLogin } from "../support/accounts.ts";
 
 const MINUTE = 60_000;
@@ -20,8 +22,9 @@ describe("tokens", () => {
     const { accessToken, refreshToken, did } = r.body.data;
     const access = claimsOf(accessToken);
     const refresh = claimsOf(refreshToken);
-    expect(access).toMatchObject({ sub: key.address, did, typ: "access" });
-    expect(refresh).toMatchObject({ sub: key.address, did, typ: "refresh" });
+    // `key`: the key that signed in for the DID, asked of the registry at every use.
+    expect(access).toMatchObject({ sub: key.address, did, key: key.address, typ: "access" });
+    expect(refresh).toMatchObject({ sub: key.address, did, key: key.address, typ: "refresh" });
     expect(access.exp - access.iat).toBe(15 * 60);
     expect(refresh.exp - refresh.iat).toBe(30 * 24 * 3600);
     expect(access.iat).toBe(clock.now() / 1000);
@@ -119,6 +122,76 @@ describe("tokens", () => {
     const late = await call("POST", "/v2/login/refresh", { headers: { authorization: refreshToken } });
     expect(late.status).toBe(401);
     expect(late.body.message).toBe("The token has expired");
+  });
+});
+
+describe("a token acts for its DID while its key may sign for it", () => {
+  // The registry as the test says: an address signs for its own DID unless the test took it away
+  // (what an owner change does); test/storage/owner-change.test.ts does it on a real chain.
+  const strangers = new Set<string>();
+  const resolver: DidResolver = { canSign: async (did, signer) => did.address === signer && !strangers.has(signer) };
+  const t = accountsApp({ accounts: { resolver } });
+  const { call, clock } = t;
+  const me = (token: string) => call("GET", "/v2/auth/me", { headers: bearer(token) });
+  const refresh = (token: string) => call("POST", "/v2/login/refresh", { headers: { authorization: token } });
+
+  test("once the key may not, its access token opens nothing and its session ends at refresh, for good", async () => {
+    const key = newKey();
+    const { accessToken, refreshToken } = (await evmLogin(call, key)).body.data;
+    expect((await me(accessToken)).status).toBe(200);
+    strangers.add(key.address);
+    const refused = await me(accessToken);
+    expect(refused).toMatchObject({ status: 401, body: { success: false } });
+    expect(refused.body.error).toMatch(/may no longer sign for its DID/);
+    expect((await call("GET", "/v2/user/info", { headers: bearer(accessToken) })).status).toBe(401);
+    const r = await refresh(refreshToken);
+    expect(r.status).toBe(401);
+    expect(r.body.message).toMatch(/revoked/);
+    // The session was revoked, not refused once: the key coming back does not revive it.
+    strangers.delete(key.address);
+    expect((await refresh(refreshToken)).status).toBe(401);
+    expect((await me(accessToken)).status).toBe(200);
+  });
+
+  test("a wallet sign-in is refused, and makes no account, when its address may not sign for its DID", async () => {
+    const key = newKey();
+    strangers.add(key.address);
+    const r = await evmLogin(call, key);
+    expect(r.status).toBe(401);
+    expect(r.body).toMatchObject({ result: -1, error: "UNAUTHORIZED" });
+    expect(r.body.message).toMatch(/another owner/);
+    expect(await t.database.sql.get("SELECT uid FROM users WHERE uid = $1", [key.address])).toBeUndefined();
+  });
+
+  test("a session that recorded no key refreshes on its address's word; a token with a DID and no key stands for the DID's own address", async () => {
+    const key = newKey();
+    const { refreshToken, did } = (await evmLogin(call, key)).body.data;
+    await t.database.sql.run("UPDATE refresh_families SET signer = NULL WHERE user_id = (SELECT id FROM users WHERE uid = $1)", [key.address]);
+    const r = await refresh(refreshToken);
+    expect(r.status).toBe(200);
+    expect(claimsOf(r.body.data.accessToken)).toMatchObject({ did, key: key.address });
+
+    const keyless = await new SignJWT({ typ: "access", did })
+      .setProtectedHeader({ alg: "HS256", typ: "JWT" })
+      .setSubject(key.address)
+      .setJti(crypto.randomUUID())
+      .setIssuedAt(clock.now() / 1000)
+      .setExpirationTime(clock.now() / 1000 + 600)
+      .sign(t.secrets.jwtKey);
+    expect((await me(keyless)).status).toBe(200);
+    strangers.add(key.address);
+    expect((await me(keyless)).status).toBe(401);
+    expect((await refresh(r.body.data.refreshToken)).status).toBe(401);
+  });
+
+  test("a login that proved no key (email) carries no DID", async () => {
+    const email = `nodid-${crypto.randomUUID()}@example.com`;
+    await call("POST", "/v2/login/email/code", { body: { email } });
+    const r = await call("POST", "/v2/login/email", { body: { email, code: t.mail.lastCode(email), source: "test" } });
+    expect(r.status).toBe(200);
+    const claims = claimsOf(r.body.data.accessToken);
+    expect(claims.did).toBeUndefined();
+    expect(claims.key).toBeUndefined();
   });
 });
 

@@ -8,8 +8,8 @@ import { tempDir } from "./tmp.ts";
 import { blobEnv, setsBlobs } from "./blobs.ts";
 import { StorageApiError } from "../../src/sdk/storage.ts";
 import type { ChainContext } from "../../src/chain/types.ts";
-import { createAccountServices, type AccountDeps, type AccountServices, type RefreshGuard } from "../../src/accounts/index.ts";
-import type { LoginMethod } from "../../src/accounts/types.ts";
+import { createAccountServices, type AccountDeps, type AccountServices } from "../../src/accounts/index.ts";
+import type { DidResolver } from "../../src/identity/resolver.ts";
 import type { Config } from "../../src/config.ts";
 import type { Sql } from "../../src/db/sql.ts";
 import type { Storage } from "../../src/storage/service.ts";
@@ -22,7 +22,8 @@ export interface TestAppOptions {
   env?: Record<string, string>;
   log?: Logger;
   chain?: ChainContext;
-  accounts?: Partial<AccountDeps> & { refreshGuards?: Partial<Record<LoginMethod, RefreshGuard>> };
+  /** Without a `resolver`, the DID registry of a chain where nothing changed (`selfOwned`). */
+  accounts?: Partial<AccountDeps>;
   /** Builds the storage service over this app's database and account services. */
   storage?: (ctx: { config: Config; sql: Sql; log: Logger; accounts: AccountServices; dataDir: string; quota?: Quota }) => Storage;
   /** Builds metering and payments over this app's database. */
@@ -30,6 +31,13 @@ export interface TestAppOptions {
   /** Builds the S3 access keys service (D18) over this app's database and secrets key. */
   keys?: (ctx: { sql: Sql; secretsKey: Uint8Array }) => Keys;
 }
+
+/**
+ * A DID registry in which no identity has changed: each address owns its own DID and nobody else
+ * signs for it. For account tests without our contracts on a chain; storage tests ask the real
+ * registry (support/storage.ts).
+ */
+export const selfOwned: DidResolver = { canSign: async (did, signer) => did.address.toLowerCase() === signer.toLowerCase() };
 
 export function testApp(opts: TestAppOptions = {}) {
   const dataDir = tempDir("app");
@@ -40,7 +48,7 @@ export function testApp(opts: TestAppOptions = {}) {
   afterAll(() => database.close());
   const log = opts.log ?? silentLogger;
   const secrets = { jwtKey: crypto.getRandomValues(new Uint8Array(32)), secretsKey: crypto.getRandomValues(new Uint8Array(32)) };
-  const accounts = createAccountServices({ config, sql: database.sql, log, secrets, publicClient: opts.chain?.publicClient, ...opts.accounts });
+  const accounts = createAccountServices({ config, sql: database.sql, log, secrets, resolver: selfOwned, publicClient: opts.chain?.publicClient, ...opts.accounts });
   const quota = opts.quota?.({ sql: database.sql, log });
   const storage = opts.storage?.({ config, sql: database.sql, log, accounts, dataDir, quota });
   const keys = opts.keys?.({ sql: database.sql, secretsKey: secrets.secretsKey });

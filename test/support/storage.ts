@@ -7,7 +7,7 @@ import { join } from "node:path";
 import type { Hex, LocalAccount } from "viem";
 import { storageDomain, storageTypes, type RequestAction } from "../../src/identity/eip712.ts";
 import { canonicalDid } from "../../src/identity/did.ts";
-import { ethrResolver, keyStillSigns } from "../../src/identity/resolver.ts";
+import { ethrResolver } from "../../src/identity/resolver.ts";
 import { connectStorage } from "../../src/sdk/storage.ts";
 import { openDfs } from "../../src/storage/dfs/index.ts";
 import { openIpfs } from "../../src/storage/ipfs/index.ts";
@@ -57,8 +57,8 @@ export async function testGateway(opts: GatewayOptions = {}) {
   const made = testApp({
     chain: chain.context,
     env: { STOWAGE_PUBLIC_URL: BASE, ...opts.env },
-    // As the server does: a DID login's refresh needs its key to still sign for the DID (D3).
-    accounts: { refreshGuards: { did: (session) => keyStillSigns(resolver, chainId, session) } },
+    // As the server does: tokens act for a DID while their key may sign for it (D3, D21).
+    accounts: { resolver },
     // No record cache in tests: each read sees the chain as it is (the server keeps answers ≤ 1 s).
     quota: opts.quota ? ({ sql, log }) => createQuota({ sql, chain: chain.context, log, maxAgeMs: 0, storedBytes: storedBytesSql }) : undefined,
     // S3 access keys (D18) through the same resolver, so a delegate revoked on chain is seen as the server sees it.
