@@ -115,7 +115,8 @@ export function accountRoutes(s: AccountServices) {
         detail: {
           ...access.public,
           summary: "New access token (and a new refresh token) for a refresh token in Authorization, no prefix",
-          description: "The old refresh token stays usable until the new one is first used; using it after that revokes the session.",
+          description:
+            "The old refresh token stays usable until the new one is first used; using it after that revokes the session. A session of a DID account refreshes only while the key that signed in may sign for the DID in the DID registry; once it may not (an owner change, a revoked delegate), the refresh answers 401 and the session is revoked.",
           tags: TAG,
         },
       },
@@ -191,7 +192,13 @@ export function accountRoutes(s: AccountServices) {
         ...client,
       }),
       response: { 200: ok({ data: t.Object({ did: t.String(), number: t.String(), accessToken: t.String(), refreshToken: t.String() }) }), ...accountErrors(400, 401, 429, 503) },
-      detail: { summary: "Log in with a signed sign-in message", tags: TAG, ...access.public },
+      detail: {
+        summary: "Log in with a signed sign-in message",
+        description:
+          "The account is the wallet's address and its DID. Refused with 401 when the DID registry names another owner for that DID: the address then acts for no DID (sign in with POST /login and a key the DID allows).",
+        tags: TAG,
+        ...access.public,
+      },
     })
     .get("/v2/user/info", async (c) => ({ result: 1 as const, data: s.users.info(await withBearer(c)) }), {
       response: { 200: ok({ data: userInfo }), ...accountErrors(401) },

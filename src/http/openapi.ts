@@ -11,7 +11,13 @@ import { t } from "elysia";
 import { accountErrorBody, STORAGE_KINDS, storageErrorBody } from "./model.ts";
 
 export const securitySchemes = {
-  bearer: { type: "http", scheme: "bearer", bearerFormat: "JWT", description: "An access token of the account API (/v2 logins, or POST /login with Accept: application/json)" },
+  bearer: {
+    type: "http",
+    scheme: "bearer",
+    bearerFormat: "JWT",
+    description:
+      "An access token of the account API (/v2 logins, or POST /login with Accept: application/json). A token of a DID account acts for the DID only while the key that signed in may sign for it in the DID registry (its owner or a valid delegate; checked on every use, answers cached at most 10 s): after an owner change or a revoked delegate it answers 401.",
+  },
   signedRequest: {
     type: "apiKey",
     in: "query",
