@@ -25,7 +25,9 @@ if (!web.success) {
   process.exit(1);
 }
 console.log(`console: ${web.outputs.map((o) => `${o.path.split("/").pop()} ${(o.size / 1024).toFixed(0)} KiB`).join(", ")}`);
-const proc = Bun.spawnSync([process.execPath, "build", "--compile", "--minify-syntax", "--sourcemap", `--asset=${consoleDir}`, "--outfile", outfile, join(root, "src", "main.ts"), join(root, "src", "db", "checkpoint-worker.ts")], {
+/** Every `new Worker(url)` script of the server, under src/. */
+const workers = ["db/checkpoint-worker.ts", "chain/evm/chain-worker.ts", "chain/evm/sim-worker.ts"];
+const proc = Bun.spawnSync([process.execPath, "build", "--compile", "--minify-syntax", "--sourcemap", `--asset=${consoleDir}`, "--outfile", outfile, join(root, "src", "main.ts"), ...workers.map((w) => join(root, "src", w))], {
   cwd: root,
   stdout: "inherit",
   stderr: "inherit",

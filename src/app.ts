@@ -16,6 +16,7 @@ import { openapiAssets, openapiUi } from "./http/openapi-ui.ts";
 import { healthRoutes, type HealthCheck } from "./http/health.ts";
 import { version } from "./version.ts";
 import { chainRoutes } from "./chain/routes.ts";
+import { rpcLimits } from "./chain/public-rpc.ts";
 import type { ChainContext } from "./chain/types.ts";
 import { accountRoutes, type AccountServices } from "./accounts/index.ts";
 import { bodyLimit } from "./http/body-limit.ts";
@@ -83,7 +84,7 @@ export function buildApp(services: AppServices) {
     .use(services.keys ? keysRoutes({ keys: services.keys, tokens: services.accounts.tokens, chainId: services.config.chainId }) : new Elysia())
     .use(services.grants ? grantsRoutes({ grants: services.grants, tokens: services.accounts.tokens, chainId: services.config.chainId }) : new Elysia())
     .use(services.encryption ? encryptionRoutes({ encryption: services.encryption, tokens: services.accounts.tokens, chainId: services.config.chainId }) : new Elysia())
-    .use(services.chain ? chainRoutes({ chain: services.chain, publicUrl: services.config.publicUrl, log: services.log, ageRecipient: services.encryption?.gatewayRecipient }) : new Elysia())
+    .use(services.chain ? chainRoutes({ chain: services.chain, publicUrl: services.config.publicUrl, log: services.log, ageRecipient: services.encryption?.gatewayRecipient, limits: rpcLimits(services.config, services.chain.blockGasLimit) }) : new Elysia())
     .use(services.quota ? quotaRoutes({ ...services.quota, tokens: services.accounts.tokens, chainId: services.config.chainId }) : new Elysia())
     .use(services.directory ? directoryRoutes(services.directory) : new Elysia())
     .use(services.storage ? storageRoutes(services.storage, { tokens: services.accounts.tokens, chainId: services.config.chainId }, { trustless: services.gateway ? trustless(services.gateway) : undefined }) : new Elysia());

@@ -20,6 +20,7 @@ import type { Logger } from "../log.ts";
 import { isAlive } from "../datadir/lock.ts";
 import { anvilExecutable } from "./anvil-binary.ts";
 import { checkSocketPath, ipcEndpoint, providerEndpoint, rpcCall, type RpcEndpoint } from "./endpoint.ts";
+import type { Simulate } from "./public-rpc.ts";
 
 /** `auto` picks anvil where a private network namespace can be made, else the in-process EVM. */
 export type EngineChoice = "auto" | "anvil" | "evm";
@@ -28,6 +29,10 @@ export type Engine = Exclude<EngineChoice, "auto">;
 export interface Devnet {
   engine: Engine;
   endpoint: RpcEndpoint;
+  /** The public `/rpc`'s way in, apart from the server's own (anvil: a second socket connection). */
+  publicEndpoint?: RpcEndpoint;
+  /** Runs the public's simulations off the event loop (the in-process EVM's threads). */
+  simulate?: Simulate;
   /** Resolves once everything mined before `since` (ms) is on disk. */
   saved(since: number): Promise<void>;
   stop(): Promise<void>;
@@ -213,8 +218,12 @@ async function startAnvil(dataDir: string, chainId: number, log: Logger): Promis
       if (!stopping) log.error("the embedded chain exited unexpectedly", { exitCode: code });
     });
     log.info("embedded chain ready", { engine: "anvil", ipc, chainId, resumed, namespace: wrapper.join(" ") });
+    // The public's calls on a connection of their own: anvil answers each connection's requests
+    // as they come, and the server's own reads must not wait behind a public flood.
+    const publicEndpoint = ipcEndpoint(ipc);
     return {
       endpoint,
+      publicEndpoint,
       async saved(since) {
         const deadline = Date.now() + 10_000;
         while (Date.now() < deadline) {
@@ -226,6 +235,7 @@ async function startAnvil(dataDir: string, chainId: number, log: Logger): Promis
       async stop() {
         stopping = true;
         endpoint.close();
+        publicEndpoint.close();
         proc.kill("SIGTERM"); // anvil dumps its state on SIGTERM
         const killer = setTimeout(() => proc.kill("SIGKILL"), 5000);
         await proc.exited;
@@ -252,6 +262,7 @@ async function startEvm(dataDir: string, chainId: number, log: Logger): Promise<
   log.info("embedded chain ready", { engine: "evm", ipc, chainId, resumed });
   return {
     endpoint: providerEndpoint("in-process EVM", (args) => chain.request(args)),
+    simulate: chain.simulate,
     saved: async () => {}, // every block is on disk before its transaction is answered
     async stop() {
       await server.close();

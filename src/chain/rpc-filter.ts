@@ -2,6 +2,8 @@
  * The public JSON-RPC filter in front of the chain (`POST /rpc`): standard reads and
  * `eth_sendRawTransaction` pass; node-control calls (`anvil_*`, `evm_*`, `debug_*`, account
  * unlocking, `eth_sendTransaction`) and anything unknown are refused, alone or inside a batch.
+ * The calls that run code (eth_call, eth_estimateGas) get their gas capped here; public-rpc.ts
+ * bounds everything else one client can make the chain do.
  */
 import type { RpcId, RpcRequest, RpcResponse } from "./endpoint.ts";
 
@@ -32,7 +34,9 @@ export const ALLOWED_METHODS = new Set([
 ]);
 
 export const MAX_RPC_BODY = 512 * 1024;
-export const MAX_BATCH = 100;
+
+/** The allowed methods that run code: each is a simulation, capped in gas and run with a deadline. */
+export const SIMULATIONS = new Set(["eth_call", "eth_estimateGas"]);
 
 type Id = RpcId;
 
@@ -43,7 +47,7 @@ function validId(v: unknown): v is Id {
 }
 
 /** A well-formed, allowed request, or the error to answer in its place. */
-function check(entry: unknown): RpcRequest | RpcResponse {
+export function check(entry: unknown): RpcRequest | RpcResponse {
   if (typeof entry !== "object" || entry === null || Array.isArray(entry)) return fail(null, -32600, "Invalid request");
   const { jsonrpc, id, method, params } = entry as Record<string, unknown>;
   const safeId = validId(id) ? id : null;
@@ -53,26 +57,68 @@ function check(entry: unknown): RpcRequest | RpcResponse {
   return { jsonrpc: "2.0", id, method, params };
 }
 
-const isRequest = (r: RpcRequest | RpcResponse): r is RpcRequest => "method" in r;
+export const isRequest = (r: RpcRequest | RpcResponse): r is RpcRequest => "method" in r;
 
-/** Sends the allowed entries upstream as one batch and answers every entry in its order. */
-export async function filterRpc(body: unknown, forward: (batch: RpcRequest[]) => Promise<RpcResponse[]>): Promise<RpcResponse | RpcResponse[]> {
-  const batch = Array.isArray(body);
-  const entries: unknown[] = batch ? body : [body];
-  if (batch && entries.length === 0) return fail(null, -32600, "Empty batch");
-  if (entries.length > MAX_BATCH) return fail(null, -32600, `Batch larger than ${MAX_BATCH}`);
-  const checked = entries.map(check);
-  const allowed = checked.filter(isRequest);
-  // Upstream ids are ours (positions), so clients' duplicate or odd ids cannot confuse the match.
-  const answers = allowed.length ? await forward(allowed.map((r, i) => ({ ...r, id: i }))) : [];
-  const byPosition = new Map(answers.map((a) => [a.id, a]));
-  let next = 0;
-  const out = checked.map((r) => {
+export interface GasCaps {
+  /** Gas one simulation may run with. */
+  perCall: bigint;
+  /** Gas all the simulations of one request (a batch) may run with together. */
+  perBatch: bigint;
+}
+
+/** The gas of the cheapest transaction: a share below it could run nothing. */
+const INTRINSIC_GAS = 21_000n;
+
+/**
+ * The gas each simulation of a request runs with, written into its call object: a caller's own
+ * `gas` is kept when it is within the per-call cap and the batch's budget, else that entry is
+ * refused; entries that name no gas share what is left of the budget, each at most the per-call
+ * cap (one call alone gets the whole cap). Other entries pass as they are.
+ */
+export function allotGas(entries: (RpcRequest | RpcResponse)[], caps: GasCaps): (RpcRequest | RpcResponse)[] {
+  const call = (r: RpcRequest) => (Array.isArray(r.params) ? r.params[0] : undefined);
+  const asked = new Map<RpcRequest, bigint | undefined>();
+  const refused = new Map<RpcRequest, RpcResponse>();
+  let spent = 0n;
+  for (const r of entries) {
+    if (!isRequest(r) || !SIMULATIONS.has(r.method)) continue;
+    const args = call(r);
+    if (typeof args !== "object" || args === null || Array.isArray(args)) {
+      refused.set(r, fail(r.id, -32602, "Invalid params: the call must be an object"));
+      continue;
+    }
+    const gas = (args as { gas?: unknown }).gas;
+    if (gas === undefined || gas === null) {
+      asked.set(r, undefined);
+      continue;
+    }
+    if (typeof gas !== "string" || !/^0x[0-9a-fA-F]{1,64}$/.test(gas)) {
+      refused.set(r, fail(r.id, -32602, "Invalid params: gas must be a hex quantity"));
+      continue;
+    }
+    const wanted = BigInt(gas);
+    if (wanted > caps.perCall) {
+      refused.set(r, fail(r.id, -32602, `gas ${wanted} is over this gateway's cap of ${caps.perCall} gas per call`));
+    } else if (spent + wanted > caps.perBatch) {
+      refused.set(r, fail(r.id, -32005, `the batch's calls ask for more than this gateway's budget of ${caps.perBatch} gas per request`));
+    } else {
+      spent += wanted;
+      asked.set(r, wanted);
+    }
+  }
+  const open = [...asked.values()].filter((g) => g === undefined).length;
+  const share = open === 0 ? 0n : (caps.perBatch - spent) / BigInt(open);
+  const given = share < caps.perCall ? share : caps.perCall;
+  return entries.map((r) => {
     if (!isRequest(r)) return r;
-    const a = byPosition.get(next++);
-    return a ? { ...a, id: r.id } : fail(r.id, -32603, "No answer from the chain");
+    const no = refused.get(r);
+    if (no) return no;
+    if (!asked.has(r)) return r;
+    const own = asked.get(r);
+    if (own === undefined && given < INTRINSIC_GAS) return fail(r.id, -32005, `the batch's other calls took this gateway's budget of ${caps.perBatch} gas per request`);
+    const [args, ...rest] = r.params as unknown[];
+    return { ...r, params: [{ ...(args as object), gas: `0x${(own ?? given).toString(16)}` }, ...rest] };
   });
-  return batch ? out : (out[0] as RpcResponse);
 }
 
 export const rpcError = fail;

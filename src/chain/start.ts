@@ -60,7 +60,18 @@ export async function startChain(config: Config, secrets: Secrets, log: Logger, 
     if (deployment.chainId !== config.chainId) throw new Error(`the contracts in DATA_DIR/chain/deployment.json are on chain ${deployment.chainId}, not ${config.chainId}`);
     await checkDeployed(publicClient, deployment);
 
-    const context: ChainContext = { chain, upstream: endpoint, publicClient, operator: wallet(operatorAccount), contracts: deployment.contracts, embedded };
+    const { gasLimit } = await publicClient.getBlock();
+    const context: ChainContext = {
+      chain,
+      upstream: endpoint,
+      publicUpstream: devnet?.publicEndpoint,
+      simulate: devnet?.simulate,
+      blockGasLimit: gasLimit,
+      publicClient,
+      operator: wallet(operatorAccount),
+      contracts: deployment.contracts,
+      embedded,
+    };
     return {
       context,
       deployment,

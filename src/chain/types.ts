@@ -4,6 +4,7 @@
  */
 import type { Account, Address, Chain, PublicClient, Transport, WalletClient } from "viem";
 import type { RpcEndpoint } from "./endpoint.ts";
+import type { Simulate } from "./public-rpc.ts";
 
 export interface ContractAddresses {
   proxy: Address;
@@ -15,6 +16,14 @@ export interface ChainContext {
   chain: Chain;
   /** The upstream JSON-RPC (the embedded chain's socket or STOWAGE_CHAIN_RPC); never handed to clients as is. */
   upstream: RpcEndpoint;
+  /** Where the public `/rpc` sends what it lets through, when not `upstream`: a connection of its
+   * own (anvil's socket), so the public's calls never queue ahead of the server's. */
+  publicUpstream?: RpcEndpoint;
+  /** Runs the public's eth_call and eth_estimateGas off the event loop (the in-process EVM's
+   * simulation threads); without it they go to the chain like other calls. */
+  simulate?: Simulate;
+  /** The chain's block gas limit when known: the public's gas cap never exceeds it. */
+  blockGasLimit?: bigint;
   publicClient: PublicClient<Transport, Chain>;
   /** Signs with the operator key: purchases only. */
   operator: WalletClient<Transport, Chain, Account>;

@@ -21,8 +21,9 @@ export interface Limit {
 export type Verdict = { ok: true } | { ok: false; retryAfter: number };
 
 export interface RateLimiter {
-  /** Counts one event and says whether it is within the limit; an event over the limit is not counted. */
-  hit(limit: Limit, key: string): Verdict;
+  /** Counts `weight` events (one by default: a batch of requests counts each) and says whether
+   * they are within the limit; events over the limit are not counted. */
+  hit(limit: Limit, key: string, weight?: number): Verdict;
 }
 
 interface Window {
@@ -51,15 +52,15 @@ export function createRateLimiter(opts: { now?: () => number; enabled?: boolean 
     }
     return w;
   };
-  const verdict = (limit: Limit, w: Window, t: number): Verdict =>
-    w.count < limit.max ? { ok: true } : { ok: false, retryAfter: Math.max(1, Math.ceil((w.start + limit.windowMs - t) / 1000)) };
+  const verdict = (limit: Limit, w: Window, t: number, weight: number): Verdict =>
+    w.count + weight <= limit.max ? { ok: true } : { ok: false, retryAfter: Math.max(1, Math.ceil((w.start + limit.windowMs - t) / 1000)) };
 
   return {
-    hit(limit, key) {
+    hit(limit, key, weight = 1) {
       const t = now();
       const w = current(limit, key, t);
-      const v = verdict(limit, w, t);
-      if (v.ok) w.count++;
+      const v = verdict(limit, w, t, weight);
+      if (v.ok) w.count += weight;
       return v;
     },
   };

@@ -1,12 +1,12 @@
 import { describe, expect, test } from "bun:test";
 import { parseEther } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
-import { MAX_BATCH, MAX_RPC_BODY } from "../../src/chain/rpc-filter.ts";
+import { MAX_RPC_BODY } from "../../src/chain/rpc-filter.ts";
 import { get, postJson, readJson, testApp } from "../support/app.ts";
 import { testChain } from "../support/chain.ts";
 
 const chain = await testChain();
-const { app } = testApp({ chain: chain.context, env: { STOWAGE_PUBLIC_URL: "https://gw.example" } });
+const { app, config } = testApp({ chain: chain.context, env: { STOWAGE_PUBLIC_URL: "https://gw.example" } });
 const rpc = async (body: unknown) => {
   const res = await app.handle(postJson("/rpc", body));
   return { status: res.status, body: await readJson(res) };
@@ -82,7 +82,7 @@ describe("POST /rpc", () => {
     expect((await rpc([])).body.error.code).toBe(-32600);
     expect((await rpc({ id: 1, method: "eth_chainId" })).body.error.code).toBe(-32600);
     expect((await rpc("eth_chainId")).body.error.code).toBe(-32600);
-    expect((await rpc(Array.from({ length: MAX_BATCH + 1 }, (_, i) => call("eth_chainId", [], i)))).body.error.message).toContain("Batch larger");
+    expect((await rpc(Array.from({ length: config.rpcMaxBatch + 1 }, (_, i) => call("eth_chainId", [], i)))).body.error.message).toContain("larger than this gateway's cap");
   });
 
   test("a body over the cap is refused with 413", async () => {

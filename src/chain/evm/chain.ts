@@ -5,9 +5,8 @@
  */
 import { type Block, createBlock, createBlockFromRLP } from "@ethereumjs/block";
 import { type Common, createCustomCommon, Hardfork, Mainnet } from "@ethereumjs/common";
-import { MerklePatriciaTrie } from "@ethereumjs/mpt";
-import { MerkleStateManager } from "@ethereumjs/statemanager";
-import { Capability, createAccessList2930Tx, createTxFromRLP, type TypedTransaction } from "@ethereumjs/tx";
+import type { MerkleStateManager } from "@ethereumjs/statemanager";
+import { Capability, createTxFromRLP, type TypedTransaction } from "@ethereumjs/tx";
 import {
   Account,
   Address,
@@ -18,20 +17,19 @@ import {
   hexToBytes,
   KECCAK256_RLP,
   type PrefixedHexString,
-  ValueEncoding,
 } from "@ethereumjs/util";
-import { buildBlock, createVM, runTx, type RunTxResult, type VM } from "@ethereumjs/vm";
-import { decodeErrorResult } from "viem";
+import { buildBlock, createVM, type RunTxResult, type VM } from "@ethereumjs/vm";
 import type { Logger } from "../../log.ts";
 import { failed, invalidParams, rejected, RpcError } from "./errors.ts";
 import { type Journal, openJournal } from "./journal.ts";
 import { NodeStore, OverlayStore } from "./nodes.ts";
+import { BLOCK_GAS_LIMIT, type CallArgs, call, estimateGas, type SimBlock, simulation, stateManagerOver, ZERO_ROOT } from "./simulate.ts";
 
-const GAS_LIMIT = 30_000_000n;
+export type { CallArgs };
+
 const INITIAL_BASE_FEE = 1_000_000_000n;
 /** What anvil suggests as a tip; the gas price it quotes is the next base fee plus this. */
 export const PRIORITY_FEE = 1_000_000_000n;
-const ZERO_ROOT = new Uint8Array(32);
 
 type Hex = PrefixedHexString;
 type JournalEntries = [string, string | null][];
@@ -79,34 +77,7 @@ interface StateRecord {
   root: Hex;
 }
 
-/** What a simulated call tells: its outcome and the gas it took. */
-type SimResult = Pick<RunTxResult, "execResult" | "totalGasSpent" | "gasRefund">;
-
-export interface CallArgs {
-  from?: Hex;
-  to?: Hex | null;
-  gas?: Hex;
-  value?: Hex;
-  data?: Hex;
-  input?: Hex;
-  accessList?: { address: Hex; storageKeys: Hex[] }[];
-}
-
 const nowSeconds = () => BigInt(Math.floor(Date.now() / 1000));
-
-function revertError(returnValue: Uint8Array): RpcError {
-  const data = bytesToHex(returnValue);
-  let reason = "";
-  try {
-    // Error(string) and Panic(uint256) are built in; custom errors are left to the caller's ABI.
-    const decoded = decodeErrorResult({ abi: [], data });
-    if (decoded.errorName === "Error") reason = `: ${String(decoded.args?.[0])}`;
-    else if (decoded.errorName === "Panic") reason = `: panic code ${String(decoded.args?.[0])}`;
-  } catch {
-    // A custom error: anvil says only "execution reverted" and hands over the data.
-  }
-  return new RpcError(3, `execution reverted${reason}`, data);
-}
 
 export class Chain {
   readonly common: Common;
@@ -228,8 +199,7 @@ export class Chain {
   }
 
   private stateManager(db: DB<string, string | Uint8Array>) {
-    const trie = new MerklePatriciaTrie({ useKeyHashing: true, common: this.common, db, valueEncoding: ValueEncoding.Bytes });
-    return new MerkleStateManager({ common: this.common, trie });
+    return stateManagerOver(this.common, db);
   }
 
   /** A throwaway view of the state at `number` (or the current state at the head). */
@@ -308,7 +278,7 @@ export class Chain {
         header: {
           parentHash,
           number,
-          gasLimit: GAS_LIMIT,
+          gasLimit: BLOCK_GAS_LIMIT,
           timestamp: e.timestamp,
           baseFeePerGas: e.baseFee,
           stateRoot: e.root,
@@ -362,7 +332,7 @@ export class Chain {
   async mine(tx: { tx: TypedTransaction; from: Address }): Promise<Block> {
     const builder = await buildBlock(this.vm, {
       parentBlock: this.head,
-      headerData: { timestamp: this.nextTimestamp(), gasLimit: GAS_LIMIT, parentBeaconBlockRoot: ZERO_ROOT },
+      headerData: { timestamp: this.nextTimestamp(), gasLimit: BLOCK_GAS_LIMIT, parentBeaconBlockRoot: ZERO_ROOT },
       withdrawals: [],
       blockOpts: { putBlockIntoBlockchain: false },
     });
@@ -425,7 +395,7 @@ export class Chain {
     const account = (await this.vm.stateManager.getAccount(from)) ?? new Account();
     if (tx.nonce < account.nonce) throw rejected("nonce too low");
     if (tx.nonce > account.nonce) throw rejected(`nonce too high: the next nonce of ${from} is ${account.nonce}`);
-    if (tx.gasLimit > GAS_LIMIT) throw failed("exceeds block gas limit");
+    if (tx.gasLimit > BLOCK_GAS_LIMIT) throw failed("exceeds block gas limit");
     if (tx.gasLimit < tx.getIntrinsicGas()) throw failed("intrinsic gas too low");
     const baseFee = this.nextBaseFee();
     const feeCap = tx.supports(Capability.EIP1559FeeMarket) ? (tx as { maxFeePerGas: bigint }).maxFeePerGas : (tx as { gasPrice: bigint }).gasPrice;
@@ -456,114 +426,35 @@ export class Chain {
 
   // ---- calls ----
 
-  /** Runs an unsigned transaction from anyone on a throwaway copy of the state at `number`, in
-   * the context of the next block when `pending`; nothing it does is kept. */
-  private async simulator(number: bigint, pending: boolean) {
-    const sm = await this.stateAt(number);
-    const vm = await createVM({ common: this.common, stateManager: sm, blockchain: this.blockchain() });
+  /** The block a call at `number` runs in (the next one when `pending`), and its state. */
+  simBlock(number: bigint, pending: boolean): SimBlock {
     const base = pending ? this.head.header : this.block(number)!.header;
-    const header = createBlock(
-      {
-        header: {
-          number: pending ? base.number + 1n : base.number,
-          parentHash: pending ? this.head.hash() : base.parentHash,
-          timestamp: pending ? this.nextTimestamp() : base.timestamp,
-          gasLimit: GAS_LIMIT,
-          // A call pays no fee, as on geth and anvil when it names no gas price.
-          baseFeePerGas: 0n,
-          excessBlobGas: 0n,
-          parentBeaconBlockRoot: ZERO_ROOT,
-          mixHash: base.mixHash,
-        },
-      },
-      { common: this.common },
-    );
     return {
-      sm,
-      async run(args: CallArgs, gas: bigint): Promise<SimResult> {
-        const from = args.from ? new Address(hexToBytes(args.from)) : new Address(new Uint8Array(20));
-        const account = (await sm.getAccount(from)) ?? new Account();
-        const value = args.value ? BigInt(args.value) : 0n;
-        if (account.balance < value) throw rejected("Insufficient funds for gas * price + value");
-        const tx = createAccessList2930Tx(
-          {
-            nonce: account.nonce,
-            gasLimit: gas,
-            gasPrice: 0n,
-            to: args.to ?? undefined,
-            value,
-            data: args.data ?? args.input ?? "0x",
-            accessList: args.accessList ?? [],
-          },
-          { common: vm.common, freeze: false },
-        );
-        // The caller is taken on its word, as eth_call does: the transaction is never signed.
-        tx.getSenderAddress = () => from;
-        await vm.evm.journal.checkpoint();
-        try {
-          if (!account.isContract()) {
-            return await runTx(vm, { tx, block: header, skipBalance: true, skipNonce: true, skipBlockGasLimitValidation: true, skipHardForkValidation: true });
-          }
-          // EIP-3607 refuses transactions from an address with code; geth and anvil still answer
-          // calls from one, so the message runs here without the transaction around it.
-          const intrinsic = tx.getIntrinsicGas();
-          if (gas < intrinsic) throw new Error(`intrinsic gas too low: ${gas} < ${intrinsic}`);
-          const { execResult } = await vm.evm.runCall({ caller: from, origin: from, to: tx.to, value, data: tx.data, gasLimit: gas - intrinsic, block: header });
-          const used = intrinsic + execResult.executionGasUsed;
-          const refund = (execResult.gasRefund ?? 0n) < used / 5n ? (execResult.gasRefund ?? 0n) : used / 5n;
-          return { execResult, totalGasSpent: used - refund, gasRefund: refund };
-        } catch (err) {
-          throw failed((err as Error).message.split("\n")[0]!);
-        } finally {
-          await vm.evm.journal.revert();
-        }
-      },
+      number: pending ? base.number + 1n : base.number,
+      parentHash: bytesToHex(pending ? this.head.hash() : base.parentHash),
+      timestamp: pending ? this.nextTimestamp() : base.timestamp,
+      mixHash: bytesToHex(base.mixHash),
+      root: bytesToHex(number === this.height ? this.headRoot : this.block(number)!.header.stateRoot),
     };
+  }
+
+  /** A stored trie node or contract code by its key (the simulation thread reads the state so). */
+  node(key: string): Uint8Array | undefined {
+    return this.nodes.entries.get(key);
+  }
+
+  private async simulation(number: bigint, pending: boolean) {
+    const block = this.simBlock(number, pending);
+    const sm = this.stateManager(new OverlayStore(this.nodes));
+    await sm.setStateRoot(hexToBytes(block.root));
+    return simulation(this.common, sm, this.blockchain(), block);
   }
 
   async call(args: CallArgs, number: bigint): Promise<Hex> {
-    const sim = await this.simulator(number, false);
-    const gas = args.gas ? BigInt(args.gas) : GAS_LIMIT;
-    const { execResult } = await sim.run(args, gas);
-    const error = execResult.exceptionError;
-    if (error === undefined) return bytesToHex(execResult.returnValue);
-    if (error.error === "revert") throw revertError(execResult.returnValue);
-    throw failed(`execution failed: ${error.error}`);
+    return call(await this.simulation(number, false), args);
   }
 
-  /** The smallest gas limit with which the transaction succeeds, found like geth: one run at the
-   * cap, an optimistic guess, then a binary search to within 1.5 %. */
   async estimateGas(args: CallArgs, number: bigint): Promise<bigint> {
-    const sim = await this.simulator(number, number === this.height);
-    const cap = args.gas ? BigInt(args.gas) : GAS_LIMIT;
-    const first = await sim.run(args, cap);
-    const error = first.execResult.exceptionError;
-    if (error?.error === "revert") throw revertError(first.execResult.returnValue);
-    if (error) throw failed(error.error === "out of gas" ? `gas required exceeds allowance (${cap})` : `execution failed: ${error.error}`);
-    // A plain transfer costs what it costs, as geth answers it: no search.
-    const data = args.data ?? args.input ?? "0x";
-    if (data === "0x" && args.to && (await sim.sm.getCode(new Address(hexToBytes(args.to)))).length === 0) return first.totalGasSpent;
-    const succeeds = async (gas: bigint) => {
-      try {
-        return (await sim.run(args, gas)).execResult.exceptionError === undefined;
-      } catch {
-        return false; // below the intrinsic gas
-      }
-    };
-    const used = first.totalGasSpent + first.gasRefund;
-    let lo = used - 1n;
-    let hi = cap;
-    const optimistic = ((used + 2300n) * 64n) / 63n;
-    if (optimistic < hi) {
-      if (await succeeds(optimistic)) hi = optimistic;
-      else lo = optimistic;
-    }
-    while (lo + 1n < hi) {
-      if (((hi - lo) * 1000n) / hi < 15n) break;
-      const mid = (lo + hi) / 2n;
-      if (await succeeds(mid)) hi = mid;
-      else lo = mid;
-    }
-    return hi;
+    return estimateGas(await this.simulation(number, number === this.height), args);
   }
 }

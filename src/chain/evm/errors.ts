@@ -3,6 +3,7 @@
  * typed errors (a revert carries `code: 3` and the revert data, which viem decodes into the
  * contract's custom error or require message).
  */
+import type { RpcErrorBody } from "../endpoint.ts";
 export class RpcError extends Error {
   constructor(
     readonly code: number,
@@ -19,3 +20,10 @@ export const invalidParams = (why: string) => new RpcError(-32602, `invalid para
 /** anvil answers transaction-pool refusals (nonce, funds) with -32003. */
 export const rejected = (message: string) => new RpcError(-32003, message);
 export const failed = (message: string) => new RpcError(-32000, message);
+
+/** A thrown error as a JSON-RPC error, to cross a thread: RpcErrors keep their code and revert data. */
+export function errorBody(err: unknown): RpcErrorBody {
+  const e = err as { code?: unknown; message?: unknown; data?: unknown };
+  const code = typeof e?.code === "number" && Number.isInteger(e.code) ? e.code : -32603;
+  return { code, message: String(e?.message ?? err), ...(e?.data !== undefined ? { data: e.data } : {}) };
+}

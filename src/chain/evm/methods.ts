@@ -8,6 +8,7 @@ import { Address, bigIntToHex, bytesToHex, hexToBytes, type PrefixedHexString, s
 import { Bloom } from "@ethereumjs/vm";
 import { type CallArgs, type Chain, PRIORITY_FEE, type StoredReceipt } from "./chain.ts";
 import { invalidParams, methodNotFound } from "./errors.ts";
+import type { SimBlock } from "./simulate.ts";
 
 type Hex = PrefixedHexString;
 type Params = unknown[];
@@ -30,7 +31,7 @@ function hash32(v: unknown, what = "hash"): Hex {
   return v.toLowerCase() as Hex;
 }
 
-function callArgs(v: unknown): CallArgs {
+export function callArgs(v: unknown): CallArgs {
   if (typeof v !== "object" || v === null) throw invalidParams("the call must be an object");
   const args = v as CallArgs;
   if (args.from !== undefined) address(args.from, "from");
@@ -306,6 +307,14 @@ const handlers: Record<string, Handler> = {
     return null;
   },
 };
+
+/** The block a public simulation runs in, as the chain's own eth_call and eth_estimateGas pick it:
+ * eth_call at `latest` by default, eth_estimateGas at `pending` (the next block on the head). */
+export function simBlockFor(chain: Chain, method: string, tag: unknown): SimBlock {
+  const estimate = method === "eth_estimateGas";
+  const number = chain.resolve(tag ?? (estimate ? "pending" : "latest"));
+  return chain.simBlock(number, estimate && number === chain.height);
+}
 
 /** Every method, read or write, runs in the chain's queue: a read never sees a half-mined block. */
 export function dispatch(chain: Chain, method: string, params: Params): Promise<unknown> {

@@ -56,16 +56,22 @@ export class NodeStore implements DB<string, Value> {
   }
 }
 
+/** Where an overlay reads what it did not write: the chain's own store, or the simulation
+ * thread's copy that fetches from it. */
+export interface NodeSource {
+  get(key: string): Promise<Uint8Array | undefined>;
+}
+
 /** Reads through to the store, keeps its own writes: an eth_call or a gas estimate runs real
  * transactions on it and leaves the chain untouched. */
 export class OverlayStore implements DB<string, Value> {
   private readonly own = new Map<string, Uint8Array | null>();
-  constructor(private readonly base: NodeStore) {}
+  constructor(private readonly base: NodeSource) {}
 
   async get(key: string) {
     const mine = this.own.get(key);
     if (mine !== undefined) return mine ?? undefined;
-    return this.base.entries.get(key);
+    return this.base.get(key);
   }
   async put(key: string, value: Value) {
     this.own.set(key, toBytes(value));
