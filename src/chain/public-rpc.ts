@@ -102,7 +102,10 @@ export function createPublicRpc(deps: PublicRpcDeps) {
     return verdict.ok ? null : tooMany(verdict.retryAfter);
   };
 
-  const late = (r: RpcRequest) => rpcError(r.id, -32000, `execution aborted (timeout = ${seconds})`);
+  // A simulation past the limit was stopped (or never started); a read or a sent transaction may
+  // still be answered or mined by the chain after the client was told it took too long.
+  const late = (r: RpcRequest) =>
+    SIMULATIONS.has(r.method) ? rpcError(r.id, -32000, `execution aborted (timeout = ${seconds})`) : rpcError(r.id, -32000, `The chain did not answer within ${seconds}`);
   const busy = (r: RpcRequest) => rpcError(r.id, LIMIT_EXCEEDED, "The gateway is busy with other calls to the chain; try again");
 
   /** One outcome of a queue as the answers of its requests. */
@@ -121,9 +124,9 @@ export function createPublicRpc(deps: PublicRpcDeps) {
   };
 
   async function simulate(request: RpcRequest, client: string, deadline: number): Promise<RpcResponse> {
-    const outcome = await sims.submit(client, deadline, async (signal) => [
-      await upstream(deps.simulate ? deps.simulate(request, signal) : deps.forward([request]).then((a) => a[0] ?? rpcError(request.id, -32603, "No answer from the chain"))),
-    ]);
+    // Forwarded with an id of ours, as reads are: a client's odd id (null, a duplicate) never reaches the chain.
+    const forwarded = () => deps.forward([{ ...request, id: 0 }]).then((a) => (a[0] ? { ...a[0], id: request.id } : rpcError(request.id, -32603, "No answer from the chain")));
+    const outcome = await sims.submit(client, deadline, async (signal) => [await upstream(deps.simulate ? deps.simulate(request, signal) : forwarded())]);
     return answers([request], outcome)[0]!;
   }
 

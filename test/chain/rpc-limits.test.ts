@@ -5,7 +5,8 @@ import { encodeFunctionData, parseEther } from "viem";
 import { proxyAbi } from "../../src/chain/artifacts/index.ts";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { rememberClientIp } from "../../src/http/client-ip.ts";
-import { postJson, readJson, testApp } from "../support/app.ts";
+import { OPENAPI_PATH } from "../../src/app.ts";
+import { get, postJson, readJson, testApp } from "../support/app.ts";
 import { testChain } from "../support/chain.ts";
 
 const chain = await testChain();
@@ -16,13 +17,14 @@ const hex = (n: number | bigint) => `0x${n.toString(16)}`;
 
 function appWith(env: Record<string, string> = {}) {
   const { app, config } = testApp({ chain: chain.context, env });
+  const openapi = async () => readJson(await app.handle(get(`${OPENAPI_PATH}/json`)));
   const rpc = async (body: unknown, ip = "192.0.2.1") => {
     const request = postJson("/rpc", body);
     rememberClientIp(request, ip);
     const res = await app.handle(request);
     return { status: res.status, headers: res.headers, body: await readJson(res) };
   };
-  return { rpc, config };
+  return { rpc, config, openapi };
 }
 
 /** A signed transfer of 1 ETH to a fresh address, not sent. */
@@ -121,4 +123,14 @@ describe("calls per minute per client", () => {
     const { rpc } = appWith({ STOWAGE_RPC_RATE: "0" });
     for (let i = 0; i < 30; i++) expect((await rpc(call("eth_chainId"))).status).toBe(200);
   });
+});
+
+test("the OpenAPI document states the limits as this gateway sets them, and the 429", async () => {
+  const { openapi } = appWith({ STOWAGE_RPC_RATE: "120", STOWAGE_RPC_GAS_CAP: "5000000" });
+  const post = (await openapi()).paths["/rpc"].post;
+  expect(Object.keys(post.responses)).toEqual(expect.arrayContaining(["200", "413", "429", "502"]));
+  expect(post.responses["429"].description).toContain("Retry-After");
+  expect(post.description).toContain("120 calls a minute");
+  expect(post.description).toContain("at most 5000000 gas each");
+  expect(post.description).toContain("batches of at most 20 entries");
 });

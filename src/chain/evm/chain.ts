@@ -1,7 +1,8 @@
 /**
  * The in-process chain's core: a Cancun EVM (@ethereumjs/vm) that mines one block per transaction
  * at once, like anvil's automine, with blocks, receipts and state journalled to disk after every
- * change. Every operation runs in one queue, so a read never sees a half-built block.
+ * change. Every operation runs in one queue, so a read never sees a half-built block; the whole
+ * of it lives in a thread of its own (chain-worker.ts), off the server's event loop.
  */
 import { type Block, createBlock, createBlockFromRLP } from "@ethereumjs/block";
 import { type Common, createCustomCommon, Hardfork, Mainnet } from "@ethereumjs/common";

@@ -99,7 +99,10 @@ export async function createInProcessChain({ dir, chainId, log }: { dir: string;
     log.error("the in-process chain's thread failed", { err: event.message });
     opened?.reject(dead);
     stopped?.();
-    for (const waiting of pending.values()) waiting.reject(dead);
+    for (const waiting of pending.values()) {
+      hold.end();
+      waiting.reject(dead);
+    }
     pending.clear();
   };
 
