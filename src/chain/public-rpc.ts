@@ -40,14 +40,14 @@ export interface RpcLimits {
   simulations: number;
 }
 
-/** The limits as the operator set them (src/config.ts), the gas cap within the block gas limit. */
+/** The limits as the operator set them (src/config.ts), both gas caps within the block gas limit. */
 export function rpcLimits(config: Pick<Config, "rpcRate" | "rpcMaxBatch" | "rpcGasCap" | "rpcBatchGas" | "rpcTimeout" | "rpcSimulations">, blockGasLimit?: bigint): RpcLimits {
-  const cap = BigInt(config.rpcGasCap);
+  const within = (gas: number) => (blockGasLimit !== undefined && blockGasLimit < BigInt(gas) ? blockGasLimit : BigInt(gas));
   return {
     perMinute: config.rpcRate,
     maxBatch: config.rpcMaxBatch,
-    gasPerCall: blockGasLimit !== undefined && blockGasLimit < cap ? blockGasLimit : cap,
-    gasPerBatch: BigInt(config.rpcBatchGas),
+    gasPerCall: within(config.rpcGasCap),
+    gasPerBatch: within(config.rpcBatchGas),
     timeoutMs: config.rpcTimeout,
     simulations: config.rpcSimulations,
   };

@@ -15,8 +15,8 @@ const call = (method: string, params: unknown[] = [], id: number | string = 1) =
 const LOOP = "0x5b600056";
 const hex = (n: number | bigint) => `0x${n.toString(16)}`;
 
-function appWith(env: Record<string, string> = {}) {
-  const { app, config } = testApp({ chain: chain.context, env });
+function appWith(env: Record<string, string> = {}, blockGasLimit?: bigint) {
+  const { app, config } = testApp({ chain: { ...chain.context, blockGasLimit }, env });
   const openapi = async () => readJson(await app.handle(get(`${OPENAPI_PATH}/json`)));
   const rpc = async (body: unknown, ip = "192.0.2.1") => {
     const request = postJson("/rpc", body);
@@ -74,24 +74,31 @@ describe("gas", () => {
     const low = appWith({ STOWAGE_RPC_GAS_CAP: "1000000" });
     expect((await low.rpc(call("eth_estimateGas", [{ data: LOOP }, "latest"]))).body.error.message).toContain("allowance: 1000000");
     // A real read still works under the cap.
+    // Nor above the chain's block gas limit, whatever the settings say.
+    const small = appWith({ STOWAGE_RPC_GAS_CAP: "50000000", STOWAGE_RPC_BATCH_GAS: "90000000" }, 10_000_000n);
+    expect((await small.rpc(call("eth_call", [{ data: LOOP, gas: hex(10_000_001) }, "latest"]))).body.error.message).toBe("gas 10000001 is over this gateway's cap of 10000000 gas per call");
+    expect((await small.rpc([1, 2].map((i) => call("eth_estimateGas", [{ data: LOOP }, "latest"], i)))).body[0].error.message).toContain("allowance: 5000000");
     const price = await low.rpc(call("eth_call", [{ to: chain.context.contracts.proxy, data: encodeFunctionData({ abi: proxyAbi, functionName: "spacePrice" }) }, "latest"]));
     expect(BigInt(price.body.result)).toBeGreaterThan(0n);
   });
 
   test("the calls of one request share its gas budget: those without gas split what is left, those over it are refused", async () => {
     const { rpc, config } = appWith();
-    expect(config.rpcBatchGas).toBe(60_000_000);
+    expect(config.rpcBatchGas).toBe(30_000_000);
     const estimate = (id: number, gas?: number) => call("eth_estimateGas", [{ data: LOOP, ...(gas ? { gas: hex(gas) } : {}) }, "latest"], id);
-    // Four loops without gas: 15 M each.
+    // Four loops without gas: 7.5 M each.
     const four = await rpc([1, 2, 3, 4].map((i) => estimate(i)));
-    for (const a of four.body) expect(a.error.message).toContain("allowance: 15000000");
-    // Two that name 30 M take the whole budget: a third is refused, one without gas gets nothing.
-    const full = await rpc([estimate(1, 30_000_000), estimate(2, 30_000_000), estimate(3, 30_000_000), estimate(4), call("eth_chainId", [], 5)]);
-    expect(full.body[0].error.message).toContain("allowance: 30000000");
-    expect(full.body[1].error.message).toContain("allowance: 30000000");
-    expect(full.body[2].error).toEqual({ code: -32005, message: "the batch's calls ask for more than this gateway's budget of 60000000 gas per request" });
-    expect(full.body[3].error).toEqual({ code: -32005, message: "the batch's other calls took this gateway's budget of 60000000 gas per request" });
-    expect(full.body[4]).toEqual({ jsonrpc: "2.0", id: 5, result: "0x3d9" });
+    for (const a of four.body) expect(a.error.message).toContain("allowance: 7500000");
+    // One that names 20 M: a second such is over the budget, one without gas gets the 10 M left.
+    const mixed = await rpc([estimate(1, 20_000_000), estimate(2, 20_000_000), estimate(3), call("eth_chainId", [], 4)]);
+    expect(mixed.body[0].error.message).toContain("allowance: 20000000");
+    expect(mixed.body[1].error).toEqual({ code: -32005, message: "the batch's calls ask for more than this gateway's budget of 30000000 gas per request" });
+    expect(mixed.body[2].error.message).toContain("allowance: 10000000");
+    expect(mixed.body[3]).toEqual({ jsonrpc: "2.0", id: 4, result: "0x3d9" });
+    // One that takes it all leaves nothing to share.
+    const all = await rpc([estimate(1, 30_000_000), estimate(2)]);
+    expect(all.body[0].error.message).toContain("allowance: 30000000");
+    expect(all.body[1].error).toEqual({ code: -32005, message: "the batch's other calls took this gateway's budget of 30000000 gas per request" });
   });
 });
 
