@@ -26,7 +26,7 @@ if (!web.success) {
 }
 console.log(`console: ${web.outputs.map((o) => `${o.path.split("/").pop()} ${(o.size / 1024).toFixed(0)} KiB`).join(", ")}`);
 /** Every `new Worker(url)` script of the server, under src/. */
-const workers = ["db/checkpoint-worker.ts", "chain/evm/chain-worker.ts", "chain/evm/sim-worker.ts"];
+const workers = ["db/checkpoint-worker.ts", "chain/evm/chain-worker.ts", "chain/evm/sim-worker.ts", "ops/snapshot-worker.ts"];
 const proc = Bun.spawnSync([process.execPath, "build", "--compile", "--minify-syntax", "--sourcemap", `--asset=${consoleDir}`, "--outfile", outfile, join(root, "src", "main.ts"), ...workers.map((w) => join(root, "src", w))], {
   cwd: root,
   stdout: "inherit",

@@ -9,7 +9,7 @@ import { ConfigError, describeSettings, parseConfig, processEnv } from "./config
 import { createLogger, flushLogs } from "./log.ts";
 import { version } from "./version.ts";
 import { EXTRACT_ANVIL_COMMAND, writeEmbeddedAnvil } from "./chain/anvil-binary.ts";
-import { adminHelp, runAdmin } from "./cli/admin.ts";
+import { adminHelpFor, runAdmin } from "./cli/admin.ts";
 import { chainHelp, runChain } from "./cli/chain.ts";
 import { userCommands } from "./cli/user/index.ts";
 
@@ -18,7 +18,8 @@ const EXIT_USAGE = 2;
 
 interface Command {
   summary: string;
-  help: () => string;
+  /** The command's help; `args` are what followed it (`admin backup --help`: a subcommand's). */
+  help: (args: string[]) => string;
   run: (args: string[]) => Promise<number>;
 }
 
@@ -29,8 +30,8 @@ const commands: Record<string, Command> = {
     run: serve,
   },
   admin: {
-    summary: "Free quota grants, prices and (embedded chain) funding, with the admin key",
-    help: () => adminHelp,
+    summary: "Quota grants, prices and funding (admin key); backup, restore, check and usage of the data",
+    help: (args) => adminHelpFor(args[0]),
     run: (args) => runAdmin(args, processEnv),
   },
   chain: {
@@ -100,7 +101,7 @@ export async function main(argv: string[]): Promise<number> {
   }
   if (name === undefined || name === "help" || name === "--help" || name === "-h") {
     const target = name === "help" && rest[0] ? commands[rest[0]] : undefined;
-    console.log(target ? target.help() : mainHelp());
+    console.log(target ? target.help(rest.slice(1)) : mainHelp());
     return 0;
   }
   if (name === "--version" || name === "-v") {
@@ -113,7 +114,7 @@ export async function main(argv: string[]): Promise<number> {
     return EXIT_USAGE;
   }
   if (rest.includes("--help") || rest.includes("-h")) {
-    console.log(command.help());
+    console.log(command.help(rest));
     return 0;
   }
   try {

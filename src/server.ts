@@ -35,6 +35,8 @@ import { createIndexer, indexerLag } from "./chain/indexer.ts";
 import { createMetrics, routeLabels, serveMetrics } from "./metrics/index.ts";
 import { aborted, singleton } from "./db/leases.ts";
 import { checkPorts } from "./ports.ts";
+import { quotaEventsConsumer } from "./quota/events.ts";
+import { usageTotalsEvery } from "./ops/usage.ts";
 
 export interface RunningServer {
   /** The address it listens on, with the real port when 0 was asked for. */
@@ -127,12 +129,14 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     });
     // Capabilities that follow chain events add their consumers here.
     indexer.add(directory.consumer);
+    indexer.add(quotaEventsConsumer({ address: chain.context.contracts.proxy, fromBlock: BigInt(chain.deployment.block) }));
     indexing.start();
     cleanup.push(() => indexing.stop());
     metrics.gauges({
       reservations: quota.meter.live,
       indexerLag: () => indexerLag(database.sql, chain.context.publicClient),
       peers: async () => Number((await stored.backends.ipfs?.health())?.connections ?? 0),
+      usage: usageTotalsEvery(database.sql),
     });
     if (config.metricsListen !== "") {
       // Its own listener, never the public port (D19); a busy address stops the start by name.

@@ -43,7 +43,10 @@ const TOMBSTONES_AMONG = (n: number) => `SELECT key FROM blob_tombstones WHERE k
 const RENEW = "UPDATE blob_pins SET expires_at = $2 WHERE holder = $1";
 const UNPIN = "DELETE FROM blob_pins WHERE holder = $1";
 const TOMBSTONE_OF = "SELECT holder, expires_at AS \"expiresAt\" FROM blob_tombstones WHERE key = $1";
-const LIVE_PIN = "SELECT 1 AS one FROM blob_pins WHERE key = $1 AND expires_at > $2 LIMIT 1";
+/** The key of a pin that holds every blob (holdDeletions): no blob key can be `*` (checkKey). */
+export const HOLD_ALL = "*";
+/** A pin on `key`, or one on every key. */
+const LIVE_PIN = `SELECT 1 AS one FROM blob_pins WHERE key IN ($1, '${HOLD_ALL}') AND expires_at > $2 LIMIT 1`;
 const TOMBSTONE = "INSERT INTO blob_tombstones (key, holder, expires_at) VALUES ($1, $2, $3) ON CONFLICT (key) DO NOTHING RETURNING key";
 const DROP_TOMBSTONE = "DELETE FROM blob_tombstones WHERE key = $1 AND holder = $2";
 /** Takes over a deletion whose deleter died: exactly one of several claimants gets the row. */
@@ -320,4 +323,31 @@ export async function deleteEach<T>(items: Iterable<T>, deleteOne: (item: T) => 
   };
   await Promise.all(Array.from({ length: Math.min(DELETE_CONCURRENCY, todo.length) }, worker));
   return deleted;
+}
+
+/**
+ * Holds every deletion of blobs while a backup copies them (D26): one pin on HOLD_ALL, which every
+ * deleter's decision reads beside the key's own pins. A deletion decided before the hold committed
+ * goes on; none is decided after it until `release()`, or LEASE_MS after the last renewal if the
+ * holder dies. So a snapshot of the database taken once this resolves names only blobs that stay
+ * until the hold ends: an upload that met a deletion in progress writes its blob again before its
+ * rows commit (D15). Deletions refused meanwhile are left to the next sweep.
+ */
+export async function holdDeletions(sql: Sql, holder: string, now: () => number = Date.now): Promise<{ release(): Promise<void> }> {
+  const hold = () => sql.run(PIN(1), [holder, now() + LEASE_MS, HOLD_ALL]);
+  await hold();
+  const timer = setInterval(() => void hold().catch(() => {}), RENEW_EVERY_MS);
+  timer.unref();
+  return {
+    async release() {
+      clearInterval(timer);
+      await sql.run(UNPIN, [holder]);
+    },
+  };
+}
+
+/** Drops every pin. Only for a copy of the database that no process uses yet (a backup's): pins
+ * are claims of running processes, which the copy's processes are not. */
+export function clearPins(q: Queryable): Promise<number> {
+  return q.run("DELETE FROM blob_pins");
 }

@@ -51,8 +51,9 @@ const READY_TIMEOUT_MS = 20_000;
 export const chainDir = (dataDir: string) => join(dataDir, "chain");
 export const socketPath = (dataDir: string) => join(chainDir(dataDir), "rpc.ipc");
 const recordFile = (dataDir: string) => join(chainDir(dataDir), "running.json");
-const anvilState = (dataDir: string) => join(chainDir(dataDir), "state.json");
-const evmDir = (dataDir: string) => join(chainDir(dataDir), "evm");
+/** anvil's state file, and the in-process EVM's folder (its journal: evm/index.ts JOURNAL_FILE). */
+export const anvilState = (dataDir: string) => join(chainDir(dataDir), "state.json");
+export const evmDir = (dataDir: string) => join(chainDir(dataDir), "evm");
 
 /** A JSON record file, or undefined when it is missing or unreadable (a kill mid-write). */
 function readRecord<T>(file: string): T | undefined {

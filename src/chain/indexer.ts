@@ -32,6 +32,8 @@ export interface IndexedEvent {
   logIndex: number;
   transactionHash: `0x${string}`;
   address: Address;
+  /** Unix seconds of the event's block: set for consumers that ask for it (`timestamps`). */
+  blockTimestamp?: bigint;
 }
 
 export interface Consumer {
@@ -48,6 +50,9 @@ export interface Consumer {
   apply(tx: Queryable, events: IndexedEvent[]): Promise<void>;
   /** Undoes everything applied from blocks after `block`, inside a transaction (statements only). */
   rollback(tx: Queryable, block: bigint): Promise<void>;
+  /** Its events carry their block's time (`blockTimestamp`): from the log where the node gives it,
+   * else one block read per block with events, before the range's transaction. */
+  timestamps?: boolean;
 }
 
 export interface IndexerOptions {
@@ -131,6 +136,17 @@ export function createIndexer(opts: IndexerOptions) {
     if ((await tx.run(PUT_CURSOR_FENCED, [c.name, at.block, at.hash, ...fenceParams(lease)])) === 0) throw LeaseLostError.of(lease);
   }
 
+  /** Gives each event its block's time; the blocks the logs left without one are read once each. */
+  async function stamp(events: IndexedEvent[]) {
+    const times = new Map<bigint, bigint>();
+    for (const e of events) {
+      if (e.blockTimestamp !== undefined) continue;
+      let t = times.get(e.blockNumber);
+      if (t === undefined) times.set(e.blockNumber, (t = (await publicClient.getBlock({ blockNumber: e.blockNumber })).timestamp));
+      e.blockTimestamp = t;
+    }
+  }
+
   const hashAt = async (n: bigint) => {
     try {
       return (await publicClient.getBlock({ blockNumber: n })).hash;
@@ -180,6 +196,7 @@ export function createIndexer(opts: IndexerOptions) {
     // The range moved under us (a reorg during the read): read it again next round.
     if (!before || before !== after) return "progress";
     const events = decode(c, logs);
+    if (c.timestamps) await stamp(events);
     await sql.tx(async (tx) => {
       // Another pass (here or on another gateway) may have applied this range while we read it:
       // apply nothing twice.
@@ -303,6 +320,7 @@ function decode(c: Consumer, logs: Log[]): IndexedEvent[] {
         logIndex: l.logIndex ?? 0,
         transactionHash: l.transactionHash ?? "0x",
         address: l.address,
+        ...(typeof l.blockTimestamp === "bigint" ? { blockTimestamp: l.blockTimestamp } : {}),
       });
     } catch {
       // A log of an event the consumer's ABI does not know: not its business.

@@ -1,11 +1,13 @@
 /**
  * `stowage admin …` (D13): free quota grants, prices and (embedded chain only) funding, signed with
- * the admin key. Each prints the transaction hash once it is mined with success.
+ * the admin key; each prints the transaction hash once it is mined with success. And the commands
+ * that keep the gateway's data (backup, restore, check, usage: cli/ops.ts), which need no chain.
  *
  * @example
  *   stowage admin grant --did did:ethr:0x3d9:0xAb… --space 5GiB --days 30
  *   stowage admin prices --space 1000000000 --traffic 100000000
  *   stowage admin fund 0xAb… 10
+ *   stowage admin backup /backups/stowage
  */
 import { formatEther, parseEther, isAddress, getAddress, type Hash } from "viem";
 import { ConfigError, parseBytes, parseConfig } from "../config.ts";
@@ -14,13 +16,14 @@ import { explainChainError } from "../chain/explain.ts";
 import { parseDidOrAddress } from "../identity/did.ts";
 import { parseArgs } from "./args.ts";
 import { CliError, adminAccess } from "./chain-access.ts";
+import { isOpsCommand, opsHelp, runOps } from "./ops.ts";
 
 type Access = Awaited<ReturnType<typeof adminAccess>>;
 type Out = (line: string) => void;
 
 const KIND = { space: 0, traffic: 1 } as const;
 
-export const adminHelp = `Usage: stowage admin <grant | prices | fund> [options]
+export const adminHelp = `Usage: stowage admin <grant | prices | fund | backup | restore | check | usage> [options]
 
   grant --did DID (--space BYTES | --traffic BYTES) [--days N]
         Grant free storage space or traffic to a DID (or address). BYTES takes units (5GiB).
@@ -29,11 +32,25 @@ export const adminHelp = `Usage: stowage admin <grant | prices | fund> [options]
         Show the unit prices (wei per byte); with an option, set them.
   fund ADDRESS AMOUNT_ETH
         Embedded chain only: send currency from the admin account to ADDRESS.
+  backup DEST
+        Back up the gateway (running or not) into the folder DEST; again: copies what is new.
+  restore SRC --data-dir DIR
+        Restore a backup into a new data dir, once every part is verified (--verify: only verify).
+  check [--repair] [--fast]
+        Check that the database and the blobs agree (any database, any blob store).
+  usage [--since DATE] [--json | --csv]
+        Per account: storage, traffic, purchases and grants, S3 and IPFS activity.
+  stowage admin <command> --help tells more.
 
 Common options:
   --data-dir DIR   the server's data dir (default ./data, or STOWAGE_DATA_DIR): holds the admin key,
                    the contract addresses and, for the embedded chain, where it runs.
 The chain is STOWAGE_CHAIN_RPC when set, else the embedded chain of the running server.`;
+
+/** `stowage admin COMMAND --help`: that command's, or the list. */
+export function adminHelpFor(sub: string | undefined): string {
+  return isOpsCommand(sub) ? opsHelp[sub] : adminHelp;
+}
 
 async function confirm(access: Access, hash: Hash, out: Out): Promise<Hash> {
   const receipt = await access.publicClient.waitForTransactionReceipt({ hash });
@@ -113,9 +130,10 @@ const subcommands = {
   fund: { flags: [] },
 } as const;
 
-export async function runAdmin(argv: string[], env: Record<string, string | undefined>, out: Out = console.log, log: Out = (l) => console.error(l)): Promise<number> {
+export async function runAdmin(argv: string[], env: Record<string, string | undefined>, out: Out = console.log, log: Out = (l) => console.error(l), tty = Boolean(process.stderr.isTTY)): Promise<number> {
   const [sub, ...rest] = argv;
-  if (!sub || !(sub in subcommands)) throw new ConfigError(sub ? `unknown admin command "${sub}"` : "admin needs a command: grant, prices or fund");
+  if (isOpsCommand(sub)) return runOps(sub, rest, env, { out, log, tty, status: (text) => void process.stderr.write(text) });
+  if (!sub || !(sub in subcommands)) throw new ConfigError(sub ? `unknown admin command "${sub}"` : "admin needs a command: grant, prices, fund, backup, restore, check or usage");
   const spec = subcommands[sub as keyof typeof subcommands];
   const { flags, positionals } = parseArgs(rest, [...spec.flags, "--data-dir"]);
   if (sub !== "fund" && positionals.length) throw new ConfigError(`unexpected argument ${positionals[0]}`);

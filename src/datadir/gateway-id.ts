@@ -5,7 +5,7 @@
  * indexer, the sweeps) back at once instead of waiting out its own dead term; another gateway of
  * the cluster has another data dir and so another id.
  */
-import { closeSync, openSync, readFileSync, writeSync } from "node:fs";
+import { closeSync, existsSync, openSync, readFileSync, writeSync } from "node:fs";
 import { hostname } from "node:os";
 import { join } from "node:path";
 
@@ -22,4 +22,10 @@ export function gatewayId(dataDir: string): string {
   const id = readFileSync(path, "utf8").trim();
   if (!id) throw new Error(`${path} is empty: remove it and start again`);
   return id;
+}
+
+/** The data dir's gateway id if it has one (never makes one). */
+export function readGatewayId(dataDir: string): string | undefined {
+  const path = join(dataDir, "gateway-id");
+  return existsSync(path) ? readFileSync(path, "utf8").trim() || undefined : undefined;
 }

@@ -14,3 +14,8 @@ export async function installationId(sql: Queryable): Promise<string> {
   if (!row) throw new Error("app_state has no installation_id right after making one");
   return row.value;
 }
+
+/** The installation id if one was made (never makes one: a copy of the database is read as it is). */
+export async function readInstallationId(sql: Queryable): Promise<string | undefined> {
+  return (await sql.get<{ value: string }>(READ))?.value;
+}

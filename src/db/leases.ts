@@ -233,3 +233,11 @@ export function aborted(signal: AbortSignal): Promise<void> {
   if (signal.aborted) return Promise.resolve();
   return new Promise((resolve) => signal.addEventListener("abort", () => resolve(), { once: true }));
 }
+
+const LIVE = `SELECT name, holder FROM leases WHERE expires_at > $1 ORDER BY name`;
+
+/** Leases some gateway holds now: every running gateway renews one (the indexer's, the sweeps'),
+ * so none live means none runs (or every one died at least a lease's lifetime ago). */
+export function liveLeases(q: Queryable, now: number): Promise<{ name: string; holder: string }[]> {
+  return q.all(LIVE, [now]);
+}

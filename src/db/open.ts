@@ -6,6 +6,7 @@
  *   const { sql, close } = openDatabase("data/stowage.db")
  */
 import { Database } from "bun:sqlite";
+import { existsSync } from "node:fs";
 import type { MigrationMeta } from "drizzle-orm/migrator";
 import { embeddedMigrations } from "./migrations.macro.ts" with { type: "macro" };
 import type { Sql } from "./sql.ts";
@@ -30,6 +31,32 @@ export function openDatabase(file: string, migrations: MigrationMeta[] = embedde
   sqlite.exec("PRAGMA foreign_keys = ON");
   migrate(sqlite, migrations);
   const sql = new SqliteSql(sqlite, file, options);
+  return {
+    sqlite,
+    sql,
+    close: () => {
+      const closing = sql.close();
+      sqlite.close();
+      return closing;
+    },
+  };
+}
+
+/**
+ * An existing database, for an operator's command that may run beside the server (backup, check,
+ * usage): nothing is created and no migration runs (the server's own version migrates), the
+ * journal mode stays as it is, and commits are not fsynced one by one (`synchronous = NORMAL`;
+ * such a command writes a few rows, which a power cut may take back, never half of one). Its
+ * connection waits up to 5 s for the server's writer, as the server's waits for it: keep its
+ * writing transactions short, since bun:sqlite waits on the server's event loop.
+ */
+export function openExisting(file: string): OpenDatabase {
+  if (!existsSync(file)) throw new Error(`no database at ${file}`);
+  const sqlite = new Database(file, { readwrite: true, create: false, strict: true });
+  sqlite.exec("PRAGMA busy_timeout = 5000");
+  sqlite.exec("PRAGMA synchronous = NORMAL");
+  sqlite.exec("PRAGMA foreign_keys = ON");
+  const sql = new SqliteSql(sqlite, file);
   return {
     sqlite,
     sql,

@@ -5,6 +5,6 @@
  *   const metrics = createMetrics()
  *   const served = serveMetrics(config.metricsListen, metrics.registry)
  */
-export { createMetrics, type Metrics, type GaugeSources } from "./registry.ts";
+export { createMetrics, type Metrics, type GaugeSources, type UsageTotals } from "./registry.ts";
 export { routeLabels, type RouteLabels } from "./routes.ts";
 export { serveMetrics, type MetricsListener } from "./listener.ts";

@@ -22,6 +22,22 @@ export interface GaugeSources {
   indexerLag?: () => Promise<number | undefined>;
   /** Connected libp2p peers of this gateway's IPFS node. */
   peers?: () => Promise<number>;
+  /** The deployment's usage totals (the usage report's, without any account named). */
+  usage?: () => Promise<UsageTotals>;
+}
+
+/** What `stowage admin usage` totals (src/ops/usage.ts gives this shape). */
+export interface UsageTotals {
+  /** Files and bytes stored, per back-end. */
+  stored: { backend: string; files: number; bytes: number }[];
+  /** Accounts with at least one file. */
+  accounts: number;
+  /** Bytes moved by every account in its current traffic period. */
+  trafficPeriodBytes: number;
+  /** Purchases and free grants indexed from the chain, by kind and pool: how many, and bytes. */
+  quota: { kind: string; pool: string; events: number; bytes: number }[];
+  /** S3 access keys that work now. */
+  s3Keys: number;
 }
 
 /** Request durations: from a cached health check (≈ 0.1 ms) to a large transfer (minutes). */
@@ -80,6 +96,7 @@ export function createMetrics() {
       if (n !== undefined) this.set(n);
     },
   });
+  usageGauges(registers, () => sources.usage);
   processGauges(registers);
 
   return {
@@ -105,6 +122,40 @@ export function createMetrics() {
 }
 
 export type Metrics = ReturnType<typeof createMetrics>;
+
+/**
+ * The usage report's totals as gauges (no label names an account: one series per back-end or pool,
+ * whatever the number of users). One read of the totals serves every gauge of a scrape: the first
+ * gauge collected starts it, the others wait for the same answer.
+ */
+function usageGauges(registers: Registry[], source: () => GaugeSources["usage"]) {
+  let pending: { at: number; totals: Promise<UsageTotals | undefined> } | undefined;
+  const totals = () => {
+    const read = source();
+    if (!read) return Promise.resolve(undefined);
+    if (!pending || performance.now() - pending.at > 1000) pending = { at: performance.now(), totals: read().catch(() => undefined) };
+    return pending.totals;
+  };
+  const gauge = (name: string, help: string, labelNames: string[], set: (g: Gauge, t: UsageTotals) => void) =>
+    new Gauge({
+      name,
+      help,
+      labelNames,
+      registers,
+      async collect() {
+        this.reset();
+        const t = await totals();
+        if (t) set(this, t);
+      },
+    });
+  gauge("stowage_stored_files", "Files stored, by back-end (all accounts)", ["backend"], (g, t) => t.stored.forEach((s) => g.set({ backend: s.backend }, s.files)));
+  gauge("stowage_stored_bytes", "Bytes of files stored, by back-end (all accounts)", ["backend"], (g, t) => t.stored.forEach((s) => g.set({ backend: s.backend }, s.bytes)));
+  gauge("stowage_accounts_storing", "Accounts with at least one file", [], (g, t) => g.set(t.accounts));
+  gauge("stowage_traffic_period_bytes", "Bytes moved in the accounts' current traffic periods (all accounts)", [], (g, t) => g.set(t.trafficPeriodBytes));
+  gauge("stowage_quota_events", "Purchases and free grants indexed from the chain, by kind (purchase, grant) and pool", ["kind", "pool"], (g, t) => t.quota.forEach((q) => g.set({ kind: q.kind, pool: q.pool }, q.events)));
+  gauge("stowage_quota_event_bytes", "Bytes bought or granted, indexed from the chain, by kind and pool", ["kind", "pool"], (g, t) => t.quota.forEach((q) => g.set({ kind: q.kind, pool: q.pool }, q.bytes)));
+  gauge("stowage_s3_access_keys", "S3 access keys that work now (all accounts)", [], (g, t) => g.set(t.s3Keys));
+}
 
 /** The standard process metrics. prom-client's default collectors report event-loop figures that
  * Bun does not provide ("Nan", which the text format does not allow), so these few are read here. */

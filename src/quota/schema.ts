@@ -60,3 +60,28 @@ export const purchases = sqliteTable(
   },
   (t) => [uniqueIndex("purchases_key").on(t.account, t.kind, t.idempotencyKey)],
 );
+
+/**
+ * Purchases and free grants as the Proxy contract's events say (`Purchased`, `FreeGranted`),
+ * indexed from the chain (events.ts): the usage report's record of what each account bought or
+ * was given, whichever gateway or wallet sent the transaction. Keyed by chain position, so a range
+ * read twice adds nothing twice; a chain rewind deletes the rows after the common block.
+ */
+export const quotaEvents = sqliteTable(
+  "quota_events",
+  {
+    block: integer("block").notNull(),
+    logIndex: integer("log_index").notNull(),
+    tx: text("tx").notNull(),
+    kind: text("kind", { enum: ["purchase", "grant"] }).notNull(),
+    /** EIP-55 address of the account. */
+    account: text("account").notNull(),
+    pool: text("pool", { enum: ["space", "traffic"] }).notNull(),
+    bytes: integer("bytes").notNull(),
+    /** What a purchase cost from the deposit, in wei (decimal: a uint256); "0" for a grant. */
+    cost: text("cost").notNull(),
+    /** The block's time, epoch ms. */
+    at: integer("at").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.block, t.logIndex] }), index("quota_events_account").on(t.account, t.at)],
+);

@@ -23,6 +23,7 @@ import type { Simulate } from "../public-rpc.ts";
 import type { ChainReply, ChainRequest } from "./chain-worker.ts";
 import { failed, methodNotFound, RpcError } from "./errors.ts";
 import type { SimReply, SimRequest } from "./sim-worker.ts";
+import { JOURNAL_FILE } from "./journal.ts";
 
 export interface InProcessChain {
   request(args: { method: string; params?: unknown[] }): Promise<unknown>;
@@ -31,7 +32,7 @@ export interface InProcessChain {
   stop(): Promise<void>;
 }
 
-export const JOURNAL_FILE = "chain.journal";
+export { JOURNAL_FILE };
 
 /**
  * A worker's script. In the compiled binary every module's `import.meta.url` is the binary's own,

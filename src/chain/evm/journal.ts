@@ -10,6 +10,9 @@ import type { Logger } from "../../log.ts";
 
 const HEADER = 8;
 
+/** The journal's name in the chain's folder (DATA_DIR/chain/evm). */
+export const JOURNAL_FILE = "chain.journal";
+
 export interface Journal {
   append(record: unknown): void;
   close(): void;
@@ -24,35 +27,27 @@ function frame(record: unknown): Buffer {
   return out;
 }
 
-/** Replays every good record through `apply` and opens the file for appending after the last
- * good one. An error thrown by `apply` is passed on, with the file untouched. */
-export function openJournal(file: string, apply: (record: unknown) => void, log: Logger): Journal {
-  const bytes = existsSync(file) ? readFileSync(file) : Buffer.alloc(0);
+/**
+ * Walks the framed records of `bytes` from the start, handing each whole one to `apply`; stops at
+ * the first that is cut short or fails its checksum. Returns the length of the good prefix, how
+ * many records it holds, and why it stopped early (undefined when every byte was good).
+ */
+export function scanJournal(bytes: Uint8Array, apply: (record: unknown) => void = () => {}): { good: number; count: number; damage?: string } {
+  const buf = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   let good = 0;
   let count = 0;
-  let damage: string | undefined;
-  while (good < bytes.length) {
-    if (bytes.length - good < HEADER) {
-      damage = "cut short";
-      break;
-    }
-    const length = bytes.readUInt32BE(good);
+  while (good < buf.length) {
+    if (buf.length - good < HEADER) return { good, count, damage: "cut short" };
+    const length = buf.readUInt32BE(good);
     const end = good + HEADER + length;
-    if (end > bytes.length) {
-      damage = "cut short";
-      break;
-    }
-    const payload = bytes.subarray(good + HEADER, end);
-    if ((Bun.hash.crc32(payload) >>> 0) !== bytes.readUInt32BE(good + 4)) {
-      damage = "checksum mismatch";
-      break;
-    }
+    if (end > buf.length) return { good, count, damage: "cut short" };
+    const payload = buf.subarray(good + HEADER, end);
+    if ((Bun.hash.crc32(payload) >>> 0) !== buf.readUInt32BE(good + 4)) return { good, count, damage: "checksum mismatch" };
     let record: unknown;
     try {
       record = JSON.parse(payload.toString("utf8"));
     } catch {
-      damage = "not JSON";
-      break;
+      return { good, count, damage: "not JSON" };
     }
     // A record that passed its checksum is what was written: one that cannot be used (another
     // chain id, a newer format) stops the start and the file stays as it is.
@@ -60,6 +55,14 @@ export function openJournal(file: string, apply: (record: unknown) => void, log:
     good = end;
     count++;
   }
+  return { good, count };
+}
+
+/** Replays every good record through `apply` and opens the file for appending after the last
+ * good one. An error thrown by `apply` is passed on, with the file untouched. */
+export function openJournal(file: string, apply: (record: unknown) => void, log: Logger): Journal {
+  const bytes = existsSync(file) ? readFileSync(file) : Buffer.alloc(0);
+  const { good, count, damage } = scanJournal(bytes, apply);
   const fd = openSync(file, "a+", 0o600);
   if (damage !== undefined) {
     const aside = `${file}.damaged`;

@@ -412,6 +412,22 @@ export const purchases = pgTable(
   (t) => [uniqueIndex("purchases_key").on(t.account, t.kind, t.idempotencyKey)],
 );
 
+export const quotaEvents = pgTable(
+  "quota_events",
+  {
+    block: int8("block").notNull(),
+    logIndex: int8("log_index").notNull(),
+    tx: text("tx").notNull(),
+    kind: text("kind", { enum: ["purchase", "grant"] }).notNull(),
+    account: text("account").notNull(),
+    pool: text("pool", { enum: ["space", "traffic"] }).notNull(),
+    bytes: int8("bytes").notNull(),
+    cost: text("cost").notNull(),
+    at: int8("at").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.block, t.logIndex] }), index("quota_events_account").on(t.account, t.at)],
+);
+
 // ---- src/directory/schema.ts (search: migration 0001_directory_search)
 
 export const directoryEntries = pgTable(
