@@ -11,7 +11,8 @@
  *    the rows as one moment left them, whatever the server commits meanwhile (never a file copy,
  *    which would tear the log from the database). Every blob it names exists now (an upload
  *    writes its blobs before the rows naming them commit, D9/D15) and stays, held by step 2.
- *    The copy's pins are dropped: they are claims of the source's processes, the hold among them.
+ *    The copy's pins are dropped: they are claims of the source's processes, the hold among them;
+ *    releases in flight are finished in it (references.ts), as no process will finish them there.
  * 4. The embedded chain's state, after the snapshot, so the chain is never behind the rows
  *    (chain-state.ts); then the secrets (0600), the gateway id and the IPFS peer key.
  * 5. The blobs the snapshot names, under their content names, each checked against its key as it
@@ -41,6 +42,7 @@ import { keptChunks } from "../storage/dfs/audit.ts";
 import { keptBlocks } from "../storage/ipfs/audit.ts";
 import { version } from "../version.ts";
 import { contentProblem } from "./blob-content.ts";
+import { settleReleases } from "./references.ts";
 import { deploymentPath, readChainState } from "./chain-state.ts";
 import { fsyncDir, fsyncFile, hashFile, makeDir, makePrivateDir, writeDurably } from "./files.ts";
 import {
@@ -147,6 +149,9 @@ export async function runBackup(opts: BackupOptions): Promise<BackupReport> {
       const copy = openExisting(tmp);
       try {
         await clearPins(copy.sql);
+        // Releases in flight at the snapshot (a file's row gone, its content not yet released)
+        // would never finish in the copy: finished here, as the release would have.
+        await settleReleases(copy.sql);
       } finally {
         await copy.close();
       }

@@ -31,14 +31,12 @@ import type { Sql } from "../db/sql.ts";
 import { rawLeaf, rootOf } from "../cid/tree.ts";
 import type { BackendKind } from "../storage/backend.ts";
 import { MAX_CHILDREN_PER_NODE } from "../storage/cid-options.ts";
-import { contentHolders, filesUsing, filesWithoutContent, holdersOf, recountStoredTotal, storedTotalsDrift } from "../storage/audit.ts";
-import { chunkRefDrift, chunkTotals, keptChunks, manifestOf, objectShapes, recountChunk, recountObjectChunks, setObjectRefs } from "../storage/dfs/audit.ts";
-import { Rows } from "../storage/dfs/rows.ts";
-import { blockRefDrift, blockTotals, indexGaps, indexOf, keptBlocks, pinShapes, recountBlock, setPinRefs } from "../storage/ipfs/audit.ts";
+import { contentHolders, filesUsing, filesWithoutContent, recountStoredTotal, storedTotalsDrift } from "../storage/audit.ts";
+import { chunkRefDrift, chunkTotals, keptChunks, manifestOf, objectShapes, recountChunk, recountObjectChunks } from "../storage/dfs/audit.ts";
+import { blockRefDrift, blockTotals, indexGaps, indexOf, keptBlocks, pinShapes, recountBlock } from "../storage/ipfs/audit.ts";
 import { blockKey } from "../storage/ipfs/blocks.ts";
-import { dropRef } from "../storage/ipfs/pins.ts";
-import { partHolders, partHoldersOf } from "../s3api/audit.ts";
 import { contentProblem } from "./blob-content.ts";
+import { contentDrift, driftOf, setToHolders } from "./references.ts";
 
 export type CheckArea = "files" | "references" | "manifests" | "blobs" | "stored";
 
@@ -115,28 +113,24 @@ export async function runCheck(o: CheckOptions): Promise<CheckReport> {
 
   // Content rows' references against their holders (file rows and S3 parts).
   progress({ area: "references", done: 0 });
-  const parts = await partHolders(sql);
-  const suspects: { backend: BackendKind; cid: string }[] = [];
   for (const backend of ["dfs", "ipfs"] as const) {
     for await (const c of contentHolders(sql, backend)) {
       if (backend === "dfs") counts.dfsObjects++;
       else counts.ipfsRoots++;
       counts.files += c.files;
-      if (c.refs !== c.files + (parts.get(`${backend}:${c.cid}`) ?? 0)) suspects.push({ backend, cid: c.cid });
     }
   }
+  const suspects = await contentDrift(sql);
   if (suspects.length > 0 && (o.settleMs ?? 0) > 0) await Bun.sleep(o.settleMs as number);
   for (const s of suspects) {
-    const now = await holdersOf(sql, s.backend, s.cid);
-    if (!now) continue; // released meanwhile
-    const holders = now.files + (await partHoldersOf(sql, s.backend, s.cid));
-    if (now.refs === holders) continue;
+    const now = await driftOf(sql, s.backend, s.cid);
+    if (!now || now.refs === now.holders) continue; // released, or settled, meanwhile
     const subject = `${s.backend} content ${s.cid}`;
     const message =
-      now.refs < holders
-        ? `${now.refs} references, ${holders} holders: releasing them would delete content still in use`
-        : `${now.refs} references, ${holders} holders: it would never be freed`;
-    await fix({ area: "references", subject, message: message + (await affected({ backend: s.backend, cid: s.cid })) }, o.offline === true, () => setRefs(sql, s.backend, s.cid, holders));
+      now.refs < now.holders
+        ? `${now.refs} references, ${now.holders} holders: releasing them would delete content still in use`
+        : `${now.refs} references, ${now.holders} holders: it would never be freed`;
+    await fix({ area: "references", subject, message: message + (await affected({ backend: s.backend, cid: s.cid })) }, o.offline === true, () => setToHolders(sql, now));
   }
 
   // dfs manifests: rows, bytes, Cid; chunks' references.
@@ -218,18 +212,6 @@ export async function runCheck(o: CheckOptions): Promise<CheckReport> {
   }
 
   return { ok: unrepaired === 0, findings, more, repaired, counts, seconds: (performance.now() - started) / 1000 };
-}
-
-/** A content row's references set to its holders; with none, its rows go as a last release does
- * (the blobs they free are the next sweep's). Only with no gateway running (see the header). */
-async function setRefs(sql: Sql, backend: BackendKind, cid: string, holders: number): Promise<void> {
-  if (backend === "dfs") {
-    await setObjectRefs(sql, cid, holders);
-    if (holders === 0) await new Rows(sql).dropDeadRows();
-    return;
-  }
-  await setPinRefs(sql, cid, Math.max(holders, 1));
-  if (holders === 0) await dropRef(sql, cid);
 }
 
 async function countKept(sql: Sql): Promise<number> {
