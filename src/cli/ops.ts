@@ -55,8 +55,8 @@ export const opsHelp = {
   --data-dir DIR   the gateway's data dir (default ./data, or STOWAGE_DATA_DIR)
   --json           print the report as JSON
   --progress       show progress on stderr even when it is not a terminal`,
-  restore: `Usage: stowage admin restore SRC --data-dir DIR [--json]
-       stowage admin restore SRC --verify [--json]
+  restore: `Usage: stowage admin restore SRC --data-dir DIR [--json] [--progress]
+       stowage admin restore SRC --verify [--json] [--progress]
 
   Restores the backup in the folder SRC into DIR, a new or empty data dir, which
   \`stowage serve --data-dir DIR\` then starts on. Every part is checked against the manifest
@@ -65,8 +65,9 @@ export const opsHelp = {
 
   --data-dir DIR   where to restore (must not exist, or be empty)
   --verify         only check the backup; write nothing
-  --json           print the report as JSON`,
-  check: `Usage: stowage admin check [--data-dir DIR] [--repair] [--fast] [--json]
+  --json           print the report as JSON
+  --progress       show progress on stderr even when it is not a terminal`,
+  check: `Usage: stowage admin check [--data-dir DIR] [--repair] [--fast] [--json] [--progress]
 
   Checks that the database and the blobs agree, on SQLite or PostgreSQL (STOWAGE_DATABASE_URL),
   local files or an object store (STOWAGE_S3_*): every file's content and manifest, every chunk
@@ -78,7 +79,8 @@ export const opsHelp = {
   --data-dir DIR   the gateway's data dir (default ./data, or STOWAGE_DATA_DIR)
   --repair         set right what is safe to (counts), and say what it did
   --fast           check that blobs exist with their size, without hashing them
-  --json           print the report as JSON`,
+  --json           print the report as JSON
+  --progress       show progress on stderr even when it is not a terminal`,
   usage: `Usage: stowage admin usage [--data-dir DIR] [--since DATE] [--json | --csv]
 
   Per account: files and bytes stored on each back-end, traffic moved (the current period, and
@@ -205,9 +207,9 @@ async function restore(src: string, dataDir: string | undefined, json: boolean, 
 }
 
 /** The database and blob store of the configuration, opened for an operator's command. */
-async function openData(config: Config): Promise<{ sql: Sql; store: BlobStore; dialect: "sqlite" | "postgres"; close(): Promise<void> }> {
+async function openData(config: Config, withStore = true): Promise<{ sql: Sql; store: BlobStore; dialect: "sqlite" | "postgres"; close(): Promise<void> }> {
   let store: BlobStore;
-  if (config.s3Endpoint) {
+  if (config.s3Endpoint && withStore) {
     const { s3Bucket: bucket, s3AccessKeyId: accessKeyId, s3SecretAccessKey: secretAccessKey } = config;
     if (!bucket || !accessKeyId || !secretAccessKey) throw new ConfigError("STOWAGE_S3_ENDPOINT needs STOWAGE_S3_BUCKET, STOWAGE_S3_ACCESS_KEY_ID and STOWAGE_S3_SECRET_ACCESS_KEY");
     const s3 = new S3BlobStore({ endpoint: config.s3Endpoint, bucket, region: config.s3Region, prefix: config.s3Prefix, accessKeyId, secretAccessKey });
@@ -280,7 +282,7 @@ function parseSince(raw: string): number {
 }
 
 async function usage(config: Config, o: { since?: number; format: "table" | "json" | "csv" }, io: OpsIo): Promise<number> {
-  const data = await openData(config);
+  const data = await openData(config, false); // rows only: no blob is read
   try {
     const report = await usageReport(data.sql, { since: o.since });
     if (o.format === "json") io.out(JSON.stringify(report, null, 2));
