@@ -3,6 +3,7 @@
  * are thrown as account errors and answered `{ result: -1, error, message }` by the global
  * handler; `/v2/auth/me` alone answers `{ success: false, error }` (spec 7 rule 2).
  */
+import { RegistryUnavailable } from "../identity/resolver.ts";
 import { Elysia, t } from "elysia";
 import { clientIp } from "../http/client-ip.ts";
 import { AccountError } from "../http/errors.ts";
@@ -128,6 +129,12 @@ export function accountRoutes(s: AccountServices) {
           const user = await account(bearerToken(headers.authorization) ?? query.token);
           return { success: true as const, data: s.users.current(user) };
         } catch (err) {
+          // The registry's outage is no verdict on the token: 503, try again (spec 7.2's shape).
+          if (err instanceof RegistryUnavailable) {
+            set.status = 503;
+            set.headers["retry-after"] = "5";
+            return { success: false as const, error: err.message };
+          }
           if (!(err instanceof AccountError)) throw err;
           set.status = err.status;
           return { success: false as const, error: err.message };
@@ -135,7 +142,7 @@ export function accountRoutes(s: AccountServices) {
       },
       {
         query: t.Object({ token: t.Optional(t.String({ description: "Access token, when no Authorization header is sent" })) }),
-        response: { 200: me, 401: me },
+        response: { 200: me, 401: me, 503: me },
         detail: { summary: "The current user (Bearer access token, or ?token=)", tags: TAG, ...access.bearer },
       },
     )

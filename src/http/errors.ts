@@ -73,7 +73,7 @@ export const storageError = {
   rateLimited: (retryAfterSeconds: number) =>
     new StorageError(429, "Too many requests", { headers: { "Retry-After": String(retryAfterSeconds) } }),
   internal: () => new StorageError(500, "Internal error, try again"),
-  unavailable: (what: string) => new StorageError(503, what),
+  unavailable: (what: string, headers?: Record<string, string>) => new StorageError(503, what, { headers }),
   listFailed: (detail: string) => new StorageError(516, `list object error: ${detail}`),
   address: (what = "Address parameter missing or invalid") => new StorageError(517, what),
   unsupportedType: () => new StorageError(518, "Storage type not supported"),

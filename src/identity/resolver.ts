@@ -18,6 +18,21 @@ import { didRegistryAbi } from "../chain/artifacts/index.ts";
 import { DELEGATE_TYPES } from "./delegates.ts";
 import { InvalidDid, parseDid, type Did } from "./did.ts";
 
+/**
+ * The registry could not be asked (the chain is down or slow): not a "no", so nobody is refused
+ * for good, and not the request's fault. The API edges answer it as 503, try again.
+ */
+export class RegistryUnavailable extends Error {
+  override name = "RegistryUnavailable";
+  readonly code = "REGISTRY_UNAVAILABLE";
+  /** What the chain client said (for the log, never the client). */
+  readonly detail: string;
+  constructor(detail: string) {
+    super("The DID registry did not answer, so who may sign for this DID is unknown; try again shortly");
+    this.detail = detail;
+  }
+}
+
 /** Other DID methods plug in here. */
 export interface DidResolver {
   canSign(did: Did, signer: Address): Promise<boolean>;
@@ -40,12 +55,16 @@ export function ethrResolver({ publicClient, registry, cacheMs = RESOLVER_CACHE_
   const cache = new Map<string, Entry>();
 
   async function lookup(identity: Address, signer: Address): Promise<boolean> {
-    const owner = await publicClient.readContract({ address: registry, abi: didRegistryAbi, functionName: "identityOwner", args: [identity] });
-    if (isAddressEqual(owner, signer)) return true;
-    const checks = Object.values(DELEGATE_TYPES).map((type) =>
-      publicClient.readContract({ address: registry, abi: didRegistryAbi, functionName: "validDelegate", args: [identity, type, signer] }),
-    );
-    return (await Promise.all(checks)).some(Boolean);
+    try {
+      const owner = await publicClient.readContract({ address: registry, abi: didRegistryAbi, functionName: "identityOwner", args: [identity] });
+      if (isAddressEqual(owner, signer)) return true;
+      const checks = Object.values(DELEGATE_TYPES).map((type) =>
+        publicClient.readContract({ address: registry, abi: didRegistryAbi, functionName: "validDelegate", args: [identity, type, signer] }),
+      );
+      return (await Promise.all(checks)).some(Boolean);
+    } catch (err) {
+      throw new RegistryUnavailable((err as Error).message);
+    }
   }
 
   function store(key: string, entry: Entry) {

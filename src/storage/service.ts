@@ -283,26 +283,27 @@ export function createStorage(deps: StorageDeps) {
     return owner ? await files.owns(canonicalDid(owner, chainId), kind, cid) : undefined;
   }
 
-  /**
-   * Whom a download reads for: the DID `did` names when the payer is one of its keys (D2), else the
-   * payer's own DID — while the payer may sign for it: once its DID has another owner, the old
-   * address is a stranger to its files and its traffic (D21).
-   */
-  async function readerOf(payer: Address, did: string | undefined): Promise<Address> {
-    if (!did) {
-      if (!(await deps.resolver.canSign({ address: payer, canonical: canonicalDid(payer, chainId) }, payer))) {
-        throw storageError.forbidden("Permission denied: the voucher's payer may no longer sign for its own DID (the DID registry names another owner)");
-      }
-      return payer;
-    }
-    let who: Did;
+  /** Whom a download says it reads for: the DID `did` names (the payer being one of its keys, D2), else the payer's own. */
+  function claimedReader(payer: Address, did: string | undefined): Did {
+    if (!did) return { address: payer, canonical: canonicalDid(payer, chainId) };
     try {
-      who = parseDid(did, chainId);
+      return parseDid(did, chainId);
     } catch (err) {
       throw storageError.badRequest((err as Error).message);
     }
-    if (!(await paysFor(who, payer))) throw storageError.forbidden("Permission denied: the voucher's payer is not a key of this DID");
-    return who.address;
+  }
+
+  /**
+   * Whether the payer may act for the reader now (D21): one of the DID's keys, or for its own DID,
+   * its owner still — once its DID has another owner, the old address is a stranger to its files
+   * and its traffic. Asked only of a reader that may read the file, so a voucher from a random key
+   * costs no registry read and takes no place in the resolver's cache.
+   */
+  async function checkPayer(reader: Did, payer: Address, named: boolean) {
+    if (await paysFor(reader, payer)) return;
+    throw storageError.forbidden(
+      named ? "Permission denied: the voucher's payer is not a key of this DID" : "Permission denied: the voucher's payer may no longer sign for its own DID (the DID registry names another owner)",
+    );
   }
 
   /**
@@ -319,9 +320,11 @@ export function createStorage(deps: StorageDeps) {
     } catch {
       throw storageError.badRequest("not a Cid");
     }
-    const reader = await readerOf(payer, voucher.did);
+    const who = claimedReader(payer, voucher.did);
+    const reader = who.address;
     const row = await readableRow(reader, b.kind, cid);
     if (!row) throw storageError.forbidden("Permission denied: this voucher's payer may not read this file");
+    await checkPayer(who, payer, voucher.did !== undefined && voucher.did !== "");
     const stat = await b.stat(cid);
     if (!stat) throw storageError.notFound("File not found");
     const total = stat.size;

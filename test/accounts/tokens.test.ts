@@ -5,7 +5,7 @@
 import { describe, expect, test } from "bun:test";
 import { SignJWT } from "jose";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
-import type { DidResolver } from "../../src/identity/resolver.ts";
+import { RegistryUnavailable, type DidResolver } from "../../src/identity/resolver.ts";
 import { accountsApp, bearer, claimsOf, evmLogin } from "../support/accounts.ts";
 
 const MINUTE = 60_000;
@@ -275,5 +275,33 @@ describe("/v2/auth/me and /v2/user/info", () => {
     expect(r).toMatchObject({ status: 401, body: { result: -1, error: "UNAUTHORIZED" } });
     const q = await call("GET", "/v2/user/info", { headers: bearer("x.y.z") });
     expect(q.body).toEqual({ result: -1, error: "UNAUTHORIZED", message: "The token is invalid" });
+  });
+});
+
+describe("the DID registry down: a token's check answers 503, never a 500 or a refusal", () => {
+  let down = false;
+  const resolver: DidResolver = {
+    canSign: async (did, signer) => {
+      if (down) throw new RegistryUnavailable("connect ECONNREFUSED");
+      return did.address === signer;
+    },
+  };
+  const t = accountsApp({ accounts: { resolver } });
+  const { call } = t;
+
+  test("user info and /v2/auth/me answer 503 with Retry-After while the registry is unreachable, then work again", async () => {
+    const { accessToken } = (await evmLogin(call, newKey())).body.data;
+    down = true;
+    try {
+      const info = await call("GET", "/v2/user/info", { headers: bearer(accessToken) });
+      expect(info).toMatchObject({ status: 503, body: { result: -1, error: "UNAVAILABLE" } });
+      expect(info.headers.get("retry-after")).toBe("5");
+      const me = await call("GET", "/v2/auth/me", { headers: bearer(accessToken) });
+      expect(me).toMatchObject({ status: 503, body: { success: false } });
+      expect(me.body.error).toMatch(/DID registry did not answer/);
+    } finally {
+      down = false;
+    }
+    expect((await call("GET", "/v2/user/info", { headers: bearer(accessToken) })).status).toBe(200);
   });
 });
