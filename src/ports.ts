@@ -47,6 +47,8 @@ export function wantedPorts(config: Pick<Config, "host" | "port" | "s3ApiPort" |
   return wanted;
 }
 
+const WILDCARD = new Set(["0.0.0.0", "::", "[::]"]);
+
 const next = (port: number) => (port >= 65535 ? 1024 : port + 1);
 
 /** Whether `host:port` can be bound now (bound, then closed at once). */
@@ -70,12 +72,11 @@ export const causeOf = (err: NodeJS.ErrnoException) =>
 export async function checkPorts(config: Parameters<typeof wantedPorts>[0]): Promise<void> {
   const wanted = wantedPorts(config);
   const problems: string[] = [];
-  const seen = new Map<number, Wanted>();
-  for (const w of wanted) {
-    const other = seen.get(w.port);
-    // Two of ours on one port (any address: 0.0.0.0 covers 127.0.0.1) would fail each other.
-    if (other && other.what !== w.what) problems.push(portTaken(w, `${other.what} (${other.setting}) wants the same port`));
-    seen.set(w.port, w);
+  for (const [i, w] of wanted.entries()) {
+    // Two of ours on one port fail each other when they share an address, or one is a wildcard
+    // (0.0.0.0 or :: covers every address); on two distinct addresses they do not.
+    const other = wanted.slice(0, i).find((o) => o.port === w.port && o.what !== w.what && (o.host === w.host || WILDCARD.has(o.host) || WILDCARD.has(w.host)));
+    if (other) problems.push(portTaken(w, `${other.what} (${other.setting}) wants the same port`));
   }
   // One after the other: an IPv4 and an IPv6 address of one port, tried at once, could fail each other.
   for (const w of wanted) {
