@@ -4,7 +4,7 @@
  * handler; `/v2/auth/me` alone answers `{ success: false, error }` (spec 7 rule 2).
  */
 import { Elysia, t } from "elysia";
-import { clientIp } from "../http/client-ip.ts";
+import { requestClientKey } from "../http/client-key.ts";
 import { AccountError } from "../http/errors.ts";
 import { fail } from "./error-codes.ts";
 import { PASSWORD_MAX } from "./email.ts";
@@ -77,21 +77,21 @@ export function accountRoutes(s: AccountServices) {
   return new Elysia({ name: "accounts" })
     .post(
       "/v2/login/email/code",
-      async ({ body, request }) => ({ result: 1 as const, ...(await s.email.sendCode(body.email, clientIp(request))) }),
+      async ({ body, request }) => ({ result: 1 as const, ...(await s.email.sendCode(body.email, requestClientKey(request))) }),
       {
         body: t.Object({ email }),
         response: { 200: ok({ message: t.String() }), ...accountErrors(400, 429, 503) },
         detail: { summary: "Send a login code to an email address (the answer is the same whether or not it has an account)", tags: TAG, ...access.public },
       },
     )
-    .post("/v2/login/email", async ({ body, request }) => ({ result: 1 as const, data: await s.email.loginWithCode(body, clientIp(request)) }), {
+    .post("/v2/login/email", async ({ body, request }) => ({ result: 1 as const, data: await s.email.loginWithCode(body, requestClientKey(request)) }), {
       body: t.Object({ email, code, ...client }),
       response: { 200: ok({ data: tokenPair }), ...accountErrors(400, 429) },
       detail: { summary: "Log in with an email code (makes the account on first use)", tags: TAG, ...access.public },
     })
     .post(
       "/v2/login/messenger",
-      async ({ body, request }) => ({ result: 1 as const, data: await s.messenger.login(body, clientIp(request)) }),
+      async ({ body, request }) => ({ result: 1 as const, data: await s.messenger.login(body, requestClientKey(request)) }),
       {
         body: t.Object({ initdata: t.String({ maxLength: 8192, description: "The messenger Mini App's init data" }), ...client }),
         response: { 200: ok({ data: tokenPair }), ...accountErrors(400, 401, 429, 503) },
@@ -100,7 +100,7 @@ export function accountRoutes(s: AccountServices) {
     )
     .post(
       "/v2/login/browser",
-      async ({ body, headers, request }) => ({ result: 1 as const, data: await s.browser.login(headers.authorization, body, clientIp(request)) }),
+      async ({ body, headers, request }) => ({ result: 1 as const, data: await s.browser.login(headers.authorization, body, requestClientKey(request)) }),
       {
         body: t.Object(client),
         response: { 200: ok({ data: tokenPair }), ...accountErrors(400, 401, 429, 503) },
@@ -109,7 +109,7 @@ export function accountRoutes(s: AccountServices) {
     )
     .post(
       "/v2/login/refresh",
-      async ({ headers, request }) => ({ result: 1 as const, data: await s.tokens.refresh(headers.authorization?.trim() ?? "", clientIp(request)) }),
+      async ({ headers, request }) => ({ result: 1 as const, data: await s.tokens.refresh(headers.authorization?.trim() ?? "", requestClientKey(request)) }),
       {
         response: { 200: ok({ data: tokenPair }), ...accountErrors(401, 429) },
         detail: {
@@ -141,31 +141,31 @@ export function accountRoutes(s: AccountServices) {
     )
     .post(
       "/v2/login/email/register",
-      async ({ body, request }) => ({ result: 1 as const, data: await s.email.register(body, clientIp(request)), error: "" }),
+      async ({ body, request }) => ({ result: 1 as const, data: await s.email.register(body, requestClientKey(request)), error: "" }),
       {
         body: t.Object({ email, code, password, ...client }),
-        response: { 200: accountTokens, ...accountErrors(400, 409, 429) },
+        response: { 200: accountTokens, ...accountErrors(400, 409, 429, 503) },
         detail: { summary: "Register an email account with a code and a password", tags: TAG, ...access.public },
       },
     )
     .post(
       "/v2/login/email/password",
-      async ({ body, request }) => ({ result: 1 as const, data: await s.email.loginWithPassword(body, clientIp(request)), error: "" }),
+      async ({ body, request }) => ({ result: 1 as const, data: await s.email.loginWithPassword(body, requestClientKey(request)), error: "" }),
       {
         body: t.Object({ email, password }),
-        response: { 200: accountTokens, ...accountErrors(400, 401, 429) },
+        response: { 200: accountTokens, ...accountErrors(400, 401, 429, 503) },
         detail: { summary: "Log in with email and password", tags: TAG, ...access.public },
       },
     )
     .post(
       "/v2/login/email/password/reset",
       async ({ body, request }) => {
-        await s.email.resetPassword({ email: body.email, code: body.code, newPassword: body.new_password }, clientIp(request));
+        await s.email.resetPassword({ email: body.email, code: body.code, newPassword: body.new_password }, requestClientKey(request));
         return { result: 1 as const };
       },
       {
         body: t.Object({ email, code, new_password: password }),
-        response: { 200: ok({}), ...accountErrors(400, 429) },
+        response: { 200: ok({}), ...accountErrors(400, 429, 503) },
         detail: { summary: "Set a new password with an email code; ends every session of the account", tags: TAG, ...access.public },
       },
     )
@@ -174,7 +174,7 @@ export function accountRoutes(s: AccountServices) {
       async ({ query, headers, request }) => ({
         result: 1 as const,
         // Browsers send no Origin on same-origin GETs; the page's Referer then says where it is.
-        data: await s.evm.challenge({ address: query.address, chainid: query.chainid, origin: headers.origin ?? headers.referer ?? null }, clientIp(request)),
+        data: await s.evm.challenge({ address: query.address, chainid: query.chainid, origin: headers.origin ?? headers.referer ?? null }, requestClientKey(request)),
       }),
       {
         query: t.Object({
@@ -185,7 +185,7 @@ export function accountRoutes(s: AccountServices) {
         detail: { summary: "EIP-4361 sign-in message for a wallet address (Origin header required)", tags: TAG, ...access.public },
       },
     )
-    .post("/v2/login/evm", async ({ body, request }) => ({ result: 1 as const, data: await s.evm.login(body, clientIp(request)) }), {
+    .post("/v2/login/evm", async ({ body, request }) => ({ result: 1 as const, data: await s.evm.login(body, requestClientKey(request)) }), {
       body: t.Object({
         message: t.String({ maxLength: 4096, description: "The challenge message, unchanged" }),
         signature: t.String({ maxLength: 65536, description: "0x-hex signature (EOA, EIP-1271 or ERC-6492)" }),

@@ -26,6 +26,7 @@ import type { DidResolver } from "../identity/resolver.ts";
 import { fail, type AccountErrorCode } from "./error-codes.ts";
 import { keyedHash, safeEqual } from "./hash.ts";
 import { enforce } from "./limits.ts";
+import type { ClientKey } from "../http/client-key.ts";
 import type { ClientInfo, Ctx, LoginMethod, TokenPair, UserRow } from "./types.ts";
 
 export type TokenType = "access" | "refresh";
@@ -51,8 +52,8 @@ export interface AccessClaims {
 
 export interface TokenService {
   issue(user: UserRow, method: LoginMethod, client?: ClientInfo): Promise<TokenPair>;
-  /** `ip` counts the call against the per-IP refresh limit. */
-  refresh(refreshToken: string, ip?: string): Promise<TokenPair>;
+  /** `from` (the client's key) counts the call against the per-client refresh limit. */
+  refresh(refreshToken: string, from?: ClientKey): Promise<TokenPair>;
   /** Resolves with the claims of a valid `typ: access` token, or throws TokenError. */
   verifyAccessToken(token: string | undefined | null): Promise<AccessClaims>;
   revokeAll(userId: number, reason: string): Promise<void>;
@@ -227,8 +228,8 @@ export function createTokenService(ctx: Ctx, jwtKey: Uint8Array, resolver: DidRe
       return { accessToken, refreshToken };
     },
 
-    async refresh(presented, ip) {
-      if (ip !== undefined) await enforce(ctx, ctx.limits.refreshesPerIp, ip);
+    async refresh(presented, from) {
+      if (from !== undefined) await enforce(ctx, ctx.limits.refreshesPerIp, from);
       let claims: Awaited<ReturnType<typeof decode>>;
       try {
         claims = await decode(presented, "refresh");
