@@ -1,7 +1,8 @@
 /**
- * The account API (spec 4.2): fourteen `/v2` routes, each a thin call into a service. Failures
- * are thrown as account errors and answered `{ result: -1, error, message }` by the global
- * handler; `/v2/auth/me` alone answers `{ success: false, error }` (spec 7 rule 2).
+ * The account API (spec 4.2, and D3's session routes): seventeen `/v2` routes, each a thin call
+ * into a service. Failures are thrown as account errors and answered `{ result: -1, error,
+ * message }` by the global handler; `/v2/auth/me` alone answers `{ success: false, error }`
+ * (spec 7 rule 2).
  */
 import { Elysia, t } from "elysia";
 import { requestClientKey } from "../http/client-key.ts";
@@ -46,6 +47,16 @@ const userInfo = t.Object({
   social_info: t.Boolean(),
 });
 const actionRecord = t.Object({ action: t.Integer(), points: t.Integer(), time: t.Integer() });
+const sessionInfo = t.Object({
+  id: t.String({ description: "The session's id (for DELETE /v2/auth/sessions/{id})" }),
+  method: t.String({ description: "How it began: email, password, messenger, browser, evm or did" }),
+  source: t.String({ description: "The source the client gave at login" }),
+  useragent: t.String({ description: "The user agent the client gave at login" }),
+  createdAt: t.Integer({ description: "Login time, Unix seconds" }),
+  lastUsedAt: t.Integer({ description: "Last refresh (or the login), Unix seconds" }),
+  expiresAt: t.Integer({ description: "When it ends unless refreshed before: the refresh token's lifetime after its last use, or the session's maximum age" }),
+  current: t.Boolean({ description: "Whether the token that asked belongs to this session" }),
+});
 const me = t.Union([
   t.Object({
     success: t.Literal(true),
@@ -63,15 +74,16 @@ function actionId(raw: string | number): number {
 }
 
 export function accountRoutes(s: AccountServices) {
-  /** The account behind an access token, or the account error saying why not. */
-  async function account(token: string | undefined): Promise<UserRow> {
+  /** The account behind an access token and the token's session, or the account error saying why not. */
+  async function session(token: string | undefined): Promise<{ user: UserRow; sid: string | undefined }> {
     try {
-      const { uid } = await s.tokens.verifyAccessToken(token);
-      return await s.users.require(uid);
+      const { uid, sid } = await s.tokens.verifyAccessToken(token);
+      return { user: await s.users.require(uid), sid };
     } catch (err) {
       throw err instanceof TokenError ? tokenFailure(err) : err;
     }
   }
+  const account = async (token: string | undefined): Promise<UserRow> => (await session(token)).user;
   const withBearer = ({ headers }: { headers: Record<string, string | undefined> }) => account(bearerToken(headers.authorization));
 
   return new Elysia({ name: "accounts" })
@@ -116,7 +128,7 @@ export function accountRoutes(s: AccountServices) {
           ...access.public,
           summary: "New access token (and a new refresh token) for a refresh token in Authorization, no prefix",
           description:
-            "The old refresh token stays usable until the new one is first used; using it after that revokes the session. A session of a DID account refreshes only while the key that signed in may sign for the DID in the DID registry; once it may not (an owner change, a revoked delegate), the refresh answers 401 and the session is revoked.",
+            "The old refresh token stays usable until the new one is first used; using it after that revokes the session. A session of a DID account refreshes only while the key that signed in may sign for the DID in the DID registry; once it may not (an owner change, a revoked delegate), the refresh answers 401 and the session is revoked. A session ends at its maximum age from its login (STOWAGE_SESSION_MAX_AGE, 90 days by default) however often it is refreshed.",
           tags: TAG,
         },
       },
@@ -137,6 +149,57 @@ export function accountRoutes(s: AccountServices) {
         query: t.Object({ token: t.Optional(t.String({ description: "Access token, when no Authorization header is sent" })) }),
         response: { 200: me, 401: me },
         detail: { summary: "The current user (Bearer access token, or ?token=)", tags: TAG, ...access.bearer },
+      },
+    )
+    .post(
+      "/v2/auth/logout",
+      async ({ headers }) => {
+        await s.tokens.logout(headers.authorization);
+        return { result: 1 as const };
+      },
+      {
+        response: { 200: ok({}), ...accountErrors(401) },
+        detail: {
+          ...access.bearer,
+          summary: "Log out: end the session of the token in Authorization",
+          description:
+            "The token is the session's access token (`Bearer <token>`) or its refresh token (with or without `Bearer`). Its refresh tokens stop working at once and its access tokens within seconds. Ending an ended session again answers 200.",
+          tags: TAG,
+        },
+      },
+    )
+    .get(
+      "/v2/auth/sessions",
+      async ({ headers }) => {
+        const { user, sid } = await session(bearerToken(headers.authorization));
+        return { result: 1 as const, data: await s.tokens.sessions(user.id, sid) };
+      },
+      {
+        response: { 200: ok({ data: t.Array(sessionInfo) }), ...accountErrors(401) },
+        detail: {
+          ...access.bearer,
+          summary: "The account's live sessions (Bearer access token), most recently used first",
+          description: "At most 100. `current` marks the session of the token that asked.",
+          tags: TAG,
+        },
+      },
+    )
+    .delete(
+      "/v2/auth/sessions/:id",
+      async ({ headers, params }) => {
+        const { user } = await session(bearerToken(headers.authorization));
+        await s.tokens.revokeSession(user.id, params.id);
+        return { result: 1 as const };
+      },
+      {
+        params: t.Object({ id: t.String({ maxLength: 64, description: "A session id from GET /v2/auth/sessions" }) }),
+        response: { 200: ok({}), ...accountErrors(400, 401, 404) },
+        detail: {
+          ...access.bearer,
+          summary: "End one of the account's sessions (Bearer access token); the current one too",
+          description: "Its refresh tokens stop working at once and its access tokens within seconds. 404 when the account has no live session of this id.",
+          tags: TAG,
+        },
       },
     )
     .post(

@@ -10,6 +10,7 @@ import { join } from "node:path";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { buildApp } from "../../src/app.ts";
 import { createAccountServices } from "../../src/accounts/index.ts";
+import { ENDED_SYNC_MS } from "../../src/accounts/tokens.ts";
 import { parseConfig } from "../../src/config.ts";
 import { openDatabase } from "../../src/db/open.ts";
 import { openPostgres } from "../../src/db/postgres.ts";
@@ -193,3 +194,35 @@ describe("used once, whichever gateway is asked", () => {
   });
 });
 
+describe("a session ended at one gateway ends at all", () => {
+  const me = (call: Call, token: string) => call("GET", "/v2/auth/me", { headers: { authorization: `Bearer ${token}` } });
+
+  test("logout at one: the refresh token is refused at once everywhere, the access token at once there and within seconds at the other", async () => {
+    const email = freshEmail();
+    await sendCode(a, email);
+    const login = (await codeLogin(a, email, mail.lastCode(email))).body.data as { accessToken: string; refreshToken: string };
+    // The other gateway has just read which sessions ended, so its list is as old as it may get.
+    expect((await me(b, login.accessToken)).status).toBe(200);
+    expect((await a("POST", "/v2/auth/logout", { headers: { authorization: `Bearer ${login.accessToken}` } })).status).toBe(200);
+    expect((await me(a, login.accessToken)).status).toBe(401);
+    expect((await refresh(b, login.refreshToken)).status).toBe(401);
+    clock.advance(ENDED_SYNC_MS);
+    expect((await me(b, login.accessToken)).body).toEqual({ success: false, error: "This session has ended (logged out or revoked); log in again" });
+  });
+
+  test("a session revoked from the list at one gateway: its access token refused at the other within seconds", async () => {
+    const email = freshEmail();
+    await sendCode(b, email, "192.0.2.81");
+    const kept = (await codeLogin(b, email, mail.lastCode(email))).body.data as { accessToken: string };
+    clock.advance(60_000);
+    await sendCode(b, email, "192.0.2.81");
+    const gone = (await codeLogin(b, email, mail.lastCode(email))).body.data as { accessToken: string };
+    expect((await me(b, gone.accessToken)).status).toBe(200);
+    const list = await a("GET", "/v2/auth/sessions", { headers: { authorization: `Bearer ${kept.accessToken}` } });
+    const id = list.body.data.find((s: { current: boolean }) => !s.current).id as string;
+    expect((await a("DELETE", `/v2/auth/sessions/${id}`, { headers: { authorization: `Bearer ${kept.accessToken}` } })).status).toBe(200);
+    clock.advance(ENDED_SYNC_MS);
+    expect((await me(b, gone.accessToken)).status).toBe(401);
+    expect((await me(b, kept.accessToken)).status).toBe(200);
+  });
+});

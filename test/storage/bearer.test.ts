@@ -74,6 +74,13 @@ describe("storage routes refuse with 401", () => {
     await expectGuard(`Bearer ${await jwt({ typ: "access", did: session.did }, { exp: Math.floor(Date.now() / 1000) - 60 })}`, /expired/);
   });
 
+  test("an access token whose session was logged out: 'its session has ended', at once", async () => {
+    const other = await gw.session(account);
+    const out = await gw.app.handle(new Request("http://stowage.test/v2/auth/logout", { method: "POST", headers: { authorization: `Bearer ${other.accessToken}` } }));
+    expect(out.status).toBe(200);
+    await expectGuard(`Bearer ${other.accessToken}`, /^invalid token: its session has ended$/);
+  });
+
   test("a refresh token used as an access token: 'invalid token payload'", async () => {
     const other = await gw.session(account);
     await expectGuard(`Bearer ${other.refreshToken}`, /^invalid token payload: not an access token$/);
