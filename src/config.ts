@@ -99,6 +99,8 @@ export const settings = {
   adminAddresses: setting({ kind: "addressList", env: "ADMIN_ADDRESSES", flag: "--admin-addresses", default: "", help: "Comma-separated addresses whose accounts are admin" }),
   accessTokenTtl: setting({ kind: "duration", env: "STOWAGE_ACCESS_TOKEN_TTL", flag: "--access-token-ttl", default: "15m", help: "Access token lifetime" }),
   refreshTokenTtl: setting({ kind: "duration", env: "STOWAGE_REFRESH_TOKEN_TTL", flag: "--refresh-token-ttl", default: "30d", help: "Refresh token lifetime" }),
+  sessionMaxAge: setting({ kind: "duration", env: "STOWAGE_SESSION_MAX_AGE", flag: "--session-max-age", default: "90d", positive: true, help: "Longest a login session lasts from its login, however often it is refreshed; then its user logs in again" }),
+  passwordHashes: setting({ kind: "int", env: "STOWAGE_PASSWORD_HASHES", flag: "--password-hashes", default: "0", help: "Password hashes (argon2id, 64 MiB each) this gateway runs at once; a few more wait, any beyond answer 503; 0 = one per CPU core" }),
   renewalDays: setting({ kind: "int", env: "STOWAGE_RENEWAL_DAYS", flag: "--renewal-days", default: "30", help: "Days between liveness-check renewals (action 6)" }),
   publicEgress: setting({ kind: "bytes", env: "STOWAGE_PUBLIC_EGRESS", flag: "--public-egress", default: "1GiB", help: "Bytes of an owner's public ipfs content the trustless gateway (/ipfs/<cid> as a raw block or CAR) serves per UTC day, paid by the operator; 0 = off" }),
   publicEgressPerClient: setting({ kind: "bytes", env: "STOWAGE_PUBLIC_EGRESS_PER_CLIENT", flag: "--public-egress-per-client", default: "1GiB", help: "Bytes of public ipfs content one client address (IPv6: its /64) may fetch per hour from this gateway; 0 = no limit" }),

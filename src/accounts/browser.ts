@@ -8,12 +8,13 @@ import { createRemoteJWKSet, errors as joseErrors, jwtVerify, type JWTPayload } 
 import { isAddress } from "viem";
 import { fail } from "./error-codes.ts";
 import { enforce } from "./limits.ts";
+import type { ClientKey } from "../http/client-key.ts";
 import type { TokenService } from "./tokens.ts";
 import type { UserService } from "./users.ts";
 import type { ClientInfo, Ctx, TokenPair } from "./types.ts";
 
 export interface BrowserService {
-  login(authorization: string | undefined, client: ClientInfo, ip: string): Promise<TokenPair>;
+  login(authorization: string | undefined, client: ClientInfo, from: ClientKey): Promise<TokenPair>;
 }
 
 /** jose failures that mean "this token is no good"; any other failure is the provider's outage. */
@@ -55,9 +56,9 @@ export function createBrowserService(ctx: Ctx, deps: { tokens: TokenService; use
   const jwks = url ? createRemoteJWKSet(new URL(url)) : undefined;
 
   return {
-    async login(authorization, client, ip) {
+    async login(authorization, client, from) {
       if (!jwks || !issuer || !audience) throw fail("BROWSER_NOT_CONFIGURED");
-      await enforce(ctx, limits.loginsPerIp, ip);
+      await enforce(ctx, limits.loginsPerIp, from);
       // The spec sends the token bare; a "Bearer " prefix is forgiven.
       const token = authorization?.replace(/^Bearer\s+/i, "").trim();
       if (!token) throw fail("BROWSER_TOKEN_MISSING");

@@ -1,18 +1,29 @@
 /**
- * Email login (DESIGN.md D12): one-time codes, passwords, resets.
+ * Email login (DESIGN.md D12, D24): one-time codes, passwords, resets.
  *
- * Codes: 6 digits from a CSPRNG, stored as keyed hashes, valid 10 minutes, void after 5 wrong
- * tries, used once, the newest replacing older ones; a new code at most once a minute while the
- * last is still open. Passwords: argon2id, 8 to 128 characters. No answer tells whether an email
- * has an account: a code goes to any address, and a wrong password reads the same as an unknown
- * email (and costs the same time). A code is closed by one conditional update, so two requests
- * (on one gateway or two, D16) cannot both use it, and wrong tries are counted relatively.
+ * Codes: 6 digits from a CSPRNG, stored as keyed hashes, valid 10 minutes, used once. Each code
+ * belongs to the client (`clientKey()`) that asked for it: a newer code replaces only that
+ * client's older one, at most once a minute while it is open, and only that client's wrong tries
+ * count against it (5 void it), so a stranger can neither void nor replace the owner's code. A
+ * code is tried against the asking client's own open code, or, from a client that has none (a
+ * code read on another device), the email's newest one. Every try passes the login guard first
+ * (login-guard.ts: per (email, client), and the email's backoff for clients it never signed in
+ * from), and a code is checked before any password is hashed: a wrong code costs no argon2id run.
+ *
+ * Passwords: argon2id through the bounded hasher (password-hasher.ts), 8 to 128 characters. No
+ * answer tells whether an email has an account: a code goes to any address, and a wrong password
+ * reads the same as an unknown email (and costs the same time). A code is closed by one
+ * conditional update, so two requests (on one gateway or two, D16) cannot both use it, and wrong
+ * tries are counted relatively.
  */
 import { randomInt } from "node:crypto";
+import type { ClientKey } from "../http/client-key.ts";
 import { fail } from "./error-codes.ts";
 import { keyedHash, safeEqual } from "./hash.ts";
-import { enforce, rateLimited } from "./limits.ts";
+import { enforce, pairKey, rateLimited } from "./limits.ts";
+import type { Attempt, LoginGuard } from "./login-guard.ts";
 import type { Mailer } from "./mailer.ts";
+import type { PasswordHasher } from "./password-hasher.ts";
 import type { TokenService } from "./tokens.ts";
 import type { UserService } from "./users.ts";
 import type { ClientInfo, Ctx, TokenPair, UserRow } from "./types.ts";
@@ -29,12 +40,13 @@ export interface AccountTokens extends TokenPair {
   number: string;
 }
 
+/** `from` is the client's key (`clientKey()`): every limit and every code counts by it. */
 export interface EmailService {
-  sendCode(email: string, ip: string): Promise<{ message: string }>;
-  loginWithCode(input: { email: string; code: string } & ClientInfo, ip: string): Promise<TokenPair>;
-  register(input: { email: string; code: string; password: string } & ClientInfo, ip: string): Promise<AccountTokens>;
-  loginWithPassword(input: { email: string; password: string }, ip: string): Promise<AccountTokens>;
-  resetPassword(input: { email: string; code: string; newPassword: string }, ip: string): Promise<void>;
+  sendCode(email: string, from: ClientKey): Promise<{ message: string }>;
+  loginWithCode(input: { email: string; code: string } & ClientInfo, from: ClientKey): Promise<TokenPair>;
+  register(input: { email: string; code: string; password: string } & ClientInfo, from: ClientKey): Promise<AccountTokens>;
+  loginWithPassword(input: { email: string; password: string }, from: ClientKey): Promise<AccountTokens>;
+  resetPassword(input: { email: string; code: string; newPassword: string }, from: ClientKey): Promise<void>;
 }
 
 /** The same text whether or not the address has an account. */
@@ -54,14 +66,17 @@ function checkPasswordLength(password: string) {
   if (length < PASSWORD_MIN || length > PASSWORD_MAX) throw fail("PASSWORD_LENGTH");
 }
 
-const OPEN_CODE = `SELECT id, code_hash AS "codeHash", created_at AS "createdAt", expires_at AS "expiresAt"
-  FROM email_codes WHERE email = $1 AND closed_at IS NULL ORDER BY created_at DESC, id DESC LIMIT 1`;
+const CODE_FIELDS = `id, code_hash AS "codeHash", created_at AS "createdAt", expires_at AS "expiresAt"`;
+/** The open code `client` asked for last (codes of an older version, with no client, are no client's). */
+const OWN_CODE = `SELECT ${CODE_FIELDS} FROM email_codes WHERE email = $1 AND client = $2 AND closed_at IS NULL ORDER BY created_at DESC, id DESC LIMIT 1`;
+/** The email's newest open code, whoever asked for it. */
+const NEWEST_CODE = `SELECT ${CODE_FIELDS} FROM email_codes WHERE email = $1 AND closed_at IS NULL AND expires_at > $2 ORDER BY created_at DESC, id DESC LIMIT 1`;
 /** Uses the code: only the request whose update closes it may log in. */
 const CLOSE_CODE = "UPDATE email_codes SET closed_at = $2 WHERE id = $1 AND closed_at IS NULL";
 const WRONG_TRY = `UPDATE email_codes SET failed_attempts = failed_attempts + 1,
   closed_at = CASE WHEN failed_attempts + 1 >= $3 THEN $2 ELSE closed_at END WHERE id = $1 AND closed_at IS NULL`;
-const CLOSE_OPEN = "UPDATE email_codes SET closed_at = $2 WHERE email = $1 AND closed_at IS NULL";
-const INSERT_CODE = "INSERT INTO email_codes (email, code_hash, created_at, expires_at) VALUES ($1, $2, $3, $4) RETURNING id";
+const CLOSE_OWN = "UPDATE email_codes SET closed_at = $3 WHERE email = $1 AND client = $2 AND closed_at IS NULL";
+const INSERT_CODE = "INSERT INTO email_codes (email, code_hash, created_at, expires_at, client) VALUES ($1, $2, $3, $4, $5) RETURNING id";
 
 interface OpenCode {
   id: number;
@@ -70,30 +85,63 @@ interface OpenCode {
   expiresAt: number;
 }
 
-const hashPassword = (password: string) => Bun.password.hash(password, { algorithm: "argon2id" });
+/** A code that matched, not yet used: `use` closes it (false when a racing request used it first). */
+interface MatchedCode {
+  attempt: Attempt;
+  use(): Promise<boolean>;
+}
 
-export function createEmailService(ctx: Ctx, deps: { jwtKey: Uint8Array; mailer: Mailer; tokens: TokenService; users: UserService }): EmailService {
-  const { sql, now, limits, limiter, log } = ctx;
-  const { mailer, tokens, users } = deps;
+export function createEmailService(
+  ctx: Ctx,
+  deps: { jwtKey: Uint8Array; mailer: Mailer; tokens: TokenService; users: UserService; guard: LoginGuard; hasher: PasswordHasher },
+): EmailService {
+  const { sql, now, limits, log } = ctx;
+  const { mailer, tokens, users, guard, hasher } = deps;
   const codeHash = (email: string, code: string) => keyedHash(deps.jwtKey, "email-code", `${email}\n${code}`);
 
   // Verifying against this when the email has no password makes both cases cost the same time.
   let dummyHash: Promise<string> | undefined;
-  const dummy = () => (dummyHash ??= hashPassword(crypto.randomUUID()));
+  const dummy = () => {
+    dummyHash ??= hasher.hash(crypto.randomUUID()).catch((err: unknown) => {
+      dummyHash = undefined;
+      throw err;
+    });
+    return dummyHash;
+  };
 
-  const openCode = (email: string) => sql.get<OpenCode>(OPEN_CODE, [email]);
-
-  /** Closes the email's open code if `code` matches it; counts a wrong try otherwise. */
-  async function consumeCode(email: string, code: string) {
+  /**
+   * Checks `code` for `email` from `from`, after the login guard let the try in: a match is
+   * answered (not yet used), anything else throws CODE_WRONG and stays counted as a failure.
+   */
+  async function matchCode(email: string, code: string, from: ClientKey): Promise<MatchedCode> {
+    const attempt = await guard.begin("code", email, from);
     const t = now();
-    const row = await openCode(email);
+    const own = await sql.get<OpenCode>(OWN_CODE, [email, from]);
+    const row = own && own.expiresAt > t ? own : await sql.get<OpenCode>(NEWEST_CODE, [email, t]);
     if (!row || row.expiresAt <= t) throw fail("CODE_WRONG");
     if (!safeEqual(row.codeHash, codeHash(email, code))) {
-      await sql.run(WRONG_TRY, [row.id, t, CODE_MAX_TRIES]);
+      // Only the asking client's wrong tries wear its code out; a stranger's never do.
+      if (row === own) await sql.run(WRONG_TRY, [row.id, t, CODE_MAX_TRIES]);
       throw fail("CODE_WRONG");
     }
     // Closed meanwhile (used by a racing request, voided, replaced): this request has nothing.
-    if ((await sql.run(CLOSE_CODE, [row.id, t])) === 0) throw fail("CODE_WRONG");
+    return { attempt, use: async () => (await sql.run(CLOSE_CODE, [row.id, now()])) === 1 };
+  }
+
+  /** Uses a matched code and records the sign-in; CODE_WRONG when a racing request used it first. */
+  async function useCode(matched: MatchedCode) {
+    if (!(await matched.use())) throw fail("CODE_WRONG");
+    await matched.attempt.succeeded();
+  }
+
+  /** argon2id of a password whose code matched; a busy hasher leaves the code open and uncounted. */
+  async function hashFor(matched: MatchedCode, password: string) {
+    try {
+      return await hasher.hash(password);
+    } catch (err) {
+      await matched.attempt.release();
+      throw err;
+    }
   }
 
   const emailAccount = async (email: string) =>
@@ -106,27 +154,32 @@ export function createEmailService(ctx: Ctx, deps: { jwtKey: Uint8Array; mailer:
   });
 
   return {
-    async sendCode(rawEmail, ip) {
+    async sendCode(rawEmail, from) {
       const email = normalizeEmail(rawEmail);
       const t = now();
-      /** Seconds until the open code may be replaced, or undefined when it may be now. */
+      /** Seconds until this client's open code may be replaced, or undefined when it may be now. */
       const wait = (open: OpenCode | undefined) =>
         open && open.expiresAt > t && t - open.createdAt < CODE_RESEND_MS ? Math.ceil((open.createdAt + CODE_RESEND_MS - t) / 1000) : undefined;
-      const early = wait(await openCode(email));
+      const early = wait(await sql.get<OpenCode>(OWN_CODE, [email, from]));
       if (early !== undefined) throw rateLimited(early, fail("CODE_TOO_SOON").message);
-      await enforce(ctx, limits.codeSendsPerIp, ip);
-      await enforce(ctx, limits.codeSendsPerEmail, email);
-      await enforce(ctx, limits.codeSendsOverall, "all");
+      await enforce(ctx, limits.codeSendsPerIp, from);
+      await enforce(ctx, limits.codeSendsPerEmailClient, pairKey(email, from));
+      // A client the address signed in from has its own allowance only: strangers who spent the
+      // address's shared one leave the owner able to get a code.
+      if (!(await guard.knows(email, from))) {
+        await enforce(ctx, limits.codeSendsPerEmail, email);
+        await enforce(ctx, limits.codeSendsOverall, "all");
+      }
 
       const code = String(randomInt(0, 1_000_000)).padStart(6, "0");
-      // The newest code replaces the older ones. SERIALIZABLE, and the minute is checked again
-      // inside: two sends for one email that both saw no recent code conflict, and the one run
-      // again finds the other's code (on SQLite the transactions simply run one after the other).
+      // The client's newest code replaces its older ones. SERIALIZABLE, and the minute is checked
+      // again inside: two sends from one client that both saw no recent code conflict, and the one
+      // run again finds the other's code (on SQLite the transactions simply run one after the other).
       const made = await sql.tx<{ wait: number } | { id: number }>(async (tx) => {
-        const late = wait(await tx.get<OpenCode>(OPEN_CODE, [email]));
+        const late = wait(await tx.get<OpenCode>(OWN_CODE, [email, from]));
         if (late !== undefined) return { wait: late };
-        await tx.run(CLOSE_OPEN, [email, t]);
-        const row = await tx.get<{ id: number }>(INSERT_CODE, [email, codeHash(email, code), t, t + CODE_TTL_MS]);
+        await tx.run(CLOSE_OWN, [email, from, t]);
+        const row = await tx.get<{ id: number }>(INSERT_CODE, [email, codeHash(email, code), t, t + CODE_TTL_MS, from]);
         if (!row) throw new Error("inserting an email code returned no id");
         return { id: row.id };
       });
@@ -146,46 +199,56 @@ export function createEmailService(ctx: Ctx, deps: { jwtKey: Uint8Array; mailer:
       return { message: CODE_SENT_MESSAGE };
     },
 
-    async loginWithCode(input, ip) {
+    async loginWithCode(input, from) {
       const email = normalizeEmail(input.email);
-      await enforce(ctx, limits.loginsPerIp, ip);
-      await consumeCode(email, input.code);
+      await enforce(ctx, limits.loginsPerIp, from);
+      await useCode(await matchCode(email, input.code, from));
       return tokens.issue(await emailAccount(email), "email", input);
     },
 
-    async register(input, ip) {
+    async register(input, from) {
       const email = normalizeEmail(input.email);
       checkPasswordLength(input.password);
-      await enforce(ctx, limits.loginsPerIp, ip);
-      const existing = await users.byEmail(email);
+      await enforce(ctx, limits.loginsPerIp, from);
+      // The code first: a request without it costs no argon2id run.
+      const matched = await matchCode(email, input.code, from);
       // Only someone holding a valid code learns this, and they own the address.
-      const hash = await hashPassword(input.password);
-      await consumeCode(email, input.code);
-      if (existing?.passwordHash) throw fail("ALREADY_HAS_PASSWORD");
+      if ((await users.byEmail(email))?.passwordHash) {
+        await useCode(matched);
+        throw fail("ALREADY_HAS_PASSWORD");
+      }
+      const hash = await hashFor(matched, input.password);
+      await useCode(matched);
       const user = await users.update((await emailAccount(email)).id, { passwordHash: hash });
       return withNumber(user, "password", input);
     },
 
-    async loginWithPassword(input, ip) {
+    async loginWithPassword(input, from) {
       const email = normalizeEmail(input.email);
-      await enforce(ctx, limits.loginsPerIp, ip);
-      // Counted before the (slow) hash check, so parallel guesses cannot all slip under the limit;
-      // a right password gives its count back.
-      const attempt = await limiter.hit(limits.wrongPasswordsPerEmail, email);
-      if (!attempt.ok) throw rateLimited(attempt.retryAfter, "Too many wrong passwords for this email; try again later");
+      await enforce(ctx, limits.loginsPerIp, from);
+      // Counted before the (slow) hash check, so parallel guesses cannot all slip under the limits;
+      // a right password gives its counts back.
+      const attempt = await guard.begin("password", email, from);
       const user = await users.byEmail(email);
-      const matches = await Bun.password.verify(input.password, user?.passwordHash ?? (await dummy()));
+      let matches: boolean;
+      try {
+        matches = await hasher.verify(input.password, user?.passwordHash ?? (await dummy()));
+      } catch (err) {
+        await attempt.release();
+        throw err;
+      }
       if (!user?.passwordHash || !matches) throw fail("PASSWORD_WRONG");
-      await limiter.unhit(limits.wrongPasswordsPerEmail, email);
+      await attempt.succeeded();
       return withNumber(user, "password");
     },
 
-    async resetPassword(input, ip) {
+    async resetPassword(input, from) {
       const email = normalizeEmail(input.email);
       checkPasswordLength(input.newPassword);
-      await enforce(ctx, limits.loginsPerIp, ip);
-      const hash = await hashPassword(input.newPassword);
-      await consumeCode(email, input.code);
+      await enforce(ctx, limits.loginsPerIp, from);
+      const matched = await matchCode(email, input.code, from);
+      const hash = await hashFor(matched, input.newPassword);
+      await useCode(matched);
       const user = await users.update((await emailAccount(email)).id, { passwordHash: hash });
       await tokens.revokeAll(user.id, "password reset");
       log.info("password reset", { uid: user.uid });

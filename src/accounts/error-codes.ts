@@ -18,6 +18,11 @@ export const ACCOUNT_ERROR_CODES = {
   REFRESH_REUSED: { error: "UNAUTHORIZED", message: "This refresh token was already replaced; the session is revoked, log in again" },
   TOKEN_KEY_REVOKED: { error: "UNAUTHORIZED", message: "The key this token was issued to may no longer sign for its DID (the DID registry names another owner, or the delegate was revoked); log in again with a key the DID allows" },
   ACCOUNT_GONE: { error: "UNAUTHORIZED", message: "The account of this token no longer exists" },
+  // sessions
+  SESSION_ENDED: { error: "UNAUTHORIZED", message: "This session has ended (logged out or revoked); log in again" },
+  SESSION_EXPIRED: { error: "UNAUTHORIZED", message: "This session reached its maximum age; log in again" },
+  TOKEN_NO_SESSION: { error: "UNAUTHORIZED", message: "This access token names no session; log out with the refresh token instead" },
+  SESSION_UNKNOWN: { error: "NOT_FOUND", message: "No live session of this account has this id" },
   // email and password
   EMAIL_INVALID: { error: "PARAM_ERROR", message: "email is not a valid address" },
   PASSWORD_LENGTH: { error: "PARAM_ERROR", message: "The password must be 8 to 128 characters long" },
@@ -26,6 +31,17 @@ export const ACCOUNT_ERROR_CODES = {
   PASSWORD_WRONG: { error: "UNAUTHORIZED", message: "Email or password is wrong" },
   ALREADY_HAS_PASSWORD: { error: "CONFLICT", message: "This account already has a password; log in, or reset it" },
   MAIL_FAILED: { error: "UNAVAILABLE", message: "The code could not be sent; try again later" },
+  // guessing: counted per (account, client); an account backs off clients it never signed in from
+  CLIENT_FAILURES: { error: "RATE_LIMITED", message: "Too many failed attempts for this account from your network; try again later" },
+  ACCOUNT_BACKING_OFF: {
+    error: "RATE_LIMITED",
+    message: "This account had failed attempts from other networks lately; wait before trying again, or sign in from a network you used before",
+  },
+  ACCOUNT_FAILURES_CAPPED: {
+    error: "RATE_LIMITED",
+    message: "This account had too many failed attempts from other networks today; sign in from a network you used before, or try again later",
+  },
+  PASSWORD_CHECKS_BUSY: { error: "UNAVAILABLE", message: "The server is busy checking passwords; try again in a moment" },
   // messenger
   MESSENGER_NOT_CONFIGURED: { error: "NOT_CONFIGURED", message: "Messenger login is not configured on this server (STOWAGE_MESSENGER_BOT_TOKEN)" },
   INITDATA_NO_HASH: { error: "UNAUTHORIZED", message: "initdata carries no hash" },

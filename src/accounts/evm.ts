@@ -14,6 +14,7 @@ import { getAddress, isAddress, isHex, verifyMessage as verifyEoaMessage, type A
 import { createSiweMessage, generateSiweNonce } from "viem/siwe";
 import { fail } from "./error-codes.ts";
 import { enforce } from "./limits.ts";
+import type { ClientKey } from "../http/client-key.ts";
 import { parseSiwe, siweMismatch } from "./siwe.ts";
 import type { TokenService } from "./tokens.ts";
 import type { UserService } from "./users.ts";
@@ -41,8 +42,8 @@ export interface EvmLogin extends TokenPair {
 }
 
 export interface EvmService {
-  challenge(input: { address: string; chainid?: number | undefined; origin: string | null }, ip: string): Promise<string>;
-  login(input: { message: string; signature: string } & ClientInfo, ip: string): Promise<EvmLogin>;
+  challenge(input: { address: string; chainid?: number | undefined; origin: string | null }, from: ClientKey): Promise<string>;
+  login(input: { message: string; signature: string } & ClientInfo, from: ClientKey): Promise<EvmLogin>;
 }
 
 /** D2: `did:ethr:0x3d9:<EIP-55 address>`, chain id in lower-case hex. */
@@ -89,14 +90,14 @@ export function createEvmService(ctx: Ctx, deps: { tokens: TokenService; users: 
   }
 
   return {
-    async challenge({ address, chainid, origin }, ip) {
+    async challenge({ address, chainid, origin }, from) {
       if (!origin) throw fail("ORIGIN_MISSING");
       const uri = originOf(origin);
       if (!uri || !allowed.has(uri)) throw fail("ORIGIN_NOT_ALLOWED");
       if (!isAddress(address, { strict: false })) throw fail("ADDRESS_INVALID");
       const chainId = chainid ?? config.chainId;
       if (chainId !== config.chainId) throw fail("CHAIN_UNSUPPORTED", `this server signs in on chain ${config.chainId}`);
-      await enforce(ctx, limits.challengesPerIp, ip);
+      await enforce(ctx, limits.challengesPerIp, from);
 
       const url = new URL(uri);
       const t = now();
@@ -119,8 +120,8 @@ export function createEvmService(ctx: Ctx, deps: { tokens: TokenService; users: 
       return message;
     },
 
-    async login({ message, signature, ...client }, ip) {
-      await enforce(ctx, limits.loginsPerIp, ip);
+    async login({ message, signature, ...client }, from) {
+      await enforce(ctx, limits.loginsPerIp, from);
       const fields = parseSiwe(message);
       if (!fields) throw fail("MESSAGE_MALFORMED");
       const issued = await sql.get<{ nonce: string; address: string; message: string; expiresAt: number; usedAt: number | null }>(FIND_NONCE, [fields.nonce]);

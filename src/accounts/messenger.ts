@@ -8,6 +8,7 @@ import { createHmac } from "node:crypto";
 import { fail } from "./error-codes.ts";
 import { safeEqual } from "./hash.ts";
 import { enforce } from "./limits.ts";
+import type { ClientKey } from "../http/client-key.ts";
 import type { TokenService } from "./tokens.ts";
 import type { UserService } from "./users.ts";
 import type { ClientInfo, Ctx, TokenPair } from "./types.ts";
@@ -21,7 +22,7 @@ export interface MessengerUser {
 }
 
 export interface MessengerService {
-  login(input: { initdata: string } & ClientInfo, ip: string): Promise<TokenPair>;
+  login(input: { initdata: string } & ClientInfo, from: ClientKey): Promise<TokenPair>;
 }
 
 /** The hash a bot with `botToken` puts on `fields` (every field but `hash`). */
@@ -63,10 +64,10 @@ export function verifyInitData(initdata: string, botToken: string, maxAgeMs: num
 export function createMessengerService(ctx: Ctx, deps: { tokens: TokenService; users: UserService }): MessengerService {
   const { config, now, limits } = ctx;
   return {
-    async login(input, ip) {
+    async login(input, from) {
       const botToken = config.messengerBotToken;
       if (!botToken) throw fail("MESSENGER_NOT_CONFIGURED");
-      await enforce(ctx, limits.loginsPerIp, ip);
+      await enforce(ctx, limits.loginsPerIp, from);
       const m = verifyInitData(input.initdata, botToken, config.messengerMaxAge, now());
       // Names and photo change on the messenger's side; every login brings them up to date.
       const user = await deps.users.upsert(`messenger:${m.id}`, {

@@ -1,11 +1,12 @@
 /**
- * The account API (spec 4.2): fourteen `/v2` routes, each a thin call into a service. Failures
- * are thrown as account errors and answered `{ result: -1, error, message }` by the global
- * handler; `/v2/auth/me` alone answers `{ success: false, error }` (spec 7 rule 2).
+ * The account API (spec 4.2, and D3's session routes): seventeen `/v2` routes, each a thin call
+ * into a service. Failures are thrown as account errors and answered `{ result: -1, error,
+ * message }` by the global handler; `/v2/auth/me` alone answers `{ success: false, error }`
+ * (spec 7 rule 2).
  */
 import { RegistryUnavailable } from "../identity/resolver.ts";
 import { Elysia, t } from "elysia";
-import { clientIp } from "../http/client-ip.ts";
+import { requestClientKey } from "../http/client-key.ts";
 import { AccountError } from "../http/errors.ts";
 import { fail } from "./error-codes.ts";
 import { PASSWORD_MAX } from "./email.ts";
@@ -47,6 +48,16 @@ const userInfo = t.Object({
   social_info: t.Boolean(),
 });
 const actionRecord = t.Object({ action: t.Integer(), points: t.Integer(), time: t.Integer() });
+const sessionInfo = t.Object({
+  id: t.String({ description: "The session's id (for DELETE /v2/auth/sessions/{id})" }),
+  method: t.String({ description: "How it began: email, password, messenger, browser, evm or did" }),
+  source: t.String({ description: "The source the client gave at login" }),
+  useragent: t.String({ description: "The user agent the client gave at login" }),
+  createdAt: t.Integer({ description: "Login time, Unix seconds" }),
+  lastUsedAt: t.Integer({ description: "Last refresh (or the login), Unix seconds" }),
+  expiresAt: t.Integer({ description: "When it ends unless refreshed before: the refresh token's lifetime after its last use, or the session's maximum age" }),
+  current: t.Boolean({ description: "Whether the token that asked belongs to this session" }),
+});
 const me = t.Union([
   t.Object({
     success: t.Literal(true),
@@ -64,35 +75,36 @@ function actionId(raw: string | number): number {
 }
 
 export function accountRoutes(s: AccountServices) {
-  /** The account behind an access token, or the account error saying why not. */
-  async function account(token: string | undefined): Promise<UserRow> {
+  /** The account behind an access token and the token's session, or the account error saying why not. */
+  async function session(token: string | undefined): Promise<{ user: UserRow; sid: string | undefined }> {
     try {
-      const { uid } = await s.tokens.verifyAccessToken(token);
-      return await s.users.require(uid);
+      const { uid, sid } = await s.tokens.verifyAccessToken(token);
+      return { user: await s.users.require(uid), sid };
     } catch (err) {
       throw err instanceof TokenError ? tokenFailure(err) : err;
     }
   }
+  const account = async (token: string | undefined): Promise<UserRow> => (await session(token)).user;
   const withBearer = ({ headers }: { headers: Record<string, string | undefined> }) => account(bearerToken(headers.authorization));
 
   return new Elysia({ name: "accounts" })
     .post(
       "/v2/login/email/code",
-      async ({ body, request }) => ({ result: 1 as const, ...(await s.email.sendCode(body.email, clientIp(request))) }),
+      async ({ body, request }) => ({ result: 1 as const, ...(await s.email.sendCode(body.email, requestClientKey(request))) }),
       {
         body: t.Object({ email }),
         response: { 200: ok({ message: t.String() }), ...accountErrors(400, 429, 503) },
         detail: { summary: "Send a login code to an email address (the answer is the same whether or not it has an account)", tags: TAG, ...access.public },
       },
     )
-    .post("/v2/login/email", async ({ body, request }) => ({ result: 1 as const, data: await s.email.loginWithCode(body, clientIp(request)) }), {
+    .post("/v2/login/email", async ({ body, request }) => ({ result: 1 as const, data: await s.email.loginWithCode(body, requestClientKey(request)) }), {
       body: t.Object({ email, code, ...client }),
       response: { 200: ok({ data: tokenPair }), ...accountErrors(400, 429) },
       detail: { summary: "Log in with an email code (makes the account on first use)", tags: TAG, ...access.public },
     })
     .post(
       "/v2/login/messenger",
-      async ({ body, request }) => ({ result: 1 as const, data: await s.messenger.login(body, clientIp(request)) }),
+      async ({ body, request }) => ({ result: 1 as const, data: await s.messenger.login(body, requestClientKey(request)) }),
       {
         body: t.Object({ initdata: t.String({ maxLength: 8192, description: "The messenger Mini App's init data" }), ...client }),
         response: { 200: ok({ data: tokenPair }), ...accountErrors(400, 401, 429, 503) },
@@ -101,7 +113,7 @@ export function accountRoutes(s: AccountServices) {
     )
     .post(
       "/v2/login/browser",
-      async ({ body, headers, request }) => ({ result: 1 as const, data: await s.browser.login(headers.authorization, body, clientIp(request)) }),
+      async ({ body, headers, request }) => ({ result: 1 as const, data: await s.browser.login(headers.authorization, body, requestClientKey(request)) }),
       {
         body: t.Object(client),
         response: { 200: ok({ data: tokenPair }), ...accountErrors(400, 401, 429, 503) },
@@ -110,14 +122,14 @@ export function accountRoutes(s: AccountServices) {
     )
     .post(
       "/v2/login/refresh",
-      async ({ headers, request }) => ({ result: 1 as const, data: await s.tokens.refresh(headers.authorization?.trim() ?? "", clientIp(request)) }),
+      async ({ headers, request }) => ({ result: 1 as const, data: await s.tokens.refresh(headers.authorization?.trim() ?? "", requestClientKey(request)) }),
       {
         response: { 200: ok({ data: tokenPair }), ...accountErrors(401, 429) },
         detail: {
           ...access.public,
           summary: "New access token (and a new refresh token) for a refresh token in Authorization, no prefix",
           description:
-            "The old refresh token stays usable until the new one is first used; using it after that revokes the session. A session of a DID account refreshes only while the key that signed in may sign for the DID in the DID registry; once it may not (an owner change, a revoked delegate), the refresh answers 401 and the session is revoked.",
+            "The old refresh token stays usable until the new one is first used; using it after that revokes the session. A session of a DID account refreshes only while the key that signed in may sign for the DID in the DID registry; once it may not (an owner change, a revoked delegate), the refresh answers 401 and the session is revoked. A session ends at its maximum age from its login (STOWAGE_SESSION_MAX_AGE, 90 days by default) however often it is refreshed.",
           tags: TAG,
         },
       },
@@ -147,32 +159,83 @@ export function accountRoutes(s: AccountServices) {
       },
     )
     .post(
+      "/v2/auth/logout",
+      async ({ headers }) => {
+        await s.tokens.logout(headers.authorization);
+        return { result: 1 as const };
+      },
+      {
+        response: { 200: ok({}), ...accountErrors(401) },
+        detail: {
+          ...access.bearer,
+          summary: "Log out: end the session of the token in Authorization",
+          description:
+            "The token is the session's access token (`Bearer <token>`) or its refresh token (with or without `Bearer`). Its refresh tokens stop working at once and its access tokens within seconds. Ending an ended session again answers 200.",
+          tags: TAG,
+        },
+      },
+    )
+    .get(
+      "/v2/auth/sessions",
+      async ({ headers }) => {
+        const { user, sid } = await session(bearerToken(headers.authorization));
+        return { result: 1 as const, data: await s.tokens.sessions(user.id, sid) };
+      },
+      {
+        response: { 200: ok({ data: t.Array(sessionInfo) }), ...accountErrors(401) },
+        detail: {
+          ...access.bearer,
+          summary: "The account's live sessions (Bearer access token), most recently used first",
+          description: "At most 100. `current` marks the session of the token that asked.",
+          tags: TAG,
+        },
+      },
+    )
+    .delete(
+      "/v2/auth/sessions/:id",
+      async ({ headers, params }) => {
+        const { user } = await session(bearerToken(headers.authorization));
+        await s.tokens.revokeSession(user.id, params.id);
+        return { result: 1 as const };
+      },
+      {
+        params: t.Object({ id: t.String({ maxLength: 64, description: "A session id from GET /v2/auth/sessions" }) }),
+        response: { 200: ok({}), ...accountErrors(400, 401, 404) },
+        detail: {
+          ...access.bearer,
+          summary: "End one of the account's sessions (Bearer access token); the current one too",
+          description: "Its refresh tokens stop working at once and its access tokens within seconds. 404 when the account has no live session of this id.",
+          tags: TAG,
+        },
+      },
+    )
+    .post(
       "/v2/login/email/register",
-      async ({ body, request }) => ({ result: 1 as const, data: await s.email.register(body, clientIp(request)), error: "" }),
+      async ({ body, request }) => ({ result: 1 as const, data: await s.email.register(body, requestClientKey(request)), error: "" }),
       {
         body: t.Object({ email, code, password, ...client }),
-        response: { 200: accountTokens, ...accountErrors(400, 409, 429) },
+        response: { 200: accountTokens, ...accountErrors(400, 409, 429, 503) },
         detail: { summary: "Register an email account with a code and a password", tags: TAG, ...access.public },
       },
     )
     .post(
       "/v2/login/email/password",
-      async ({ body, request }) => ({ result: 1 as const, data: await s.email.loginWithPassword(body, clientIp(request)), error: "" }),
+      async ({ body, request }) => ({ result: 1 as const, data: await s.email.loginWithPassword(body, requestClientKey(request)), error: "" }),
       {
         body: t.Object({ email, password }),
-        response: { 200: accountTokens, ...accountErrors(400, 401, 429) },
+        response: { 200: accountTokens, ...accountErrors(400, 401, 429, 503) },
         detail: { summary: "Log in with email and password", tags: TAG, ...access.public },
       },
     )
     .post(
       "/v2/login/email/password/reset",
       async ({ body, request }) => {
-        await s.email.resetPassword({ email: body.email, code: body.code, newPassword: body.new_password }, clientIp(request));
+        await s.email.resetPassword({ email: body.email, code: body.code, newPassword: body.new_password }, requestClientKey(request));
         return { result: 1 as const };
       },
       {
         body: t.Object({ email, code, new_password: password }),
-        response: { 200: ok({}), ...accountErrors(400, 429) },
+        response: { 200: ok({}), ...accountErrors(400, 429, 503) },
         detail: { summary: "Set a new password with an email code; ends every session of the account", tags: TAG, ...access.public },
       },
     )
@@ -181,7 +244,7 @@ export function accountRoutes(s: AccountServices) {
       async ({ query, headers, request }) => ({
         result: 1 as const,
         // Browsers send no Origin on same-origin GETs; the page's Referer then says where it is.
-        data: await s.evm.challenge({ address: query.address, chainid: query.chainid, origin: headers.origin ?? headers.referer ?? null }, clientIp(request)),
+        data: await s.evm.challenge({ address: query.address, chainid: query.chainid, origin: headers.origin ?? headers.referer ?? null }, requestClientKey(request)),
       }),
       {
         query: t.Object({
@@ -192,7 +255,7 @@ export function accountRoutes(s: AccountServices) {
         detail: { summary: "EIP-4361 sign-in message for a wallet address (Origin header required)", tags: TAG, ...access.public },
       },
     )
-    .post("/v2/login/evm", async ({ body, request }) => ({ result: 1 as const, data: await s.evm.login(body, clientIp(request)) }), {
+    .post("/v2/login/evm", async ({ body, request }) => ({ result: 1 as const, data: await s.evm.login(body, requestClientKey(request)) }), {
       body: t.Object({
         message: t.String({ maxLength: 4096, description: "The challenge message, unchanged" }),
         signature: t.String({ maxLength: 65536, description: "0x-hex signature (EOA, EIP-1271 or ERC-6492)" }),

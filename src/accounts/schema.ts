@@ -2,7 +2,7 @@
  * Tables of the account API (/v2). Every secret a client holds (refresh tokens, email codes) is
  * stored only as a keyed hash, so a copy of the database logs nobody in.
  */
-import { index, integer, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
+import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
 
 /** Provider details shown in user info (spec 2.12); every value is a string. */
 export type ProviderInfo = Record<string, string>;
@@ -54,10 +54,13 @@ export const refreshFamilies = sqliteTable(
     /** The key that signed a DID login: the session ends when it may no longer sign for the DID (D3). */
     signer: text("signer"),
     createdAt: integer("created_at").notNull(),
+    /** The last refresh; null until the first (a session list's "last used" is then its start). */
+    lastUsedAt: integer("last_used_at"),
     revokedAt: integer("revoked_at"),
     revokedReason: text("revoked_reason"),
   },
-  (t) => [index("refresh_families_user_idx").on(t.userId)],
+  // By revocation time: each gateway reads the sessions ended lately, to refuse their access tokens.
+  (t) => [index("refresh_families_user_idx").on(t.userId), index("refresh_families_revoked_idx").on(t.revokedAt)],
 );
 
 export const refreshTokens = sqliteTable(
@@ -86,11 +89,47 @@ export const emailCodes = sqliteTable(
     codeHash: text("code_hash").notNull(),
     createdAt: integer("created_at").notNull(),
     expiresAt: integer("expires_at").notNull(),
+    /** Wrong tries from the client that asked for the code: other clients' never count here. */
     failedAttempts: integer("failed_attempts").notNull().default(0),
-    /** Set when the code is used, voided by too many wrong tries, or replaced by a newer code. */
+    /** Set when the code is used, voided by too many wrong tries, or replaced by a newer code of its client. */
     closedAt: integer("closed_at"),
+    /** The client (`clientKey()`) that asked for the code: a newer code replaces only its own client's. */
+    client: text("client"),
   },
   (t) => [index("email_codes_email_idx").on(t.email, t.createdAt)],
+);
+
+/**
+ * How an account backs off failed secrets from clients it never signed in from (limits.ts'
+ * `Backoff`): one row per (kind, account) and window, moved by compare-and-set (login-guard.ts).
+ */
+export const loginBackoff = sqliteTable(
+  "login_backoff",
+  {
+    /** "code" or "password". */
+    kind: text("kind").notNull(),
+    /** The normalised email. */
+    account: text("account").notNull(),
+    windowStart: integer("window_start").notNull(),
+    failures: integer("failures").notNull(),
+    /** The delay the last try set before the next (doubled by each try past the free ones). */
+    delayMs: integer("delay_ms").notNull(),
+    /** No try from such a client before this (epoch ms). */
+    nextAt: integer("next_at").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.kind, t.account] }), index("login_backoff_window_idx").on(t.windowStart)],
+);
+
+/** The clients (`clientKey()`) each account signed in from lately: they skip its backoff. */
+export const knownClients = sqliteTable(
+  "known_clients",
+  {
+    /** The normalised email. */
+    account: text("account").notNull(),
+    client: text("client").notNull(),
+    seenAt: integer("seen_at").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.account, t.client] })],
 );
 
 export const siweNonces = sqliteTable("siwe_nonces", {

@@ -10,9 +10,11 @@ import { createSharedRateLimiter, type SharedRateLimiter } from "../http/shared-
 import { createBrowserService, type BrowserService } from "./browser.ts";
 import { createEmailService, type EmailService } from "./email.ts";
 import { createEvmService, type EvmService } from "./evm.ts";
-import { defaultLimits } from "./limits.ts";
+import { defaultBackoffs, defaultLimits } from "./limits.ts";
+import { createLoginGuard } from "./login-guard.ts";
 import { createMailer } from "./mailer.ts";
 import { createMessengerService, type MessengerService } from "./messenger.ts";
+import { createPasswordHasher } from "./password-hasher.ts";
 import { createPointsService, type PointsService } from "./points.ts";
 import { createTokenService, type TokenService } from "./tokens.ts";
 import type { AccountDeps, Ctx } from "./types.ts";
@@ -47,7 +49,14 @@ export function createAccountServices(deps: AccountDeps): AccountServices {
   return {
     tokens,
     users,
-    email: createEmailService(ctx, { jwtKey, mailer, tokens, users }),
+    email: createEmailService(ctx, {
+      jwtKey,
+      mailer,
+      tokens,
+      users,
+      guard: createLoginGuard(ctx, defaultBackoffs),
+      hasher: createPasswordHasher({ concurrency: deps.config.passwordHashes }),
+    }),
     messenger: createMessengerService(ctx, { tokens, users }),
     browser: createBrowserService(ctx, { tokens, users }),
     evm: createEvmService(ctx, { tokens, users, resolver: deps.resolver, publicClient: deps.publicClient }),

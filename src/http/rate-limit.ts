@@ -3,11 +3,12 @@
  * client in earlier). Under D16 these are for limits that may stay per gateway (reads, so a read
  * is never a database write); the login and code limits count in the shared database instead
  * (shared-rate-limit.ts), since a client could otherwise spread its guesses over the gateways.
+ * A limit per client keys on `clientKey()` (client-key.ts: IPv6 by /64), never on a raw address.
  *
  * @example
  *   const limiter = createRateLimiter()
  *   const perIp = { name: "login-ip", max: 30, windowMs: 60_000 }
- *   const verdict = limiter.hit(perIp, clientIp(request))
+ *   const verdict = limiter.hit(perIp, requestClientKey(request))
  *   if (!verdict.ok) throw accountError("RATE_LIMITED", "Too many attempts", { "Retry-After": String(verdict.retryAfter) })
  */
 

@@ -3,10 +3,11 @@
  * and code limits must hold across gateways, or a client spreading its guesses over N gateways
  * gets N times the allowance. One atomic upsert per event, so racing gateways never lose a count;
  * read limits stay in memory per gateway (rate-limit.ts), so a read is never a database write.
+ * A limit per client keys on `clientKey()` (client-key.ts: IPv6 by /64), never on a raw address.
  *
  * @example
  *   const limiter = createSharedRateLimiter(sql)
- *   const verdict = await limiter.hit({ name: "login-ip", max: 30, windowMs: 60_000 }, ip)
+ *   const verdict = await limiter.hit({ name: "login-ip", max: 30, windowMs: 60_000 }, requestClientKey(request))
  *   if (!verdict.ok) throw rateLimited(verdict.retryAfter)
  */
 import type { Sql } from "../db/sql.ts";

@@ -35,6 +35,7 @@ const REASONS: Record<string, string> = {
   "wrong-type": "invalid token payload: not an access token",
   "bad-did": "invalid token payload: bad DID",
   "key-revoked": "invalid token: the key it was issued to may no longer sign for its DID; log in again",
+  revoked: "invalid token: its session has ended",
 };
 
 const refusal = (err: unknown): string | undefined => {

@@ -11,8 +11,8 @@
  */
 
 // The shapes the server answers (spec 2.11, 2.12): the SDK's own, held equal to the server's by a type test.
-import type { CurrentUser, UserInfo } from "./wire.ts";
-export type { CurrentUser, UserInfo };
+import type { CurrentUser, SessionInfo, UserInfo } from "./wire.ts";
+export type { CurrentUser, SessionInfo, UserInfo };
 
 /** Spec 2.10. */
 export interface TokenPair {
@@ -79,7 +79,7 @@ export interface AccountClientOptions {
 }
 
 type Body = Record<string, unknown>;
-type Call = { method: "GET" | "POST"; path: string; body?: Body; headers?: Record<string, string> };
+type Call = { method: "GET" | "POST" | "DELETE"; path: string; body?: Body; headers?: Record<string, string> };
 
 export function createAccountClient(opts: AccountClientOptions) {
   const base = opts.baseUrl.replace(/\/+$/, "");
@@ -171,7 +171,25 @@ export function createAccountClient(opts: AccountClientOptions) {
       return tokens;
     },
     setTokens,
-    logout: () => setTokens(undefined),
+    /**
+     * Ends this session at the gateway (its tokens stop working there too) and forgets its tokens.
+     * A session the gateway had ended already, or whose refresh token expired, is no error.
+     */
+    async logout(): Promise<void> {
+      const ended = tokens;
+      setTokens(undefined);
+      if (!ended) return;
+      const { status, json, headers } = await send({ method: "POST", path: "/v2/auth/logout", headers: { authorization: ended.refreshToken } });
+      if (json.result === 1 || status === 401) return;
+      const retryAfter = headers.has("retry-after") ? Number(headers.get("retry-after")) : undefined;
+      throw new AccountApiError(status, String(json.error ?? "UNKNOWN"), String(json.message ?? `HTTP ${status}`), retryAfter);
+    },
+    /** The account's live sessions, most recently used first; `current` marks this client's. */
+    sessions: () => authed(async (token) => (await call({ method: "GET", path: "/v2/auth/sessions", headers: bearer(token) })).data as SessionInfo[]),
+    /** Ends one of the account's sessions (this one too, when given its id). */
+    async revokeSession(id: string): Promise<void> {
+      await authed((token) => call({ method: "DELETE", path: `/v2/auth/sessions/${encodeURIComponent(id)}`, headers: bearer(token) }));
+    },
 
     /** Row 1: mails a 6-digit code (the answer is the same whether or not the address has an account). */
     async sendEmailCode(email: string): Promise<string> {

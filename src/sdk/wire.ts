@@ -98,6 +98,19 @@ export interface UserInfo {
   social_info: boolean;
 }
 
+/** One live session of an account (GET /v2/auth/sessions); times in Unix seconds. */
+export interface SessionInfo {
+  id: string;
+  method: string;
+  source: string;
+  useragent: string;
+  createdAt: number;
+  lastUsedAt: number;
+  expiresAt: number;
+  /** Whether it is the session of the token that asked. */
+  current: boolean;
+}
+
 /** A quota record as the Proxy contract keeps it (D7). */
 export interface ChainRecord {
   /** +1 per purchase or grant of this kind. */

@@ -10,7 +10,7 @@ import { isAccountPath, storageError } from "../http/errors.ts";
 import { deleteResult, didLoginTokens, fileEntry, fileList, loginInfo, trafficHashResult } from "../http/model.ts";
 import { access, storageErrors, storageTypeParam } from "../http/openapi.ts";
 import { streamsBody } from "../http/body-limit.ts";
-import { clientIp } from "../http/client-ip.ts";
+import { requestClientKey } from "../http/client-key.ts";
 import { readFilePart } from "../http/multipart.ts";
 import { contentDisposition, parseRange } from "../http/range.ts";
 import { checkNotAccount, rememberedDids, requireCaller, type AccessTokens } from "../http/storage-guard.ts";
@@ -102,7 +102,7 @@ export const storageRoutes = (storage: Storage, guard: { tokens: AccessTokens; c
       "/login",
       async ({ body, query, request }) => {
         const input = { ...query, ...(typeof body === "object" && body ? body : {}) };
-        const tokens = await storage.login(input, wantsJson(request), clientIp(request));
+        const tokens = await storage.login(input, wantsJson(request), requestClientKey(request));
         if (tokens) return Response.json({ result: 1, data: tokens });
         return new Response("Login success!", { headers: { "content-type": "text/plain; charset=utf-8" } });
       },

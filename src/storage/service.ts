@@ -29,6 +29,7 @@ import { createVouchers } from "./vouchers.ts";
 import type { Meter } from "../quota/meter.ts";
 import { createRateLimiter, type Limit } from "../http/rate-limit.ts";
 import type { SharedRateLimiter } from "../http/shared-rate-limit.ts";
+import type { ClientKey } from "../http/client-key.ts";
 
 /** The routes' storage types and the back-ends' kinds are the same two names (a compile-time check). */
 type SameKinds = [BackendKind] extends [StorageKind] ? ([StorageKind] extends [BackendKind] ? true : false) : false;
@@ -452,15 +453,20 @@ export function createStorage(deps: StorageDeps) {
   const memoryLimiter = createRateLimiter({ enabled: deps.rateLimits !== false, now: deps.now });
   const hit = async (limit: Limit, key: string) => (deps.rateLimits !== false && deps.loginLimiter ? deps.loginLimiter.hit(limit, key) : memoryLimiter.hit(limit, key));
 
-  /** POST /login; with `json`, the answer carries the account API's tokens for this DID. */
-  async function login(input: LoginInput, json: boolean, ip: string): Promise<DidLoginTokens | undefined> {
-    // One DID, however it is spelled, shares one limit.
+  /**
+   * POST /login; with `json`, the answer carries the account API's tokens for this DID. Logins
+   * count per client before any signature work, and per DID only once the signature proves a key
+   * that may sign for it: a stranger's garbage spends its own client's logins, never the DID's.
+   */
+  async function login(input: LoginInput, json: boolean, from: ClientKey): Promise<DidLoginTokens | undefined> {
     const limits = deps.loginLimits ?? LOGIN_LIMITS;
-    for (const [limit, key] of [[limits.perIp, ip], [limits.perDid, didAddressKey(String(input.did ?? ""))]] as const) {
-      const verdict = await hit(limit, key);
-      if (!verdict.ok) throw storageError.rateLimited(verdict.retryAfter);
-    }
-    const { did, signer } = await sessions.login(input);
+    const perClient = await hit(limits.perIp, from);
+    if (!perClient.ok) throw storageError.rateLimited(perClient.retryAfter);
+    const { did, signer } = await sessions.login(input, async (who) => {
+      // One DID, however it is spelled, shares one limit.
+      const perDid = await hit(limits.perDid, didAddressKey(who.canonical));
+      if (!perDid.ok) throw storageError.rateLimited(perDid.retryAfter);
+    });
     if (!json) return undefined;
     const user = await deps.users.upsert(did.address, { refresh: { address: did.address, did: did.canonical } });
     const pair = await deps.tokens.issue(user, "did", { source: "did-login", signer });

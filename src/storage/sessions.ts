@@ -113,7 +113,8 @@ export function createSessions(deps: { sql: Sql; resolver: DidResolver; domain: 
   const signerOfRequest = requestSigner(domain);
   const nowS = () => Math.floor((deps.now ?? Date.now)() / 1000);
 
-  async function login(input: LoginInput): Promise<{ did: Did; signer: Address }> {
+  /** `signed` runs once the signature proves a key that may sign for the DID, before the session opens (a limit per DID counts there). */
+  async function login(input: LoginInput, signed?: (who: Did) => Promise<void>): Promise<{ did: Did; signer: Address }> {
     if (!input.did || !input.token || input.timestamp === undefined || input.timestamp === "" || !input.signature) throw refuse("Missing parameter");
     const timestamp = integer(input.timestamp, "timestamp");
     const drift = Number(timestamp) - nowS();
@@ -124,6 +125,7 @@ export function createSessions(deps: { sql: Sql; resolver: DidResolver; domain: 
     if (!isSignature(input.signature)) throw refuse("signature must be 65 bytes of 0x-hex");
     const signature = input.signature;
     const signer = await authorizedSigner(resolver, who, () => recoverLogin(domain, { did: input.did as string, token, timestamp }, signature));
+    await signed?.(who);
 
     const at = Number(timestamp);
     const key = who.canonical;

@@ -10,6 +10,7 @@ import { join } from "node:path";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { buildApp } from "../../src/app.ts";
 import { createAccountServices } from "../../src/accounts/index.ts";
+import { ENDED_SYNC_MS } from "../../src/accounts/tokens.ts";
 import { parseConfig } from "../../src/config.ts";
 import { openDatabase } from "../../src/db/open.ts";
 import { openPostgres } from "../../src/db/postgres.ts";
@@ -71,7 +72,7 @@ const both = [a, b];
 
 let n = 0;
 const freshEmail = () => `gw${++n}.${crypto.randomUUID().slice(0, 8)}@example.com`;
-const sendCode = (call: Call, email: string) => call("POST", "/v2/login/email/code", { body: { email } });
+const sendCode = (call: Call, email: string, ip?: string) => call("POST", "/v2/login/email/code", { body: { email }, ip });
 const codeLogin = (call: Call, email: string, code: string) => call("POST", "/v2/login/email", { body: { email, code, source: "test" } });
 const refresh = (call: Call, token: string) => call("POST", "/v2/login/refresh", { headers: { authorization: token } });
 
@@ -83,15 +84,15 @@ test("the gateways share one database", () => {
 describe("login limits count every gateway's attempts", () => {
   test("30 login attempts a minute per IP, alternating between the gateways", async () => {
     const ip = "192.0.2.78";
-    const attempt = (call: Call) => call("POST", "/v2/login/email", { body: { email: "z@example.com", code: "123456", source: "t" }, ip });
-    for (let i = 0; i < 30; i++) expect((await attempt(both[i % 2] as Call)).body.error).toBe("CODE_INVALID");
+    const attempt = (call: Call, i: number) => call("POST", "/v2/login/email", { body: { email: `z${i}@example.com`, code: "123456", source: "t" }, ip });
+    for (let i = 0; i < 30; i++) expect((await attempt(both[i % 2] as Call, i)).body.error).toBe("CODE_INVALID");
     for (const call of both) {
-      const over = await attempt(call);
+      const over = await attempt(call, 30);
       expect(over).toMatchObject({ status: 429, body: { error: "RATE_LIMITED" } });
       expect(Number(over.headers.get("retry-after"))).toBeGreaterThan(0);
     }
     clock.advance(60_000);
-    expect((await attempt(b)).body.error).toBe("CODE_INVALID");
+    expect((await attempt(b, 31)).body.error).toBe("CODE_INVALID");
   });
 
   test("50 parallel attempts from one address over both gateways: exactly 30 are let through", async () => {
@@ -140,9 +141,9 @@ describe("used once, whichever gateway is asked", () => {
     clock.advance(60_000);
   });
 
-  test("codes asked for one email at once at both gateways: one is sent, the rest wait their minute", async () => {
+  test("codes asked for one email by one client at once at both gateways: one is sent, the rest wait their minute", async () => {
     const email = freshEmail();
-    const answers = await Promise.all([a, b, a, b, a, b].map((call) => sendCode(call, email)));
+    const answers = await Promise.all([a, b, a, b, a, b].map((call) => sendCode(call, email, "192.0.2.80")));
     expect(answers.filter((r) => r.status === 200)).toHaveLength(1);
     expect(answers.filter((r) => r.status === 429)).toHaveLength(5);
     expect(mail.sent.filter((m) => m.to === email)).toHaveLength(1);
@@ -190,5 +191,38 @@ describe("used once, whichever gateway is asked", () => {
     // … but of its children used in parallel, exactly one becomes the head.
     const uses = await Promise.all(children.map((child, i) => refresh(both[i % 2] as Call, child)));
     expect(uses.filter((r) => r.status === 200)).toHaveLength(1);
+  });
+});
+
+describe("a session ended at one gateway ends at all", () => {
+  const me = (call: Call, token: string) => call("GET", "/v2/auth/me", { headers: { authorization: `Bearer ${token}` } });
+
+  test("logout at one: the refresh token is refused at once everywhere, the access token at once there and within seconds at the other", async () => {
+    const email = freshEmail();
+    await sendCode(a, email);
+    const login = (await codeLogin(a, email, mail.lastCode(email))).body.data as { accessToken: string; refreshToken: string };
+    // The other gateway has just read which sessions ended, so its list is as old as it may get.
+    expect((await me(b, login.accessToken)).status).toBe(200);
+    expect((await a("POST", "/v2/auth/logout", { headers: { authorization: `Bearer ${login.accessToken}` } })).status).toBe(200);
+    expect((await me(a, login.accessToken)).status).toBe(401);
+    expect((await refresh(b, login.refreshToken)).status).toBe(401);
+    clock.advance(ENDED_SYNC_MS);
+    expect((await me(b, login.accessToken)).body).toEqual({ success: false, error: "This session has ended (logged out or revoked); log in again" });
+  });
+
+  test("a session revoked from the list at one gateway: its access token refused at the other within seconds", async () => {
+    const email = freshEmail();
+    await sendCode(b, email, "192.0.2.81");
+    const kept = (await codeLogin(b, email, mail.lastCode(email))).body.data as { accessToken: string };
+    clock.advance(60_000);
+    await sendCode(b, email, "192.0.2.81");
+    const gone = (await codeLogin(b, email, mail.lastCode(email))).body.data as { accessToken: string };
+    expect((await me(b, gone.accessToken)).status).toBe(200);
+    const list = await a("GET", "/v2/auth/sessions", { headers: { authorization: `Bearer ${kept.accessToken}` } });
+    const id = list.body.data.find((s: { current: boolean }) => !s.current).id as string;
+    expect((await a("DELETE", `/v2/auth/sessions/${id}`, { headers: { authorization: `Bearer ${kept.accessToken}` } })).status).toBe(200);
+    clock.advance(ENDED_SYNC_MS);
+    expect((await me(b, gone.accessToken)).status).toBe(401);
+    expect((await me(b, kept.accessToken)).status).toBe(200);
   });
 });

@@ -109,4 +109,27 @@ describe("account SDK", () => {
     t.clock.advance(16 * 60_000);
     expect(await c.me().catch((e: unknown) => e)).toMatchObject({ status: 401, error: "UNAUTHORIZED" });
   });
+
+  test("sessions: listed, one revoked, and logout ends this one at the gateway", async () => {
+    const key = privateKeyToAccount(generatePrivateKey());
+    const here = client();
+    const there = client();
+    await here.loginWithEvmAccount(key);
+    await there.loginWithEvmAccount(key);
+    const listed = await here.sessions();
+    expect(listed.map((s) => s.current).sort()).toEqual([false, true]);
+    expect(listed[0]).toMatchObject({ method: "evm", source: "sdk-test" });
+
+    const other = listed.find((s) => !s.current)?.id as string;
+    await here.revokeSession(other);
+    expect(await there.me().catch((e: unknown) => e)).toMatchObject({ status: 401, error: "UNAUTHORIZED" });
+
+    const held = here.tokens!;
+    await here.logout();
+    expect(here.tokens).toBeUndefined();
+    // The tokens it held no longer work anywhere: logout ended the session, not only the client's copy.
+    expect(await client({ tokens: held }).me().catch((e: unknown) => e)).toMatchObject({ status: 401 });
+    // Logging out again (a session already ended) is no error.
+    await client({ tokens: held }).logout();
+  });
 });

@@ -147,10 +147,11 @@ describe("a token acts for its DID while its key may sign for it", () => {
     const r = await refresh(refreshToken);
     expect(r.status).toBe(401);
     expect(r.body.message).toMatch(/revoked/);
-    // The session was revoked, not refused once: the key coming back does not revive it.
+    // The session was revoked, not refused once: the key coming back does not revive it, nor the
+    // access tokens of the ended session.
     strangers.delete(key.address);
     expect((await refresh(refreshToken)).status).toBe(401);
-    expect((await me(accessToken)).status).toBe(200);
+    expect((await me(accessToken)).body).toEqual({ success: false, error: "This session has ended (logged out or revoked); log in again" });
   });
 
   test("a wallet sign-in is refused, and makes no account, when its address may not sign for its DID", async () => {

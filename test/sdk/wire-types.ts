@@ -4,6 +4,7 @@
  * test/sdk/wire-types.test.ts, which also shows a drifted field is refused). Not a test file:
  * nothing runs, a mismatch is a type error on the line that names it.
  */
+import type { SessionInfo as ServerSessionInfo } from "../../src/accounts/tokens.ts";
 import type { CurrentUser as ServerCurrentUser, UserInfo as ServerUserInfo } from "../../src/accounts/users.ts";
 import type { ChainRecord as ServerChainRecord } from "../../src/chain/records.ts";
 import type { SearchResult as ServerSearchResult } from "../../src/directory/search.ts";
@@ -32,6 +33,7 @@ export const wireTypesEqual: Record<string, true> = {
   RequestAction: true satisfies Equals<sdk.RequestAction, ServerRequestAction>,
   CurrentUser: true satisfies Equals<sdk.CurrentUser, ServerCurrentUser>,
   UserInfo: true satisfies Equals<sdk.UserInfo, ServerUserInfo>,
+  SessionInfo: true satisfies Equals<sdk.SessionInfo, ServerSessionInfo>,
   ChainRecord: true satisfies Equals<sdk.ChainRecord, ServerChainRecord>,
   DelegateType: true satisfies Equals<sdk.DelegateType, ServerDelegateType>,
   // The server types Owner as a string it checksums (EIP-55); the SDK narrows it to an address.

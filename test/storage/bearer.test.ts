@@ -4,6 +4,7 @@ import { describe, expect, test } from "bun:test";
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { SignJWT } from "jose";
+import { clientKeyOf } from "../../src/http/client-key.ts";
 import { get, readJson } from "../support/app.ts";
 import { testGateway } from "../support/storage.ts";
 
@@ -73,6 +74,13 @@ describe("storage routes refuse with 401", () => {
     await expectGuard(`Bearer ${await jwt({ typ: "access", did: session.did }, { exp: Math.floor(Date.now() / 1000) - 60 })}`, /expired/);
   });
 
+  test("an access token whose session was logged out: 'its session has ended', at once", async () => {
+    const other = await gw.session(account);
+    const out = await gw.app.handle(new Request("http://stowage.test/v2/auth/logout", { method: "POST", headers: { authorization: `Bearer ${other.accessToken}` } }));
+    expect(out.status).toBe(200);
+    await expectGuard(`Bearer ${other.accessToken}`, /^invalid token: its session has ended$/);
+  });
+
   test("a refresh token used as an access token: 'invalid token payload'", async () => {
     const other = await gw.session(account);
     await expectGuard(`Bearer ${other.refreshToken}`, /^invalid token payload: not an access token$/);
@@ -80,12 +88,12 @@ describe("storage routes refuse with 401", () => {
 
   test("a token of an account without a DID (email login): 401 saying so", async () => {
     const email = `nodid-${Date.now()}@example.com`;
-    await gw.accounts.email.sendCode(email, "203.0.113.7");
+    await gw.accounts.email.sendCode(email, clientKeyOf("203.0.113.7"));
     const mailDir = join(gw.dataDir, "mail");
     const mail = readdirSync(mailDir).map((f) => readFileSync(join(mailDir, f), "utf8")).find((m) => m.includes(email));
     const code = /Your Stowage code: (\d{6})/.exec(mail ?? "")?.[1];
     expect(code).toBeDefined();
-    const pair = await gw.accounts.email.loginWithCode({ email, code: code as string, source: "test" }, "203.0.113.7");
+    const pair = await gw.accounts.email.loginWithCode({ email, code: code as string, source: "test" }, clientKeyOf("203.0.113.7"));
     await expectGuard(`Bearer ${pair.accessToken}`, /has no DID/);
   });
 

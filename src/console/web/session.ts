@@ -109,7 +109,8 @@ export async function end() {
     // Best effort: the key is gone with the page anyway, and the grant expires by itself.
     await s.grants?.revoke(s.sessionKey.address).catch(() => {});
   }
-  s?.account.logout();
+  // Ends the session at the gateway too; best effort, as above: the page forgets it either way.
+  await s?.account.logout().catch(() => {});
   saveTokens(undefined);
 }
 

@@ -115,10 +115,11 @@ export const refreshFamilies = pgTable(
     userAgent: text("user_agent").notNull().default(""),
     signer: text("signer"),
     createdAt: int8("created_at").notNull(),
+    lastUsedAt: int8("last_used_at"),
     revokedAt: int8("revoked_at"),
     revokedReason: text("revoked_reason"),
   },
-  (t) => [index("refresh_families_user_idx").on(t.userId)],
+  (t) => [index("refresh_families_user_idx").on(t.userId), index("refresh_families_revoked_idx").on(t.revokedAt)],
 );
 
 export const refreshTokens = pgTable(
@@ -146,8 +147,32 @@ export const emailCodes = pgTable(
     expiresAt: int8("expires_at").notNull(),
     failedAttempts: int8("failed_attempts").notNull().default(0),
     closedAt: int8("closed_at"),
+    client: text("client"),
   },
   (t) => [index("email_codes_email_idx").on(t.email, t.createdAt)],
+);
+
+export const loginBackoff = pgTable(
+  "login_backoff",
+  {
+    kind: text("kind").notNull(),
+    account: text("account").notNull(),
+    windowStart: int8("window_start").notNull(),
+    failures: int8("failures").notNull(),
+    delayMs: int8("delay_ms").notNull(),
+    nextAt: int8("next_at").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.kind, t.account] }), index("login_backoff_window_idx").on(t.windowStart)],
+);
+
+export const knownClients = pgTable(
+  "known_clients",
+  {
+    account: text("account").notNull(),
+    client: text("client").notNull(),
+    seenAt: int8("seen_at").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.account, t.client] })],
 );
 
 export const siweNonces = pgTable("siwe_nonces", {
