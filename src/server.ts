@@ -151,6 +151,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
       hostname: config.host,
       port: config.port,
       maxRequestBodySize: config.maxBody + FRAMING_SLACK,
+      minBodyRate: config.minBodyRate,
       fetch: createHandler({
         handle: (r) => handle(r),
         log,
@@ -208,6 +209,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
         hostname: config.host,
         port: config.s3ApiPort,
         maxBody: config.maxBody,
+        minBodyRate: config.minBodyRate,
         log,
         sql: database.sql,
         chainId: config.chainId,
