@@ -91,10 +91,14 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
       // Tokens act for a DID while the key that signed in may sign for it (D21): asked at every use and refresh.
       resolver,
     });
-    const quota = createQuota({ sql: database.sql, chain: chain.context, log, storedBytes: storedBytesSql, onPurchase: metrics.purchase });
-    // Only expired holds: live ones may be another gateway's (D16). Expired ones count against no
-    // pool, but a dead gateway's rows would stay: every gateway clears them now and then (one
-    // idempotent DELETE, so no lease is needed).
+    const quota = createQuota({ sql: database.sql, chain: chain.context, log, storedBytes: storedBytesSql, gateway, onPurchase: metrics.purchase });
+    // This gateway's own holds are its previous process's, which died with its transfers (a
+    // kill -9): cleared before anything is served, they no longer keep accounts full until they
+    // expire. Of the others only expired holds: live ones may be another gateway's (D16). Expired
+    // ones count against no pool, but a dead gateway's rows would stay: every gateway clears them
+    // now and then (one idempotent DELETE, so no lease is needed).
+    const own = await quota.meter.clearOwn();
+    if (own > 0) log.info("cleared the quota holds of this gateway's previous process", { holds: own });
     await quota.meter.clearStale();
     const holds = setInterval(() => void quota.meter.clearStale().catch((err) => log.warn("clearing expired quota holds failed", { err: (err as Error).message })), HOLDS_CLEAR_MS);
     holds.unref();
