@@ -190,6 +190,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
           identity: gatewayIdentity(config.ageIdentity, secrets.ageKey),
           storedFile: storedFiles({ sql: database.sql, backends: stored.backends, chainId: config.chainId }),
           bought: directory.bought,
+          published: directory.published,
           recipientOf: (reader) => publishedRecipient(chain.context.publicClient, chain.context.contracts.didRegistry, reader),
         },
       }),

@@ -27,8 +27,8 @@ export interface DirectoryDeps {
 export function createDirectory(deps: DirectoryDeps) {
   const consumer = directoryConsumer({ chainId: deps.chainId, address: deps.address, fromBlock: deps.fromBlock });
   const search = directorySearch(deps.sql);
-  const { readGrant, publicCids, bought } = directoryAccess(deps.sql);
-  return { consumer, search, readGrant, publicCids, bought };
+  const { readGrant, publicCids, bought, published } = directoryAccess(deps.sql);
+  return { consumer, search, readGrant, publicCids, bought, published };
 }
 
 export type Directory = ReturnType<typeof createDirectory>;

@@ -46,6 +46,7 @@ export async function encryptionGateway(o: { env?: Record<string, string> } = {}
       identity: gatewayIdentity,
       storedFile: storedFiles({ sql, backends: gw.backends, chainId: gw.config.chainId }),
       bought: (owner, mid, reader) => (directory as Directory).bought(owner, mid, reader),
+      published: (owner, mid) => (directory as Directory).published(owner, mid),
       recipientOf: (reader) => publishedRecipient(publicClient, contracts.didRegistry, reader),
     },
   });
