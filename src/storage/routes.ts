@@ -112,7 +112,7 @@ export const storageRoutes = (storage: Storage, guard: { tokens: AccessTokens; c
         body: t.Optional(t.Object(loginFields, { additionalProperties: true })),
         query: t.Object(loginFields, { additionalProperties: true }),
         detail: {
-          summary: "DID login (EIP-712 Login signature); JSON body, form or query. With Accept: application/json, answers tokens",
+          summary: "DID login (EIP-712 Login signature); JSON body, form or query. With Accept: application/json, answers tokens. Each login needs a fresh random token: one that has logged in before is refused (401)",
           tags: ["storage"],
           ...access.public,
         },
