@@ -103,7 +103,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     const holds = setInterval(() => void quota.meter.clearStale().catch((err) => log.warn("clearing expired quota holds failed", { err: (err as Error).message })), HOLDS_CLEAR_MS);
     holds.unref();
     cleanup.push(() => clearInterval(holds));
-    const directory = createDirectory({ sql: database.sql, chainId: config.chainId, address: chain.context.contracts.directory, fromBlock: BigInt(chain.deployment.block) });
+    const directory = createDirectory({ sql: database.sql, chainId: config.chainId, address: chain.context.contracts.directory, fromBlock: BigInt(chain.deployment.block), publicClient: chain.context.publicClient });
     // S3 access keys (D18): minted by restricted requests signed in the storage domain, valid while their signer may sign for the DID.
     const keys = createKeys({ sql: database.sql, secretsKey: secrets.secretsKey, resolver, chainId: config.chainId, domain: storageDomain(config.chainId, chain.context.contracts.proxy), rateLimits: config.rateLimits !== "off", log });
     // Console session keys (D19): storage accepts them for uploads, deletes and vouchers.

@@ -34,7 +34,7 @@ export async function directoryGateway(o: { ipfs?: boolean; pollMs?: number; env
     },
   });
   const sql = gw.database.sql;
-  directory = createDirectory({ sql, chainId: gw.config.chainId, address: gw.chain.context.contracts.directory, fromBlock: gw.chain.deployBlock });
+  directory = createDirectory({ sql, chainId: gw.config.chainId, address: gw.chain.context.contracts.directory, fromBlock: gw.chain.deployBlock, publicClient: gw.chain.context.publicClient });
   // The encryption routes too: a buyer's SDK asks the escrow status before it pays (D20).
   const { publicClient, contracts } = gw.chain.context;
   const encryption = createEncryption({

@@ -88,13 +88,18 @@ describe("what anyone may ask", () => {
     expect(await status(owner.address, secret)).toMatchObject({ stored: true, encrypted: true, escrowed: false });
   });
 
-  test("the SDK refuses to buy an entry this gateway has not indexed yet: it cannot say whether the buyer could open it", async () => {
+  test("an entry published a moment ago, not indexed yet, is answered from the chain: the SDK still refuses to buy it unescrowed", async () => {
     const fresh = (await owner.enc.upload("dfs", crypto.getRandomValues(new Uint8Array(5_000)), { name: "new.txt" })).Cid;
     await owner.dir.publish({ cid: fresh, name: "new", size: 5_000, price: 1n });
+    expect(await env.sql.get("SELECT mid FROM directory_entries WHERE mid = $1", [fresh])).toBeUndefined();
+    expect(await status(owner.address, fresh)).toMatchObject({ stored: true, encrypted: true, escrowed: false });
     const buyer = await env.user();
     const err = (await buyer.dir.buyRead(owner.address, fresh).catch((e: unknown) => e)) as Error;
-    expect(err.message).toContain("does not list");
+    expect(err.message).toContain("refusing to buy");
     expect(await buyer.dir.canRead(owner.address, fresh)).toBe(false);
+    // Unpublished again: the same 404 as for a file never published.
+    await owner.dir.unpublish(fresh);
+    expect((await call("GET", `/v2/escrows/${owner.address}/${fresh}`)).status).toBe(404);
   });
 });
 

@@ -33,7 +33,7 @@ export async function encryptionGateway(o: { env?: Record<string, string> } = {}
     },
   });
   const sql = gw.database.sql;
-  directory = createDirectory({ sql, chainId: gw.config.chainId, address: gw.chain.context.contracts.directory, fromBlock: gw.chain.deployBlock });
+  directory = createDirectory({ sql, chainId: gw.config.chainId, address: gw.chain.context.contracts.directory, fromBlock: gw.chain.deployBlock, publicClient: gw.chain.context.publicClient });
   const indexer = createIndexer({ sql, publicClient: gw.chain.anvil.publicClient, confirmations: 0, log: silentLogger, pollMs: 60_000 });
   indexer.add(directory.consumer);
   afterAll(() => indexer.stop());
