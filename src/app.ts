@@ -61,7 +61,11 @@ export interface AppServices {
 export const OPENAPI_PATH = "/openapi";
 
 export function buildApp(services: AppServices) {
-  return new Elysia()
+  // Elysia finds a request's path by looking for the first "/" from the 12th character of its URL
+  // on, which assumes a host of at least four characters: behind `Host: api` (or `x`, `gw:80`) it
+  // found no path, and every route answered 404. Not standard: the search starts after "http://",
+  // the scheme of every URL the listener makes (src/http/listen.ts; TLS ends at a proxy before it).
+  return new Elysia({ handler: { standardHostname: false } })
     .use(services.routes?.plugin ?? new Elysia())
     .use(errorHandler(services.log))
     .use(bodyLimit)

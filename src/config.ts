@@ -52,6 +52,7 @@ export const settings = {
   logLevel: setting({ kind: "string", env: "STOWAGE_LOG_LEVEL", flag: "--log-level", default: "info", choices: ["debug", "info", "warn", "error"], help: "debug | info | warn | error" }),
   shutdownTimeout: setting({ kind: "duration", env: "STOWAGE_SHUTDOWN_TIMEOUT", flag: "--shutdown-timeout", default: "8s", help: "How long SIGTERM waits for in-flight requests" }),
   maxBody: setting({ kind: "bytes", env: "STOWAGE_MAX_BODY", flag: "--max-body", default: "10GiB", help: "Largest upload body" }),
+  minBodyRate: setting({ kind: "bytes", env: "STOWAGE_MIN_BODY_RATE", flag: "--min-body-rate", default: "1KiB", help: "Slowest request body accepted, in bytes per second over each 10 s the server waits for it (both ports): a slower one is cut, as a body silent for 10 s is; uploads at any real rate may take hours. 0 = no minimum" }),
   corsOrigins: setting({ kind: "list", env: "STOWAGE_CORS_ORIGINS", flag: "--cors-origins", default: "", help: "Comma-separated origins allowed by CORS (empty: none)" }),
   metricsListen: setting({ kind: "hostPort", env: "STOWAGE_METRICS_LISTEN", flag: "--metrics-listen", default: "127.0.0.1:9464", emptyIsValue: true, help: "Where GET /metrics (Prometheus) listens, never on the public port; off (or empty) = none" }),
   trustProxy: setting({ kind: "int", env: "STOWAGE_TRUST_PROXY", flag: "--trust-proxy", default: "0", help: "Number of reverse proxies whose X-Forwarded-For is trusted" }),

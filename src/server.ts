@@ -91,15 +91,19 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
       // Tokens act for a DID while the key that signed in may sign for it (D21): asked at every use and refresh.
       resolver,
     });
-    const quota = createQuota({ sql: database.sql, chain: chain.context, log, storedBytes: storedBytesSql, onPurchase: metrics.purchase });
-    // Only expired holds: live ones may be another gateway's (D16). Expired ones count against no
-    // pool, but a dead gateway's rows would stay: every gateway clears them now and then (one
-    // idempotent DELETE, so no lease is needed).
+    const quota = createQuota({ sql: database.sql, chain: chain.context, log, storedBytes: storedBytesSql, gateway, onPurchase: metrics.purchase });
+    // This gateway's own holds are its previous process's, which died with its transfers (a
+    // kill -9): cleared before anything is served, they no longer keep accounts full until they
+    // expire. Of the others only expired holds: live ones may be another gateway's (D16). Expired
+    // ones count against no pool, but a dead gateway's rows would stay: every gateway clears them
+    // now and then (one idempotent DELETE, so no lease is needed).
+    const own = await quota.meter.clearOwn();
+    if (own > 0) log.info("cleared the quota holds of this gateway's previous process", { holds: own });
     await quota.meter.clearStale();
     const holds = setInterval(() => void quota.meter.clearStale().catch((err) => log.warn("clearing expired quota holds failed", { err: (err as Error).message })), HOLDS_CLEAR_MS);
     holds.unref();
     cleanup.push(() => clearInterval(holds));
-    const directory = createDirectory({ sql: database.sql, chainId: config.chainId, address: chain.context.contracts.directory, fromBlock: BigInt(chain.deployment.block) });
+    const directory = createDirectory({ sql: database.sql, chainId: config.chainId, address: chain.context.contracts.directory, fromBlock: BigInt(chain.deployment.block), publicClient: chain.context.publicClient });
     // S3 access keys (D18): minted by restricted requests signed in the storage domain, valid while their signer may sign for the DID.
     const keys = createKeys({ sql: database.sql, secretsKey: secrets.secretsKey, resolver, chainId: config.chainId, domain: storageDomain(config.chainId, chain.context.contracts.proxy), rateLimits: config.rateLimits !== "off", log });
     // Console session keys (D19): storage accepts them for uploads, deletes and vouchers.
@@ -151,6 +155,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
       hostname: config.host,
       port: config.port,
       maxRequestBodySize: config.maxBody + FRAMING_SLACK,
+      minBodyRate: config.minBodyRate,
       fetch: createHandler({
         handle: (r) => handle(r),
         log,
@@ -185,6 +190,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
           identity: gatewayIdentity(config.ageIdentity, secrets.ageKey),
           storedFile: storedFiles({ sql: database.sql, backends: stored.backends, chainId: config.chainId }),
           bought: directory.bought,
+          published: directory.published,
           recipientOf: (reader) => publishedRecipient(chain.context.publicClient, chain.context.contracts.didRegistry, reader),
         },
       }),
@@ -208,6 +214,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
         hostname: config.host,
         port: config.s3ApiPort,
         maxBody: config.maxBody,
+        minBodyRate: config.minBodyRate,
         log,
         sql: database.sql,
         chainId: config.chainId,

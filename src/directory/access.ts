@@ -10,6 +10,7 @@
  *   owner's own entry is public, for a whole page in one query; in `q`, a transaction, when given
  *   (an upload's file row's: no round trip of its own on PostgreSQL, issue 10).
  * - `bought(owner, mid, reader)` — a purchase indexed, for the buyer's key share of an encrypted entry.
+ * - `published(owner, mid)` — an entry indexed: what the escrow status answers for, and nothing else.
  */
 import { getAddress, type Address } from "viem";
 import { allInBatches, placeholders, type Queryable } from "../db/sql.ts";
@@ -25,6 +26,7 @@ const READABLE = `SELECT e.owner AS owner FROM directory_entries e
       OR EXISTS (SELECT 1 FROM directory_purchases p WHERE p.owner = e.owner AND p.mid = e.mid AND p.reader = $3))
   LIMIT 1`;
 const BOUGHT = "SELECT 1 AS one FROM directory_purchases WHERE owner = $1 AND mid = $2 AND reader = $3";
+const PUBLISHED = "SELECT 1 AS one FROM directory_entries WHERE owner = $1 AND mid = $2";
 const publicOwn = (n: number) => `SELECT DISTINCT cid FROM directory_entries WHERE owner = $1 AND public = $2 AND cid IN (${placeholders(n, 3)})`;
 
 export function directoryAccess(sql: Queryable) {
@@ -41,5 +43,8 @@ export function directoryAccess(sql: Queryable) {
   /** Whether `reader` bought `owner`'s entry `mid` (D20: the gateway then writes the buyer's key share). */
   const bought = async (owner: Address, mid: string, reader: Address) => Boolean(await sql.get(BOUGHT, [getAddress(owner), mid, getAddress(reader)]));
 
-  return { readGrant, publicCids, bought };
+  /** Whether `owner` has published the entry `mid` (the index's view of the chain). */
+  const published = async (owner: Address, mid: string) => Boolean(await sql.get(PUBLISHED, [getAddress(owner), mid]));
+
+  return { readGrant, publicCids, bought, published };
 }

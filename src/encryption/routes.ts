@@ -29,7 +29,7 @@ const ok = <T extends Parameters<typeof t.Object>[0]>(fields: T) => t.Object({ r
 const identity = t.Object({ wrapped: t.String(), updatedAt: t.Integer({ description: "Epoch ms of the last write" }) });
 const share = t.Object({ owner: t.String(), mid: t.String(), reader: t.String(), header: t.String({ description: "An age v1 header (ASCII) wrapping the file key to the reader" }), updatedAt: t.Integer() });
 const pair = t.Object({ a: t.String(), b: t.String() });
-const escrowStatus = t.Object({ owner: t.String(), mid: t.String(), stored: t.Boolean(), encrypted: t.Boolean(), escrowed: t.Boolean({ description: "The file key is escrowed to this gateway's current age identity, verified against the stored file's header MAC" }) });
+const escrowStatus = t.Object({ owner: t.String(), mid: t.String(), stored: t.Boolean(), encrypted: t.Boolean(), escrowed: t.Boolean({ description: "The file key is escrowed to this gateway's current age identity, verified against the stored file: its header MAC and its payload's first chunk" }) });
 
 const REFUSALS = { not_configured: "NOT_CONFIGURED", no_file: "NOT_FOUND", not_encrypted: "PARAM_ERROR", not_for_gateway: "PARAM_ERROR", mac_mismatch: "PARAM_ERROR", no_recipient: "CONFLICT" } as const;
 
@@ -173,12 +173,14 @@ export function encryptionRoutes({ encryption, tokens, chainId }: { encryption: 
       async ({ params }) => {
         const owner = address(params.a, "owner");
         const status = await encryption.escrowStatus(owner, mid(params.b));
+        // The same answer for a private file as for none: only a published entry is anyone's to ask about.
+        if (!status) throw accountError("NOT_FOUND", `${owner} has no published entry ${params.b} here (or this gateway has not indexed it yet)`);
         return { result: 1 as const, data: { owner, mid: params.b, ...status } };
       },
       {
         params: pair,
-        response: { 200: ok({ data: escrowStatus }), ...accountErrors(400) },
-        detail: { summary: "Before buying: is <owner>'s file <mid> encrypted, and is its key escrowed here (verified)?", tags: TAG, ...access.public },
+        response: { 200: ok({ data: escrowStatus }), ...accountErrors(400, 404) },
+        detail: { summary: "Before buying: is <owner>'s published entry <mid> encrypted, and is its key escrowed here (verified)? 404 for anything not published", tags: TAG, ...access.public },
       },
     );
 }

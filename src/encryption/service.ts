@@ -9,7 +9,7 @@ import type { Sql } from "../db/sql.ts";
 import { StorageError } from "../http/errors.ts";
 import type { Did } from "../identity/did.ts";
 import type { RestrictedInput, Sessions } from "../storage/sessions.ts";
-import { fileKeyOpens, headerFor, identityToRecipient, readFileKey } from "../sdk/age.ts";
+import { FILE_KEY_CHECK_BYTES, fileKeyOpens, headerFor, identityToRecipient, readFileKey } from "../sdk/age.ts";
 import { replacePayload } from "../sdk/encryption.ts";
 
 export interface StoredIdentity {
@@ -55,10 +55,13 @@ export interface Escrow {
 export interface EscrowDeps {
   /** This gateway's age identity (`AGE-SECRET-KEY-1…`): STOWAGE_AGE_IDENTITY or data/secrets. */
   identity: string;
-  /** `owner`'s stored file with this Cid: its `encryption` and its first bytes; undefined when none. */
-  storedFile(owner: Address, cid: string): Promise<{ encryption: string; head(): ReadableStream<Uint8Array> } | undefined>;
+  /** `owner`'s stored file with this Cid: its `encryption` and a reader of its first `bytes`; undefined when none. */
+  storedFile(owner: Address, cid: string): Promise<{ encryption: string; head(bytes: number): ReadableStream<Uint8Array> } | undefined>;
   /** Whether the directory's index says `reader` bought `owner`'s entry `mid`. */
   bought(owner: Address, mid: string, reader: Address): Promise<boolean>;
+  /** Whether the directory's index holds `owner`'s entry `mid`: the escrow status answers for
+   * published entries only, so it tells nothing of a private file. */
+  published(owner: Address, mid: string): Promise<boolean>;
   /** The age recipient `reader`'s DID publishes. */
   recipientOf(reader: Address): Promise<string | undefined>;
 }
@@ -117,7 +120,9 @@ export function createEncryption({ sql, now = Date.now, escrow, sessions }: { sq
 
     /**
      * Keeps `owner`'s file key for `mid`, wrapped to this gateway (`header`), once it is shown to
-     * be the key of the file the owner stores here: the stored file's header MAC checks out under it.
+     * be the key of the file the owner stores here: the stored file's header MAC checks out under
+     * it, and so does its payload's first chunk (a header made for the key over a payload sealed
+     * under another would pass the MAC alone, and a buyer would pay for bytes nobody can open).
      */
     async putEscrow(owner: Address, mid: string, header: string): Promise<Escrow> {
       if (!escrow || !gatewayRecipient) throw new EscrowRefused("not_configured", "this gateway holds no age identity");
@@ -130,15 +135,24 @@ export function createEncryption({ sql, now = Date.now, escrow, sessions }: { sq
       } catch {
         throw new EscrowRefused("not_for_gateway", `the header does not wrap a file key to this gateway's recipient ${gatewayRecipient} (GET /chain: ageRecipient)`);
       }
-      if (!(await fileKeyOpens(fileKey, file.head()))) throw new EscrowRefused("mac_mismatch", `the escrowed key is not the key of the stored file ${mid}: its header MAC does not check out`);
+      const opens = await fileKeyOpens(fileKey, file.head(FILE_KEY_CHECK_BYTES));
+      if (opens !== true) {
+        const why = opens === "header" ? "its header MAC does not check out" : "its header MAC checks out, but the first chunk of its payload does not open";
+        throw new EscrowRefused("mac_mismatch", `the escrowed key is not the key of the stored file ${mid}: ${why}`);
+      }
       const row: Escrow = { owner, mid, keyId: gatewayRecipient, header, updatedAt: now() };
       await sql.run(PUT_ESCROW, [row.owner, row.mid, row.keyId, row.header, row.updatedAt]);
       return row;
     },
 
-    /** What a buyer may know before paying: is the file encrypted, and is its key escrowed here (verified, current key)? */
-    async escrowStatus(owner: Address, mid: string): Promise<{ stored: boolean; encrypted: boolean; escrowed: boolean }> {
-      const file = await escrow?.storedFile(owner, mid);
+    /**
+     * What a buyer may know before paying: is the file encrypted, and is its key escrowed here
+     * (verified, current key)? Only of a published entry (undefined otherwise, whether a file
+     * exists or not): anyone may ask, and a private file's existence is nobody else's business.
+     */
+    async escrowStatus(owner: Address, mid: string): Promise<{ stored: boolean; encrypted: boolean; escrowed: boolean } | undefined> {
+      if (!escrow || !(await escrow.published(owner, mid))) return undefined;
+      const file = await escrow.storedFile(owner, mid);
       const held = await sql.get<Escrow>(GET_ESCROW, [owner, mid]);
       return { stored: Boolean(file), encrypted: file?.encryption === "age", escrowed: Boolean(held && held.keyId === gatewayRecipient) };
     },

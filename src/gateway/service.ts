@@ -20,7 +20,7 @@ import { CID } from "multiformats/cid";
 import type { BlobStore } from "../blob/index.ts";
 import type { Sql } from "../db/sql.ts";
 import { storageError } from "../http/errors.ts";
-import { contentDisposition } from "../http/range.ts";
+import { userContentHeaders } from "../http/user-content.ts";
 import type { Logger } from "../log.ts";
 import { blockKey, readBlock } from "../storage/ipfs/blocks.ts";
 import { blockSize, publicOwners } from "./access.ts";
@@ -77,13 +77,12 @@ export function createGateway(deps: GatewayDeps) {
   function headersOf(cidText: string, want: TrustlessRequest, query: Record<string, string | undefined>): Record<string, string> {
     const ext = want.format === "raw" ? "bin" : "car";
     const headers: Record<string, string> = {
-      "content-type": contentTypeOf(want),
-      "content-disposition": contentDisposition(query.filename || `${cidText}.${ext}`),
+      // Always an attachment, with nosniff and the sandbox: what every answer of user bytes carries.
+      ...userContentHeaders({ name: query.filename || `${cidText}.${ext}`, type: contentTypeOf(want) }),
       etag: etagOf(cidText, want),
       "cache-control": IMMUTABLE,
       "x-ipfs-path": `/ipfs/${cidText}`,
       "x-ipfs-roots": cidText,
-      "x-content-type-options": "nosniff",
       "accept-ranges": "none",
       vary: "Accept",
     };

@@ -10,6 +10,10 @@
  * read only as fast as the client takes it (backpressure) and cancelled when the client leaves (so
  * a download settles what was really sent), and a body of known size (string, JSON, Blob) gets
  * its length.
+ *
+ * What a client may hold open is bounded: a connection silent for the idle timeout is closed, and
+ * a request body must also keep a minimum rate (`minBodyRate`), so that one sent a byte at a time
+ * cannot hold a socket and a request for ever.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -42,6 +46,11 @@ export interface ListenOptions {
    * of an answer, for this long is closed (Bun.serve's default: 10 s); the time the app takes
    * before it reads a body or while it decides an answer does not count. */
   idleTimeoutMs?: number;
+  /** A request body that brings fewer than this many bytes per second, counted over each idle
+   * timeout's worth of time the app waits for it, is cut (its connection closed): a client that
+   * trickles a byte now and then is never silent long enough for the idle timeout. Time the app
+   * does not read (a store slower than the client) does not count. 0 or absent: no minimum. */
+  minBodyRate?: number;
 }
 
 /** Bodies of known length up to this are read whole and sent in one write. */
@@ -171,7 +180,7 @@ function toRequest(req: IncomingMessage, opts: ListenOptions, signal: AbortSigna
   const hasBody = method !== "GET" && method !== "HEAD" && framed;
   const init: RequestInit & { duplex?: "half" } = { method, headers, signal };
   if (hasBody) {
-    init.body = bodyOf(req, opts.maxRequestBodySize, idleMs);
+    init.body = bodyOf(req, opts.maxRequestBodySize, idleMs, opts.minBodyRate ?? 0);
     init.duplex = "half";
   }
   return new Request(href, init);
@@ -181,21 +190,61 @@ function toRequest(req: IncomingMessage, opts: ListenOptions, signal: AbortSigna
  * The request body as a web stream that reads the socket only as fast as the app reads it. The
  * idle timer runs only while the stream has room and waits for the client: a client held back
  * (the app busy before it reads, or slower than the client: a store that stalls) is not silent.
+ *
+ * The minimum rate is counted over the same waiting time: each `idleMs` of it must bring
+ * `minRate × idleMs` bytes, or the connection is closed, as a silent one is. A client that sends a
+ * byte every few seconds keeps the idle timer from ever firing; this cuts it within `idleMs` of
+ * waiting, while an upload at any real rate goes on for as long as it takes.
  */
-function bodyOf(req: IncomingMessage, max: number, idleMs: number): ReadableStream<Uint8Array> {
+function bodyOf(req: IncomingMessage, max: number, idleMs: number, minRate: number): ReadableStream<Uint8Array> {
   let seen = 0;
   let done = false;
+  /** Bytes each window of waiting must bring. */
+  const need = (minRate * idleMs) / 1000;
+  /** The window: waiting time before `waitingSince`, the time the current wait began (undefined
+   * while held), and the bytes that came in it. */
+  let waited = 0;
+  let waitingSince: number | undefined;
+  let got = 0;
+  let rateTimer: ReturnType<typeof setTimeout> | undefined;
+  let tooSlow = () => {};
+  const stopRate = () => {
+    if (rateTimer !== undefined) clearTimeout(rateTimer);
+    rateTimer = undefined;
+  };
+  const checkRate = () => {
+    rateTimer = undefined;
+    if (done) return;
+    const now = performance.now();
+    const spent = waited + (waitingSince === undefined ? 0 : now - waitingSince);
+    if (spent < idleMs) {
+      // Held for part of the window: it ends once the rest of it has been waited.
+      rateTimer = setTimeout(checkRate, idleMs - spent);
+      return;
+    }
+    if (got < need) return tooSlow();
+    waited = 0;
+    got = 0;
+    if (waitingSince !== undefined) waitingSince = now;
+    rateTimer = setTimeout(checkRate, idleMs);
+  };
   const hold = () => {
     req.pause();
     req.socket.setTimeout(0);
+    if (waitingSince !== undefined) {
+      waited += performance.now() - waitingSince;
+      waitingSince = undefined;
+    }
   };
   return new ReadableStream<Uint8Array>({
     start(controller) {
       req.on("data", (chunk: Buffer) => {
         if (done) return;
         seen += chunk.byteLength;
+        got += chunk.byteLength;
         if (seen > max) {
           done = true;
+          stopRate();
           // The app answers the failed read; the connection goes after that answer (`serveOne`).
           controller.error(new Error(`the body is larger than ${max} bytes`));
           hold();
@@ -206,15 +255,21 @@ function bodyOf(req: IncomingMessage, max: number, idleMs: number): ReadableStre
         if ((controller.desiredSize ?? 0) <= 0) hold();
       });
       req.once("end", () => {
+        stopRate();
         req.socket.setTimeout(0); // all in: the app decides its answer
         if (done) return;
         done = true;
         controller.close();
       });
       const broken = (err?: Error) => {
+        stopRate();
         if (done) return;
         done = true;
         controller.error(err ?? new Error("the client went away"));
+      };
+      tooSlow = () => {
+        broken(new Error(`the body came slower than ${minRate} bytes/s`));
+        req.socket.destroy(); // as a silent client's connection is
       };
       req.once("error", broken);
       req.once("close", () => {
@@ -224,10 +279,15 @@ function bodyOf(req: IncomingMessage, max: number, idleMs: number): ReadableStre
     },
     pull() {
       req.socket.setTimeout(idleMs);
+      if (need > 0) {
+        waitingSince ??= performance.now();
+        rateTimer ??= setTimeout(checkRate, Math.max(0, idleMs - waited));
+      }
       req.resume();
     },
     cancel() {
       done = true;
+      stopRate();
       hold();
     },
   });

@@ -13,10 +13,12 @@ import { createMeter, type StoredBytes } from "./meter.ts";
 import { createPurchases } from "./purchase.ts";
 import { createRecords } from "./records.ts";
 
-/** `storedBytes` is the storage catalog's count of an account's bytes, as SQL the meter embeds (src/storage/files.ts `storedBytesSql`). */
-export function createQuota({ sql, chain, log, storedBytes, maxAgeMs, onPurchase }: { sql: Sql; chain: ChainContext; log: Logger; storedBytes: StoredBytes; maxAgeMs?: number; onPurchase?: Parameters<typeof createPurchases>[0]["onOutcome"] }) {
+/** `storedBytes` is the storage catalog's count of an account's bytes, as SQL the meter embeds
+ * (src/storage/files.ts `storedBytesSql`); `gateway` the id this gateway's holds carry (its data
+ * dir's, src/datadir/gateway-id.ts), so that it clears its dead process's holds when it starts again. */
+export function createQuota({ sql, chain, log, storedBytes, gateway, maxAgeMs, onPurchase }: { sql: Sql; chain: ChainContext; log: Logger; storedBytes: StoredBytes; gateway?: string; maxAgeMs?: number; onPurchase?: Parameters<typeof createPurchases>[0]["onOutcome"] }) {
   const records = createRecords({ publicClient: chain.publicClient, proxy: chain.contracts.proxy, maxAgeMs });
-  const meter = createMeter({ sql, records, storedBytes });
+  const meter = createMeter({ sql, records, storedBytes, gateway });
   const purchases = createPurchases({ sql, chain, records, log, onOutcome: onPurchase });
   return { records, meter, purchases };
 }

@@ -10,8 +10,13 @@
  * the other, each reading what the last one wrote (READ COMMITTED, a fresh snapshot per
  * statement). An upload's first look, before any byte, holds nothing and only reads.
  *
- * Holds carry this gateway's id and an `expires_at` renewed while bytes flow: a hold of a dead
- * gateway or a silent client stops counting once expired, and only expired holds are ever cleared.
+ * Holds carry this gateway's id (its data dir's, src/datadir/gateway-id.ts) and an `expires_at`
+ * renewed while bytes flow: a hold of a dead gateway or a silent client stops counting once
+ * expired, and expired holds are cleared. A gateway that starts again clears its own holds at
+ * once: they are those of its previous process, which died (the data dir's lock lets one process
+ * at a time hold its id), and whose transfers died with it. A live gateway's holds carry another
+ * id and are never touched. A lasting hold (a multipart upload's parts) outlives any process: it
+ * carries no gateway's id, and ends with its upload or its own expiry.
  *
  * What an account stores is the storage catalog's to say: the meter is handed `storedBytes`, and
  * calls it with its own transaction, so it sees the file row the deciding transaction has just
@@ -58,6 +63,10 @@ const RENEW = "UPDATE quota_reservations SET bytes = $2, expires_at = $3 WHERE i
 const HOLD = "INSERT INTO quota_reservations (account, kind, bytes, created_at, gateway, expires_at) VALUES ($1, $2, $3, $4, $5, $6) RETURNING id";
 const ADD_TRAFFIC = "INSERT INTO traffic_usage (account, period_start, bytes) VALUES ($1, $2, $3) ON CONFLICT (account, period_start) DO UPDATE SET bytes = traffic_usage.bytes + excluded.bytes";
 const CLEAR_STALE = "DELETE FROM quota_reservations WHERE expires_at <= $1";
+const CLEAR_OWN = "DELETE FROM quota_reservations WHERE gateway = $1";
+
+/** The `gateway` of a lasting hold: no process's (gateway ids are `host/uuid`, never this). */
+export const LASTING = "lasting";
 
 /**
  * D16: the first statements of every quota transaction. The account's row is made on its first
@@ -92,7 +101,10 @@ const drop = async (q: Queryable, ids: (number | undefined)[]) => {
   if (some.length) await q.run(`DELETE FROM quota_reservations WHERE id IN (${placeholders(some.length)})`, some);
 };
 
-export function createMeter({ sql, records, storedBytes, now = Date.now, gateway = crypto.randomUUID() }: { sql: Sql; records: Records; storedBytes: StoredBytes; now?: () => number; gateway?: string }) {
+/** `gateway`: this gateway's id, which its holds carry (default: one of its own, for a meter that
+ * no data dir names; such a meter's holds are cleared only once they expire). */
+export function createMeter({ sql, records, storedBytes, now = Date.now, gateway = `meter/${crypto.randomUUID()}` }: { sql: Sql; records: Records; storedBytes: StoredBytes; now?: () => number; gateway?: string }) {
+  if (gateway === LASTING) throw new Error(`"${LASTING}" is no gateway id`);
   async function pool(account: Address, kind: Kind) {
     const [record, time] = await Promise.all([records.get(account, kind), records.chainTime()]);
     // Expire 0: nothing was ever bought or granted, which is not "expired".
@@ -358,7 +370,7 @@ export function createMeter({ sql, records, storedBytes, now = Date.now, gateway
           const kept = await tx.get<{ id: number }>(RENEW, [id, bytes, expiresAt]);
           if (kept) return kept.id;
         }
-        const made = await tx.get<{ id: number }>(HOLD, [account, "space", bytes, now(), gateway, expiresAt]);
+        const made = await tx.get<{ id: number }>(HOLD, [account, "space", bytes, now(), LASTING, expiresAt]);
         if (!made) throw new Error("INSERT … RETURNING gave no row");
         return made.id;
       },
@@ -392,12 +404,22 @@ export function createMeter({ sql, records, storedBytes, now = Date.now, gateway
     return sql.run(CLEAR_STALE, [now()]);
   }
 
+  /**
+   * Clears every hold of this gateway's id, live or not: at start, before anything is served, they
+   * are the holds of its previous process, dead with its transfers (a kill -9, a power cut), which
+   * would otherwise keep its accounts' pools full until they expire. Never call it while this
+   * meter's own transfers run.
+   */
+  function clearOwn(): Promise<number> {
+    return sql.run(CLEAR_OWN, [gateway]);
+  }
+
   /** Live holds by pool, cluster-wide (the metrics' reservations gauge). */
   function live(): Promise<{ pool: string; count: number; bytes: number }[]> {
     return sql.all(LIVE, [now()]);
   }
 
-  return { beginUpload, beginDownload, wholeDownload, spaceHold, dropHold, record, clearStale, live, gateway };
+  return { beginUpload, beginDownload, wholeDownload, spaceHold, dropHold, record, clearStale, clearOwn, live, gateway };
 }
 
 export type Meter = ReturnType<typeof createMeter>;

@@ -26,7 +26,8 @@ export const quotaReservations = sqliteTable(
     /** Bytes the transfer is sure to count: an upload's bytes received so far, a download's length. */
     bytes: integer("bytes").notNull(),
     createdAt: integer("created_at").notNull(),
-    /** The gateway process that holds it (a random id per process). */
+    /** The gateway that holds it (its data dir's gateway id), or "lasting" for a hold no process
+     * renews (a multipart upload's parts). Older gateways wrote a random id per process. */
     gateway: text("gateway").notNull().default(""),
     /** Epoch ms after which nobody holds it any more (renewed while bytes flow); 0 = a row from before expiry existed. */
     expiresAt: integer("expires_at").notNull().default(0),

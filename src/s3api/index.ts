@@ -15,13 +15,14 @@ export { createS3Api, type S3Api, type S3ApiDeps } from "./router.ts";
 /** How often expired multipart uploads are looked for. */
 const EXPIRE_EVERY_MS = 10 * 60_000;
 
-export async function startS3Api(opts: { hostname: string; port: number; maxBody: number; log: Logger } & S3ApiDeps) {
+export async function startS3Api(opts: { hostname: string; port: number; maxBody: number; minBodyRate?: number; log: Logger } & S3ApiDeps) {
   const api = createS3Api(opts);
   const server = await listen({
     hostname: opts.hostname,
     port: opts.port,
     // aws-chunked framing adds ~90 bytes per 64 KiB chunk on top of the object.
     maxRequestBodySize: Math.ceil(opts.maxBody * 1.01) + 1024 * 1024,
+    minBodyRate: opts.minBodyRate,
     fetch: (request) => api.handle(request),
     error(err) {
       opts.log.error("S3 listener error", { err: err.message });

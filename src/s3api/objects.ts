@@ -8,6 +8,7 @@ import type { FileRow } from "../storage/files.ts";
 import type { DirectStorage } from "../storage/direct.ts";
 import type { BackendKind } from "../storage/backend.ts";
 import { parseRange } from "../http/range.ts";
+import { userContentHeaders } from "../http/user-content.ts";
 import type { Did } from "../identity/did.ts";
 import { s3Error, S3Error } from "./errors.ts";
 import { parseDelete, xmlResponse, type Node } from "./xml.ts";
@@ -29,7 +30,9 @@ function objectHeaders(row: FileRow): Record<string, string> {
   return {
     etag: etagOf(row),
     "last-modified": httpDate(row.modTime),
-    "content-type": Bun.file(row.name).type || "application/octet-stream",
+    // Type, nosniff, the sandbox, and an attachment for a type a browser would render or run (a
+    // presigned URL opens in a browser): what every answer of user bytes carries.
+    ...userContentHeaders({ name: row.name.slice(row.name.lastIndexOf("/") + 1), attachment: "active" }),
     "accept-ranges": "bytes",
     "x-amz-meta-cid": row.cid,
   };

@@ -45,9 +45,18 @@ export function errorResponse(err: S3Error, resource: string, requestId: string,
   return new Response(head ? null : errorXml(err, resource, requestId), { status: err.status, headers });
 }
 
+/** XML 1.0's Char: what a character reference may name (no NUL and most controls, no surrogate,
+ * no U+FFFE/U+FFFF, nothing past U+10FFFF). */
+const isXmlChar = (c: number) => c === 0x9 || c === 0xa || c === 0xd || (c >= 0x20 && c <= 0xd7ff) || (c >= 0xe000 && c <= 0xfffd) || (c >= 0x10000 && c <= 0x10ffff);
+
 function unescapeXml(s: string): string {
   return s.replace(/&(#x[0-9a-fA-F]+|#\d+|amp|lt|gt|quot|apos);/g, (_, e: string) => {
-    if (e[0] === "#") return String.fromCodePoint(e[1] === "x" ? Number.parseInt(e.slice(2), 16) : Number(e.slice(1)));
+    if (e[0] === "#") {
+      // Parsed as written, however long: a number past the range is refused, never rounded into it.
+      const code = e[1] === "x" ? Number.parseInt(e.slice(2), 16) : Number(e.slice(1));
+      if (!isXmlChar(code)) throw malformed();
+      return String.fromCodePoint(code);
+    }
     return ({ amp: "&", lt: "<", gt: ">", quot: '"', apos: "'" } as Record<string, string>)[e] as string;
   });
 }

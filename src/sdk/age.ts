@@ -571,16 +571,38 @@ export async function readFileKey(identities: string[], input: ReadableStream<Ui
   }
 }
 
-/** Whether `fileKey` is the key of the age file `input` begins with: its header's MAC checks out
- * under it. How a gateway verifies an escrowed key without holding the file's recipient key. */
-export async function fileKeyOpens(fileKey: Uint8Array, input: ReadableStream<Uint8Array>): Promise<boolean> {
+/** The first bytes of an age file that `fileKeyOpens` reads at most: the longest header, the
+ * payload nonce, the first payload chunk, and one byte that tells whether more chunks follow. */
+export const FILE_KEY_CHECK_BYTES = MAX_HEADER + NONCE_SIZE + CHUNK_CT_SIZE + 1;
+
+/**
+ * Whether `fileKey` is the key of the age file `input` begins with (its first
+ * FILE_KEY_CHECK_BYTES bytes are enough): `true` when its header's MAC checks out under it and
+ * the payload's first chunk opens under the payload key it derives; else what failed. The header
+ * alone is not enough: its MAC covers the header, and a header made for one key can be put before
+ * a payload sealed under another. How a gateway verifies an escrowed key without holding the
+ * file's recipient key.
+ */
+export async function fileKeyOpens(fileKey: Uint8Array, input: ReadableStream<Uint8Array>): Promise<true | "header" | "payload"> {
   const reader = new ByteReader(input);
   try {
-    const header = await readHeader(reader);
-    return equalBytes(headerMac(fileKey, header.upToDashes), header.mac);
-  } catch (err) {
-    if (err instanceof AgeError) return false;
-    throw err;
+    let header: Awaited<ReturnType<typeof readHeader>>;
+    try {
+      header = await readHeader(reader);
+    } catch (err) {
+      if (err instanceof AgeError) return "header";
+      throw err;
+    }
+    if (!equalBytes(headerMac(fileKey, header.upToDashes), header.mac)) return "header";
+    if (!(await reader.fill(NONCE_SIZE))) return "payload";
+    const key = payloadKey(fileKey, reader.take(NONCE_SIZE));
+    // One byte past a full chunk says whether it must be the final one (as decryption reads it).
+    const more = await reader.fill(CHUNK_CT_SIZE + 1);
+    const size = Math.min(reader.length, CHUNK_CT_SIZE);
+    if (size < TAG_SIZE) return "payload";
+    const sealed = reader.take(size).slice(); // a copy: the input's bytes are not ours to change
+    const opened = (await payloadAead()).open(key, chunkNonce(0, !more), sealed);
+    return opened ? true : "payload";
   } finally {
     await reader.cancel(undefined).catch(() => {});
   }

@@ -115,11 +115,13 @@ export async function connectDirectory(baseUrl: string, opts: ConnectOptions = {
       if (o.maxPrice !== undefined && current.price > uint64("maxPrice", o.maxPrice)) throw new Error(`the price is ${current.price} gwei, above maxPrice ${o.maxPrice}`);
       // D20: an encrypted file is worth buying only if the gateway holds its key to share with the
       // buyer, checked against the file itself; otherwise the payment buys ciphertext.
+      // The gateway answers only for published entries: a 404 means its view of the chain does not
+      // show this one (yet), and then it cannot say whether the buyer could open what it buys.
       const escrow = await doFetch(`${base}/v2/escrows/${owner}/${cid}`);
-      if (escrow.ok) {
-        const { data } = (await escrow.json()) as { data?: { encrypted?: boolean; escrowed?: boolean } };
-        if (data?.encrypted && !data.escrowed) throw new Error(`refusing to buy: ${owner}'s ${cid} is encrypted and its key is not escrowed (verified) at this gateway, so you could not decrypt it`);
-      }
+      if (escrow.status === 404) throw new Error(`refusing to buy: this gateway does not list ${owner}'s ${cid} as published (its view of the chain may lag behind), so it cannot say whether you could open it: try again shortly`);
+      if (!escrow.ok) throw new Error(`refusing to buy: the gateway could not say whether ${owner}'s ${cid} can be opened (HTTP ${escrow.status}): try again`);
+      const { data } = (await escrow.json()) as { data?: { encrypted?: boolean; escrowed?: boolean } };
+      if (data?.encrypted && !data.escrowed) throw new Error(`refusing to buy: ${owner}'s ${cid} is encrypted and its key is not escrowed (verified) at this gateway, so you could not decrypt it`);
       const value = parseGwei(current.price.toString());
       return gw.confirm(publicClient.simulateContract({ account: me(), address, abi: directoryAbi, functionName: "buyRead", args: [owner, cid], value }).then(({ request }) => gw.wallet().writeContract(request)));
     },

@@ -12,7 +12,8 @@ import { access, storageErrors, storageTypeParam } from "../http/openapi.ts";
 import { streamsBody } from "../http/body-limit.ts";
 import { requestClientKey } from "../http/client-key.ts";
 import { readFilePart } from "../http/multipart.ts";
-import { contentDisposition, parseRange } from "../http/range.ts";
+import { parseRange } from "../http/range.ts";
+import { userContentHeaders } from "../http/user-content.ts";
 import { checkNotAccount, rememberedDids, requireCaller, type AccessTokens } from "../http/storage-guard.ts";
 import { parseDid } from "../identity/did.ts";
 import type { ReadableFile, Storage } from "./service.ts";
@@ -40,7 +41,8 @@ const typeParam = t.Object({ type: storageTypeParam });
 
 /** A download's body: bytes, not JSON (the schema documents; a Response is never validated). */
 const fileBytes = t.Unknown({
-  description: "The file's bytes (a range of them for 206); asked as application/vnd.ipld.raw or application/vnd.ipld.car, a block or a CAR of public content (D17)",
+  description:
+    "The file's bytes (a range of them for 206); asked as application/vnd.ipld.raw or application/vnd.ipld.car, a block or a CAR of public content (D17). Always Content-Disposition: attachment, X-Content-Type-Options: nosniff and Content-Security-Policy: sandbox; default-src 'none'; a script is sent as text/plain",
 });
 
 const wantsJson = (request: Request) => (request.headers.get("accept") ?? "").includes("application/json");
@@ -60,8 +62,8 @@ const onePart = (bytes: Uint8Array) =>
 /** A download as HTTP: 416 for a range outside the file, headers alone for HEAD, else the bytes. */
 async function answerDownload(request: Request, file: ReadableFile): Promise<Response> {
   const headers: Record<string, string> = {
-    "content-type": Bun.file(file.name).type || "application/octet-stream",
-    "content-disposition": contentDisposition(file.name),
+    // Type, attachment, nosniff and the sandbox: what every answer of user bytes carries.
+    ...userContentHeaders({ name: file.name }),
     etag: `"${file.cid}"`,
     "accept-ranges": "bytes",
     "cache-control": "no-store",
@@ -110,7 +112,7 @@ export const storageRoutes = (storage: Storage, guard: { tokens: AccessTokens; c
         body: t.Optional(t.Object(loginFields, { additionalProperties: true })),
         query: t.Object(loginFields, { additionalProperties: true }),
         detail: {
-          summary: "DID login (EIP-712 Login signature); JSON body, form or query. With Accept: application/json, answers tokens",
+          summary: "DID login (EIP-712 Login signature); JSON body, form or query. With Accept: application/json, answers tokens. Each login needs a fresh random token: one that has logged in before is refused (401)",
           tags: ["storage"],
           ...access.public,
         },

@@ -5,8 +5,7 @@
 import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
 
 /**
- * No longer read or written: login timestamps are monotonic per session (D14), kept in
- * `storage_sessions`. The table stays so that migrations remain additive (D16); drop it in a later
+ * No longer read or written: each login is a session of its own, kept in `storage_sessions`. The table stays so that migrations remain additive (D16); drop it in a later
  * version.
  */
 export const didLogins = sqliteTable("did_logins", {
@@ -14,8 +13,9 @@ export const didLogins = sqliteTable("did_logins", {
   lastTimestamp: integer("last_timestamp").notNull(),
 });
 
-/** One session per (did, token): several devices can be logged in at once. `timestamp` is its
- * last accepted login's; a new login of the session must be newer (no replay). */
+/** One session per (did, token): several devices can be logged in at once. A token opens one
+ * session, once: a row is never deleted, so a login with a used token is refused (no replay, and
+ * no reset of the ids its calls used). `timestamp` is its login's. */
 export const storageSessions = sqliteTable(
   "storage_sessions",
   {

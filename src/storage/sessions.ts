@@ -2,9 +2,10 @@
  * DID login (D4) and restricted calls (D5).
  *
  * Login: the time window is checked before any signature work; the signer must be allowed to
- * sign for the DID. A login opens (or resets) the session (did, token), and its timestamp must be
- * newer than that session's last accepted one (D14): each session's logins are monotonic, so a
- * captured login cannot be replayed, while two devices (two tokens) may log in in the same second.
+ * sign for the DID. A login opens a new session (did, token): a token that already opened one is
+ * refused, so a captured login cannot be replayed, and no login ever resets a session's used
+ * requestIDs (were it to, every restricted call signed under that token could be sent again). Each
+ * login brings a fresh token; two devices (two tokens) may log in in the same second.
  *
  * Restricted calls carry `requestID`: any id of the session not seen before and greater than
  * (highest seen − 64) is accepted, so parallel calls work; an id is claimed by a unique insert,
@@ -40,12 +41,11 @@ export interface RestrictedInput {
 }
 
 const LATEST_AT = "SELECT MAX(created_at) AS at FROM storage_sessions WHERE did = $1 AND timestamp = $2";
-// One statement decides: a new session, or an existing one whose last login is older. The
-// (did, token) key makes two identical logins at once collide, and only one updates.
+// One statement decides: a new session, or none when the token has had one (sessions are never
+// deleted, so a token is used once for ever). The (did, token) key makes two logins with one token
+// at once collide, and only one opens.
 const OPEN = `INSERT INTO storage_sessions (did, token, timestamp, highest_request, created_at) VALUES ($1, $2, $3, 0, $4)
-  ON CONFLICT (did, token) DO UPDATE SET timestamp = excluded.timestamp, highest_request = 0, created_at = excluded.created_at
-  WHERE storage_sessions.timestamp < excluded.timestamp RETURNING did`;
-const FORGET_REQUESTS = "DELETE FROM session_requests WHERE did = $1 AND token = $2";
+  ON CONFLICT (did, token) DO NOTHING RETURNING did`;
 const LATEST = `SELECT token, timestamp, highest_request AS "highestRequest" FROM storage_sessions WHERE did = $1 ORDER BY timestamp DESC, created_at DESC LIMIT 1`;
 // A call's first read also asks whether its id is claimed: a replay is refused before an upload's
 // body is read, though an upload claims its id only where it records the file (storage/service.ts).
@@ -134,8 +134,7 @@ export function createSessions(deps: { sql: Sql; resolver: DidResolver; domain: 
       // later login gets the later created_at, even within one millisecond.
       const tie = await tx.get<{ at: number | null }>(LATEST_AT, [key, at]);
       const opened = await tx.get(OPEN, [key, token, at, Math.max(Date.now(), (tie?.at ?? 0) + 1)]);
-      if (!opened) throw refuse("timestamp is not newer than this session's last login: replayed or out of order");
-      await tx.run(FORGET_REQUESTS, [key, token]);
+      if (!opened) throw refuse("this token was already used to log in (a replayed login, or a client that reuses its token): sign a login with a fresh random token");
     });
     return { did: who, signer };
   }

@@ -5,7 +5,7 @@
  * indexed, the buyer's share is written by the gateway on request and the buyer decrypts.
  */
 import { beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
-import { headerFor, identityToRecipient } from "../../src/sdk/age.ts";
+import { encryptStream, generateIdentity, headerFor, identityToRecipient, readFileKey } from "../../src/sdk/age.ts";
 import { readJson } from "../support/app.ts";
 import { BASE } from "../support/storage.ts";
 import { encryptionGateway } from "./support.ts";
@@ -65,6 +65,68 @@ describe("before the escrow", () => {
     const stranger = await env.user();
     const r3 = await call("PUT", `/v2/escrows/${cid}`, { token: stranger.store.accessToken, body: { header: notGateway } });
     expect(r3.status).toBe(404);
+  });
+});
+
+describe("what anyone may ask", () => {
+  // The status is public: it must not tell whether someone keeps a file they never published.
+  test("the status answers for published entries only: a private file gets the same 404 as no file at all", async () => {
+    const secret = (await owner.enc.upload("dfs", crypto.getRandomValues(new Uint8Array(5_000)), { name: "diary.txt" })).Cid;
+    const absent = (await owner.enc.upload("dfs", crypto.getRandomValues(new Uint8Array(5_000)), { name: "gone.txt" })).Cid;
+    await owner.store.delete((await owner.store.list("dfs")).Object.find((o) => o.Cid === absent)?.ID as number);
+    const answer = async (mid: string) => {
+      const res = await call("GET", `/v2/escrows/${owner.address}/${mid}`);
+      const body = await readJson(res);
+      return { status: res.status, body: { ...body, message: String(body.message).replace(mid, "MID") } };
+    };
+    const [hidden, none] = [await answer(secret), await answer(absent)];
+    expect(hidden).toEqual(none);
+    expect(hidden).toMatchObject({ status: 404, body: { result: -1, error: "NOT_FOUND" } });
+    // Even its own owner learns it only by publishing it (an entry anyone can see).
+    await owner.dir.publish({ cid: secret, name: "diary", size: 5_000, price: 1n });
+    await env.sync();
+    expect(await status(owner.address, secret)).toMatchObject({ stored: true, encrypted: true, escrowed: false });
+  });
+
+  test("an entry published a moment ago, not indexed yet, is answered from the chain: the SDK still refuses to buy it unescrowed", async () => {
+    const fresh = (await owner.enc.upload("dfs", crypto.getRandomValues(new Uint8Array(5_000)), { name: "new.txt" })).Cid;
+    await owner.dir.publish({ cid: fresh, name: "new", size: 5_000, price: 1n });
+    expect(await env.sql.get("SELECT mid FROM directory_entries WHERE mid = $1", [fresh])).toBeUndefined();
+    expect(await status(owner.address, fresh)).toMatchObject({ stored: true, encrypted: true, escrowed: false });
+    const buyer = await env.user();
+    const err = (await buyer.dir.buyRead(owner.address, fresh).catch((e: unknown) => e)) as Error;
+    expect(err.message).toContain("refusing to buy");
+    expect(await buyer.dir.canRead(owner.address, fresh)).toBe(false);
+    // Unpublished again: the same 404 as for a file never published.
+    await owner.dir.unpublish(fresh);
+    expect((await call("GET", `/v2/escrows/${owner.address}/${fresh}`)).status).toBe(404);
+  });
+});
+
+describe("an escrow is verified against the payload too", () => {
+  // A header's MAC covers the header alone: put before a payload sealed under another key, it
+  // checks out under a key that opens none of the file, and a buyer would pay for noise.
+  test("a file whose header is one key's and whose payload is another's: the key of the header is refused (400), not kept", async () => {
+    const identity = generateIdentity();
+    const sealed = async (plain: Uint8Array) => new Response(encryptStream([identityToRecipient(identity)], new Blob([plain]).stream())).bytes();
+    const [a, b] = [await sealed(crypto.getRandomValues(new Uint8Array(200_000))), await sealed(crypto.getRandomValues(new Uint8Array(200_000)))];
+    const headerEnd = (file: Uint8Array) => {
+      const text = new TextDecoder("latin1").decode(file.subarray(0, 4096));
+      return text.indexOf("\n", text.indexOf("\n---") + 1) + 1;
+    };
+    const mixed = new Uint8Array([...a.subarray(0, headerEnd(a)), ...b.subarray(headerEnd(b))]);
+    const mid = (await owner.store.upload("dfs", mixed, { name: "mixed.age", encryption: "age" })).Cid;
+    await owner.dir.publish({ cid: mid, name: "mixed", size: mixed.length, price: 1000n });
+    await env.sync();
+    const keyOfHeader = await readFileKey([identity], new Blob([a]).stream());
+    const header = new TextDecoder().decode(headerFor(keyOfHeader, [identityToRecipient(env.gatewayIdentity)]));
+    const res = await call("PUT", `/v2/escrows/${mid}`, { token: owner.store.accessToken, body: { header } });
+    expect(res.status).toBe(400);
+    expect((await readJson(res)).message).toContain("first chunk of its payload does not open");
+    expect(await status(owner.address, mid)).toMatchObject({ encrypted: true, escrowed: false });
+    // The key of the whole file (a's, over a's own payload) is kept.
+    const whole = (await owner.store.upload("dfs", a, { name: "whole.age", encryption: "age" })).Cid;
+    expect((await call("PUT", `/v2/escrows/${whole}`, { token: owner.store.accessToken, body: { header } })).status).toBe(200);
   });
 });
 

@@ -33,7 +33,7 @@ export async function encryptionGateway(o: { env?: Record<string, string> } = {}
     },
   });
   const sql = gw.database.sql;
-  directory = createDirectory({ sql, chainId: gw.config.chainId, address: gw.chain.context.contracts.directory, fromBlock: gw.chain.deployBlock });
+  directory = createDirectory({ sql, chainId: gw.config.chainId, address: gw.chain.context.contracts.directory, fromBlock: gw.chain.deployBlock, publicClient: gw.chain.context.publicClient });
   const indexer = createIndexer({ sql, publicClient: gw.chain.anvil.publicClient, confirmations: 0, log: silentLogger, pollMs: 60_000 });
   indexer.add(directory.consumer);
   afterAll(() => indexer.stop());
@@ -46,6 +46,7 @@ export async function encryptionGateway(o: { env?: Record<string, string> } = {}
       identity: gatewayIdentity,
       storedFile: storedFiles({ sql, backends: gw.backends, chainId: gw.config.chainId }),
       bought: (owner, mid, reader) => (directory as Directory).bought(owner, mid, reader),
+      published: (owner, mid) => (directory as Directory).published(owner, mid),
       recipientOf: (reader) => publishedRecipient(publicClient, contracts.didRegistry, reader),
     },
   });

@@ -224,6 +224,37 @@ describe("raw blocks", () => {
     await named.arrayBuffer();
   });
 
+  // Public content anyone can link to: an uploaded page or image served from the gateway's origin
+  // must never render or run there, whatever the format or the file name asked for.
+  test("an uploaded .html or .svg, as a raw block or a CAR (GET and HEAD), is an attachment with nosniff and the sandbox", async () => {
+    const pages = [
+      ["page.html", "<html><script>alert(document.cookie)</script></html>"],
+      ["pic.svg", '<svg xmlns="http://www.w3.org/2000/svg" onload="alert(1)"/>'],
+    ] as const;
+    for (const [name, text] of pages) {
+      const published = await tg.publish(owner, new TextEncoder().encode(`${text}<!-- ${Math.random()} -->`), { name });
+      for (const [format, type, ext] of [["raw", "application/vnd.ipld.raw", "bin"], ["car", "application/vnd.ipld.car", "car"]] as const) {
+        for (const [query, filename] of [["", `${published.Cid}.${ext}`], [`&filename=${name}`, name]] as const) {
+          for (const method of ["GET", "HEAD"]) {
+            const res = await get(`/ipfs/${published.Cid}?format=${format}${query}`, { method });
+            expect(res.status).toBe(200);
+            expect({ name, format, query, method, type: res.headers.get("content-type"), disposition: res.headers.get("content-disposition"), nosniff: res.headers.get("x-content-type-options"), csp: res.headers.get("content-security-policy") }).toEqual({
+              name,
+              format,
+              query,
+              method,
+              type: expect.stringMatching(new RegExp(`^${type}`)),
+              disposition: `attachment; filename="${filename}"; filename*=UTF-8''${filename}`,
+              nosniff: "nosniff",
+              csp: "sandbox; default-src 'none'",
+            });
+            await res.arrayBuffer();
+          }
+        }
+      }
+    }
+  });
+
   test("If-None-Match with the ETag is a 304 without a body", async () => {
     const leaf = leaves[0] as CID;
     const res = await get(`/ipfs/${leaf}?format=raw`, { headers: { "if-none-match": `"${leaf}.raw"` } });

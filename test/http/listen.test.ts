@@ -303,3 +303,69 @@ test("the app sees the URL the request named: Host and target, and a Host that i
   expect((await post("")).body).toBe(false);
   expect((await post("Content-Length: 2\r\n")).body).toBe(true);
 });
+
+test("a body below the minimum rate is cut within one idle timeout of waiting; a slow steady one, or one the app holds back, is not", async () => {
+  const IDLE_MS = 400;
+  const RATE = 10_000; // bytes per second: 4,000 bytes per window
+  const reads: Promise<string>[] = [];
+  const other = await listen({
+    hostname: "127.0.0.1",
+    port: 0,
+    maxRequestBodySize: 16 * 1024 * 1024,
+    idleTimeoutMs: IDLE_MS,
+    minBodyRate: RATE,
+    error: () => new Response("x", { status: 500 }),
+    async fetch(request) {
+      // A store that stalls before it takes the body holds the client back: that time is not the client's.
+      if (new URL(request.url).pathname === "/late") await Bun.sleep(3 * IDLE_MS);
+      const read = request.arrayBuffer().then(
+        (b) => `read ${b.byteLength}`,
+        () => "failed",
+      );
+      reads.push(read);
+      return new Response(await read);
+    },
+  });
+  /** Sends `total` bytes of a body in pieces of `piece`, one every `everyMs`; resolves with the
+   * answer's status line, or "closed", and when that came. */
+  async function send(path: string, total: number, piece: number, everyMs: number) {
+    let answer = "";
+    let closed!: () => void;
+    const ended = new Promise<void>((resolve) => (closed = resolve));
+    const socket = await Bun.connect({
+      hostname: "127.0.0.1",
+      port: other.port,
+      socket: { data: (_, d) => void (answer += Buffer.from(d).toString("latin1")), close: () => closed(), error: () => closed() },
+    });
+    const began = performance.now();
+    socket.write(`POST ${path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: ${total}\r\n\r\n`);
+    let gone = false;
+    void ended.then(() => (gone = true));
+    for (let sent = 0; sent < total && !gone; sent += piece) {
+      socket.write(new Uint8Array(Math.min(piece, total - sent)));
+      await Promise.race([Bun.sleep(everyMs), ended]);
+    }
+    await ended;
+    return { answer: answer.split("\r\n")[0] || "closed", body: answer.slice(answer.indexOf("\r\n\r\n") + 4), ms: performance.now() - began };
+  }
+  try {
+    const [trickle, steady, late] = await Promise.all([
+      // A byte every 100 ms: never silent for the idle timeout, far below the rate.
+      send("/upload", 1_000, 1, 100),
+      // 1,000 bytes every 50 ms (20,000 B/s, twice the minimum), for 2 s: five windows.
+      send("/upload", 40_000, 1_000, 50),
+      // Above the rate, and held back for 3 windows before the app reads at all.
+      send("/late", 24_000, 1_500, 100),
+    ]);
+    expect(trickle.answer).toBe("closed");
+    expect(trickle.ms).toBeLessThan(IDLE_MS * 2);
+    expect(trickle.ms).toBeGreaterThanOrEqual(IDLE_MS - 50);
+    expect(steady).toMatchObject({ answer: "HTTP/1.1 200 OK", body: "read 40000" });
+    expect(steady.ms).toBeGreaterThan(IDLE_MS * 4);
+    expect(late).toMatchObject({ answer: "HTTP/1.1 200 OK", body: "read 24000" });
+    // The app's read of the trickled body failed: it does not wait for it for ever.
+    expect((await Promise.all(reads)).sort()).toEqual(["failed", "read 24000", "read 40000"]);
+  } finally {
+    await other.stop(true);
+  }
+});

@@ -196,4 +196,32 @@ describe("clearing holds", () => {
     expect(await statusOf(client.upload("dfs", random(700_000), { name: "fits" }))).toBe(200);
     expect((await client.space()).SizeByte).toBe(0);
   });
+  // A gateway killed mid-transfer (kill -9) leaves live holds under its id; started again on the
+  // same data dir it has the same id (the data dir's lock lets one process at a time use it).
+  test("a gateway started again clears its own holds at once, live or not; another gateway's live holds and lasting ones stay", async () => {
+    const { account, client } = await gw.user();
+    await grant(account.address, "space", 1_000_000);
+    await grant(account.address, "traffic", 100_000_000);
+    // Its upload's 500 kB arrived 10 s after it began: it holds them (and their traffic).
+    let clock = Date.now();
+    const dead = createMeter({ sql, records: gw.quota!.records, storedBytes: nothingStored, now: () => clock, gateway: "host/restarted-gateway" });
+    const cut = await dead.beginUpload(account.address, client.did, { declared: 900_000, backend: "dfs", name: "cut.bin" });
+    clock += 10_000;
+    await cut.add(500_000);
+    const now = Date.now();
+    await addHold({ account: account.address, bytes: 100_000, createdAt: now, gateway: "host/another-gateway", expiresAt: now + 60_000 });
+    // A multipart upload's parts: a lasting hold, made by the dead process too.
+    const parts = await dead.spaceHold(account.address, client.did);
+    await sql.tx(async (tx) => {
+      await parts.lock(tx);
+      await parts.set(tx, 200_000, now + 86_400_000, null);
+    });
+    expect((await client.space()).SizeByte).toBe(200_000);
+
+    const restarted = createMeter({ sql, records: gw.quota!.records, storedBytes: nothingStored, gateway: "host/restarted-gateway" });
+    expect(await restarted.clearOwn()).toBe(2); // the upload's space and traffic
+    expect((await holdsOf(account.address)).map((h) => `${h.kind} ${h.gateway}`).sort()).toEqual(["space host/another-gateway", "space lasting"]);
+    expect((await client.space()).SizeByte).toBe(700_000);
+    expect(await statusOf(client.upload("dfs", random(700_000), { name: "fits-at-once" }))).toBe(200);
+  });
 });

@@ -408,6 +408,60 @@ describe("copy and batch delete", () => {
     const bad = await signed(alice.key, "POST", "/dfs", { query: { delete: "" }, body: "<nope/>" });
     expect(codeIn(await bad.text())).toBe("MalformedXML");
   });
+
+  test("a character reference to no XML character (&#x110000;, &#0;, a surrogate, U+FFFE, a huge number) is MalformedXML (400), and deletes nothing", async () => {
+    const c = bucketClient(alice.key);
+    await c.write("refs/kept", "kept");
+    for (const ref of ["&#x110000;", "&#1114112;", "&#0;", "&#xD800;", "&#xFFFE;", "&#x1F;", `&#${"9".repeat(400)};`, `&#x${"F".repeat(400)};`]) {
+      const doc = `<Delete><Object><Key>refs/kept</Key></Object><Object><Key>refs/${ref}</Key></Object></Delete>`;
+      const res = await signed(alice.key, "POST", "/dfs", { query: { delete: "" }, body: doc });
+      expect({ ref, status: res.status, code: codeIn(await res.text()) }).toEqual({ ref, status: 400, code: "MalformedXML" });
+    }
+    expect(await c.exists("refs/kept")).toBe(true);
+    // Valid references still read: the last character of Unicode, a tab, an astral one.
+    const doc = "<Delete><Object><Key>refs/kept</Key></Object><Object><Key>refs/&#x10FFFF;&#9;&#x1F600;</Key></Object></Delete>";
+    const res = await signed(alice.key, "POST", "/dfs", { query: { delete: "" }, body: doc });
+    expect(res.status).toBe(200);
+    expect(await res.text()).toContain(`<Key>refs/\u{10FFFF}\t\u{1F600}</Key>`);
+    expect(await c.exists("refs/kept")).toBe(false);
+  });
+});
+
+describe("objects a browser would run", () => {
+  // A presigned URL opens in a browser, on a port of the same site as the console: an object is
+  // never sniffed, a document made of it is sandboxed, and what a browser would render or run
+  // comes as an attachment (passive types, such as images, may still show inline).
+  test("GetObject and HeadObject of an uploaded .html, .svg or .js: an attachment, with nosniff and the sandbox; a .png inline", async () => {
+    const c = bucketClient(alice.key);
+    const files: [string, string, string | null][] = [
+      ["site/page.html", "text/html", 'attachment; filename="page.html"; filename*=UTF-8\'\'page.html'],
+      ["site/pic.svg", "image/svg+xml", 'attachment; filename="pic.svg"; filename*=UTF-8\'\'pic.svg'],
+      ["site/data.xml", "application/xml", 'attachment; filename="data.xml"; filename*=UTF-8\'\'data.xml'],
+      ["site/app.js", "text/plain; charset=utf-8", 'attachment; filename="app.js"; filename*=UTF-8\'\'app.js'],
+      ["site/photo.png", "image/png", null],
+    ];
+    for (const [key] of files) await c.write(key, `<html><script>alert(document.domain)</script></html> ${key}`);
+    for (const [key, type, disposition] of files) {
+      for (const method of ["GET", "HEAD"]) {
+        const res = await signed(alice.key, method, `/dfs/${key}`);
+        expect(res.status).toBe(200);
+        expect({ key, method, type: res.headers.get("content-type"), disposition: res.headers.get("content-disposition"), nosniff: res.headers.get("x-content-type-options"), csp: res.headers.get("content-security-policy") }).toEqual({
+          key,
+          method,
+          type: expect.stringMatching(new RegExp(`^${type.replace("+", "\\+")}`)),
+          disposition,
+          nosniff: "nosniff",
+          csp: "sandbox; default-src 'none'",
+        });
+        await res.arrayBuffer();
+      }
+    }
+    // A presigned GET, as a browser would open it, the same.
+    const url = c.file("site/page.html").presign({ expiresIn: 60 });
+    const opened = await fetch(url);
+    expect([opened.status, opened.headers.get("content-disposition"), opened.headers.get("content-security-policy")]).toEqual([200, 'attachment; filename="page.html"; filename*=UTF-8\'\'page.html', "sandbox; default-src 'none'"]);
+    await opened.arrayBuffer();
+  });
 });
 
 describe("empty objects", () => {

@@ -8,7 +8,8 @@ import { appFetch, testApp } from "../support/app.ts";
 import { testChain } from "../support/chain.ts";
 
 const chain = await testChain();
-const BASE = "https://gw.example";
+// The app sees http:// URLs only (src/http/listen.ts makes them; TLS ends at a proxy before it).
+const BASE = "http://gw.example";
 const { app } = testApp({ chain: chain.context, env: { STOWAGE_PUBLIC_URL: BASE } });
 // Every SDK call, RPC included, goes through the app as it would over the network.
 const viaApp = appFetch(app);

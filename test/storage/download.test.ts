@@ -77,6 +77,36 @@ describe("a whole file", () => {
     }
   });
 
+  // An uploaded page or image must never run in the gateway's origin, where the console and the
+  // account API live: a download is an attachment, never sniffed, sandboxed if rendered at all,
+  // and a script is not sent with a script type (`<script src>` ignores the attachment).
+  test.each(["dfs", "ipfs"] as const)("%s: an uploaded .html, .svg or .js comes back as an attachment, with nosniff and the sandbox (GET and HEAD)", async (kind) => {
+    const { client, account } = await gw.user();
+    const files = {
+      "page.html": ["<html><script>alert(document.cookie)</script></html>", "text/html"],
+      "pic.svg": ['<svg xmlns="http://www.w3.org/2000/svg"><script>alert(1)</script></svg>', "image/svg+xml"],
+      "app.js": ["fetch('/v2/auth/me')", "text/plain; charset=utf-8"],
+    } as const;
+    for (const [name, [text, type]] of Object.entries(files)) {
+      const e = await client.upload(kind, new TextEncoder().encode(`${text}<!-- ${Math.random()} -->`), { name });
+      for (const method of ["GET", "HEAD"]) {
+        const res = await download(kind, e.Cid, await voucher(account, e.Size), { method });
+        expect(res.status).toBe(200);
+        expect({ name, method, headers: Object.fromEntries(res.headers) }).toMatchObject({
+          name,
+          method,
+          headers: {
+            "content-type": expect.stringMatching(new RegExp(`^${type.replace("+", "\\+")}`)),
+            "content-disposition": `attachment; filename="${name}"; filename*=UTF-8''${name}`,
+            "x-content-type-options": "nosniff",
+            "content-security-policy": "sandbox; default-src 'none'",
+          },
+        });
+        await res.arrayBuffer();
+      }
+    }
+  });
+
   test("the traffic counter (GET /traffichash `used`) grows by exactly the bytes sent", async () => {
     const before = Number((await owner.client.trafficHash(0)).used);
     await (await owner.client.download("dfs", CID, { size: SIZE })).arrayBuffer();

@@ -115,14 +115,32 @@ describe("the requestID window", () => {
     expect((await client.loginInfo()).requestID).toBe("1");
   });
 
-  test("a login with the same token resets that session: used ids are usable again", async () => {
+  // Were a login with a used token to reset its session, every restricted call signed under that
+  // token (a captured upload, a delete) could be sent again: a token logs in once.
+  test("a login with a token that already had a session is refused, even freshly signed: its used ids stay used", async () => {
     const account = await gw.chain.anvil.newAccount();
     const s = await gw.session(account);
-    expect((await upload(s, 1)).status).toBe(200);
+    const captured = await gw.uploadRequest(s, { requestID: 1, bytes: bytes() });
+    expect((await gw.app.handle(captured.clone() as Request)).status).toBe(200);
     expect((await upload(s, 2)).status).toBe(200);
-    const again = await gw.session(account, { token: s.token });
-    expect(await highest(again)).toBe("0");
-    expect((await upload(again, 1)).status).toBe(200);
+    const again = await gw.session(account, { token: s.token }).then(
+      () => "logged in",
+      (err: Error) => err.message,
+    );
+    expect(again).toMatch(/login answered 401: .*already used to log in/);
+    expect(await highest(s)).toBe("2");
+    await expectStatus(await gw.app.handle(captured), 401, /already used/);
+    await expectStatus(await upload(s, 2), 401, /already used/);
+  });
+
+  test("every SDK login brings a fresh token (a new session), never one it used before", async () => {
+    const { client } = await gw.user();
+    const tokens = new Set<string>();
+    for (let i = 0; i < 3; i++) {
+      await client.login();
+      tokens.add((await client.loginInfo()).token);
+    }
+    expect(tokens.size).toBe(3);
   });
 
   test("another device's login leaves an open session alone", async () => {
