@@ -4,7 +4,7 @@
  * message }` by the global handler; `/v2/auth/me` alone answers `{ success: false, error }`
  * (spec 7 rule 2).
  */
-import { RegistryUnavailable } from "../identity/resolver.ts";
+import { Unavailable } from "../unavailable.ts";
 import { Elysia, t } from "elysia";
 import { requestClientKey } from "../http/client-key.ts";
 import { AccountError } from "../http/errors.ts";
@@ -142,9 +142,9 @@ export function accountRoutes(s: AccountServices) {
           return { success: true as const, data: s.users.current(user) };
         } catch (err) {
           // The registry's outage is no verdict on the token: 503, try again (spec 7.2's shape).
-          if (err instanceof RegistryUnavailable) {
+          if (err instanceof Unavailable) {
             set.status = 503;
-            set.headers["retry-after"] = "5";
+            set.headers["retry-after"] = String(err.retryAfter);
             return { success: false as const, error: err.message };
           }
           if (!(err instanceof AccountError)) throw err;

@@ -6,7 +6,7 @@
  */
 import { Elysia, ValidationError } from "elysia";
 import type { Logger } from "../log.ts";
-import { RegistryUnavailable } from "../identity/resolver.ts";
+import { Unavailable } from "../unavailable.ts";
 import { AccountError, StorageError, accountError, isAccountPath, requestError, storageError } from "./errors.ts";
 
 /** A readable one-line reason for a validation failure, such as `email: Expected string`. */
@@ -17,13 +17,13 @@ export function describeValidation(err: ValidationError): string {
   return field ? `${field}: ${first.message}` : `${err.type}: ${first.message}`;
 }
 
-/** A service the request needs is down: retry soon (the chain's answer is cached seconds at most). */
-const RETRY_SOON = { "Retry-After": "5" };
-
 function toTyped(code: string | number, error: unknown, path: string): StorageError | AccountError | undefined {
   if (error instanceof StorageError || error instanceof AccountError) return error;
   const account = isAccountPath(path);
-  if (error instanceof RegistryUnavailable) return account ? accountError("UNAVAILABLE", error.message, RETRY_SOON) : storageError.unavailable(error.message, RETRY_SOON);
+  if (error instanceof Unavailable) {
+    const retry = { "Retry-After": String(error.retryAfter) };
+    return account ? accountError("UNAVAILABLE", error.message, retry) : storageError.unavailable(error.message, retry);
+  }
   const bad = (msg: string) => (account ? accountError("PARAM_ERROR", msg) : storageError.badRequest(msg));
   // D4: every refusal of a DID login is 401, malformed fields included.
   if (error instanceof ValidationError) return path === "/login" ? storageError.unauthorized(describeValidation(error)) : bad(describeValidation(error));
@@ -42,7 +42,7 @@ function toTyped(code: string | number, error: unknown, path: string): StorageEr
 export const errorHandler = (log: Logger) =>
   new Elysia({ name: "error-handler" }).onError({ as: "global" }, ({ code, error, path, request }) => {
     let typed = toTyped(code, error, path);
-    if (error instanceof RegistryUnavailable) log.warn("the DID registry did not answer", { method: request.method, path, err: error.detail });
+    if (error instanceof Unavailable) log.warn(error.message, { method: request.method, path, err: error.detail });
     if (!typed) {
       log.error("unhandled error", { method: request.method, path, err: error instanceof Error ? (error.stack ?? error.message) : String(error) });
       typed = requestError.internal(path);

@@ -15,6 +15,7 @@
  */
 import { isAddress, isAddressEqual, type Address, type Chain, type PublicClient, type Transport } from "viem";
 import { didRegistryAbi } from "../chain/artifacts/index.ts";
+import { Unavailable } from "../unavailable.ts";
 import { DELEGATE_TYPES } from "./delegates.ts";
 import { InvalidDid, parseDid, type Did } from "./did.ts";
 
@@ -22,14 +23,10 @@ import { InvalidDid, parseDid, type Did } from "./did.ts";
  * The registry could not be asked (the chain is down or slow): not a "no", so nobody is refused
  * for good, and not the request's fault. The API edges answer it as 503, try again.
  */
-export class RegistryUnavailable extends Error {
+export class RegistryUnavailable extends Unavailable {
   override name = "RegistryUnavailable";
-  readonly code = "REGISTRY_UNAVAILABLE";
-  /** What the chain client said (for the log, never the client). */
-  readonly detail: string;
   constructor(detail: string) {
-    super("The DID registry did not answer, so who may sign for this DID is unknown; try again shortly");
-    this.detail = detail;
+    super("The DID registry did not answer, so who may sign for this DID is unknown; try again shortly", detail);
   }
 }
 

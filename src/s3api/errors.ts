@@ -4,7 +4,7 @@
  * The storage layer's own errors (quota, size, a missing file) are mapped here, by status, too.
  */
 import { StorageError } from "../http/errors.ts";
-import { RegistryUnavailable } from "../identity/resolver.ts";
+import { Unavailable } from "../unavailable.ts";
 
 /** S3 error code → HTTP status (AWS's S3 error-code table, and QuotaExceeded of our own). */
 export const S3_CODES = {
@@ -68,7 +68,7 @@ export const s3Error = (code: S3Code, message: string, fields?: Record<string, s
 /** The storage layer's errors in S3's words, by status; anything else is an InternalError (logged by the caller). */
 export function toS3Error(err: unknown): S3Error | undefined {
   if (err instanceof S3Error) return err;
-  if (err instanceof RegistryUnavailable) return new S3Error("ServiceUnavailable", err.message, { headers: { "Retry-After": "5" } });
+  if (err instanceof Unavailable) return new S3Error("ServiceUnavailable", err.message, { headers: { "Retry-After": String(err.retryAfter) } });
   if (!(err instanceof StorageError)) return undefined;
   switch (err.status) {
     case 400:
