@@ -91,7 +91,7 @@ export const settings = {
   databasePool: setting({ kind: "int", env: "STOWAGE_DATABASE_POOL", flag: "--database-pool", default: "10", positive: true, help: "Connections this gateway opens to PostgreSQL at most (with STOWAGE_DATABASE_URL); an upload waiting for its account's row lock holds one. Every gateway's pool counts against the server's max_connections" }),
   smtpUrl: setting({ kind: "url", env: "STOWAGE_SMTP_URL", help: "SMTP URL for mail (unset: dev mailbox in data/mail)" }),
   mailFrom: setting({ kind: "string", env: "STOWAGE_MAIL_FROM", flag: "--mail-from", default: "Stowage <no-reply@localhost>", help: "Sender of login codes" }),
-  allowedOrigins: setting({ kind: "list", env: "STOWAGE_ALLOWED_ORIGINS", flag: "--allowed-origins", default: "http://localhost:8080", help: "Origins allowed in EVM sign-in messages" }),
+  allowedOrigins: setting({ kind: "list", env: "STOWAGE_ALLOWED_ORIGINS", flag: "--allowed-origins", default: "http://localhost:8080", help: "Origins allowed in EVM sign-in and session-grant messages (the wallet checks them against the page that asks)" }),
   messengerBotToken: setting({ kind: "string", env: "STOWAGE_MESSENGER_BOT_TOKEN", help: "Messenger bot token for init data checks" }),
   messengerMaxAge: setting({ kind: "duration", env: "STOWAGE_MESSENGER_MAX_AGE", flag: "--messenger-max-age", default: "1d", help: "Oldest messenger init data accepted" }),
   browserJwksUrl: setting({ kind: "url", env: "STOWAGE_BROWSER_JWKS_URL", flag: "--browser-jwks-url", help: "JWKS of the browser wallet provider" }),

@@ -28,7 +28,8 @@ import { createDirectory } from "./directory/index.ts";
 import { createGateway } from "./gateway/service.ts";
 import { createQuota } from "./quota/index.ts";
 import { createEncryption, gatewayIdentity } from "./encryption/index.ts";
-import { createSessions } from "./storage/sessions.ts";
+import { createSessions, openSession } from "./storage/sessions.ts";
+import { siweSignatureValid } from "./accounts/evm.ts";
 import { publishedRecipient } from "./sdk/key-agreement.ts";
 import { storedFiles } from "./storage/head.ts";
 import { createIndexer, indexerLag } from "./chain/indexer.ts";
@@ -107,7 +108,15 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     // S3 access keys (D18): minted by restricted requests signed in the storage domain, valid while their signer may sign for the DID.
     const keys = createKeys({ sql: database.sql, secretsKey: secrets.secretsKey, resolver, chainId: config.chainId, domain: storageDomain(config.chainId, chain.context.contracts.proxy), rateLimits: config.rateLimits !== "off", log });
     // Console session keys (D19): storage accepts them for uploads, deletes and vouchers.
-    const grants = createGrants({ sql: database.sql, resolver, domain: storageDomain(config.chainId, chain.context.contracts.proxy) });
+    const grants = createGrants({
+      sql: database.sql,
+      resolver,
+      chainId: config.chainId,
+      allowedOrigins: config.allowedOrigins,
+      verifySignature: (address, message, signature) => siweSignatureValid({ publicClient: chain.context.publicClient, log }, address, message, signature),
+      // A registered grant opens its key's storage session: the key never signs a login.
+      openSession: async (did, token) => void (await openSession(database.sql, did, token, Math.floor(Date.now() / 1000))),
+    });
     const stored = await startStorage({ config, sql: database.sql, gatewayId: gateway, log, chain: chain.context, accounts, extra: { resolver, sessionKeys: grants, readGrant: directory.readGrant, publicCids: directory.publicCids, meter: quota.meter, onTransfer: metrics.transferred } });
     cleanup.push(() => stored.stop());
     // One indexer in the cluster (D16): it runs on the gateway holding the "indexer" lease, and

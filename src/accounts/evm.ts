@@ -50,7 +50,7 @@ export interface EvmService {
 export const didFor = (chainId: number, address: Address) => canonicalDid(address, chainId);
 
 /** `scheme://host[:port]` of an origin (or a page URL), or undefined when it is none. */
-function originOf(raw: string | null | undefined): string | undefined {
+export function originOf(raw: string | null | undefined): string | undefined {
   if (!raw) return undefined;
   try {
     const url = new URL(raw);
@@ -68,26 +68,35 @@ function withTimeout<T>(work: Promise<T>, ms: number): Promise<T | "timeout"> {
   return Promise.race([work, timeout]).finally(() => clearTimeout(timer));
 }
 
+/**
+ * Whether `signature` is `address`'s signature of the EIP-4361 `message`: a plain key locally, a
+ * smart wallet (EIP-1271, undeployed ERC-6492) with one capped call on the chain. A chain that does
+ * not answer is CHAIN_UNAVAILABLE, not a wrong signature. Session grants (src/grants) check theirs
+ * with it too.
+ */
+export async function siweSignatureValid(deps: { publicClient?: SignatureVerifier | undefined; log: Ctx["log"] }, address: Address, message: string, signature: Hex): Promise<boolean> {
+  const { log } = deps;
+  // A plain key needs no chain; only a signature that is not the address's own key goes on chain.
+  if (await verifyEoaMessage({ address, message, signature }).catch(() => false)) return true;
+  if (!deps.publicClient) return false;
+  const args = { address, message, signature, gas: VERIFY_GAS };
+  const verdict = await withTimeout(deps.publicClient.verifyMessage(args), VERIFY_TIMEOUT_MS).catch((err: unknown) => {
+    log.warn("smart wallet signature check failed", { address, err: (err as Error).message });
+    throw fail("CHAIN_UNAVAILABLE");
+  });
+  if (verdict === "timeout") throw fail("CHAIN_UNAVAILABLE");
+  if (!verdict) {
+    const alive = await withTimeout(deps.publicClient.getChainId(), VERIFY_TIMEOUT_MS).catch(() => "down" as const);
+    if (alive === "down" || alive === "timeout") throw fail("CHAIN_UNAVAILABLE");
+  }
+  return verdict;
+}
+
 export function createEvmService(ctx: Ctx, deps: { tokens: TokenService; users: UserService; resolver: DidResolver; publicClient?: SignatureVerifier | undefined }): EvmService {
   const { config, sql, now, limits, log } = ctx;
   const allowed = new Set(config.allowedOrigins.map(originOf).filter((o): o is string => o !== undefined));
 
-  async function signatureIsValid(address: Address, message: string, signature: Hex): Promise<boolean> {
-    // A plain key needs no chain; only a signature that is not the address's own key goes on chain.
-    if (await verifyEoaMessage({ address, message, signature }).catch(() => false)) return true;
-    if (!deps.publicClient) return false;
-    const args = { address, message, signature, gas: VERIFY_GAS };
-    const verdict = await withTimeout(deps.publicClient.verifyMessage(args), VERIFY_TIMEOUT_MS).catch((err: unknown) => {
-      log.warn("smart wallet signature check failed", { address, err: (err as Error).message });
-      throw fail("CHAIN_UNAVAILABLE");
-    });
-    if (verdict === "timeout") throw fail("CHAIN_UNAVAILABLE");
-    if (!verdict) {
-      const alive = await withTimeout(deps.publicClient.getChainId(), VERIFY_TIMEOUT_MS).catch(() => "down" as const);
-      if (alive === "down" || alive === "timeout") throw fail("CHAIN_UNAVAILABLE");
-    }
-    return verdict;
-  }
+  const signatureIsValid = (address: Address, message: string, signature: Hex) => siweSignatureValid({ publicClient: deps.publicClient, log }, address, message, signature);
 
   return {
     async challenge({ address, chainid, origin }, from) {

@@ -14,6 +14,12 @@ export const ageIdentities = sqliteTable("age_identities", {
   wrapped: text("wrapped").notNull(),
   /** Epoch ms of the last write. */
   updatedAt: integer("updated_at").notNull(),
+  /**
+   * The client's random salt (32 bytes, 0x-hex) that the wrapping key's derivation signs with the
+   * deployment: stored beside the blob so any client of the account derives the same key. Null on
+   * identities wrapped the earlier way, which their next unlock re-wraps.
+   */
+  salt: text("salt"),
 });
 
 /** A file key shared with a reader: keyed by owner, Mid and reader, so two owners of one Cid never

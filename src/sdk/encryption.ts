@@ -181,7 +181,7 @@ export async function connectEncryption(opts: EncryptionOptions) {
 
   /** The account API: `{ result: 1, data }` or an EncryptionError with the gateway's words. */
   async function api<T>(method: string, path: string, body?: unknown): Promise<{ status: number; data?: T; error?: string; message?: string }> {
-    const token = store.accessToken;
+    const token = await store.currentAccessToken();
     if (!token) throw new Error("log in first: store.login()");
     const res = await doFetch(`${base}${path}`, {
       method,

@@ -6,6 +6,7 @@
 export * from "./account.ts";
 export * from "./keys.ts";
 export * from "./grants.ts";
+export * from "./recap.ts";
 export * from "./storage.ts";
 export * from "./chain.ts";
 export * from "./key-agreement.ts";

@@ -39,13 +39,12 @@ export class StorageApiError extends Error {
 
 export interface StorageOptions {
   baseUrl: string;
-  /** Signs logins, restricted calls and vouchers: the DID's owner or a delegate key. */
-  account: LocalAccount;
   /**
-   * Signs the login instead of `account`: a wallet, when `account` is a session key it granted
-   * (D19), which may sign restricted calls and vouchers but never a login.
+   * Signs logins, restricted calls and vouchers: the DID's owner or a delegate key; or a session
+   * key a wallet granted (D19, grants.ts), which never logs in: its grant opens its session
+   * (`useSession`).
    */
-  loginSigner?: Pick<LocalAccount, "signTypedData">;
+  account: LocalAccount;
   /** The DID to act for (default: the account's own did:ethr). */
   did?: string;
   fetch?: typeof fetch;
@@ -210,11 +209,12 @@ export async function connectStorage(opts: StorageOptions) {
     return body as T;
   }
 
-  /** Signs a restricted call (D5) with the next requestID of the session. */
-  async function signed(action: RequestAction, payload: string) {
+  /** Signs a restricted call (D5) with the next requestID of the session; `signer` for one that
+   * `account` may not sign (a session key's client asks the wallet for an "age" replacement). */
+  async function signed(action: RequestAction, payload: string, signer: Pick<LocalAccount, "signTypedData"> = opts.account) {
     if (!session) throw new Error("log in first: store.login()");
     const requestID = session.next++;
-    const signature = await opts.account.signTypedData({ domain, types: storageTypes, primaryType: "Request", message: { did, token: session.token, requestID, action, payload } });
+    const signature = await signer.signTypedData({ domain, types: storageTypes, primaryType: "Request", message: { did, token: session.token, requestID, action, payload } });
     return { did, token: session.token, requestID: String(requestID), payload, signature };
   }
 
@@ -274,6 +274,8 @@ export async function connectStorage(opts: StorageOptions) {
     get accessToken() {
       return accessToken;
     },
+    /** The access token the next call carries: `tokenProvider`'s (kept fresh by its owner) or `accessToken`. */
+    currentAccessToken: async (): Promise<string | undefined> => (opts.tokenProvider ? opts.tokenProvider() : accessToken),
 
     /** POST /login: opens a session (requestID back to 1) and takes the account API's tokens. */
     async login() {
@@ -281,7 +283,7 @@ export async function connectStorage(opts: StorageOptions) {
       // A fresh token is a fresh session, so the current second is always new for it (D14: login
       // timestamps are monotonic per session, not per DID).
       const timestamp = BigInt(Math.floor(Date.now() / 1000));
-      const signature = await (opts.loginSigner ?? opts.account).signTypedData({ domain, types: storageTypes, primaryType: "Login", message: { did, token, timestamp } });
+      const signature = await opts.account.signTypedData({ domain, types: storageTypes, primaryType: "Login", message: { did, token, timestamp } });
       const answer = await call<{ data: DidLoginTokens }>("/login", {
         method: "POST",
         headers: { "content-type": "application/json", accept: "application/json" },
@@ -290,6 +292,15 @@ export async function connectStorage(opts: StorageOptions) {
       accessToken = answer.data.accessToken;
       session = { token, next: 1n };
       return answer.data;
+    },
+
+    /**
+     * Signs restricted calls in a session opened elsewhere, from requestID 1: the one a session
+     * grant's registration opened for this client's key (`grantSessionKey(...).token`).
+     */
+    useSession(token: string) {
+      if (!/^0x([0-9a-f]{2}){16,64}$/.test(token)) throw new Error("a session token is 16 to 64 bytes of 0x-hex");
+      session = { token: token as Hex, next: 1n };
     },
 
     /** GET /login?did=: the latest session's token, timestamp and requestID. */

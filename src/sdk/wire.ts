@@ -172,10 +172,27 @@ export interface ListedKey {
 export interface SessionGrant {
   /** The session key's address. */
   key: string;
-  /** Unix seconds. */
+  /** Unix seconds: the grant's Expiration Time. */
   validUntil: number;
   /** The address that signed the grant; it holds while that address may sign for the DID. */
   signer: string;
   /** Unix seconds. */
   createdAt: number;
+  /** What the key may sign (its ReCap): "delete", "upload", "voucher". */
+  abilities: string[];
+  /** The site that asked for the grant (the signed message's scheme and domain). */
+  origin: string;
+}
+
+/** POST /v2/session-grants: the grant, and the storage session its registration opened for the key. */
+export interface RegisteredGrant extends SessionGrant {
+  /** The storage session's token (hex): the key signs requests with it, from requestID 1. */
+  token: string;
+}
+
+/** POST /v2/session-grants/nonce. */
+export interface GrantNonce {
+  nonce: string;
+  /** Unix seconds: the nonce is refused after this. */
+  expiresAt: number;
 }

@@ -172,7 +172,7 @@ export function createStorage(deps: StorageDeps) {
    * (D21: the registry says which, now; the DID's own address is one of them only while it owns the
    * DID). The resolver's cache makes this a map lookup on the hot path.
    */
-  const paysFor = async (who: Did, key: Address) => (await deps.resolver.canSign(who, key)) || ((await deps.sessionKeys?.allows(who, key)) ?? false);
+  const paysFor = async (who: Did, key: Address) => (await deps.resolver.canSign(who, key)) || ((await deps.sessionKeys?.allows(who, key, "voucher")) ?? false);
   const vouchers = createVouchers({ sql, domain: deps.domain, seller: deps.seller, now: deps.now });
   const files = createFiles(sql, deps.now);
   // Every back-end failure reaches this service already mapped (storage/errors.ts).

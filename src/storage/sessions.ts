@@ -21,6 +21,7 @@ import { isSignature, type RequestAction } from "../identity/eip712.ts";
 import { requestSigner } from "../identity/request-signer.ts";
 import type { DidResolver } from "../identity/resolver.ts";
 import { recoverLogin } from "../identity/signer.ts";
+import type { GrantAbility } from "../sdk/grants.ts";
 
 export const LOGIN_WINDOW_S = 60;
 export const REQUEST_WINDOW = 64;
@@ -89,22 +90,43 @@ function did(value: string, chainId: number): Did {
   }
 }
 
-/** A console's session key, granted by the DID's wallet (D19, src/grants): asked only for these. */
-export interface SessionKeys {
-  allows(did: Did, signer: Address): Promise<boolean>;
+/**
+ * Opens the session (did, token) at `at` (Unix seconds); false when that token has had a session
+ * already (a replayed login, or a client that reuses its token: a token opens once, for ever). The caller has checked that
+ * whoever asks may open it: a login's signature, or a session grant (src/grants), which opens a
+ * session of a fresh token for its key so that the key never signs a login.
+ */
+export async function openSession(sql: Sql, who: Did, token: Hex, at: number): Promise<boolean> {
+  const key = who.canonical;
+  return sql.tx(async (tx) => {
+    // "Latest session" (GET /login) must be well defined when two tokens share a second: the
+    // later login gets the later created_at, even within one millisecond.
+    const tie = await tx.get<{ at: number | null }>(LATEST_AT, [key, at]);
+    return (await tx.get(OPEN, [key, token, at, Math.max(Date.now(), (tie?.at ?? 0) + 1)])) !== undefined;
+  });
 }
 
-/** The restricted actions a session key may sign (D19): never "keys", and logins never ask. */
-const GRANTABLE: ReadonlySet<RequestAction> = new Set(["upload", "delete"]);
+/**
+ * A console's session key, granted by the DID's wallet (D19, src/grants): asked only whether it
+ * may sign one of the abilities a grant can carry, never for anything else.
+ */
+export interface SessionKeys {
+  allows(did: Did, signer: Address, ability: GrantAbility): Promise<boolean>;
+}
 
-async function authorizedSigner(resolver: DidResolver, who: Did, recover: () => Promise<Address>, sessionKeys?: SessionKeys) {
+/** The restricted actions a session key may sign, when its grant says so (D19): never "keys" or "age", and logins never ask. */
+const GRANTABLE: ReadonlySet<RequestAction & GrantAbility> = new Set(["upload", "delete"]);
+const grantable = (action: RequestAction): action is RequestAction & GrantAbility => GRANTABLE.has(action as RequestAction & GrantAbility);
+
+async function authorizedSigner(resolver: DidResolver, who: Did, recover: () => Promise<Address>, granted?: { keys: SessionKeys; ability: GrantAbility }) {
   let signer: Address;
   try {
     signer = await recover();
   } catch {
     throw refuse("signature cannot be verified");
   }
-  if (!(await resolver.canSign(who, signer)) && !(await sessionKeys?.allows(who, signer))) throw refuse("the signer is not the DID's owner or a valid delegate, nor a session key with a live grant (a grant ends at its validUntil or when revoked)");
+  if (!(await resolver.canSign(who, signer)) && !(await granted?.keys.allows(who, signer, granted.ability)))
+    throw refuse("the signer is not the DID's owner or a valid delegate, nor a session key with a live grant for this (a grant ends at its expiry or when revoked)");
   return signer;
 }
 
@@ -127,15 +149,9 @@ export function createSessions(deps: { sql: Sql; resolver: DidResolver; domain: 
     const signer = await authorizedSigner(resolver, who, () => recoverLogin(domain, { did: input.did as string, token, timestamp }, signature));
     await signed?.(who);
 
-    const at = Number(timestamp);
-    const key = who.canonical;
-    await sql.tx(async (tx) => {
-      // "Latest session" (GET /login) must be well defined when two tokens share a second: the
-      // later login gets the later created_at, even within one millisecond.
-      const tie = await tx.get<{ at: number | null }>(LATEST_AT, [key, at]);
-      const opened = await tx.get(OPEN, [key, token, at, Math.max(Date.now(), (tie?.at ?? 0) + 1)]);
-      if (!opened) throw refuse("this token was already used to log in (a replayed login, or a client that reuses its token): sign a login with a fresh random token");
-    });
+    if (!(await openSession(sql, who, token, Number(timestamp)))) {
+      throw refuse("this token was already used to log in (a replayed login, or a client that reuses its token): sign a login with a fresh random token");
+    }
     return { did: who, signer };
   }
 
@@ -174,7 +190,7 @@ export function createSessions(deps: { sql: Sql; resolver: DidResolver; domain: 
     if (!isSignature(input.signature)) throw refuse("signature must be 65 bytes of 0x-hex");
     const signature = input.signature;
     const payload = input.payload;
-    const granted = GRANTABLE.has(action) ? deps.sessionKeys : undefined;
+    const granted = grantable(action) && deps.sessionKeys ? { keys: deps.sessionKeys, ability: action } : undefined;
     const signer = await authorizedSigner(resolver, who, async () => signerOfRequest({ did: input.did as string, token, requestID, action, payload }, signature), granted);
     if (open.claimed) throw refuse("requestID already used");
 

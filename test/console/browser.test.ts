@@ -2,10 +2,11 @@
  * The web console (D19) in Debian's Chromium through playwright-core, against the compiled binary
  * (which serves the page from inside itself). An EIP-1193 test wallet is injected into the page:
  * its requests come back here, where a viem account signs (personal_sign, eth_signTypedData_v4)
- * and sends transactions through the gateway's /rpc, as a browser wallet would.
+ * and sends transactions through the gateway's /rpc, as a browser wallet would; like one, it
+ * refuses a sign-in message whose domain is not the page's origin (EIP-4361).
  *
  * Flow 1, at 390 px wide: sign in with the wallet (SIWE), start a storage session (the wallet
- * signs the login and the SessionGrant, once), deposit and buy space and traffic, upload a 3 MiB
+ * signs one SIWE grant with a ReCap for the page's session key), deposit and buy space and traffic, upload a 3 MiB
  * file to dfs and ipfs with progress shown, see it on both, download it byte-exact, publish it and
  * find it in the directory, delete the dfs copy, record points. Flow 2: sign in by email code
  * (read from the dev mailbox); the account without a DID sees the account page only. Flow 3: an
@@ -18,8 +19,8 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } fro
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
-import { createWalletClient, hashTypedData, http, type Hex } from "viem";
-import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
+import { createWalletClient, hashTypedData, hexToString, http, type Hex } from "viem";
+import { generatePrivateKey, privateKeyToAccount, type PrivateKeyAccount } from "viem/accounts";
 import { defineStowageChain } from "../../src/chain/define.ts";
 import { runBinary, startBinary, type RunningBinary } from "../support/binary.ts";
 import { tempDir } from "../support/tmp.ts";
@@ -96,14 +97,14 @@ async function waitStatus(page: Page, pattern: RegExp) {
 }
 
 /** A context whose pages have `window.ethereum`: an EIP-1193 provider answered by `account`. */
-async function walletContext(): Promise<{ context: BrowserContext; address: Hex; prompts: string[] }> {
+async function walletContext(): Promise<{ context: BrowserContext; address: Hex; prompts: string[]; account: PrivateKeyAccount }> {
   const account = privateKeyToAccount(generatePrivateKey());
   const info = (await (await fetch(`${url}/chain`)).json()) as { chainId: number };
   const chain = defineStowageChain(info.chainId, `${url}/rpc`);
   const sender = createWalletClient({ account, chain, transport: http(`${url}/rpc`) });
   const prompts: string[] = [];
   const context = await (browser as Browser).newContext({ viewport: { width: WIDTH, height: 844 }, acceptDownloads: true });
-  await context.exposeFunction("__stowageTestWallet", async (method: string, paramsJson: string): Promise<string> => {
+  await context.exposeBinding("__stowageTestWallet", async ({ frame }, method: string, paramsJson: string): Promise<string> => {
     const params = JSON.parse(paramsJson) as unknown[];
     const answer = async (): Promise<unknown> => {
       switch (method) {
@@ -112,9 +113,17 @@ async function walletContext(): Promise<{ context: BrowserContext; address: Hex;
           return [account.address];
         case "eth_chainId":
           return `0x${info.chainId.toString(16)}`;
-        case "personal_sign":
-          prompts.push(method);
+        case "personal_sign": {
+          const text = hexToString(params[0] as Hex);
+          const siwe = /^(?:([a-z][a-z0-9+.-]*):\/\/)?(\S+) wants you to sign in with your Ethereum account:\n/.exec(text);
+          if (siwe) {
+            // EIP-4361: the wallet shows and checks the requesting origin; another site's message is refused.
+            const page = new URL(frame.url()).origin;
+            if (`${siwe[1] ?? "https"}://${siwe[2]}` !== page) throw new Error(`the message is for ${siwe[2]}, not this page (${page})`);
+            prompts.push(/^Resources:\n- urn:recap:/m.test(text) ? "personal_sign:grant" : "personal_sign:sign-in");
+          } else prompts.push(method);
           return account.signMessage({ message: { raw: params[0] as Hex } });
+        }
         case "eth_signTypedData_v4": {
           const typed = JSON.parse(params[1] as string) as Parameters<typeof hashTypedData>[0];
           prompts.push(`${method}:${typed.primaryType}`);
@@ -144,7 +153,7 @@ async function walletContext(): Promise<{ context: BrowserContext; address: Hex;
       removeListener() {},
     };
   });
-  return { context, address: account.address, prompts };
+  return { context, address: account.address, prompts, account };
 }
 
 test(
@@ -165,13 +174,13 @@ test(
     await shoot(page, "01-sign-in-wallet");
     await page.click("#wallet-signin");
     await ready(page, "files");
-    expect(prompts).toEqual(["personal_sign"]);
+    expect(prompts).toEqual(["personal_sign:sign-in"]);
     await shoot(page, "02-files-before-grant");
 
-    // One login and one grant, then no prompt per file.
+    // One grant (origin-bound, with its ReCap), then no prompt per file, and no storage login.
     await page.click("#grant-button");
     await page.waitForSelector("#grant >> text=signs for you until");
-    expect(prompts).toEqual(["personal_sign", "eth_signTypedData_v4:Login", "eth_signTypedData_v4:SessionGrant"]);
+    expect(prompts).toEqual(["personal_sign:sign-in", "personal_sign:grant"]);
 
     // Quota: a deposit (the wallet sends it), then space and traffic from it.
     await page.click('nav a[href="#/quota"]');
@@ -215,7 +224,7 @@ test(
     for (const kind of ["dfs", "ipfs"]) expect(seen.some((s) => s.startsWith(`${kind}: `) && / of 3\.0 MiB$/.test(s) && !s.startsWith(`${kind}: 3.0 MiB`))).toBe(true);
     expect(await page.getAttribute("#upload-progress", "hidden")).toBeNull();
     expect(await page.evaluate<number>(`document.getElementById("upload-progress").value`)).toBe(100);
-    expect(prompts).toHaveLength(4); // no prompt for the uploads
+    expect(prompts).toHaveLength(3); // no prompt for the uploads
 
     const dfsRow = page.locator(`#files-dfs li[data-name="${name}"]`);
     const ipfsRow = page.locator(`#files-ipfs li[data-name="${name}"]`);
@@ -270,8 +279,8 @@ test(
     await waitFor(page, `document.querySelector('#user-info [data-field="Points"]')?.textContent === "100"`);
     expect(await page.textContent('#user-info [data-field="DID"]')).toContain(address);
     await shoot(page, "08-account");
-    // Three signatures in all, and two transactions (the deposit, the directory entry): none per file.
-    expect(prompts).toEqual(["personal_sign", "eth_signTypedData_v4:Login", "eth_signTypedData_v4:SessionGrant", "eth_sendTransaction", "eth_sendTransaction"]);
+    // Two signatures in all, and two transactions (the deposit, the directory entry): none per file.
+    expect(prompts).toEqual(["personal_sign:sign-in", "personal_sign:grant", "eth_sendTransaction", "eth_sendTransaction"]);
     expect(failures.join("\n")).toBe("");
     await context.close();
   },
@@ -289,7 +298,7 @@ test("the binary serves the console's script minified (Bun.build minify before t
   expect(js.split("\n").length).toBeLessThan(500);
 });
 
-/** Signs `page` in with its context's wallet and starts a storage session (three prompts). */
+/** Signs `page` in with its context's wallet and starts a storage session (two prompts). */
 async function signInAndGrant(page: Page) {
   await page.goto(`${url}/console`);
   await page.click("#wallet-signin");
@@ -311,7 +320,7 @@ test(
     page.on("pageerror", (e) => failures.push(e.message));
     page.on("console", (m) => m.type() === "error" && !m.text().startsWith("Failed to load resource") && failures.push(m.text()));
     await signInAndGrant(page);
-    expect(prompts).toEqual(["personal_sign", "eth_signTypedData_v4:Login", "eth_signTypedData_v4:SessionGrant"]);
+    expect(prompts).toEqual(["personal_sign:sign-in", "personal_sign:grant"]);
 
     // Encrypted, to dfs only: the wallet signs EncryptionKey twice (first use: the identity is
     // made and wrapped) and sends the transaction publishing the recipient; no prompt per file.
@@ -322,7 +331,7 @@ test(
     await page.setInputFiles('#upload-form input[name="file"]', { name, mimeType: "application/octet-stream", buffer: Buffer.from(content) });
     await page.click('#upload-form button[type="submit"]');
     await waitStatus(page, /^Uploaded secret-notes\.bin to dfs, encrypted/);
-    expect(prompts.slice(3)).toEqual(["eth_signTypedData_v4:EncryptionKey", "eth_signTypedData_v4:EncryptionKey", "eth_sendTransaction"]);
+    expect(prompts.slice(2)).toEqual(["eth_signTypedData_v4:EncryptionKey", "eth_signTypedData_v4:EncryptionKey", "eth_sendTransaction"]);
     const row = page.locator(`#files-dfs li[data-name="${name}"]`);
     await row.waitFor();
     // The gateway holds the age file: marked so, and larger than the plaintext (header, tags).
@@ -336,7 +345,7 @@ test(
     const saved = new Uint8Array(readFileSync((await download.path()) as string));
     expect(saved.byteLength).toBe(content.byteLength);
     expect(Buffer.compare(saved, content)).toBe(0);
-    expect(prompts).toHaveLength(6); // the identity stays open for the page: no prompt to decrypt
+    expect(prompts).toHaveLength(5); // the identity stays open for the page: no prompt to decrypt
 
     // A second tab: its own sign-in and session key.
     const other = await context.newPage();

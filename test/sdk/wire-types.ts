@@ -11,7 +11,7 @@ import type { SearchResult as ServerSearchResult } from "../../src/directory/sea
 import type * as server from "../../src/http/model.ts";
 import type { DelegateType as ServerDelegateType } from "../../src/identity/delegates.ts";
 import type { RequestAction as ServerRequestAction } from "../../src/identity/eip712.ts";
-import type { GrantView as ServerSessionGrant } from "../../src/grants/routes.ts";
+import type { GrantNonceView as ServerGrantNonce, GrantView as ServerSessionGrant, RegisteredGrantView as ServerRegisteredGrant } from "../../src/grants/routes.ts";
 import type { ListedKey as ServerListedKey, MintedKey as ServerMintedKey } from "../../src/keys/model.ts";
 import type { KeyAccess as ServerKeyScope, KeyBucket as ServerKeyBucket } from "../../src/keys/service.ts";
 import type * as sdk from "../../src/sdk/wire.ts";
@@ -44,4 +44,6 @@ export const wireTypesEqual: Record<string, true> = {
   MintedKey: true satisfies Equals<sdk.MintedKey, ServerMintedKey>,
   ListedKey: true satisfies Equals<sdk.ListedKey, ServerListedKey>,
   SessionGrant: true satisfies Equals<sdk.SessionGrant, ServerSessionGrant>,
+  RegisteredGrant: true satisfies Equals<sdk.RegisteredGrant, ServerRegisteredGrant>,
+  GrantNonce: true satisfies Equals<sdk.GrantNonce, ServerGrantNonce>,
 };

@@ -19,7 +19,9 @@ import { rememberClientIp } from "../../src/http/client-ip.ts";
 import { canonicalDid, type Did } from "../../src/identity/did.ts";
 import { findAccessKey } from "../../src/keys/index.ts";
 import { startS3Api } from "../../src/s3api/index.ts";
-import { sessionGrantTypes } from "../../src/sdk/grants.ts";
+import { sessionGrantMessage, type GrantAbility } from "../../src/sdk/grants.ts";
+import { siweSignatureValid } from "../../src/accounts/evm.ts";
+import { openSession } from "../../src/storage/sessions.ts";
 import { keysClient } from "../../src/sdk/keys.ts";
 import { connectStorage, StorageApiError } from "../../src/sdk/storage.ts";
 import { createDirectStorage } from "../../src/storage/direct.ts";
@@ -30,9 +32,16 @@ import { BASE, testGateway } from "../support/storage.ts";
 let clock = Date.now();
 let grants: Grants | undefined;
 // The storage service is built before the grants service (which needs its database): it asks through this.
-const sessionKeys = { allows: (did: Did, signer: Address) => (grants as Grants).allows(did, signer) };
+const sessionKeys = { allows: (did: Did, signer: Address, ability: GrantAbility) => (grants as Grants).allows(did, signer, ability) };
 const gw = await testGateway({ ipfs: false, resolverNow: () => clock, extra: { sessionKeys } });
-grants = createGrants({ sql: gw.database.sql, resolver: gw.resolver, domain: gw.domain });
+grants = createGrants({
+  sql: gw.database.sql,
+  resolver: gw.resolver,
+  chainId: gw.config.chainId,
+  allowedOrigins: gw.config.allowedOrigins,
+  verifySignature: (address, message, signature) => siweSignatureValid({ publicClient: gw.chain.context.publicClient, log: gw.log }, address, message, signature),
+  openSession: async (d, token) => void (await openSession(gw.database.sql, d, token, Math.floor(Date.now() / 1000))),
+});
 const grantApp = new Elysia().use(errorHandler(gw.log)).use(grantsRoutes({ grants, tokens: gw.accounts.tokens, chainId: gw.config.chainId }));
 const s3 = await startS3Api({
   hostname: "127.0.0.1",
@@ -70,11 +79,23 @@ const statusOf = (p: Promise<unknown>) => p.then(() => 200, (err: unknown) => (e
 const failure = (p: Promise<unknown>) => p.then(() => undefined, (err: unknown) => (err instanceof StorageApiError ? err : Promise.reject(err)));
 const listWith = async (accessToken: string) => gw.app.handle(get("/dfs/listobjects", { headers: bearer(accessToken) }));
 const refresh = (refreshToken: string) => call("POST", "/v2/login/refresh", { headers: { authorization: refreshToken } });
-const signGrant = (by: LocalAccount, key: Address, validUntil: number) =>
-  by.signTypedData({ domain: gw.domain, types: sessionGrantTypes, primaryType: "SessionGrant", message: { key, validUntil: BigInt(validUntil) } });
-const registerGrant = async (accessToken: string, by: LocalAccount, key: Address) => {
-  const validUntil = Math.floor(Date.now() / 1000) + 3600;
-  return grantApp.handle(postJson("/v2/session-grants", { key, validUntil, signature: await signGrant(by, key, validUntil) }, bearer(accessToken)));
+/** A console's grant of `key` for the DID, signed by `by` (EIP-4361 with its ReCap): its status, and the key's storage session. */
+const registerGrant = async (accessToken: string, by: LocalAccount, key: Address): Promise<{ status: number; token: string }> => {
+  const nonce = await grantApp.handle(postJson("/v2/session-grants/nonce", {}, bearer(accessToken)));
+  if (nonce.status !== 200) return { status: nonce.status, token: "" };
+  const issuedAt = new Date();
+  const message = sessionGrantMessage({
+    origin: gw.config.allowedOrigins[0] as string,
+    address: by.address,
+    did,
+    key,
+    chainId: gw.config.chainId,
+    nonce: (await readJson(nonce)).data.nonce,
+    issuedAt,
+    expirationTime: new Date(issuedAt.getTime() + 3600_000),
+  });
+  const res = await grantApp.handle(postJson("/v2/session-grants", { message, signature: await by.signMessage({ message }) }, bearer(accessToken)));
+  return { status: res.status, token: res.status === 200 ? (await readJson(res)).data.token : "" };
 };
 const s3Client = (key: { accessKeyId: string; secretAccessKey: string }) => new S3Client({ ...key, endpoint: s3.url, bucket: "dfs", region: "us-east-1" });
 const s3Names = (key: { accessKeyId: string; secretAccessKey: string }) =>
@@ -101,8 +122,8 @@ const kS3Key = await keysClient({ baseUrl: BASE, store: kStore, fetch: gw.fetch 
 // A console session key K granted, and the same browser's grant after it: signing through S.
 const S = privateKeyToAccount(generatePrivateKey());
 const kGrant = await registerGrant(kDidLogin.accessToken, K, S.address);
-const sStore = await connectStorage({ baseUrl: BASE, account: S, loginSigner: K, did, fetch: gw.fetch });
-await sStore.login();
+const sStore = await connectStorage({ baseUrl: BASE, account: S, did, accessToken: kDidLogin.accessToken, fetch: gw.fetch });
+sStore.useSession(kGrant.token);
 
 const before = {
   download: await statusOf(kStore.download("dfs", kFile.Cid, { size: kFile.Size }).then((r) => r.text())),
@@ -192,9 +213,10 @@ describe("the old key K is refused on every path", () => {
   });
 
   test("the session key K granted signs nothing more, even on N's login", async () => {
-    // N logs in for the DID; S signs the upload and its voucher under K's grant.
-    const viaN = await connectStorage({ baseUrl: BASE, account: S, loginSigner: N, did, fetch: gw.fetch });
-    await viaN.login();
+    // N logs in for the DID; S signs the upload and its voucher under K's grant, in N's session.
+    const n = await gw.session(N, { did });
+    const viaN = await connectStorage({ baseUrl: BASE, account: S, did, accessToken: n.accessToken, fetch: gw.fetch });
+    viaN.useSession(n.token);
     const up = await failure(viaN.upload("dfs", bytesOf("by K's session key, late"), { name: "late.txt" }));
     expect(up?.status).toBe(401);
     expect(up?.body.Description).toMatch(/nor a session key with a live grant/);
@@ -240,9 +262,10 @@ describe("the new owner N works on each", () => {
   test("a session key N grants signs uploads and vouchers", async () => {
     const n = await gw.session(N, { did });
     const key = privateKeyToAccount(generatePrivateKey());
-    expect((await registerGrant(n.accessToken, N, key.address)).status).toBe(200);
-    const store = await connectStorage({ baseUrl: BASE, account: key, loginSigner: N, did, fetch: gw.fetch });
-    await store.login();
+    const granted = await registerGrant(n.accessToken, N, key.address);
+    expect(granted.status).toBe(200);
+    const store = await connectStorage({ baseUrl: BASE, account: key, did, accessToken: n.accessToken, fetch: gw.fetch });
+    store.useSession(granted.token);
     const entry = await store.upload("dfs", bytesOf("by N's session key"), { name: "ns.txt" });
     expect(await (await store.download("dfs", entry.Cid, { size: entry.Size })).text()).toBe("by N's session key");
   });

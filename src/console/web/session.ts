@@ -5,8 +5,8 @@
  * Tokens live in sessionStorage (this tab, until it closes), so a reload keeps the sign-in. The
  * session key never leaves memory: secp256k1 is not in WebCrypto, so it cannot be a
  * non-extractable CryptoKey, and a key in memory dies with the page, which also ends what it may
- * sign (the gateway additionally stops accepting it at validUntil or on revocation, D19). After a
- * reload the wallet grants a new one.
+ * sign (the gateway additionally stops accepting it at its grant's expiry or on revocation, D19).
+ * After a reload the wallet grants a new one.
  */
 import { generatePrivateKey, privateKeyToAccount, type PrivateKeyAccount } from "viem/accounts";
 import { createAccountClient, type AccountClient, type TokenPair } from "../../sdk/account.ts";
@@ -24,7 +24,7 @@ export interface Session {
   did?: string;
   /** The wallet address the DID is, when signed in with a wallet. */
   address?: `0x${string}`;
-  /** The storage client: Bearer calls work at once; signed ones once `granted`. */
+  /** The storage client: Bearer calls work at once; signed ones once granted (the grant opens its session). */
   storage?: StorageClient;
   sessionKey?: PrivateKeyAccount;
   /** Unix seconds until which the session key may sign, once the wallet granted it. */

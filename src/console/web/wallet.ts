@@ -1,20 +1,21 @@
 /**
  * The injected wallet (EIP-1193, `window.ethereum`): sign-in with SIWE through the account API,
- * the storage session (one Login signature, then one SessionGrant for the console's session
- * key, D19), the wallet client that sends transactions (deposits, directory entries), and the
- * encryption client (D20) whose age identity the wallet's EncryptionKey signature unwraps.
+ * the storage session (one SIWE grant with a ReCap for the console's session key, D19: the
+ * wallet checks its domain against this page, and its registration opens the key's storage
+ * session, so the wallet signs no storage login), the wallet client that sends transactions
+ * (deposits, directory entries), and the encryption client (D20) whose age identity the
+ * wallet's EncryptionKey signature (this gateway's domain, the account's salt) unwraps.
  */
 import { createWalletClient, custom, getAddress, type EIP1193Provider, type LocalAccount, type WalletClient } from "viem";
 import { toAccount } from "viem/accounts";
 import { defineStowageChain } from "../../chain/define.ts";
-import { storageDomain } from "../../identity/eip712.ts";
 import type { AccountClient } from "../../sdk/account.ts";
 import { connectDirectory, type DirectoryClient } from "../../sdk/directory.ts";
 import { connectGateway, type Gateway } from "../../sdk/chain.ts";
 import type { EncryptionClient } from "../../sdk/encryption.ts";
-import { sessionGrantTypes } from "../../sdk/grants.ts";
-import { connectStorage, type StorageClient } from "../../sdk/storage.ts";
-import { bearer, gatewayInfo, type Session } from "./session.ts";
+import { grantSessionKey } from "../../sdk/grants.ts";
+import type { StorageClient } from "../../sdk/storage.ts";
+import { gatewayInfo, type Session } from "./session.ts";
 
 /** How long a session key may sign: well inside D19's 24 h. */
 const GRANT_SECONDS = 8 * 3600;
@@ -40,25 +41,25 @@ export async function signInWithWallet(account: AccountClient): Promise<`0x${str
 }
 
 /**
- * Starts signing without a prompt per file: the wallet signs the storage login (D4) and then the
- * grant that lets the session key sign uploads, deletes and vouchers until `validUntil`.
+ * Starts signing without a prompt per file: the wallet signs one EIP-4361 message granting the
+ * session key uploads, deletes and vouchers until its expiry; its registration opens the key's
+ * storage session.
  */
 export async function grantStorage(s: Session): Promise<void> {
-  if (!s.storage || !s.sessionKey || !s.address) throw new Error("storage needs a DID: sign in with a wallet");
+  if (!s.storage || !s.sessionKey || !s.address || !s.did || !s.grants) throw new Error("storage needs a DID: sign in with a wallet");
   const { client, address } = await walletFor(s.address);
-  const domain = storageDomain(s.info.chainId, s.info.contracts.proxy);
-  // The same typed data, sent to the wallet (eth_signTypedData_v4) for its address. The cast
-  // bridges the generic signatures of a local account and a wallet client, which take the same object.
-  const signTypedData = ((args: Parameters<LocalAccount["signTypedData"]>[0]) => client.signTypedData({ ...args, account: address } as Parameters<typeof client.signTypedData>[0])) as LocalAccount["signTypedData"];
-  // The wallet signs the storage login: a session key may never log in.
-  const withWallet = await connectStorage({ baseUrl: location.origin, account: s.sessionKey, did: s.did, loginSigner: { signTypedData }, tokenProvider: async () => (await bearer(s)).authorization.slice(7) });
-  await withWallet.login();
-  const validUntil = Math.floor(Date.now() / 1000) + GRANT_SECONDS;
-  const signature = await client.signTypedData({ account: address, domain, types: sessionGrantTypes, primaryType: "SessionGrant", message: { key: s.sessionKey.address, validUntil: BigInt(validUntil) } });
-  if (!s.grants) throw new Error("storage needs a DID: sign in with a wallet");
-  await s.grants.register({ key: s.sessionKey.address, validUntil, signature });
-  s.storage = withWallet;
-  s.grantedUntil = validUntil;
+  const granted = await grantSessionKey({
+    grants: s.grants,
+    origin: location.origin,
+    address,
+    did: s.did,
+    key: s.sessionKey.address,
+    chainId: s.info.chainId,
+    seconds: GRANT_SECONDS,
+    signMessage: (message) => client.signMessage({ account: address, message }),
+  });
+  s.storage.useSession(granted.token);
+  s.grantedUntil = granted.validUntil;
 }
 
 /** The chain and the directory with the wallet sending the transactions. */
@@ -76,7 +77,8 @@ const encryptions = new WeakMap<StorageClient, Promise<EncryptionClient>>();
 /**
  * The encryption client (D20) of the granted storage session: files sealed to the account's age
  * identity before they leave the page, opened after download. The wallet signs `EncryptionKey`
- * (twice at the account's first use, to prove it signs deterministically; once per page after)
+ * (twice at the account's first use, to prove it signs deterministically; once per page after;
+ * an identity wrapped the earlier way once more, and the replacement request that re-wraps it)
  * and sends the transaction that publishes the recipient on the DID; the session key signs the
  * uploads as for any file. One per storage client, so the identity is unwrapped once a page.
  */

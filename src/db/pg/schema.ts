@@ -534,6 +534,7 @@ export const ageIdentities = pgTable("age_identities", {
   account: text("account").primaryKey(),
   wrapped: text("wrapped").notNull(),
   updatedAt: int8("updated_at").notNull(),
+  salt: text("salt"),
 });
 
 export const ageShares = pgTable(
@@ -620,8 +621,22 @@ export const sessionGrants = pgTable(
     signer: text("signer").notNull(),
     createdAt: int8("created_at").notNull(),
     revokedAt: int8("revoked_at"),
+    abilities: text("abilities").notNull().default(""),
+    origin: text("origin"),
   },
   (t) => [primaryKey({ columns: [t.did, t.key] }), index("session_grants_key").on(t.key)],
+);
+
+export const sessionGrantNonces = pgTable(
+  "session_grant_nonces",
+  {
+    nonce: text("nonce").primaryKey(),
+    did: text("did").notNull(),
+    issuedAt: int8("issued_at").notNull(),
+    expiresAt: int8("expires_at").notNull(),
+    usedAt: int8("used_at"),
+  },
+  (t) => [index("session_grant_nonces_did").on(t.did), index("session_grant_nonces_expires").on(t.expiresAt)],
 );
 
 export const ageEscrows = pgTable(

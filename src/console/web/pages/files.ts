@@ -21,13 +21,17 @@ export async function filesPage(s: Session, go: (hash: string) => void) {
     granted
       ? h("p", { class: "muted" }, "Session key ", h("code", {}, s.sessionKey?.address ?? ""), ` signs for you until ${when(s.grantedUntil ?? 0)}.`)
       : [
-          h("p", {}, "Uploads and deletes are signed. Your wallet signs two messages now (a login, and a grant for a key this page holds) and then nothing per file."),
+          h(
+            "p",
+            {},
+            "Uploads and deletes are signed. Your wallet signs one sign-in message now, letting a key this page holds sign uploads, deletes and traffic vouchers for a few hours, and then nothing per file.",
+          ),
           h(
             "button",
             {
               id: "grant-button",
               onclick: action(async () => {
-                status("Waiting for the wallet: sign the login, then the grant…");
+                status("Waiting for the wallet: sign the session key's grant…");
                 await grantStorage(s);
                 status("Storage session started");
                 await filesPage(s, go);

@@ -1,6 +1,7 @@
 /**
  * Session keys (D19): the grants the wallet signed for console pages (this one, other tabs,
- * other devices), each until its time or until revoked here. Revoking takes effect at once at the
+ * other devices), with what each may sign and the site that asked, each until its time or until
+ * revoked here. Revoking takes effect at once at the
  * gateway: that key's signatures are refused from the next request. Revoking this page's own key
  * ends its storage session; the files page then offers to start a new one.
  */
@@ -21,7 +22,8 @@ export async function sessionsPage(s: Session) {
       { "data-key": g.key, "data-here": here ? "yes" : undefined },
       h("span", { class: "name" }, here ? "This page" : "Another page or device"),
       h("code", {}, g.key),
-      h("span", { class: "muted" }, `Signs until ${when(g.validUntil)} · granted ${when(g.createdAt)} by `, h("code", {}, g.signer)),
+      h("span", { class: "muted", "data-field": "abilities" }, `May sign: ${g.abilities.join(", ")} · until ${when(g.validUntil)}`),
+      h("span", { class: "muted" }, `Granted ${when(g.createdAt)} to ${g.origin} by `, h("code", {}, g.signer)),
       h(
         "div",
         { class: "actions" },
@@ -48,7 +50,7 @@ export async function sessionsPage(s: Session) {
     h(
       "p",
       { class: "muted" },
-      "Keys your wallet let console pages sign with: uploads, deletes and traffic vouchers only, never a login, a purchase or an access key. Each stops at its time, or now if you revoke it.",
+      "Keys your wallet let console pages sign with: what each grant names of uploads, deletes and traffic vouchers, never a login, a purchase, an access key or your encryption key. Each stops at its time, or now if you revoke it.",
     ),
     h("section", {}, h("ul", { class: "items", id: "grants" }, ...(live.length ? live.map(row) : [h("li", { class: "muted" }, "No live session keys")]))),
   );
