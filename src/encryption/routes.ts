@@ -26,7 +26,19 @@ const AGE_HEADER = /^age-encryption\.org\/v1\n(-> [\x21-\x7e]+( [\x21-\x7e]+)*\n
 const MID = /^[A-Za-z0-9]{8,128}$/;
 
 const ok = <T extends Parameters<typeof t.Object>[0]>(fields: T) => t.Object({ result: t.Literal(1), ...fields });
-const identity = t.Object({ wrapped: t.String(), updatedAt: t.Integer({ description: "Epoch ms of the last write" }) });
+const identity = t.Object({
+  wrapped: t.String(),
+  salt: t.Union([t.String(), t.Null()], { description: "The salt the wrapping key's derivation signs (32 bytes, 0x-hex); null for an identity wrapped the earlier way, which the client re-wraps" }),
+  updatedAt: t.Integer({ description: "Epoch ms of the last write" }),
+});
+/** A salt: 32 bytes of lower-case hex, as the SDK draws it. */
+const SALT = /^0x[0-9a-f]{64}$/;
+
+function saltOf(raw: string | undefined): string {
+  if (raw === undefined) throw accountError("PARAM_ERROR", "salt is required: the 32 random bytes (0x-hex) the wrapping key's derivation signed with this gateway's domain; a client that wraps without one is out of date");
+  if (!SALT.test(raw)) throw accountError("PARAM_ERROR", "salt must be 32 bytes of lower-case 0x-hex");
+  return raw;
+}
 const share = t.Object({ owner: t.String(), mid: t.String(), reader: t.String(), header: t.String({ description: "An age v1 header (ASCII) wrapping the file key to the reader" }), updatedAt: t.Integer() });
 const pair = t.Object({ a: t.String(), b: t.String() });
 const escrowStatus = t.Object({ owner: t.String(), mid: t.String(), stored: t.Boolean(), encrypted: t.Boolean(), escrowed: t.Boolean({ description: "The file key is escrowed to this gateway's current age identity, verified against the stored file: its header MAC and its payload's first chunk" }) });
@@ -75,10 +87,11 @@ export function encryptionRoutes({ encryption, tokens, chainId }: { encryption: 
       async ({ headers, body, set }) => {
         const who = await callerDid(headers);
         set.headers["cache-control"] = "no-store";
+        const salt = saltOf(body.salt);
         if (body.replace === true) {
           // A replacement destroys the stored blob: the Bearer token alone is not enough (D5, action "age").
           try {
-            return { result: 1 as const, data: await encryption.replaceIdentity(who, body.wrapped, body) };
+            return { result: 1 as const, data: await encryption.replaceIdentity(who, body.wrapped, salt, body) };
           } catch (err) {
             if (err instanceof ReplaceRefused) throw accountError("UNAUTHORIZED", err.message);
             throw err;
@@ -86,24 +99,25 @@ export function encryptionRoutes({ encryption, tokens, chainId }: { encryption: 
         }
         // The first write needs no signature: it overwrites nothing, and a blob planted with a
         // leaked token opens for no one, so the owner's client says so and replaces it (signed).
-        const { stored, written } = await encryption.putIdentity(who.address, body.wrapped);
+        const { stored, written } = await encryption.putIdentity(who.address, body.wrapped, salt);
         // Never overwrite silently: files already sealed to the stored identity would be lost.
-        if (!written) throw accountError("CONFLICT", "another age identity is already stored for this account: GET it, or send replace: true with a signed restricted request (action \"age\", payload = SHA-256 hex of wrapped) to rewrap it");
+        if (!written) throw accountError("CONFLICT", "another age identity is already stored for this account: GET it, or send replace: true with a signed restricted request (action \"age\", payload = SHA-256 hex of the salt, a newline and wrapped) to rewrap it");
         return { result: 1 as const, data: stored };
       },
       {
         body: t.Object({
           wrapped: t.String({ minLength: 1, maxLength: WRAPPED_MAX, description: "The wrapped identity, as the client made it" }),
+          salt: t.Optional(t.String({ maxLength: 66, description: "Required: the 32 random bytes (0x-hex) the wrapping key's derivation signed (EIP-712 EncryptionKey(string purpose, bytes32 salt) in this gateway's storage domain); stored with the blob, answered by GET" })),
           replace: t.Optional(t.Boolean({ description: "Replace a stored identity (a rewrap); default false: the first one stays. Needs the signed restricted request's fields below" })),
           did: t.Optional(t.String({ maxLength: 200 })),
           token: t.Optional(t.String({ maxLength: 200, description: "The storage session's token (hex)" })),
           requestID: t.Optional(t.Union([t.String({ maxLength: 20 }), t.Integer()])),
-          payload: t.Optional(t.String({ maxLength: 64, description: "SHA-256 of wrapped (UTF-8), lowercase hex" })),
+          payload: t.Optional(t.String({ maxLength: 64, description: "SHA-256 of the salt, a newline and wrapped (UTF-8), lowercase hex" })),
           signature: t.Optional(t.String({ maxLength: 200, description: "EIP-712 Request signature (action \"age\"), 0x-hex" })),
         }),
         response: { 200: ok({ data: identity }), ...accountErrors(400, 401, 409) },
         detail: {
-          summary: "Store the account's wrapped age identity: the first write with the Bearer token; a replacement (replace: true) also with a signed restricted request, action \"age\", payload = SHA-256 hex of wrapped",
+          summary: "Store the account's wrapped age identity and its salt: the first write with the Bearer token; a replacement (replace: true) also with a signed restricted request, action \"age\", payload = SHA-256 hex of the salt, a newline and wrapped",
           tags: TAG,
           ...access.restricted,
         },

@@ -14,6 +14,8 @@ import { replacePayload } from "../sdk/encryption.ts";
 
 export interface StoredIdentity {
   wrapped: string;
+  /** The salt the wrapping key's derivation signed (0x-hex); null for an identity wrapped the earlier way. */
+  salt: string | null;
   updatedAt: number;
 }
 
@@ -25,13 +27,13 @@ export interface Share {
   updatedAt: number;
 }
 
-const GET_IDENTITY = `SELECT wrapped, updated_at AS "updatedAt" FROM age_identities WHERE account = $1`;
+const GET_IDENTITY = `SELECT wrapped, salt, updated_at AS "updatedAt" FROM age_identities WHERE account = $1`;
 /** First writer wins: two clients setting up one account at once must end with one identity, or
  * files sealed to the loser's would be lost. */
-const CREATE_IDENTITY = `INSERT INTO age_identities (account, wrapped, updated_at) VALUES ($1, $2, $3) ON CONFLICT (account) DO NOTHING`;
+const CREATE_IDENTITY = `INSERT INTO age_identities (account, wrapped, salt, updated_at) VALUES ($1, $2, $3, $4) ON CONFLICT (account) DO NOTHING`;
 /** An explicit replacement (a rewrap after the DID owner changed). */
-const REPLACE_IDENTITY = `INSERT INTO age_identities (account, wrapped, updated_at) VALUES ($1, $2, $3)
-  ON CONFLICT (account) DO UPDATE SET wrapped = excluded.wrapped, updated_at = excluded.updated_at`;
+const REPLACE_IDENTITY = `INSERT INTO age_identities (account, wrapped, salt, updated_at) VALUES ($1, $2, $3, $4)
+  ON CONFLICT (account) DO UPDATE SET wrapped = excluded.wrapped, salt = excluded.salt, updated_at = excluded.updated_at`;
 
 const SHARE_COLUMNS = `owner, mid, reader, header, updated_at AS "updatedAt"`;
 const GET_SHARE = `SELECT ${SHARE_COLUMNS} FROM age_shares WHERE owner = $1 AND mid = $2 AND reader = $3`;
@@ -106,13 +108,13 @@ export function createEncryption({ sql, now = Date.now, escrow, sessions }: { sq
     return { owner, mid, reader, header, updatedAt };
   }
 
-  /** Stores `wrapped` unless another is stored and `replace` is false; answers what is stored
-   * now and whether it is this one. */
-  async function putIdentity(account: string, wrapped: string, replace: boolean): Promise<{ stored: StoredIdentity; written: boolean }> {
+  /** Stores `wrapped` with its salt unless another is stored and `replace` is false; answers
+   * what is stored now and whether it is this one. */
+  async function putIdentity(account: string, wrapped: string, salt: string, replace: boolean): Promise<{ stored: StoredIdentity; written: boolean }> {
     const at = now();
-    const changed = await sql.run(replace ? REPLACE_IDENTITY : CREATE_IDENTITY, [account, wrapped, at]);
+    const changed = await sql.run(replace ? REPLACE_IDENTITY : CREATE_IDENTITY, [account, wrapped, salt, at]);
     const stored = (await sql.get<StoredIdentity>(GET_IDENTITY, [account])) as StoredIdentity;
-    return { stored, written: changed > 0 || stored.wrapped === wrapped };
+    return { stored, written: changed > 0 || (stored.wrapped === wrapped && stored.salt === salt) };
   }
 
   return {
@@ -160,24 +162,26 @@ export function createEncryption({ sql, now = Date.now, escrow, sessions }: { sq
     identity: (account: string) => sql.get<StoredIdentity>(GET_IDENTITY, [account]),
 
     /** The first write of `account`'s identity (no signature: see the routes); never overwrites. */
-    putIdentity: (account: string, wrapped: string) => putIdentity(account, wrapped, false),
+    putIdentity: (account: string, wrapped: string, salt: string) => putIdentity(account, wrapped, salt, false),
 
     /**
-     * Replaces the stored identity with `wrapped` (a rewrap), for a Bearer caller that also signed
-     * a restricted request (action "age", payload = replacePayload(wrapped)): an access token alone
-     * could otherwise overwrite the blob, and every file sealed to the identity in it would be
-     * lost to its owner. The payload is checked before the signature, so a wrong one claims no requestID.
+     * Replaces the stored identity with `wrapped` and its salt (a rewrap), for a Bearer caller
+     * that also signed a restricted request (action "age", payload = replacePayload(wrapped,
+     * salt)): an access token alone could otherwise overwrite the blob, and every file sealed to
+     * the identity in it would be lost to its owner. A session key is never asked (the storage
+     * sessions grant it uploads and deletes only). The payload is checked before the signature,
+     * so a wrong one claims no requestID.
      */
-    async replaceIdentity(caller: Did, wrapped: string, input: RestrictedInput): Promise<StoredIdentity> {
+    async replaceIdentity(caller: Did, wrapped: string, salt: string, input: RestrictedInput): Promise<StoredIdentity> {
       if (!sessions) throw new ReplaceRefused("this gateway cannot verify signed requests: no replacement");
-      if (input.payload !== undefined && input.payload !== replacePayload(wrapped)) throw new ReplaceRefused("the signed payload is not the SHA-256 (hex) of wrapped: sign the blob you send");
+      if (input.payload !== undefined && input.payload !== replacePayload(wrapped, salt)) throw new ReplaceRefused("the signed payload is not the SHA-256 (hex) of the salt, a newline and wrapped: sign the blob you send");
       try {
         await sessions.restricted(input, "age", caller);
       } catch (err) {
         if (err instanceof StorageError && err.status === 401) throw new ReplaceRefused(`replacing a stored age identity needs a signed restricted request (action "age", payload = SHA-256 of wrapped): ${err.description}`);
         throw err;
       }
-      return (await putIdentity(caller.address, wrapped, true)).stored;
+      return (await putIdentity(caller.address, wrapped, salt, true)).stored;
     },
 
     /** `reader`'s share of `owner`'s `mid`; for a buyer of an escrowed entry, made on this request. */

@@ -45,7 +45,9 @@ export interface RequestMessage {
   payload: string;
 }
 
-export const storageDomain = (chainId: number, proxy: Address): TypedDataDomain => ({ name: "Stowage", version: "1", chainId, verifyingContract: proxy });
+/** The storage domain (D4). Typed as its own literal shape, not viem's TypedDataDomain, so the SDK's
+ * published declarations that carry it (encryption.ts's EncryptionKey) name no abitype type. */
+export const storageDomain = (chainId: number, proxy: Address): { name: "Stowage"; version: "1"; chainId: number; verifyingContract: Address } => ({ name: "Stowage", version: "1", chainId, verifyingContract: proxy });
 
 /** Hand-built EIP-712 digests (request-signer.ts, voucher-signer.ts) share these: the type hash of a
  * storageTypes message without nested types, spelled from its fields, and a gateway's constant

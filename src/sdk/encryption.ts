@@ -1,7 +1,8 @@
 /**
  * SDK: files encrypted on the client (D20). Each account has one random age identity, made by its
  * client and kept at the gateway wrapped under a key only the DID owner's wallet can derive (its
- * signature of EIP-712 `EncryptionKey(string purpose)`); its recipient is published as the DID's
+ * signature of EIP-712 `EncryptionKey(string purpose, bytes32 salt)` in this deployment's storage
+ * domain, with a random salt stored beside the blob); its recipient is published as the DID's
  * key-agreement attribute, so others can share with it. Uploads are sealed to that recipient with
  * `UserDefined.encryption = "age"` (Cids are of the ciphertext); downloads open by themselves, the
  * owner's with its identity and a grantee's with the share the owner wrote for it. The format is
@@ -19,8 +20,9 @@ import { scrypt } from "@noble/hashes/scrypt.js";
 import { sha256 } from "@noble/hashes/sha2.js";
 import { bytesToHex, randomBytes, utf8ToBytes } from "@noble/hashes/utils.js";
 import { base64nopad } from "@scure/base";
-import { getAddress, hexToBytes, isAddressEqual, recoverTypedDataAddress, stringToHex, type Address, type Hex, type LocalAccount, type Transport } from "viem";
+import { getAddress, hashTypedData, hexToBytes, isAddressEqual, recoverAddress, stringToHex, type Address, type Hex, type LocalAccount, type Transport } from "viem";
 import { didRegistryAbi } from "../chain/artifacts/index.ts";
+import { storageDomain } from "../identity/eip712.ts";
 import { AgeError, decryptStream, decryptWithHeader, generateIdentity, headerFor, identityToRecipient, prepareEncryption, readFileKey, recipientFromBytes, recipientToBytes } from "./age.ts";
 import { connectGateway } from "./chain.ts";
 import { KEY_AGREEMENT_NAME, publishedRecipient } from "./key-agreement.ts";
@@ -48,10 +50,44 @@ export class EncryptionError extends Error {
   }
 }
 
-export const ENCRYPTION_PURPOSE = "stowage age identity v1";
-export const encryptionKeyTypes = { EncryptionKey: [{ name: "purpose", type: "string" }] } as const;
-export const encryptionDomain = (chainId: number) => ({ name: "Stowage", version: "1", chainId }) as const;
-/** The did:ethr attribute a DID's key-agreement key is published under (bytes32, right-padded). */
+export const ENCRYPTION_PURPOSE = "stowage age identity v2";
+export const encryptionKeyTypes = {
+  EncryptionKey: [
+    { name: "purpose", type: "string" },
+    { name: "salt", type: "bytes32" },
+  ],
+} as const;
+
+/**
+ * What the owner's wallet signs to derive the wrapping key: the storage domain (chain id and this
+ * deployment's Proxy, so another gateway's page asks for a different signature) and the account's
+ * salt (random, stored with the blob and given only to the account's Bearer token, so a page that
+ * does not hold it cannot even ask for the right signature; a rewrap draws a new one).
+ */
+export const encryptionKeyTypedData = (chainId: number, proxy: Address, salt: Hex) =>
+  ({ domain: storageDomain(chainId, proxy), types: encryptionKeyTypes, primaryType: "EncryptionKey", message: { purpose: ENCRYPTION_PURPOSE, salt } }) as const;
+
+/**
+ * The earlier derivation, kept only to open identities it wrapped (their next unlock re-wraps
+ * them): one message per chain, the same on every deployment and for ever.
+ */
+const LEGACY_PURPOSE = "stowage age identity v1";
+export const legacyEncryptionKeyTypedData = (chainId: number) =>
+  ({ domain: { name: "Stowage", version: "1", chainId }, types: { EncryptionKey: [{ name: "purpose", type: "string" }] }, primaryType: "EncryptionKey", message: { purpose: LEGACY_PURPOSE } }) as const;
+
+/** The deployment and account a wrapping belongs to: its associated data, so a blob opens nowhere else. */
+export interface WrapContext {
+  account: Address;
+  chainId: number;
+  proxy: Address;
+  /** 32 bytes, 0x-hex (`newSalt()`). */
+  salt: Hex;
+}
+
+/** A fresh salt for a wrapping (32 random bytes). */
+export const newSalt = (): Hex => `0x${bytesToHex(randomBytes(32))}`;
+const SALT = /^0x[0-9a-f]{64}$/;
+
 /** How long a published recipient stays valid: a century, in seconds. */
 const ATTRIBUTE_VALIDITY = 100n * 365n * 24n * 3600n;
 /** The marker an encrypted entry carries (UserDefined.encryption) and downloads announce. */
@@ -79,16 +115,21 @@ export function normaliseSignature(signature: Hex): Uint8Array {
   return out;
 }
 
-/** The wrapping key from a normalised signature: HKDF-SHA-256, bound to the purpose. */
-export const wrappingKey = (normalised: Uint8Array) => hkdf(sha256, normalised, new Uint8Array(0), utf8ToBytes(`${ENCRYPTION_PURPOSE} wrap`), 32);
+/** The wrapping key from a normalised signature of `encryptionKeyTypedData`: HKDF-SHA-256 over it, salted with the account's salt. */
+export const wrappingKey = (normalised: Uint8Array, salt: Hex) => hkdf(sha256, normalised, hexToBytes(salt), utf8ToBytes(`${ENCRYPTION_PURPOSE} wrap`), 32);
+const legacyWrappingKey = (normalised: Uint8Array) => hkdf(sha256, normalised, new Uint8Array(0), utf8ToBytes(`${LEGACY_PURPOSE} wrap`), 32);
 
 /** Passphrase wrapping (for wallets that do not sign deterministically): scrypt, as age's own. */
 const SCRYPT = { N: 2 ** 17, r: 8, p: 1, dkLen: 32 } as const;
 
+type Kdf = "signature" | "passphrase";
+
 interface Wrapped {
-  v: 1;
+  /** 2: bound to a WrapContext (its salt beside the blob); 1: the earlier wrapping, bound to the account alone. */
+  v: 1 | 2;
   /** "signature": the key is `wrappingKey` of the owner's EncryptionKey signature; "passphrase": scrypt. */
-  kdf: "signature" | "passphrase";
+  kdf: Kdf;
+  /** v1 passphrase wrappings only: scrypt's salt (v2 uses the context's). */
   salt?: string;
   nonce: string;
   box: string;
@@ -96,38 +137,50 @@ interface Wrapped {
   recipient: string;
 }
 
-/** Wraps `identity` under `key` (XChaCha20-Poly1305, the DID's address as associated data, so a
- * blob moved to another account does not open). */
-export function wrapIdentity(identity: string, key: Uint8Array, account: Address, kdf: Wrapped["kdf"], salt?: Uint8Array): string {
+/** What a v2 box is sealed to: the purpose, the deployment, the account and the salt. */
+const associatedData = (ctx: WrapContext) => utf8ToBytes([ENCRYPTION_PURPOSE, ctx.chainId, getAddress(ctx.proxy), getAddress(ctx.account), ctx.salt.toLowerCase()].join("\n"));
+
+/** Wraps `identity` under `key` (XChaCha20-Poly1305, sealed to `ctx`: a blob moved to another
+ * account, deployment or salt does not open). */
+export function wrapIdentity(identity: string, key: Uint8Array, ctx: WrapContext, kdf: Kdf): string {
   const nonce = randomBytes(24);
-  const box = xchacha20poly1305(key, nonce, utf8ToBytes(getAddress(account))).encrypt(utf8ToBytes(identity));
-  const wrapped: Wrapped = { v: 1, kdf, ...(salt ? { salt: base64nopad.encode(salt) } : {}), nonce: base64nopad.encode(nonce), box: base64nopad.encode(box), recipient: identityToRecipient(identity) };
+  const box = xchacha20poly1305(key, nonce, associatedData(ctx)).encrypt(utf8ToBytes(identity));
+  const wrapped: Wrapped = { v: 2, kdf, nonce: base64nopad.encode(nonce), box: base64nopad.encode(box), recipient: identityToRecipient(identity) };
   return JSON.stringify(wrapped);
 }
 
 function parseWrapped(text: string): Wrapped {
   try {
     const w = JSON.parse(text) as Wrapped;
-    if (w.v === 1 && (w.kdf === "signature" || w.kdf === "passphrase") && typeof w.nonce === "string" && typeof w.box === "string" && typeof w.recipient === "string") return w;
+    if ((w.v === 1 || w.v === 2) && (w.kdf === "signature" || w.kdf === "passphrase") && typeof w.nonce === "string" && typeof w.box === "string" && typeof w.recipient === "string") return w;
   } catch {}
   throw new EncryptionError("bad_wrap", "the gateway's stored age identity is not one this SDK wrote");
 }
 
-export function unwrapIdentity(text: string, key: Uint8Array, account: Address): string {
+/** Opens a blob `wrapIdentity` made (v2, with its context) or the earlier wrapping made (v1, the account alone). */
+export function unwrapIdentity(text: string, key: Uint8Array, ctx: WrapContext | { account: Address }): string {
   const w = parseWrapped(text);
+  const ad = w.v === 2 && "salt" in ctx ? associatedData(ctx) : utf8ToBytes(getAddress(ctx.account));
   let identity: string;
   try {
-    identity = new TextDecoder().decode(xchacha20poly1305(key, base64nopad.decode(w.nonce), utf8ToBytes(getAddress(account))).decrypt(base64nopad.decode(w.box)));
+    if (w.v === 2 && !("salt" in ctx)) throw new Error("no context");
+    identity = new TextDecoder().decode(xchacha20poly1305(key, base64nopad.decode(w.nonce), ad).decrypt(base64nopad.decode(w.box)));
   } catch {
-    throw new EncryptionError("bad_wrap", w.kdf === "passphrase" ? "the passphrase does not open this account's age identity" : "the owner's signature does not open this account's age identity (was it wrapped by another owner, or with a passphrase?)");
+    throw new EncryptionError(
+      "bad_wrap",
+      w.kdf === "passphrase"
+        ? "the passphrase does not open this account's age identity"
+        : "the owner's signature does not open this account's age identity (was it wrapped by another owner, on another gateway, or with a passphrase?)",
+    );
   }
   if (identityToRecipient(identity) !== w.recipient) throw new EncryptionError("bad_wrap", "the unwrapped age identity does not match its recipient");
   return identity;
 }
 
 /** What a replacement of the stored identity signs (D5 action "age"): the SHA-256 of the new
- * blob's UTF-8, lowercase hex, so the signature is good for that blob only. */
-export const replacePayload = (wrapped: string) => bytesToHex(sha256(utf8ToBytes(wrapped)));
+ * salt, a newline and the new blob (UTF-8), lowercase hex, so the signature is good for that
+ * pair only. */
+export const replacePayload = (wrapped: string, salt: string) => bytesToHex(sha256(utf8ToBytes(`${salt.toLowerCase()}\n${wrapped}`)));
 
 const passphraseKey = (passphrase: string, salt: Uint8Array) => scrypt(utf8ToBytes(passphrase), salt, SCRYPT);
 
@@ -194,73 +247,107 @@ export async function connectEncryption(opts: EncryptionOptions) {
   const refused = (r: { status: number; error?: string; message?: string }, what: string) =>
     new EncryptionError("gateway", `${what}: the gateway answered ${r.status} ${r.error ?? ""}: ${r.message ?? ""}`, r.status);
 
-  /** The owner's EncryptionKey signature, normalised, after checking it recovers to the owner. */
-  async function ownerSignature(): Promise<Uint8Array> {
-    const typed = { domain: encryptionDomain(chainId), types: encryptionKeyTypes, primaryType: "EncryptionKey", message: { purpose: ENCRYPTION_PURPOSE } } as const;
+  /** The identity as the gateway stores it: the blob and, for wrappings bound to this deployment, its salt. */
+  type StoredIdentity = { wrapped: string; salt?: string | null };
+  const contextOf = (salt: Hex): WrapContext => ({ account: me, chainId, proxy: store.info.contracts.proxy, salt });
+
+  /**
+   * The owner's signature of `typed`, normalised, after checking it recovers to the DID's owner
+   * (a delegate may sign for the DID, but the identity opens for its owner alone).
+   */
+  async function ownerSignature(typed: { sign: () => Promise<Hex>; hash: Hex }): Promise<Uint8Array> {
     // The owner's read on chain goes out while the wallet signs (a command pays both every run).
     const ownerRead = chain().then((gw) => gw.publicClient.readContract({ address: registry, abi: didRegistryAbi, functionName: "identityOwner", args: [me] }));
     ownerRead.catch(() => {});
-    const signature = await account.signTypedData(typed);
-    const signer = await recoverTypedDataAddress({ ...typed, signature });
+    const signature = await typed.sign();
+    const signer = await recoverAddress({ hash: typed.hash, signature });
     const owner = await ownerRead;
     if (!isAddressEqual(signer, owner)) throw new EncryptionError("not_owner", `the age identity of ${me} is wrapped under its owner's signature, but ${signer} signed, and the owner is ${owner}: use the owner key`);
     return normaliseSignature(signature);
   }
+  /** The two messages an owner signs: for this deployment and `salt`, or the earlier one (to open what it wrapped). */
+  const currentMessage = (salt: Hex) => {
+    const typed = encryptionKeyTypedData(chainId, store.info.contracts.proxy, salt);
+    return { sign: () => account.signTypedData(typed), hash: hashTypedData(typed) };
+  };
+  const legacyMessage = () => {
+    const typed = legacyEncryptionKeyTypedData(chainId);
+    return { sign: () => account.signTypedData(typed), hash: hashTypedData(typed) };
+  };
 
-  async function wrappingFor(w: Wrapped | undefined): Promise<{ key: Uint8Array; kdf: Wrapped["kdf"]; salt?: Uint8Array }> {
-    if (opts.passphrase !== undefined || w?.kdf === "passphrase") {
-      if (opts.passphrase === undefined) throw new EncryptionError("bad_wrap", "this account's age identity is wrapped with a passphrase: give it");
-      const salt = w?.salt ? base64nopad.decode(w.salt) : randomBytes(16);
-      return { key: passphraseKey(opts.passphrase, salt), kdf: "passphrase", salt };
-    }
-    return { key: wrappingKey(await ownerSignature()), kdf: "signature" };
+  const needPassphrase = (): never => {
+    throw new EncryptionError("bad_wrap", "this account's age identity is wrapped with a passphrase: give it");
+  };
+
+  /** The key that opens a blob wrapped for `salt` on this deployment (one signature, or the passphrase). */
+  async function keyFor(kdf: Kdf, salt: Hex): Promise<Uint8Array> {
+    if (kdf === "passphrase") return passphraseKey(opts.passphrase ?? needPassphrase(), hexToBytes(salt));
+    return wrappingKey(await ownerSignature(currentMessage(salt)), salt);
   }
 
-  /** A new wrapping: under `passphrase`, or the owner's signature made twice. */
-  async function newWrapping(passphrase: string | undefined): Promise<{ key: Uint8Array; kdf: Wrapped["kdf"]; salt?: Uint8Array }> {
-    if (passphrase !== undefined) {
-      const salt = randomBytes(16);
-      return { key: passphraseKey(passphrase, salt), kdf: "passphrase", salt };
-    }
+  /** A new wrapping for a fresh salt: under `passphrase`, or the owner's signature made twice. */
+  async function newWrapping(passphrase: string | undefined): Promise<{ key: Uint8Array; kdf: Kdf; salt: Hex }> {
+    const salt = newSalt();
+    if (passphrase !== undefined) return { key: passphraseKey(passphrase, hexToBytes(salt)), kdf: "passphrase", salt };
     // Two signatures, or the key could not be derived again later: a wallet that signs with
     // random nonces (some hardware, MPC and smart-contract wallets) would lose every file.
-    const first = await ownerSignature();
-    const second = await ownerSignature();
+    const first = await ownerSignature(currentMessage(salt));
+    const second = await ownerSignature(currentMessage(salt));
     if (bytesToHex(first) !== bytesToHex(second)) throw new EncryptionError("nondeterministic_signer", "this wallet does not sign deterministically; use a passphrase");
-    return { key: wrappingKey(first), kdf: "signature" };
+    return { key: wrappingKey(first, salt), kdf: "signature", salt };
   }
 
   /** Makes and stores the account's identity (first writer wins: on a race, the stored one). */
   async function setup(): Promise<string> {
     const wrap = await newWrapping(opts.passphrase);
     const identity = generateIdentity();
-    const put = await api<{ wrapped: string }>("PUT", "/v2/keys/age", { wrapped: wrapIdentity(identity, wrap.key, me, wrap.kdf, wrap.salt) });
+    const put = await api<StoredIdentity>("PUT", "/v2/keys/age", { wrapped: wrapIdentity(identity, wrap.key, contextOf(wrap.salt), wrap.kdf), salt: wrap.salt });
     if (put.status === 409) return load();
     if (put.status !== 200) throw refused(put, "storing the wrapped age identity");
     return identity;
   }
 
+  /**
+   * Stores `identity` wrapped anew, for a fresh salt, in place of the stored blob: a signed
+   * restricted request (action "age", payload = replacePayload) signed by the owner, so an
+   * access token alone cannot overwrite it.
+   */
+  async function replace(identity: string, passphrase: string | undefined): Promise<void> {
+    const wrap = await newWrapping(passphrase);
+    const wrapped = wrapIdentity(identity, wrap.key, contextOf(wrap.salt), wrap.kdf);
+    const signed = await store.signRequest("age", replacePayload(wrapped, wrap.salt), account);
+    const put = await api("PUT", "/v2/keys/age", { wrapped, salt: wrap.salt, replace: true, ...signed });
+    if (put.status !== 200) throw refused(put, "replacing the wrapped age identity");
+  }
+
   async function load(): Promise<string> {
-    const got = await api<{ wrapped: string }>("GET", "/v2/keys/age");
+    const got = await api<StoredIdentity>("GET", "/v2/keys/age");
     if (got.status === 404) return setup();
     if (got.status !== 200 || !got.data) throw refused(got, "reading the wrapped age identity");
     const w = parseWrapped(got.data.wrapped);
-    return unwrapIdentity(got.data.wrapped, (await wrappingFor(w)).key, me);
+    if (w.v === 2) {
+      const salt = got.data.salt;
+      if (typeof salt !== "string" || !SALT.test(salt)) throw new EncryptionError("bad_wrap", "the gateway stores this account's age identity without its salt");
+      return unwrapIdentity(got.data.wrapped, await keyFor(w.kdf, salt as Hex), contextOf(salt as Hex));
+    }
+    // Wrapped the earlier way (one signature per chain, for every deployment): opened once more
+    // with it, then re-wrapped for this deployment and a salt, so that signature opens it no more.
+    const identity =
+      w.kdf === "passphrase"
+        ? unwrapIdentity(got.data.wrapped, passphraseKey(opts.passphrase ?? needPassphrase(), base64nopad.decode(w.salt ?? "")), { account: me })
+        : unwrapIdentity(got.data.wrapped, legacyWrappingKey(await ownerSignature(legacyMessage())), { account: me });
+    await replace(identity, w.kdf === "passphrase" ? opts.passphrase : undefined);
+    return identity;
   }
 
   /**
    * Wraps the account's identity anew (the same identity: every file stays readable), under
-   * `passphrase` or, without one, the owner's signature, and replaces the stored blob. A
-   * replacement is a signed restricted request (action "age", payload = replacePayload), so an
-   * access token alone cannot overwrite the blob.
+   * `passphrase` or, without one, the owner's signature, for a fresh salt, and replaces the stored
+   * blob (signed by the owner, see `replace`). A new salt also retires every signature the
+   * wallet made for the old one.
    */
   async function rewrap(to: { passphrase?: string } = {}): Promise<void> {
-    const current = await identityOnce();
-    const wrap = await newWrapping(to.passphrase);
-    const wrapped = wrapIdentity(current, wrap.key, me, wrap.kdf, wrap.salt);
-    const signed = await store.signRequest("age", replacePayload(wrapped));
-    const put = await api("PUT", "/v2/keys/age", { wrapped, replace: true, ...signed });
-    if (put.status !== 200) throw refused(put, "replacing the wrapped age identity");
+    await replace(await identityOnce(), to.passphrase);
   }
 
   let identity: Promise<string> | undefined;

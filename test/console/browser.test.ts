@@ -12,6 +12,7 @@
  * (read from the dev mailbox); the account without a DID sees the account page only. Flow 3: an
  * encrypted upload (sealed in the page, D20) downloaded and opened byte-exact, and the session
  * keys screen: two tabs' grants listed, one revoked (its next upload refused), then this page's.
+ * Flow 4: an age identity wrapped the earlier way is re-wrapped at its first unlock in the page.
  * Each page is saved as a screenshot (the path is printed) and checked for horizontal overflow.
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
@@ -21,6 +22,10 @@ import { join } from "node:path";
 import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
 import { createWalletClient, hashTypedData, hexToString, http, type Hex } from "viem";
 import { generatePrivateKey, privateKeyToAccount, type PrivateKeyAccount } from "viem/accounts";
+import { Database } from "bun:sqlite";
+import { generateIdentity } from "../../src/sdk/age.ts";
+import { encryptionKeyTypedData, normaliseSignature, unwrapIdentity, wrappingKey } from "../../src/sdk/encryption.ts";
+import { legacyWrapped } from "../support/legacy-age.ts";
 import { defineStowageChain } from "../../src/chain/define.ts";
 import { runBinary, startBinary, type RunningBinary } from "../support/binary.ts";
 import { tempDir } from "../support/tmp.ts";
@@ -379,6 +384,62 @@ test(
     await page.click('nav a[href="#/files"]');
     await ready(page, "files");
     expect(await page.locator("#grant-button").count()).toBe(1);
+    expect(failures.join("\n")).toBe("");
+    await context.close();
+  },
+  180_000,
+);
+
+test(
+  "wallet: an age identity wrapped the earlier way is re-wrapped at its first unlock in the page, and encrypted files work",
+  async () => {
+    const { context, address, prompts, account } = await walletContext();
+    await admin("fund", address, "2");
+    const info = (await (await fetch(`${url}/chain`)).json()) as { chainId: number; contracts: { proxy: Hex } };
+    const did = `did:ethr:0x${info.chainId.toString(16)}:${address}`;
+    for (const quota of [["--space", "64MiB"], ["--traffic", "64MiB"]]) await admin("grant", "--did", did, ...quota);
+    // What an earlier console left in the database: the identity wrapped under the chain-wide signature, no salt.
+    const identity = generateIdentity();
+    const db = new Database(join(dataDir, "stowage.db"));
+    try {
+      db.exec("PRAGMA busy_timeout = 10000");
+      db.run("INSERT INTO age_identities (account, wrapped, updated_at) VALUES (?, ?, ?)", [address, await legacyWrapped(account, info.chainId, identity), Date.now()]);
+    } finally {
+      db.close();
+    }
+    const page = await context.newPage();
+    const failures: string[] = [];
+    page.on("pageerror", (e) => failures.push(e.message));
+    await signInAndGrant(page);
+
+    const content = crypto.getRandomValues(new Uint8Array(200_000));
+    await page.uncheck('#upload-form input[name="ipfs"]');
+    await page.check("#upload-encrypt");
+    await page.setInputFiles('#upload-form input[name="file"]', { name: "rewrapped.bin", mimeType: "application/octet-stream", buffer: Buffer.from(content) });
+    await page.click('#upload-form button[type="submit"]');
+    await waitStatus(page, /^Uploaded rewrapped\.bin to dfs, encrypted/);
+    // The old message once (to open it), the new one twice (to wrap it again), the replacement
+    // request (the wallet's, not the session key's), then the recipient's publication.
+    expect(prompts.slice(2)).toEqual([
+      "eth_signTypedData_v4:EncryptionKey",
+      "eth_signTypedData_v4:EncryptionKey",
+      "eth_signTypedData_v4:EncryptionKey",
+      "eth_signTypedData_v4:Request",
+      "eth_sendTransaction",
+    ]);
+    const row = page.locator('#files-dfs li[data-name="rewrapped.bin"]');
+    await row.waitFor();
+    const [download] = await Promise.all([page.waitForEvent("download"), row.locator('[data-action="download"]').click()]);
+    await waitStatus(page, /^Downloaded rewrapped\.bin, decrypted/);
+    expect(Buffer.compare(new Uint8Array(readFileSync((await download.path()) as string)), content)).toBe(0);
+
+    // Stored now for this deployment and a salt: the same identity, opened with the new derivation.
+    const check = new Database(join(dataDir, "stowage.db"), { readonly: true });
+    const stored = check.query("SELECT wrapped, salt FROM age_identities WHERE account = ?").get(address) as { wrapped: string; salt: Hex };
+    check.close();
+    expect(JSON.parse(stored.wrapped).v).toBe(2);
+    const key = wrappingKey(normaliseSignature(await account.signTypedData(encryptionKeyTypedData(info.chainId, info.contracts.proxy, stored.salt))), stored.salt);
+    expect(unwrapIdentity(stored.wrapped, key, { account: address, chainId: info.chainId, proxy: info.contracts.proxy, salt: stored.salt })).toBe(identity);
     expect(failures.join("\n")).toBe("");
     await context.close();
   },

@@ -18,6 +18,8 @@ import { encryptionGateway } from "./support.ts";
 
 const env = await encryptionGateway();
 const { gw, call } = env;
+const SALT = `0x${"11".repeat(32)}`;
+const SALT2 = `0x${"22".repeat(32)}`;
 
 /** A wallet that signs with a random nonce each time (RFC 6979 with extra entropy, as hedged
  * hardware and MPC signers do): valid signatures, never the same twice. */
@@ -63,7 +65,7 @@ describe("GET|PUT /v2/keys/age", () => {
       app.handle(new Request(`${BASE}${path}`, { method, headers: { authorization: `Bearer ${a.accessToken}`, ...(body ? { "content-type": "application/json" } : {}) }, ...(body ? { body: JSON.stringify(body) } : {}) }));
     const missing = await readJson(await req("GET", "/v2/keys/age"));
     expect(missing.message).toContain("no age identity is stored");
-    expect((await req("PUT", "/v2/keys/age", { wrapped: "w" })).status).toBe(200);
+    expect((await req("PUT", "/v2/keys/age", { wrapped: "w", salt: SALT })).status).toBe(200);
     expect((await readJson(await req("GET", "/v2/keys/age"))).data.wrapped).toBe("w");
     // The access keys' list still answers, and holds no "age" key.
     const list = await req("GET", "/v2/keys");
@@ -74,29 +76,29 @@ describe("GET|PUT /v2/keys/age", () => {
   test("first writer wins; a different blob is a 409 and changes nothing; each account sees only its own", async () => {
     const a = await gw.session(await gw.chain.anvil.newAccount());
     const b = await gw.session(await gw.chain.anvil.newAccount());
-    const put1 = await call("PUT", "/v2/keys/age", { token: a.accessToken, body: { wrapped: "blob-one" } });
+    const put1 = await call("PUT", "/v2/keys/age", { token: a.accessToken, body: { wrapped: "blob-one", salt: SALT } });
     expect(put1.status).toBe(200);
-    expect((await readJson(put1)).data.wrapped).toBe("blob-one");
+    expect((await readJson(put1)).data).toMatchObject({ wrapped: "blob-one", salt: SALT });
     // The same blob again is fine (a retried request).
-    expect((await call("PUT", "/v2/keys/age", { token: a.accessToken, body: { wrapped: "blob-one" } })).status).toBe(200);
-    const clash = await call("PUT", "/v2/keys/age", { token: a.accessToken, body: { wrapped: "blob-two" } });
+    expect((await call("PUT", "/v2/keys/age", { token: a.accessToken, body: { wrapped: "blob-one", salt: SALT } })).status).toBe(200);
+    const clash = await call("PUT", "/v2/keys/age", { token: a.accessToken, body: { wrapped: "blob-two", salt: SALT } });
     expect(clash.status).toBe(409);
     expect((await readJson(clash)).error).toBe("CONFLICT");
     expect((await readJson(await call("GET", "/v2/keys/age", { token: a.accessToken }))).data.wrapped).toBe("blob-one");
     // B writes its own and never sees or touches A's.
     expect((await call("GET", "/v2/keys/age", { token: b.accessToken })).status).toBe(404);
-    expect((await call("PUT", "/v2/keys/age", { token: b.accessToken, body: { wrapped: "blob-b" } })).status).toBe(200);
+    expect((await call("PUT", "/v2/keys/age", { token: b.accessToken, body: { wrapped: "blob-b", salt: SALT } })).status).toBe(200);
     expect((await readJson(await call("GET", "/v2/keys/age", { token: a.accessToken }))).data.wrapped).toBe("blob-one");
   });
 
-  test("a replacement needs a signed restricted request (action age, payload = SHA-256 of the blob): the Bearer token alone, a wrong payload, another action or a replayed requestID is a 401 and changes nothing", async () => {
+  test("a replacement needs a signed restricted request (action age, payload = SHA-256 of salt and blob): the Bearer token alone, a wrong payload, another action or a replayed requestID is a 401 and changes nothing", async () => {
     const u = await env.user();
     const b = await env.user();
     const token = u.store.accessToken as string;
-    expect((await call("PUT", "/v2/keys/age", { token, body: { wrapped: "blob-one" } })).status).toBe(200);
+    expect((await call("PUT", "/v2/keys/age", { token, body: { wrapped: "blob-one", salt: SALT } })).status).toBe(200);
     const stored = async () => (await readJson(await call("GET", "/v2/keys/age", { token }))).data.wrapped;
     const refused = async (body: Record<string, unknown>, why: RegExp) => {
-      const res = await call("PUT", "/v2/keys/age", { token, body: { wrapped: "blob-two", replace: true, ...body } });
+      const res = await call("PUT", "/v2/keys/age", { token, body: { wrapped: "blob-two", salt: SALT2, replace: true, ...body } });
       expect(res.status).toBe(401);
       const json = await readJson(res);
       expect(json.result).toBe(-1);
@@ -106,15 +108,18 @@ describe("GET|PUT /v2/keys/age", () => {
     };
     // What a leaked access token can do: nothing.
     await refused({}, /signed restricted request/);
-    await refused(await u.store.signRequest("age", replacePayload("blob-other")), /payload is not the SHA-256/);
-    await refused(await u.store.signRequest("keys", replacePayload("blob-two")), /signature|signer/);
-    await refused(await b.store.signRequest("age", replacePayload("blob-two")), /Bearer token's DID/);
-    const signed = await u.store.signRequest("age", replacePayload("blob-two"));
-    const replaced = await call("PUT", "/v2/keys/age", { token, body: { wrapped: "blob-two", replace: true, ...signed } });
+    await refused(await u.store.signRequest("age", replacePayload("blob-other", SALT2)), /payload is not the SHA-256/);
+    // The salt is signed with the blob: the same blob with another salt is another payload.
+    await refused(await u.store.signRequest("age", replacePayload("blob-two", SALT)), /payload is not the SHA-256/);
+    await refused(await u.store.signRequest("keys", replacePayload("blob-two", SALT2)), /signature|signer/);
+    await refused(await b.store.signRequest("age", replacePayload("blob-two", SALT2)), /Bearer token's DID/);
+    const signed = await u.store.signRequest("age", replacePayload("blob-two", SALT2));
+    const replaced = await call("PUT", "/v2/keys/age", { token, body: { wrapped: "blob-two", salt: SALT2, replace: true, ...signed } });
     expect(replaced.status).toBe(200);
     expect(await stored()).toBe("blob-two");
+    expect((await readJson(await call("GET", "/v2/keys/age", { token }))).data.salt).toBe(SALT2);
     // The same signed request again (a replay, even of the same blob) is refused.
-    const replay = await call("PUT", "/v2/keys/age", { token, body: { wrapped: "blob-two", replace: true, ...signed } });
+    const replay = await call("PUT", "/v2/keys/age", { token, body: { wrapped: "blob-two", salt: SALT2, replace: true, ...signed } });
     expect(replay.status).toBe(401);
     expect((await readJson(replay)).error).toBe("UNAUTHORIZED");
     // B's identity was never touched.
@@ -140,10 +145,15 @@ describe("GET|PUT /v2/keys/age", () => {
 
   test("a blob over the size limit, or none, is a 400 and stores nothing", async () => {
     const a = await gw.session(await gw.chain.anvil.newAccount());
-    const big = await call("PUT", "/v2/keys/age", { token: a.accessToken, body: { wrapped: "x".repeat(4097) } });
+    const big = await call("PUT", "/v2/keys/age", { token: a.accessToken, body: { wrapped: "x".repeat(4097), salt: SALT } });
     expect(big.status).toBe(400);
     expect((await readJson(big)).error).toBe("PARAM_ERROR");
     expect((await call("PUT", "/v2/keys/age", { token: a.accessToken, body: {} })).status).toBe(400);
+    // Without its salt (a client wrapping the earlier way), or with a malformed one.
+    const saltless = await call("PUT", "/v2/keys/age", { token: a.accessToken, body: { wrapped: "w" } });
+    expect(saltless.status).toBe(400);
+    expect((await readJson(saltless)).message).toContain("salt is required");
+    expect((await call("PUT", "/v2/keys/age", { token: a.accessToken, body: { wrapped: "w", salt: "0x1234" } })).status).toBe(400);
     expect((await call("GET", "/v2/keys/age", { token: a.accessToken })).status).toBe(404);
   });
 });

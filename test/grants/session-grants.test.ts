@@ -196,11 +196,12 @@ describe("a granted session key", () => {
     // The age identity's replacement, with storage sessions that do know the session keys: refused all the same.
     const encryption = createEncryption({ sql: gw.database.sql, sessions: createSessions({ sql: gw.database.sql, resolver: gw.resolver, domain: gw.domain, chainId, sessionKeys }) });
     const ageApp = buildApp({ config: gw.config, log: gw.log, health: {}, chain: gw.chain.context, accounts: gw.accounts, encryption });
+    const salt = `0x${"ab".repeat(32)}`;
     const put = (body: unknown) => ageApp.handle(new Request(`${BASE}/v2/keys/age`, { method: "PUT", headers: { ...bearer(s), "content-type": "application/json" }, body: JSON.stringify(body) }));
-    expect((await put({ wrapped: "first" })).status).toBe(200);
-    const agePayload = replacePayload("second");
+    expect((await put({ wrapped: "first", salt })).status).toBe(200);
+    const agePayload = replacePayload("second", salt);
     const ageSig = await gw.sign.request(key, { did: s.did, token: k.token, requestID: 3, action: "age", payload: agePayload });
-    await refusal(await put({ wrapped: "second", replace: true, did: s.did, token: k.token, requestID: "3", payload: agePayload, signature: ageSig }), 401, /not the DID's owner/);
+    await refusal(await put({ wrapped: "second", salt, replace: true, did: s.did, token: k.token, requestID: "3", payload: agePayload, signature: ageSig }), 401, /not the DID's owner/);
   });
 
   test("is refused after its expiry, for uploads and for vouchers", async () => {
