@@ -245,15 +245,15 @@ describe("a granted session key", () => {
     expect((await upload(k, 1)).status).toBe(200);
     await chain.revokeDelegate(delegate.address);
     // The resolver caches answers for up to a second here: the refusal comes within that, plus the
-    // registry read of a loaded machine; every answer until then is a success, never another error.
+    // registry read of a loaded machine. Either of the upload's two signatures may be the first
+    // refused: its signed request (401) or its voucher (517, the voucher's payer is no key of the DID).
     const deadline = Date.now() + 15_000;
-    const seen: number[] = [];
-    for (let id = 2; seen.at(-1) !== 401 && Date.now() < deadline; id++) {
-      seen.push((await upload(k, id)).status);
-      if (seen.at(-1) === 200) await Bun.sleep(250);
+    let status = 200;
+    for (let id = 2; status === 200 && Date.now() < deadline; id++) {
+      status = (await upload(k, id)).status;
+      if (status === 200) await Bun.sleep(250);
     }
-    expect(seen.at(-1)).toBe(401);
-    expect(seen.slice(0, -1).every((s) => s === 200)).toBe(true);
+    expect([401, 517]).toContain(status);
   });
 });
 
