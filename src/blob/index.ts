@@ -19,11 +19,16 @@ export type BlobConfig = Pick<Config, "dataDir" | "s3Endpoint" | "s3Bucket" | "s
 /** Where the local store keeps its files. */
 export const localBlobRoot = (dataDir: string): string => join(dataDir, "blobs");
 
-/** The configured store; an S3 one is probed first, so bad keys or a missing bucket fail here. */
-export async function openBlobStore(config: BlobConfig): Promise<BlobStore> {
+/**
+ * The configured store; an S3 one is probed first, so bad keys or a missing bucket fail here.
+ * `sweepTemps` (the server's start, before anything writes to the store) removes the temporary
+ * files of writes a crash cut short; an operator's command that reads the store of a running
+ * server passes false, as that server's uploads are writing theirs.
+ */
+export async function openBlobStore(config: BlobConfig, opts: { sweepTemps?: boolean } = {}): Promise<BlobStore> {
   if (config.s3Endpoint === undefined) {
     const local = new LocalBlobStore(localBlobRoot(config.dataDir));
-    await local.removeLeftoverTemps(); // the server opens its store before anything writes to it
+    if (opts.sweepTemps ?? true) await local.removeLeftoverTemps();
     return local;
   }
   const { s3Bucket: bucket, s3AccessKeyId: accessKeyId, s3SecretAccessKey: secretAccessKey } = config;

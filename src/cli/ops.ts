@@ -15,7 +15,7 @@
 import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { ConfigError, parseConfig, type Config, type Env } from "../config.ts";
-import { LocalBlobStore, S3BlobStore, localBlobRoot, type BlobStore } from "../blob/index.ts";
+import { openBlobStore } from "../blob/index.ts";
 import { acquireLock } from "../datadir/lock.ts";
 import { liveLeases } from "../db/leases.ts";
 import { openExisting } from "../db/open.ts";
@@ -46,9 +46,11 @@ export const opsHelp = {
 
   Backs up an embedded gateway, running or stopped, without stopping it, into the folder DEST:
   the database (a consistent snapshot), the embedded chain's state, the secrets (mode 0600), and
-  the dfs chunks and ipfs blocks the snapshot names, under their content names. A second backup
-  into the same DEST copies only new blobs. manifest.json (each part's size and SHA-256) is
-  written last: a backup without it is unfinished, and running the command again finishes it.
+  the dfs chunks and ipfs blocks the snapshot names, under their content names. manifest.json
+  (each part's size and SHA-256) is written last: a backup without it is unfinished, and running
+  the command again finishes it. A second backup into the same DEST copies only new blobs, and
+  the last complete backup there stays restorable until the new one's manifest replaces it, even
+  if the run is killed or fails: DEST needs room for a second copy of the database meanwhile.
   With blobs in an object store (STOWAGE_S3_ENDPOINT) they are the store's to back up; with
   PostgreSQL, use PostgreSQL's tools (README: "Backups of a cluster").
 
@@ -160,7 +162,7 @@ function statusLine(io: OpsIo, enabled: boolean) {
 
 async function backup(config: Config, dest: string, json: boolean, showProgress: boolean, io: OpsIo): Promise<number> {
   const line = statusLine(io, showProgress);
-  const steps: Record<BackupProgress["step"], string> = { database: "database snapshot", chain: "chain state", secrets: "secrets", blobs: "blobs", prune: "removing blobs no longer named", manifest: "manifest" };
+  const steps: Record<BackupProgress["step"], string> = { database: "database snapshot", chain: "chain state", secrets: "secrets", blobs: "blobs", manifest: "manifest", prune: "removing the last backup's database and blobs no longer named" };
   const report = await runBackup({
     config,
     dest,
@@ -206,29 +208,22 @@ async function restore(src: string, dataDir: string | undefined, json: boolean, 
   return 0;
 }
 
-/** The database and blob store of the configuration, opened for an operator's command. */
-async function openData(config: Config, withStore = true): Promise<{ sql: Sql; store: BlobStore; dialect: "sqlite" | "postgres"; close(): Promise<void> }> {
-  let store: BlobStore;
-  if (config.s3Endpoint && withStore) {
-    const { s3Bucket: bucket, s3AccessKeyId: accessKeyId, s3SecretAccessKey: secretAccessKey } = config;
-    if (!bucket || !accessKeyId || !secretAccessKey) throw new ConfigError("STOWAGE_S3_ENDPOINT needs STOWAGE_S3_BUCKET, STOWAGE_S3_ACCESS_KEY_ID and STOWAGE_S3_SECRET_ACCESS_KEY");
-    const s3 = new S3BlobStore({ endpoint: config.s3Endpoint, bucket, region: config.s3Region, prefix: config.s3Prefix, accessKeyId, secretAccessKey });
-    await s3.probe();
-    store = s3;
-  } else store = new LocalBlobStore(localBlobRoot(config.dataDir));
+/** The database of the configuration, opened for an operator's command (no migration: it is read as the gateways left it). */
+async function openDatabase(config: Config): Promise<{ sql: Sql; dialect: "sqlite" | "postgres"; close(): Promise<void> }> {
   if (config.databaseUrl) {
-    // No migration: an operator's command reads the database as the gateways left it.
     const pg = await openPostgres(config.databaseUrl, { max: 4, migrations: [] });
-    return { sql: pg.sql, store, dialect: "postgres", close: () => pg.close() };
+    return { sql: pg.sql, dialect: "postgres", close: () => pg.close() };
   }
   const file = join(config.dataDir, "stowage.db");
   if (!existsSync(file)) throw new CliError(`no database at ${resolve(file)}: give the gateway's --data-dir (or STOWAGE_DATABASE_URL)`);
   const db = openExisting(file);
-  return { sql: db.sql, store, dialect: "sqlite", close: () => db.close() };
+  return { sql: db.sql, dialect: "sqlite", close: () => db.close() };
 }
 
 async function check(config: Config, o: { repair: boolean; fast: boolean; json: boolean; showProgress: boolean }, io: OpsIo): Promise<number> {
-  const data = await openData(config);
+  // The store of a gateway that may be running: its temporary files are left alone.
+  const store = await openBlobStore(config, { sweepTemps: false });
+  const data = await openDatabase(config);
   // With no gateway running, content references may be set to their holders too: on SQLite this
   // command then holds the data dir's lock, so none starts meanwhile.
   let lock: { release(): void } | undefined;
@@ -248,7 +243,7 @@ async function check(config: Config, o: { repair: boolean; fast: boolean; json: 
     const names: Record<CheckArea, string> = { files: "files", references: "references", manifests: "manifests", blobs: "blobs", stored: "stored bytes" };
     const report = await runCheck({
       sql: data.sql,
-      store: data.store,
+      store,
       hash: !o.fast,
       repair: o.repair,
       offline,
@@ -282,7 +277,7 @@ function parseSince(raw: string): number {
 }
 
 async function usage(config: Config, o: { since?: number; format: "table" | "json" | "csv" }, io: OpsIo): Promise<number> {
-  const data = await openData(config, false); // rows only: no blob is read
+  const data = await openDatabase(config); // rows only: no blob is read
   try {
     const report = await usageReport(data.sql, { since: o.since });
     if (o.format === "json") io.out(JSON.stringify(report, null, 2));

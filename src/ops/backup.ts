@@ -1,10 +1,13 @@
 /**
  * `stowage admin backup DEST` (D26): a backup of an embedded gateway, running or stopped, into a
- * folder, without stopping it. In this order, each step for a reason:
+ * folder, without stopping it. Once the folder holds a complete backup it always holds one: each
+ * run writes a new generation (`generations/<id>/`: the database, the chain, the secrets, the blob
+ * list) beside the one `manifest.json` names, adds the blobs it lacks to the blobs every
+ * generation shares (a content name holds one content), and switches to it by renaming its
+ * manifest into place. In this order, each step for a reason:
  *
- * 1. The old manifest goes and `INCOMPLETE` is written: from here until the new manifest, DEST is
- *    marked unfinished, so a kill at any point leaves either a whole backup or a marked one, and
- *    running the command again finishes it (blobs already there are not copied again).
+ * 1. `INCOMPLETE` is written, and generations the manifest does not name (killed runs') go. The
+ *    manifest and its generation stay: until step 6 they are the folder's backup.
  * 2. A hold on every blob deletion (src/blob/guard.ts `holdDeletions`, a pin all deleters read):
  *    from here on no blob is deleted until the hold ends or lapses.
  * 3. The database through SQLite's `VACUUM INTO`, one read transaction on a thread of its own:
@@ -16,9 +19,15 @@
  * 4. The embedded chain's state, after the snapshot, so the chain is never behind the rows
  *    (chain-state.ts); then the secrets (0600), the gateway id and the IPFS peer key.
  * 5. The blobs the snapshot names, under their content names, each checked against its key as it
- *    is copied; those DEST has already (a content name holds one content) are not copied again.
- *    Then the hold ends, and blobs DEST holds that the snapshot does not name are removed.
- * 6. The manifest, last (temporary name, fsync, rename), then `INCOMPLETE` goes.
+ *    is copied; those DEST has already are not copied again. Then the hold ends.
+ * 6. The manifest (temporary name, fsync, rename): from this rename on the folder is the new
+ *    backup. Then `INCOMPLETE` goes.
+ * 7. What only the old generation needed: its folder, and the blobs the new one does not name.
+ *
+ * A kill at any step leaves the last complete backup restorable (before the first one, a folder
+ * marked unfinished), and running the command again finishes the new one, keeping the blobs the
+ * killed run copied. While a run is under way the folder holds two databases: DEST needs room for
+ * a second copy of the database besides the new blobs.
  *
  * With blobs in an object store (STOWAGE_S3_ENDPOINT) the blobs are the store's to back up (its
  * versioning or replication, README): the backup holds the rest and the list of blobs the
@@ -27,7 +36,7 @@
  * @example
  *   const report = await runBackup({ config, dest: "/backups/stowage", progress: (p) => … })
  */
-import { existsSync, readdirSync, readFileSync, renameSync, rmSync, statSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync } from "node:fs";
 import { join, relative, resolve, sep } from "node:path";
 import { randomBytes } from "node:crypto";
 import type { Config } from "../config.ts";
@@ -37,14 +46,14 @@ import { secretsDir } from "../datadir/secrets.ts";
 import { openExisting } from "../db/open.ts";
 import { readInstallationId } from "../db/installation.ts";
 import { clearPins, holdDeletions } from "../blob/guard.ts";
-import { LocalBlobStore, S3BlobStore, localBlobRoot, type BlobStore } from "../blob/index.ts";
+import { LocalBlobStore, openBlobStore, type BlobStore } from "../blob/index.ts";
 import { keptChunks } from "../storage/dfs/audit.ts";
 import { keptBlocks } from "../storage/ipfs/audit.ts";
 import { version } from "../version.ts";
 import { contentProblem } from "./blob-content.ts";
 import { settleReleases } from "./references.ts";
 import { deploymentPath, readChainState } from "./chain-state.ts";
-import { fsyncDir, fsyncFile, hashFile, makeDir, makePrivateDir, writeDurably } from "./files.ts";
+import { fsyncDir, fsyncFile, fsyncTree, hashFile, makeDir, makePrivateDir, writeDurably } from "./files.ts";
 import {
   BACKUP_FORMAT,
   BACKUP_VERSION,
@@ -52,15 +61,18 @@ import {
   BLOB_LIST_FILE,
   BLOBS_DIR,
   formatBlobLine,
+  GENERATIONS_DIR,
   INCOMPLETE_FILE,
   MANIFEST_FILE,
+  parseManifest,
   type BackupManifest,
   type BackupPart,
   type ListedBlob,
 } from "./manifest.ts";
 import type { SnapshotReply, SnapshotRequest } from "./snapshot-worker.ts";
 
-export type BackupStep = "database" | "chain" | "secrets" | "blobs" | "prune" | "manifest";
+/** Progress, in order; "prune" comes after the manifest: the new backup is complete by then. */
+export type BackupStep = "database" | "chain" | "secrets" | "blobs" | "manifest" | "prune";
 
 export interface BackupProgress {
   step: BackupStep;
@@ -116,9 +128,17 @@ export async function runBackup(opts: BackupOptions): Promise<BackupReport> {
   const notes: string[] = [];
   let written = 0;
   try {
-    // 1. Marked unfinished until the new manifest is in place.
-    rmSync(join(dest, MANIFEST_FILE), { force: true });
-    written += await writeDurably(join(dest, INCOMPLETE_FILE), `This backup is not finished (begun ${new Date().toISOString()}). Run \`stowage admin backup ${dest}\` again to finish it.\n`);
+    // 1. Marked unfinished until the new manifest is in place; the last complete backup stays.
+    const current = currentBackup(dest);
+    if (current.readable) removeGenerations(dest, current.manifest?.generation);
+    const begun = new Date().toISOString();
+    const marker = current.manifest
+      ? `A backup begun ${begun} is not finished. manifest.json still names the last complete backup (as of ${current.manifest.snapshotAt}), which restores as it is. Run \`stowage admin backup ${dest}\` again to finish the new one.\n`
+      : `This backup is not finished (begun ${begun}). Run \`stowage admin backup ${dest}\` again to finish it.\n`;
+    written += await writeDurably(join(dest, INCOMPLETE_FILE), marker);
+    const generation = `${GENERATIONS_DIR}/${begun.replace(/[-:]/g, "").replace(/\.\d+Z$/, "Z")}-${randomBytes(4).toString("hex")}`;
+    const genDir = join(dest, generation);
+    mkdirSync(genDir, { recursive: true, mode: 0o700 });
     // A stopped gateway's data dir is locked for the backup's time, so no server starts under it.
     try {
       dataLock = acquireLock(dataDir);
@@ -130,7 +150,12 @@ export async function runBackup(opts: BackupOptions): Promise<BackupReport> {
     const blobStore = config.s3Endpoint ? "s3" : "local";
     const parts: BackupPart[] = [];
     const addPart = async (name: string, path: string) => {
-      parts.push({ name, path, ...(await hashFile(join(dest, path))) });
+      parts.push({ name, path, ...(await hashFile(join(genDir, path))) });
+    };
+    /** A file of the data dir into the new generation, as the part `name`. */
+    const keep = async (name: string, path: string, bytes: Uint8Array) => {
+      written += await writeDurably(join(genDir, path), bytes);
+      await addPart(name, path);
     };
     let snapshotAt: string;
     let hold: Awaited<ReturnType<typeof holdDeletions>> | undefined;
@@ -141,9 +166,8 @@ export async function runBackup(opts: BackupOptions): Promise<BackupReport> {
       hold = await holdDeletions(db.sql, `backup-${randomBytes(6).toString("hex")}`);
       // 3. The database.
       progress({ step: "database" });
-      const snapshotFile = join(dest, "stowage.db");
+      const snapshotFile = join(genDir, "stowage.db");
       const tmp = `${snapshotFile}.partial`;
-      rmSync(tmp, { force: true });
       snapshotAt = new Date().toISOString();
       await snapshotDatabase(dbFile, tmp);
       const copy = openExisting(tmp);
@@ -157,52 +181,41 @@ export async function runBackup(opts: BackupOptions): Promise<BackupReport> {
       }
       fsyncFile(tmp);
       renameSync(tmp, snapshotFile);
-      await fsyncDir(dest);
+      await fsyncDir(genDir);
       await addPart("database", "stowage.db");
       written += statSync(snapshotFile).size;
 
       // 4. The chain (after the snapshot), the secrets, the identities.
       progress({ step: "chain" });
       const chain = config.chainRpc ? undefined : await readChainState(dataDir, running);
-      if (chain) {
-        written += await writeDurably(join(dest, chain.path), chain.bytes);
-        await addPart("chain state", chain.path);
-      }
-      if (!config.chainRpc && existsSync(deploymentPath(dataDir))) {
-        const path = relative(dataDir, deploymentPath(dataDir));
-        written += await writeDurably(join(dest, path), readFileSync(deploymentPath(dataDir)));
-        await addPart("contract addresses", path);
-      }
+      if (chain) await keep("chain state", chain.path, chain.bytes);
+      if (!config.chainRpc && existsSync(deploymentPath(dataDir))) await keep("contract addresses", relative(dataDir, deploymentPath(dataDir)), readFileSync(deploymentPath(dataDir)));
       progress({ step: "secrets" });
       const secrets = secretsDir(dataDir);
       if (existsSync(secrets)) {
         for (const entry of readdirSync(secrets, { withFileTypes: true })) {
           if (!entry.isFile() || !entry.name.endsWith(".key")) continue;
-          const path = join(relative(dataDir, secrets), entry.name);
-          written += await writeDurably(join(dest, path), readFileSync(join(secrets, entry.name)));
-          await addPart(`secret ${entry.name}`, path);
+          await keep(`secret ${entry.name}`, join(relative(dataDir, secrets), entry.name), readFileSync(join(secrets, entry.name)));
         }
       }
-      for (const f of IDENTITY_FILES) {
-        if (!existsSync(join(dataDir, f.path))) continue;
-        written += await writeDurably(join(dest, f.path), readFileSync(join(dataDir, f.path)));
-        await addPart(f.name, f.path);
-      }
+      for (const f of IDENTITY_FILES) if (existsSync(join(dataDir, f.path))) await keep(f.name, f.path, readFileSync(join(dataDir, f.path)));
       const fromEnv = (["jwtKey", "secretsKey", "operatorKey", "adminKey", "ageIdentity"] as const).filter((k) => config[k] !== undefined);
       if (fromEnv.length) notes.push(`secrets set in the environment (${fromEnv.join(", ")}) are not in the backup: a restored gateway needs the same settings`);
 
-      // 5. The blobs the snapshot names.
-      const blobs = await copyBlobs({ snapshotFile, dest, source: sourceStore(config), copy: blobStore === "local", progress, concurrency: opts.concurrency ?? (blobStore === "local" ? 4 : 16) });
+      // 5. The blobs the snapshot names: from local files, copied; in an object store, listed.
+      const source = blobStore === "local" ? await openBlobStore(config, { sweepTemps: false }) : undefined;
+      const blobs = await copyBlobs({ snapshotFile, listFile: join(genDir, BLOB_LIST_FILE), dest, source, progress, concurrency: opts.concurrency ?? (blobStore === "local" ? 4 : 16) });
       written += blobs.copiedBytes + blobs.listWritten;
       await addPart("blob list", BLOB_LIST_FILE);
       await hold.release();
       hold = undefined;
       if (blobStore === "s3") notes.push("blobs live in the object store and are not copied: back the bucket up with its versioning or replication (README); the blob list names what this backup's database needs");
-      progress({ step: "prune" });
-      const pruned = await prune(dest, blobs.listed);
 
-      // 6. The manifest, last.
+      // 6. The manifest: the switch to the new generation, once every folder of it is durable too.
       progress({ step: "manifest" });
+      await fsyncTree(genDir);
+      await fsyncDir(join(dest, GENERATIONS_DIR));
+      await fsyncDir(dest);
       const manifest: BackupManifest = {
         format: BACKUP_FORMAT,
         version: BACKUP_VERSION,
@@ -211,6 +224,7 @@ export async function runBackup(opts: BackupOptions): Promise<BackupReport> {
         installationId,
         createdAt: new Date().toISOString(),
         snapshotAt,
+        generation,
         source: { dataDir, running, chain: chain?.engine ?? null, blobStore },
         parts,
         blobs: { list: BLOB_LIST_FILE, count: blobs.listed.size, bytes: blobs.listedBytes, copied: blobStore === "local", damaged: blobs.damaged },
@@ -218,6 +232,11 @@ export async function runBackup(opts: BackupOptions): Promise<BackupReport> {
       written += await writeDurably(join(dest, MANIFEST_FILE), `${JSON.stringify(manifest, null, 2)}\n`);
       rmSync(join(dest, INCOMPLETE_FILE), { force: true });
       await fsyncDir(dest);
+
+      // 7. What only the old generation needed.
+      progress({ step: "prune" });
+      removeGenerations(dest, generation);
+      const pruned = await prune(dest, blobs.listed);
       return {
         dest,
         snapshotAt,
@@ -249,12 +268,28 @@ function prepareDest(dest: string) {
   }
 }
 
-function sourceStore(config: BackupOptions["config"]): BlobStore {
-  // Not openBlobStore: it removes half-written files, which a running server's uploads are writing.
-  if (!config.s3Endpoint) return new LocalBlobStore(localBlobRoot(resolve(config.dataDir)));
-  const { s3Bucket: bucket, s3AccessKeyId: accessKeyId, s3SecretAccessKey: secretAccessKey } = config;
-  if (!bucket || !accessKeyId || !secretAccessKey) throw new BackupError("STOWAGE_S3_ENDPOINT needs STOWAGE_S3_BUCKET and its keys");
-  return new S3BlobStore({ endpoint: config.s3Endpoint, bucket, region: config.s3Region, prefix: config.s3Prefix, accessKeyId, secretAccessKey });
+/**
+ * The complete backup DEST holds, if any. `readable` is false when a manifest is there that this
+ * stowage cannot read (another format version, or damaged): then nothing of it is removed before
+ * the new manifest replaces it.
+ */
+function currentBackup(dest: string): { manifest?: BackupManifest; readable: boolean } {
+  const file = join(dest, MANIFEST_FILE);
+  if (!existsSync(file)) return { readable: true };
+  try {
+    return { manifest: parseManifest(readFileSync(file, "utf8")), readable: true };
+  } catch {
+    return { readable: false };
+  }
+}
+
+/** Removes every generation but `keep` (the manifest's), and the manifest's leftover temporary files. */
+function removeGenerations(dest: string, keep: string | undefined) {
+  const root = join(dest, GENERATIONS_DIR);
+  if (existsSync(root)) {
+    for (const name of readdirSync(root)) if (`${GENERATIONS_DIR}/${name}` !== keep) rmSync(join(root, name), { recursive: true, force: true });
+  }
+  for (const name of readdirSync(dest)) if (name.startsWith(`${MANIFEST_FILE}.tmp-`)) rmSync(join(dest, name), { force: true });
 }
 
 /** The worker's script (snapshot-worker.ts); in the compiled binary, where each entrypoint keeps its path under src/. */
@@ -287,8 +322,8 @@ interface CopiedBlobs {
   listWritten: number;
 }
 
-/** Lists the blobs the snapshot names (blobs.list) and, from a local store, copies those DEST lacks. */
-async function copyBlobs(o: { snapshotFile: string; dest: string; source: BlobStore; copy: boolean; progress: (p: BackupProgress) => void; concurrency: number }): Promise<CopiedBlobs> {
+/** Lists the blobs the snapshot names (the generation's blobs.list) and, from `source`, copies those DEST lacks. */
+async function copyBlobs(o: { snapshotFile: string; listFile: string; dest: string; source?: BlobStore; progress: (p: BackupProgress) => void; concurrency: number }): Promise<CopiedBlobs> {
   const snapshot = openExisting(o.snapshotFile);
   const listed = new Set<string>();
   const all: ListedBlob[] = [];
@@ -303,9 +338,10 @@ async function copyBlobs(o: { snapshotFile: string; dest: string; source: BlobSt
     listed.add(b.key);
     listedBytes += b.size;
   }
-  const listWritten = await writeDurably(join(o.dest, BLOB_LIST_FILE), all.map(formatBlobLine).join(""));
+  const listWritten = await writeDurably(o.listFile, all.map(formatBlobLine).join(""));
   const out: CopiedBlobs = { listed, listedBytes, copied: 0, copiedBytes: 0, present: 0, damaged: [], listWritten };
-  if (!o.copy) return out;
+  const { source } = o;
+  if (!source) return out;
   const target = new LocalBlobStore(join(o.dest, BLOBS_DIR));
   await target.removeLeftoverTemps(); // an interrupted backup's, under DEST's lock
   const batch = target.batch();
@@ -320,7 +356,7 @@ async function copyBlobs(o: { snapshotFile: string; dest: string; source: BlobSt
       else {
         let bytes: Uint8Array | undefined;
         try {
-          bytes = await o.source.bytes(blob.key);
+          bytes = await source.bytes(blob.key);
         } catch {
           bytes = undefined;
         }
@@ -346,7 +382,7 @@ async function copyBlobs(o: { snapshotFile: string; dest: string; source: BlobSt
   return out;
 }
 
-/** Removes blobs DEST holds that the new snapshot does not name (an earlier backup's). */
+/** Removes blobs DEST holds that the new snapshot does not name (an earlier generation's). */
 async function prune(dest: string, listed: Set<string>): Promise<number> {
   const root = join(dest, BLOBS_DIR);
   if (!existsSync(root)) return 0;

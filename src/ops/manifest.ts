@@ -1,10 +1,17 @@
 /**
  * A backup's manifest (D26): `manifest.json` at the top of the backup, written last, so a backup
  * without one is incomplete (an `INCOMPLETE` file says so to a human too). It names the format and
- * its version, the gateway and installation, when the database's snapshot was taken, and each
- * part's path, size and SHA-256. Blobs are listed apart, in `blobs.list` (a part itself): one
- * `KEY SIZE` line per blob the database names, each blob checked against its content address
- * (its key is its hash), so the manifest stays small however many there are.
+ * its version, the gateway and installation, when the database's snapshot was taken, the
+ * generation folder that holds this backup's parts, and each part's path, size and SHA-256. Blobs
+ * are listed apart, in `blobs.list` (a part itself): one `KEY SIZE` line per blob the database
+ * names, each blob checked against its content address (its key is its hash), so the manifest
+ * stays small however many there are.
+ *
+ * A backup folder holds one manifest, the generations (`generations/<id>/`: a database snapshot,
+ * the chain's state, the secrets, the blob list) and the blobs, shared by all generations under
+ * their content names. A new backup into the folder writes a new generation beside the one the
+ * manifest names and switches by renaming its manifest into place, so the folder always holds
+ * one complete backup (backup.ts).
  *
  * Everything read from a backup is checked before use: a path that could leave the backup or the
  * data dir, a key that is no blob key, a field of the wrong type is refused with the part's name.
@@ -12,11 +19,13 @@
 import { checkKey } from "../blob/store.ts";
 
 export const BACKUP_FORMAT = "stowage-backup";
-export const BACKUP_VERSION = 1;
+/** The layout this stowage writes and reads: the parts in a generation folder (`generation`). */
+export const BACKUP_VERSION = 2;
 export const MANIFEST_FILE = "manifest.json";
 export const INCOMPLETE_FILE = "INCOMPLETE";
 export const BLOB_LIST_FILE = "blobs.list";
 export const BLOBS_DIR = "blobs";
+export const GENERATIONS_DIR = "generations";
 /** The keys a backup's blobs may have: dfs chunks and ipfs blocks. */
 const BLOB_PREFIXES = ["dfs/", "ipfs/"];
 
@@ -25,7 +34,7 @@ export type ChainEngine = "anvil" | "evm";
 export interface BackupPart {
   /** What it is, for people: "database", "chain state", "secret jwt.key", … */
   name: string;
-  /** Where it is, relative to the backup and to the data dir it restores into. */
+  /** Where it is, relative to the generation's folder and to the data dir it restores into. */
   path: string;
   size: number;
   sha256: string;
@@ -42,6 +51,8 @@ export interface BackupManifest {
   createdAt: string;
   /** When the database's snapshot began (ISO 8601): the backup is the gateway at this moment. */
   snapshotAt: string;
+  /** The folder, relative to the backup, that holds `parts`: `generations/<id>`. */
+  generation: string;
   source: {
     dataDir: string;
     /** Whether a server was running on the data dir. */
@@ -72,6 +83,9 @@ export function isSafePath(path: string): boolean {
   return /^[A-Za-z0-9_-][A-Za-z0-9._-]*(?:\/[A-Za-z0-9_-][A-Za-z0-9._-]*)*$/.test(path) && !path.split("/").some((s) => s === "." || s === "..");
 }
 
+/** `generations/<one plain segment>`: where a manifest may point. */
+export const isGeneration = (path: string): boolean => isSafePath(path) && path.split("/").length === 2 && path.startsWith(`${GENERATIONS_DIR}/`);
+
 const isString = (v: unknown): v is string => typeof v === "string";
 const isCount = (v: unknown): v is number => typeof v === "number" && Number.isSafeInteger(v) && v >= 0;
 
@@ -90,6 +104,7 @@ export function parseManifest(text: string): BackupManifest {
   if (o.format !== BACKUP_FORMAT) return bad(`not a Stowage backup (format ${JSON.stringify(o.format)})`);
   if (o.version !== BACKUP_VERSION) return bad(`format version ${JSON.stringify(o.version)}: this stowage reads version ${BACKUP_VERSION}`);
   if (!isString(o.snapshotAt) || Number.isNaN(Date.parse(o.snapshotAt))) bad("snapshotAt is not a time");
+  if (!isString(o.generation) || !isGeneration(o.generation)) bad(`generation is not a folder of ${GENERATIONS_DIR}/: ${JSON.stringify(o.generation)}`);
   if (!Array.isArray(o.parts)) return bad("parts is not a list");
   const paths = new Set<string>();
   for (const p of o.parts as unknown[]) {

@@ -1,10 +1,12 @@
 /**
  * `stowage admin restore SRC --data-dir DIR` (D26): a backup into a new data dir that `stowage
  * serve` starts on. Nothing is written before everything is verified: every part's size and
- * SHA-256 against the manifest, every listed blob against its content address (its key is its
- * hash). A part that differs is refused by name. Then the files are copied into a folder beside
- * DIR, checked again as they are copied (the backup may change meanwhile), made durable, and the
- * folder renamed to DIR: a failure or a kill leaves no half-restored DIR, only that folder.
+ * SHA-256 against the manifest (the parts are in the generation folder it names), every listed
+ * blob against its content address (its key is its hash). A part that differs is refused by name.
+ * Then the files are copied into a folder beside DIR, checked again as they are copied (a backup
+ * run into SRC meanwhile may have switched generations and removed this one: the restore then
+ * fails), made durable, and the folder renamed to DIR: a failure or a kill leaves no
+ * half-restored DIR, only that folder.
  *
  * DIR must not exist or be empty: a restore never mixes a backup with another data dir. With
  * `verifyOnly` it checks the backup and writes nothing.
@@ -12,13 +14,13 @@
  * @example
  *   await runRestore({ src: "/backups/stowage", dataDir: "/var/lib/stowage" })
  */
-import { closeSync, existsSync, fsyncSync, openSync, readdirSync, readFileSync, renameSync, rmdirSync, rmSync, writeSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, renameSync, rmdirSync, rmSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { randomBytes } from "node:crypto";
 import { ConfigError } from "../config-error.ts";
 import { LocalBlobStore } from "../blob/local.ts";
 import { contentProblem } from "./blob-content.ts";
-import { fsyncDir, makeDir } from "./files.ts";
+import { copyDurably, fsyncDir, hashFile, makeDir, type FileHash } from "./files.ts";
 import { BackupError, BLOBS_DIR, INCOMPLETE_FILE, MANIFEST_FILE, parseBlobList, parseManifest, type BackupManifest, type BackupPart, type ListedBlob } from "./manifest.ts";
 
 export interface RestoreProgress {
@@ -65,21 +67,22 @@ export async function runRestore(opts: RestoreOptions): Promise<RestoreReport> {
     if (existsSync(dataDir) && readdirSync(dataDir).length > 0) throw new ConfigError(`${dataDir} is not empty: restore only into a new or empty data dir`);
   }
 
-  // Verify everything first.
+  // Verify everything first. The parts are in the generation the manifest names.
+  const gen = join(src, manifest.generation);
   const blobList = manifest.blobs.list;
   const listPart = manifest.parts.find((p) => p.path === blobList) as BackupPart;
   const damaged = new Set(manifest.blobs.damaged.map((d) => d.split(":")[0] as string));
   const problems: string[] = [];
   let bytes = 0;
   for (const part of manifest.parts) {
-    const problem = await copyVerified(join(src, part.path), part);
+    const problem = await copyVerified(join(gen, part.path), part);
     if (problem) problems.push(`${part.path} (${part.name}): ${problem}`);
     else bytes += part.size;
   }
   // The list itself verified, its blobs are checked against their keys.
   let blobs: ListedBlob[] = [];
   if (!problems.some((p) => p.startsWith(`${listPart.path} `))) {
-    blobs = parseBlobList(readFileSync(join(src, listPart.path), "utf8"));
+    blobs = parseBlobList(readFileSync(join(gen, listPart.path), "utf8"));
     if (blobs.length !== manifest.blobs.count) problems.push(`${listPart.path}: lists ${blobs.length} blobs, the manifest says ${manifest.blobs.count}`);
   }
   const copied = manifest.blobs.copied ? blobs.filter((b) => !damaged.has(b.key)) : [];
@@ -108,7 +111,7 @@ export async function runRestore(opts: RestoreOptions): Promise<RestoreReport> {
   try {
     // The blob list is the backup's own index, not a file of the data dir.
     for (const part of manifest.parts.filter((p) => p.path !== blobList)) {
-      const problem = await copyVerified(join(src, part.path), part, join(staging, part.path));
+      const problem = await copyVerified(join(gen, part.path), part, join(staging, part.path));
       if (problem) throw new BackupError(`${part.path} (${part.name}) changed while it was restored: ${problem}; nothing was restored`);
     }
     const target = new LocalBlobStore(join(staging, BLOBS_DIR));
@@ -156,31 +159,12 @@ async function blobProblem(store: LocalBlobStore, blob: ListedBlob): Promise<str
   return contentProblem(blob.key, bytes);
 }
 
-/**
- * Reads `from` as a stream, checking its size and SHA-256 against `part`, and (with `to`) writes it
- * there (0600, fsynced); why it differs, or undefined. A file written that differs is removed.
- */
+/** Why a file's size and SHA-256 differ from its part's in the manifest, or undefined. */
+const partProblem = (got: FileHash, part: BackupPart): string | undefined =>
+  got.size !== part.size ? `${got.size} bytes, the manifest says ${part.size}` : got.sha256 !== part.sha256 ? "SHA-256 differs from the manifest" : undefined;
+
+/** Checks the part at `from` against the manifest; with `to`, copies it there (0600, durable), checking what it wrote. */
 async function copyVerified(from: string, part: BackupPart, to?: string): Promise<string | undefined> {
   if (!existsSync(from)) return "missing";
-  const hasher = new Bun.CryptoHasher("sha256");
-  let size = 0;
-  let fd: number | undefined;
-  if (to !== undefined) {
-    makeDir(dirname(to));
-    fd = openSync(to, "wx", 0o600);
-  }
-  try {
-    for await (const chunk of Bun.file(from).stream()) {
-      hasher.update(chunk);
-      size += chunk.byteLength;
-      if (fd !== undefined) for (let off = 0; off < chunk.byteLength; ) off += writeSync(fd, chunk, off, chunk.byteLength - off);
-    }
-    if (fd !== undefined) fsyncSync(fd);
-  } finally {
-    if (fd !== undefined) closeSync(fd);
-  }
-  const problem = size !== part.size ? `${size} bytes, the manifest says ${part.size}` : hasher.digest("hex") !== part.sha256 ? "SHA-256 differs from the manifest" : undefined;
-  if (problem && to !== undefined) rmSync(to, { force: true });
-  if (!problem && to !== undefined) await fsyncDir(dirname(to));
-  return problem;
+  return partProblem(to === undefined ? await hashFile(from) : await copyDurably(from, to), part);
 }

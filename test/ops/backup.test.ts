@@ -202,7 +202,7 @@ describe("stowage admin backup and restore", () => {
     expect(first.blobs.damaged).toEqual([]);
     expect(first.blobs.copied).toBe(first.blobs.listed);
     expect(existsSync(join(dest, "INCOMPLETE"))).toBe(false);
-    for (const f of ["stowage.db", "chain/state.json", "secrets/jwt.key", "secrets/operator.key"]) expect(statSync(join(dest, f)).mode & 0o777).toBe(0o600);
+    for (const f of ["stowage.db", "chain/state.json", "secrets/jwt.key", "secrets/operator.key"]) expect(statSync(join(dest, first.manifest.generation, f)).mode & 0o777).toBe(0o600);
     expect(statSync(dest).mode & 0o777).toBe(0o700);
 
     restoredDir = join(root, "restored");
@@ -301,6 +301,8 @@ describe("stowage admin backup and restore", () => {
     const rest = next.written - bytes.length - parts - statSync(join(dest, "manifest.json")).size;
     expect(rest).toBeGreaterThan(0);
     expect(rest).toBeLessThan(1024);
+    // One generation is left: the last backup's.
+    expect(readdirSync(join(dest, "generations"))).toEqual([next.manifest.generation.split("/")[1] as string]);
     const restore = await runBinary(["admin", "restore", dest, "--verify"]);
     expect(restore.code).toBe(0);
   }, 120_000);
@@ -345,13 +347,14 @@ describe("stowage admin backup and restore", () => {
   test("a restore refuses a backup with one byte changed, naming the part, and writes nothing", async () => {
     const copy = join(root, "tampered");
     cpSync(dest, copy, { recursive: true });
-    const [firstBlob] = readFileSync(join(copy, "blobs.list"), "utf8").split("\n");
+    const gen = join(copy, (JSON.parse(readFileSync(join(copy, "manifest.json"), "utf8")) as BackupReport["manifest"]).generation);
+    const [firstBlob] = readFileSync(join(gen, "blobs.list"), "utf8").split("\n");
     const blobKey = (firstBlob as string).split(" ")[0] as string;
     const blobPath = new LocalBlobStore(join(copy, "blobs")).pathOf(blobKey);
     const cases = [
-      { file: join(copy, "stowage.db"), named: "stowage.db (database): SHA-256 differs from the manifest" },
-      { file: join(copy, "chain", "state.json"), named: "chain/state.json (chain state): SHA-256 differs from the manifest" },
-      { file: join(copy, "secrets", "jwt.key"), named: "secrets/jwt.key (secret jwt.key): SHA-256 differs from the manifest" },
+      { file: join(gen, "stowage.db"), named: "stowage.db (database): SHA-256 differs from the manifest" },
+      { file: join(gen, "chain", "state.json"), named: "chain/state.json (chain state): SHA-256 differs from the manifest" },
+      { file: join(gen, "secrets", "jwt.key"), named: "secrets/jwt.key (secret jwt.key): SHA-256 differs from the manifest" },
       { file: blobPath, named: `blobs/${blobKey}: SHA-256 differs from its key` },
     ];
     for (const c of cases) {
