@@ -291,8 +291,8 @@ async function usage(config: Config, o: { since?: number; format: "table" | "jso
           `${a.stored.dfs.count}/${formatBytes(a.stored.dfs.bytes)}`.padStart(16),
           `${a.stored.ipfs.count}/${formatBytes(a.stored.ipfs.bytes)}`.padStart(16),
           formatBytes(a.traffic.periodBytes).padStart(11),
-          `${formatBytes(a.purchases.space.bytes)}+${formatBytes(a.purchases.traffic.bytes)}`.padStart(22),
-          `${formatBytes(a.grants.space.bytes)}+${formatBytes(a.grants.traffic.bytes)}`.padStart(22),
+          `${formatBytes(BigInt(a.purchases.space.bytes))}+${formatBytes(BigInt(a.purchases.traffic.bytes))}`.padStart(22),
+          `${formatBytes(BigInt(a.grants.space.bytes))}+${formatBytes(BigInt(a.grants.traffic.bytes))}`.padStart(22),
           String(a.s3.keys).padStart(7),
         ].join(" ");
       io.out(`usage${report.since ? ` since ${report.since}` : ""} (purchases and grants: space+traffic)`);

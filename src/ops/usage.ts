@@ -28,6 +28,13 @@ interface Pool {
   bytes: number;
 }
 
+/** Purchases or grants: uint64 amounts from the chain, whose sums pass a JS number's exact range. */
+interface Amount {
+  count: number;
+  /** Decimal. */
+  bytes: string;
+}
+
 export interface AccountUsage {
   /** EIP-55 address. */
   account: string;
@@ -45,8 +52,8 @@ export interface AccountUsage {
     /** All-time bytes moved under its traffic vouchers at this gateway's seller (D6). */
     voucherBytes: number;
   };
-  purchases: { space: Pool; traffic: Pool; spentWei: string };
-  grants: { space: Pool; traffic: Pool };
+  purchases: { space: Amount; traffic: Amount; spentWei: string };
+  grants: { space: Amount; traffic: Amount };
   s3: { keys: number; keysMade: number; uploads: number; parts: number; partBytes: number };
   ipfs: { pins: number; publicBytes: number };
 }
@@ -59,6 +66,7 @@ export interface UsageReport {
 }
 
 const none = (): Pool => ({ count: 0, bytes: 0 });
+const noAmount = (): Amount => ({ count: 0, bytes: "0" });
 
 function blank(account: string): AccountUsage {
   return {
@@ -67,8 +75,8 @@ function blank(account: string): AccountUsage {
     stored: { dfs: none(), ipfs: none(), bytes: 0 },
     storedSince: { dfs: none(), ipfs: none() },
     traffic: { periodStart: null, periodBytes: 0, sinceBytes: 0, voucherBytes: 0 },
-    purchases: { space: none(), traffic: none(), spentWei: "0" },
-    grants: { space: none(), traffic: none() },
+    purchases: { space: noAmount(), traffic: noAmount(), spentWei: "0" },
+    grants: { space: noAmount(), traffic: noAmount() },
     s3: { keys: 0, keysMade: 0, uploads: 0, parts: 0, partBytes: 0 },
     ipfs: { pins: 0, publicBytes: 0 },
   };
@@ -110,7 +118,7 @@ export async function usageReport(q: Queryable, opts: { since?: number; now?: nu
   const activity = await quotaActivity(q, since);
   for (const r of activity.rows) {
     const a = of(r.account);
-    (r.kind === "purchase" ? a.purchases : a.grants)[r.pool] = { count: r.events, bytes: r.bytes };
+    (r.kind === "purchase" ? a.purchases : a.grants)[r.pool] = { count: r.events, bytes: r.bytes.toString() };
   }
   for (const [account, wei] of activity.spent) of(account).purchases.spentWei = wei.toString();
   for (const r of await keysByAccount(q, now, since)) {
@@ -139,8 +147,8 @@ export async function usageReport(q: Queryable, opts: { since?: number; now?: nu
     totals.traffic.sinceBytes += a.traffic.sinceBytes;
     totals.traffic.voucherBytes += a.traffic.voucherBytes;
     for (const p of ["space", "traffic"] as const) {
-      addPool(totals.purchases[p], a.purchases[p]);
-      addPool(totals.grants[p], a.grants[p]);
+      addAmount(totals.purchases[p], a.purchases[p]);
+      addAmount(totals.grants[p], a.grants[p]);
     }
     spent += BigInt(a.purchases.spentWei);
     for (const k of ["keys", "keysMade", "uploads", "parts", "partBytes"] as const) totals.s3[k] += a.s3[k];
@@ -155,6 +163,11 @@ export async function usageReport(q: Queryable, opts: { since?: number; now?: nu
 function addPool(into: Pool, p: Pool) {
   into.count += p.count;
   into.bytes += p.bytes;
+}
+
+function addAmount(into: Amount, a: Amount) {
+  into.count += a.count;
+  into.bytes = (BigInt(into.bytes) + BigInt(a.bytes)).toString();
 }
 
 /** The columns of `--csv`, one row per account. */

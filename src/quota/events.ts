@@ -19,10 +19,9 @@ const POOLS = ["space", "traffic"] as const;
 
 const LOG = "INSERT INTO quota_events (block, log_index, tx, kind, account, pool, bytes, cost, at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT DO NOTHING";
 const DROP_AFTER = "DELETE FROM quota_events WHERE block > $1";
-const ACTIVITY = `SELECT account, kind, pool, COUNT(*) AS events, CAST(COALESCE(SUM(bytes), 0) AS BIGINT) AS bytes
-  FROM quota_events WHERE at >= $1 GROUP BY account, kind, pool ORDER BY account, kind, pool`;
-const COSTS = "SELECT account, cost FROM quota_events WHERE kind = 'purchase' AND at >= $1";
-const TOTALS = "SELECT kind, pool, COUNT(*) AS events, CAST(COALESCE(SUM(bytes), 0) AS BIGINT) AS bytes FROM quota_events GROUP BY kind, pool";
+const SINCE = "SELECT account, kind, pool, bytes, cost FROM quota_events WHERE at >= $1";
+// Floating point is what a gauge shows; the exact sums are quotaActivity's.
+const TOTALS = "SELECT kind, pool, COUNT(*) AS events, COALESCE(SUM(CAST(bytes AS DOUBLE PRECISION)), 0) AS bytes FROM quota_events GROUP BY kind, pool";
 
 export function quotaEventsConsumer(opts: { address: Address; fromBlock: bigint; name?: string }): Consumer {
   return {
@@ -39,7 +38,9 @@ export function quotaEventsConsumer(opts: { address: Address; fromBlock: bigint;
         if (!pool) continue; // a kind this gateway does not know: not a quota pool of ours
         const cost = kind === "purchase" ? String(e.args.cost as bigint) : "0";
         const at = Number(e.blockTimestamp ?? 0n) * 1000;
-        await tx.run(LOG, [Number(e.blockNumber), e.logIndex, e.transactionHash, kind, getAddress(e.args.user as string), pool, Number(e.args.bytes_ as bigint), cost, at]);
+        // A uint64, kept exactly: decimal text on SQLite, numeric on PostgreSQL.
+        const bytes = String(e.args.bytes_ as bigint);
+        await tx.run(LOG, [Number(e.blockNumber), e.logIndex, e.transactionHash, kind, getAddress(e.args.user as string), pool, bytes, cost, at]);
       }
     },
     async rollback(tx, block) {
@@ -48,24 +49,34 @@ export function quotaEventsConsumer(opts: { address: Address; fromBlock: bigint;
   };
 }
 
-/** Per account, kind and pool since `since` (epoch ms): events, bytes, and wei spent on purchases. */
+/** Per account, kind and pool since `since` (epoch ms): events, and the bytes they came to. */
 export interface QuotaActivity {
   account: string;
   kind: "purchase" | "grant";
   pool: "space" | "traffic";
   events: number;
-  bytes: number;
+  /** Summed exactly: uint64 amounts, whose sum may pass even 2^64. */
+  bytes: bigint;
 }
 
+/** The events since `since`, summed per account, kind and pool, and the wei each account spent on purchases. */
 export async function quotaActivity(q: Queryable, since: number): Promise<{ rows: QuotaActivity[]; spent: Map<string, bigint> }> {
-  const rows = await q.all<QuotaActivity>(ACTIVITY, [since]);
-  // uint256 wei: summed here as bigints, never as SQL numbers.
+  // uint64 bytes and uint256 wei: summed here as bigints, never as SQL numbers.
+  const sums = new Map<string, QuotaActivity>();
   const spent = new Map<string, bigint>();
-  for (const r of await q.all<{ account: string; cost: string }>(COSTS, [since])) spent.set(r.account, (spent.get(r.account) ?? 0n) + BigInt(r.cost));
+  for (const r of await q.all<{ account: string; kind: QuotaActivity["kind"]; pool: QuotaActivity["pool"]; bytes: string; cost: string }>(SINCE, [since])) {
+    const key = `${r.account} ${r.kind} ${r.pool}`;
+    const sum = sums.get(key) ?? { account: r.account, kind: r.kind, pool: r.pool, events: 0, bytes: 0n };
+    sum.events++;
+    sum.bytes += BigInt(r.bytes);
+    sums.set(key, sum);
+    if (r.kind === "purchase") spent.set(r.account, (spent.get(r.account) ?? 0n) + BigInt(r.cost));
+  }
+  const rows = [...sums.values()].sort((a, b) => (a.account < b.account ? -1 : a.account > b.account ? 1 : 0));
   return { rows, spent };
 }
 
-/** All-time events and bytes by kind and pool (the metrics' totals). */
+/** All-time events and bytes (as a float: a gauge's value) by kind and pool, for the metrics. */
 export function quotaEventTotals(q: Queryable): Promise<{ kind: string; pool: string; events: number; bytes: number }[]> {
   return q.all(TOTALS);
 }

@@ -78,7 +78,8 @@ export const quotaEvents = sqliteTable(
     /** EIP-55 address of the account. */
     account: text("account").notNull(),
     pool: text("pool", { enum: ["space", "traffic"] }).notNull(),
-    bytes: integer("bytes").notNull(),
+    /** Bytes bought or granted, in decimal: the event's uint64, which may pass 2^53 (a 9 EiB grant). */
+    bytes: text("bytes").notNull(),
     /** What a purchase cost from the deposit, in wei (decimal: a uint256); "0" for a grant. */
     cost: text("cost").notNull(),
     /** The block's time, epoch ms. */

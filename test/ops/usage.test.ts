@@ -70,10 +70,10 @@ describe("stowage admin usage", () => {
       const space = await readRecord(context.publicClient, context.contracts.proxy, account.address, "space");
       const traffic = await readRecord(context.publicClient, context.contracts.proxy, account.address, "traffic");
       // What the chain says was bought and granted.
-      expect(row.purchases.space.bytes).toBe(Number(space.purchased));
-      expect(row.purchases.traffic.bytes).toBe(Number(traffic.purchased));
-      expect(row.grants.space.bytes).toBe(Number(space.free));
-      expect(row.grants.traffic.bytes).toBe(Number(traffic.free));
+      expect(row.purchases.space.bytes).toBe(String(space.purchased));
+      expect(row.purchases.traffic.bytes).toBe(String(traffic.purchased));
+      expect(row.grants.space.bytes).toBe(String(space.free));
+      expect(row.grants.traffic.bytes).toBe(String(traffic.free));
       // Each purchase and grant is one nonce of its record.
       expect(row.purchases.space.count + row.grants.space.count).toBe(Number(space.nonce));
       expect(row.purchases.traffic.count + row.grants.traffic.count).toBe(Number(traffic.nonce));
@@ -92,8 +92,8 @@ describe("stowage admin usage", () => {
       }
       expect(row.did).toBe(client.did);
     }
-    expect(find(report, alice)).toMatchObject({ purchases: { space: { count: 1 }, traffic: { count: 2, bytes: 9_000_000 } }, s3: { keys: 1, keysMade: 1 }, ipfs: { pins: 1 } });
-    expect(find(report, bob)).toMatchObject({ grants: { space: { count: 1, bytes: 3_000_000 } }, purchases: { spentWei: "0" }, s3: { keys: 1, keysMade: 2 } });
+    expect(find(report, alice)).toMatchObject({ purchases: { space: { count: 1 }, traffic: { count: 2, bytes: "9000000" } }, s3: { keys: 1, keysMade: 1 }, ipfs: { pins: 1 } });
+    expect(find(report, bob)).toMatchObject({ grants: { space: { count: 1, bytes: "3000000" } }, purchases: { spentWei: "0" }, s3: { keys: 1, keysMade: 2 } });
     // Uploads and the download, under the vouchers' counters.
     expect(find(report, alice).traffic.voucherBytes).toBe(1_500_000 + 700_000 + 200_000 + 100_000);
   });
@@ -103,8 +103,9 @@ describe("stowage admin usage", () => {
     const sum = (f: (a: AccountUsage) => number) => report.accounts.reduce((n, a) => n + f(a), 0);
     expect(report.totals.stored.bytes).toBe(sum((a) => a.stored.bytes));
     expect(report.totals.stored.dfs).toEqual({ count: sum((a) => a.stored.dfs.count), bytes: sum((a) => a.stored.dfs.bytes) });
-    expect(report.totals.purchases.traffic.bytes).toBe(sum((a) => a.purchases.traffic.bytes));
-    expect(report.totals.grants.space.bytes).toBe(sum((a) => a.grants.space.bytes));
+    const exact = (f: (a: AccountUsage) => string) => String(report.accounts.reduce((n, a) => n + BigInt(f(a)), 0n));
+    expect(report.totals.purchases.traffic.bytes).toBe(exact((a) => a.purchases.traffic.bytes));
+    expect(report.totals.grants.space.bytes).toBe(exact((a) => a.grants.space.bytes));
     expect(report.totals.traffic.periodBytes).toBe(sum((a) => a.traffic.periodBytes));
     expect(report.totals.s3.keys).toBe(2);
   });
@@ -113,7 +114,7 @@ describe("stowage admin usage", () => {
     const later = (await cli("--since", new Date(Date.now() + 86_400_000).toISOString(), "--json")) as string;
     const report = JSON.parse(later) as UsageReport;
     const a = find(report, alice);
-    expect(a.purchases).toEqual({ space: { count: 0, bytes: 0 }, traffic: { count: 0, bytes: 0 }, spentWei: "0" });
+    expect(a.purchases).toEqual({ space: { count: 0, bytes: "0" }, traffic: { count: 0, bytes: "0" }, spentWei: "0" });
     expect(a.storedSince.dfs).toEqual({ count: 0, bytes: 0 });
     expect(a.s3.keysMade).toBe(0);
     expect(a.stored.dfs.count).toBe(2);
@@ -121,7 +122,7 @@ describe("stowage admin usage", () => {
     const earlier = JSON.parse(await cli("--since", "2000-01-01", "--json")) as UsageReport;
     const all = find(earlier, alice);
     expect(all.storedSince).toEqual({ dfs: all.stored.dfs, ipfs: all.stored.ipfs });
-    expect(all.purchases.traffic.bytes).toBe(9_000_000);
+    expect(all.purchases.traffic.bytes).toBe("9000000");
   });
 
   test("--csv: a header and one row per account, with the JSON's numbers", async () => {
@@ -153,6 +154,38 @@ describe("stowage admin usage", () => {
     for (const who of [alice, bob]) {
       expect(text.toLowerCase()).not.toContain(who.account.address.toLowerCase().slice(2));
     }
+  });
+
+  test("grants past 2^53 and of 2^64 − 1 bytes are indexed and summed exactly", async () => {
+    // `stowage admin grant --space 9EiB` sends one such; the chain's record is a uint64.
+    const above = 2n ** 53n + 1n;
+    const max = 2n ** 64n - 1n;
+    const carol = await gw.chain.anvil.newAccount();
+    const dave = await gw.chain.anvil.newAccount();
+    await grant(carol.address, "space", above);
+    await grant(carol.address, "traffic", 9n * 2n ** 60n);
+    await grant(dave.address, "space", max);
+    await indexer.syncOnce();
+    const report = JSON.parse(await cli("--json")) as UsageReport;
+    for (const who of [carol, dave]) {
+      const row = find(report, { account: who });
+      expect(row.grants.space.bytes).toBe(String((await readRecord(context.publicClient, context.contracts.proxy, who.address, "space")).free));
+      expect(row.grants.traffic.bytes).toBe(String((await readRecord(context.publicClient, context.contracts.proxy, who.address, "traffic")).free));
+    }
+    expect(find(report, { account: carol }).grants).toEqual({ space: { count: 1, bytes: "9007199254740993" }, traffic: { count: 1, bytes: "10376293541461622784" } });
+    expect(find(report, { account: dave }).grants.space).toEqual({ count: 1, bytes: "18446744073709551615" });
+    // The total passes even a uint64, exactly.
+    expect(report.totals.grants.space.bytes).toBe(String(3_000_000n + above + max));
+    const [header, ...rows] = (await cli("--csv")).split("\n");
+    const column = (header as string).split(",").indexOf("space_granted_bytes");
+    expect(rows.find((r) => r.startsWith(dave.address))?.split(",")[column]).toBe("18446744073709551615");
+    expect(await cli()).toContain("16.0 EiB");
+    // The gauge is a float, as every Prometheus value is.
+    const metrics = createMetrics();
+    metrics.gauges({ usage: () => usageTotals(sql) });
+    const text = await metrics.registry.metrics();
+    const gauge = Number(/^stowage_quota_event_bytes\{kind="grant",pool="space"\} (\S+)$/m.exec(text)?.[1]);
+    expect(gauge).toBe(Number(3_000_000n + above + max));
   });
 
   test("bad usage exits with 2's error: a date that is none, two formats", async () => {

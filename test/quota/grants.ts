@@ -12,7 +12,7 @@ const KIND = { space: 0, traffic: 1 } as const;
 
 /** `grant(user, kind, bytes, validitySeconds = 0)` on this test chain. */
 export function granter(chain: Pick<TestChain, "anvil" | "context" | "admin">) {
-  return async (user: Address, kind: keyof typeof KIND, bytes: number, validitySeconds = 0) => {
+  return async (user: Address, kind: keyof typeof KIND, bytes: number | bigint, validitySeconds = 0) => {
     await mined(
       chain.anvil.publicClient,
       chain.anvil.wallet(chain.admin).writeContract({ address: chain.context.contracts.proxy, abi: proxyAbi, functionName: "grantFree", args: [user, KIND[kind], BigInt(bytes), BigInt(validitySeconds)] }),

@@ -184,10 +184,11 @@ export function explain(err: unknown, gateway: string): Error {
 
 // ---- formatting ----
 
-export function formatBytes(n: number): string {
+/** Bytes for people; a bigint (a uint64 from the chain, or a sum of them) to one decimal too. */
+export function formatBytes(n: number | bigint): string {
   if (n < 1024) return `${n} B`;
-  const units = ["KiB", "MiB", "GiB", "TiB"];
-  let v = n / 1024;
+  const units = ["KiB", "MiB", "GiB", "TiB", "PiB", "EiB", "ZiB"];
+  let v = Number(n) / 1024;
   let i = 0;
   while (v >= 1024 && i < units.length - 1) {
     v /= 1024;

@@ -15,6 +15,8 @@
  * - SQLite booleans (0/1) are `boolean`.
  * - JSON is `text` holding JSON.stringify's output (not json/jsonb, which D16 lists among the
  *   bun-sql driver's open bugs), parsed on read.
+ * - A uint64 that may pass 2^53 (an amount of bytes from a chain event), decimal text on SQLite, is
+ *   `numeric(20, 0)` here: exact as text is, and summed by SQL as an int8 was.
  * - Text compared or scanned by byte order (file names, blob keys matched by prefix) is
  *   `COLLATE "C"`: SQLite compares bytes, PostgreSQL's default collation is the locale's, and a
  *   prefix `LIKE` can use a B-tree index only under "C".
@@ -22,7 +24,7 @@
  * (src/db/migrations-pg/0001_directory_search.sql, 0010's index): drizzle-kit cannot express them.
  */
 import { sql } from "drizzle-orm";
-import { bigint, boolean, customType, foreignKey, index, pgTable, primaryKey, text, uniqueIndex } from "drizzle-orm/pg-core";
+import { bigint, boolean, customType, foreignKey, index, numeric, pgTable, primaryKey, text, uniqueIndex } from "drizzle-orm/pg-core";
 
 /** src/accounts/schema.ts's `ProviderInfo`, restated: src/db/ imports no capability, not even a
  * type (test/unit/layering.test.ts). */
@@ -30,6 +32,9 @@ type ProviderInfo = Record<string, string>;
 
 /** A SQLite INTEGER: int8, read as a number. */
 const int8 = (name: string) => bigint(name, { mode: "number" });
+
+/** A uint64 amount (SQLite: decimal text): numeric, read as a decimal string. */
+const uint64 = (name: string) => numeric(name, { precision: 20, scale: 0 });
 
 /** An auto-increment id (SQLite `INTEGER PRIMARY KEY AUTOINCREMENT`). */
 const id = (name: string) => int8(name).primaryKey().generatedByDefaultAsIdentity();
@@ -446,7 +451,7 @@ export const quotaEvents = pgTable(
     kind: text("kind", { enum: ["purchase", "grant"] }).notNull(),
     account: text("account").notNull(),
     pool: text("pool", { enum: ["space", "traffic"] }).notNull(),
-    bytes: int8("bytes").notNull(),
+    bytes: uint64("bytes").notNull(),
     cost: text("cost").notNull(),
     at: int8("at").notNull(),
   },
