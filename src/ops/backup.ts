@@ -159,6 +159,7 @@ export async function runBackup(opts: BackupOptions): Promise<BackupReport> {
     };
     let snapshotAt: string;
     let hold: Awaited<ReturnType<typeof holdDeletions>> | undefined;
+    let switched = false;
     try {
       const installationId = (await readInstallationId(db.sql)) ?? null;
       const gatewayId = readGatewayId(dataDir) ?? null;
@@ -230,6 +231,7 @@ export async function runBackup(opts: BackupOptions): Promise<BackupReport> {
         blobs: { list: BLOB_LIST_FILE, count: blobs.listed.size, bytes: blobs.listedBytes, copied: blobStore === "local", damaged: blobs.damaged },
       };
       written += await writeDurably(join(dest, MANIFEST_FILE), `${JSON.stringify(manifest, null, 2)}\n`);
+      switched = true;
       rmSync(join(dest, INCOMPLETE_FILE), { force: true });
       await fsyncDir(dest);
 
@@ -247,6 +249,11 @@ export async function runBackup(opts: BackupOptions): Promise<BackupReport> {
         seconds: (performance.now() - started) / 1000,
         notes,
       };
+    } catch (err) {
+      // A run that failed before its switch gives back the room its generation took (a full disk
+      // is one way to fail); the blobs it copied stay, for the next run.
+      if (!switched) rmSync(genDir, { recursive: true, force: true });
+      throw err;
     } finally {
       await hold?.release().catch(() => {});
       await db.close();
@@ -349,8 +356,11 @@ async function copyBlobs(o: { snapshotFile: string; listFile: string; dest: stri
   let done = 0;
   const report = () => o.progress({ step: "blobs", done, total: all.length, copiedBytes: out.copiedBytes });
   let shown = 0;
+  // The first failure (a full disk, say) stops every worker before the backup gives up: none
+  // goes on writing into DEST after the run has failed and let go of its lock.
+  let failure: { err: unknown } | undefined;
   const worker = async () => {
-    while (next < all.length) {
+    while (next < all.length && !failure) {
       const blob = all[next++] as ListedBlob;
       if ((await target.stat(blob.key)) === blob.size) out.present++;
       else {
@@ -375,7 +385,11 @@ async function copyBlobs(o: { snapshotFile: string; listFile: string; dest: stri
       }
     }
   };
-  await Promise.all(Array.from({ length: Math.max(1, o.concurrency) }, worker));
+  const stopOnFailure = (err: unknown) => {
+    failure ??= { err };
+  };
+  await Promise.all(Array.from({ length: Math.max(1, o.concurrency) }, () => worker().catch(stopOnFailure)));
+  if (failure) throw failure.err;
   await batch.sync();
   report();
   out.damaged.sort();

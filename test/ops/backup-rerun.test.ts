@@ -4,7 +4,8 @@
  * while it copies blobs, or before its manifest, the folder restores byte for byte to what the
  * complete backup restored to; killed once its manifest is in place, to the new backup; run again,
  * it finishes the new backup, copying no blob a killed run copied, and removes what only the old
- * one needed (its database, the blobs of files deleted since).
+ * one needed (its database, the blobs of files deleted since). A run that fails (a full disk)
+ * leaves the first as it was too, and removes its own unfinished generation.
  *
  * A gateway on SQLite and local files: the configuration whose blobs `stowage admin backup` copies.
  */
@@ -14,6 +15,8 @@ import { join, relative } from "node:path";
 import { Database } from "bun:sqlite";
 import type { BackupProgress, BackupReport } from "../../src/ops/backup.ts";
 import { runRestore } from "../../src/ops/restore.ts";
+import { runBackup } from "../../src/ops/backup.ts";
+import { parseConfig } from "../../src/config.ts";
 import { LocalBlobStore } from "../../src/blob/local.ts";
 import { chunkKey } from "../../src/storage/dfs/cid.ts";
 import { testGateway } from "../support/storage.ts";
@@ -111,6 +114,20 @@ test("a backup killed at any step of a second run leaves the first restorable, b
     expect(generations()).toHaveLength(2);
     expect(generations()).toContain(nameOf(first.manifest.generation));
   }
+
+  // Failed rather than killed (a full disk while blobs are copied): the same, and the run gives
+  // back the room of its generation at once.
+  const failing = runBackup({
+    config: parseConfig(["--data-dir", gw.dataDir], {}),
+    dest,
+    progress: (p) => {
+      if (p.step === "blobs") throw new Error("ENOSPC: no space left on device");
+    },
+  });
+  await expect(failing).rejects.toThrow("ENOSPC");
+  expect(generations()).toEqual([nameOf(first.manifest.generation)]);
+  expect(manifestText()).toBe(firstManifest);
+  expect((await restored()).tree).toEqual(before.tree);
 
   // Killed once its manifest is in place: the folder is the second backup, before anything is removed.
   await backup("prune");
