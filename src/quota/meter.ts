@@ -156,12 +156,13 @@ export function createMeter({ sql, records, storedBytes, now = Date.now, gateway
 
   /**
    * An upload's meter. `declared` is the request's Content-Length (file plus framing), if any;
-   * `backend` and `name` name the entry the file would replace, whose bytes it need not find room for.
+   * `backend` and `name` name the entry the file would replace, whose bytes it need not find room
+   * for; without them (a multipart upload's part, which replaces no file) nothing is left out.
    */
-  async function beginUpload(account: Address, did: string, opts: { declared?: number; backend: string; name: string }) {
+  async function beginUpload(account: Address, did: string, opts: { declared?: number; backend?: string; name?: string }) {
     const [space, traffic] = await Promise.all([pool(account, "space"), pool(account, "traffic")]);
     if (space.limit === 0) throw storageError.quota(space.expired ? "your storage space has expired: buy more or ask for a grant" : "no storage space: buy some (GET /dfs/buyspace) or ask for a grant");
-    const replaced = { backend: opts.backend, name: opts.name };
+    const replaced = opts.backend !== undefined && opts.name !== undefined ? { backend: opts.backend, name: opts.name } : undefined;
     const declared = opts.declared !== undefined && opts.declared > 0 ? opts.declared : Number.POSITIVE_INFINITY;
     const ids: Record<Kind, number | undefined> = { space: undefined, traffic: undefined };
     let received = 0;
@@ -271,6 +272,15 @@ export function createMeter({ sql, records, storedBytes, now = Date.now, gateway
           },
         };
       },
+      /**
+       * The holds this upload has now, for a transaction that takes them over (a multipart part's:
+       * `spaceHold.set` drops them where its lasting hold grows by the part). Once that committed,
+       * `handedOver()`: they are gone, and `release` has nothing left to give back.
+       */
+      holds: () => mine(),
+      handedOver() {
+        closed = true;
+      },
       /** Gives the holds back (a refused or failed upload). Deleting only lowers what counts: no lock needed. */
       async release() {
         if (closed) return;
@@ -356,15 +366,19 @@ export function createMeter({ sql, records, storedBytes, now = Date.now, gateway
    * A lasting hold of space, set inside the caller's own transaction (a multipart upload's parts,
    * D18: they are stored before their file is, and must count meanwhile). `lock` first, then `set`
    * it to the bytes it must cover now, valid until `expiresAt`: 402 (the caller's transaction rolls
-   * back) when they do not fit beside what is stored and held by others. The pool is read here,
+   * back) when they do not fit beside what is stored and held by others. `takeOver` names holds
+   * the lasting one replaces (a part's own, held as its bytes arrived): they count for nothing in
+   * the check and are dropped in the same transaction. The pool is read here,
    * before any transaction: no chain call runs inside one.
    */
   async function spaceHold(account: Address, did: string) {
     const space = await pool(account, "space");
     return {
       lock: (tx: Queryable) => lockAccount(tx, account),
-      async set(tx: Queryable, bytes: number, expiresAt: number, id: number | null): Promise<number> {
-        const others = (await used(tx, account, { stored: storedBytes(did), mine: id === null ? [] : [id] })).space;
+      async set(tx: Queryable, bytes: number, expiresAt: number, id: number | null, takeOver: number[] = []): Promise<number> {
+        const mine = id === null ? takeOver : [id, ...takeOver];
+        const [inUse] = await together(used(tx, account, { stored: storedBytes(did), mine }), drop(tx, takeOver));
+        const others = inUse.space;
         if (others + bytes > space.limit) throw refuse("space", space.limit, others, bytes);
         if (id !== null) {
           const kept = await tx.get<{ id: number }>(RENEW, [id, bytes, expiresAt]);

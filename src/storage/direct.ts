@@ -37,6 +37,16 @@ export interface DirectDeps {
 
 type UploadMeter = Awaited<ReturnType<Meter["beginUpload"]>>;
 
+/** A stashed part: its content, and the quota holds its bytes took as they arrived (see `stash`). */
+export interface Stashed {
+  cid: string;
+  size: number;
+  md5: string;
+  holds(): number[];
+  handedOver(): void;
+  release(): Promise<void>;
+}
+
 /** What a stream carried: its length and MD5 (the S3 ETag), and the failure that stopped it, if any. */
 interface Counted {
   bytes: number;
@@ -212,19 +222,33 @@ export function createDirectStorage(deps: DirectDeps) {
   }
 
   /**
-   * Content held outside the catalog with one reference (a multipart upload's part): streamed in,
-   * committed, and answered with its Cid, size and MD5. Its space is the caller's to account for.
+   * Content held outside the catalog with one reference (a multipart upload's part): streamed in
+   * through the account's quota meter exactly as an upload is (refused before its first byte when
+   * the pool is full, and as soon as its bytes pass what is free: no more than that reaches the
+   * back-end), committed, and answered with its Cid, size and MD5. Its holds are still live: the
+   * caller takes them over in the transaction that records it (`holds`, then `handedOver` once
+   * that committed) and `release`s them whatever happened.
    */
-  async function stash(kind: BackendKind, source: ReadableStream<Uint8Array>, onBytes: (n: number) => Promise<void> | void = () => {}): Promise<{ cid: string; size: number; md5: string }> {
+  async function stash(who: Did, kind: BackendKind, source: ReadableStream<Uint8Array>, opts: { declared?: number } = {}): Promise<Stashed> {
     const b = backend(kind);
-    const { pending, meter } = await putCounted(b, source, onBytes);
+    if (opts.declared !== undefined && opts.declared > deps.maxBody) throw storageError.tooLarge(deps.maxBody);
+    const quota = await deps.meter?.beginUpload(who.address, who.canonical, { declared: opts.declared });
+    const release = async () => {
+      await quota?.release().catch((err) => log.error("releasing a part's holds failed", { err: (err as Error).message }));
+    };
     try {
-      await pending.commit();
+      const { pending, meter } = await putCounted(b, source, (n) => quota?.add(n));
+      try {
+        await pending.commit();
+      } catch (err) {
+        await pending.abort().catch(() => {});
+        throw err;
+      }
+      return { cid: pending.cid, size: pending.size, md5: meter.md5(), holds: () => quota?.holds() ?? [], handedOver: () => quota?.handedOver(), release };
     } catch (err) {
-      await pending.abort().catch(() => {});
+      await release();
       throw err;
     }
-    return { cid: pending.cid, size: pending.size, md5: meter.md5() };
   }
 
   /** Reads stashed (or any held) content whole, as a stream; no traffic is charged (server-side). */
