@@ -30,7 +30,7 @@
  */
 import type { Address } from "viem";
 import { type Fragment, type Param, placeholders, type Queryable, shifted, type Sql, together, type TxOptions } from "../db/sql.ts";
-import { storageError } from "../http/errors.ts";
+import { failure } from "../failure.ts";
 import { allowance, weiToGwei, type Kind, type Records } from "./records.ts";
 
 /** A hold nobody renews stops counting after this long (a gateway killed, a client gone silent). */
@@ -136,7 +136,7 @@ export function createMeter({ sql, records, storedBytes, now = Date.now, gateway
   }
 
   const refuse = (kind: Kind, limit: number, inUse: number, want: number) =>
-    storageError.quota(`not enough ${kind}: ${limit} bytes allowed, ${inUse} in use, ${want} more needed — buy more (GET /dfs/buy${kind}) or ask for a grant`);
+    failure("quota-exceeded", `not enough ${kind}: ${limit} bytes allowed, ${inUse} in use, ${want} more needed — buy more (GET /dfs/buy${kind}) or ask for a grant`);
 
   /** Inserts or renews a hold of `bytes`; a hold that expired meanwhile (and was cleared) is made again. */
   async function hold(tx: Queryable, account: Address, kind: Kind, bytes: number, id: number | undefined): Promise<number> {
@@ -161,7 +161,7 @@ export function createMeter({ sql, records, storedBytes, now = Date.now, gateway
    */
   async function beginUpload(account: Address, did: string, opts: { declared?: number; backend?: string; name?: string }) {
     const [space, traffic] = await Promise.all([pool(account, "space"), pool(account, "traffic")]);
-    if (space.limit === 0) throw storageError.quota(space.expired ? "your storage space has expired: buy more or ask for a grant" : "no storage space: buy some (GET /dfs/buyspace) or ask for a grant");
+    if (space.limit === 0) throw failure("quota-exceeded", space.expired ? "your storage space has expired: buy more or ask for a grant" : "no storage space: buy some (GET /dfs/buyspace) or ask for a grant");
     const replaced = opts.backend !== undefined && opts.name !== undefined ? { backend: opts.backend, name: opts.name } : undefined;
     const declared = opts.declared !== undefined && opts.declared > 0 ? opts.declared : Number.POSITIVE_INFINITY;
     const ids: Record<Kind, number | undefined> = { space: undefined, traffic: undefined };

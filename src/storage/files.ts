@@ -4,7 +4,7 @@
  */
 import { ReadCache } from "../db/read-cache.ts";
 import { type Fragment, type Queryable, type Sql, together } from "../db/sql.ts";
-import { storageError } from "../http/errors.ts";
+import { failure } from "../failure.ts";
 import type { FileEntry } from "../http/model.ts";
 import type { BackendKind } from "./backend.ts";
 import type { files } from "./schema.ts";
@@ -78,8 +78,8 @@ export function fileEntry(row: ListedFile, isPublic = false): FileEntry {
 export function cleanName(raw: string | undefined): string {
   const base = (raw ?? "").split(/[\\/]/).pop() ?? "";
   const name = base.replace(/[\u0000-\u001f\u007f]/g, "").trim();
-  if (!name || name === "." || name === "..") throw storageError.badRequest("the file part needs a file name");
-  if (Buffer.byteLength(name) > 255) throw storageError.badRequest("file names are at most 255 bytes");
+  if (!name || name === "." || name === "..") throw failure("bad-input", "the file part needs a file name");
+  if (Buffer.byteLength(name) > 255) throw failure("bad-input", "file names are at most 255 bytes");
   return name;
 }
 
@@ -152,8 +152,8 @@ export function createFiles(sql: Sql, now: () => number = Date.now) {
       const row = await sql.get<FileRow>(REMOVE, [id, backend, did]);
       if (row) return row;
       const other = await sql.get<{ did: string }>(OWNER_OF, [id, backend]);
-      if (other) throw storageError.forbidden("Permission denied: the file belongs to another account");
-      throw storageError.notFound("File not found");
+      if (other) throw failure("forbidden", "Permission denied: the file belongs to another account");
+      throw failure("not-found", "File not found");
     },
 
     /** The file of `did` named `name` on `backend`. */

@@ -14,13 +14,14 @@ import type { TokenService } from "../accounts/tokens.ts";
 import type { UserService } from "../accounts/users.ts";
 import { type Queryable, type Sql, together } from "../db/sql.ts";
 import type { Readable } from "node:stream";
-import { StorageError, storageError } from "../http/errors.ts";
+import { StorageError, storageError, storageErrorOf } from "../http/errors.ts";
+import { Failure } from "../failure.ts";
 import { type DidLoginTokens, type FileEntry, type FileList, type StorageKind, type TrafficHashResult } from "../http/model.ts";
 import { canonicalDid, didAddressKey, parseDid, type Did } from "../identity/did.ts";
 import type { DidResolver } from "../identity/resolver.ts";
 import type { Logger } from "../log.ts";
 import type { Backend, BackendKind, ByteRange } from "./backend.ts";
-import { backendLookup } from "./errors.ts";
+import { backendLookup, deletable } from "./errors.ts";
 import { cleanName, createFiles, fileEntry } from "./files.ts";
 import { recordFile } from "./pending.ts";
 import { createSessions, type LoginInput, type SessionKeys } from "./sessions.ts";
@@ -244,7 +245,7 @@ export function createStorage(deps: StorageDeps) {
       try {
         pending = await b.put(stream);
       } catch (err) {
-        if (meter.failure || err instanceof StorageError) throw meter.failure ?? err;
+        if (meter.failure || err instanceof StorageError || err instanceof Failure) throw meter.failure ?? err;
         // The client's broken or abandoned body is its fault; a back-end failure is ours (500).
         throw meter.interrupted ? storageError.badRequest("the upload was interrupted") : err;
       }
@@ -426,13 +427,13 @@ export function createStorage(deps: StorageDeps) {
   }
 
   /**
-   * Delete (spec 4.1 rule 4): dfs only; failures carry `Status: "Failure"` (D9). The caller is
-   * asked for (`authenticate`) only after the type is checked, and inside: a 401 carries it too.
+   * Delete (spec 4.1 rule 4): where the back-end deletes (dfs); failures carry `Status: "Failure"`
+   * (D9). The caller is asked for (`authenticate`) only after the type is checked, and inside: a
+   * 401 carries it too.
    */
   async function remove(kind: string, authenticate: () => Promise<Caller>, query: Record<string, string | undefined>) {
     try {
-      if (kind !== "dfs") throw storageError.unsupportedType();
-      const b = backend(kind);
+      const b = deletable(backend(kind));
       const who = await authenticate();
       const idText = query.id ?? "";
       await sessions.restricted({ ...query, payload: query.payload }, "delete", who.did);
@@ -443,8 +444,9 @@ export function createStorage(deps: StorageDeps) {
       return { Status: "Success" as const };
     } catch (err) {
       // Every failure, a 500 included, carries Status: "Failure" (D9).
-      if (!(err instanceof StorageError)) log.error("delete failed", { err: err instanceof Error ? (err.stack ?? err.message) : String(err) });
-      const e = err instanceof StorageError ? err : storageError.internal();
+      const known = err instanceof StorageError || err instanceof Failure;
+      if (!known) log.error("delete failed", { err: err instanceof Error ? (err.stack ?? err.message) : String(err) });
+      const e = known ? storageErrorOf(err) : storageError.internal();
       throw new StorageError(e.status, e.description, { ...e.extra, body: { ...e.extra.body, Status: "Failure" } });
     }
   }

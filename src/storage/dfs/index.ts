@@ -97,6 +97,7 @@ export async function openDfs({ sql, log, guard, legacyDir, resweepAfterMs = LEA
   const scrubs = checks && startScrubs(ctx, sql, checks, scrubEveryMs);
   return {
     kind: "dfs",
+    capabilities: { delete: true },
     put: (source, opts) => put(ctx, source, opts),
     compose: (cids) => compose(ctx, cids),
     stat: async (cid) => {
