@@ -117,7 +117,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
       // A registered grant opens its key's storage session: the key never signs a login.
       openSession: async (did, token) => void (await openSession(database.sql, did, token, Math.floor(Date.now() / 1000))),
     });
-    const stored = await startStorage({ config, sql: database.sql, gatewayId: gateway, log, chain: chain.context, accounts, extra: { resolver, sessionKeys: grants, readGrant: directory.readGrant, publicCids: directory.publicCids, meter: quota.meter, onTransfer: metrics.transferred } });
+    const stored = await startStorage({ config, sql: database.sql, gatewayId: gateway, log, chain: chain.context, accounts, extra: { resolver, sessionKeys: grants, readGrant: directory.readGrant, publicCids: directory.publicCids, publicSql: directory.publicSql, meter: quota.meter, onTransfer: metrics.transferred } });
     cleanup.push(() => stored.stop());
     // One indexer in the cluster (D16): it runs on the gateway holding the "indexer" lease, and
     // its cursor writes are fenced by that lease's epoch.

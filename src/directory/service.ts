@@ -11,7 +11,7 @@
 import { getAddress, type Address, type PublicClient } from "viem";
 import { directoryAbi } from "../chain/artifacts/index.ts";
 import type { Sql } from "../db/sql.ts";
-import { directoryAccess } from "./access.ts";
+import { directoryAccess, publicSql } from "./access.ts";
 import { directoryConsumer } from "./indexer.ts";
 import { directorySearch } from "./search.ts";
 
@@ -43,7 +43,7 @@ export function createDirectory(deps: DirectoryDeps) {
     return deps.publicClient.readContract({ address: deps.address, abi: directoryAbi, functionName: "exists", args: [getAddress(owner), mid] });
   }
 
-  return { consumer, search, readGrant, publicCids, bought, published };
+  return { consumer, search, readGrant, publicCids, publicSql, bought, published };
 }
 
 export type Directory = ReturnType<typeof createDirectory>;

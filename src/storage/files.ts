@@ -45,15 +45,35 @@ const NAMED = `SELECT ${COLUMNS} FROM files WHERE did = $1 AND backend = $2 AND 
 const LIST_NAMES = `SELECT ${COLUMNS} FROM files WHERE did = $1 AND backend = $2 AND name > $3 AND substr(name, 1, length($4)) = $4 ORDER BY name LIMIT $5`;
 const REMOVE_NAMED = `DELETE FROM files WHERE did = $1 AND backend = $2 AND name = $3 RETURNING ${COLUMNS}`;
 // A page in id order (index files_listing: no sort) with listobjects' `Public` in the same read:
-// whether the owner's own directory entry for the Cid is public (several entries may name one
-// Cid; EXISTS answers once per file). `public` is compared with a bound true (D16's booleans).
-// Only the columns an entry shows: did and backend are the query's own, etag is not shown.
-const LIST = `SELECT id, name, cid, size, encryption, mod_time AS "modTime",
-    EXISTS (SELECT 1 FROM directory_entries e WHERE e.cid = files.cid AND e.owner = $5 AND e.public = $6) AS "isPublic"
+// whether the owner publishes the Cid as public (the directory's condition, PublicSql; without a
+// directory nothing is). Only the columns an entry shows: did and backend are the query's own,
+// etag is not shown.
+// Both parameters named all the same (PostgreSQL types every parameter from its use).
+const NOT_PUBLIC = "(FALSE AND CAST($5 AS TEXT) = CAST($6 AS TEXT))";
+const listSql = (publicSql?: PublicSql) => `SELECT id, name, cid, size, encryption, mod_time AS "modTime",
+    ${publicSql ? publicSql({ cid: "files.cid", owner: "$5", yes: "$6" }) : NOT_PUBLIC} AS "isPublic"
   FROM files WHERE did = $1 AND backend = $2 AND id > $3 ORDER BY id LIMIT $4`;
 const REMOVE = `DELETE FROM files WHERE id = $1 AND backend = $2 AND did = $3 RETURNING ${COLUMNS}`;
 const OWNER_OF = "SELECT did FROM files WHERE id = $1 AND backend = $2";
 const OWNS = `SELECT ${COLUMNS} FROM files WHERE backend = $1 AND cid = $2 AND did = $3 LIMIT 1`;
+
+/**
+ * Whether `did` stores the Cid `cid` (on `backend`, else on either back-end), as an SQL condition
+ * over the caller's own expressions (columns or placeholders): how the directory and the trustless
+ * gateway ask the catalog inside their own one query, without naming its table. Served by the
+ * index files_cid (backend, cid, did).
+ */
+export function storesSql(at: { cid: string; did: string; backend?: string }): string {
+  const backend = at.backend ?? "f.backend IN ('dfs', 'ipfs')";
+  return `EXISTS (SELECT 1 FROM files f WHERE ${at.backend ? `f.backend = ${backend}` : backend} AND f.cid = ${at.cid} AND f.did = ${at.did})`;
+}
+
+/**
+ * Whether `owner` publishes the Cid `cid` as public, as an SQL condition over the listing's own
+ * expressions (`yes` a placeholder bound to true): the directory's to say (its `publicSql`),
+ * handed to the catalog so a listing reads its page and each file's `Public` in one query.
+ */
+export type PublicSql = (at: { cid: string; owner: string; yes: string }) => string;
 
 /** What a listing reads of a file: what its entry shows. */
 export type ListedFile = Pick<FileRow, "id" | "name" | "cid" | "size" | "encryption" | "modTime">;
@@ -100,7 +120,8 @@ export async function storedBytes(q: Queryable, did: string, except?: { backend:
   return (await q.get<{ n: number }>(`SELECT ${text} AS n`, params))?.n ?? 0;
 }
 
-export function createFiles(sql: Sql, now: () => number = Date.now) {
+export function createFiles(sql: Sql, now: () => number = Date.now, publicSql?: PublicSql) {
+  const LIST = listSql(publicSql);
   // listobjects' pages while nothing is committed (issue 10: its statement was a third of the
   // request's CPU); the version is SQLite's, so PostgreSQL reads every time.
   const pages = new ReadCache<ListedRow>(() => sql.dataVersion?.());

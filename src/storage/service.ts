@@ -22,7 +22,7 @@ import type { DidResolver } from "../identity/resolver.ts";
 import type { Logger } from "../log.ts";
 import type { Backend, BackendKind, ByteRange } from "./backend.ts";
 import { backendLookup, deletable } from "./errors.ts";
-import { cleanName, createFiles, fileEntry } from "./files.ts";
+import { cleanName, createFiles, fileEntry, type PublicSql } from "./files.ts";
 import { recordFile } from "./pending.ts";
 import { createSessions, type LoginInput, type SessionKeys } from "./sessions.ts";
 import { meterDownload, meterUpload } from "./transfer.ts";
@@ -104,6 +104,8 @@ export interface StorageDeps {
    * read in its file row's transaction `q` (listobjects reads the same flag in its page's own
    * query, src/storage/files.ts). */
   publicCids?: (owner: Address, cids: readonly string[], q?: Queryable) => Promise<ReadonlySet<string>>;
+  /** The same flag as a condition listobjects embeds in its page's one query (the directory's). */
+  publicSql?: PublicSql;
   /** Quota enforcement (D7); absent, only the vouchers bound use. */
   meter?: Meter;
   /** Hears of file bytes received (in) and sent (out), per back-end: the server's metrics. */
@@ -175,7 +177,7 @@ export function createStorage(deps: StorageDeps) {
    */
   const paysFor = async (who: Did, key: Address) => (await deps.resolver.canSign(who, key)) || ((await deps.sessionKeys?.allows(who, key, "voucher")) ?? false);
   const vouchers = createVouchers({ sql, domain: deps.domain, seller: deps.seller, now: deps.now });
-  const files = createFiles(sql, deps.now);
+  const files = createFiles(sql, deps.now, deps.publicSql);
   // Every back-end failure reaches this service already mapped (storage/errors.ts).
   const backend = backendLookup(deps.backends);
 

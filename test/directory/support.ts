@@ -15,6 +15,7 @@ import { createEncryption } from "../../src/encryption/index.ts";
 import { generateIdentity } from "../../src/sdk/age.ts";
 import { publishedRecipient } from "../../src/sdk/key-agreement.ts";
 import { storedFiles } from "../../src/storage/head.ts";
+import { publicSql } from "../../src/directory/access.ts";
 import { silentLogger } from "../../src/log.ts";
 import { connectDirectory } from "../../src/sdk/directory.ts";
 import { connectStorage, StorageApiError } from "../../src/sdk/storage.ts";
@@ -31,6 +32,7 @@ export async function directoryGateway(o: { ipfs?: boolean; pollMs?: number; env
     extra: {
       readGrant: (reader, kind, cid) => (directory as Directory).readGrant(reader, kind, cid),
       publicCids: (owner, cids, q) => (directory as Directory).publicCids(owner, cids, q),
+      publicSql,
     },
   });
   const sql = gw.database.sql;

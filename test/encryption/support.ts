@@ -16,6 +16,7 @@ import { createSessions } from "../../src/storage/sessions.ts";
 import { appFetch } from "../support/app.ts";
 import { createIndexer } from "../../src/chain/indexer.ts";
 import { createDirectory, type Directory } from "../../src/directory/index.ts";
+import { publicSql } from "../../src/directory/access.ts";
 import { silentLogger } from "../../src/log.ts";
 import { connectDirectory } from "../../src/sdk/directory.ts";
 import { connectEncryption } from "../../src/sdk/encryption.ts";
@@ -30,6 +31,7 @@ export async function encryptionGateway(o: { env?: Record<string, string> } = {}
     extra: {
       readGrant: (reader, kind, cid) => (directory as Directory).readGrant(reader, kind, cid),
       publicCids: (owner, cids, q) => (directory as Directory).publicCids(owner, cids, q),
+      publicSql,
     },
   });
   const sql = gw.database.sql;

@@ -11,6 +11,7 @@ import { buildApp } from "../../src/app.ts";
 import { openBlobStore } from "../../src/blob/index.ts";
 import { createIndexer } from "../../src/chain/indexer.ts";
 import { createDirectory, type Directory } from "../../src/directory/index.ts";
+import { publicSql } from "../../src/directory/access.ts";
 import { createGateway } from "../../src/gateway/service.ts";
 import { createHandler } from "../../src/http/handler.ts";
 import { listen } from "../../src/http/listen.ts";
@@ -30,6 +31,7 @@ export async function trustlessGateway() {
     extra: {
       readGrant: (reader, kind, cid) => (directory as Directory).readGrant(reader, kind, cid),
       publicCids: (owner, cids, q) => (directory as Directory).publicCids(owner, cids, q),
+      publicSql,
     },
   });
   const sql = gw.database.sql;
