@@ -777,3 +777,62 @@ describe("multipart parts are metered as they arrive", () => {
     }
   });
 });
+
+describe("every write path meters alike", () => {
+  type Account = Awaited<ReturnType<typeof account>>;
+  const didOf = (a: Account) => `did:ethr:0x${gw.config.chainId.toString(16)}:${a.account.address}`;
+  const left = async (a: Account, pool: "space" | "traffic") => (await meter?.record(a.account.address, didOf(a), pool))?.SizeByte ?? -1;
+  const N = MiB + 123;
+
+  /** Each way a file arrives: whether it was refused for quota (in its API's words), or stored. */
+  const paths: [string, (a: Account, name: string, bytes: Uint8Array) => Promise<"quota" | "stored">][] = [
+    ["HTTP upload to dfs", (a, name, bytes) => a.client.upload("dfs", bytes, { name }).then(() => "stored" as const, (e: { status?: number; body?: { Code?: string } }) => (e.status === 402 && e.body?.Code === "PaymentRequired" ? "quota" : Promise.reject(e)))],
+    ["HTTP upload to ipfs", (a, name, bytes) => a.client.upload("ipfs", bytes, { name }).then(() => "stored" as const, (e: { status?: number; body?: { Code?: string } }) => (e.status === 402 && e.body?.Code === "PaymentRequired" ? "quota" : Promise.reject(e)))],
+    ["S3 PutObject", async (a, name, bytes) => s3Outcome(await signed(a.key, "PUT", `/dfs/${name}`, { body: bytes }))],
+    [
+      "S3 multipart",
+      async (a, name, bytes) => {
+        const created = await signed(a.key, "POST", `/dfs/${name}`, { query: { uploads: "" } });
+        const id = /<UploadId>([^<]+)<\/UploadId>/.exec(await created.text())?.[1] as string;
+        const part = await signed(a.key, "PUT", `/dfs/${name}`, { query: { partNumber: "1", uploadId: id }, body: bytes });
+        if (part.status !== 200) return s3Outcome(part);
+        const etag = part.headers.get("etag") as string;
+        const done = await signed(a.key, "POST", `/dfs/${name}`, { query: { uploadId: id }, body: `<CompleteMultipartUpload><Part><PartNumber>1</PartNumber><ETag>${etag}</ETag></Part></CompleteMultipartUpload>` });
+        const text = await done.text();
+        return codeIn(text) === "QuotaExceeded" ? "quota" : text.includes("<CompleteMultipartUploadResult") ? "stored" : Promise.reject(new Error(text));
+      },
+    ],
+    [
+      "S3 CopyObject (from ipfs: new content)",
+      // The source is the account's already (stored before the pools are read): the copy needs room for its bytes once more.
+      async (a, name) => s3Outcome(await signed(a.key, "PUT", `/dfs/${name}`, { headers: { "x-amz-copy-source": "/ipfs/source.bin" } })),
+    ],
+  ];
+
+  async function s3Outcome(res: Response): Promise<"quota" | "stored"> {
+    if (res.status === 200) return "stored";
+    const code = codeIn(await res.text());
+    if (res.status === 403 && code === "QuotaExceeded") return "quota";
+    throw new Error(`answered ${res.status} ${code}`);
+  }
+
+  test.each(paths)("%s: refused for the same over-quota file, keeping nothing; the same file fits and counts its size (and its traffic)", async (label, write) => {
+    const copy = label.startsWith("S3 CopyObject");
+    const bytes = randomBytes(N);
+    // Free space half the file (past the source a copy has stored already).
+    const tight = await account({ space: (copy ? N : 0) + Math.floor(N / 2) });
+    if (copy) await tight.client.upload("ipfs", bytes, { name: "source.bin" });
+    const before = await left(tight, "space");
+    expect(await write(tight, "over.bin", bytes)).toBe("quota");
+    expect(await left(tight, "space")).toBe(before);
+    expect((await signed(tight.key, "HEAD", "/dfs/over.bin")).status).toBe(404);
+    // Room for it: it is stored, and its size counts against the space pool, the same on every path.
+    const roomy = await account({ space: (copy ? N : 0) + 4 * N });
+    if (copy) await roomy.client.upload("ipfs", bytes, { name: "source.bin" });
+    const [room, traffic] = [await left(roomy, "space"), await left(roomy, "traffic")];
+    expect(await write(roomy, "fits.bin", bytes)).toBe("stored");
+    expect(room - (await left(roomy, "space"))).toBe(N);
+    // Bytes that crossed the wire count as traffic once; a server-side copy moved none.
+    expect(traffic - (await left(roomy, "traffic"))).toBe(copy ? 0 : N);
+  }, 60_000);
+});
