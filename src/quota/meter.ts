@@ -26,7 +26,7 @@
  *   const meter = createMeter({ sql, records, storedBytes })
  *   const up = await meter.beginUpload(address, did, { declared, backend: "dfs", name })
  *   await up.add(chunk.byteLength)              // throws 402 once it cannot fit
- *   await files.add(row, up.commit(size, moved))   // or await up.release()
+ *   await files.add(row, [up.commit(size, moved)])   // or await up.release()
  */
 import type { Address } from "viem";
 import { type Fragment, type Param, placeholders, type Queryable, shifted, type Sql, together, type TxOptions } from "../db/sql.ts";
@@ -80,7 +80,7 @@ async function lockAccount(tx: Queryable, account: string) {
 }
 
 /** The lock alone, in a transaction that made the account's row before it (an upload's `prepare`):
- * it needs no answer before the statements that follow it (AddHook.lock). */
+ * it needs no answer before the statements that follow it (storage/files.ts Participant). */
 async function lockMade(tx: Queryable, account: string) {
   if (!(await tx.get(LOCK, [account]))) throw new Error(`the quota account ${account} has no row to lock`);
 }
@@ -252,7 +252,7 @@ export function createMeter({ sql, records, storedBytes, now = Date.now, gateway
         if (closed) throw new Error("upload meter already closed");
         return {
           // The account's row before the lock (a conflict-free insert takes no lock on a row that
-          // exists), so the lock goes out with the file row's statements (files.ts AddHook).
+          // exists), so the lock goes out with the file row's statements (files.ts Participant).
           prepare: async (tx: Queryable) => void (await tx.run(ADD_ACCOUNT, [account])),
           lock: (tx: Queryable) => lockMade(tx, account),
           settle: async (tx: Queryable) => {

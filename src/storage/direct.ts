@@ -113,7 +113,7 @@ export function createDirectStorage(deps: DirectDeps) {
    */
   async function keep(b: Backend, who: Did, name: string, pending: PendingPut, quota: UploadMeter | undefined, etag: string | undefined, moved: number, encryption = ""): Promise<FileRow> {
     const row = { did: who.canonical, backend: b.kind, name, cid: pending.cid, size: pending.size, encryption, etag };
-    const added = await recordFile(pending, (hook) => files.add(row, hook), { quota, moved, log });
+    const added = await recordFile(files, row, pending, { quota, moved, log });
     if (moved > 0) deps.onTransfer?.(b.kind, "in", moved);
     if (added.replaced) await release(b, added.replaced);
     return added.row;

@@ -11,22 +11,26 @@ import type { files } from "./schema.ts";
 
 export type FileRow = typeof files.$inferSelect;
 
-/** What runs inside the transaction that records a file: the content's rows (storage/pending.ts),
- * the quota's exact check (src/quota/meter.ts), and an upload's voucher count (storage/service.ts). */
-export interface AddHook {
-  /** The transaction's first statements, before any lock of the account's: rows that no other
-   * transaction writes under that lock (the content's, by relative updates). On PostgreSQL the
-   * lock serializes one account's uploads until their COMMIT; each statement moved out of its
-   * span is a round trip less per upload of that account (issue 10). */
+/**
+ * One participant of the transaction that records a file. The transaction runs in phases, and
+ * within a phase the participants in the order of the list it is given (storage/pending.ts
+ * `recordFile` documents the list: the content's rows, the authority's claims, the quota's exact
+ * check, the authority's counts, the directory's `Public`):
+ *
+ * 1. `prepare`, every participant's at once with the bucket's insert: statements before any lock
+ *    of the account's, on rows no other transaction writes under that lock (the content's, by
+ *    relative updates). On PostgreSQL the lock serializes one account's uploads until their
+ *    COMMIT; each statement moved out of its span is a round trip less per upload of that account.
+ * 2. `lock`, the first participant's that has one (the quota's: D16's lock on the account's row;
+ *    with none, the DID's bucket row), then the file row's statements, then every `settle`: all
+ *    sent at once, each waiting behind the last, so the lock needs no answer before them (the row
+ *    it locks exists: a `prepare` made it) and what a `settle` reads includes the file row. One
+ *    round trip under the lock on PostgreSQL. Throwing undoes it all.
+ */
+export interface Participant {
   prepare?(tx: Queryable): Promise<void>;
-  /** Then D16's lock on the account's quota row (without it, `add` locks the DID's bucket row
-   * instead), sent with the row's statements and `settle`'s, which wait behind it: one round trip
-   * under the lock on PostgreSQL, not two (issue 10). So it needs no answer before them: the row
-   * it locks exists by then (`prepare` makes it). */
   lock?(tx: Queryable): Promise<void>;
-  /** Once the row is in: called right behind the row's statements, without waiting for their
-   * answers (one round trip on PostgreSQL), so what it reads includes the row. Throwing undoes it all. */
-  settle(tx: Queryable): Promise<void>;
+  settle?(tx: Queryable): Promise<void>;
 }
 
 const COLUMNS = `id, did, backend, name, cid, size, encryption, mod_time AS "modTime", etag`;
@@ -127,22 +131,23 @@ export function createFiles(sql: Sql, now: () => number = Date.now, publicSql?: 
   const pages = new ReadCache<ListedRow>(() => sql.dataVersion?.());
   return {
     /**
-     * Records a stored file; returns the new row and the Cid of an entry it replaced. `hook` (the
-     * content's rows, the quota, the voucher's count) prepares, locks, and settles once the row is
-     * in, in the same transaction; throwing undoes it all.
+     * Records a stored file; returns the new row and the Cid of an entry it replaced. The
+     * `participants` run in the same transaction, phase by phase in list order (Participant);
+     * throwing undoes it all.
      */
-    add(f: { did: string; backend: BackendKind; name: string; cid: string; size: number; encryption: string; etag?: string }, hook?: AddHook): Promise<{ row: FileRow; replaced?: string }> {
+    add(f: { did: string; backend: BackendKind; name: string; cid: string; size: number; encryption: string; etag?: string }, participants: readonly Participant[] = []): Promise<{ row: FileRow; replaced?: string }> {
+      const locker = participants.find((p) => p.lock);
       return sql.tx(
         async (tx) => {
           // The bucket's insert takes no lock on a row that exists.
-          await together(hook?.prepare?.(tx), tx.run(ADD_BUCKET, [f.did, now()]));
-          // The lock, then under it the row's statements, then the hook's, which so see the row:
-          // one round trip on PostgreSQL (AddHook.lock).
+          await together(together(...participants.map((p) => p.prepare?.(tx))), tx.run(ADD_BUCKET, [f.did, now()]));
+          // The lock, then under it the row's statements, then the participants', which so see
+          // the row: one round trip on PostgreSQL.
           const [, old, row] = await together(
-            hook?.lock ? hook.lock(tx) : tx.get(LOCK_BUCKET, [f.did]),
+            locker?.lock ? locker.lock(tx) : tx.get(LOCK_BUCKET, [f.did]),
             tx.get<{ cid: string }>(DROP_NAMED, [f.did, f.backend, f.name]),
             tx.get<FileRow>(INSERT_FILE, [f.did, f.backend, f.name, f.cid, f.size, f.encryption, now(), f.etag ?? null]),
-            hook?.settle(tx),
+            together(...participants.map((p) => p.settle?.(tx))),
           );
           if (!row) throw new Error("INSERT … RETURNING gave no row");
           return { row, replaced: old?.cid };

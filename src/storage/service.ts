@@ -255,19 +255,19 @@ export function createStorage(deps: StorageDeps) {
         await pending.abort();
         throw storageError.badRequest(`payload does not match the file's ${expected.kind === "sha256" ? "SHA-256" : "Cid"}: nothing was kept`);
       }
-      // Both claims, the content's rows, the quota's exact check (D14) and the voucher's count run
-      // in the transaction that records the file: the bytes count exactly when the file is stored.
-      // The claims go first: a refused one answers for the upload. Each decides by a conditional
-      // insert (the requestID's after its session's row lock): READ COMMITTED suffices (D16).
-      // The answer's `Public` is read there too: on PostgreSQL all of them in one round trip.
+      // The file row's transaction (recordFile documents its order): the content's rows, both
+      // claims (a refused one answers for the upload; each decides by a conditional insert, the
+      // requestID's after its session's row lock: READ COMMITTED suffices, D16), the quota's exact
+      // check (D14), the voucher's count, and the answer's `Public`: on PostgreSQL one round trip
+      // under the account's lock.
       const row = { did: who.did.canonical, backend: b.kind, name, cid: pending.cid, size: pending.size, encryption: String(part.fields.encryption ?? "") };
       let isPublic: boolean | undefined;
-      const claim = async (tx: Queryable) => void (await together(request.claim(tx), vouchers.claimPeeked(tx, offered)));
-      const settle = async (tx: Queryable) => {
-        const [, published] = await together(vouchers.settle(offered, meter.bytes, tx), deps.publicCids?.(who.did.address, [row.cid], tx));
-        isPublic = published?.has(row.cid);
+      const authority = {
+        claims: { settle: async (tx: Queryable) => void (await together(request.claim(tx), vouchers.claimPeeked(tx, offered))) },
+        counts: { settle: (tx: Queryable) => vouchers.settle(offered, meter.bytes, tx) },
       };
-      const added = await recordFile(pending, (hook) => files.add(row, hook), { quota, moved: meter.bytes, claim, settle, log });
+      const publicFlag = deps.publicCids && { settle: async (tx: Queryable) => void (isPublic = (await deps.publicCids?.(who.did.address, [row.cid], tx))?.has(row.cid)) };
+      const added = await recordFile(files, row, pending, { quota, moved: meter.bytes, authority, also: publicFlag, log });
       deps.onTransfer?.(b.kind, "in", meter.bytes);
       if (added.replaced) await release(b, added.replaced);
       return fileEntry(added.row, isPublic);
