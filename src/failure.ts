@@ -12,7 +12,7 @@
  *   throw failure("quota-exceeded", "not enough space: 1000 bytes allowed, 900 in use, 200 more needed")
  */
 
-export const FAILURE_CODES = [
+const FAILURE_CODES = [
   /** A pool (space or traffic) or a voucher cannot take the bytes. */
   "quota-exceeded",
   /** No such file, content or upload for this caller. */
@@ -44,5 +44,3 @@ export class Failure extends Error {
 }
 
 export const failure = (code: FailureCode, message: string) => new Failure(code, message);
-
-export const isFailure = (err: unknown): err is Failure => err instanceof Failure;
