@@ -21,6 +21,12 @@
  * bytes, a signed restricted call with a voucher (one HTTP request, the POST: the SDK asks
  * /traffichash for its voucher counter before its first upload only, src/sdk/traffic-counter.ts).
  *
+ * Commits per request on PostgreSQL come from pg_stat_database (`xact_commit` of the cluster's
+ * database): each snapshot waits for every backend's pending counts to be flushed (PostgreSQL
+ * flushes an idle backend's at most ~11 s late), so a side's count covers its own requests and
+ * the idle gateways' background (lease renewals, indexer polls) over the same span; the reading
+ * connection's own commits are taken out.
+ *
  * CPU per request comes from /proc: each component's user + system time over the measurement,
  * divided by the requests it served. PostgreSQL and Ceph are found by the pid files of this
  * process's own servers (others may run their own on the same machine). "rest of the machine" is
@@ -45,6 +51,7 @@ import { ANVIL_BIN, startAnvil } from "../test/support/anvil.ts";
 import { cephRgw, stowageS3Env } from "../test/support/ceph.ts";
 import { ensureFresh, STOWAGE_BUILD } from "../test/support/fresh-build.ts";
 import { postgres } from "../test/support/postgres.ts";
+import { openPostgres } from "../src/db/postgres.ts";
 import { tempDir } from "../test/support/tmp.ts";
 import { benchArgs, fmt, intOption, loadAverage, loadTest, percentile, positiveOption, processCpuSeconds, startServer, stats, usageError, type RunningServer, type Stats } from "./harness.ts";
 
@@ -152,8 +159,18 @@ try {
 
   // PostgreSQL and Ceph start side by side: each takes seconds, mostly waiting.
   const [pg, rgw] = await Promise.all([postgres(), cephRgw()]);
-  stops.push(() => rgw.stop(), () => pg.stop());
+  stops.push(() => rgw.stop(), () => pg.stop(), () => stats.close());
   const databaseUrl = await pg.createDatabase();
+  const stats = (await openPostgres(databaseUrl, { max: 1 })).sql;
+  /** Commits of the cluster's database so far, after every backend has flushed its counts. */
+  let ownReads = 0;
+  const commits = async () => {
+    await Bun.sleep(11_500);
+    ownReads++;
+    const row = await stats.get<{ n: string | number }>("SELECT xact_commit AS n FROM pg_stat_database WHERE datname = current_database()");
+    // Each read is a commit of its own (autocommit), counted from the next read on.
+    return Number(row?.n ?? 0) - (ownReads - 1);
+  };
   const pgPids = () => pidsFromFiles("/tmp", "stowage-pg-", ["data/postmaster.pid"]);
   const cephPids = () => pidsFromFiles(tmpdir(), "stowage-ceph-", ["run/mon.pid", "run/osd.pid", "run/rgw.pid"]);
   if (pgPids().length !== 1 || cephPids().length !== 3) throw new Error(`found ${pgPids().length} postmaster(s) and ${cephPids().length} Ceph daemon(s) of ours, expected 1 and 3`);
@@ -251,12 +268,13 @@ try {
     const before = snapshot();
     const r = await loadTest({ url: side.gateways.map((g) => `${g.url}${path}`), durationMs: seconds * 1000, connections, headers: { authorization: `Bearer ${side.token}` } });
     const after = snapshot();
-    return { rate: r.rps, p50: r.p50Ms, p99: r.p99Ms, ...attribute(side, before, after, r.requests, r.generatorCpu * r.seconds) };
+    return { rate: r.rps, p50: r.p50Ms, p99: r.p99Ms, ...attribute(side, before, after, r.requests, r.generatorCpu * r.seconds), commitsPostgres: Number.NaN };
   }
 
   let serial = 0;
   async function uploads(side: Side): Promise<Metrics> {
     const latencies: number[] = [];
+    const commitsBefore = await commits();
     const before = snapshot();
     const cpu0 = process.cpuUsage();
     const t0 = performance.now();
@@ -278,11 +296,12 @@ try {
     const wall = (performance.now() - t0) / 1000;
     const cpu = process.cpuUsage(cpu0);
     const after = snapshot();
+    const committed = (await commits()) - commitsBefore;
     const sorted = Float64Array.from(latencies).sort();
     const per = attribute(side, before, after, latencies.length, (cpu.user + cpu.system) / 1e6);
     // Per upload in ms, not µs.
     const ms = Object.fromEntries(Object.entries(per).map(([k, v]) => [k, k === "rest" ? v : v / 1000])) as typeof per;
-    return { rate: latencies.length / wall, p50: percentile(sorted, 50), p99: percentile(sorted, 99), ...ms };
+    return { rate: latencies.length / wall, p50: percentile(sorted, 50), p99: percentile(sorted, 99), ...ms, commitsPostgres: committed / latencies.length };
   }
 
   const measure: Record<Load, (side: Side) => Promise<Metrics>> = {
@@ -303,7 +322,7 @@ try {
         const m = await measure[load](side);
         const unit = load === "upload" ? "ms" : "µs";
         progress(
-          `${load.padEnd(6)} ${tag} ${side.name.padEnd(9)} ${fmt(m.rate)}/s p99 ${fmt(m.p99)} ms; CPU ${unit}/req: gateways ${fmt(m.cpuGateways)} postgres ${fmt(m.cpuPostgres)} ceph ${fmt(m.cpuCeph)} generator ${fmt(m.cpuGenerator)}; rest of machine ${fmt(m.rest)} cores${i < warmup ? " (discarded)" : ""}`,
+          `${load.padEnd(6)} ${tag} ${side.name.padEnd(9)} ${fmt(m.rate)}/s p99 ${fmt(m.p99)} ms; CPU ${unit}/req: gateways ${fmt(m.cpuGateways)} postgres ${fmt(m.cpuPostgres)}${Number.isNaN(m.commitsPostgres) ? "" : ` (${fmt(m.commitsPostgres)} commits)`} ceph ${fmt(m.cpuCeph)} generator ${fmt(m.cpuGenerator)}; rest of machine ${fmt(m.rest)} cores${i < warmup ? " (discarded)" : ""}`,
         );
         if (i >= warmup) samples.set(`${load}/${side.name}`, [...(samples.get(`${load}/${side.name}`) ?? []), m]);
       }
@@ -328,7 +347,7 @@ process.exit(exitCode);
 
 // ───────────────────────────── formatting ─────────────────────────────
 
-type MetricKey = "rate" | "p50" | "p99" | "cpuGateways" | "cpuPostgres" | "cpuCeph" | "cpuChain" | "cpuGenerator" | "cpuTotal" | "rest";
+type MetricKey = "rate" | "p50" | "p99" | "cpuGateways" | "cpuPostgres" | "commitsPostgres" | "cpuCeph" | "cpuChain" | "cpuGenerator" | "cpuTotal" | "rest";
 
 function table(load: Load, sideNames: string[], of: (side: string) => Record<MetricKey, number>[]): string {
   const up = load === "upload";
@@ -340,6 +359,7 @@ function table(load: Load, sideNames: string[], of: (side: string) => Record<Met
     ["p99", "p99 latency (ms)", true],
     ["cpuGateways", `${cpu}: gateways`, true],
     ["cpuPostgres", `${cpu}: postgres`, true],
+    ...(up ? ([["commitsPostgres", "postgres commits/upload (idle gateways' included)", true]] as [MetricKey, string, boolean][]) : []),
     ["cpuCeph", `${cpu}: ceph (rgw, osd, mon)`, true],
     ["cpuChain", `${cpu}: anvil`, true],
     ["cpuGenerator", `${cpu}: ${up ? "client (SDK)" : "load generator"}`, true],

@@ -10,33 +10,21 @@ import { makePrivate } from "./datadir/private.ts";
 import { openStore } from "./db/connect.ts";
 import { installationId } from "./db/installation.ts";
 import { gatewayId } from "./datadir/gateway-id.ts";
-import { buildApp } from "./app.ts";
 import { createHandler } from "./http/handler.ts";
 import { storageError } from "./http/errors.ts";
 import { listen, type Listener } from "./http/listen.ts";
 import { startChain } from "./chain/start.ts";
 import { createAccountServices } from "./accounts/index.ts";
 import { ethrResolver } from "./identity/resolver.ts";
-import { storageDomain } from "./identity/eip712.ts";
-import { createKeys, findAccessKey } from "./keys/index.ts";
-import { createGrants } from "./grants/index.ts";
 import { startS3Api } from "./s3api/index.ts";
-import { createDirectStorage } from "./storage/direct.ts";
+import { findAccessKey } from "./keys/index.ts";
+import { gatewayIdentity } from "./encryption/index.ts";
+import { indexerLag } from "./chain/indexer.ts";
+import { compose } from "./compose.ts";
 import { startStorage } from "./storage/start.ts";
-import { storedBytesSql } from "./storage/files.ts";
-import { createDirectory } from "./directory/index.ts";
-import { createGateway } from "./gateway/service.ts";
-import { createQuota } from "./quota/index.ts";
-import { createEncryption, gatewayIdentity } from "./encryption/index.ts";
-import { createSessions, openSession } from "./storage/sessions.ts";
-import { siweSignatureValid } from "./accounts/evm.ts";
-import { publishedRecipient } from "./sdk/key-agreement.ts";
-import { storedFiles } from "./storage/head.ts";
-import { createIndexer, indexerLag } from "./chain/indexer.ts";
 import { createMetrics, routeLabels, serveMetrics } from "./metrics/index.ts";
 import { aborted, singleton } from "./db/leases.ts";
 import { checkPorts } from "./ports.ts";
-import { quotaEventsConsumer } from "./quota/events.ts";
 import { usageTotalsEvery } from "./ops/usage.ts";
 
 export interface RunningServer {
@@ -92,74 +80,13 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
       // Tokens act for a DID while the key that signed in may sign for it (D21): asked at every use and refresh.
       resolver,
     });
-    const quota = createQuota({ sql: database.sql, chain: chain.context, log, storedBytes: storedBytesSql, gateway, onPurchase: metrics.purchase });
-    // This gateway's own holds are its previous process's, which died with its transfers (a
-    // kill -9): cleared before anything is served, they no longer keep accounts full until they
-    // expire. Of the others only expired holds: live ones may be another gateway's (D16). Expired
-    // ones count against no pool, but a dead gateway's rows would stay: every gateway clears them
-    // now and then (one idempotent DELETE, so no lease is needed).
-    const own = await quota.meter.clearOwn();
-    if (own > 0) log.info("cleared the quota holds of this gateway's previous process", { holds: own });
-    await quota.meter.clearStale();
-    const holds = setInterval(() => void quota.meter.clearStale().catch((err) => log.warn("clearing expired quota holds failed", { err: (err as Error).message })), HOLDS_CLEAR_MS);
-    holds.unref();
-    cleanup.push(() => clearInterval(holds));
-    const directory = createDirectory({ sql: database.sql, chainId: config.chainId, address: chain.context.contracts.directory, fromBlock: BigInt(chain.deployment.block), publicClient: chain.context.publicClient });
-    // S3 access keys (D18): minted by restricted requests signed in the storage domain, valid while their signer may sign for the DID.
-    const keys = createKeys({ sql: database.sql, secretsKey: secrets.secretsKey, resolver, chainId: config.chainId, domain: storageDomain(config.chainId, chain.context.contracts.proxy), rateLimits: config.rateLimits !== "off", log });
-    // Console session keys (D19): storage accepts them for uploads, deletes and vouchers.
-    const grants = createGrants({
-      sql: database.sql,
-      resolver,
-      chainId: config.chainId,
-      allowedOrigins: config.allowedOrigins,
-      verifySignature: (address, message, signature) => siweSignatureValid({ publicClient: chain.context.publicClient, log }, address, message, signature),
-      // A registered grant opens its key's storage session: the key never signs a login.
-      openSession: async (did, token) => void (await openSession(database.sql, did, token, Math.floor(Date.now() / 1000))),
-    });
-    const stored = await startStorage({ config, sql: database.sql, gatewayId: gateway, log, chain: chain.context, accounts, extra: { resolver, sessionKeys: grants, readGrant: directory.readGrant, publicCids: directory.publicCids, meter: quota.meter, onTransfer: metrics.transferred } });
+    // The back-ends first (each opens its store, the sweeps run as one cluster singleton); the
+    // services over them are wired once the public URL is known.
+    const stored = await startStorage({ config, sql: database.sql, gatewayId: gateway, log });
     cleanup.push(() => stored.stop());
-    // One indexer in the cluster (D16): it runs on the gateway holding the "indexer" lease, and
-    // its cursor writes are fenced by that lease's epoch.
-    const indexing = singleton(
-      database.sql,
-      "indexer",
-      gateway,
-      async ({ signal }) => {
-        indexer.start();
-        await aborted(signal);
-        await indexer.stop();
-      },
-      { log },
-    );
-    const indexer = createIndexer({
-      sql: database.sql,
-      publicClient: chain.context.publicClient,
-      confirmations: config.chainConfirmations ?? (chain.context.embedded ? 0 : 6),
-      pollMs: config.indexerPoll,
-      log,
-      fence: () => indexing.held(),
-    });
-    // Capabilities that follow chain events add their consumers here.
-    indexer.add(directory.consumer);
-    indexer.add(quotaEventsConsumer({ address: chain.context.contracts.proxy, fromBlock: BigInt(chain.deployment.block) }));
-    indexing.start();
-    cleanup.push(() => indexing.stop());
-    metrics.gauges({
-      reservations: quota.meter.live,
-      indexerLag: () => indexerLag(database.sql, chain.context.publicClient),
-      peers: async () => Number((await stored.backends.ipfs?.health())?.connections ?? 0),
-      usage: usageTotalsEvery(database.sql),
-    });
-    if (config.metricsListen !== "") {
-      // Its own listener, never the public port (D19); a busy address stops the start by name.
-      const served = listenMetrics(config.metricsListen, metrics.registry);
-      cleanup.push(() => served.stop());
-      log.info("metrics listening", { url: `${served.url}/metrics` });
-    }
-    const routes = routeLabels();
     // Bind first: with --port 0 the real port is known only now, and the public URL names it.
     let handle = async (_: Request) => storageError.unavailable("starting").toResponse();
+    const routes = routeLabels();
     const server = await listen({
       hostname: config.host,
       port: config.port,
@@ -179,42 +106,65 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     });
     cleanup.push(() => server.stop(true));
     const effective: Config = config.port === 0 ? { ...config, publicUrl: config.publicUrl.replace(/:0$/, `:${server.port}`) } : config;
-    const app = buildApp({
-      config: effective,
-      log,
-      chain: chain.context,
-      accounts,
-      storage: stored.storage,
-      gateway: createGateway({ sql: database.sql, store: stored.blobs.store, allowance: config.publicEgress, perClient: config.publicEgressPerClient, log, onSent: (n) => metrics.transferred("ipfs", "out", n) }),
-      directory,
-      quota,
-      keys,
-      grants,
-      encryption: createEncryption({
-        sql: database.sql,
-        // Replacing a stored age identity is a signed restricted request (D5, action "age"), as minting an S3 key is.
-        sessions: createSessions({ sql: database.sql, resolver, domain: storageDomain(config.chainId, chain.context.contracts.proxy), chainId: config.chainId }),
-        // D20: priced encrypted entries escrow their keys to this identity; buyers' shares come from it.
-        escrow: {
-          identity: gatewayIdentity(config.ageIdentity, secrets.ageKey),
-          storedFile: storedFiles({ sql: database.sql, backends: stored.backends, chainId: config.chainId }),
-          bought: directory.bought,
-          published: directory.published,
-          recipientOf: (reader) => publishedRecipient(chain.context.publicClient, chain.context.contracts.didRegistry, reader),
-        },
-      }),
-      routes,
-      health: {
-        ...stored.health,
-        chain: () => chain.health(),
-        database: async () => {
-          if (database.sql.failure) throw database.sql.failure;
-          await database.sql.get("SELECT 1 AS one");
-          return { dialect: database.dialect, installation };
+    const gw = compose(
+      { config: effective, sql: database.sql, log, chain: chain.context, deployBlock: BigInt(chain.deployment.block), secrets, accounts, backends: stored.backends, store: stored.blobs.store, ageIdentity: gatewayIdentity(config.ageIdentity, secrets.ageKey) },
+      {
+        resolver,
+        gatewayId: gateway,
+        metrics,
+        routes,
+        // One indexer in the cluster (D16): its cursor writes are fenced by the "indexer" lease's epoch.
+        fence: () => indexing.held(),
+        health: {
+          ...stored.health,
+          chain: () => chain.health(),
+          database: async () => {
+            if (database.sql.failure) throw database.sql.failure;
+            await database.sql.get("SELECT 1 AS one");
+            return { dialect: database.dialect, installation };
+          },
         },
       },
+    );
+    const quota = gw.quota as NonNullable<typeof gw.quota>;
+    // This gateway's own holds are its previous process's, which died with its transfers (a
+    // kill -9): cleared before anything is served, they no longer keep accounts full until they
+    // expire. Of the others only expired holds: live ones may be another gateway's (D16). Expired
+    // ones count against no pool, but a dead gateway's rows would stay: every gateway clears them
+    // now and then (one idempotent DELETE, so no lease is needed).
+    const own = await quota.meter.clearOwn();
+    if (own > 0) log.info("cleared the quota holds of this gateway's previous process", { holds: own });
+    await quota.meter.clearStale();
+    const holds = setInterval(() => void quota.meter.clearStale().catch((err) => log.warn("clearing expired quota holds failed", { err: (err as Error).message })), HOLDS_CLEAR_MS);
+    holds.unref();
+    cleanup.push(() => clearInterval(holds));
+    // The indexer runs on the gateway holding the "indexer" lease.
+    const indexing = singleton(
+      database.sql,
+      "indexer",
+      gateway,
+      async ({ signal }) => {
+        gw.indexer.start();
+        await aborted(signal);
+        await gw.indexer.stop();
+      },
+      { log },
+    );
+    indexing.start();
+    cleanup.push(() => indexing.stop());
+    metrics.gauges({
+      reservations: quota.meter.live,
+      indexerLag: () => indexerLag(database.sql, chain.context.publicClient),
+      peers: async () => Number((await stored.backends.ipfs?.health())?.connections ?? 0),
+      usage: usageTotalsEvery(database.sql),
     });
-    handle = (r) => app.handle(r);
+    if (config.metricsListen !== "") {
+      // Its own listener, never the public port (D19); a busy address stops the start by name.
+      const served = listenMetrics(config.metricsListen, metrics.registry);
+      cleanup.push(() => served.stop());
+      log.info("metrics listening", { url: `${served.url}/metrics` });
+    }
+    handle = (r) => gw.app.handle(r);
     const url = `http://${config.host}:${server.port}`;
     // The S3-compatible API (D18) on its own port: the same storage, its access keys' lookup.
     let s3Url: string | undefined;
@@ -227,7 +177,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
         log,
         sql: database.sql,
         chainId: config.chainId,
-        direct: createDirectStorage({ sql: database.sql, log, maxBody: config.maxBody, backends: stored.backends, meter: quota.meter, onTransfer: metrics.transferred }),
+        direct: gw.direct,
         findAccessKey: (id) => findAccessKey({ sql: database.sql, secretsKey: secrets.secretsKey, resolver, chainId: config.chainId }, id),
       });
       cleanup.push(() => s3.stop());

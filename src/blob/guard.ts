@@ -53,6 +53,8 @@ const DROP_TOMBSTONE = "DELETE FROM blob_tombstones WHERE key = $1 AND holder = 
 const TAKE_OVER = "UPDATE blob_tombstones SET holder = $3, expires_at = $4 WHERE key = $1 AND holder = $2 AND expires_at <= $5";
 const STALE_TOMBSTONES = "SELECT key, holder FROM blob_tombstones WHERE expires_at <= $1";
 const DROP_EXPIRED_PINS = "DELETE FROM blob_pins WHERE expires_at <= $1";
+/** Byte order on both (a blob key's prefix), not LIKE, which differs in case between the two. */
+const PINNED_UNDER = "SELECT COUNT(DISTINCT key) AS n FROM blob_pins WHERE substr(key, 1, length($1)) = $1 AND expires_at > $2";
 
 export interface Lease {
   readonly holder: string;
@@ -102,6 +104,8 @@ export interface BlobGuard {
   finishStaleTombstones(): Promise<number>;
   /** Drops expired pins (they no longer count either way; this only keeps the table small). */
   dropExpiredPins(): Promise<number>;
+  /** How many keys under `prefix` some live lease pins now (health). */
+  pinnedUnder(prefix: string): Promise<number>;
   /** Stops renewing every open lease: the gateway is stopping, and its database may close next.
    * Their pins lapse after LEASE_MS, as a dead gateway's do; new leases are refused. */
   close(): void;
@@ -255,6 +259,10 @@ export function createBlobGuard({ sql, store, log, now = Date.now }: { sql: Sql;
 
     dropExpiredPins() {
       return sql.run(DROP_EXPIRED_PINS, [now()]);
+    },
+
+    async pinnedUnder(prefix) {
+      return (await sql.get<{ n: number }>(PINNED_UNDER, [prefix, now()]))?.n ?? 0;
     },
 
     close() {

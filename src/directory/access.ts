@@ -16,15 +16,34 @@ import { getAddress, type Address } from "viem";
 import { allInBatches, placeholders, type Queryable } from "../db/sql.ts";
 import type { BackendKind } from "../storage/backend.ts";
 import type { ReadGrant } from "../storage/service.ts";
+import { storesSql } from "../storage/files.ts";
 
 // `public` is compared with a bound true: a boolean on PostgreSQL, 1 on SQLite.
 const READABLE = `SELECT e.owner AS owner FROM directory_entries e
   WHERE e.cid = $1
-    AND EXISTS (SELECT 1 FROM files f WHERE f.backend = $2 AND f.cid = $1 AND f.did = e.did)
+    AND ${storesSql({ cid: "$1", did: "e.did", backend: "$2" })}
     AND (e.public = $4 OR e.owner = $3
       OR EXISTS (SELECT 1 FROM directory_grants g WHERE g.owner = e.owner AND g.mid = e.mid AND g.reader = $3)
       OR EXISTS (SELECT 1 FROM directory_purchases p WHERE p.owner = e.owner AND p.mid = e.mid AND p.reader = $3))
   LIMIT 1`;
+/**
+ * Whether `owner`'s own entry publishes `cid` as public (`yes` bound to true), as an SQL condition
+ * over the caller's expressions: the catalog's listing embeds it (storage/files.ts PublicSql), so a
+ * page and each file's `Public` are one query. Several entries may name one Cid: EXISTS answers once.
+ */
+export const publicSql = (at: { cid: string; owner: string; yes: string }) =>
+  `EXISTS (SELECT 1 FROM directory_entries e WHERE e.cid = ${at.cid} AND e.owner = ${at.owner} AND e.public = ${at.yes})`;
+
+/**
+ * The owners (at most `limit`, in order) whose free public entries name one of the Cids `cids`
+ * selects (an SQL subquery of the caller's) and who store that Cid on ipfs here (`yes` bound to
+ * true): whose allowance may pay for a public read of a block of those Cids (the trustless gateway).
+ */
+export const freePublicOwnersSql = (cids: string, yes: string, limit: number) => `SELECT DISTINCT e.owner AS owner FROM directory_entries e
+  WHERE e.cid IN (${cids}) AND e.public = ${yes} AND e.price = '0'
+    AND ${storesSql({ cid: "e.cid", did: "e.did", backend: "'ipfs'" })}
+  ORDER BY e.owner LIMIT ${limit}`;
+
 const BOUGHT = "SELECT 1 AS one FROM directory_purchases WHERE owner = $1 AND mid = $2 AND reader = $3";
 const PUBLISHED = "SELECT 1 AS one FROM directory_entries WHERE owner = $1 AND mid = $2";
 const publicOwn = (n: number) => `SELECT DISTINCT cid FROM directory_entries WHERE owner = $1 AND public = $2 AND cid IN (${placeholders(n, 3)})`;

@@ -4,6 +4,7 @@
  * the same rows and answer the same shape.
  */
 import type { SearchResult } from "./search.ts";
+import { storesSql } from "../storage/files.ts";
 
 export interface EntryRow {
   owner: string;
@@ -19,8 +20,8 @@ export interface EntryRow {
 
 export const ENTRY_COLUMNS = "e.owner, e.mid, e.name, e.size, e.price, e.public, e.keywords";
 
-/** The entry's owner keeps that Cid here: `files` by (backend, cid, did), its index's order. */
-export const STORED = "EXISTS (SELECT 1 FROM files f WHERE f.backend IN ('dfs', 'ipfs') AND f.cid = e.cid AND f.did = e.did)";
+/** The entry's owner keeps that Cid here, on either back-end: the catalog's condition. */
+export const STORED = storesSql({ cid: "e.cid", did: "e.did" });
 
 export const toResult = (r: EntryRow): SearchResult => ({
   Mid: r.mid,

@@ -1,17 +1,18 @@
 /**
  * The directory capability (D10) over the server's database: the indexer consumer that keeps the
  * index, the search behind `GET /challenge`, and the access hooks the storage service asks
- * (`readGrant` for downloads, `publicCids` for listobjects, `published` for the escrow status).
+ * (`readGrant` for downloads, `publicCids` for an upload's answer, `publicSql` for listobjects,
+ * `published` for the escrow status).
  *
  * @example
  *   const directory = createDirectory({ sql, chainId, address: contracts.directory, fromBlock })
  *   indexer.add(directory.consumer)
- *   startStorage({ …, extra: { readGrant: directory.readGrant, publicCids: directory.publicCids } })
+ *   storageOver(parts, { readGrant: directory.readGrant, publicCids: directory.publicCids, publicSql: directory.publicSql })   // src/compose.ts
  */
 import { getAddress, type Address, type PublicClient } from "viem";
 import { directoryAbi } from "../chain/artifacts/index.ts";
 import type { Sql } from "../db/sql.ts";
-import { directoryAccess } from "./access.ts";
+import { directoryAccess, publicSql } from "./access.ts";
 import { directoryConsumer } from "./indexer.ts";
 import { directorySearch } from "./search.ts";
 
@@ -43,7 +44,7 @@ export function createDirectory(deps: DirectoryDeps) {
     return deps.publicClient.readContract({ address: deps.address, abi: directoryAbi, functionName: "exists", args: [getAddress(owner), mid] });
   }
 
-  return { consumer, search, readGrant, publicCids, bought, published };
+  return { consumer, search, readGrant, publicCids, publicSql, bought, published };
 }
 
 export type Directory = ReturnType<typeof createDirectory>;

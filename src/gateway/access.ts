@@ -11,25 +11,21 @@
  */
 import { getAddress, type Address } from "viem";
 import type { Queryable } from "../db/sql.ts";
+import { freePublicOwnersSql } from "../directory/access.ts";
+import { blockSize, rootsOfBlockSql } from "../storage/ipfs/pins.ts";
+
+export { blockSize };
 
 /** At most this many owners are tried for one read (any one of them pays). */
 const OWNERS_TRIED = 8;
 
-// `public` is compared with a bound true: a boolean on PostgreSQL, 1 on SQLite.
-const PUBLIC_OWNERS = `SELECT DISTINCT e.owner AS owner FROM ipfs_object_blocks o
-  JOIN directory_entries e ON e.cid = o.cid
-  WHERE o.key = $1 AND e.public = $2 AND e.price = '0'
-    AND EXISTS (SELECT 1 FROM files f WHERE f.backend = 'ipfs' AND f.cid = e.cid AND f.did = e.did)
-  ORDER BY e.owner LIMIT ${OWNERS_TRIED}`;
-const BLOCK_SIZE = "SELECT size FROM ipfs_blocks WHERE key = $1";
+// One query: the block's roots (the ipfs back-end's index), their free public entries and that
+// their owners store them (the directory's and the catalog's conditions). `public` is compared
+// with a bound true: a boolean on PostgreSQL, 1 on SQLite.
+const PUBLIC_OWNERS = freePublicOwnersSql(rootsOfBlockSql("$1"), "$2", OWNERS_TRIED);
 
 /** The owners whose free public content contains the block stored under `key`; empty = not public. */
 export async function publicOwners(q: Queryable, key: string): Promise<Address[]> {
   const rows = await q.all<{ owner: string }>(PUBLIC_OWNERS, [key, true]);
   return rows.map((r) => getAddress(r.owner));
-}
-
-/** A stored block's size (for HEAD), without reading it. */
-export async function blockSize(q: Queryable, key: string): Promise<number | undefined> {
-  return (await q.get<{ size: number }>(BLOCK_SIZE, [key]))?.size;
 }

@@ -7,7 +7,8 @@
 import { Elysia, ValidationError } from "elysia";
 import type { Logger } from "../log.ts";
 import { Unavailable } from "../unavailable.ts";
-import { AccountError, StorageError, accountError, isAccountPath, requestError, storageError } from "./errors.ts";
+import { AccountError, StorageError, accountError, accountErrorOf, isAccountPath, requestError, storageError, storageErrorOf } from "./errors.ts";
+import { Failure } from "../failure.ts";
 
 /** A readable one-line reason for a validation failure, such as `email: Expected string`. */
 export function describeValidation(err: ValidationError): string {
@@ -24,6 +25,7 @@ function toTyped(code: string | number, error: unknown, path: string): StorageEr
     const retry = { "Retry-After": String(error.retryAfter) };
     return account ? accountError("UNAVAILABLE", error.message, retry) : storageError.unavailable(error.message, retry);
   }
+  if (error instanceof Failure) return account ? accountErrorOf(error) : storageErrorOf(error);
   const bad = (msg: string) => (account ? accountError("PARAM_ERROR", msg) : storageError.badRequest(msg));
   // D4: every refusal of a DID login is 401, malformed fields included.
   if (error instanceof ValidationError) return path === "/login" ? storageError.unauthorized(describeValidation(error)) : bad(describeValidation(error));

@@ -11,6 +11,7 @@
  */
 
 import type { AccountErrorBody, StorageErrorBody } from "./model.ts";
+import { Failure, type FailureCode } from "../failure.ts";
 
 /** Storage error codes by HTTP status: the spec's codes (401, 500, 516, 517, 518) and D11's. */
 export const storageCodes = {
@@ -78,6 +79,42 @@ export const storageError = {
   address: (what = "Address parameter missing or invalid") => new StorageError(517, what),
   unsupportedType: () => new StorageError(518, "Storage type not supported"),
 };
+
+/**
+ * The domain's failures (src/failure.ts) in the storage API's JSON: each code's status, and the
+ * spec's own wording where the spec fixes one (518's). The S3 API has its table in s3api/errors.ts.
+ */
+const FAILURE_JSON: Record<FailureCode, { status: StorageStatus; description?: string }> = {
+  "quota-exceeded": { status: 402 },
+  "not-found": { status: 404 },
+  forbidden: { status: 403 },
+  "too-large": { status: 413 },
+  unsupported: { status: 518, description: "Storage type not supported" },
+  "bad-input": { status: 400 },
+  "bad-range": { status: 416 },
+  interrupted: { status: 400 },
+};
+
+/** A failure of the domain as the storage API answers it; a StorageError as it is. */
+export function storageErrorOf(err: Failure | StorageError): StorageError {
+  if (err instanceof StorageError) return err;
+  const row = FAILURE_JSON[err.code];
+  return new StorageError(row.status, row.description ?? err.message);
+}
+
+/** The same failures on an account path (`/v2/…`), in the account API's model. */
+const FAILURE_ACCOUNT: Record<FailureCode, AccountErrorName> = {
+  "quota-exceeded": "FORBIDDEN",
+  "not-found": "NOT_FOUND",
+  forbidden: "FORBIDDEN",
+  "too-large": "PAYLOAD_TOO_LARGE",
+  unsupported: "PARAM_ERROR",
+  "bad-input": "PARAM_ERROR",
+  "bad-range": "PARAM_ERROR",
+  interrupted: "PARAM_ERROR",
+};
+
+export const accountErrorOf = (err: Failure) => new AccountError(FAILURE_ACCOUNT[err.code], err.message);
 
 /** Account error names and their HTTP status. */
 export const accountErrors = {

@@ -26,11 +26,11 @@
  *   const meter = createMeter({ sql, records, storedBytes })
  *   const up = await meter.beginUpload(address, did, { declared, backend: "dfs", name })
  *   await up.add(chunk.byteLength)              // throws 402 once it cannot fit
- *   await files.add(row, up.commit(size, moved))   // or await up.release()
+ *   await files.add(row, [up.commit(size, moved)])   // or await up.release()
  */
 import type { Address } from "viem";
 import { type Fragment, type Param, placeholders, type Queryable, shifted, type Sql, together, type TxOptions } from "../db/sql.ts";
-import { storageError } from "../http/errors.ts";
+import { failure } from "../failure.ts";
 import { allowance, weiToGwei, type Kind, type Records } from "./records.ts";
 
 /** A hold nobody renews stops counting after this long (a gateway killed, a client gone silent). */
@@ -80,7 +80,7 @@ async function lockAccount(tx: Queryable, account: string) {
 }
 
 /** The lock alone, in a transaction that made the account's row before it (an upload's `prepare`):
- * it needs no answer before the statements that follow it (AddHook.lock). */
+ * it needs no answer before the statements that follow it (storage/files.ts Participant). */
 async function lockMade(tx: Queryable, account: string) {
   if (!(await tx.get(LOCK, [account]))) throw new Error(`the quota account ${account} has no row to lock`);
 }
@@ -136,7 +136,7 @@ export function createMeter({ sql, records, storedBytes, now = Date.now, gateway
   }
 
   const refuse = (kind: Kind, limit: number, inUse: number, want: number) =>
-    storageError.quota(`not enough ${kind}: ${limit} bytes allowed, ${inUse} in use, ${want} more needed — buy more (GET /dfs/buy${kind}) or ask for a grant`);
+    failure("quota-exceeded", `not enough ${kind}: ${limit} bytes allowed, ${inUse} in use, ${want} more needed — buy more (GET /dfs/buy${kind}) or ask for a grant`);
 
   /** Inserts or renews a hold of `bytes`; a hold that expired meanwhile (and was cleared) is made again. */
   async function hold(tx: Queryable, account: Address, kind: Kind, bytes: number, id: number | undefined): Promise<number> {
@@ -156,12 +156,13 @@ export function createMeter({ sql, records, storedBytes, now = Date.now, gateway
 
   /**
    * An upload's meter. `declared` is the request's Content-Length (file plus framing), if any;
-   * `backend` and `name` name the entry the file would replace, whose bytes it need not find room for.
+   * `backend` and `name` name the entry the file would replace, whose bytes it need not find room
+   * for; without them (a multipart upload's part, which replaces no file) nothing is left out.
    */
-  async function beginUpload(account: Address, did: string, opts: { declared?: number; backend: string; name: string }) {
+  async function beginUpload(account: Address, did: string, opts: { declared?: number; backend?: string; name?: string }) {
     const [space, traffic] = await Promise.all([pool(account, "space"), pool(account, "traffic")]);
-    if (space.limit === 0) throw storageError.quota(space.expired ? "your storage space has expired: buy more or ask for a grant" : "no storage space: buy some (GET /dfs/buyspace) or ask for a grant");
-    const replaced = { backend: opts.backend, name: opts.name };
+    if (space.limit === 0) throw failure("quota-exceeded", space.expired ? "your storage space has expired: buy more or ask for a grant" : "no storage space: buy some (GET /dfs/buyspace) or ask for a grant");
+    const replaced = opts.backend !== undefined && opts.name !== undefined ? { backend: opts.backend, name: opts.name } : undefined;
     const declared = opts.declared !== undefined && opts.declared > 0 ? opts.declared : Number.POSITIVE_INFINITY;
     const ids: Record<Kind, number | undefined> = { space: undefined, traffic: undefined };
     let received = 0;
@@ -251,7 +252,7 @@ export function createMeter({ sql, records, storedBytes, now = Date.now, gateway
         if (closed) throw new Error("upload meter already closed");
         return {
           // The account's row before the lock (a conflict-free insert takes no lock on a row that
-          // exists), so the lock goes out with the file row's statements (files.ts AddHook).
+          // exists), so the lock goes out with the file row's statements (files.ts Participant).
           prepare: async (tx: Queryable) => void (await tx.run(ADD_ACCOUNT, [account])),
           lock: (tx: Queryable) => lockMade(tx, account),
           settle: async (tx: Queryable) => {
@@ -270,6 +271,15 @@ export function createMeter({ sql, records, storedBytes, now = Date.now, gateway
             closed = true;
           },
         };
+      },
+      /**
+       * The holds this upload has now, for a transaction that takes them over (a multipart part's:
+       * `spaceHold.set` drops them where its lasting hold grows by the part). Once that committed,
+       * `handedOver()`: they are gone, and `release` has nothing left to give back.
+       */
+      holds: () => mine(),
+      handedOver() {
+        closed = true;
       },
       /** Gives the holds back (a refused or failed upload). Deleting only lowers what counts: no lock needed. */
       async release() {
@@ -356,15 +366,19 @@ export function createMeter({ sql, records, storedBytes, now = Date.now, gateway
    * A lasting hold of space, set inside the caller's own transaction (a multipart upload's parts,
    * D18: they are stored before their file is, and must count meanwhile). `lock` first, then `set`
    * it to the bytes it must cover now, valid until `expiresAt`: 402 (the caller's transaction rolls
-   * back) when they do not fit beside what is stored and held by others. The pool is read here,
+   * back) when they do not fit beside what is stored and held by others. `takeOver` names holds
+   * the lasting one replaces (a part's own, held as its bytes arrived): they count for nothing in
+   * the check and are dropped in the same transaction. The pool is read here,
    * before any transaction: no chain call runs inside one.
    */
   async function spaceHold(account: Address, did: string) {
     const space = await pool(account, "space");
     return {
       lock: (tx: Queryable) => lockAccount(tx, account),
-      async set(tx: Queryable, bytes: number, expiresAt: number, id: number | null): Promise<number> {
-        const others = (await used(tx, account, { stored: storedBytes(did), mine: id === null ? [] : [id] })).space;
+      async set(tx: Queryable, bytes: number, expiresAt: number, id: number | null, takeOver: number[] = []): Promise<number> {
+        const mine = id === null ? takeOver : [id, ...takeOver];
+        const [inUse] = await together(used(tx, account, { stored: storedBytes(did), mine }), drop(tx, takeOver));
+        const others = inUse.space;
         if (others + bytes > space.limit) throw refuse("space", space.limit, others, bytes);
         if (id !== null) {
           const kept = await tx.get<{ id: number }>(RENEW, [id, bytes, expiresAt]);

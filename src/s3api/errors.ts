@@ -1,10 +1,10 @@
 /**
  * S3 errors as data (D18): each code the S3 API answers, with its HTTP status, in one table, so
  * every failure on the S3 port is an S3 XML error with an S3 code (never the storage API's JSON).
- * The storage layer's own errors (quota, size, a missing file) are mapped here, by status, too.
+ * The domain's failures (quota, size, a missing file: src/failure.ts) are mapped here by their code.
  */
-import { StorageError } from "../http/errors.ts";
 import { Unavailable } from "../unavailable.ts";
+import { Failure, type FailureCode } from "../failure.ts";
 
 /** S3 error code → HTTP status (AWS's S3 error-code table, and QuotaExceeded of our own). */
 export const S3_CODES = {
@@ -65,31 +65,22 @@ export class S3Error extends Error {
 
 export const s3Error = (code: S3Code, message: string, fields?: Record<string, string>) => new S3Error(code, message, { fields });
 
-/** The storage layer's errors in S3's words, by status; anything else is an InternalError (logged by the caller). */
+/** The domain's failures (src/failure.ts) in S3's words: one code each. */
+const FAILURE_S3: Record<FailureCode, S3Code> = {
+  "quota-exceeded": "QuotaExceeded",
+  "not-found": "NoSuchKey",
+  forbidden: "AccessDenied",
+  "too-large": "EntityTooLarge",
+  unsupported: "MethodNotAllowed",
+  "bad-input": "InvalidRequest",
+  "bad-range": "InvalidRange",
+  interrupted: "IncompleteBody",
+};
+
+/** An S3 error as it is, a domain failure by its code; anything else is undefined (an InternalError, logged by the caller). */
 export function toS3Error(err: unknown): S3Error | undefined {
   if (err instanceof S3Error) return err;
   if (err instanceof Unavailable) return new S3Error("ServiceUnavailable", err.message, { headers: { "Retry-After": String(err.retryAfter) } });
-  if (!(err instanceof StorageError)) return undefined;
-  switch (err.status) {
-    case 400:
-    case 411:
-      return s3Error("InvalidRequest", err.description);
-    case 402:
-      return s3Error("QuotaExceeded", err.description);
-    case 403:
-      return s3Error("AccessDenied", err.description);
-    case 404:
-      return s3Error("NoSuchKey", err.description);
-    case 413:
-      return s3Error("EntityTooLarge", err.description);
-    case 416:
-      return s3Error("InvalidRange", "The requested range is not satisfiable");
-    case 503:
-      return s3Error("ServiceUnavailable", err.description);
-    case 516:
-    case 518:
-      return s3Error("MethodNotAllowed", err.description);
-    default:
-      return undefined;
-  }
+  if (err instanceof Failure) return s3Error(FAILURE_S3[err.code], err.code === "bad-range" ? "The requested range is not satisfiable" : err.message);
+  return undefined;
 }

@@ -25,6 +25,12 @@ export const UPLOAD_TTL_MS = 24 * 3600_000;
 /** S3's smallest part but the last. */
 const MIN_PART = 5 * 1024 * 1024;
 const MAX_PARTS = 10_000;
+/** Live multipart uploads one account may have open at once: each is a row and up to 24 h of
+ * held parts, so a key must not be able to open them without end. */
+export const MAX_OPEN_UPLOADS = 1_000;
+/** Parts one account may hold across its open uploads: two uploads of S3's 10,000 parts at once.
+ * A part may be empty, so its bytes alone (the space pool) do not bound how many rows it makes. */
+export const MAX_OPEN_PARTS = 2 * MAX_PARTS;
 /** How often a completion in progress sends a space to keep its connection open. */
 const KEEP_ALIVE_MS = 5_000;
 
@@ -55,12 +61,24 @@ const PARTS = `SELECT part_number AS "partNumber", cid, size, md5, created_at AS
 const DROP_PARTS = "DELETE FROM s3_parts WHERE upload_id = $1 RETURNING cid";
 const DROP_UPLOAD = "DELETE FROM s3_uploads WHERE id = $1 RETURNING reservation";
 const EXPIRED = "SELECT id, backend FROM s3_uploads WHERE expires_at <= $1 LIMIT 100";
+const OPEN_UPLOADS = "SELECT COUNT(*) AS n FROM s3_uploads WHERE did = $1 AND expires_at > $2";
+const OPEN_PARTS = "SELECT COUNT(*) AS n FROM s3_parts p JOIN s3_uploads u ON u.id = p.upload_id WHERE u.did = $1 AND u.expires_at > $2";
 const LIVE = `SELECT id, name, created_at AS "createdAt" FROM s3_uploads WHERE did = $1 AND backend = $2 AND expires_at > $3 AND substr(name, 1, length($4)) = $4 ORDER BY name, id LIMIT 1000`;
 
 const noSuchUpload = (id: string) => s3Error("NoSuchUpload", "The specified upload does not exist. The upload ID may be invalid, or the upload may have been aborted or completed.", { UploadId: id });
 
-export function createMultipart(deps: { sql: Sql; direct: DirectStorage; log: Logger; now?: () => number }) {
+const tooManyUploads = (max: number) => s3Error("InvalidRequest", `This account has ${max} multipart uploads open, the most it may: complete or abort some (ListMultipartUploads names them) before starting another`);
+const tooManyParts = (max: number) => s3Error("InvalidRequest", `This account's open multipart uploads hold ${max} parts, the most they may: complete or abort an upload before sending more parts`);
+
+/** How many uploads and parts one account may have open (tests lower them). */
+export interface MultipartLimits {
+  uploads: number;
+  parts: number;
+}
+
+export function createMultipart(deps: { sql: Sql; direct: DirectStorage; log: Logger; now?: () => number; limits?: Partial<MultipartLimits> }) {
   const { sql, direct, log } = deps;
+  const limits: MultipartLimits = { uploads: MAX_OPEN_UPLOADS, parts: MAX_OPEN_PARTS, ...deps.limits };
   const now = deps.now ?? Date.now;
 
   /** The upload `id` of this account, bucket and key, if it is live. */
@@ -74,7 +92,16 @@ export function createMultipart(deps: { sql: Sql; direct: DirectStorage; log: Lo
     checkKey(key);
     direct.kind(kind);
     const id = Buffer.from(crypto.getRandomValues(new Uint8Array(24))).toString("base64url");
-    await sql.run(INSERT_UPLOAD, [id, did.canonical, kind, key, contentType, now(), now() + UPLOAD_TTL_MS]);
+    // The count and the insert in one serializable transaction: two creates at once cannot both
+    // take the last place (the database retries the one that would).
+    await sql.tx(
+      async (tx) => {
+        const open = Number((await tx.get<{ n: number | string }>(OPEN_UPLOADS, [did.canonical, now()]))?.n ?? 0);
+        if (open >= limits.uploads) throw tooManyUploads(limits.uploads);
+        await tx.run(INSERT_UPLOAD, [id, did.canonical, kind, key, contentType, now(), now() + UPLOAD_TTL_MS]);
+      },
+      { isolation: "serializable" },
+    );
     return xmlResponse("InitiateMultipartUploadResult", [["Bucket", bucket], ["Key", key], ["UploadId", id]]);
   }
 
@@ -84,14 +111,22 @@ export function createMultipart(deps: { sql: Sql; direct: DirectStorage; log: Lo
     return n;
   }
 
-  async function uploadPart(did: Did, kind: BackendKind, key: string, id: string, partRaw: string | null, body: ReadableStream<Uint8Array>): Promise<Response> {
+  /**
+   * UploadPart. The part's bytes go through the account's quota meter as they arrive, as an
+   * upload's do: a full pool refuses before the first byte, and a part that outgrows what is free
+   * stops there, so no more than the free space (and the chunk in flight) ever reaches the
+   * back-end. Its holds then become part of the upload's lasting hold (see `record`).
+   */
+  async function uploadPart(did: Did, kind: BackendKind, key: string, id: string, partRaw: string | null, body: { stream: ReadableStream<Uint8Array>; declared?: number }): Promise<Response> {
     const n = partNumberOf(partRaw);
     const upload = await find(did, kind, key, id);
     const hold = await direct.spaceHold(did);
-    const part = await direct.stash(kind, body);
+    const part = await direct.stash(did, kind, body.stream, { declared: body.declared });
     // A part sent again replaces the earlier one; the replaced content's reference goes. The
     // upload's space hold grows to its parts' total in the same transaction, after the account's
-    // quota lock (D16): parts sent in parallel are counted one after the other.
+    // quota lock (D16), taking over the holds the part's bytes took as they came: parts sent in
+    // parallel are counted one after the other. The account's open parts are counted under the
+    // same lock (serializable without a quota, which has no lock to take).
     let replaced: string | undefined;
     try {
       replaced = await sql.tx(
@@ -100,18 +135,25 @@ export function createMultipart(deps: { sql: Sql; direct: DirectStorage; log: Lo
           const current = await tx.get<{ reservation: number | null }>(RESERVATION, [id]);
           if (!current) throw noSuchUpload(id); // aborted or completed meanwhile
           const old = await tx.get<{ cid: string }>(DROP_PART, [id, n]);
+          if (!old) {
+            const open = Number((await tx.get<{ n: number | string }>(OPEN_PARTS, [did.canonical, now()]))?.n ?? 0);
+            if (open >= limits.parts) throw tooManyParts(limits.parts);
+          }
           await tx.run(INSERT_PART, [id, n, part.cid, part.size, part.md5, now()]);
           if (hold) {
             const total = (await tx.get<{ n: number }>(PARTS_SIZE, [id]))?.n ?? 0;
-            await tx.run(SET_RESERVATION, [id, await hold.set(tx, total, upload.expiresAt, current.reservation)]);
+            await tx.run(SET_RESERVATION, [id, await hold.set(tx, total, upload.expiresAt, current.reservation, part.holds())]);
           }
           return old?.cid;
         },
         { isolation: hold ? "read committed" : "serializable" },
       );
+      part.handedOver();
     } catch (err) {
       await direct.unstash(kind, part.cid); // a refused part is not kept
       throw err;
+    } finally {
+      await part.release();
     }
     if (replaced) await direct.unstash(kind, replaced);
     return new Response(null, { status: 200, headers: { etag: `"${part.md5}"` } });

@@ -10,7 +10,7 @@ import type { BackendKind } from "../storage/backend.ts";
 import { parseRange } from "../http/range.ts";
 import { userContentHeaders } from "../http/user-content.ts";
 import type { Did } from "../identity/did.ts";
-import { s3Error, S3Error } from "./errors.ts";
+import { s3Error, S3Error, toS3Error } from "./errors.ts";
 import { parseDelete, xmlResponse, type Node } from "./xml.ts";
 
 /** Object keys are file names: `/` allowed, no empty, `.` or `..` segment, no control characters, ≤ 1024 bytes. */
@@ -134,9 +134,8 @@ export function createObjects(direct: DirectStorage) {
     return xmlResponse("CopyObjectResult", [["LastModified", isoDate(row.modTime)], ["ETag", etagOf(row)]], { headers: { "x-amz-meta-cid": row.cid } });
   }
 
-  /** DeleteObject: dfs only (spec rule 4: ipfs content is permanent); a missing key is no error, as on S3. */
+  /** DeleteObject, where the bucket's back-end deletes (the storage refuses it on ipfs); a missing key is no error, as on S3. */
   async function remove(did: Did, kind: BackendKind, key: string): Promise<Response> {
-    if (kind !== "dfs") throw s3Error("MethodNotAllowed", "Files on ipfs cannot be deleted (spec rule 4): only dfs files can");
     await direct.remove(did, kind, key);
     return new Response(null, { status: 204 });
   }
@@ -150,7 +149,7 @@ export function createObjects(direct: DirectStorage) {
         await remove(did, kind, key);
         if (!quiet) out.push(["Deleted", [["Key", key]]]);
       } catch (err) {
-        const e = err instanceof S3Error ? err : s3Error("InternalError", "We encountered an internal error. Please try again.");
+        const e = toS3Error(err) ?? s3Error("InternalError", "We encountered an internal error. Please try again.");
         out.push(["Error", [["Key", key], ["Code", e.code], ["Message", e.message]]]);
       }
     }

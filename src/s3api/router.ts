@@ -12,7 +12,7 @@ import type { BackendKind } from "../storage/backend.ts";
 import type { DirectStorage } from "../storage/direct.ts";
 import { authenticate, authorize, payloadOf, smallBody, type Authenticated, type FindAccessKey } from "./auth.ts";
 import { S3Error, s3Error, toS3Error } from "./errors.ts";
-import { createMultipart } from "./multipart.ts";
+import { createMultipart, type MultipartLimits } from "./multipart.ts";
 import { createObjects } from "./objects.ts";
 import { refuseUnsupportedHeaders, subresourceOf } from "./subresources.ts";
 import { errorResponse, xmlResponse } from "./xml.ts";
@@ -24,6 +24,8 @@ export interface S3ApiDeps {
   chainId: number;
   log: Logger;
   now?: () => number;
+  /** Open multipart uploads and parts per account; S3's own defaults unless lowered (tests). */
+  multipartLimits?: Partial<MultipartLimits>;
 }
 
 const BUCKETS: BackendKind[] = ["dfs", "ipfs"];
@@ -56,7 +58,7 @@ export function createS3Api(deps: S3ApiDeps) {
   const { direct, log } = deps;
   const now = deps.now ?? Date.now;
   const objects = createObjects(direct);
-  const multipart = createMultipart({ sql: deps.sql, direct, log, now });
+  const multipart = createMultipart({ sql: deps.sql, direct, log, now, limits: deps.multipartLimits });
 
   /** A bucket this server runs, within the key's scope (writes need a read-write key). */
   function bucketOf(auth: Authenticated, bucket: string, write: boolean): BackendKind {
@@ -121,7 +123,7 @@ export function createS3Api(deps: S3ApiDeps) {
             return multipart.listParts(did, bucketOf(auth, bucket, false), bucket, key, uploadId);
           case "PUT":
             if (request.headers.has("x-amz-copy-source")) throw s3Error("NotImplemented", "UploadPartCopy (x-amz-copy-source on a part) is not implemented: copy the object whole, or upload its bytes");
-            return multipart.uploadPart(did, bucketOf(auth, bucket, true), key, uploadId, q.get("partNumber"), payloadOf(request, auth).stream);
+            return multipart.uploadPart(did, bucketOf(auth, bucket, true), key, uploadId, q.get("partNumber"), payloadOf(request, auth));
           case "POST":
             return multipart.complete(did, bucketOf(auth, bucket, true), bucket, key, uploadId, await smallBody(request, auth));
           case "DELETE":

@@ -38,8 +38,15 @@ export interface PendingPut {
   abort(): Promise<void>;
 }
 
+/** What a back-end can do beyond storing and reading: asked here, so no caller names a back-end to decide. */
+export interface BackendCapabilities {
+  /** Files on it may be deleted (dfs); content on ipfs is permanent (spec rule 4). */
+  readonly delete: boolean;
+}
+
 export interface Backend {
   readonly kind: BackendKind;
+  readonly capabilities: BackendCapabilities;
   /** Reads the whole stream; rejects (keeping nothing) if the stream errors or `signal` aborts. */
   put(source: ReadableStream<Uint8Array>, opts?: { signal?: AbortSignal }): Promise<PendingPut>;
   /**

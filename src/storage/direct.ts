@@ -15,9 +15,9 @@ import type { Logger } from "../log.ts";
 import type { Sql } from "../db/sql.ts";
 import type { Did } from "../identity/did.ts";
 import type { Meter } from "../quota/meter.ts";
-import { storageError } from "../http/errors.ts";
+import { failure } from "../failure.ts";
 import type { Backend, BackendKind, ByteRange, PendingPut } from "./backend.ts";
-import { backendLookup } from "./errors.ts";
+import { backendLookup, deletable } from "./errors.ts";
 import { createFiles, type FileRow } from "./files.ts";
 import { recordFile } from "./pending.ts";
 import { meterDownload } from "./transfer.ts";
@@ -36,6 +36,18 @@ export interface DirectDeps {
 }
 
 type UploadMeter = Awaited<ReturnType<Meter["beginUpload"]>>;
+
+const tooLarge = (limit: number) => failure("too-large", `Request body is larger than ${limit} bytes`);
+
+/** A stashed part: its content, and the quota holds its bytes took as they arrived (see `stash`). */
+export interface Stashed {
+  cid: string;
+  size: number;
+  md5: string;
+  holds(): number[];
+  handedOver(): void;
+  release(): Promise<void>;
+}
 
 /** What a stream carried: its length and MD5 (the S3 ETag), and the failure that stopped it, if any. */
 interface Counted {
@@ -56,7 +68,7 @@ function counted(source: ReadableStream<Uint8Array>, limit: number, onBytes: (n:
           const { value, done } = await reader.read();
           if (done) return controller.close();
           meter.bytes += value.byteLength;
-          if (meter.bytes > limit) throw storageError.tooLarge(limit);
+          if (meter.bytes > limit) throw tooLarge(limit);
           await onBytes(value.byteLength);
           hasher.update(value);
           controller.enqueue(value);
@@ -101,7 +113,7 @@ export function createDirectStorage(deps: DirectDeps) {
    */
   async function keep(b: Backend, who: Did, name: string, pending: PendingPut, quota: UploadMeter | undefined, etag: string | undefined, moved: number, encryption = ""): Promise<FileRow> {
     const row = { did: who.canonical, backend: b.kind, name, cid: pending.cid, size: pending.size, encryption, etag };
-    const added = await recordFile(pending, (hook) => files.add(row, hook), { quota, moved, log });
+    const added = await recordFile(files, row, pending, { quota, moved, log });
     if (moved > 0) deps.onTransfer?.(b.kind, "in", moved);
     if (added.replaced) await release(b, added.replaced);
     return added.row;
@@ -117,7 +129,7 @@ export function createDirectStorage(deps: DirectDeps) {
    */
   async function put(who: Did, kind: BackendKind, name: string, source: ReadableStream<Uint8Array>, opts: { declared?: number; verify?: (md5: string) => void; etag?: (md5: string) => string; traffic?: boolean; encryption?: string } = {}): Promise<FileRow> {
     const b = backend(kind);
-    if (opts.declared !== undefined && opts.declared > deps.maxBody) throw storageError.tooLarge(deps.maxBody);
+    if (opts.declared !== undefined && opts.declared > deps.maxBody) throw tooLarge(deps.maxBody);
     const quota = await deps.meter?.beginUpload(who.address, who.canonical, { declared: opts.declared, backend: b.kind, name });
     try {
       const { pending, meter } = await putCounted(b, source, (n) => quota?.add(n));
@@ -149,7 +161,7 @@ export function createDirectStorage(deps: DirectDeps) {
     if (!pending) return undefined;
     if (pending.size > deps.maxBody) {
       await pending.abort();
-      throw storageError.tooLarge(deps.maxBody);
+      throw tooLarge(deps.maxBody);
     }
     let quota: UploadMeter | undefined;
     try {
@@ -202,29 +214,42 @@ export function createDirectStorage(deps: DirectDeps) {
   /** Files of `who` on `kind` whose names start with `prefix`, after `after`, in byte order. */
   const list = (who: Did, kind: BackendKind, page: { prefix: string; after: string; limit: number }) => files.listNames(who.canonical, backend(kind).kind, page);
 
-  /** Deletes the file `name` (dfs only: spec rule 4); whether there was one. */
+  /** Deletes the file `name` (where the back-end deletes: spec rule 4); whether there was one. */
   async function remove(who: Did, kind: BackendKind, name: string): Promise<boolean> {
-    if (kind !== "dfs") throw storageError.unsupportedType();
-    const b = backend(kind);
+    const b = deletable(backend(kind));
     const row = await files.removeNamed(who.canonical, b.kind, name);
     if (row) await release(b, row.cid);
     return row !== undefined;
   }
 
   /**
-   * Content held outside the catalog with one reference (a multipart upload's part): streamed in,
-   * committed, and answered with its Cid, size and MD5. Its space is the caller's to account for.
+   * Content held outside the catalog with one reference (a multipart upload's part): streamed in
+   * through the account's quota meter exactly as an upload is (refused before its first byte when
+   * the pool is full, and as soon as its bytes pass what is free: no more than that reaches the
+   * back-end), committed, and answered with its Cid, size and MD5. Its holds are still live: the
+   * caller takes them over in the transaction that records it (`holds`, then `handedOver` once
+   * that committed) and `release`s them whatever happened.
    */
-  async function stash(kind: BackendKind, source: ReadableStream<Uint8Array>, onBytes: (n: number) => Promise<void> | void = () => {}): Promise<{ cid: string; size: number; md5: string }> {
+  async function stash(who: Did, kind: BackendKind, source: ReadableStream<Uint8Array>, opts: { declared?: number } = {}): Promise<Stashed> {
     const b = backend(kind);
-    const { pending, meter } = await putCounted(b, source, onBytes);
+    if (opts.declared !== undefined && opts.declared > deps.maxBody) throw tooLarge(deps.maxBody);
+    const quota = await deps.meter?.beginUpload(who.address, who.canonical, { declared: opts.declared });
+    const release = async () => {
+      await quota?.release().catch((err) => log.error("releasing a part's holds failed", { err: (err as Error).message }));
+    };
     try {
-      await pending.commit();
+      const { pending, meter } = await putCounted(b, source, (n) => quota?.add(n));
+      try {
+        await pending.commit();
+      } catch (err) {
+        await pending.abort().catch(() => {});
+        throw err;
+      }
+      return { cid: pending.cid, size: pending.size, md5: meter.md5(), holds: () => quota?.holds() ?? [], handedOver: () => quota?.handedOver(), release };
     } catch (err) {
-      await pending.abort().catch(() => {});
+      await release();
       throw err;
     }
-    return { cid: pending.cid, size: pending.size, md5: meter.md5() };
   }
 
   /** Reads stashed (or any held) content whole, as a stream; no traffic is charged (server-side). */

@@ -1,32 +1,33 @@
 /**
- * Back-end failures as the storage API's errors, in one place. Each back-end (and the blob store
- * under it) throws errors with a stable `code`; this file alone turns them into `StorageError`s,
- * by code, so no route or service step maps them on its own.
+ * Back-end failures as the domain's failures (src/failure.ts), in one place. Each back-end (and
+ * the blob store under it) throws errors with a stable `code`; this file alone turns them into
+ * `Failure`s, by code, so no route or service step maps them on its own.
  *
  * Only failures that are the request's (content gone, a bad Cid, a range outside the content)
  * get a status of their own. The rest (a stopped back-end, an unreachable blob store, a damaged
  * chunk) stay what they are: the error handler logs them whole and answers the spec's 500
  * "Internal error, try again", saying nothing of their cause.
  */
-import { StorageError, storageError } from "../http/errors.ts";
+import { StorageError } from "../http/errors.ts";
+import { failure, Failure } from "../failure.ts";
 import { isStorageKind } from "../http/model.ts";
 import type { Backend, BackendKind, PendingPut } from "./backend.ts";
 
 /** Codes of dfs (src/storage/dfs/errors.ts), ipfs (src/storage/ipfs/errors.ts) and the blob
  * store (src/blob/store.ts) that a request's own content explains. */
-const BY_CODE: Record<string, () => StorageError> = {
-  ERR_NOT_FOUND: () => storageError.notFound("File not found"),
-  IPFS_NOT_FOUND: () => storageError.notFound("File not found"),
-  IPFS_BAD_CID: () => storageError.badRequest("not a Cid"),
-  ERR_INVALID_RANGE: () => new StorageError(416, "Range Not Satisfiable"),
-  IPFS_BAD_RANGE: () => new StorageError(416, "Range Not Satisfiable"),
+const BY_CODE: Record<string, () => Failure> = {
+  ERR_NOT_FOUND: () => failure("not-found", "File not found"),
+  IPFS_NOT_FOUND: () => failure("not-found", "File not found"),
+  IPFS_BAD_CID: () => failure("bad-input", "not a Cid"),
+  ERR_INVALID_RANGE: () => failure("bad-range", "Range Not Satisfiable"),
+  IPFS_BAD_RANGE: () => failure("bad-range", "Range Not Satisfiable"),
 };
 
 const codeOf = (err: unknown) => (typeof err === "object" && err !== null && "code" in err && typeof err.code === "string" ? err.code : undefined);
 
-/** The storage API's error for a back-end failure: a StorageError as it is, one by its code, or the failure itself (a 500). */
+/** The domain's failure for a back-end's: a Failure (or an API's own error) as it is, one by its code, or the error itself (a 500). */
 export function storageFailure(err: unknown): unknown {
-  if (err instanceof StorageError) return err;
+  if (err instanceof Failure || err instanceof StorageError) return err;
   const code = codeOf(err);
   const mapped = code !== undefined ? BY_CODE[code] : undefined;
   return mapped ? mapped() : err;
@@ -68,6 +69,7 @@ export function withStorageErrors(b: Backend): Backend {
   const compose = b.compose?.bind(b);
   return {
     kind: b.kind,
+    capabilities: b.capabilities,
     put: (source, opts) => b.put(source, opts).then(pending, rethrow),
     ...(compose && { compose: (cids: readonly string[]) => compose(cids).then((p) => p && pending(p), rethrow) }),
     stat: (cid) => b.stat(cid).catch(rethrow),
@@ -84,15 +86,21 @@ export function withStorageErrors(b: Backend): Backend {
   };
 }
 
+/** `b` if files on it may be deleted; else the `unsupported` failure (ipfs: spec rule 4). */
+export function deletable(b: Backend): Backend {
+  if (!b.capabilities.delete) throw failure("unsupported", `files on ${b.kind} cannot be deleted: its content is permanent`);
+  return b;
+}
+
 /**
- * The back-end of a `:type` with every failure mapped (withStorageErrors), or 518 for another type.
+ * The back-end of a `:type` with every failure mapped (withStorageErrors), or `unsupported` for another type.
  * Looked up per call: the back-ends may be opened after the service that uses them is made.
  */
 export function backendLookup(backends: Partial<Record<BackendKind, Backend>>): (kind: string) => Backend {
   const mapped = new WeakMap<Backend, Backend>();
   return (kind) => {
     const raw = isStorageKind(kind) ? backends[kind] : undefined;
-    if (!raw) throw storageError.unsupportedType();
+    if (!raw) throw failure("unsupported", `this gateway does not run a ${kind} back-end`);
     let b = mapped.get(raw);
     if (!b) mapped.set(raw, (b = withStorageErrors(raw)));
     return b;

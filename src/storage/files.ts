@@ -4,29 +4,33 @@
  */
 import { ReadCache } from "../db/read-cache.ts";
 import { type Fragment, type Queryable, type Sql, together } from "../db/sql.ts";
-import { storageError } from "../http/errors.ts";
+import { failure } from "../failure.ts";
 import type { FileEntry } from "../http/model.ts";
 import type { BackendKind } from "./backend.ts";
 import type { files } from "./schema.ts";
 
 export type FileRow = typeof files.$inferSelect;
 
-/** What runs inside the transaction that records a file: the content's rows (storage/pending.ts),
- * the quota's exact check (src/quota/meter.ts), and an upload's voucher count (storage/service.ts). */
-export interface AddHook {
-  /** The transaction's first statements, before any lock of the account's: rows that no other
-   * transaction writes under that lock (the content's, by relative updates). On PostgreSQL the
-   * lock serializes one account's uploads until their COMMIT; each statement moved out of its
-   * span is a round trip less per upload of that account (issue 10). */
+/**
+ * One participant of the transaction that records a file. The transaction runs in phases, and
+ * within a phase the participants in the order of the list it is given (storage/pending.ts
+ * `recordFile` documents the list: the content's rows, the authority's claims, the quota's exact
+ * check, the authority's counts, the directory's `Public`):
+ *
+ * 1. `prepare`, every participant's at once with the bucket's insert: statements before any lock
+ *    of the account's, on rows no other transaction writes under that lock (the content's, by
+ *    relative updates). On PostgreSQL the lock serializes one account's uploads until their
+ *    COMMIT; each statement moved out of its span is a round trip less per upload of that account.
+ * 2. `lock`, the first participant's that has one (the quota's: D16's lock on the account's row;
+ *    with none, the DID's bucket row), then the file row's statements, then every `settle`: all
+ *    sent at once, each waiting behind the last, so the lock needs no answer before them (the row
+ *    it locks exists: a `prepare` made it) and what a `settle` reads includes the file row. One
+ *    round trip under the lock on PostgreSQL. Throwing undoes it all.
+ */
+export interface Participant {
   prepare?(tx: Queryable): Promise<void>;
-  /** Then D16's lock on the account's quota row (without it, `add` locks the DID's bucket row
-   * instead), sent with the row's statements and `settle`'s, which wait behind it: one round trip
-   * under the lock on PostgreSQL, not two (issue 10). So it needs no answer before them: the row
-   * it locks exists by then (`prepare` makes it). */
   lock?(tx: Queryable): Promise<void>;
-  /** Once the row is in: called right behind the row's statements, without waiting for their
-   * answers (one round trip on PostgreSQL), so what it reads includes the row. Throwing undoes it all. */
-  settle(tx: Queryable): Promise<void>;
+  settle?(tx: Queryable): Promise<void>;
 }
 
 const COLUMNS = `id, did, backend, name, cid, size, encryption, mod_time AS "modTime", etag`;
@@ -45,15 +49,35 @@ const NAMED = `SELECT ${COLUMNS} FROM files WHERE did = $1 AND backend = $2 AND 
 const LIST_NAMES = `SELECT ${COLUMNS} FROM files WHERE did = $1 AND backend = $2 AND name > $3 AND substr(name, 1, length($4)) = $4 ORDER BY name LIMIT $5`;
 const REMOVE_NAMED = `DELETE FROM files WHERE did = $1 AND backend = $2 AND name = $3 RETURNING ${COLUMNS}`;
 // A page in id order (index files_listing: no sort) with listobjects' `Public` in the same read:
-// whether the owner's own directory entry for the Cid is public (several entries may name one
-// Cid; EXISTS answers once per file). `public` is compared with a bound true (D16's booleans).
-// Only the columns an entry shows: did and backend are the query's own, etag is not shown.
-const LIST = `SELECT id, name, cid, size, encryption, mod_time AS "modTime",
-    EXISTS (SELECT 1 FROM directory_entries e WHERE e.cid = files.cid AND e.owner = $5 AND e.public = $6) AS "isPublic"
+// whether the owner publishes the Cid as public (the directory's condition, PublicSql; without a
+// directory nothing is). Only the columns an entry shows: did and backend are the query's own,
+// etag is not shown.
+// Both parameters named all the same (PostgreSQL types every parameter from its use).
+const NOT_PUBLIC = "(FALSE AND CAST($5 AS TEXT) = CAST($6 AS TEXT))";
+const listSql = (publicSql?: PublicSql) => `SELECT id, name, cid, size, encryption, mod_time AS "modTime",
+    ${publicSql ? publicSql({ cid: "files.cid", owner: "$5", yes: "$6" }) : NOT_PUBLIC} AS "isPublic"
   FROM files WHERE did = $1 AND backend = $2 AND id > $3 ORDER BY id LIMIT $4`;
 const REMOVE = `DELETE FROM files WHERE id = $1 AND backend = $2 AND did = $3 RETURNING ${COLUMNS}`;
 const OWNER_OF = "SELECT did FROM files WHERE id = $1 AND backend = $2";
 const OWNS = `SELECT ${COLUMNS} FROM files WHERE backend = $1 AND cid = $2 AND did = $3 LIMIT 1`;
+
+/**
+ * Whether `did` stores the Cid `cid` (on `backend`, else on either back-end), as an SQL condition
+ * over the caller's own expressions (columns or placeholders): how the directory and the trustless
+ * gateway ask the catalog inside their own one query, without naming its table. Served by the
+ * index files_cid (backend, cid, did).
+ */
+export function storesSql(at: { cid: string; did: string; backend?: string }): string {
+  const backend = at.backend ?? "f.backend IN ('dfs', 'ipfs')";
+  return `EXISTS (SELECT 1 FROM files f WHERE ${at.backend ? `f.backend = ${backend}` : backend} AND f.cid = ${at.cid} AND f.did = ${at.did})`;
+}
+
+/**
+ * Whether `owner` publishes the Cid `cid` as public, as an SQL condition over the listing's own
+ * expressions (`yes` a placeholder bound to true): the directory's to say (its `publicSql`),
+ * handed to the catalog so a listing reads its page and each file's `Public` in one query.
+ */
+export type PublicSql = (at: { cid: string; owner: string; yes: string }) => string;
 
 /** What a listing reads of a file: what its entry shows. */
 export type ListedFile = Pick<FileRow, "id" | "name" | "cid" | "size" | "encryption" | "modTime">;
@@ -78,8 +102,8 @@ export function fileEntry(row: ListedFile, isPublic = false): FileEntry {
 export function cleanName(raw: string | undefined): string {
   const base = (raw ?? "").split(/[\\/]/).pop() ?? "";
   const name = base.replace(/[\u0000-\u001f\u007f]/g, "").trim();
-  if (!name || name === "." || name === "..") throw storageError.badRequest("the file part needs a file name");
-  if (Buffer.byteLength(name) > 255) throw storageError.badRequest("file names are at most 255 bytes");
+  if (!name || name === "." || name === "..") throw failure("bad-input", "the file part needs a file name");
+  if (Buffer.byteLength(name) > 255) throw failure("bad-input", "file names are at most 255 bytes");
   return name;
 }
 
@@ -100,28 +124,30 @@ export async function storedBytes(q: Queryable, did: string, except?: { backend:
   return (await q.get<{ n: number }>(`SELECT ${text} AS n`, params))?.n ?? 0;
 }
 
-export function createFiles(sql: Sql, now: () => number = Date.now) {
+export function createFiles(sql: Sql, now: () => number = Date.now, publicSql?: PublicSql) {
+  const LIST = listSql(publicSql);
   // listobjects' pages while nothing is committed (issue 10: its statement was a third of the
   // request's CPU); the version is SQLite's, so PostgreSQL reads every time.
   const pages = new ReadCache<ListedRow>(() => sql.dataVersion?.());
   return {
     /**
-     * Records a stored file; returns the new row and the Cid of an entry it replaced. `hook` (the
-     * content's rows, the quota, the voucher's count) prepares, locks, and settles once the row is
-     * in, in the same transaction; throwing undoes it all.
+     * Records a stored file; returns the new row and the Cid of an entry it replaced. The
+     * `participants` run in the same transaction, phase by phase in list order (Participant);
+     * throwing undoes it all.
      */
-    add(f: { did: string; backend: BackendKind; name: string; cid: string; size: number; encryption: string; etag?: string }, hook?: AddHook): Promise<{ row: FileRow; replaced?: string }> {
+    add(f: { did: string; backend: BackendKind; name: string; cid: string; size: number; encryption: string; etag?: string }, participants: readonly Participant[] = []): Promise<{ row: FileRow; replaced?: string }> {
+      const locker = participants.find((p) => p.lock);
       return sql.tx(
         async (tx) => {
           // The bucket's insert takes no lock on a row that exists.
-          await together(hook?.prepare?.(tx), tx.run(ADD_BUCKET, [f.did, now()]));
-          // The lock, then under it the row's statements, then the hook's, which so see the row:
-          // one round trip on PostgreSQL (AddHook.lock).
+          await together(together(...participants.map((p) => p.prepare?.(tx))), tx.run(ADD_BUCKET, [f.did, now()]));
+          // The lock, then under it the row's statements, then the participants', which so see
+          // the row: one round trip on PostgreSQL.
           const [, old, row] = await together(
-            hook?.lock ? hook.lock(tx) : tx.get(LOCK_BUCKET, [f.did]),
+            locker?.lock ? locker.lock(tx) : tx.get(LOCK_BUCKET, [f.did]),
             tx.get<{ cid: string }>(DROP_NAMED, [f.did, f.backend, f.name]),
             tx.get<FileRow>(INSERT_FILE, [f.did, f.backend, f.name, f.cid, f.size, f.encryption, now(), f.etag ?? null]),
-            hook?.settle(tx),
+            together(...participants.map((p) => p.settle?.(tx))),
           );
           if (!row) throw new Error("INSERT … RETURNING gave no row");
           return { row, replaced: old?.cid };
@@ -152,8 +178,8 @@ export function createFiles(sql: Sql, now: () => number = Date.now) {
       const row = await sql.get<FileRow>(REMOVE, [id, backend, did]);
       if (row) return row;
       const other = await sql.get<{ did: string }>(OWNER_OF, [id, backend]);
-      if (other) throw storageError.forbidden("Permission denied: the file belongs to another account");
-      throw storageError.notFound("File not found");
+      if (other) throw failure("forbidden", "Permission denied: the file belongs to another account");
+      throw failure("not-found", "File not found");
     },
 
     /** The file of `did` named `name` on `backend`. */

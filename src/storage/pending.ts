@@ -3,11 +3,11 @@
  * the same steps for dfs and ipfs.
  */
 import type { Lease } from "../blob/guard.ts";
-import { type Queryable, together } from "../db/sql.ts";
+import type { Queryable } from "../db/sql.ts";
 import type { Logger } from "../log.ts";
 import type { Meter } from "../quota/meter.ts";
 import type { PendingPut } from "./backend.ts";
-import type { AddHook } from "./files.ts";
+import type { Files, Participant } from "./files.ts";
 
 /**
  * The PendingPut of content whose blobs `lease` keeps until its rows reference them (dfs's put and
@@ -55,28 +55,40 @@ export function pendingPut(
 /** What the file row's transaction uses of an upload's quota meter. */
 type UploadQuota = Pick<Awaited<ReturnType<Meter["beginUpload"]>>, "commit" | "release">;
 
+/** What an authority (who pays, and what they may do) adds to the file row's transaction: its
+ * claims (a refusal answers for the upload) and its counts (the voucher's). */
+export interface AuthorityParticipants {
+  claims?: Participant;
+  counts?: Participant;
+}
+
 /**
- * Records `pending` as a file: `add` writes the file row in a transaction and runs the hook it is
- * handed there, so the content's rows (and the release of its pins), `claim` (an upload's claims),
- * the quota's exact check (D14) with `moved` bytes of traffic, and `settle` (an upload's voucher
- * count) commit with the file row, or not at all (issue 10: an upload commits twice where it
- * committed seven). A refusal of `claim` comes before the quota's. When it fails, the quota's
- * holds go first (a refused upload never counts against another's check), then nothing of the
- * content is kept unless something else references it.
+ * Records `pending` as the file `row` in one transaction (files.ts `add`), whose participants run
+ * in this order, phase by phase (files.ts Participant):
+ *
+ * 1. the content's rows, and the release of the pins that kept its blobs meanwhile (prepare);
+ * 2. the authority's claims: the requestID's and the voucher's (a refusal comes first);
+ * 3. the quota's exact check (D14) with `moved` bytes of traffic: it makes the account's row
+ *    (prepare), takes its lock (lock), and checks once the row is in (settle);
+ * 4. the authority's counts: the voucher's;
+ * 5. `also`: what else reads the row in its transaction (the directory's `Public` of the answer).
+ *
+ * Either all of it commits or none: the bytes count exactly when the file is stored. When it
+ * fails, the quota's holds go first (a refused upload never counts against another's check),
+ * then nothing of the content is kept unless something else references it.
  */
-export async function recordFile<T>(pending: PendingPut, add: (hook: AddHook) => Promise<T>, opts: { quota?: UploadQuota; moved: number; claim?: (tx: Queryable) => Promise<void>; settle?: (tx: Queryable) => Promise<void>; log: Logger }): Promise<T> {
-  const counted = opts.quota?.commit(pending.size, opts.moved);
-  let out: T;
+export async function recordFile(
+  files: Pick<Files, "add">,
+  row: Parameters<Files["add"]>[0],
+  pending: PendingPut,
+  opts: { quota?: UploadQuota; moved: number; authority?: AuthorityParticipants; also?: Participant; log: Logger },
+) {
+  const content: Participant = { prepare: (tx) => pending.commitIn(tx) };
+  const quota = opts.quota?.commit(pending.size, opts.moved);
+  const participants = [content, opts.authority?.claims, quota, opts.authority?.counts, opts.also].filter((p): p is Participant => p !== undefined);
+  let out: Awaited<ReturnType<Files["add"]>>;
   try {
-    out = await add({
-      // The content's rows touch no row the account's lock guards: they go before it (AddHook).
-      prepare: async (tx) => void (await together(pending.commitIn(tx), counted?.prepare(tx))),
-      ...(counted && { lock: counted.lock }),
-      // Under the lock, in the row's round trip: the claims lock only their session's row, after
-      // the account's, as every transaction that takes both does. The voucher's count needs
-      // nothing the quota's check answers (a refusal rolls it back).
-      settle: async (tx) => void (await together(opts.claim?.(tx), counted?.settle(tx), opts.settle?.(tx))),
-    });
+    out = await files.add(row, participants);
   } catch (err) {
     await opts.quota?.release();
     await pending.abort().catch((e) => opts.log.error("dropping a refused upload's content failed", { cid: pending.cid, err: (e as Error).message }));

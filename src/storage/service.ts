@@ -14,14 +14,15 @@ import type { TokenService } from "../accounts/tokens.ts";
 import type { UserService } from "../accounts/users.ts";
 import { type Queryable, type Sql, together } from "../db/sql.ts";
 import type { Readable } from "node:stream";
-import { StorageError, storageError } from "../http/errors.ts";
+import { StorageError, storageError, storageErrorOf } from "../http/errors.ts";
+import { Failure } from "../failure.ts";
 import { type DidLoginTokens, type FileEntry, type FileList, type StorageKind, type TrafficHashResult } from "../http/model.ts";
 import { canonicalDid, didAddressKey, parseDid, type Did } from "../identity/did.ts";
 import type { DidResolver } from "../identity/resolver.ts";
 import type { Logger } from "../log.ts";
 import type { Backend, BackendKind, ByteRange } from "./backend.ts";
-import { backendLookup } from "./errors.ts";
-import { cleanName, createFiles, fileEntry } from "./files.ts";
+import { backendLookup, deletable } from "./errors.ts";
+import { cleanName, createFiles, fileEntry, type PublicSql } from "./files.ts";
 import { recordFile } from "./pending.ts";
 import { createSessions, type LoginInput, type SessionKeys } from "./sessions.ts";
 import { meterDownload, meterUpload } from "./transfer.ts";
@@ -103,6 +104,8 @@ export interface StorageDeps {
    * read in its file row's transaction `q` (listobjects reads the same flag in its page's own
    * query, src/storage/files.ts). */
   publicCids?: (owner: Address, cids: readonly string[], q?: Queryable) => Promise<ReadonlySet<string>>;
+  /** The same flag as a condition listobjects embeds in its page's one query (the directory's). */
+  publicSql?: PublicSql;
   /** Quota enforcement (D7); absent, only the vouchers bound use. */
   meter?: Meter;
   /** Hears of file bytes received (in) and sent (out), per back-end: the server's metrics. */
@@ -174,7 +177,7 @@ export function createStorage(deps: StorageDeps) {
    */
   const paysFor = async (who: Did, key: Address) => (await deps.resolver.canSign(who, key)) || ((await deps.sessionKeys?.allows(who, key, "voucher")) ?? false);
   const vouchers = createVouchers({ sql, domain: deps.domain, seller: deps.seller, now: deps.now });
-  const files = createFiles(sql, deps.now);
+  const files = createFiles(sql, deps.now, deps.publicSql);
   // Every back-end failure reaches this service already mapped (storage/errors.ts).
   const backend = backendLookup(deps.backends);
 
@@ -244,7 +247,7 @@ export function createStorage(deps: StorageDeps) {
       try {
         pending = await b.put(stream);
       } catch (err) {
-        if (meter.failure || err instanceof StorageError) throw meter.failure ?? err;
+        if (meter.failure || err instanceof StorageError || err instanceof Failure) throw meter.failure ?? err;
         // The client's broken or abandoned body is its fault; a back-end failure is ours (500).
         throw meter.interrupted ? storageError.badRequest("the upload was interrupted") : err;
       }
@@ -252,19 +255,19 @@ export function createStorage(deps: StorageDeps) {
         await pending.abort();
         throw storageError.badRequest(`payload does not match the file's ${expected.kind === "sha256" ? "SHA-256" : "Cid"}: nothing was kept`);
       }
-      // Both claims, the content's rows, the quota's exact check (D14) and the voucher's count run
-      // in the transaction that records the file: the bytes count exactly when the file is stored.
-      // The claims go first: a refused one answers for the upload. Each decides by a conditional
-      // insert (the requestID's after its session's row lock): READ COMMITTED suffices (D16).
-      // The answer's `Public` is read there too: on PostgreSQL all of them in one round trip.
+      // The file row's transaction (recordFile documents its order): the content's rows, both
+      // claims (a refused one answers for the upload; each decides by a conditional insert, the
+      // requestID's after its session's row lock: READ COMMITTED suffices, D16), the quota's exact
+      // check (D14), the voucher's count, and the answer's `Public`: on PostgreSQL one round trip
+      // under the account's lock.
       const row = { did: who.did.canonical, backend: b.kind, name, cid: pending.cid, size: pending.size, encryption: String(part.fields.encryption ?? "") };
       let isPublic: boolean | undefined;
-      const claim = async (tx: Queryable) => void (await together(request.claim(tx), vouchers.claimPeeked(tx, offered)));
-      const settle = async (tx: Queryable) => {
-        const [, published] = await together(vouchers.settle(offered, meter.bytes, tx), deps.publicCids?.(who.did.address, [row.cid], tx));
-        isPublic = published?.has(row.cid);
+      const authority = {
+        claims: { settle: async (tx: Queryable) => void (await together(request.claim(tx), vouchers.claimPeeked(tx, offered))) },
+        counts: { settle: (tx: Queryable) => vouchers.settle(offered, meter.bytes, tx) },
       };
-      const added = await recordFile(pending, (hook) => files.add(row, hook), { quota, moved: meter.bytes, claim, settle, log });
+      const publicFlag = deps.publicCids && { settle: async (tx: Queryable) => void (isPublic = (await deps.publicCids?.(who.did.address, [row.cid], tx))?.has(row.cid)) };
+      const added = await recordFile(files, row, pending, { quota, moved: meter.bytes, authority, also: publicFlag, log });
       deps.onTransfer?.(b.kind, "in", meter.bytes);
       if (added.replaced) await release(b, added.replaced);
       return fileEntry(added.row, isPublic);
@@ -426,13 +429,13 @@ export function createStorage(deps: StorageDeps) {
   }
 
   /**
-   * Delete (spec 4.1 rule 4): dfs only; failures carry `Status: "Failure"` (D9). The caller is
-   * asked for (`authenticate`) only after the type is checked, and inside: a 401 carries it too.
+   * Delete (spec 4.1 rule 4): where the back-end deletes (dfs); failures carry `Status: "Failure"`
+   * (D9). The caller is asked for (`authenticate`) only after the type is checked, and inside: a
+   * 401 carries it too.
    */
   async function remove(kind: string, authenticate: () => Promise<Caller>, query: Record<string, string | undefined>) {
     try {
-      if (kind !== "dfs") throw storageError.unsupportedType();
-      const b = backend(kind);
+      const b = deletable(backend(kind));
       const who = await authenticate();
       const idText = query.id ?? "";
       await sessions.restricted({ ...query, payload: query.payload }, "delete", who.did);
@@ -443,8 +446,9 @@ export function createStorage(deps: StorageDeps) {
       return { Status: "Success" as const };
     } catch (err) {
       // Every failure, a 500 included, carries Status: "Failure" (D9).
-      if (!(err instanceof StorageError)) log.error("delete failed", { err: err instanceof Error ? (err.stack ?? err.message) : String(err) });
-      const e = err instanceof StorageError ? err : storageError.internal();
+      const known = err instanceof StorageError || err instanceof Failure;
+      if (!known) log.error("delete failed", { err: err instanceof Error ? (err.stack ?? err.message) : String(err) });
+      const e = known ? storageErrorOf(err) : storageError.internal();
       throw new StorageError(e.status, e.description, { ...e.extra, body: { ...e.extra.body, Status: "Failure" } });
     }
   }

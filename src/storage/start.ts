@@ -61,8 +61,9 @@ export async function openBlobs({ config, sql, log }: { config: Config; sql: Sql
   return { store, guard: createBlobGuard({ sql, store, log }) };
 }
 
-export async function startStorage(deps: { config: Config; sql: Sql; log: Logger; gatewayId: string; chain: ChainContext; accounts: AccountServices; extra?: Partial<StorageDeps> }) {
-  const { config, log, chain, accounts } = deps;
+/** Opens the back-ends over the blob store and starts their cluster sweeps; the storage service over them is compose()'s. */
+export async function startStorage(deps: { config: Config; sql: Sql; log: Logger; gatewayId: string }) {
+  const { config, log } = deps;
   const backends: Partial<Record<BackendKind, Backend>> = {};
   let sweeps: ReturnType<typeof clusterSweeps> | undefined;
   const stop = async () => {
@@ -88,7 +89,6 @@ export async function startStorage(deps: { config: Config; sql: Sql; log: Logger
     await stop();
     throw err;
   }
-  const storage = storageOver({ config, sql: deps.sql, log, chain, accounts, backends }, deps.extra);
   const health = { blobs: () => ({ kind: blobs.store.kind }), ...Object.fromEntries(Object.entries(backends).map(([kind, b]) => [kind, () => b.health()])) };
-  return { storage, backends, blobs, health, stop };
+  return { backends, blobs, health, stop };
 }

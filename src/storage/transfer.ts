@@ -6,13 +6,14 @@
  */
 import type { Readable } from "node:stream";
 import { StorageError } from "../http/errors.ts";
+import type { Failure } from "../failure.ts";
 
 export interface UploadMeter {
   bytes: number;
   /** The SHA-256 of the bytes that passed, in hex; only when `meterUpload` was asked to hash. */
   sha256(): string;
   /** Why the stream was stopped, if the meter stopped it. */
-  failure?: StorageError;
+  failure?: StorageError | Failure;
   /** The file part itself failed (the client went away or sent a broken body). */
   interrupted?: boolean;
 }
@@ -21,7 +22,7 @@ export interface UploadMeter {
 export function meterUpload(
   file: Readable,
   limit: number,
-  overLimit: () => StorageError,
+  overLimit: () => StorageError | Failure,
   /** Sees each chunk's size before it is passed on; throwing (a quota refusal) stops the upload. */
   onBytes: (n: number) => void | Promise<void> = () => {},
   opts: { sha256?: boolean } = {},
@@ -54,7 +55,7 @@ export function meterUpload(
         if (meter.bytes > limit) throw overLimit();
         await onBytes(value.byteLength);
       } catch (err) {
-        meter.failure = err as StorageError;
+        meter.failure = err as StorageError | Failure;
         file.destroy();
         return controller.error(err);
       }

@@ -1,57 +1,22 @@
 /**
- * A whole gateway with the directory wired in as the server wires it: `testGateway` (anvil,
- * the database of this pass (SQLite or PostgreSQL, test/support/db.ts), dfs, Helia) whose storage asks the directory's `readGrant`/`publicCids`, an app built by
- * `buildApp` with the directory's routes (and the escrow status a buyer's SDK asks before it
- * pays), and an indexer with the directory's consumer over the
- * same database. Users get a storage client and a directory client, both talking to the app.
+ * A whole gateway with the directory as the server wires it (`testGateway`, which is the server's
+ * `compose`: storage asks the directory's `readGrant`/`publicCids`, the app has the directory's
+ * routes, an indexer with the directory's consumer runs when `sync` asks). Users get a storage
+ * client and a directory client, both talking to the app.
  */
-import { afterAll } from "bun:test";
 import type { PrivateKeyAccount } from "viem/accounts";
-import { buildApp } from "../../src/app.ts";
-import { createIndexer } from "../../src/chain/indexer.ts";
 import type { Queryable } from "../../src/db/sql.ts";
-import { createDirectory, type Directory } from "../../src/directory/index.ts";
-import { createEncryption } from "../../src/encryption/index.ts";
-import { generateIdentity } from "../../src/sdk/age.ts";
-import { publishedRecipient } from "../../src/sdk/key-agreement.ts";
-import { storedFiles } from "../../src/storage/head.ts";
-import { silentLogger } from "../../src/log.ts";
 import { connectDirectory } from "../../src/sdk/directory.ts";
 import { connectStorage, StorageApiError } from "../../src/sdk/storage.ts";
 import { appFetch } from "../support/app.ts";
 import { BASE, testGateway } from "../support/storage.ts";
 
 /** `env`: the gateway's settings (a test serving it over HTTP names its public URL). */
-export async function directoryGateway(o: { ipfs?: boolean; pollMs?: number; env?: Record<string, string> } = {}) {
-  // The storage service is built inside testGateway, before the directory can be: late binding.
-  let directory: Directory | undefined;
-  const gw = await testGateway({
-    ipfs: o.ipfs,
-    env: o.env,
-    extra: {
-      readGrant: (reader, kind, cid) => (directory as Directory).readGrant(reader, kind, cid),
-      publicCids: (owner, cids, q) => (directory as Directory).publicCids(owner, cids, q),
-    },
-  });
+export async function directoryGateway(o: { ipfs?: boolean; env?: Record<string, string> } = {}) {
+  const gw = await testGateway({ ipfs: o.ipfs, env: o.env });
   const sql = gw.database.sql;
-  directory = createDirectory({ sql, chainId: gw.config.chainId, address: gw.chain.context.contracts.directory, fromBlock: gw.chain.deployBlock, publicClient: gw.chain.context.publicClient });
-  // The encryption routes too: a buyer's SDK asks the escrow status before it pays (D20).
-  const { publicClient, contracts } = gw.chain.context;
-  const encryption = createEncryption({
-    sql,
-    escrow: {
-      identity: generateIdentity(),
-      storedFile: storedFiles({ sql, backends: gw.backends, chainId: gw.config.chainId }),
-      bought: (owner, mid, reader) => (directory as Directory).bought(owner, mid, reader),
-      published: (owner, mid) => (directory as Directory).published(owner, mid),
-      recipientOf: (reader) => publishedRecipient(publicClient, contracts.didRegistry, reader),
-    },
-  });
-  const app = buildApp({ config: gw.config, log: gw.log, health: {}, chain: gw.chain.context, accounts: gw.accounts, storage: gw.storage, directory, encryption });
+  const { directory, indexer, app } = gw;
   const fetch = appFetch(app);
-  const indexer = createIndexer({ sql, publicClient: gw.chain.anvil.publicClient, confirmations: 0, log: silentLogger, pollMs: o.pollMs ?? 60_000 });
-  indexer.add(directory.consumer);
-  afterAll(() => indexer.stop());
 
   /** A funded user, logged in to storage, with a directory client. */
   async function user(account?: PrivateKeyAccount) {

@@ -5,16 +5,14 @@
  * with the chain's records, and the app behind the real HTTP listener (so clients such as
  * verified-fetch reach it over a socket, and client addresses are real).
  */
-import { afterAll } from "bun:test";
 import type { PrivateKeyAccount } from "viem/accounts";
 import { buildApp } from "../../src/app.ts";
 import { openBlobStore } from "../../src/blob/index.ts";
-import { createIndexer } from "../../src/chain/indexer.ts";
-import { createDirectory, type Directory } from "../../src/directory/index.ts";
 import { createGateway } from "../../src/gateway/service.ts";
 import { createHandler } from "../../src/http/handler.ts";
 import { listen } from "../../src/http/listen.ts";
 import { silentLogger } from "../../src/log.ts";
+import { afterAll } from "bun:test";
 import { connectDirectory } from "../../src/sdk/directory.ts";
 import { connectStorage } from "../../src/sdk/storage.ts";
 import { appFetch } from "../support/app.ts";
@@ -24,19 +22,9 @@ import { granter } from "../quota/grants.ts";
 export const GiB = 1024 ** 3;
 
 export async function trustlessGateway() {
-  let directory: Directory | undefined;
-  const gw = await testGateway({
-    quota: true,
-    extra: {
-      readGrant: (reader, kind, cid) => (directory as Directory).readGrant(reader, kind, cid),
-      publicCids: (owner, cids, q) => (directory as Directory).publicCids(owner, cids, q),
-    },
-  });
+  const gw = await testGateway({ quota: true });
   const sql = gw.database.sql;
-  directory = createDirectory({ sql, chainId: gw.config.chainId, address: gw.chain.context.contracts.directory, fromBlock: gw.chain.deployBlock });
-  const indexer = createIndexer({ sql, publicClient: gw.chain.anvil.publicClient, confirmations: 0, log: silentLogger, pollMs: 60_000 });
-  indexer.add(directory.consumer);
-  afterAll(() => indexer.stop());
+  const { directory, indexer } = gw;
   // A second handle on the same blob store, as another gateway of the cluster would hold (D15).
   const store = await openBlobStore(gw.config);
   const grant = granter(gw.chain);

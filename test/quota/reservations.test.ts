@@ -108,7 +108,7 @@ describe("renewing holds", () => {
       await down.renew();
     }
     expect(await trafficLeft()).toBe(400_000);
-    expect(await timed.beginDownload(account.address, 400_001).then(() => 200, (err: { status?: number }) => err.status)).toBe(402);
+    expect(await timed.beginDownload(account.address, 400_001).then(() => 200, (err: { code?: string }) => err.code)).toBe("quota-exceeded");
     // The client goes silent: a TTL after the last renewal, the hold no longer counts.
     clock += RESERVATION_TTL_MS;
     expect(await trafficLeft()).toBe(1_000_000);

@@ -16,6 +16,8 @@ import { startS3Api } from "../../src/s3api/index.ts";
 import { createDirectStorage } from "../../src/storage/direct.ts";
 import { cidOf } from "../../src/storage/dfs/index.ts";
 import { granter } from "../quota/grants.ts";
+import { blobStoreOf } from "../support/blobs.ts";
+import { MAX_OPEN_UPLOADS } from "../../src/s3api/multipart.ts";
 import { BASE, testGateway } from "../support/storage.ts";
 
 const MiB = 1024 * 1024;
@@ -28,6 +30,9 @@ const moved = { in: 0, out: 0 };
 const dfsReads = { n: 0 };
 const dfs = gw.backends.dfs!;
 const backends = { ...gw.backends, dfs: { ...dfs, read: (...a: Parameters<typeof dfs.read>) => (dfsReads.n++, dfs.read(...a)) } };
+/** Bytes the dfs back-end's `put` has taken from its sources: what could reach the blob store. */
+const intoDfs = { bytes: 0 };
+backends.dfs.put = (source, opts) => dfs.put(source.pipeThrough(new TransformStream({ transform: (chunk, c) => void ((intoDfs.bytes += chunk.byteLength), c.enqueue(chunk)) })), opts);
 const direct = createDirectStorage({ sql: gw.database.sql, log: gw.log, maxBody: gw.config.maxBody, backends, meter, onTransfer: (_, d, n) => void (moved[d] += n) });
 const s3 = await startS3Api({
   hostname: "127.0.0.1",
@@ -56,14 +61,19 @@ async function account(o: { space?: number; traffic?: number; access?: "rw" | "r
 const bucketClient = (key: Minted, bucket = "dfs") => new S3Client({ accessKeyId: key.accessKeyId, secretAccessKey: key.secretAccessKey, endpoint: s3.url, bucket, region: "us-east-1" });
 
 /** A request signed by hand (AWS's signer), for what S3Client does not send. */
-async function signed(key: Minted, method: string, path: string, o: { query?: Record<string, string>; body?: string | Uint8Array; headers?: Record<string, string>; payload?: string } = {}) {
-  const url = new URL(path, s3.url);
+const signed = (key: Minted, method: string, path: string, o: SignedOptions = {}) => signedAt(s3.url, key, method, path, o);
+
+type SignedOptions = { query?: Record<string, string>; body?: string | Uint8Array; headers?: Record<string, string>; payload?: string };
+
+/** The same to the S3 API listening at `base`. */
+async function signedAt(base: string, key: Minted, method: string, path: string, o: SignedOptions = {}) {
+  const url = new URL(path, base);
   const signer = new SignatureV4({ service: "s3", region: "us-east-1", credentials: key, sha256: Sha256, uriEscapePath: false });
   const body = o.body ?? "";
   const hash = o.payload ?? createHash("sha256").update(body).digest("hex");
   const req = await signer.sign({ method, protocol: "http:", hostname: url.hostname, port: Number(url.port), path: url.pathname, query: o.query ?? {}, headers: { host: url.host, "x-amz-content-sha256": hash, ...o.headers }, body });
   const qs = new URLSearchParams(o.query ?? {}).toString();
-  return fetch(`${s3.url}${url.pathname}${qs ? `?${qs}` : ""}`, { method, headers: req.headers as Record<string, string>, body: method === "GET" || method === "HEAD" ? undefined : body });
+  return fetch(`${base}${url.pathname}${qs ? `?${qs}` : ""}`, { method, headers: req.headers as Record<string, string>, body: method === "GET" || method === "HEAD" ? undefined : body });
 }
 
 const codeIn = (xml: string) => /<Code>([^<]*)<\/Code>/.exec(xml)?.[1];
@@ -623,4 +633,206 @@ describe("sub-resources never touch the object's bytes", () => {
     expect(await parts.text()).not.toContain("<Part>");
     expect((await signed(alice.key, "DELETE", "/dfs/sub/copied.bin", { query: { uploadId } })).status).toBe(204);
   });
+});
+
+describe("multipart parts are metered as they arrive", () => {
+  /** CreateMultipartUpload by hand: the UploadId. */
+  async function createUpload(key: Minted, path: string): Promise<Response> {
+    return signed(key, "POST", path, { query: { uploads: "" } });
+  }
+  const uploadIdOf = async (res: Response) => /<UploadId>([^<]+)<\/UploadId>/.exec(await res.text())?.[1] as string;
+
+  /** An UploadPart whose `size` random bytes are made only as the server reads them (unsigned payload). */
+  async function streamedPart(key: Minted, path: string, uploadId: string, partNumber: number, size: number): Promise<{ status: number; code?: string }> {
+    const url = new URL(path, s3.url);
+    const signer = new SignatureV4({ service: "s3", region: "us-east-1", credentials: key, sha256: Sha256, uriEscapePath: false });
+    const query = { partNumber: String(partNumber), uploadId };
+    const req = await signer.sign({ method: "PUT", protocol: "http:", hostname: url.hostname, port: Number(url.port), path: url.pathname, query, headers: { host: url.host, "x-amz-content-sha256": "UNSIGNED-PAYLOAD", "content-length": String(size) } });
+    let sent = 0;
+    const body = new ReadableStream<Uint8Array>({
+      pull(c) {
+        if (sent >= size) return c.close();
+        const n = Math.min(256 * 1024, size - sent);
+        sent += n;
+        c.enqueue(randomBytes(n));
+      },
+    });
+    try {
+      const res = await fetch(`${s3.url}${url.pathname}?${new URLSearchParams(query)}`, { method: "PUT", headers: req.headers as Record<string, string>, body });
+      return { status: res.status, code: codeIn(await res.text()) };
+    } catch {
+      return { status: 0 }; // the server answered and closed while the client was still sending
+    }
+  }
+
+  /** Bytes of blob-store objects that were not there at the start, sampled every 20 ms until stopped: the peak. */
+  function sampleBlobs() {
+    const store = blobStoreOf(gw.dataDir);
+    let peak = 0;
+    let running = true;
+    const known = new Set<string>();
+    const sizes = new Map<string, number>();
+    const ready = (async () => {
+      for await (const k of store.list("")) known.add(k);
+    })();
+    const loop = (async () => {
+      await ready;
+      while (running) {
+        let total = 0;
+        for await (const k of store.list("")) {
+          if (known.has(k)) continue;
+          let n = sizes.get(k);
+          if (n === undefined) {
+            n = (await store.stat(k)) ?? 0;
+            sizes.set(k, n);
+          }
+          total += n;
+        }
+        peak = Math.max(peak, total);
+        await Bun.sleep(20);
+      }
+    })();
+    return {
+      ready,
+      async stop() {
+        running = false;
+        await loop;
+        return peak;
+      },
+    };
+  }
+
+  test("a 1 MB account's 200 MB part, and eight at once, are refused with no more than a few MiB past the 1 MB ever stored", async () => {
+    const poor = await account({ space: 1_000_000 });
+    const limit = 1_000_000 + 4 * MiB;
+    for (const parallel of [1, 8]) {
+      const ids = await Promise.all(Array.from({ length: parallel }, async (_, i) => uploadIdOf(await createUpload(poor.key, `/dfs/attack-${parallel}-${i}.bin`))));
+      const sampler = sampleBlobs();
+      await sampler.ready;
+      const before = intoDfs.bytes;
+      const answers = await Promise.all(ids.map((id, i) => streamedPart(poor.key, `/dfs/attack-${parallel}-${i}.bin`, id, 1, 200 * 1_000_000)));
+      const peak = await sampler.stop();
+      const taken = intoDfs.bytes - before;
+      console.log(`${parallel} part(s) of 200 MB against a 1 MB pool: ${(taken / MiB).toFixed(2)} MiB reached the back-end, ${(peak / MiB).toFixed(2)} MiB at peak in the blob store`);
+      for (const a of answers) if (a.status !== 0) expect([a.status, a.code]).toEqual([403, "QuotaExceeded"]);
+      // Each part gets at most what was free when it started (and the read in flight) before a
+      // check that counts the others' holds refuses it; none of it is ever stored.
+      expect(taken).toBeLessThan(parallel * (1_000_000 + 256 * 1024));
+      expect(peak).toBeLessThan(limit);
+      for (const [i, id] of ids.entries()) {
+        const parts = await signed(poor.key, "GET", `/dfs/attack-${parallel}-${i}.bin`, { query: { uploadId: id } });
+        expect(await parts.text()).not.toContain("<Part>");
+      }
+    }
+    // Nothing of it is held: the whole pool is free again.
+    expect(await meter?.record(poor.account.address, `did:ethr:0x${gw.config.chainId.toString(16)}:${poor.account.address}`, "space")).toMatchObject({ SizeByte: 1_000_000 });
+  }, 120_000);
+
+  test("an account with no space is refused a part before its first byte reaches the back-end", async () => {
+    const none = await account({ space: 0 });
+    const id = await uploadIdOf(await createUpload(none.key, "/dfs/nothing.bin"));
+    const before = intoDfs.bytes;
+    const part = await signed(none.key, "PUT", "/dfs/nothing.bin", { query: { partNumber: "1", uploadId: id }, body: randomBytes(64 * 1024) });
+    expect([part.status, codeIn(await part.text())]).toEqual([403, "QuotaExceeded"]);
+    expect(intoDfs.bytes - before).toBe(0);
+  });
+
+  test(`the ${MAX_OPEN_UPLOADS + 1}th open multipart upload of an account is refused; aborting one makes room`, async () => {
+    const busy = await account({ space: MiB });
+    const ids: string[] = [];
+    for (let i = 0; i < MAX_OPEN_UPLOADS; i += 50) {
+      const batch = await Promise.all(Array.from({ length: Math.min(50, MAX_OPEN_UPLOADS - i) }, async (_, j) => {
+        const res = await createUpload(busy.key, `/dfs/many/${i + j}.bin`);
+        expect(res.status).toBe(200);
+        return uploadIdOf(res);
+      }));
+      ids.push(...batch);
+    }
+    const refused = await createUpload(busy.key, "/dfs/many/one-more.bin");
+    expect(refused.status).toBe(400);
+    const text = await refused.text();
+    expect(codeIn(text)).toBe("InvalidRequest");
+    expect(text).toContain("complete or abort");
+    // Another account is not affected.
+    expect((await createUpload(alice.key, "/dfs/many/alice.bin")).status).toBe(200);
+    expect((await signed(busy.key, "DELETE", "/dfs/many/0.bin", { query: { uploadId: ids[0] as string } })).status).toBe(204);
+    expect((await createUpload(busy.key, "/dfs/many/one-more.bin")).status).toBe(200);
+  }, 120_000);
+
+  test("an account's open parts are capped across its uploads: a new part past the cap is refused, a part sent again is not", async () => {
+    const capped = await startS3Api({ hostname: "127.0.0.1", port: 0, maxBody: gw.config.maxBody, log: gw.log, sql: gw.database.sql, chainId: gw.config.chainId, direct, findAccessKey: (id) => findAccessKey({ sql: gw.database.sql, secretsKey: gw.secrets.secretsKey, resolver: gw.resolver, chainId: gw.config.chainId }, id), multipartLimits: { parts: 3 } });
+    try {
+      const who = await account({ space: MiB });
+      const at = (path: string, o: Parameters<typeof signed>[3] = {}) => signedAt(capped.url, who.key, o.query && "uploads" in o.query ? "POST" : "PUT", path, o);
+      const a = await uploadIdOf(await at("/dfs/a.bin", { query: { uploads: "" } }));
+      const b = await uploadIdOf(await at("/dfs/b.bin", { query: { uploads: "" } }));
+      for (const [path, id, n] of [["/dfs/a.bin", a, "1"], ["/dfs/a.bin", a, "2"], ["/dfs/b.bin", b, "1"]] as const) expect((await at(path, { query: { partNumber: n, uploadId: id }, body: "x" })).status).toBe(200);
+      const over = await at("/dfs/b.bin", { query: { partNumber: "2", uploadId: b }, body: "y" });
+      expect([over.status, codeIn(await over.text())]).toEqual([400, "InvalidRequest"]);
+      expect((await at("/dfs/b.bin", { query: { partNumber: "1", uploadId: b }, body: "z" })).status).toBe(200);
+      const parts = await signedAt(capped.url, who.key, "GET", "/dfs/b.bin", { query: { uploadId: b } });
+      expect((await parts.text()).match(/<PartNumber>/g)?.length).toBe(1);
+    } finally {
+      await capped.stop();
+    }
+  });
+});
+
+describe("every write path meters alike", () => {
+  type Account = Awaited<ReturnType<typeof account>>;
+  const didOf = (a: Account) => `did:ethr:0x${gw.config.chainId.toString(16)}:${a.account.address}`;
+  const left = async (a: Account, pool: "space" | "traffic") => (await meter?.record(a.account.address, didOf(a), pool))?.SizeByte ?? -1;
+  const N = MiB + 123;
+
+  /** Each way a file arrives: whether it was refused for quota (in its API's words), or stored. */
+  const paths: [string, (a: Account, name: string, bytes: Uint8Array) => Promise<"quota" | "stored">][] = [
+    ["HTTP upload to dfs", (a, name, bytes) => a.client.upload("dfs", bytes, { name }).then(() => "stored" as const, (e: { status?: number; body?: { Code?: string } }) => (e.status === 402 && e.body?.Code === "PaymentRequired" ? "quota" : Promise.reject(e)))],
+    ["HTTP upload to ipfs", (a, name, bytes) => a.client.upload("ipfs", bytes, { name }).then(() => "stored" as const, (e: { status?: number; body?: { Code?: string } }) => (e.status === 402 && e.body?.Code === "PaymentRequired" ? "quota" : Promise.reject(e)))],
+    ["S3 PutObject", async (a, name, bytes) => s3Outcome(await signed(a.key, "PUT", `/dfs/${name}`, { body: bytes }))],
+    [
+      "S3 multipart",
+      async (a, name, bytes) => {
+        const created = await signed(a.key, "POST", `/dfs/${name}`, { query: { uploads: "" } });
+        const id = /<UploadId>([^<]+)<\/UploadId>/.exec(await created.text())?.[1] as string;
+        const part = await signed(a.key, "PUT", `/dfs/${name}`, { query: { partNumber: "1", uploadId: id }, body: bytes });
+        if (part.status !== 200) return s3Outcome(part);
+        const etag = part.headers.get("etag") as string;
+        const done = await signed(a.key, "POST", `/dfs/${name}`, { query: { uploadId: id }, body: `<CompleteMultipartUpload><Part><PartNumber>1</PartNumber><ETag>${etag}</ETag></Part></CompleteMultipartUpload>` });
+        const text = await done.text();
+        return codeIn(text) === "QuotaExceeded" ? "quota" : text.includes("<CompleteMultipartUploadResult") ? "stored" : Promise.reject(new Error(text));
+      },
+    ],
+    [
+      "S3 CopyObject (from ipfs: new content)",
+      // The source is the account's already (stored before the pools are read): the copy needs room for its bytes once more.
+      async (a, name) => s3Outcome(await signed(a.key, "PUT", `/dfs/${name}`, { headers: { "x-amz-copy-source": "/ipfs/source.bin" } })),
+    ],
+  ];
+
+  async function s3Outcome(res: Response): Promise<"quota" | "stored"> {
+    if (res.status === 200) return "stored";
+    const code = codeIn(await res.text());
+    if (res.status === 403 && code === "QuotaExceeded") return "quota";
+    throw new Error(`answered ${res.status} ${code}`);
+  }
+
+  test.each(paths)("%s: refused for the same over-quota file, keeping nothing; the same file fits and counts its size (and its traffic)", async (label, write) => {
+    const copy = label.startsWith("S3 CopyObject");
+    const bytes = randomBytes(N);
+    // Free space half the file (past the source a copy has stored already).
+    const tight = await account({ space: (copy ? N : 0) + Math.floor(N / 2) });
+    if (copy) await tight.client.upload("ipfs", bytes, { name: "source.bin" });
+    const before = await left(tight, "space");
+    expect(await write(tight, "over.bin", bytes)).toBe("quota");
+    expect(await left(tight, "space")).toBe(before);
+    expect((await signed(tight.key, "HEAD", "/dfs/over.bin")).status).toBe(404);
+    // Room for it: it is stored, and its size counts against the space pool, the same on every path.
+    const roomy = await account({ space: (copy ? N : 0) + 4 * N });
+    if (copy) await roomy.client.upload("ipfs", bytes, { name: "source.bin" });
+    const [room, traffic] = [await left(roomy, "space"), await left(roomy, "traffic")];
+    expect(await write(roomy, "fits.bin", bytes)).toBe("stored");
+    expect(room - (await left(roomy, "space"))).toBe(N);
+    // Bytes that crossed the wire count as traffic once; a server-side copy moved none.
+    expect(traffic - (await left(roomy, "traffic"))).toBe(copy ? 0 : N);
+  }, 60_000);
 });

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { BlobError } from "../../src/blob/store.ts";
-import { StorageError } from "../../src/http/errors.ts";
+import { Failure } from "../../src/failure.ts";
 import type { Backend } from "../../src/storage/backend.ts";
 import { CorruptChunkError, NotFoundError, StoppedError } from "../../src/storage/dfs/errors.ts";
 import { storageFailure, withStorageErrors } from "../../src/storage/errors.ts";
@@ -9,14 +9,14 @@ import { IpfsError } from "../../src/storage/ipfs/errors.ts";
 // The real error classes of both back-ends and the blob store, mapped in the one place that knows their codes.
 describe("back-end failures as storage errors", () => {
   test.each([
-    ["dfs: no such content", new NotFoundError("no dfs content x"), 404],
-    ["ipfs: no such content", new IpfsError("IPFS_NOT_FOUND", "no pinned content x"), 404],
-    ["ipfs: not a Cid", new IpfsError("IPFS_BAD_CID", "not a Cid"), 400],
-    ["ipfs: range outside", new IpfsError("IPFS_BAD_RANGE", "range"), 416],
-  ])("%s → %d", (_, err, status) => {
+    ["dfs: no such content", new NotFoundError("no dfs content x"), "not-found"],
+    ["ipfs: no such content", new IpfsError("IPFS_NOT_FOUND", "no pinned content x"), "not-found"],
+    ["ipfs: not a Cid", new IpfsError("IPFS_BAD_CID", "not a Cid"), "bad-input"],
+    ["ipfs: range outside", new IpfsError("IPFS_BAD_RANGE", "range"), "bad-range"],
+  ])("%s → %s", (_, err, code) => {
     const mapped = storageFailure(err);
-    expect(mapped).toBeInstanceOf(StorageError);
-    expect((mapped as StorageError).status).toBe(status as StorageError["status"]);
+    expect(mapped).toBeInstanceOf(Failure);
+    expect((mapped as Failure).code).toBe(code as Failure["code"]);
   });
 
   test.each([
@@ -32,6 +32,7 @@ describe("back-end failures as storage errors", () => {
   test("a wrapped back-end maps what its calls and its streams throw", async () => {
     const raw: Backend = {
       kind: "dfs",
+      capabilities: { delete: true },
       put: async () => {
         throw new StoppedError("stopped");
       },
@@ -52,8 +53,8 @@ describe("back-end failures as storage errors", () => {
     };
     const b = withStorageErrors(raw);
     await expect(b.put(new ReadableStream())).rejects.toBeInstanceOf(StoppedError);
-    await expect(b.stat("x")).rejects.toMatchObject({ status: 404 });
-    await expect(b.release("x")).rejects.toMatchObject({ status: 404 });
-    await expect(Bun.readableStreamToBytes(b.read("x"))).rejects.toMatchObject({ status: 404, description: "File not found" });
+    await expect(b.stat("x")).rejects.toMatchObject({ code: "not-found" });
+    await expect(b.release("x")).rejects.toMatchObject({ code: "not-found" });
+    await expect(Bun.readableStreamToBytes(b.read("x"))).rejects.toMatchObject({ code: "not-found", message: "File not found" });
   });
 });

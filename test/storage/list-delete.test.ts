@@ -4,14 +4,14 @@ import { describe, expect, test } from "bun:test";
 import { base58btc } from "multiformats/bases/base58";
 import { CID } from "multiformats/cid";
 import type { Address } from "viem";
-import { directoryAccess } from "../../src/directory/access.ts";
+import { directoryAccess, publicSql } from "../../src/directory/access.ts";
 import { directoryState } from "../../src/directory/state.ts";
 import { StorageApiError } from "../../src/sdk/storage.ts";
 import { get, readJson } from "../support/app.ts";
 import { testGateway } from "../support/storage.ts";
 
 // Storage asks the directory as the server wires it (src/server.ts): `Public` in answers.
-const gw = await testGateway({ extra: { publicCids: (owner, cids, q) => directoryAccess(gw.database.sql).publicCids(owner, cids, q) } });
+const gw = await testGateway({ extra: { publicCids: (owner, cids, q) => directoryAccess(gw.database.sql).publicCids(owner, cids, q), publicSql } });
 const dfs = gw.backends.dfs as NonNullable<typeof gw.backends.dfs>;
 const enc = new TextEncoder();
 const unique = (label: string) => enc.encode(`${label} ${crypto.randomUUID()}`);

@@ -1,6 +1,8 @@
 /**
- * A whole storage gateway for `app.handle()` tests, on real parts: anvil with our contracts, a
- * SQLite file, the dfs store and an embedded Helia node, with SDK clients for new users.
+ * A whole storage gateway for `app.handle()` tests, on real parts: anvil with our contracts, this
+ * pass's database and blob store, the dfs store and an embedded Helia node, wired by the server's
+ * own `compose` (directory and its indexer, keys, grants, encryption, quota when asked), with SDK
+ * clients for new users.
  */
 import { afterAll } from "bun:test";
 import { join } from "node:path";
@@ -12,14 +14,12 @@ import { connectStorage } from "../../src/sdk/storage.ts";
 import { openDfs } from "../../src/storage/dfs/index.ts";
 import { openIpfs } from "../../src/storage/ipfs/index.ts";
 import type { ReadGrant, StorageDeps } from "../../src/storage/service.ts";
-import { openBlobs, storageOver } from "../../src/storage/start.ts";
+import { openBlobs } from "../../src/storage/start.ts";
 import type { Backend, BackendKind } from "../../src/storage/backend.ts";
-import { buildApp } from "../../src/app.ts";
+import { compose } from "../../src/compose.ts";
+import { generateIdentity } from "../../src/sdk/age.ts";
 import { appFetch, postJson, testApp } from "./app.ts";
-import { createQuota } from "../../src/quota/index.ts";
-import { storedBytesSql } from "../../src/storage/files.ts";
 import { testChain } from "./chain.ts";
-import { createKeys } from "../../src/keys/index.ts";
 
 export const BASE = "http://stowage.test";
 
@@ -54,28 +54,37 @@ export async function testGateway(opts: GatewayOptions = {}) {
   const chainId = chain.context.chain.id;
   const domain = storageDomain(chainId, chain.context.contracts.proxy);
   const seller = chain.operator.address;
-  const made = testApp({
+  const base = testApp({
     chain: chain.context,
     env: { STOWAGE_PUBLIC_URL: BASE, ...opts.env },
     // As the server does: tokens act for a DID while their key may sign for it (D3, D21).
     accounts: { resolver },
-    // No record cache in tests: each read sees the chain as it is (the server keeps answers ≤ 1 s).
-    quota: opts.quota ? ({ sql, log }) => createQuota({ sql, chain: chain.context, log, maxAgeMs: 0, storedBytes: storedBytesSql }) : undefined,
-    // S3 access keys (D18) through the same resolver, so a delegate revoked on chain is seen as the server sees it.
-    keys: ({ sql, secretsKey }) => createKeys({ sql, secretsKey, resolver, chainId, domain }),
-    storage: ({ config, sql, log, accounts, quota }) =>
-      storageOver(
-        { config, sql, log, chain: chain.context, accounts, backends },
-        // Every test request comes from one address ("local"); limits have tests of their own.
-        { resolver, readGrant: opts.readGrant, meter: quota?.meter, rateLimits: false, ...opts.extra },
-      ),
   });
-  const blobs = await openBlobs({ config: made.config, sql: made.database.sql, log: made.log });
-  backends.dfs = await openDfs({ sql: made.database.sql, log: made.log, guard: blobs.guard, legacyDir: join(made.dataDir, "dfs") });
-  if (opts.ipfs !== false) backends.ipfs = await openIpfs({ dir: join(made.dataDir, "ipfs"), listen: ["/ip4/127.0.0.1/tcp/0"], sql: made.database.sql, log: made.log, guard: blobs.guard });
+  const blobs = await openBlobs({ config: base.config, sql: base.database.sql, log: base.log });
+  backends.dfs = await openDfs({ sql: base.database.sql, log: base.log, guard: blobs.guard, legacyDir: join(base.dataDir, "dfs") });
+  if (opts.ipfs !== false) backends.ipfs = await openIpfs({ dir: join(base.dataDir, "ipfs"), listen: ["/ip4/127.0.0.1/tcp/0"], sql: base.database.sql, log: base.log, guard: blobs.guard });
   afterAll(async () => {
     for (const b of Object.values(backends)) await b.stop();
   });
+  const ageIdentity = generateIdentity();
+  /** The server's wiring (src/compose.ts) over this gateway's parts: a gateway of the cluster. */
+  const wire = () =>
+    compose(
+      { config: base.config, sql: base.database.sql, log: base.log, chain: chain.context, deployBlock: chain.deployBlock, secrets: base.secrets, accounts: base.accounts, backends, ageIdentity },
+      {
+        resolver,
+        // No record cache in tests: each read sees the chain as it is (the server keeps answers ≤ 1 s).
+        quota: opts.quota ? { maxAgeMs: 0 } : false,
+        // The indexer runs when a test asks (syncOnce), not on a timer.
+        pollMs: 60_000,
+        health: { database: () => base.database.sql.get("SELECT 1 AS one") },
+        // Every test request comes from one address ("local"); limits have tests of their own.
+        storage: { rateLimits: false, ...(opts.readGrant && { readGrant: opts.readGrant }), ...opts.extra },
+      },
+    );
+  const composed = wire();
+  afterAll(() => composed.indexer.stop());
+  const made = { ...base, app: composed.app, storage: composed.storage, quota: composed.quota, keys: composed.keys, encryption: composed.encryption };
   const fetch = appFetch(made.app);
 
   /** A new user with an SDK client (not yet logged in unless `login`). */
@@ -146,20 +155,15 @@ export async function testGateway(opts: GatewayOptions = {}) {
 
   /**
    * Another gateway over the same database, chain and blob store (D16), as a second process
-   * would be: services and a quota meter (with its own gateway id) of its own, nothing shared in
-   * memory with this one but the back-ends' handles.
+   * would be: the same wiring again, so services and a quota meter (with its own gateway id) of
+   * its own, nothing shared in memory with this one but the back-ends' handles.
    */
   function another() {
-    const quota = opts.quota ? createQuota({ sql: made.database.sql, chain: chain.context, log: made.log, maxAgeMs: 0, storedBytes: storedBytesSql }) : undefined;
-    const storage = storageOver(
-      { config: made.config, sql: made.database.sql, log: made.log, chain: chain.context, accounts: made.accounts, backends },
-      { resolver, readGrant: opts.readGrant, meter: quota?.meter, rateLimits: false, ...opts.extra },
-    );
-    const app = buildApp({ config: made.config, log: made.log, health: {}, chain: chain.context, accounts: made.accounts, storage, quota });
-    return { app, storage, quota };
+    const other = wire();
+    return { app: other.app, storage: other.storage, quota: other.quota };
   }
 
-  return { ...made, chain, backends, blobs, resolver, fetch, user, domain, seller, sign, session, uploadRequest, another };
+  return { ...made, composed, ageIdentity, directory: composed.directory, indexer: composed.indexer, chain, backends, blobs, resolver, fetch, user, domain, seller, sign, session, uploadRequest, another };
 }
 
 /** A user-generated login token (D4: 16–64 bytes of hex). */

@@ -116,6 +116,33 @@ describe("layering", () => {
     expect(cycles(edges).map((c) => describeCycle(edges, c))).toEqual([]);
   });
 
+  // Each table belongs to the capability whose schema declares it; another capability reads it
+  // through the owner's functions (or an SQL condition the owner writes, such as storage/files.ts
+  // `storesSql`), never by naming it in its own SQL. src/db (migrations, the PostgreSQL schema)
+  // and the wiring in src/*.ts are no capability.
+  test("one owner per table: no capability names another's table in its SQL", () => {
+    const owners = new Map<string, string>();
+    for (const f of files) {
+      const folder = folderOf(f);
+      if (!folder || !f.endsWith("schema.ts") || folder === "db") continue;
+      for (const m of readFileSync(f, "utf8").matchAll(/sqliteTable\(\s*"([a-z_0-9]+)"/g)) owners.set(m[1] as string, folder);
+    }
+    expect(owners.get("files")).toBe("storage");
+    expect(owners.get("directory_entries")).toBe("directory");
+    expect(owners.size).toBeGreaterThan(20);
+    const offenders = files.flatMap((f) => {
+      const folder = folderOf(f);
+      if (!folder || folder === "db") return [];
+      const text = code(readFileSync(f, "utf8"));
+      return [...owners].flatMap(([table, owner]) => {
+        if (owner === folder) return [];
+        const named = new RegExp(`\\b(?:FROM|JOIN|INTO|UPDATE|EXISTS \\(SELECT 1 FROM)\\s+${table}\\b`, "i");
+        return named.test(text) ? [`${relative(SRC, f)} names ${owner}'s table ${table}`] : [];
+      });
+    });
+    expect(offenders).toEqual([]);
+  });
+
   // The storage routes are the only storage files that see HTTP; everything they call takes and
   // returns plain values (streams, byte ranges, typed results). An HTTP type is one named in a type
   // position (a parameter, a result, a generic argument) or anything from Elysia; `new Response(s)`

@@ -97,6 +97,7 @@ export async function openDfs({ sql, log, guard, legacyDir, resweepAfterMs = LEA
   const scrubs = checks && startScrubs(ctx, sql, checks, scrubEveryMs);
   return {
     kind: "dfs",
+    capabilities: { delete: true },
     put: (source, opts) => put(ctx, source, opts),
     compose: (cids) => compose(ctx, cids),
     stat: async (cid) => {
@@ -129,7 +130,7 @@ async function health(ctx: DfsContext): Promise<Record<string, unknown>> {
     /** Free space where the local store keeps its files (an S3 store has no such figure). */
     ...(ctx.store instanceof LocalBlobStore ? { freeBytes: await freeBytes(ctx.store.root) } : {}),
     uploads: ctx.active.size,
-    pinnedChunks: await ctx.rows.pinnedChunks(CHUNK_PREFIX),
+    pinnedChunks: await ctx.guard.pinnedUnder(CHUNK_PREFIX),
     /** D9 on the local store: chunks served on their verification record, chunks hashed (reads
      * and scrub) and found damaged since start. */
     ...(ctx.checks ? { checks: { ...ctx.checks.counts } } : {}),

@@ -34,8 +34,6 @@ const UNREF_CHUNKS = (n: number) => `UPDATE dfs_chunks SET refs = refs - 1 WHERE
 const DROP_ZERO_CHUNKS = (n: number) => `DELETE FROM dfs_chunks WHERE hash IN (${placeholders(n)}) AND refs <= 0 RETURNING hash`;
 const DEAD_OBJECTS = "SELECT cid FROM dfs_objects WHERE refs <= 0 FOR UPDATE";
 const DEAD_CHUNKS = "DELETE FROM dfs_chunks WHERE refs <= 0 RETURNING hash";
-/** Byte order on both (a blob key's prefix), not LIKE, which differs in case between the two. */
-const PINNED = "SELECT COUNT(DISTINCT key) AS n FROM blob_pins WHERE substr(key, 1, length($1)) = $1 AND expires_at > $2";
 const OBJECT_COUNT = "SELECT COUNT(*) AS n FROM dfs_objects";
 const CHUNK_COUNT = "SELECT COUNT(*) AS n, CAST(COALESCE(SUM(size), 0) AS BIGINT) AS bytes FROM dfs_chunks";
 
@@ -119,11 +117,6 @@ export class Rows {
       const zero = await tx.all<{ hash: string }>(DEAD_CHUNKS);
       return { objects: dead.length, chunks: [...chunks, ...zero.map((z) => z.hash)] };
     }, LOCKED);
-  }
-
-  /** Chunk keys some live upload pins (D15), for health. */
-  async pinnedChunks(prefix: string, at = Date.now()): Promise<number> {
-    return (await this.sql.get<{ n: number }>(PINNED, [prefix, at]))?.n ?? 0;
   }
 
   async counts(): Promise<{ objects: number; chunks: number; bytes: number }> {

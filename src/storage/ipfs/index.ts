@@ -123,6 +123,8 @@ export async function openIpfs(opts: OpenIpfsOptions): Promise<IpfsBackend> {
 
   return {
     kind: "ipfs",
+    // Content on ipfs is permanent (spec rule 4): a file there is never deleted.
+    capabilities: { delete: false },
     peerId,
     multiaddrs,
     helia,

@@ -107,3 +107,15 @@ export function pinned(sql: Sql, cid: string): Promise<{ refs: number; size: num
 export async function pinnedCount(sql: Sql): Promise<number> {
   return (await sql.get<{ n: number }>(PIN_COUNT))?.n ?? 0;
 }
+
+/**
+ * The pinned roots whose DAG holds the block stored under `key` (an SQL expression of the
+ * caller's), as a subquery: how the trustless gateway asks which roots a block belongs to inside
+ * its one query, without naming this table.
+ */
+export const rootsOfBlockSql = (key: string) => `SELECT cid FROM ipfs_object_blocks WHERE key = ${key}`;
+
+/** A stored block's size (for HEAD), without reading it. */
+export async function blockSize(q: Queryable, key: string): Promise<number | undefined> {
+  return (await q.get<{ size: number }>("SELECT size FROM ipfs_blocks WHERE key = $1", [key]))?.size;
+}
