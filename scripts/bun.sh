@@ -8,7 +8,7 @@ if command -v bun >/dev/null 2>&1 && [ "$(bun --version)" = "$BUN_VERSION" ]; th
   exec bun "$@"
 fi
 # Where the last run found npx's Bun (inside the clone's node_modules, which only its user writes):
-# asking npx costs a second or more of CPU, on every `npx stowage …` command.
+# asking npx costs a second or more of CPU, on every `./stowage …` command.
 HERE=$(dirname "$0")
 CACHE="$HERE/../node_modules/.cache/stowage-bun-$BUN_VERSION"
 if [ -r "$CACHE" ]; then

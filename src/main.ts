@@ -63,7 +63,7 @@ async function serve(args: string[]): Promise<number> {
   const config = parseConfig(args, processEnv);
   const log = createLogger(config.logLevel as "info");
   // Loaded here, not at the top: the user commands start without the whole server (helia,
-  // libp2p, the database), which more than halves each `npx stowage …` run.
+  // libp2p, the database), which more than halves each `./stowage …` run.
   const { startServer } = await import("./server.ts");
   const server = await startServer(config, log);
   // The log's lines wait for the next turn of the loop: they go first, as they came first.
