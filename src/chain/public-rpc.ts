@@ -170,7 +170,7 @@ export function createPublicRpc(deps: PublicRpcDeps) {
   /**
    * A request's eth_getLogs entries, in order: each range bounded (its tags resolved against the
    * chain and written into the filter as numbers, so the chain scans the range that was checked),
-   * each run while the request's budget of logs lasts. Past the deadline the rest are not sent.
+   * each run while the request's budget of logs lasts.
    */
   async function getLogs(requests: RpcRequest[], signal: AbortSignal): Promise<RpcResponse[]> {
     if (requests.length === 0) return [];
@@ -199,7 +199,11 @@ export function createPublicRpc(deps: PublicRpcDeps) {
         }
         call = { ...r, params: [{ ...f.filter, fromBlock: quantity(from), toBlock: quantity(to) }] };
       }
-      if (signal.aborted) break;
+      // Past the deadline the caller has its answer already (late): the chain is spared the rest.
+      if (signal.aborted) {
+        out.push(late(r));
+        continue;
+      }
       const answer = await readLogs(call, left);
       const found = Array.isArray(answer.result) ? answer.result.length : 0;
       if (found > left) {
