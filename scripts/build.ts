@@ -8,6 +8,7 @@
 import { mkdirSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { SHIPPED_DIR } from "../src/console/shipped.ts";
+import { WORKER_SCRIPTS } from "../src/worker-script.ts";
 
 const root = join(import.meta.dir, "..");
 const outfile = join(root, "dist", "stowage");
@@ -25,9 +26,7 @@ if (!web.success) {
   process.exit(1);
 }
 console.log(`console: ${web.outputs.map((o) => `${o.path.split("/").pop()} ${(o.size / 1024).toFixed(0)} KiB`).join(", ")}`);
-/** Every `new Worker(url)` script of the server, under src/. */
-const workers = ["db/checkpoint-worker.ts", "chain/evm/chain-worker.ts", "chain/evm/sim-worker.ts", "ops/snapshot-worker.ts"];
-const proc = Bun.spawnSync([process.execPath, "build", "--compile", "--minify-syntax", "--sourcemap", `--asset=${consoleDir}`, "--outfile", outfile, join(root, "src", "main.ts"), ...workers.map((w) => join(root, "src", w))], {
+const proc = Bun.spawnSync([process.execPath, "build", "--compile", "--minify-syntax", "--sourcemap", `--asset=${consoleDir}`, "--outfile", outfile, join(root, "src", "main.ts"), ...WORKER_SCRIPTS.map((w) => join(root, "src", w))], {
   cwd: root,
   stdout: "inherit",
   stderr: "inherit",

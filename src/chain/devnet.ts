@@ -20,7 +20,7 @@ import type { Logger } from "../log.ts";
 import { isAlive } from "../datadir/lock.ts";
 import { anvilExecutable } from "./anvil-binary.ts";
 import { checkSocketPath, ipcEndpoint, providerEndpoint, rpcCall, type RpcEndpoint } from "./endpoint.ts";
-import type { Simulate } from "./public-rpc.ts";
+import type { ReadLogs, Simulate } from "./public-rpc.ts";
 
 /** `auto` picks anvil where a private network namespace can be made, else the in-process EVM. */
 export type EngineChoice = "auto" | "anvil" | "evm";
@@ -33,6 +33,8 @@ export interface Devnet {
   publicEndpoint?: RpcEndpoint;
   /** Runs the public's simulations off the event loop (the in-process EVM's threads). */
   simulate?: Simulate;
+  /** Runs the public's eth_getLogs with its cap on logs (the in-process EVM stops scanning there). */
+  readLogs?: ReadLogs;
   /** Resolves once everything mined before `since` (ms) is on disk. */
   saved(since: number): Promise<void>;
   stop(): Promise<void>;
@@ -264,6 +266,7 @@ async function startEvm(dataDir: string, chainId: number, log: Logger): Promise<
   return {
     endpoint: providerEndpoint("in-process EVM", (args) => chain.request(args)),
     simulate: chain.simulate,
+    readLogs: chain.readLogs,
     saved: async () => {}, // every block is on disk before its transaction is answered
     async stop() {
       await server.close();

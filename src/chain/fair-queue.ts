@@ -2,13 +2,16 @@
  * Work from many clients on a few slots: the public JSON-RPC's simulations and forwarded reads,
  * so that however many the public sends, the chain (and the gateway's own calls to it) sees at
  * most `slots` of them at once. Waiting work is taken client by client in turn, so one client's
- * full batches never push another client's single call back. Each piece of work has a deadline:
+ * full batches never push another client's single call back. What may wait is bounded per client
+ * (`perClient`) and in all (`maxWaiting`); when all is taken, a newcomer still gets in: the newest
+ * work of the longest line makes room for it, so a few clients that keep the queue full cannot
+ * shut out anyone whose line is shorter than theirs. Each piece of work has a deadline:
  * past it the caller gets `timedOut` at once, whether the work still waits (it never starts) or
  * runs (its signal aborts); a slot is freed only when the work itself settles, so work that cannot
  * be stopped (a call inside anvil) still counts against the slots until it ends.
  *
  * @example
- *   const queue = new FairQueue({ slots: 1, maxWaiting: 64 })
+ *   const queue = new FairQueue({ slots: 1, maxWaiting: 64, perClient: 20 })
  *   const outcome = await queue.submit(clientKey(ip), Date.now() + 5000, (signal) => simulate(request, signal))
  *   if ("done" in outcome) answer(outcome.done)
  */
@@ -32,7 +35,7 @@ export class FairQueue {
   private waitingCount = 0;
   private running = 0;
 
-  constructor(private readonly opts: { slots: number; maxWaiting: number }) {}
+  constructor(private readonly opts: { slots: number; maxWaiting: number; perClient: number }) {}
 
   /** Pieces of work running now and waiting: for tests and metrics. */
   get load() {
@@ -40,7 +43,7 @@ export class FairQueue {
   }
 
   submit<T>(client: string, deadline: number, work: (signal: AbortSignal) => Promise<T>): Promise<Outcome<T>> {
-    if (this.waitingCount >= this.opts.maxWaiting) return Promise.resolve({ full: true });
+    if (!this.makeRoom(client)) return Promise.resolve({ full: true });
     return new Promise<Outcome<T>>((resolve, reject) => {
       const job: Job = {
         client,
@@ -68,6 +71,21 @@ export class FairQueue {
       this.waitingCount++;
       this.pump();
     });
+  }
+
+  /** Whether `client` may queue one more piece of work, bumping another client's newest if the
+   * queue is full and that client's line is longer than this one's will be. */
+  private makeRoom(client: string): boolean {
+    const own = this.waiting.get(client)?.length ?? 0;
+    if (own >= this.opts.perClient) return false;
+    if (this.waitingCount < this.opts.maxWaiting) return true;
+    let longest: Job[] | undefined;
+    for (const line of this.waiting.values()) if (!longest || line.length > longest.length) longest = line;
+    if (!longest || longest.length <= own + 1) return false;
+    const bumped = longest.pop()!;
+    this.waitingCount--;
+    bumped.settle({ full: true });
+    return true;
   }
 
   private expire(job: Job) {

@@ -25,7 +25,7 @@ const answer = ({ status, body, headers }: RpcAnswer) => Response.json(body, { s
 
 /** `ageRecipient`: the gateway's age recipient, which priced encrypted entries escrow their keys to (D20). */
 export const chainRoutes = ({ chain, publicUrl, log, ageRecipient, limits }: { chain: ChainContext; publicUrl: string; log: Logger; ageRecipient?: string; limits: RpcLimits }) => {
-  const rpc = createPublicRpc({ forward: (chain.publicUpstream ?? chain.upstream).send, simulate: chain.simulate, limits });
+  const rpc = createPublicRpc({ forward: (chain.publicUpstream ?? chain.upstream).send, simulate: chain.simulate, readLogs: chain.readLogs, limits });
   const info = {
     chainId: chain.chain.id,
     rpcUrl: `${publicUrl}/rpc`,
@@ -69,7 +69,8 @@ export const chainRoutes = ({ chain, publicUrl, log, ageRecipient, limits }: { c
             `batches of at most ${limits.maxBatch} entries; eth_call and eth_estimateGas run with at most ${limits.gasPerCall} gas each ` +
             `(a larger \`gas\` is refused with -32602) and ${limits.gasPerBatch} gas per request together (calls that name no gas share it), ` +
             `and end within ${limits.timeoutMs / 1000} s with a JSON-RPC error (-32000, execution aborted) when they run longer. ` +
-            "A limit reached inside a request answers JSON-RPC error -32005 for the entries it stops.",
+            `eth_getLogs spans at most ${limits.logBlocks} blocks per call, and the eth_getLogs entries of one request return at most ${limits.maxLogs} logs together. ` +
+            "A limit reached inside a request, or a gateway too busy to take a call, answers JSON-RPC error -32005 for the entries it stops.",
           tags: ["chain"],
           ...access.public,
         },

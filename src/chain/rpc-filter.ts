@@ -121,4 +121,33 @@ export function allotGas(entries: (RpcRequest | RpcResponse)[], caps: GasCaps): 
   });
 }
 
+/** The block tags eth_getLogs takes for fromBlock and toBlock. */
+export type Tag = "earliest" | "latest" | "pending" | "safe" | "finalized";
+const TAGS: ReadonlySet<string> = new Set<Tag>(["earliest", "latest", "pending", "safe", "finalized"]);
+
+/** What an eth_getLogs asks for: a range of blocks (numbers, or tags the chain resolves), one block
+ * by its hash (the chain answers it as it is), or nothing it could mean. */
+export type LogQuery = { refused: RpcResponse } | { byHash: true } | { filter: Record<string, unknown>; range: { from: bigint | Tag; to: bigint | Tag } };
+
+/** A block number (at most 64 bits, as every chain keeps them) or a tag; a missing one is "latest". */
+function blockRef(v: unknown): bigint | Tag | undefined {
+  if (v === undefined || v === null) return "latest";
+  if (typeof v !== "string") return undefined;
+  if (TAGS.has(v)) return v as Tag;
+  return /^0x[0-9a-fA-F]{1,16}$/.test(v) ? BigInt(v) : undefined;
+}
+
+export function logFilter(r: RpcRequest): LogQuery {
+  const filter = Array.isArray(r.params) ? r.params[0] : undefined;
+  if (typeof filter !== "object" || filter === null || Array.isArray(filter)) return { refused: fail(r.id, -32602, "Invalid params: eth_getLogs takes a filter object") };
+  const f = filter as Record<string, unknown>;
+  if (f.blockHash !== undefined) return { byHash: true };
+  const from = blockRef(f.fromBlock);
+  const to = blockRef(f.toBlock);
+  if (from === undefined || to === undefined) {
+    return { refused: fail(r.id, -32602, `Invalid params: ${from === undefined ? "fromBlock" : "toBlock"} must be a hex block number or earliest, latest, pending, safe or finalized`) };
+  }
+  return { filter: f, range: { from, to } };
+}
+
 export const rpcError = fail;

@@ -4,7 +4,7 @@
  */
 import type { Account, Address, Chain, PublicClient, Transport, WalletClient } from "viem";
 import type { RpcEndpoint } from "./endpoint.ts";
-import type { Simulate } from "./public-rpc.ts";
+import type { ReadLogs, Simulate } from "./public-rpc.ts";
 
 export interface ContractAddresses {
   proxy: Address;
@@ -22,6 +22,9 @@ export interface ChainContext {
   /** Runs the public's eth_call and eth_estimateGas off the event loop (the in-process EVM's
    * simulation threads); without it they go to the chain like other calls. */
   simulate?: Simulate;
+  /** Runs the public's eth_getLogs with its cap on logs (the in-process EVM); without it they are
+   * sent to the chain and an answer over the cap is dropped. */
+  readLogs?: ReadLogs;
   /** The chain's block gas limit when known: the public's gas cap never exceeds it. */
   blockGasLimit?: bigint;
   publicClient: PublicClient<Transport, Chain>;

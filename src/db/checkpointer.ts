@@ -24,16 +24,8 @@
  *   const checkpoints = new Checkpointer({ file, hold: () => queue.acquire(), fallback, every: 200 })
  *   db.exec("COMMIT"); checkpoints.committed()
  */
+import { workerScript } from "../worker-script.ts";
 import type { CheckpointReply, CheckpointRequest } from "./checkpoint-worker.ts";
-
-/**
- * The worker's script. In the compiled binary every module's `import.meta.url` is the binary's own,
- * at the root of its embedded files, where each entrypoint keeps its path under src/.
- */
-function workerScript(): string {
-  const compiled = import.meta.url.startsWith("file:///$bunfs/");
-  return new URL(compiled ? "./db/checkpoint-worker.ts" : "./checkpoint-worker.ts", import.meta.url).href;
-}
 
 export interface CheckpointerOptions {
   /** The database file. */
@@ -108,7 +100,7 @@ export class Checkpointer {
   }
 
   private async start(): Promise<Worker> {
-    const worker = new Worker(this.opts.script ?? workerScript());
+    const worker = new Worker(this.opts.script ?? workerScript("db/checkpoint-worker.ts"));
     worker.unref(); // a checkpoint is never a reason for the process to stay
     worker.addEventListener("message", (event: MessageEvent<CheckpointReply>) => {
       const waiting = this.waiting;

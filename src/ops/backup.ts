@@ -50,6 +50,7 @@ import { LocalBlobStore, openBlobStore, type BlobStore } from "../blob/index.ts"
 import { keptChunks } from "../storage/dfs/audit.ts";
 import { keptBlocks } from "../storage/ipfs/audit.ts";
 import { version } from "../version.ts";
+import { workerScript } from "../worker-script.ts";
 import { contentProblem } from "./blob-content.ts";
 import { settleReleases } from "./references.ts";
 import { deploymentPath, readChainState } from "./chain-state.ts";
@@ -299,14 +300,8 @@ function removeGenerations(dest: string, keep: string | undefined) {
   for (const name of readdirSync(dest)) if (name.startsWith(`${MANIFEST_FILE}.tmp-`)) rmSync(join(dest, name), { force: true });
 }
 
-/** The worker's script (snapshot-worker.ts); in the compiled binary, where each entrypoint keeps its path under src/. */
-function workerScript(): string {
-  const compiled = import.meta.url.startsWith("file:///$bunfs/");
-  return new URL(compiled ? "./ops/snapshot-worker.ts" : "./snapshot-worker.ts", import.meta.url).href;
-}
-
 async function snapshotDatabase(source: string, target: string): Promise<void> {
-  const worker = new Worker(workerScript());
+  const worker = new Worker(workerScript("ops/snapshot-worker.ts"));
   try {
     const reply = await new Promise<SnapshotReply>((ok) => {
       worker.addEventListener("message", (event: MessageEvent<SnapshotReply>) => ok(event.data));

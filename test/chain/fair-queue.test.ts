@@ -27,7 +27,7 @@ const later = (ms: number) => Date.now() + ms;
 
 describe("FairQueue", () => {
   test("waiting work is taken client by client in turn, not in arrival order", async () => {
-    const queue = new FairQueue({ slots: 1, maxWaiting: 100 });
+    const queue = new FairQueue({ slots: 1, maxWaiting: 100, perClient: 100 });
     const order: string[] = [];
     const first = gate("first");
     const running = queue.submit("a", later(5000), first.work);
@@ -42,7 +42,7 @@ describe("FairQueue", () => {
   });
 
   test("work past its deadline is answered at once: waiting work never starts, running work is aborted", async () => {
-    const queue = new FairQueue({ slots: 1, maxWaiting: 100 });
+    const queue = new FairQueue({ slots: 1, maxWaiting: 100, perClient: 100 });
     const running = gate("late");
     const waiting = gate("never");
     const started = Date.now();
@@ -57,7 +57,7 @@ describe("FairQueue", () => {
   });
 
   test("a slot stays taken until work that ignores its abort ends; then the next starts", async () => {
-    const queue = new FairQueue({ slots: 1, maxWaiting: 100 });
+    const queue = new FairQueue({ slots: 1, maxWaiting: 100, perClient: 100 });
     const stubborn = gate("done anyway");
     expect(await queue.submit("a", later(50), stubborn.work)).toEqual({ timedOut: true });
     const next = gate("next");
@@ -72,7 +72,7 @@ describe("FairQueue", () => {
   });
 
   test("past maxWaiting, more work is refused as full; failures reach the caller", async () => {
-    const queue = new FairQueue({ slots: 1, maxWaiting: 1 });
+    const queue = new FairQueue({ slots: 1, maxWaiting: 1, perClient: 1 });
     const busy = gate(1);
     const running = queue.submit("a", later(5000), busy.work);
     const waiting = queue.submit("b", later(5000), async () => 2);
@@ -81,6 +81,39 @@ describe("FairQueue", () => {
     expect(await running).toEqual({ done: 1 });
     expect(await waiting).toEqual({ done: 2 });
     await expect(queue.submit("d", later(5000), async () => Promise.reject(new Error("chain gone")))).rejects.toThrow("chain gone");
+    expect(queue.load).toEqual({ running: 0, waiting: 0 });
+  });
+
+  test("one client may queue perClient pieces of work at most; others still get in", async () => {
+    const queue = new FairQueue({ slots: 1, maxWaiting: 100, perClient: 2 });
+    const busy = gate("running");
+    const running = queue.submit("a", later(5000), busy.work);
+    const queued = [queue.submit("a", later(5000), async () => "a1"), queue.submit("a", later(5000), async () => "a2")];
+    expect(await queue.submit("a", later(5000), async () => "a3")).toEqual({ full: true });
+    const b = queue.submit("b", later(5000), async () => "b1");
+    busy.open();
+    expect(await Promise.all([running, ...queued, b])).toEqual([{ done: "running" }, { done: "a1" }, { done: "a2" }, { done: "b1" }]);
+  });
+
+  test("when the queue is full a newcomer gets in: the newest work of the longest line gives way", async () => {
+    const queue = new FairQueue({ slots: 1, maxWaiting: 4, perClient: 3 });
+    const busy = gate("running");
+    const running = queue.submit("a", later(5000), busy.work);
+    const a = [1, 2, 3].map((i) => queue.submit("a", later(5000), async () => `a${i}`));
+    const b1 = queue.submit("b", later(5000), async () => "b1");
+    expect(queue.load).toEqual({ running: 1, waiting: 4 });
+    // c is new: a's newest is bumped (told the queue is full) and c joins the line.
+    const c1 = queue.submit("c", later(5000), async () => "c1");
+    expect(await a[2]).toEqual({ full: true });
+    // d is new too: a's line (2) is still longer than d's would be (1), so a gives way again.
+    const d1 = queue.submit("d", later(5000), async () => "d1");
+    expect(await a[1]).toEqual({ full: true });
+    // Every line is 1 long now: a newcomer would only take another's place, so it is refused, as is
+    // more work from a client already in line.
+    expect(await queue.submit("e", later(5000), async () => "e1")).toEqual({ full: true });
+    expect(await queue.submit("b", later(5000), async () => "b2")).toEqual({ full: true });
+    busy.open();
+    expect(await Promise.all([running, a[0], b1, c1, d1])).toEqual([{ done: "running" }, { done: "a1" }, { done: "b1" }, { done: "c1" }, { done: "d1" }]);
     expect(queue.load).toEqual({ running: 0, waiting: 0 });
   });
 });

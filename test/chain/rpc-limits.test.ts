@@ -1,5 +1,6 @@
 // What one client can make the chain do through the public POST /rpc: batch size, gas per call
-// and per request, and calls per minute per client (IPv6 by /64), against a real anvil.
+// and per request, calls per minute per client (IPv6 by /64), turns on the chain that clients
+// flooding it cannot take from others, and eth_getLogs' range and results, against a real anvil.
 import { describe, expect, test } from "bun:test";
 import { encodeFunctionData, parseEther } from "viem";
 import { proxyAbi } from "../../src/chain/artifacts/index.ts";
@@ -57,20 +58,20 @@ describe("gas", () => {
   test("a call asking for more gas than the cap is refused with a clear error; at the cap it runs", async () => {
     const { rpc } = appWith();
     for (const method of ["eth_call", "eth_estimateGas"]) {
-      const over = await rpc(call(method, [{ data: LOOP, gas: hex(30_000_001) }, "latest"]));
-      expect(over.body).toEqual({ jsonrpc: "2.0", id: 1, error: { code: -32602, message: "gas 30000001 is over this gateway's cap of 30000000 gas per call" } });
+      const over = await rpc(call(method, [{ data: LOOP, gas: hex(5_000_001) }, "latest"]));
+      expect(over.body).toEqual({ jsonrpc: "2.0", id: 1, error: { code: -32602, message: "gas 5000001 is over this gateway's cap of 5000000 gas per call" } });
     }
     const huge = await rpc(call("eth_call", [{ data: LOOP, gas: hex(10n ** 30n) }, "latest"]));
     expect(huge.body.error.code).toBe(-32602);
     const bad = await rpc(call("eth_call", [{ data: LOOP, gas: "lots" }, "latest"]));
     expect(bad.body.error).toEqual({ code: -32602, message: "Invalid params: gas must be a hex quantity" });
     // At the cap the loop runs out of it, as the chain itself says.
-    const at = await rpc(call("eth_estimateGas", [{ data: LOOP, gas: hex(30_000_000) }, "latest"]));
-    expect(at.body.error.message).toContain("30000000");
+    const at = await rpc(call("eth_estimateGas", [{ data: LOOP, gas: hex(5_000_000) }, "latest"]));
+    expect(at.body.error.message).toContain("5000000");
   });
 
   test("a call that names no gas gets the cap, never more; STOWAGE_RPC_GAS_CAP lowers it", async () => {
-    expect((await appWith().rpc(call("eth_estimateGas", [{ data: LOOP }, "latest"]))).body.error.message).toContain("allowance: 30000000");
+    expect((await appWith().rpc(call("eth_estimateGas", [{ data: LOOP }, "latest"]))).body.error.message).toContain("allowance: 5000000");
     const low = appWith({ STOWAGE_RPC_GAS_CAP: "1000000" });
     expect((await low.rpc(call("eth_estimateGas", [{ data: LOOP }, "latest"]))).body.error.message).toContain("allowance: 1000000");
     // A real read still works under the cap.
@@ -83,7 +84,8 @@ describe("gas", () => {
   });
 
   test("the calls of one request share its gas budget: those without gas split what is left, those over it are refused", async () => {
-    const { rpc, config } = appWith();
+    // A per-call cap as large as the budget, so that the budget is what binds.
+    const { rpc, config } = appWith({ STOWAGE_RPC_GAS_CAP: "30000000" });
     expect(config.rpcBatchGas).toBe(30_000_000);
     const estimate = (id: number, gas?: number) => call("eth_estimateGas", [{ data: LOOP, ...(gas ? { gas: hex(gas) } : {}) }, "latest"], id);
     // Four loops without gas: 7.5 M each.
@@ -99,6 +101,45 @@ describe("gas", () => {
     const all = await rpc([estimate(1, 30_000_000), estimate(2)]);
     expect(all.body[0].error.message).toContain("allowance: 30000000");
     expect(all.body[1].error).toEqual({ code: -32005, message: "the batch's other calls took this gateway's budget of 30000000 gas per request" });
+  });
+});
+
+describe("turns on the chain", () => {
+  test("two clients that keep the queue full cannot shut a third out: its first call is served within the limit", async () => {
+    const { rpc, config } = appWith({ STOWAGE_RPC_RATE: "0" });
+    const spacePrice = call("eth_call", [{ to: chain.context.contracts.proxy, data: encodeFunctionData({ abi: proxyAbi, functionName: "spacePrice" }) }, "latest"]);
+    // Each flooder keeps two full batches of looping calls in flight, sending the next as soon as
+    // one is answered: 80 calls at once at first, more than the line holds for everyone together.
+    const loops = Array.from({ length: 20 }, (_, i) => call("eth_call", [{ data: LOOP }, "latest"], i));
+    let flooding = true;
+    const seen = { ran: 0, busy: 0 };
+    const flooder = async (ip: string) => {
+      while (flooding) {
+        for (const entry of (await rpc(loops, ip)).body) {
+          if (entry.error?.code === -32005) seen.busy++;
+          else seen.ran++;
+        }
+        // A turn of the event loop, as a network round trip would give: a batch turned away
+        // whole is answered without one, and the flooder would spin on microtasks alone.
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+    };
+    const floods = ["198.51.100.1", "198.51.100.1", "198.51.100.2", "198.51.100.2"].map(flooder);
+    try {
+      for (let i = 0; i < 3; i++) {
+        const started = performance.now();
+        const answer = await rpc(spacePrice, "198.51.100.3");
+        expect(answer.body.error).toBeUndefined();
+        expect(BigInt(answer.body.result)).toBeGreaterThan(0n);
+        expect(performance.now() - started).toBeLessThan(config.rpcTimeout);
+      }
+    } finally {
+      flooding = false;
+      await Promise.all(floods);
+    }
+    // The flood was real: its calls ran, and what each flooder sent past its share was turned away.
+    expect(seen.ran).toBeGreaterThan(0);
+    expect(seen.busy).toBeGreaterThan(0);
   });
 });
 
@@ -133,11 +174,13 @@ describe("calls per minute per client", () => {
 });
 
 test("the OpenAPI document states the limits as this gateway sets them, and the 429", async () => {
-  const { openapi } = appWith({ STOWAGE_RPC_RATE: "120", STOWAGE_RPC_GAS_CAP: "5000000" });
+  const { openapi } = appWith({ STOWAGE_RPC_RATE: "120", STOWAGE_RPC_GAS_CAP: "4000000", STOWAGE_RPC_LOG_BLOCKS: "500", STOWAGE_RPC_MAX_LOGS: "700" });
   const post = (await openapi()).paths["/rpc"].post;
   expect(Object.keys(post.responses)).toEqual(expect.arrayContaining(["200", "413", "429", "502"]));
   expect(post.responses["429"].description).toContain("Retry-After");
   expect(post.description).toContain("120 calls a minute");
-  expect(post.description).toContain("at most 5000000 gas each");
+  expect(post.description).toContain("at most 4000000 gas each");
+  expect(post.description).toContain("eth_getLogs spans at most 500 blocks per call");
+  expect(post.description).toContain("at most 700 logs together");
   expect(post.description).toContain("batches of at most 20 entries");
 });

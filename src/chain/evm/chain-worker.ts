@@ -16,7 +16,7 @@ import { dispatch, simBlockFor } from "./methods.ts";
 
 export type ChainRequest =
   | { open: { file: string; chainId: number } }
-  | { id: number; method: string; params: unknown[] }
+  | { id: number; method: string; params: unknown[]; maxLogs?: number }
   | { attach: number; port: MessagePort }
   | { detach: number }
   | { stop: true };
@@ -72,7 +72,7 @@ self.onmessage = async (event: MessageEvent<ChainRequest>) => {
   } else if ("method" in request) {
     if (!chain) return post({ id: request.id, error: { code: -32603, message: "the in-process chain is not open" } });
     try {
-      post({ id: request.id, result: (await dispatch(chain, request.method, request.params)) ?? null });
+      post({ id: request.id, result: (await dispatch(chain, request.method, request.params, { maxLogs: request.maxLogs })) ?? null });
     } catch (err) {
       post({ id: request.id, error: errorBody(err) });
     }

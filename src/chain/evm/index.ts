@@ -19,29 +19,27 @@ import { join } from "node:path";
 import { acquireLock } from "../../datadir/lock.ts";
 import type { Logger } from "../../log.ts";
 import type { RpcRequest, RpcResponse } from "../endpoint.ts";
-import type { Simulate } from "../public-rpc.ts";
+import type { ReadLogs, Simulate } from "../public-rpc.ts";
 import type { ChainReply, ChainRequest } from "./chain-worker.ts";
 import { failed, methodNotFound, RpcError } from "./errors.ts";
 import type { SimReply, SimRequest } from "./sim-worker.ts";
 import { JOURNAL_FILE } from "./journal.ts";
+import { workerScript } from "../../worker-script.ts";
 
 export interface InProcessChain {
   request(args: { method: string; params?: unknown[] }): Promise<unknown>;
-  /** Runs one eth_call or eth_estimateGas in a simulation thread; an aborted `signal` stops it. */
-  simulate: Simulate;
+  /**
+   * Runs one eth_call or eth_estimateGas in a simulation thread; an aborted `signal` stops it.
+   * `onRunning` is told when the thread has the call's state and starts its EVM (a thread loads
+   * for a while first): for callers that time the call itself.
+   */
+  simulate(request: RpcRequest, signal: AbortSignal, onRunning?: () => void): ReturnType<Simulate>;
+  /** Runs one eth_getLogs in the chain's queue that stops once it has found more than `max` logs. */
+  readLogs: ReadLogs;
   stop(): Promise<void>;
 }
 
 export { JOURNAL_FILE };
-
-/**
- * A worker's script. In the compiled binary every module's `import.meta.url` is the binary's own,
- * at the root of its embedded files, where each entrypoint keeps its path under src/.
- */
-function workerScript(name: string): string {
-  const compiled = import.meta.url.startsWith("file:///$bunfs/");
-  return new URL(compiled ? `./chain/evm/${name}` : `./${name}`, import.meta.url).href;
-}
 
 /** A thread that holds the process open only while something waits on it. */
 function holdWhileBusy(worker: Worker) {
@@ -62,23 +60,34 @@ interface SimThread {
   port: number;
   hold: ReturnType<typeof holdWhileBusy>;
   /** The job it runs now. */
-  job?: { id: number; done(reply: SimReply | { crashed: string }): void };
+  job?: { id: number; running?: () => void; done(reply: Exclude<SimReply, { running: true }> | { crashed: string }): void };
 }
 
-export async function createInProcessChain({ dir, chainId, log }: { dir: string; chainId: number; log: Logger }): Promise<InProcessChain> {
+export interface InProcessChainOptions {
+  dir: string;
+  chainId: number;
+  log: Logger;
+  /** The chain thread's script: chain-worker.ts unless a test names another. */
+  script?: string;
+}
+
+export async function createInProcessChain({ dir, chainId, log, script }: InProcessChainOptions): Promise<InProcessChain> {
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   chmodSync(dir, 0o700);
   // Two writers on one journal would interleave records; the kernel lock goes with a killed holder.
   const lock = acquireLock(dir);
 
-  const worker = new Worker(workerScript("chain-worker.ts"));
+  const worker = new Worker(script ?? workerScript("chain/evm/chain-worker.ts"));
   const hold = holdWhileBusy(worker);
   const send = (request: ChainRequest, transfer?: MessagePort[]) => worker.postMessage(request, transfer ?? []);
   const pending = new Map<number, { resolve(v: unknown): void; reject(e: Error): void }>();
   let seq = 1;
   let dead: Error | undefined;
+  let closing = false;
   let opened: { resolve(block: string): void; reject(e: Error): void } | undefined;
   let stopped: (() => void) | undefined;
+  /** Ends the simulation threads' jobs: they ask the chain's thread for their state, in vain now. */
+  let endSimulations = () => {};
 
   worker.onmessage = (event: MessageEvent<ChainReply>) => {
     const m = event.data;
@@ -95,9 +104,9 @@ export async function createInProcessChain({ dir, chainId, log }: { dir: string;
       else waiting.resolve(m.result);
     }
   };
-  worker.onerror = (event: ErrorEvent) => {
-    dead = failed(`the in-process chain's thread failed: ${event.message}`);
-    log.error("the in-process chain's thread failed", { err: event.message });
+  /** The thread is gone: whatever waits on it fails now, and so does every later request. */
+  const lost = (err: Error) => {
+    dead ??= err;
     opened?.reject(dead);
     stopped?.();
     for (const waiting of pending.values()) {
@@ -105,7 +114,18 @@ export async function createInProcessChain({ dir, chainId, log }: { dir: string;
       waiting.reject(dead);
     }
     pending.clear();
+    endSimulations();
   };
+  worker.onerror = (event: ErrorEvent) => {
+    log.error("the in-process chain's thread failed", { err: event.message });
+    lost(failed(`the in-process chain's thread failed: ${event.message}`));
+  };
+  // A thread can also end with no error event (process.exit, the runtime giving up on it).
+  worker.addEventListener("close", (event: CloseEvent) => {
+    if (closing || dead) return lost(failed("the in-process chain is stopped"));
+    log.error("the in-process chain's thread exited", { code: event.code });
+    lost(failed(`the in-process chain's thread exited (code ${event.code})`));
+  });
 
   hold.start();
   try {
@@ -123,19 +143,26 @@ export async function createInProcessChain({ dir, chainId, log }: { dir: string;
     opened = undefined;
   }
 
-  let closing = false;
-
-  function request({ method, params }: { method: string; params?: unknown[] }): Promise<unknown> {
+  function request({ method, params }: { method: string; params?: unknown[] }, maxLogs?: number): Promise<unknown> {
     if (typeof method !== "string") return Promise.reject(methodNotFound(String(method)));
-    if (dead) return Promise.reject(dead);
     if (closing) return Promise.reject(failed("the in-process chain is stopped"));
+    if (dead) return Promise.reject(dead);
     const id = seq++;
     hold.start();
     return new Promise((resolve, reject) => {
       pending.set(id, { resolve, reject });
-      send({ id, method, params: Array.isArray(params) ? params : [] });
+      send({ id, method, params: Array.isArray(params) ? params : [], ...(maxLogs !== undefined ? { maxLogs } : {}) });
     });
   }
+
+  const readLogs: ReadLogs = async (call, max) => {
+    try {
+      return { jsonrpc: "2.0", id: call.id, result: await request({ method: "eth_getLogs", params: Array.isArray(call.params) ? call.params : [] }, max) };
+    } catch (err) {
+      const { code, message } = err as Partial<RpcError> & Error;
+      return { jsonrpc: "2.0", id: call.id, error: { code: typeof code === "number" ? code : -32603, message } };
+    }
+  };
 
   // ---- simulation threads ----
 
@@ -151,22 +178,35 @@ export async function createInProcessChain({ dir, chainId, log }: { dir: string;
   };
 
   function startThread(): SimThread {
-    const sim = new Worker(workerScript("sim-worker.ts"));
+    const sim = new Worker(workerScript("chain/evm/sim-worker.ts"));
     const thread: SimThread = { worker: sim, port: nextPort++, hold: holdWhileBusy(sim) };
     const channel = new MessageChannel();
     send({ attach: thread.port, port: channel.port1 }, [channel.port1]);
     sim.postMessage({ init: { chainId, port: channel.port2 } } satisfies SimRequest, [channel.port2]);
     sim.onmessage = (event: MessageEvent<SimReply>) => {
-      if (thread.job?.id === event.data.id) thread.job.done(event.data);
+      const reply = event.data;
+      if (thread.job?.id !== reply.id) return;
+      if ("running" in reply) thread.job.running?.();
+      else thread.job.done(reply);
     };
     sim.onerror = (event: ErrorEvent) => {
       log.warn("a simulation thread failed", { err: event.message });
       thread.job?.done({ crashed: event.message });
     };
+    // One that ends with no error event: its job fails now, and no later job is handed to it.
+    sim.addEventListener("close", () => {
+      thread.job?.done({ crashed: "the simulation thread exited" });
+      const at = idle.indexOf(thread);
+      if (at >= 0) idle.splice(at, 1);
+    });
     return thread;
   }
 
-  const simulate: Simulate = (call: RpcRequest, signal: AbortSignal) =>
+  endSimulations = () => {
+    for (const thread of [...busy]) thread.job?.done({ crashed: "the in-process chain's thread is gone" });
+  };
+
+  const simulate = (call: RpcRequest, signal: AbortSignal, onRunning?: () => void) =>
     new Promise<RpcResponse>((resolve) => {
       const answer = (error: { code: number; message: string; data?: unknown }) => resolve({ jsonrpc: "2.0", id: call.id, error });
       if (dead || closing) return answer({ code: -32603, message: "the in-process chain is stopped" });
@@ -193,6 +233,7 @@ export async function createInProcessChain({ dir, chainId, log }: { dir: string;
       signal.addEventListener("abort", onAbort, { once: true });
       thread.job = {
         id,
+        running: onRunning,
         done(reply) {
           finish(!("crashed" in reply));
           if ("crashed" in reply) answer({ code: -32603, message: "the simulation failed" });
@@ -204,8 +245,9 @@ export async function createInProcessChain({ dir, chainId, log }: { dir: string;
     });
 
   return {
-    request,
+    request: (args) => request(args),
     simulate,
+    readLogs,
     async stop() {
       if (closing) return;
       closing = true;

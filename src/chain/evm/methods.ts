@@ -179,7 +179,9 @@ function matches(topics: Hex[], filter: TopicFilter): boolean {
   });
 }
 
-function getLogs(chain: Chain, raw: unknown) {
+/** The logs a filter matches; past `max` of them the scan stops, and the answer holds `max + 1`
+ * (enough for the caller to tell it is over its cap). */
+function getLogs(chain: Chain, raw: unknown, max = Number.POSITIVE_INFINITY) {
   const f = (raw ?? {}) as { fromBlock?: unknown; toBlock?: unknown; blockHash?: unknown; address?: unknown; topics?: unknown };
   let from: bigint;
   let to: bigint;
@@ -206,6 +208,7 @@ function getLogs(chain: Chain, raw: unknown) {
         if (addresses && !addresses.has(log.address)) continue;
         if (!matches(log.topics, topics)) continue;
         out.push(log);
+        if (out.length > max) return out;
       }
     }
   }
@@ -240,7 +243,12 @@ function feeHistory(chain: Chain, params: Params) {
 
 // ---- dispatch ----
 
-type Handler = (chain: Chain, params: Params) => unknown;
+/** What a caller bounds of a request's work: the public /rpc's cap on eth_getLogs' answer. */
+export interface DispatchLimits {
+  maxLogs?: number;
+}
+
+type Handler = (chain: Chain, params: Params, limits: DispatchLimits) => unknown;
 
 const byNumber = (chain: Chain, tag: unknown) => chain.resolve(tag);
 
@@ -297,7 +305,7 @@ const handlers: Record<string, Handler> = {
     const block = c.blockByHash(hash32(h));
     return block ? bigIntToHex(BigInt(block.transactions.length)) : null;
   },
-  eth_getLogs: (c, [filter]) => getLogs(c, filter),
+  eth_getLogs: (c, [filter], { maxLogs }) => getLogs(c, filter, maxLogs),
   evm_mine: async (c) => {
     await c.mineEmpty();
     return "0x0";
@@ -317,8 +325,8 @@ export function simBlockFor(chain: Chain, method: string, tag: unknown): SimBloc
 }
 
 /** Every method, read or write, runs in the chain's queue: a read never sees a half-mined block. */
-export function dispatch(chain: Chain, method: string, params: Params): Promise<unknown> {
+export function dispatch(chain: Chain, method: string, params: Params, limits: DispatchLimits = {}): Promise<unknown> {
   const handler = handlers[method];
   if (!handler) return Promise.reject(methodNotFound(method));
-  return chain.serial(() => handler(chain, params));
+  return chain.serial(() => handler(chain, params, limits));
 }

@@ -19,7 +19,8 @@ import { type NodeSource, OverlayStore } from "./nodes.ts";
 import { type BlockSource, call, estimateGas, type SimBlock, simulation, stateManagerOver } from "./simulate.ts";
 
 export type SimRequest = { init: { chainId: number; port: MessagePort } } | { id: number; method: string; params: unknown[] };
-export type SimReply = { id: number; result: unknown } | { id: number; error: RpcErrorBody };
+/** `running` comes first, once the call's state is loaded and its EVM starts; then its answer. */
+export type SimReply = { id: number; running: true } | { id: number; result: unknown } | { id: number; error: RpcErrorBody };
 
 declare const self: Worker;
 
@@ -66,22 +67,38 @@ const nodes: NodeSource = {
   },
 };
 
+/** Block hashes kept between calls: a mined block's hash never changes (the chain has one writer
+ * and no reorgs), and a call that loops on BLOCKHASH would otherwise ask the chain's thread for one
+ * every few dozen gas. BLOCKHASH reaches 256 blocks back, so a few times that is plenty. */
+const hashes = new Map<number, PrefixedHexString>();
+const HASHES_KEPT = 1024;
+
 const blocks: BlockSource = {
   async getBlock(id) {
-    const hash = typeof id === "object" ? undefined : ((await ask({ hash: Number(id) })) as PrefixedHexString | undefined);
+    const n = typeof id === "object" ? undefined : Number(id);
+    let hash = n === undefined ? undefined : hashes.get(n);
+    if (n !== undefined && !hash) {
+      hash = (await ask({ hash: n })) as PrefixedHexString | undefined;
+      if (hash) {
+        if (hashes.size >= HASHES_KEPT) hashes.clear();
+        hashes.set(n, hash);
+      }
+    }
     if (!hash) throw new Error(`no block ${String(id)}`);
-    return { hash: () => hexToBytes(hash) };
+    const found = hash;
+    return { hash: () => hexToBytes(found) };
   },
   async putBlock() {},
   shallowCopy: () => blocks,
 };
 
-async function simulate(method: string, params: unknown[]): Promise<unknown> {
+async function simulate(id: number, method: string, params: unknown[]): Promise<unknown> {
   const args = callArgs(params[0]);
   const block = (await ask({ block: { method, tag: params[1] } })) as SimBlock;
   const sm = stateManagerOver(common, new OverlayStore(nodes));
   await sm.setStateRoot(hexToBytes(block.root));
   const sim = await simulation(common, sm, blocks, block);
+  self.postMessage({ id, running: true } satisfies SimReply);
   if (method === "eth_call") return call(sim, args);
   if (method === "eth_estimateGas") return bigIntToHex(await estimateGas(sim, args));
   throw new RpcError(-32601, `the method ${method} does not exist/is not available`);
@@ -97,7 +114,7 @@ self.onmessage = async (event: MessageEvent<SimRequest>) => {
     return;
   }
   try {
-    self.postMessage({ id: request.id, result: await simulate(request.method, request.params) } satisfies SimReply);
+    self.postMessage({ id: request.id, result: await simulate(request.id, request.method, request.params) } satisfies SimReply);
   } catch (err) {
     self.postMessage({ id: request.id, error: errorBody(err) } satisfies SimReply);
   }
