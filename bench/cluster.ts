@@ -1,5 +1,5 @@
 /**
- * Many gateways as one service (issue 13, DESIGN.md D16): how requests/s scale from one gateway
+ * Many gateways as one service (DESIGN.md D16): how requests/s scale from one gateway
  * to three over one PostgreSQL and one Ceph RGW on this 2-core machine, and where the CPU of a
  * request goes (the gateways, postgres, the Ceph daemons, the chain, the load generator).
  *

@@ -9,7 +9,7 @@
  * word, a common word (in 3–30 % of the entries), a middle word, two words, a word and the prefix
  * of a second, 3- and 5-letter prefixes, an accented word in capitals, and no query (newest first). Per
  * class and database: p50 and p99 over every round, and the p99 of each round (the machine is
- * shared: the spread says how far to trust one number). Issue 10's goal: p99 < 10 ms.
+ * shared: the spread says how far to trust one number). goal: p99 < 10 ms.
  *
  * Indexing: synthetic decoded Directory events (publish, update, grant, revoke, buy, unpublish)
  * applied through the real consumer, in ranges of `--batch` events per transaction (as the

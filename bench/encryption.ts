@@ -1,5 +1,5 @@
 /**
- * Client-side encryption's cost (issue 16, D20): encrypted uploads and downloads against plain
+ * Client-side encryption's cost (D20): encrypted uploads and downloads against plain
  * ones, through the same real server and SDK, in alternation. Times are end to end as a user
  * lives them: an upload from the call to its answer (sealing and the hash pass included), a
  * download from the call to its last (decrypted) byte. The goal in the issue: encrypted ≥ 0.8×
@@ -31,7 +31,7 @@ import { connectEncryption } from "../src/sdk/encryption.ts";
 import { connectStorage } from "../src/sdk/storage.ts";
 import { benchArgs, commandDuration, fmt, processCpuSeconds, startServer } from "./harness.ts";
 
-const values = benchArgs("Encrypted uploads and downloads against plain ones, through the same server and SDK, side by side (issue 16's 0.8× goal).", {
+const values = benchArgs("Encrypted uploads and downloads against plain ones, through the same server and SDK, side by side (the goal: 0.8× of plain).", {
   rounds: { default: "3", help: "measured rounds" },
   "size-mib": { default: "64", help: "file size in MiB" },
   backend: { default: "dfs", help: "dfs | ipfs" },
@@ -64,7 +64,7 @@ try {
     await commandDuration([...stowageCmd, "admin", "grant", "--did", store.did, ...quota, "--data-dir", dataDir], { env, cwd: ROOT })();
   }
   await store.login();
-  // --seal twice: no spool, so the upload seals in its hash pass and again in its upload pass (the SDK before issue 16's fix; still Node's way).
+  // --seal twice: no spool, so the upload seals in its hash pass and again in its upload pass (the SDK before fix; still Node's way).
   const enc = await connectEncryption({ baseUrl: server.url, store, account, ...(values.seal === "twice" ? { spool: null } : {}) });
   await enc.publish(); // once, outside the timings (the first encrypted upload would do it)
 

@@ -1,5 +1,5 @@
 /**
- * The floor under a 1 MiB ranged GET (issue 10's "≤ 2×" row): what the listener and the one fsync
+ * The floor under a 1 MiB ranged GET (the "≤ 2×" goal): what the listener and the one fsync
  * a download's charge needs cost by themselves, before any of Stowage's own work. Three servers
  * in this process answer the same 1 MiB, side by side, each asked by the same client loop:
  *

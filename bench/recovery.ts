@@ -1,5 +1,5 @@
 /**
- * Signer recovery in-process (issue 10): what signerOfDigest pays per signature — keccak of the
+ * Signer recovery in-process: what signerOfDigest pays per signature — keccak of the
  * key and the checksummed address included — on the system's libsecp256k1 (secp256k1-native.ts)
  * against @noble's pure JS, CPU µs per recovery, in alternation. Every signed request, login,
  * grant and voucher pays it once; a small upload twice. Needs the library (`sh scripts/secp256k1.sh install`).

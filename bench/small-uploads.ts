@@ -1,5 +1,5 @@
 /**
- * Small uploads (issue 10's row "4 KiB × 16 in flight"): uploads per second of 4 KiB files of fresh
+ * Small uploads (4 KiB × 16 in flight): uploads per second of 4 KiB files of fresh
  * random bytes, 16 requests in flight, against a plain server that parses the same multipart body,
  * hashes the file part and writes it to one fsync'd file each (`bench/storage.ts
  * --baseline-server`). Measured in alternation, a fixed number of uploads per measurement. Each

@@ -1,5 +1,5 @@
 /**
- * Small authenticated requests (issue 10): `GET /v2/auth/me`, `GET /dfs/space`,
+ * Small authenticated requests: `GET /v2/auth/me`, `GET /dfs/space`,
  * `GET /dfs/listobjects` (10 files) and `GET /healthz` on Stowage against a bare Elysia app that
  * verifies the same Bearer token and answers the same JSON bodies (bench/servers/elysia.ts FILE),
  * in alternation, with the server's CPU time per request from /proc: what Stowage's layers cost

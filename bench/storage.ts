@@ -510,7 +510,7 @@ async function main() {
         `${rounds} rounds + 1 warm-up of ${size / MiB} MiB (${rangeCount} ranged GETs of ${rangeBytes / 1024} KiB each), then ${bigRounds} × ${bigSize / MiB} MiB; ` +
         `${navigator.hardwareConcurrency} cores, Bun ${Bun.version}, commit ${commit}, ${new Date().toISOString()}, load average ${loadAverage()}`,
     );
-    // Issue 10's idle goal (≤ 128 MiB): after start, the grants and a login, before any transfer.
+    // idle goal (≤ 128 MiB): after start, the grants and a login, before any transfer.
     const idleMiB = (pid: number) => fmt(statusKiB(pid, "VmRSS") / 1024);
     console.log(`idle RSS before any transfer: ${subjectLabel} ${idleMiB(stowage.proc.pid)} MiB, baseline ${idleMiB(baseline.proc.pid)} MiB`);
     const metrics = {

@@ -1,5 +1,5 @@
 /**
- * The quota's "stored" as an account's file count grows (issue 10, small uploads): an upload reads
+ * The quota's "stored" as an account's file count grows (small uploads): an upload reads
  * it twice (its first check, leaving out the entry it would replace, and the exact check once its
  * row is in). Before 90f9a06 that was a SUM over all of the account's files; now it is one row of
  * `stored_totals`, kept by triggers on `files`. The small-uploads bench cannot cheaply give an

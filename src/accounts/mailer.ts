@@ -28,7 +28,7 @@ const SMTP_TIMEOUT_MS = 15_000;
 
 /**
  * nodemailer is loaded with the first message, not at start: it costs ≈ 17 MiB of RSS on its own
- * (issue 10's idle goal), and most gateways never send a login code.
+ * (the idle gateway's budget), and most gateways never send a login code.
  */
 function lazyTransport(make: (nodemailer: (typeof import("nodemailer"))["default"]) => Transporter): () => Promise<Transporter> {
   let transport: Promise<Transporter> | undefined;

@@ -62,19 +62,19 @@ export interface Lease {
    * Claims keys (idempotent); await it before looking whether they exist. `alongside` runs in the
    * pin's transaction, statements only (PostgreSQL may run it again), and its answer is returned:
    * a back-end's look at its own rows (dfs: whether a row references the chunk) that then costs no
-   * round trip of its own (issue 10). Without fresh keys it runs by itself.
+   * round trip of its own. Without fresh keys it runs by itself.
    */
   pin(keys: readonly string[]): Promise<void>;
   pin<T>(keys: readonly string[], alongside: (q: Queryable) => Promise<T>): Promise<T>;
   /**
    * Whether this lease pinned `key` and its pin's transaction found no deletion of it in
    * progress. None can begin while the pin holds (a deleter's decision reads the pins, pinKeys),
-   * so `ensure` need not look for one again: one statement less per blob (issue 10).
+   * so `ensure` need not look for one again: one statement less per blob.
    */
   clearOf(key: string): boolean;
   /**
    * Drops this lease's pins in the caller's transaction, the one that writes the rows referencing
-   * its keys (an upload's file row's, issue 10): pins and rows then change in one commit. Once it
+   * its keys (an upload's file row's): pins and rows then change in one commit. Once it
    * committed, `release({ unpinned: true })`; if it rolled back, `release()`.
    */
   unpinIn(tx: Queryable): Promise<void>;

@@ -59,15 +59,14 @@ export class LocalBlobStore implements BlobStore {
   }
 
   /**
-   * Puts made durable together (BlobBatch; an upload's chunks, issue 10). A new object is written
+   * Puts made durable together (BlobBatch; an upload's chunks). A new object is written
    * to a temporary name and hard-linked to its key, which fails if the key exists: so only a name
    * that did not exist can point at bytes not yet on the disk. Its fsync then runs behind the
    * writes (at most SYNC_CONCURRENCY at once), and `sync()` waits for them and fsyncs each folder
    * once, where `put` pays a file fsync, a rename and a folder fsync per object, one after the
    * other. (Syncing everything only in `sync()` flushed a whole upload's bytes at once, and the
-   * SQLite commits behind it — the event loop — waited: the slowest /healthz during a 128 MiB
-   * upload was 283–787 ms, median 380, against 128–627, median 167, with the syncs behind the
-   * writes; throughput alike within the noise, bench/README.md 2026-11-23.) A key
+   * SQLite commits behind it — the event loop — waited: /healthz during a 128 MiB upload answered
+   * about twice as slowly as with the syncs behind the writes, at the same throughput.) A key
    * that exists is replaced as `put` does (fsync, rename): a reader, or a manifest committed by
    * another upload meanwhile, never sees its object replaced by bytes a power cut could lose.
    * A crash before `sync()` leaves objects nothing references (the sweep's) and temporary files
@@ -197,7 +196,7 @@ export class LocalBlobStore implements BlobStore {
    * meanwhile. The caller closes it. Throws BlobError BlobNotFound.
    *
    * The open, its fstat and the close run on the calling thread: three thread-pool hops per
-   * chunk were ≈ 0.4 ms of a 1 MiB ranged GET's wall time (issue 10). They read only the
+   * chunk were ≈ 0.4 ms of a 1 MiB ranged GET's wall time. They read only the
    * directory and inode, which stay cached, and where they do not, a miss is one disk read, as a
    * SQLite page not in its cache is for bun:sqlite, which reads on this thread too. The bytes
    * themselves are read in the thread pool: a chunk not in the page cache never holds the loop.

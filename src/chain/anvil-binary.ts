@@ -4,7 +4,7 @@
  * file is copied to `DATA_DIR/bin/anvil` (0700) and checked by hash on every start, against the
  * hash taken at build time (anvil-hash.macro.ts): the embedded bytes are read only to copy them,
  * and by a child process (`stowage __extract-anvil PATH`), because reading them goes through the
- * binary's own mapping and the 44 MiB it touched stayed in the server's RSS (issue 10: 144 MiB
+ * binary's own mapping and the 44 MiB it touched stayed in the server's RSS (144 MiB
  * idle after a new data dir's first start, 105 after the others).
  */
 import anvilFile from "@foundry-rs/anvil-linux-amd64/bin/anvil" with { type: "file" };

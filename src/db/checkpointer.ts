@@ -1,5 +1,5 @@
 /**
- * Checkpoints of SQLite's write-ahead log, off the event loop (issue 10). SQLite's own
+ * Checkpoints of SQLite's write-ahead log, off the event loop. SQLite's own
  * (`wal_autocheckpoint`, 1,000 pages) run inside the COMMIT that crosses the mark, on the
  * connection that wrote it; bun:sqlite is synchronous, so the whole event loop stopped while the
  * log was copied into the database and both were fsynced: 3–5 ms once every ≈ 200 small

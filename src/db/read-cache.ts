@@ -1,5 +1,5 @@
 /**
- * Answers of a hot read, kept while the database is unchanged (issue 10). A listing asked again
+ * Answers of a hot read, kept while the database is unchanged. A listing asked again
  * with nothing committed in between is the same rows, and SQLite tells when anything was committed,
  * by any connection or process (`Sql.dataVersion`, PRAGMA data_version: ≈ 0.1–1.6 µs). The
  * listing's statement was 41 % of the server's samples under a listobjects load, 19–23 µs of

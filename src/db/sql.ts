@@ -15,7 +15,7 @@
  *   aborts a PostgreSQL transaction.
  *
  * Why not drizzle's query builder, as the rest of D16 suggests: its builders and their types are
- * per dialect (one query would be written twice), and issue 10 measured the builder's per-call
+ * per dialect (one query would be written twice), and bench/ measured the builder's per-call
  * work at 54–67% of a small request's CPU. drizzle keeps the schema and the migration histories.
  *
  * @example
@@ -56,7 +56,7 @@ export interface TxOptions {
    * without awaiting an fsync of the log (wal-sync.ts); the next durable commit's fsync carries it,
    * in order, and a killed process loses nothing (the OS has the write) — only a power cut can, and
    * it stops the gateway too. Only for rows that a power cut makes moot: claims that live as long
-   * as the work that made them (an upload's blob pins and quota holds, issue 10: an fsync per
+   * as the work that made them (an upload's blob pins and quota holds, an fsync per
    * chunk held the event loop ≈ 9 ms each on a busy disk). PostgreSQL ignores it: there another
    * gateway may rely on the row while its database restarts.
    */
@@ -65,7 +65,7 @@ export interface TxOptions {
    * Runs once the transaction has committed, before the call resolves; never when it fails. On
    * SQLite that is at the COMMIT, while the call still waits for the log's fsync (wal-sync.ts):
    * work that must follow the commit but may start before it is on disk overlaps that fsync (a
-   * ranged GET's read, issue 10). On PostgreSQL the COMMIT has waited for the disk already.
+   * ranged GET's read). On PostgreSQL the COMMIT has waited for the disk already.
    */
   committed?: () => void;
 }
@@ -102,7 +102,7 @@ export function shifted(f: Fragment, before: number): string {
 /**
  * Statements of one transaction sent side by side, each started by the caller in the order they
  * must run: PostgreSQL's client pipelines them on the transaction's connection (one round trip
- * for all, where awaiting each took one apiece: issue 10), SQLite runs each as it is called.
+ * for all, where awaiting each took one apiece), SQLite runs each as it is called.
  * Waits for every one, then throws the first failure in the order given, so a caller's checks
  * keep their order. Never resolves early: a statement still running once its transaction ends
  * would, on SQLite, commit by itself after the ROLLBACK. An optional step left out (`undefined`,

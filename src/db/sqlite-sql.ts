@@ -153,7 +153,7 @@ export class SqliteSql implements Sql {
    * Where a read outside any transaction runs: the writing connection while no transaction is
    * open or queued (it then sees committed rows only, as the reader would), else the reader.
    * The reader drops its whole page cache whenever another connection has committed, so after
-   * every write its next read fetched each page again from the log (issue 10: 10–28 µs per read
+   * every write its next read fetched each page again from the log (10–28 µs per read
    * in an upload, against 1.5–4 µs on the writer, whose cache holds what it just wrote).
    */
   private readingConnection(): Connection {

@@ -1,5 +1,5 @@
 /**
- * Group commit for SQLite's write-ahead log (issue 10). bun:sqlite is synchronous, so with
+ * Group commit for SQLite's write-ahead log. bun:sqlite is synchronous, so with
  * `synchronous = FULL` every durable COMMIT held the event loop for its fsync of the log (≈ 0.5 ms
  * on a quiet disk, 29 % of the loop's samples in the small-upload bench) and commits fsynced one
  * by one. Instead the writing connection runs `synchronous = NORMAL` — a COMMIT writes its frames

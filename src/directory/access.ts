@@ -8,7 +8,7 @@
  *   else's Cid as public opens nothing.
  * - `publicCids(owner, cids, q?)` — an upload's and listobjects' `Public`: those Cids whose
  *   owner's own entry is public, for a whole page in one query; in `q`, a transaction, when given
- *   (an upload's file row's: no round trip of its own on PostgreSQL, issue 10).
+ *   (an upload's file row's: no round trip of its own on PostgreSQL).
  * - `bought(owner, mid, reader)` — a purchase indexed, for the buyer's key share of an encrypted entry.
  * - `published(owner, mid)` — an entry indexed: what the escrow status answers for, and nothing else.
  */

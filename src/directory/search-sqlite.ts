@@ -5,7 +5,7 @@
  * the table. The PostgreSQL side (search-pg.ts) needs no such rows: its index is on a column.
  *
  * bun:sqlite is synchronous, so a search holds the event loop for as long as it runs; its cost is
- * kept bounded (issue 10: p99 < 10 ms at a million entries):
+ * kept bounded (p99 < 10 ms at a million entries):
  *
  * 1. Earlier words are whole words, only the last is a prefix (text.ts): a prefix reads the
  *    lists of every word it begins.

@@ -56,7 +56,7 @@ export function parseSearch(p: SearchQuery) {
 const NEWEST = `SELECT ${ENTRY_COLUMNS} FROM directory_entries e WHERE ${STORED} ORDER BY e.id DESC LIMIT $1 OFFSET $2`;
 
 /** The document-frequency cutoff: queries with more matches than this are listed newest first
- * instead of ranked (search-sqlite.ts, search-pg.ts; ranking costs per match, issue 10). */
+ * instead of ranked (search-sqlite.ts, search-pg.ts; ranking costs per match). */
 export const DF_CUTOFF = 1_000;
 
 /** The search SQL that differs by dialect, and the text index that goes with it. */

@@ -9,7 +9,7 @@
  * becomes a quoted phrase, and the phrases are OR-ed, so bm25 ranks entries matching more of the
  * words first. Only the last word is a prefix (`"word"*`, the word being typed); the earlier ones
  * are whole words (D16): a prefix merges the lists of every word it begins, which for a short or
- * common word over a million entries is hundreds of thousands of rows (issue 10). Words hold
+ * common word over a million entries is hundreds of thousands of rows. Words hold
  * only letters, digits and marks, so no quote, star, parenthesis, column filter or operator
  * (NEAR, AND, OR, NOT, `-`, `^`) survives.
  */

@@ -1,5 +1,5 @@
 /**
- * Buffers lent to a stream's consumer, for the peak RSS of big transfers (issue 10). A download
+ * Buffers lent to a stream's consumer, for the peak RSS of big transfers. A download
  * read each 1 MiB chunk into a fresh buffer; the dead ones piled up until JavaScriptCore collected
  * them (≈ +150–200 MiB over idle during a 1 GiB download), the live ones being a few MiB. A
  * `BufferPool` lends its buffers instead, and hands the same memory out again once it is given back.
@@ -59,7 +59,7 @@ const FREE: Lender = { put: (whole) => void (whole.buffer as ArrayBuffer).transf
 
 /**
  * Lends `chunk`, a view of `whole`, a buffer of its own that no pool made and nothing else shares
- * (an S3 object read whole, issue 10: those piled up like the fresh buffers above, ≈ +136 MiB over
+ * (an S3 object read whole, those piled up like the fresh buffers above, ≈ +136 MiB over
  * idle during a 1 GiB download from Ceph): given back, its memory is freed at once. A `whole`
  * that is a view of a larger buffer is not lent (another view may share it). Returns `chunk`.
  */

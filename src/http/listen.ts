@@ -339,7 +339,7 @@ async function send(req: IncomingMessage, res: ServerResponse, response: Respons
   if (declared <= WHOLE_MAX) {
     // Small bodies of known length (a small download, a file part of the app) go in one write:
     // node:http costs a fixed amount per write. Read through the body's reader, not
-    // response.arrayBuffer(): that copies even a body of one part (a ranged GET's 1 MiB, issue 10).
+    // response.arrayBuffer(): that copies even a body of one part (a ranged GET's 1 MiB).
     let whole: { bytes: Buffer; parts: Uint8Array[] };
     try {
       whole = await wholeBody(body);

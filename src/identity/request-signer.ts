@@ -1,7 +1,7 @@
 /**
  * Recovers the signer of a restricted call's `Request` (D5) on every upload, delete and key call:
  * viem's `hashTypedData` spent ≈ 350–400 µs per call validating and ABI-encoding the message and
- * re-deriving the domain and type hashes, which never change for one gateway (issue 10: a 4 KiB
+ * re-deriving the domain and type hashes, which never change for one gateway (a 4 KiB
  * upload's two recoveries were ≈ 25 % of its server CPU). Here the domain separator and the type
  * hash are computed once and the struct hash is built by hand: five keccaks, ≈ 70 µs. The curve
  * work is signerOfDigest's. The answer is exactly viem's hash recovered, refusals included:

@@ -2,7 +2,7 @@
  * secp256k1 public-key recovery in the system's libsecp256k1 (Bitcoin Core's C library; Debian's
  * libsecp256k1-1 on 12, libsecp256k1-2 on 13, both with the recovery module), through Bun's FFI.
  * Every signed request, login, grant and voucher recovers its signer (signer.ts): in @noble's pure
- * JS that is ≈ 0.55 ms each, two per small upload and one per ranged GET (issue 10). The server
+ * JS that is ≈ 0.55 ms each, two per small upload and one per ranged GET. The server
  * only: `bun:ffi` must stay out of the SDK's and the console's bundles, which import eip712.ts.
  * As aead-native.ts does with its AEADs, the library is used only after it answers a few fixed
  * signatures exactly as @noble does — keys recovered, a high-s form recovered to the same key, and

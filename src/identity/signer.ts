@@ -1,7 +1,7 @@
 /**
  * Who signed: every signed message of the protocol (D4, D6 — logins, requests, grants, vouchers)
  * is recovered here from its EIP-712 digest, on the system's libsecp256k1 where it loads and agrees
- * with @noble (secp256k1-native.ts: ≈ 0.05 ms against @noble's ≈ 0.55, issue 10), else on @noble.
+ * with @noble (secp256k1-native.ts: ≈ 0.05 ms against @noble's ≈ 0.55), else on @noble.
  * Both answer alike, refusals included (test/identity/secp256k1.test.ts compares them; the signer
  * tests compare either with viem). Apart from eip712.ts because of `bun:ffi`: the SDK and the
  * console import the messages' types from there, and their bundles must not see it.

@@ -1,6 +1,6 @@
 /**
  * Recovers the payer of a traffic voucher (D6) on every download and upload: viem's generic
- * `recoverTypedDataAddress` cost ≈ 1.1 ms of a ranged GET (issue 10) — 140 µs re-deriving the
+ * `recoverTypedDataAddress` cost ≈ 1.1 ms of a ranged GET — 140 µs re-deriving the
  * domain and type hashes that never change for one gateway, ≈ 930 µs of secp256k1 recovery in
  * viem's @noble/curves 1.9. Here only the struct hash is computed per call (the seller is fixed,
  * so only `size` varies) and the curve work is signer.ts's (libsecp256k1 where it loads, else our
@@ -21,7 +21,7 @@ import { signerOfDigest } from "./signer.ts";
 const VOUCHER_TYPE = typeHashOf("Voucher");
 
 /** The EIP-712 digest of `Voucher(seller, size)` at this gateway: what GET /traffichash answers
- * (viem's hashTypedData there cost ≈ 0.3 ms, ≈ 8 % of a ranged GET's server samples, issue 10) and
+ * (viem's hashTypedData there cost ≈ 0.3 ms, ≈ 8 % of a ranged GET's server samples) and
  * what a voucher's signature is recovered against. Exactly viem's hashTypedData (the test compares). */
 export function voucherDigest(domain: TypedDataDomain, seller: Address): (size: bigint) => Uint8Array {
   // 0x1901 ‖ domainSeparator ‖ structHash: the first 34 bytes are this gateway's constant.

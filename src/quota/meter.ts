@@ -112,7 +112,7 @@ export function createMeter({ sql, records, storedBytes, now = Date.now, gateway
   }
 
   /**
-   * Bytes in use in both pools, in ONE statement (issue 10: it was four, and on PostgreSQL each is a
+   * Bytes in use in both pools, in ONE statement (it was four, and on PostgreSQL each is a
    * round trip taken with the account's lock held, which one account's uploads wait for in turn):
    * what `stored` counts (space), what moved since `periodStart` (traffic), and the live holds of
    * transfers other than the holds `mine`.
@@ -225,7 +225,7 @@ export function createMeter({ sql, records, storedBytes, now = Date.now, gateway
     // The check before any byte arrived. A hold of nothing changes no other check, so it holds
     // nothing: it reads, without a transaction or the account's lock, whether the pools are full
     // already and how far the upload may get before it must check (and hold) for real. It was a
-    // transaction of its own that wrote two holds of 0 bytes, which a later one deleted (issue 10).
+    // transaction of its own that wrote two holds of 0 bytes, which a later one deleted.
     checked(await room(sql, 0), 0);
     return {
       /** Counts bytes that arrived: checks again past what was free, records them now and then. */

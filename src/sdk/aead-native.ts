@@ -4,7 +4,7 @@
  * entry, bun.ts, offers it to the default). Two libraries, the faster first: OpenSSL's libcrypto
  * (libssl3, on nearly every system; its AVX2/AVX-512 code opens ≈ 2,500 MiB/s of CPU here) and
  * libsodium (libsodium23; ≈ 1,100 MiB/s); libsodium's WASM build runs at ≈ 250. The cipher is
- * what an encrypted transfer adds to a plain one (issue 16), so its pace sets how near the two
+ * what an encrypted transfer adds to a plain one, so its pace sets how near the two
  * come. Where neither loads the payload stays on WASM. As with WASM, a library is used only after
  * it seals and opens a fixed message exactly as @noble does and leaves a forgery as it was; it
  * seals straight into the caller's buffer and opens in place (no buffer per chunk).

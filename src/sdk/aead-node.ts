@@ -2,7 +2,7 @@
  * The payload's ChaCha20-Poly1305 in Node's own crypto (OpenSSL inside Node), for the SDK's Node
  * entry (node.ts, the package's "node" export condition): ≈ 0.6–0.7 ms/MiB of CPU to open a 64 KiB
  * chunk here against ≈ 3–3.5 for libsodium's WASM build, the SDK's default elsewhere, which makes
- * an encrypted download cost several plain ones (issue 16). Node only: index.ts imports no node:
+ * an encrypted download cost several plain ones. Node only: index.ts imports no node:
  * module (Bun's node:crypto has no ChaCha20-Poly1305; Bun has aead-native.ts). Used only after it
  * agrees with @noble (aead-check.ts).
  *

@@ -1,5 +1,5 @@
 /**
- * SDK: client-side encryption in the age v1 format (issue 16, DESIGN.md D20), X25519 recipients only.
+ * SDK: client-side encryption in the age v1 format (DESIGN.md D20), X25519 recipients only.
  * A file encrypted here opens with any age tool and the other way round, so a user is never locked
  * into this SDK for their own keys. Both directions stream: memory holds one 64 KiB chunk (and the
  * header), never the file. Built on the same @noble/@scure primitives as the `age-encryption`
@@ -398,7 +398,7 @@ interface Piece {
 }
 
 /**
- * The payload's chunks opened where they arrived (issue 16). Each sealed chunk is authenticated
+ * The payload's chunks opened where they arrived. Each sealed chunk is authenticated
  * and decrypted in the input's own pieces, its plaintext moved to the front of its piece, and a
  * piece goes out (its plaintext, a view) once every chunk it holds is open; a chunk that
  * straddles pieces is gathered into one reused buffer, opened there and its plaintext written
@@ -618,7 +618,7 @@ export function headerFor(fileKey: Uint8Array, recipients: string[]): Uint8Array
 
 export interface DecryptOptions {
   /** Decrypt in the input's own chunks, which the output's chunks are views of: no copy of the
-   * input, no buffer for the output (issue 16). Only for a stream whose chunks nobody else reads
+   * input, no buffer for the output. Only for a stream whose chunks nobody else reads
    * or keeps, such as a fetch body; without it each chunk is copied first. */
   inPlace?: boolean;
 }

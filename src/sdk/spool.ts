@@ -2,7 +2,7 @@
  * Where an encrypted upload keeps its ciphertext between sealing it and sending it (D20, D5). The
  * signed hash must precede the bytes, so an upload reads its source twice (hash pass, upload
  * pass); sealing the plaintext twice to get the same bytes doubled the upload's heaviest work
- * (issue 16). A spool takes the ciphertext once and hands it back as a Blob, read as often as the
+ *. A spool takes the ciphertext once and hands it back as a Blob, read as often as the
  * upload needs (a retry reads it again). On Bun it is a private temporary file (flat memory); in
  * a browser a Blob of the sealed chunks, which the browser's blob store keeps on disk when large
  * and XMLHttpRequest sends with progress. Node has neither without an import of node:fs (the SDK

@@ -1,7 +1,7 @@
 /**
  * What this client knows of its payer's voucher counter (D6), so that a transfer usually signs its
  * voucher without asking GET /traffichash first: one round trip per upload or download instead of
- * two (issue 10), and one request fewer for the gateway.
+ * two, and one request fewer for the gateway.
  *
  * The counter is asked for whenever this client is not sure of it, and at least once a minute,
  * and kept in between: every transfer that ends in a way that says exactly what the gateway

@@ -28,7 +28,7 @@ export interface PendingPut {
   commit(): Promise<void>;
   /**
    * What `commit` writes, written in the caller's transaction instead (an upload's file row's: the
-   * content's rows, its pins' release and the file row are one commit, issue 10): it is referenced
+   * content's rows, its pins' release and the file row are one commit): it is referenced
    * when that transaction commits, or not at all. After it committed, `commit()` only lets go of
    * what kept the content meanwhile; after it rolled back, `abort()` (storage/pending.ts's
    * `recordFile` does both).

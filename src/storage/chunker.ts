@@ -2,7 +2,7 @@
  * D9's fixed-size chunker, cutting into lent buffers (http/lent.ts). ipfs-unixfs-importer's
  * `fixedSize` joins the request's pieces into a fresh 1 MiB buffer per chunk; dead once the chunk
  * is stored, they piled up until JavaScriptCore collected them — with the request's own pieces,
- * most of a big upload's peak RSS (issue 10). This one copies the pieces into buffers of a pool
+ * most of a big upload's peak RSS. This one copies the pieces into buffers of a pool
  * the blockstore gives back to once a chunk is stored and nothing reads it any more; a blockstore
  * that never gives back gets a fresh buffer per chunk, as before.
  *
@@ -11,7 +11,7 @@
  * lent: the importer keeps it after the blockstore has it (a one-chunk file's root is that leaf).
  * That buffer grows with the bytes (doubling from the first piece, at least FIRST_MIN): a whole
  * zeroed chunk for every upload cost a 4 KiB upload ≈ 10 % of its event loop's samples and 1 MiB
- * of fresh memory each, 600 MiB/s of it at 600 uploads/s (issue 10); a large file pays ≈ 1 MiB of
+ * of fresh memory each, 600 MiB/s of it at 600 uploads/s; a large file pays ≈ 1 MiB of
  * extra copying once.
  */
 import type { Chunker } from "ipfs-unixfs-importer/chunker";

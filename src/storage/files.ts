@@ -126,7 +126,7 @@ export async function storedBytes(q: Queryable, did: string, except?: { backend:
 
 export function createFiles(sql: Sql, now: () => number = Date.now, publicSql?: PublicSql) {
   const LIST = listSql(publicSql);
-  // listobjects' pages while nothing is committed (issue 10: its statement was a third of the
+  // listobjects' pages while nothing is committed (its statement was a third of the
   // request's CPU); the version is SQLite's, so PostgreSQL reads every time.
   const pages = new ReadCache<ListedRow>(() => sql.dataVersion?.());
   return {

@@ -85,7 +85,7 @@ async function answerDownload(request: Request, file: ReadableFile): Promise<Res
   if (request.method === "HEAD") return new Response(null, { status, headers });
   const body = await file.send(range);
   // A body read whole goes as a stream of its one part: new Response(bytes) copies the bytes
-  // (≈ 0.1 ms and 7 % of a ranged GET's server samples, issue 10); the listener sends that part as it is.
+  // (≈ 0.1 ms and 7 % of a ranged GET's server samples); the listener sends that part as it is.
   return new Response(body instanceof Uint8Array ? onePart(body) : body, { status, headers });
 }
 

@@ -198,14 +198,14 @@ export function createStorage(deps: StorageDeps) {
    * loses none of it), and fsynced by the next durable commit, in log order, so a power cut keeps
    * a prefix of the commits, never a later one without the earlier ones. Each commit held the
    * whole event loop (bun:sqlite is synchronous) with its fsync, BEGIN and COMMIT: 4 KiB uploads
-   * ran at 0.04–0.06× of a plain fsync'd-file server with seven (issue 10). A power cut:
+   * ran at 0.04–0.06× of a plain fsync'd-file server with seven. A power cut:
    * - before the file row's commit is on disk: the upload was not acknowledged, and nothing of it
    *   counts. Its chunks and blocks (fsynced before any row names them: dfs/put.ts, ipfs) are
    *   orphans the start-up sweeps remove; a content row that survived names only bytes fsynced
    *   before it (a leftover reference, as after a kill); holds and pins lapse at their expiry.
    * - after it: the row, both claims and both counts are on disk: the requestID and the voucher
    *   of an acknowledged upload are never accepted again, and the content it names is whole.
-   * The claims are decided at the end, as the floor of issue 10 decides them: each was peeked
+   * The claims are decided at the end, as the measured floor decides them: each was peeked
    * before the body is read (a replay or a used voucher is refused there, and the voucher's
    * allowance bounds the body), and each decides by a conditional insert when the file is
    * recorded; of two uploads that race with one requestID or voucher, the second stores its
@@ -363,7 +363,7 @@ export function createStorage(deps: StorageDeps) {
      * is read for a request that cannot pay), then decided and counted in one transaction — the
      * voucher claimed and counted, the traffic counted, no hold. On SQLite the read starts at its
      * COMMIT and runs while the log's fsync does (its statements run on this thread: a read begun
-     * earlier only delays them; ≈ 60 µs of a 1 MiB ranged GET, issue 10); on PostgreSQL, whose
+     * earlier only delays them; ≈ 60 µs of a 1 MiB ranged GET); on PostgreSQL, whose
      * transaction is round trips, it starts with the transaction. No byte goes out before both
      * are done. A read that fails after the charge committed undoes it (traffic, the voucher's
      * count and its claim): as before, a failed read charges nothing and the same voucher

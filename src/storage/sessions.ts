@@ -60,7 +60,7 @@ const RAISE = `UPDATE storage_sessions SET highest_request = CASE WHEN highest_r
   RETURNING timestamp, highest_request AS "highestRequest"`;
 const PRUNE = "DELETE FROM session_requests WHERE did = $1 AND token = $2 AND request_id < $3";
 /** Ids below the window are deleted when a call's id crosses a multiple of this above the highest
- * its verify read: a statement on one call in 16, not on each (issue 10), and at most
+ * its verify read: a statement on one call in 16, not on each, and at most
  * REQUEST_WINDOW + PRUNE_EVERY ids kept per session, whatever ids its calls use — the first call
  * to commit past each multiple read a highest below it, so it prunes. */
 const PRUNE_EVERY = 16;
@@ -173,7 +173,7 @@ export function createSessions(deps: { sql: Sql; resolver: DidResolver; domain: 
    * Verifies a restricted call (`caller` is the Bearer token's DID) without claiming it yet (an
    * id already claimed is refused here too): answers its id, the key that signed (D18 records it
    * with an access key) and `claim`, which claims the requestID in the caller's transaction (an
-   * upload's is the one that records its file, with its voucher's claim: issue 10). A call is
+   * upload's is the one that records its file, with its voucher's claim). A call is
    * accepted once claimed.
    */
   async function verify(input: RestrictedInput, action: RequestAction, caller: Did): Promise<{ requestID: bigint; signer: Address; claim(tx: Queryable): Promise<void> }> {

@@ -2,7 +2,7 @@
  * The buffer of a short range's body (up to a chunk: dfs reads it from at most two chunk files,
  * ipfs from the one or two leaves it crosses), from one pool every download shares. A fresh
  * buffer per ranged GET cost its page faults on every GET (≈ 0.3 ms per MiB on this VM: a 1 MiB
- * ranged GET's read step 0.63 → 0.32 ms with the buffer reused, issue 10). The listener gives the
+ * ranged GET's read step 0.63 → 0.32 ms with the buffer reused). The listener gives the
  * body back once it is written (http/lent.ts); a consumer that keeps it never does, and the pool
  * then makes a new one. Only the pages a body touches become resident: a dfs range of 1 MiB
  * leaves the second MiB of its buffer untouched.

@@ -25,7 +25,7 @@ const USED = `SELECT ${USED_BY} AS used`;
 /** A claim of (`$1` payer, `$2` size), deciding by its conflict: `values` gives its base and time. */
 const claimWith = (values: string) => `INSERT INTO vouchers_used (payer, size, base, used_at) VALUES ($1, $2, ${values})
   ON CONFLICT (payer, size) DO NOTHING RETURNING base`;
-// The payer's count read by the claim itself (one statement, issue 10: the allowance is checked
+// The payer's count read by the claim itself (one statement, the allowance is checked
 // on its answer, and a refusal rolls the claim back with the caller's transaction).
 const CLAIM = claimWith(`${USED_BY}, $3`);
 // The count a peek read before (`claimPeeked`). Two texts, not one `COALESCE($3, …)`: PostgreSQL
@@ -63,7 +63,7 @@ export function createVouchers({ sql, domain, seller, now = Date.now }: { sql: S
   /** The payer's all-time count, read with `q` (accept()'s transaction, or the pool). */
   const usedIn = async (q: Queryable, payer: string) => (await q.get<{ used: number }>(USED, [payer]))?.used ?? 0;
   const usedBy = (payer: string) => usedIn(sql, payer);
-  // viem's recoverTypedDataAddress at ≈ 55% of its CPU (issue 10: it was ≈ 1 ms of a ranged GET).
+  // viem's recoverTypedDataAddress at ≈ 55% of its CPU (it was ≈ 1 ms of a ranged GET).
   const signerOf = voucherSigner(domain, seller);
   const digestOf = voucherDigest(domain, seller);
 

@@ -1,5 +1,5 @@
 /**
- * Checkpoints off the event loop (src/db/checkpointer.ts, issue 10): the writing connection never
+ * Checkpoints off the event loop (src/db/checkpointer.ts): the writing connection never
  * checkpoints by itself (that stopped the whole event loop ≈ 4 ms every ≈ 200 commits); a worker
  * thread on its own connection does, every `checkpointEvery` commits, and the log starts over
  * after each, so the log file stays small under steady writes; every committed row is in the

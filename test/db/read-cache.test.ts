@@ -1,5 +1,5 @@
 /**
- * A listing over the cache of listing pages (src/db/read-cache.ts, issue 10) on the database of
+ * A listing over the cache of listing pages (src/db/read-cache.ts) on the database of
  * this pass (STOWAGE_TEST_DB): any commit — this connection's, another connection's or another
  * gateway's — shows in the next page. On PostgreSQL nothing is kept, and the same listing holds.
  * The cache alone (bounds, a commit during a load): test/unit/read-cache.test.ts.

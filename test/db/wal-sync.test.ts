@@ -1,5 +1,5 @@
 /**
- * Group commit on SQLite (src/db/wal-sync.ts, issue 10): a durable transaction resolves only once
+ * Group commit on SQLite (src/db/wal-sync.ts): a durable transaction resolves only once
  * an fsync of the write-ahead log that began after its COMMIT has finished; the connection is free
  * for the next transactions while that fsync runs, and one fsync carries every commit written
  * before it began; a light commit (`durable: false`) awaits none; an fsync that fails fails the

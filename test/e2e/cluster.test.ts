@@ -1,5 +1,5 @@
 /**
- * Three compiled gateways as one service (issue 13, DESIGN.md D16): one PostgreSQL, one Ceph RGW,
+ * Three compiled gateways as one service (DESIGN.md D16): one PostgreSQL, one Ceph RGW,
  * one external anvil with our contracts, and the settings an operator shares between gateways
  * (database URL, bucket and prefix, chain RPC and contracts, JWT key, operator key). A client may
  * land on any gateway for any call — a load balancer's round robin — so each test moves one SDK

@@ -1,5 +1,5 @@
 /**
- * The SDK's encrypted upload seals the file once (issue 16): the signed hash must precede the
+ * The SDK's encrypted upload seals the file once: the signed hash must precede the
  * bytes (D5), so the upload reads its source twice, and it used to seal the plaintext in both
  * passes (the same bytes, at twice the cost). Now the one sealing goes into a spool (a temporary
  * file on Bun) that the upload reads as any file; the spool is gone after success and failure.

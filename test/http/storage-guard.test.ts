@@ -1,4 +1,4 @@
-// The storage guard's remembered DIDs (issue 10: every storage and quota request parsed its token's
+// The storage guard's remembered DIDs (every storage and quota request parsed its token's
 // DID again): a DID is parsed once and its parse handed out again; a bad one throws every time.
 import { describe, expect, test } from "bun:test";
 import { rememberedDids } from "../../src/http/storage-guard.ts";

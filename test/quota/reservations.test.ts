@@ -138,7 +138,7 @@ describe("renewing holds", () => {
 });
 
 describe("an upload refused by the exact check", () => {
-  // Its content's rows would commit in the file row's transaction (issue 10): refused there, none
+  // Its content's rows would commit in the file row's transaction: refused there, none
   // of them stays, nor its pins, nor its chunk.
   test("when another upload filled the space while its bytes arrived: 402, and nothing of it is kept", async () => {
     const { account, client } = await gw.user();

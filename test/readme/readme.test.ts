@@ -1,5 +1,5 @@
 /**
- * The README's commands run as written (issue 15, D19): a newcomer with a fresh clone, Node.js and
+ * The README's commands run as written (D19): a newcomer with a fresh clone, Node.js and
  * npm pastes them and they work. Blocks marked `<!-- test: run -->` right before their fence are
  * taken out of README.md and run against the compiled server on a fresh data dir: the shell blocks
  * in order as one `bash -e -o pipefail` session, as a reader goes through them in one terminal (what

@@ -1,6 +1,6 @@
 /**
  * Opening age's payload where it arrived (src/sdk/age.ts `decryptStream(…, { inPlace: true })`,
- * what `enc.download` does with a fetch body, issue 16): every chunk is decrypted inside the
+ * what `enc.download` does with a fetch body): every chunk is decrypted inside the
  * input's own pieces, or gathered into one buffer and written back when it straddles them. This
  * checks the sizes at the chunk edges under every piece layout that matters (each chunk inside one
  * piece, every chunk straddling, pieces smaller than a chunk, one piece for the whole file) with

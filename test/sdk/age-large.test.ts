@@ -1,5 +1,5 @@
 /**
- * A 1 GiB encrypted round trip in flat memory (issue 16; D20: "memory does not grow with the
+ * A 1 GiB encrypted round trip in flat memory (D20: "memory does not grow with the
  * file"), the SDK's upload path without the network: sealed once into the spool file, the spool
  * hashed, then read again and decrypted as it streams (age-large-round-trip.ts, in a process of
  * its own so that its RSS is its own). 1 GiB on the native AEAD (the system's OpenSSL), which the

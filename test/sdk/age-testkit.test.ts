@@ -1,6 +1,6 @@
 /**
  * The SDK's age decryption (src/sdk/age.ts, the path `stowage get` takes through encryption.ts)
- * against C2SP/CCTV's age test vectors (npm `cctv-age`, issue 16): each vector is one parsing or
+ * against C2SP/CCTV's age test vectors (npm `cctv-age`): each vector is one parsing or
  * STREAM edge case with the outcome the reference implementation gives. Interop with Debian's
  * `age` (age.test.ts) shows the common case works; these show the edge cases are refused the same
  * way, and with the error class that names the real cause (a parse error must not surface as a

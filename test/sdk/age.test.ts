@@ -1,5 +1,5 @@
 /**
- * The SDK's age v1 encryption (src/sdk/age.ts, issue 16): round trips at the chunk boundaries,
+ * The SDK's age v1 encryption (src/sdk/age.ts): round trips at the chunk boundaries,
  * interop with Debian's `age` CLI in both directions (the reference implementation: a file we write
  * must open there and one it writes must open here), and the tamperings decryption must refuse.
  */

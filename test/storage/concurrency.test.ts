@@ -51,7 +51,7 @@ test("two requests racing with the SAME requestID: exactly one succeeds", async 
 });
 
 // Each upload looks at its voucher before its body and claims it where it records the file: both
-// may stream, one is recorded, the other refused keeping nothing (issue 10).
+// may stream, one is recorded, the other refused keeping nothing.
 test("two uploads racing with the SAME voucher: exactly one succeeds, the other keeps nothing", async () => {
   for (let round = 0; round < 3; round++) {
     const s = await gw.session(await gw.chain.anvil.newAccount());

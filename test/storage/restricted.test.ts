@@ -41,7 +41,7 @@ describe("the requestID window", () => {
     await expectStatus(await upload(s, 2), 401, /already used/);
   });
 
-  // The requestID and the voucher are claimed in one transaction (issue 10): a refused claim
+  // The requestID and the voucher are claimed in one transaction: a refused claim
   // rolls the other back, so a client may send the same id again with a new voucher.
   test("an upload refused for its voucher (already used) does not spend its requestID", async () => {
     const s = await gw.session(await gw.chain.anvil.newAccount());

@@ -1,4 +1,4 @@
-// An upload's commits (issue 10, storage/service.ts `upload`): on SQLite exactly one of them
+// An upload's commits (storage/service.ts `upload`): on SQLite exactly one of them
 // fsyncs — the file row's — and the commit the upload made before it (the blob pins) comes
 // earlier in the log, so that one fsync makes both durable before the answer; both claims, the
 // content's rows and the voucher's count commit with the file row (the bytes count exactly when
@@ -128,7 +128,7 @@ const random = (n: number) => crypto.getRandomValues(new Uint8Array(n));
 /**
  * What every acknowledged small upload's commits must show: two, in this order — the blob pins,
  * then the file row's, which carries both claims and the content's rows, drops the pins and counts
- * the voucher's bytes (seven commits before issue 10's folding).
+ * the voucher's bytes (seven commits before folding).
  */
 function expectUploadCommits(commits: Commit[], content: "dfs_objects" | "ipfs_pins") {
   const tables = commits.map((c) => [...c.tables]);
@@ -167,7 +167,7 @@ describe("an acknowledged upload, with quota", () => {
 
   // D16's lock on the account's quota row is held until the COMMIT, and one account's uploads
   // wait for each other there: on PostgreSQL each statement under it is a round trip in that wait
-  // (issue 10: 2 ms a lock at 13 statements, about 400 uploads/s for one account). Under it go
+  // (2 ms a lock at 13 statements, about 400 uploads/s for one account). Under it go
   // only the file row and what the quota decides with it: the content's rows, the bucket and the
   // account's row come before it, the quota's numbers are one read; both claims and the answer's
   // `Public` ride along: one round trip on PostgreSQL, the lock's own included.
@@ -187,7 +187,7 @@ describe("an acknowledged upload, with quota", () => {
     expect(events.indexOf("← lock")).toBeGreaterThan(events.lastIndexOf("→ read"));
   });
 
-  // Each statement outside a transaction is a round trip of its own on PostgreSQL (issue 10).
+  // Each statement outside a transaction is a round trip of its own on PostgreSQL.
   for (const kind of ["dfs", "ipfs"] as const) {
     test(`${kind}: outside a transaction only the session's read, the voucher's and the quota's first look; whether a row names the content's blobs is read in their pin's transaction`, async () => {
       const { client, account } = await gw.user();
@@ -207,7 +207,7 @@ describe("an acknowledged upload, with quota", () => {
 
 describe("an upload's claims", () => {
   // In the file row's transaction, under the account's lock, in the row's round trip on
-  // PostgreSQL (issue 10): writes only. The session's raise takes its row lock and answers the
+  // PostgreSQL: writes only. The session's raise takes its row lock and answers the
   // row; its ids below the window are pruned on one call in 16 (restricted.test.ts). The
   // voucher's claim reads nothing: its base is the count read before the body (vouchers.ts).
   test("both claims in the file row's transaction: the session's raise, the id's claim, the voucher's claim", async () => {

@@ -309,7 +309,7 @@ describe("a refused upload keeps nothing", () => {
   });
 });
 
-// An upload claims its requestID and its voucher where it records the file (D5, D6; issue 10:
+// An upload claims its requestID and its voucher where it records the file (D5, D6:
 // one transaction less); before its body it only looks, so a replay or a used voucher is refused
 // there, and a refused upload spends neither.
 describe("an upload's claims", () => {

@@ -92,7 +92,7 @@ describe("GET /traffichash", () => {
 });
 
 describe("a voucher's claim (D6)", () => {
-  // The claim reads the payer's count in its own statement (issue 10) and checks the allowance on
+  // The claim reads the payer's count in its own statement and checks the allowance on
   // its answer: a refusal there must roll the claim back, or the voucher would be spent unused.
   test("a claim counts from the payer's count; a short voucher is refused and stays unspent; a used one is refused as used, or as short when it is both", async () => {
     const vouchers = gw.storage!.vouchers;

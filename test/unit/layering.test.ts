@@ -1,5 +1,5 @@
 /**
- * Clean layering (issue 12): no import cycle between the top-level folders of src/ (a cycle makes
+ * Clean layering: no import cycle between the top-level folders of src/ (a cycle makes
  * every folder in it one tangle that cannot be read, tested or replaced alone), and no HTTP type
  * below the storage routes: the back-ends and the storage service take and return plain values.
  *

@@ -1,5 +1,5 @@
 /**
- * The cache of listing pages by itself (src/db/read-cache.ts, issue 10), over a version the test
+ * The cache of listing pages by itself (src/db/read-cache.ts), over a version the test
  * sets: a page loads once while the version stays, again after it moves, never when there is no
  * version; a page loaded across a commit is not kept; the bounds hold. The same cache over a real
  * database: test/db/read-cache.test.ts.

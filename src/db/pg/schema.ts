@@ -477,7 +477,7 @@ export const directoryEntries = pgTable(
     block: int8("block").notNull(),
     /** PostgreSQL only, the counterpart of SQLite's FTS5 table: the search document, kept by the
      * database itself. Stored, so ranking and newest-first walks read it instead of folding and
-     * tokenizing each row again (issue 10); its GIN index is in migration 0010. Nothing but
+     * tokenizing each row again; its GIN index is in migration 0010. Nothing but
      * search-pg.ts reads it, and no statement writes it. */
     search: tsvector("search").generatedAlwaysAs(sql`directory_search_document(name, keywords)`),
   },
@@ -488,7 +488,7 @@ export const directoryEntries = pgTable(
  * the entries' search documents, with how many entries hold it and how many hold it in their
  * name. Kept by a trigger on `directory_entries` (migrations-pg/0014, hand-written plpgsql), so a
  * gateway of the previous version keeps it right too. search-pg.ts reads it to tell a common
- * query from a rare one without reading the heap rows of its matches (issue 10). */
+ * query from a rare one without reading the heap rows of its matches. */
 export const directoryTerms = pgTable("directory_terms", {
   term: bytesText("term").primaryKey(),
   docs: int8("docs").notNull().default(0),

@@ -14,13 +14,13 @@
  * is written and linked to its name at once, and `put` resolves only after one `sync()` has
  * fsynced them all with their folders — before any `commit()` can name them. A fsync, a rename
  * and a folder fsync per chunk, one after the other, had the upload wait on the disk for each
- * MiB (issue 10). Crash safety is the same: a chunk is durable before a manifest names it, and a
+ * MiB. Crash safety is the same: a chunk is durable before a manifest names it, and a
  * crash before that leaves only chunks nothing references (the sweep's) and temporary files.
  *
  * Chunks are cut into buffers lent from a pool of the upload's own (storage/chunker.ts):
  * the sink gives a chunk back once its write has resolved (a put that failed, or ran past its S3
  * deadline, may still be reading it: never given back), so a few buffers carry the whole upload
- * instead of a fresh 1 MiB one per chunk collected late (issue 10, peak RSS).
+ * instead of a fresh 1 MiB one per chunk collected late (peak RSS).
  */
 import type { CID } from "multiformats/cid";
 import type { Lease } from "../../blob/guard.ts";

@@ -13,7 +13,7 @@
  * On the local store, chunks are read into buffers lent from a pool of the download's own
  * (http/lent.ts; a range of up to a chunk, from the pool all downloads share: short-range.ts): the
  * listener gives each back once written, and the next chunks are read into them — a fresh 1 MiB
- * buffer per MiB, collected late, was most of a big download's peak RSS (issue 10). A consumer
+ * buffer per MiB, collected late, was most of a big download's peak RSS. A consumer
  * that keeps chunks never gives them back and gets fresh ones. On S3 each chunk is a fresh object
  * read whole: lent to be freed (`lendToFree`) once the listener sent it.
  */

@@ -144,7 +144,7 @@ export async function openIpfs(opts: OpenIpfsOptions): Promise<IpfsBackend> {
       let imported: Imported;
       try {
         // One fsync per block, its rename and folder fsync one after the other held each upload
-        // on the disk for every MiB (issue 10): the batch syncs behind the writes, once, here.
+        // on the disk for every MiB: the batch syncs behind the writes, once, here.
         const batch = batchOf(store);
         imported = await importStream(uploadSink(guard, lease, blocks, referencedAmong, batch), source, putOpts?.signal);
         await batch.sync(); // before commit() can name a block

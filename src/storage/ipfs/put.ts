@@ -21,7 +21,7 @@
  * The chunker cuts leaves into buffers lent from a pool of the upload's own (storage/chunker.ts):
  * the sink gives a leaf back once its write has resolved (a put that failed, or ran past its S3
  * deadline, may still be reading it: never given back), instead of a fresh 1 MiB buffer per leaf
- * collected late (issue 10, peak RSS). A sink of another kind never gives back: fresh leaves then.
+ * collected late (peak RSS). A sink of another kind never gives back: fresh leaves then.
  */
 import { importFile, type WritableStorage } from "ipfs-unixfs-importer";
 import type { CID } from "multiformats/cid";
@@ -69,9 +69,9 @@ export type ReferencedAmong = (q: Queryable, keys: readonly string[]) => Promise
  * `pin(key)` for the importer's blocks: the keys asked for in one turn of the event loop are
  * pinned in one transaction, and each call resolves once its key's pin has committed, with whether
  * a row names the block (read in that transaction, `Lease.pin`'s alongside: no round trip of its
- * own on PostgreSQL, issue 10). The importer writes its blocks ten at a time (its
+ * own on PostgreSQL). The importer writes its blocks ten at a time (its
  * blockWriteConcurrency), and a pin is a transaction — on SQLite its BEGIN and COMMIT on the event
- * loop (no fsync of its own since issue 10, guard.ts pinKeys; ≈ 3–4 ms each on a busy disk when it
+ * loop (no fsync of its own: guard.ts pinKeys; ≈ 3–4 ms each on a busy disk when it
  * had one), on PostgreSQL round trips and a durable commit — so one transaction per batch instead
  * of per block gives that time back to the upload (a 128 MiB upload: 14 pin transactions instead
  * of 129).

@@ -14,13 +14,13 @@
  * On the local store, leaves are read into buffers lent from a pool of the download's own
  * (http/lent.ts): the listener gives each back once written, and the next leaves are read into
  * them — a fresh 1 MiB buffer per leaf, collected late, was most of a big download's peak RSS
- * (issue 10). A consumer that keeps what it reads never gives back and gets fresh ones. On S3 a
+ *. A consumer that keeps what it reads never gives back and gets fresh ones. On S3 a
  * leaf is a fresh object read whole: lent to be freed (`lendToFree`) once the listener sent it.
  *
  * A short range (up to one chunk: what the service reads whole before answering) is one part:
  * the leaves it overlaps are read side by side into one buffer, each checked, and the range is a
  * view of it. As one part per leaf, a 1 MiB range across two leaves was copied into a fresh
- * buffer by the service (≈ 12 % of an ipfs ranged GET's samples, issue 10).
+ * buffer by the service (≈ 12 % of an ipfs ranged GET's samples).
  *
  * The inner (dag-pb) nodes a read meets (those with links) are kept, decoded, in a `NodeCache`
  * (bounded by their estimated memory): a ranged GET read, hashed and decoded the root on every call. A Cid names its bytes,

@@ -56,7 +56,7 @@ describe("the lent chunker", () => {
   });
 
   test("a small file's chunk holds a buffer of its size, not a whole chunk's", async () => {
-    // A zeroed 1 MiB per 4 KiB upload was 10 % of a small upload's event loop (issue 10).
+    // A zeroed 1 MiB per 4 KiB upload was 10 % of a small upload's event loop.
     for (const shape of [[4096], [1000, 1000, 2096]]) {
       const got: Uint8Array[] = [];
       for await (const c of lentChunker(new BufferPool(CHUNK_SIZE, 4))(asSource(piecesOf(bytesOf(4096, 3), shape)))) got.push(c);

@@ -1,5 +1,5 @@
 /**
- * What an upload asks of the blob store (D15, issue 12's S3 ratio): fresh chunks, which no row
+ * What an upload asks of the blob store (D15, S3 ratio): fresh chunks, which no row
  * names, are written with one PUT each and no HEAD before it; chunks a row already names are
  * looked for and read back (which repairs a damaged one), never written again. Counted on the real
  * store of each kind by wrapping its methods (and its batches' puts, on local files).

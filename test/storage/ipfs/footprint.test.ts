@@ -1,5 +1,5 @@
 /**
- * The server loads only the IPFS code its node runs (issue 10, idle RSS): not libp2p's default
+ * The server loads only the IPFS code its node runs (idle RSS): not libp2p's default
  * configuration that the entry points of `helia` and `@helia/libp2p` import (DHT, WebRTC with its
  * native module, circuit relay, AutoTLS/ACME, UPnP, HTTP gateways), nor @helia/unixfs or
  * ipfs-unixfs-exporter, which nothing in the server calls. Those cost ≈ 28 MiB of idle RSS.

@@ -1,5 +1,5 @@
 /**
- * Memory stays bounded by blocks in flight, not by file size (issue 10): a 384 MiB ipfs put and
+ * Memory stays bounded by blocks in flight, not by file size: a 384 MiB ipfs put and
  * its full read, in a process of its own (the test runner shares one process between all test
  * files). Leaves are cut into, and read into, buffers that are given back and reused
  * (http/lent.ts; the read is consumed as the listener consumes a download). Measured: 35–61 MiB of

@@ -1,5 +1,5 @@
 /**
- * What an upload asks of the blob store (D15, issue 12's S3 ratio): fresh blocks, which no pinned
+ * What an upload asks of the blob store (D15, S3 ratio): fresh blocks, which no pinned
  * root's rows name, are written with one PUT each and no HEAD before it; blocks a row already
  * names are looked for, never written again. Runs on the process's blob store
  * (STOWAGE_TEST_BLOBS); counted by wrapping the real store's methods.
