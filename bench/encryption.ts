@@ -18,7 +18,7 @@
  * stowage to run (dist/stowage; a `.ts` path runs under this Bun, so an older checkout's
  * src/main.ts gives a before figure).
  *
- * Figures, before and after each change, with the machine's load: bench/README.md ("encryption").
+ * Current figures, with the machine's load: bench/README.md ("encryption").
  */
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";

@@ -23,8 +23,8 @@ export function redact(fields: Fields): Fields {
 
 /**
  * Lines for stdout, written once per turn of the event loop rather than one write each: at the
- * default level every request logs a line, and a write of its own cost a small request 15–30 µs
- * (bench/README.md, small requests). A line waits at most until the loop's next check phase;
+ * default level every request logs a line, and a write of its own cost a small request 15–30 µs.
+ * A line waits at most until the loop's next check phase;
  * what is pending at exit is written then, so a stop loses nothing (a kill -9 may lose one turn's).
  */
 let pending: string[] = [];

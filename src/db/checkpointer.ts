@@ -3,8 +3,8 @@
  * (`wal_autocheckpoint`, 1,000 pages) run inside the COMMIT that crosses the mark, on the
  * connection that wrote it; bun:sqlite is synchronous, so the whole event loop stopped while the
  * log was copied into the database and both were fsynced: 3–5 ms once every ≈ 200 small
- * commits, a third of all the time the commits of small uploads took (bench/README, "SQLite
- * checkpoints off the event loop": commits 30 → 20 µs on average; uploads/s did not move). Here
+ * commits, a third of all the time the commits of small uploads took (moved off the loop, commits
+ * took 30 → 20 µs on average; uploads/s did not move). Here
  * the writing connection has no autocheckpoint; every `every` commits, a worker thread
  * (checkpoint-worker.ts) on a connection of its own runs a PASSIVE checkpoint while this thread
  * goes on.

@@ -22,7 +22,7 @@ export { CHUNK_SIZE, MAX_CHILDREN_PER_NODE };
  * hashed (the dfs store's uploads; inner nodes are only hashed, never stored). The same Cid as
  * ipfs-unixfs-importer's and Helia's (test/storage/dfs/cid.test.ts), without the importer's
  * reducer and its generators made anew for each upload: under small uploads JavaScriptCore kept
- * recompiling those closures, and the importer was ≈ 6 % of the event loop (bench/README.md).
+ * recompiling those closures, and the importer was ≈ 6 % of the event loop.
  */
 export async function chunkContent(content: AsyncIterable<Uint8Array>, chunker: Chunker, put: (leaf: CID, bytes: Uint8Array) => Promise<unknown>): Promise<CID> {
   const leaves: Linked[] = [];

@@ -5,7 +5,7 @@
  * (http/lent.ts; the read is consumed as the listener consumes a download). Measured: 35–61 MiB of
  * growth during the put (the source's 64 KiB pieces are still fresh, and Bun's collector lets dead
  * ones pile up before it runs) and 9–10 during the read, against 157–174 and 85–89 with a fresh
- * 1 MiB buffer per leaf (bench/README.md, "Peak RSS: lent buffers"). The bounds catch a return to that.
+ * 1 MiB buffer per leaf. The bounds catch a return to that.
  */
 import { expect, test } from "bun:test";
 import { join } from "node:path";
