@@ -293,7 +293,7 @@ test(
     await page.click('nav a[href="#/account"]');
     await ready(page, "account");
     await page.click('[data-action="record-5"]');
-    await waitStatus(page, /^Liveness checks started/);
+    await waitStatus(page, /^Noted: you use this account/);
     await waitFor(page, `document.querySelector('#user-info [data-field="Points"]')?.textContent === "100"`);
     expect(await page.textContent('#user-info [data-field="DID"]')).toContain(address);
     await shoot(page, "08-account");

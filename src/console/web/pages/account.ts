@@ -12,10 +12,13 @@ import { noWalletHelp } from "../guidance.ts";
 import { begin, type Session } from "../session.ts";
 import { linkWallet, provider, signInWithWallet } from "../wallet.ts";
 
-/** The liveness check's two point-earning actions (the account API's action ids), in plain words. */
+/**
+ * The two point-earning actions (the account API's action ids 5 and 6, which the spec calls a
+ * liveness-check subscription and its renewal), in words a user knows.
+ */
 const ACTIONS: { id: number; label: string; button: string; done: string; once?: true }[] = [
-  { id: 5, label: "Start liveness checks: say you use this account", button: "Start", done: "Liveness checks started", once: true },
-  { id: 6, label: "Renew the liveness check (possible again some days after the last)", button: "Renew", done: "Liveness check renewed" },
+  { id: 5, label: "Say that you use this account", button: "I use it", done: "Noted: you use this account", once: true },
+  { id: 6, label: "Say again that you still use it (possible again some days after the last time)", button: "I still use it", done: "Noted again: you still use this account" },
 ];
 
 export interface AccountPageNav {
@@ -101,7 +104,7 @@ export async function accountPage(s: Session, nav: AccountPageNav) {
       "section",
       { id: "records" },
       h("h2", {}, "Points"),
-      h("p", { class: "muted" }, "This gateway gives points for a liveness check: saying, now and then, that you still use this account."),
+      h("p", { class: "muted" }, "This gateway gives points to accounts that say, now and then, that they are still in use."),
       h(
         "ul",
         { class: "items" },
