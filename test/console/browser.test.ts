@@ -575,7 +575,9 @@ test(
     expect(await page.locator("#wallet-signin").count()).toBe(0);
     const guidance = (await page.textContent("#no-wallet")) ?? "";
     expect(guidance).toContain("Install a wallet extension");
-    expect(guidance).toContain("./stowage keygen");
+    // The command line's lines, pointed at this gateway (its default is localhost:8080).
+    expect(await page.textContent("#no-wallet-cli")).toBe(`export STOWAGE_GATEWAY=${url}\nexport STOWAGE_USER_KEY=$(./stowage keygen)\n./stowage put FILE`);
+    expect(guidance).toContain("./stowage deposit");
     await shoot(page, "16-sign-in-no-wallet");
 
     await page.click('button[role="tab"]:has-text("Email code")');

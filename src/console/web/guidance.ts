@@ -2,11 +2,13 @@
  * What the console tells someone whose browser has no wallet: files, space and the directory
  * belong to a wallet's identity, so without one the storage pages cannot work here. Rather than
  * an error, it says how to get one, and that the command line does everything with a key of its
- * own and no browser wallet at all.
+ * own and no browser wallet at all: the lines to paste, pointed at this gateway (the command
+ * line's default is a gateway on localhost, which this page may not be).
  */
 import { h } from "./dom.ts";
 
 export function noWalletHelp(): HTMLElement {
+  const lines = [`export STOWAGE_GATEWAY=${location.origin}`, "export STOWAGE_USER_KEY=$(./stowage keygen)", "./stowage put FILE"];
   return h(
     "div",
     { id: "no-wallet", class: "note" },
@@ -18,13 +20,15 @@ export function noWalletHelp(): HTMLElement {
       h(
         "li",
         {},
-        "Or use Stowage's command line, which needs no browser wallet: ",
-        h("code", {}, "./stowage keygen"),
-        " makes a key, ",
-        h("code", {}, "./stowage put FILE"),
-        " uploads a file, and ",
+        "Or use Stowage's command line, which needs no browser wallet. In the Stowage folder, these lines make a key (keep it secret: it is your account) and upload a file to this gateway:",
+        h("pre", { id: "no-wallet-cli" }, lines.join("\n")),
+        "The key needs storage space before its first upload (",
+        h("code", {}, "./stowage deposit"),
+        " and ",
+        h("code", {}, "./stowage buy"),
+        "); ",
         h("code", {}, "./stowage --help"),
-        " lists the rest (run them in the Stowage folder).",
+        " lists every command.",
       ),
     ),
   );
