@@ -1,6 +1,6 @@
 /**
  * No text a user reads cites a design or issue number (test/support/citations.ts says what one
- * looks like): not the settings catalog (the source of `--help` and the README's table), not a
+ * looks like): not the README, not the settings catalog (the source of `--help` and the README's table), not a
  * string anywhere in src — error messages of the account API, storage, S3 and the command line,
  * OpenAPI summaries and descriptions, the console's every word (its .ts and its page). Comments
  * may cite them; they are for engineers. test/e2e/user-text.test.ts reads what the compiled binary
@@ -59,4 +59,10 @@ test("the console's page (its HTML) cites no design or issue number", () => {
   expect(pages.length).toBeGreaterThan(0);
   // Markup comments are for engineers, like source comments.
   expect(citing(pages.map((p) => [p, readFileSync(join(ROOT, p), "utf8").replace(/<!--[\s\S]*?-->/g, "")] as const))).toEqual([]);
+});
+
+test("the README cites no design or issue number", () => {
+  // Markup comments are for engineers; emptied, not removed, so line numbers stay the file's.
+  const lines = readFileSync(join(ROOT, "README.md"), "utf8").replace(/<!--[\s\S]*?-->/g, (c) => c.replace(/[^\n]/g, "")).split("\n");
+  expect(citing(lines.map((line, i) => [`README.md:${i + 1}`, line] as const))).toEqual([]);
 });
