@@ -68,7 +68,7 @@ function mid(raw: string): string {
 export function encryptionRoutes({ encryption, tokens, chainId }: { encryption: Encryption; tokens: AccessTokens; chainId: number }) {
   /** The caller's DID identity address, or the account API's 401. */
   const caller = async (headers: Record<string, string | undefined>): Promise<Address> => (await callerDid(headers)).address;
-  const callerDid = didBearer(tokens, chainId, () => accountError("UNAUTHORIZED", "this account has no DID: encryption keys belong to a DID (log in with a wallet)"));
+  const callerDid = didBearer(tokens, chainId, () => accountError("UNAUTHORIZED", "this session acts for no DID: encryption keys belong to a DID (log in with a wallet; an account without one links it first, POST /v2/user/link-wallet)"));
 
   return new Elysia({ name: "encryption" })
     .get(

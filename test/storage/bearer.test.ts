@@ -95,7 +95,7 @@ describe("storage routes refuse with 401", () => {
     const code = /Your Stowage code: (\d{6})/.exec(mail ?? "")?.[1];
     expect(code).toBeDefined();
     const pair = await gw.accounts.email.loginWithCode({ email, code: code as string, source: "test" }, clientKeyOf("203.0.113.7"));
-    await expectGuard(`Bearer ${pair.accessToken}`, /has no DID/);
+    await expectGuard(`Bearer ${pair.accessToken}`, /acts for no DID .*links one first \(POST \/v2\/user\/link-wallet\)/);
 
     // Once it links a wallet, the link's session passes the guard, acting for the wallet's DID,
     // and the wallet's DID login (POST /login) opens this same account.
