@@ -11,8 +11,10 @@
  * find it in the directory, delete the dfs copy, record points. Flow 2: sign in by email code
  * (the page says the code went to the dev mailbox, where it is read); the account, which has no
  * wallet, sees the account page only, links the injected wallet (one signature naming the
- * account), then uploads and downloads; the wallet's sign-in opens the same account. Without a
- * wallet in the browser, the sign-in and account pages say how to get one. Flow 3: an
+ * account), then uploads and downloads; the wallet's sign-in opens the same account. A wallet
+ * that has an account of its own is not linked, and the page says to sign in with it. Without a
+ * wallet in the browser, the sign-in and account pages say how to get one, or give the command
+ * line's lines for this gateway. Flow 3: an
  * encrypted upload (sealed in the page, D20) downloaded and opened byte-exact, and the session
  * keys screen: two tabs' grants listed, one revoked (its next upload refused), then this page's.
  * Flow 4: an age identity wrapped the earlier way is re-wrapped at its first unlock in the page.
@@ -560,6 +562,43 @@ test(
     await context.close();
   },
   120_000,
+);
+
+test(
+  "email code: a wallet that has an account of its own is not linked; the page says to sign in with it, and nothing changes",
+  async () => {
+    const { context, prompts } = await walletContext();
+    const page = await context.newPage();
+    // The wallet signs in first: its own account.
+    await page.goto(`${url}/console`);
+    await page.click("#wallet-signin");
+    await ready(page, "files");
+    await page.click('nav a[href="#/account"]');
+    await ready(page, "account");
+    await page.click("#sign-out");
+
+    await page.click('button[role="tab"]:has-text("Email code")');
+    const email = `second-${Date.now()}@example.org`;
+    await page.fill('#code-form input[name="email"]', email);
+    const known = mailbox();
+    await page.click('#code-form button[type="submit"]');
+    await page.fill('#code-form input[name="code"]', await mailedCode(email, known));
+    await page.click('#code-form button[type="submit"]');
+    await ready(page, "account");
+    await page.click("#link-wallet");
+    await waitFor(page, `document.getElementById("status").className === "error"`);
+    expect(await page.textContent("#status")).toMatch(/already belongs to another account .*sign in with the wallet instead/);
+    expect(prompts).toEqual(["personal_sign:sign-in", "personal_sign:link"]);
+    await shoot(page, "20-account-link-refused");
+    // Still the email account, still without a wallet, still offered the link.
+    await page.reload();
+    await ready(page, "account");
+    expect(await page.textContent('#user-info [data-field="Address"]')).toBe("none yet");
+    expect(await page.locator("#link-wallet").count()).toBe(1);
+    expect(await page.textContent('#user-info [data-field="Email"]')).toBe(email);
+    await context.close();
+  },
+  60_000,
 );
 
 test(
