@@ -76,10 +76,10 @@ export const settings = {
   contractsBlock: setting({ kind: "int", env: "STOWAGE_CONTRACTS_BLOCK", flag: "--contracts-block", default: "0", help: "Block the configured contracts were deployed at: event indexing starts there" }),
   jwtKey: setting({ kind: "key", env: "STOWAGE_JWT_KEY", help: "HMAC key of the account API's tokens, 0x + 64 hex digits; every gateway of a cluster sets the same (default: generated in data/secrets)" }),
   secretsKey: setting({ kind: "key", env: "STOWAGE_SECRETS_KEY", help: "AES-256 key that encrypts stored secrets (S3 access-key secrets), 0x + 64 hex digits; every gateway of a cluster sets the same (default: generated in data/secrets)" }),
-  ageIdentity: setting({ kind: "string", env: "STOWAGE_AGE_IDENTITY", help: "This gateway's age identity (AGE-SECRET-KEY-1…) that priced encrypted entries escrow their file keys to (D20); every gateway of a cluster sets the same (default: generated in data/secrets)" }),
+  ageIdentity: setting({ kind: "string", env: "STOWAGE_AGE_IDENTITY", help: "This gateway's own age key (AGE-SECRET-KEY-1…): sellers of encrypted files escrow each file's key to it, so that it can hand the key to buyers; every gateway of a cluster sets the same (default: generated in data/secrets)" }),
   operatorKey: setting({ kind: "key", env: "STOWAGE_OPERATOR_KEY", help: "Operator private key (default: generated in data/secrets)" }),
   adminKey: setting({ kind: "key", env: "STOWAGE_ADMIN_KEY", help: "Admin private key for the CLI (default: generated in data/secrets)" }),
-  dfsScrubEvery: setting({ kind: "duration", env: "STOWAGE_DFS_SCRUB_EVERY", flag: "--dfs-scrub-every", default: "7d", help: "Local blob store: every dfs chunk is hashed again at least this often (D9's scrub; chunks never checked are hashed at start); 0 = only at start" }),
+  dfsScrubEvery: setting({ kind: "duration", env: "STOWAGE_DFS_SCRUB_EVERY", flag: "--dfs-scrub-every", default: "7d", help: "Local blob store: every dfs chunk is read and hashed again at least this often, to find chunks the disk damaged (chunks never checked are hashed at start); 0 = only at start" }),
   ipfsListen: setting({ kind: "list", env: "STOWAGE_IPFS_LISTEN", flag: "--ipfs-listen", default: "/ip4/0.0.0.0/tcp/4001", help: "libp2p listen multiaddrs, comma-separated" }),
   ipfsPeers: setting({ kind: "list", env: "STOWAGE_IPFS_PEERS", flag: "--ipfs-peers", default: "", help: "Other gateways' libp2p multiaddrs, each ending in /p2p/<peer id>, kept dialled (a cluster's gateways list each other)" }),
   s3ApiPort: setting({ kind: "port", env: "STOWAGE_S3_API_PORT", flag: "--s3-api-port", default: "9000", help: "Port of the S3-compatible API for aws-cli, rclone and S3 SDKs (0: off)" }),
@@ -104,13 +104,13 @@ export const settings = {
   refreshTokenTtl: setting({ kind: "duration", env: "STOWAGE_REFRESH_TOKEN_TTL", flag: "--refresh-token-ttl", default: "30d", help: "Refresh token lifetime" }),
   sessionMaxAge: setting({ kind: "duration", env: "STOWAGE_SESSION_MAX_AGE", flag: "--session-max-age", default: "90d", positive: true, help: "Longest a login session lasts from its login, however often it is refreshed; then its user logs in again" }),
   passwordHashes: setting({ kind: "int", env: "STOWAGE_PASSWORD_HASHES", flag: "--password-hashes", default: "0", help: "Password hashes (argon2id, 64 MiB each) this gateway runs at once; a few more wait, any beyond answer 503; 0 = one per CPU core" }),
-  renewalDays: setting({ kind: "int", env: "STOWAGE_RENEWAL_DAYS", flag: "--renewal-days", default: "30", help: "Days between liveness-check renewals (action 6)" }),
+  renewalDays: setting({ kind: "int", env: "STOWAGE_RENEWAL_DAYS", flag: "--renewal-days", default: "30", help: "Days that must pass between two liveness-check renewals (points records)" }),
   publicEgress: setting({ kind: "bytes", env: "STOWAGE_PUBLIC_EGRESS", flag: "--public-egress", default: "1GiB", help: "Bytes of an owner's public ipfs content the trustless gateway (/ipfs/<cid> as a raw block or CAR) serves per UTC day, paid by the operator; 0 = off" }),
   publicEgressPerClient: setting({ kind: "bytes", env: "STOWAGE_PUBLIC_EGRESS_PER_CLIENT", flag: "--public-egress-per-client", default: "1GiB", help: "Bytes of public ipfs content one client address (IPv6: its /64) may fetch per hour from this gateway; 0 = no limit" }),
   rateLimits: setting({ kind: "string", env: "STOWAGE_RATE_LIMITS", flag: "--rate-limits", default: "on", choices: ["on", "off"], help: "on | off: rate limits of the login, code and access-key (POST /v2/keys) endpoints" }),
   gateway: setting({ scope: "client", kind: "url", env: "STOWAGE_GATEWAY", flag: "--gateway", default: "http://localhost:8080", help: "Gateway the user commands (login, put, get, …) talk to" }),
   userKey: setting({ scope: "client", kind: "key", env: "STOWAGE_USER_KEY", help: "The user's private key for the user commands (or their --key-file PATH)" }),
-  encrypt: setting({ scope: "client", kind: "string", env: "STOWAGE_ENCRYPT", default: "off", choices: ["on", "off"], help: "on: \`stowage put\` encrypts every file (age, D20) unless --plain; off: only with --encrypt" }),
+  encrypt: setting({ scope: "client", kind: "string", env: "STOWAGE_ENCRYPT", default: "off", choices: ["on", "off"], help: "on: \`stowage put\` encrypts every file on this computer (age) unless --plain; off: only with --encrypt" }),
 } as const;
 
 export type SettingName = keyof typeof settings;

@@ -196,7 +196,7 @@ export function createEmailService(
         log.error("sending a code failed", { to: email, err: (err as Error).message });
         throw fail("MAIL_FAILED");
       }
-      return { message: CODE_SENT_MESSAGE };
+      return { message: mailer.deliveredTo ? `${CODE_SENT_MESSAGE}. It was written to ${mailer.deliveredTo}` : CODE_SENT_MESSAGE };
     },
 
     async loginWithCode(input, from) {

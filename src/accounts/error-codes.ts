@@ -73,7 +73,14 @@ export const ACCOUNT_ERROR_CODES = {
     error: "UNAUTHORIZED",
     message: "This address may no longer sign for its own DID: the DID registry names another owner. Sign in with a key the DID allows",
   },
+  MESSAGE_PURPOSE: { error: "UNAUTHORIZED", message: "This message was issued for something else (signing in, or linking a wallet to an account); ask for a new challenge for this" },
   SIGNATURE_INVALID: { error: "UNAUTHORIZED", message: "The signature does not match the message's address" },
+  // linking a wallet to an account
+  WALLET_TAKEN: {
+    error: "CONFLICT",
+    message: "This wallet already belongs to another account (its own, made when it signed in, or one it was linked to); sign in with the wallet instead, or link another wallet",
+  },
+  ACCOUNT_HAS_WALLET: { error: "CONFLICT", message: "This account already has a wallet (and its DID); an account has one" },
   CHAIN_UNAVAILABLE: { error: "UNAVAILABLE", message: "The chain did not answer in time to check the signature; try again" },
   // points
   ACTION_INVALID: { error: "PARAM_ERROR", message: "actionID must be a positive integer" },

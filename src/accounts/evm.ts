@@ -5,10 +5,14 @@
  * field of the signed message must equal the challenge issued for that nonce (D14: fields, not
  * bytes, since wallet libraries rebuild the text; see siwe.ts). Signatures are checked for
  * plain keys locally and for smart wallets (EIP-1271, undeployed ERC-6492) on the chain, with a
- * gas and time cap. The account is the address: uid = EIP-55 address, did = did:ethr:<chain>:<address>,
- * and only while the registry lets the address sign for that DID (D21): once the DID has another
- * owner, the address is a stranger to it and to its account, and the sign-in is refused, as the
- * DID login (POST /login) refuses it.
+ * gas and time cap. The account is the address: uid = EIP-55 address, did = did:ethr:<chain>:<address>
+ * (or the account the wallet was linked to, link.ts), and only while the registry lets the address
+ * sign for that DID (D21): once the DID has another owner, the address is a stranger to it and to
+ * its account, and the sign-in is refused, as the DID login (POST /login) refuses it.
+ *
+ * Linking a wallet to an account (link.ts) runs the same round with a statement of its own that
+ * names the account: a challenge issued for one purpose is refused for the other, so a sign-in
+ * signature never links a wallet and a link signature never signs in.
  */
 import { getAddress, isAddress, isHex, verifyMessage as verifyEoaMessage, type Address, type Hex } from "viem";
 import { createSiweMessage, generateSiweNonce } from "viem/siwe";
@@ -29,7 +33,8 @@ export const VERIFY_TIMEOUT_MS = 10_000;
 export const VERIFY_GAS = 5_000_000n;
 /** Spent nonces are kept a day after expiry, so a late replay still reads "used" and not "unknown". */
 const NONCE_RETENTION_MS = 24 * 60 * 60_000;
-const STATEMENT = "Sign in to Stowage with this wallet.";
+/** The sign-in's statement: what the wallet shows the user it is agreeing to. */
+export const SIGN_IN_STATEMENT = "Sign in to Stowage with this wallet.";
 
 const SWEEP_NONCES = "DELETE FROM siwe_nonces WHERE expires_at < $1";
 const INSERT_NONCE = "INSERT INTO siwe_nonces (nonce, address, chain_id, message, issued_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6)";
@@ -41,9 +46,30 @@ export interface EvmLogin extends TokenPair {
   number: string;
 }
 
+export interface ChallengeInput {
+  address: string;
+  chainid?: number | undefined;
+  origin: string | null;
+}
+
 export interface EvmService {
-  challenge(input: { address: string; chainid?: number | undefined; origin: string | null }, from: ClientKey): Promise<string>;
+  challenge(input: ChallengeInput, from: ClientKey): Promise<string>;
   login(input: { message: string; signature: string } & ClientInfo, from: ClientKey): Promise<EvmLogin>;
+}
+
+/**
+ * One EIP-4361 round: a challenge issued with a statement, and the proof that its address signed
+ * it. The sign-in and the wallet link (link.ts) each use it with their own statement.
+ */
+export interface SiweRound {
+  /** The message for `address` to sign, with `statement`; its nonce is kept for one use. */
+  issue(input: ChallengeInput, statement: string, from: ClientKey): Promise<string>;
+  /**
+   * The address that signed `message`, and its DID: the message must be, field by field, a
+   * challenge issued with `statement` (unused, unexpired; this spends it), signed by its address,
+   * which the registry still lets sign for its own DID.
+   */
+  prove(message: string, signature: string, statement: string): Promise<{ address: Address; did: string }>;
 }
 
 /** D2: `did:ethr:0x3d9:<EIP-55 address>`, chain id in lower-case hex. */
@@ -92,14 +118,14 @@ export async function siweSignatureValid(deps: { publicClient?: SignatureVerifie
   return verdict;
 }
 
-export function createEvmService(ctx: Ctx, deps: { tokens: TokenService; users: UserService; resolver: DidResolver; publicClient?: SignatureVerifier | undefined }): EvmService {
+export function createSiweRound(ctx: Ctx, deps: { resolver: DidResolver; publicClient?: SignatureVerifier | undefined }): SiweRound {
   const { config, sql, now, limits, log } = ctx;
   const allowed = new Set(config.allowedOrigins.map(originOf).filter((o): o is string => o !== undefined));
 
   const signatureIsValid = (address: Address, message: string, signature: Hex) => siweSignatureValid({ publicClient: deps.publicClient, log }, address, message, signature);
 
   return {
-    async challenge({ address, chainid, origin }, from) {
+    async issue({ address, chainid, origin }, statement, from) {
       if (!origin) throw fail("ORIGIN_MISSING");
       const uri = originOf(origin);
       if (!uri || !allowed.has(uri)) throw fail("ORIGIN_NOT_ALLOWED");
@@ -116,7 +142,7 @@ export function createEvmService(ctx: Ctx, deps: { tokens: TokenService; users: 
         scheme: url.protocol.slice(0, -1),
         domain: url.host,
         address: checksummed,
-        statement: STATEMENT,
+        statement,
         uri,
         version: "1",
         chainId,
@@ -129,8 +155,7 @@ export function createEvmService(ctx: Ctx, deps: { tokens: TokenService; users: 
       return message;
     },
 
-    async login({ message, signature, ...client }, from) {
-      await enforce(ctx, limits.loginsPerIp, from);
+    async prove(message, signature, statement) {
       const fields = parseSiwe(message);
       if (!fields) throw fail("MESSAGE_MALFORMED");
       const issued = await sql.get<{ nonce: string; address: string; message: string; expiresAt: number; usedAt: number | null }>(FIND_NONCE, [fields.nonce]);
@@ -146,6 +171,8 @@ export function createEvmService(ctx: Ctx, deps: { tokens: TokenService; users: 
       if (mismatch === "domain") throw fail("WRONG_DOMAIN");
       if (mismatch === "address") throw fail("WRONG_ADDRESS");
       if (mismatch === "other") throw fail("MESSAGE_TAMPERED");
+      // Equal to the challenge, so this asks what the challenge was issued for.
+      if (challenge.statement !== statement) throw fail("MESSAGE_PURPOSE");
       // Equal to the challenge, so already true; kept so that a changed setting (an origin no
       // longer allowed, another chain) also refuses challenges issued before it.
       if (fields.chainId !== config.chainId) throw fail("WRONG_CHAIN");
@@ -165,6 +192,19 @@ export function createEvmService(ctx: Ctx, deps: { tokens: TokenService; users: 
       });
       if (owns === "timeout") throw fail("CHAIN_UNAVAILABLE");
       if (!owns) throw fail("ADDRESS_NOT_DID_OWNER");
+      return { address, did };
+    },
+  };
+}
+
+export function createEvmService(ctx: Ctx, deps: { tokens: TokenService; users: UserService; round: SiweRound }): EvmService {
+  return {
+    challenge: (input, from) => deps.round.issue(input, SIGN_IN_STATEMENT, from),
+
+    async login({ message, signature, ...client }, from) {
+      await enforce(ctx, ctx.limits.loginsPerIp, from);
+      const { address, did } = await deps.round.prove(message, signature, SIGN_IN_STATEMENT);
+      // The wallet's own account, or the account it was linked to.
       const user = await deps.users.upsert(address, { refresh: { address, did } });
       // The address signed in: the key the session's tokens act with, asked again at each use.
       return { did, number: String(user.number), ...(await deps.tokens.issue(user, "evm", { ...client, signer: address })) };

@@ -1,6 +1,7 @@
 /**
  * Outgoing mail: SMTP through nodemailer when `STOWAGE_SMTP_URL` is set, else the dev mailbox,
- * where each message becomes `DATA_DIR/mail/<unix-ms>-<seq>.eml` (names sort by time). Logs name
+ * where each message becomes `DATA_DIR/mail/<unix-ms>-<seq>.eml` (names sort by time), which the
+ * answer to a code request then names, so a newcomer trying the gateway finds the code. Logs name
  * the recipient and never the content: the content is a login code.
  *
  * @example
@@ -21,6 +22,8 @@ export interface Mail {
 
 export interface Mailer {
   send(mail: Mail): Promise<void>;
+  /** Where a mail goes when that is not the recipient's mailbox (the dev mailbox): told to whoever asked for a code. */
+  readonly deliveredTo?: string;
 }
 
 /** SMTP answers slower than this count as a failure, so a dead relay cannot hang a request. */
@@ -57,6 +60,9 @@ export function devMailbox(dir: string, from: string, log: Logger): Mailer {
   const render = lazyTransport((nodemailer) => nodemailer.createTransport({ streamTransport: true, buffer: true, newline: "unix" }));
   let seq = 0;
   return {
+    // A gateway with no mail server is one being tried out: the person asking for a code is the one
+    // who can open its data dir, and nobody else could receive the code anyway.
+    deliveredTo: `a file in ${dir} on the server (this gateway sends no mail: STOWAGE_SMTP_URL is not set)`,
     async send(mail) {
       const info = await (await render()).sendMail({ from, ...mail });
       mkdirSync(dir, { recursive: true, mode: 0o700 });

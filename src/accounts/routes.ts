@@ -1,5 +1,5 @@
 /**
- * The account API (spec 4.2, and D3's session routes): seventeen `/v2` routes, each a thin call
+ * The account API (spec 4.2, D3's session routes, and linking a wallet to an account): nineteen `/v2` routes, each a thin call
  * into a service. Failures are thrown as account errors and answered `{ result: -1, error,
  * message }` by the global handler; `/v2/auth/me` alone answers `{ success: false, error }`
  * (spec 7 rule 2).
@@ -265,11 +265,58 @@ export function accountRoutes(s: AccountServices) {
       detail: {
         summary: "Log in with a signed sign-in message",
         description:
-          "The account is the wallet's address and its DID. Refused with 401 when the DID registry names another owner for that DID: the address then acts for no DID (sign in with POST /login and a key the DID allows).",
+          "The account is the wallet's address and its DID, or the account the wallet was linked to (POST /v2/user/link-wallet). Refused with 401 when the DID registry names another owner for that DID: the address then acts for no DID (sign in with POST /login and a key the DID allows).",
         tags: TAG,
         ...access.public,
       },
     })
+    .get(
+      "/v2/user/link-wallet/challenge",
+      async (c) => ({
+        result: 1 as const,
+        // As for the sign-in's challenge: a same-origin GET carries the page in its Referer.
+        data: await s.link.challenge(await withBearer(c), { address: c.query.address, chainid: c.query.chainid, origin: c.headers.origin ?? c.headers.referer ?? null }, requestClientKey(c.request)),
+      }),
+      {
+        query: t.Object({
+          address: t.String({ maxLength: 64, description: "The wallet's address" }),
+          chainid: t.Optional(t.Integer({ minimum: 1, description: "Chain id (default: this server's)" })),
+        }),
+        response: { 200: ok({ data: t.String({ description: "EIP-4361 message for the wallet to sign; its statement names this account" }) }), ...accountErrors(400, 401, 403, 409, 429) },
+        detail: {
+          ...access.bearer,
+          summary: "The message a wallet signs to be linked to this account (Bearer access token, Origin header)",
+          description:
+            "For an account without a wallet (email, password, messenger): 409 when it has one. The message is good once, for this account only, for 10 minutes; a sign-in message cannot link a wallet, nor this one sign in.",
+          tags: TAG,
+        },
+      },
+    )
+    .post(
+      "/v2/user/link-wallet",
+      async (c) => ({
+        result: 1 as const,
+        data: await s.link.link(await withBearer(c), bearerToken(c.headers.authorization), c.body, requestClientKey(c.request)),
+      }),
+      {
+        body: t.Object({
+          message: t.String({ maxLength: 4096, description: "The message of GET /v2/user/link-wallet/challenge, unchanged" }),
+          signature: t.String({ maxLength: 65536, description: "The wallet's 0x-hex signature of it (EOA, EIP-1271 or ERC-6492)" }),
+          ...client,
+        }),
+        response: {
+          200: ok({ data: t.Object({ did: t.String({ description: "The account's DID now: the wallet's" }), number: t.String(), accessToken: t.String(), refreshToken: t.String() }) }),
+          ...accountErrors(400, 401, 409, 429, 503),
+        },
+        detail: {
+          ...access.bearer,
+          summary: "Link the wallet that signed the challenge to this account: the account gets its address and DID (Bearer access token)",
+          description:
+            "Answers a new session, whose tokens act for the DID, and ends the one that asked. From then on the wallet's sign-in (POST /v2/login/evm, POST /login) opens this account. 409 when the wallet already belongs to an account (its own, or one it was linked to), or this account has a wallet; 401 when the registry names another owner for the wallet's DID.",
+          tags: TAG,
+        },
+      },
+    )
     .get("/v2/user/info", async (c) => ({ result: 1 as const, data: s.users.info(await withBearer(c)) }), {
       response: { 200: ok({ data: userInfo }), ...accountErrors(401) },
       detail: { summary: "The current user's info (Bearer access token)", tags: TAG, ...access.bearer },

@@ -32,7 +32,8 @@ export const users = sqliteTable(
     createdAt: integer("created_at").notNull(),
     updatedAt: integer("updated_at").notNull(),
   },
-  (t) => [index("users_address_idx").on(t.address)],
+  // One account per wallet: its own, or the one it was linked to (users.ts).
+  (t) => [uniqueIndex("users_address_uq").on(t.address)],
 );
 
 /**

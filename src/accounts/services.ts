@@ -9,7 +9,8 @@
 import { createSharedRateLimiter, type SharedRateLimiter } from "../http/shared-rate-limit.ts";
 import { createBrowserService, type BrowserService } from "./browser.ts";
 import { createEmailService, type EmailService } from "./email.ts";
-import { createEvmService, type EvmService } from "./evm.ts";
+import { createEvmService, createSiweRound, type EvmService } from "./evm.ts";
+import { createLinkService, type LinkService } from "./link.ts";
 import { defaultBackoffs, defaultLimits } from "./limits.ts";
 import { createLoginGuard } from "./login-guard.ts";
 import { createMailer } from "./mailer.ts";
@@ -27,6 +28,8 @@ export interface AccountServices {
   messenger: MessengerService;
   browser: BrowserService;
   evm: EvmService;
+  /** Linking a wallet (and its DID) to an account that has none. */
+  link: LinkService;
   points: PointsService;
   /** The login and code limits' counters in the shared database, for other login routes too (POST /login). */
   limiter: SharedRateLimiter;
@@ -46,6 +49,7 @@ export function createAccountServices(deps: AccountDeps): AccountServices {
   const tokens = createTokenService(ctx, jwtKey, deps.resolver);
   const users = createUserService(ctx);
   const mailer = deps.mailer ?? createMailer(deps.config, deps.log);
+  const round = createSiweRound(ctx, { resolver: deps.resolver, publicClient: deps.publicClient });
   return {
     tokens,
     users,
@@ -59,7 +63,8 @@ export function createAccountServices(deps: AccountDeps): AccountServices {
     }),
     messenger: createMessengerService(ctx, { tokens, users }),
     browser: createBrowserService(ctx, { tokens, users }),
-    evm: createEvmService(ctx, { tokens, users, resolver: deps.resolver, publicClient: deps.publicClient }),
+    evm: createEvmService(ctx, { tokens, users, round }),
+    link: createLinkService(ctx, { round, users, tokens }),
     points: createPointsService(ctx),
     limiter: ctx.limiter,
   };

@@ -169,6 +169,9 @@ function sessionKey(found: Pick<Found, "signer" | "method" | "uid">): Address | 
   return key !== null && isAddress(key, { strict: false }) ? getAddress(key) : undefined;
 }
 
+/** Whether the session's login signed with a key: a wallet's sign-in or a DID login (whose key a row of an older version may not have recorded). */
+const provedAKey = (found: Pick<Found, "signer" | "method">) => found.signer !== null || found.method === "evm" || found.method === "did";
+
 /**
  * Access tokens verified lately, by their text. The HMAC and the claims of a token that verified
  * once need not be checked again on every request (≈ 25 µs each): a hit is checked against the
@@ -334,9 +337,11 @@ export function createTokenService(ctx: Ctx, jwtKey: Uint8Array, resolver: DidRe
       if (now() >= session.endsAt) throw fail("SESSION_EXPIRED");
 
       // An account with a DID refreshes only while the key that signed in may sign for it (D3, D21):
-      // once the DID's owner changes or the delegate goes, the whole session ends here.
+      // once the DID's owner changes or the delegate goes, the whole session ends here. A session
+      // that signed nothing (an email code, a password, a messenger: an account that gained its DID
+      // by a wallet link after it began) never acted for the DID and goes on acting for none.
       let authority: Authority | undefined;
-      if (found.did !== null) {
+      if (found.did !== null && provedAKey(found)) {
         const key = sessionKey(found);
         if (key === undefined || !(await mayAct(found.did, key))) {
           await revokeFamily(found.familyId, "login key no longer valid");

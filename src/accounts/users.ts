@@ -1,5 +1,11 @@
 /**
- * Accounts: finding or making them by uid, the current user (spec 2.11) and user info (2.12).
+ * Accounts: finding or making them by uid, the current user (spec 2.11) and user info (2.12), and
+ * linking a wallet to an account that has none.
+ *
+ * A wallet belongs to one account at most: its own (uid = its address, made when it first signs
+ * in) or the account it was linked to (`address`, set once by `linkWallet` after the wallet signed
+ * a message naming that account). A unique index on `address` holds this against races, and a
+ * wallet's sign-in finds the account it was linked to rather than making one of its own.
  *
  * Plain statements on `Sql` (D16): an account is made by one insert that takes the next number,
  * so gateways sharing a database never hand out one number or one uid twice.
@@ -10,6 +16,7 @@
  */
 import { isAddress } from "viem";
 import type { ProviderInfo, users } from "./schema.ts";
+import type { Queryable } from "../db/sql.ts";
 import { fail } from "./error-codes.ts";
 import type { Ctx, UserRow } from "./types.ts";
 
@@ -51,6 +58,11 @@ export interface UserService {
    * A `create.email` another account already has makes no account: that one is answered.
    */
   upsert(uid: string, fields: { create?: UserFields; refresh?: UserFields }): Promise<UserRow>;
+  /**
+   * Gives account `id` the wallet `address` and its `did`, when the account has no wallet yet and
+   * the wallet belongs to no account. Linking the account's own wallet again changes nothing.
+   */
+  linkWallet(id: number, address: string, did: string): Promise<{ linked: UserRow } | { refused: "wallet-taken" | "account-has-wallet" }>;
   update(id: number, fields: UserFields): Promise<UserRow>;
   /** The account behind a verified token; a token of a vanished account is refused. */
   require(uid: string): Promise<UserRow>;
@@ -74,6 +86,12 @@ const COLUMNS = `id, uid, number, email, password_hash AS "passwordHash", did, a
 
 const BY_UID = `SELECT ${COLUMNS} FROM users WHERE uid = $1`;
 const BY_EMAIL = `SELECT ${COLUMNS} FROM users WHERE email = $1`;
+const BY_ID = `SELECT ${COLUMNS} FROM users WHERE id = $1`;
+/** The account a wallet was linked to (its own account has the address as its uid). */
+const BY_ADDRESS = `SELECT ${COLUMNS} FROM users WHERE address = $1`;
+/** Another account than $2 that the wallet $1 belongs to: its own, or one it was linked to. */
+const WALLET_HOLDER = "SELECT id FROM users WHERE (uid = $1 OR address = $1) AND id <> $2";
+const LINK = `UPDATE users SET address = $2, did = $3, updated_at = $4 WHERE id = $1 AND address IS NULL AND did IS NULL RETURNING ${COLUMNS}`;
 /**
  * The next number is read in the insert itself; two gateways that read the same one collide on
  * the unique index, and DO NOTHING (no target: uid, number or email) lets the loser look again.
@@ -138,6 +156,8 @@ export function createUserService(ctx: Ctx): UserService {
   };
   const byUid = (uid: string) => one(BY_UID, uid);
   const byEmail = (email: string) => one(BY_EMAIL, email);
+  /** The account of `uid`; for a wallet's address, the account it was linked to when it has none of its own. */
+  const find = async (uid: string) => (await byUid(uid)) ?? (isAddress(uid, { strict: false }) ? await one(BY_ADDRESS, uid) : undefined);
   // D2: only a bare address uid is ever proven by a signature, so only those can be admin.
   const role = (user: UserRow) => (isAddress(user.uid, { strict: false }) && admins.has(user.uid.toLowerCase()) ? ("admin" as const) : ("user" as const));
 
@@ -182,7 +202,7 @@ export function createUserService(ctx: Ctx): UserService {
       // No transaction: every step is one statement that holds whatever other gateways do, and a
       // step that loses a race looks again.
       for (let attempt = 0; attempt < INSERT_TRIES; attempt++) {
-        const existing = await byUid(uid);
+        const existing = await find(uid);
         if (existing) return Object.keys(refresh).length ? update(existing.id, refresh) : existing;
         const made = await insert(uid, { ...create, ...refresh });
         if (made) return made;
@@ -192,6 +212,31 @@ export function createUserService(ctx: Ctx): UserService {
       throw new Error(`could not make an account for ${uid}: its number was taken ${INSERT_TRIES} times`);
     },
     update,
+    async linkWallet(id, address, did) {
+      const look = async (q: Queryable) => {
+        const me = await q.get<Raw>(BY_ID, [id]);
+        if (!me) throw new Error(`user ${id} vanished while linking a wallet`);
+        if (me.address !== null || me.did !== null) return me.address === address && me.did === did ? { linked: toUser(me) } : { refused: "account-has-wallet" as const };
+        if (await q.get(WALLET_HOLDER, [address, id])) return { refused: "wallet-taken" as const };
+        return undefined;
+      };
+      try {
+        // SERIALIZABLE (the default): two accounts linking one wallet at once cannot both see it free.
+        return await sql.tx(async (tx) => {
+          const seen = await look(tx);
+          if (seen) return seen;
+          const r = await tx.get<Raw>(LINK, [id, address, did, now()]);
+          if (!r) throw new Error(`user ${id} changed while linking a wallet`);
+          return { linked: toUser(r) };
+        });
+      } catch (err) {
+        // The wallet's first sign-in made its own account between the look and the update (a
+        // plain insert, which no serializable check sees): the unique index refused the update.
+        const seen = await look(sql);
+        if (seen && "refused" in seen) return seen;
+        throw err;
+      }
+    },
     async require(uid) {
       const user = await byUid(uid);
       if (!user) throw fail("ACCOUNT_GONE");

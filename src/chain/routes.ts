@@ -36,7 +36,7 @@ export const chainRoutes = ({ chain, publicUrl, log, ageRecipient, limits }: { c
   return new Elysia({ name: "chain" })
     .get("/chain", () => info, {
       detail: { summary: "Chain id, public RPC, contract addresses and seller of this gateway", tags: ["chain"], ...access.public },
-      response: t.Object({ chainId: t.Number(), rpcUrl: t.String(), contracts: t.Object({ proxy: address, didRegistry: address, directory: address }), seller: address, ageRecipient: t.Optional(t.String({ description: "The gateway's age recipient (age1…): priced encrypted entries escrow their file keys to it (D20)" })) }),
+      response: t.Object({ chainId: t.Number(), rpcUrl: t.String(), contracts: t.Object({ proxy: address, didRegistry: address, directory: address }), seller: address, ageRecipient: t.Optional(t.String({ description: "The gateway's age recipient (age1…): priced encrypted entries escrow their file keys to it, so that the gateway can give each buyer the key" })) }),
     })
     .post(
       "/rpc",

@@ -105,7 +105,7 @@ export function consoleRoutes({ publicUrl }: { publicUrl: string }) {
     new Response((await load()).html, { headers: { ...security, "content-type": "text/html; charset=utf-8", "cache-control": "no-cache" } });
 
   // Documented like the other routes, though no client calls them but a browser.
-  const pageRoute = { detail: { summary: "The web console's page (D19)", tags: ["console"], ...access.public }, response: { 200: t.Unknown({ description: "text/html" }) } };
+  const pageRoute = { detail: { summary: "The web console's page", tags: ["console"], ...access.public }, response: { 200: t.Unknown({ description: "text/html" }) } };
   return new Elysia({ name: "console" })
     // (Elysia answers /console/ here too: paths are not strict.)
     .get(PREFIX, index, pageRoute)

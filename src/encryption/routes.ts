@@ -68,7 +68,7 @@ function mid(raw: string): string {
 export function encryptionRoutes({ encryption, tokens, chainId }: { encryption: Encryption; tokens: AccessTokens; chainId: number }) {
   /** The caller's DID identity address, or the account API's 401. */
   const caller = async (headers: Record<string, string | undefined>): Promise<Address> => (await callerDid(headers)).address;
-  const callerDid = didBearer(tokens, chainId, () => accountError("UNAUTHORIZED", "this account has no DID: encryption keys belong to a DID (log in with a wallet)"));
+  const callerDid = didBearer(tokens, chainId, () => accountError("UNAUTHORIZED", "this session acts for no DID: encryption keys belong to a DID (log in with a wallet; an account without one links it first, POST /v2/user/link-wallet)"));
 
   return new Elysia({ name: "encryption" })
     .get(
@@ -80,7 +80,7 @@ export function encryptionRoutes({ encryption, tokens, chainId }: { encryption: 
         if (!stored) throw accountError("NOT_FOUND", `no age identity is stored for ${who} yet: the account's client makes one at its first encrypted upload`);
         return { result: 1 as const, data: stored };
       },
-      { response: { 200: ok({ data: identity }), ...accountErrors(401, 404) }, detail: { summary: "The account's wrapped age identity (D20), opaque to the gateway", tags: TAG, ...access.bearer } },
+      { response: { 200: ok({ data: identity }), ...accountErrors(401, 404) }, detail: { summary: "The account's age key (for files encrypted on the client), wrapped under the wallet's signature: opaque to the gateway", tags: TAG, ...access.bearer } },
     )
     .put(
       "/v2/keys/age",

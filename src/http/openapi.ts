@@ -22,9 +22,9 @@ export const securitySchemes = {
     type: "apiKey",
     in: "query",
     name: "signature",
-    description: "A restricted call (D5): did, token, requestID, payload and the EIP-712 Request signature, in the query (or, for an upload, multipart fields before the file)",
+    description: "A signed call: did, token, requestID, payload and the EIP-712 Request signature, in the query (or, for an upload, multipart fields before the file)",
   },
-  voucher: { type: "apiKey", in: "query", name: "sign", description: "A traffic voucher (D6): size and the EIP-712 Voucher signature of the payer" },
+  voucher: { type: "apiKey", in: "query", name: "sign", description: "A traffic voucher: size and the EIP-712 Voucher signature of the payer, who pays the download from its traffic" },
 } as const;
 
 type Security = { security: Record<string, string[]>[] };

@@ -76,7 +76,7 @@ export async function requireCaller<D>(request: Request, tokens: AccessTokens, r
     if (why) throw storageError.unauthorized(why);
     throw err;
   }
-  if (!claims.did) throw storageError.unauthorized("invalid token payload: this account has no DID; storage needs a DID or wallet login");
+  if (!claims.did) throw storageError.unauthorized("invalid token payload: this session acts for no DID (it signed in by email, password or a messenger); storage needs a wallet or DID login, and an account without a wallet links one first (POST /v2/user/link-wallet)");
   try {
     return { uid: claims.uid, did: readDid(claims.did) };
   } catch {

@@ -51,8 +51,8 @@ export const quotaRoutes = ({ meter, purchases, tokens, chainId }: { meter: Mete
   const record = { 200: quotaRecord, ...storageErrors(401, 518) };
   const purchase = { 200: purchaseResult, ...storageErrors(400, 401, 402, 409, 500, 518) };
   return new Elysia({ name: "quota" })
-    .get("/:type/space", show("space"), { params, detail: { summary: "Remaining storage space (spec 2.6), shared by dfs and ipfs", tags: ["quota"], ...access.bearer }, response: record })
-    .get("/:type/traffic", show("traffic"), { params, detail: { summary: "Remaining traffic (spec 2.6), shared by dfs and ipfs", tags: ["quota"], ...access.bearer }, response: record })
+    .get("/:type/space", show("space"), { params, detail: { summary: "Remaining storage space, shared by dfs and ipfs", tags: ["quota"], ...access.bearer }, response: record })
+    .get("/:type/traffic", show("traffic"), { params, detail: { summary: "Remaining traffic, shared by dfs and ipfs", tags: ["quota"], ...access.bearer }, response: record })
     .get("/:type/buyspace", buy("space"), { params, query: t.Object({ size: t.Optional(t.String()) }), detail: buyDoc("space"), response: purchase })
     .get("/:type/buytraffic", buy("traffic"), { params, query: t.Object({ size: t.Optional(t.String()) }), detail: buyDoc("traffic"), response: purchase });
 };

@@ -230,6 +230,19 @@ export function createAccountClient(opts: AccountClientOptions) {
       const message = await evmChallenge(opts.address ?? signer.address, opts.chainId);
       return loginWithEvm(message, await signer.signMessage({ message }));
     },
+    /**
+     * Links the wallet of `signer` to this account, which has none yet (an email, password or
+     * messenger account): the gateway answers the message to sign (it names the account), the
+     * wallet signs it, and the account gets the wallet's address and DID. The client then holds
+     * the new session's tokens, which act for the DID; the wallet's sign-in opens this account.
+     */
+    async linkWallet(signer: MessageSigner, opts: { address?: string; chainId?: number } = {}): Promise<EvmLoginResult> {
+      const query = new URLSearchParams({ address: opts.address ?? signer.address, ...(opts.chainId === undefined ? {} : { chainid: String(opts.chainId) }) });
+      const message = await authed(async (token) => String((await call({ method: "GET", path: `/v2/user/link-wallet/challenge?${query}`, headers: { ...bearer(token), origin } })).data));
+      const signature = await signer.signMessage({ message });
+      // Not retried after a refresh: the message is good once, so a second try could only fail.
+      return login<EvmLoginResult>({ method: "POST", path: "/v2/user/link-wallet", body: { message, signature, ...client }, headers: bearer(requireTokens().accessToken) });
+    },
     /** Row 12. */
     userInfo: () => authed(async (token) => (await call({ method: "GET", path: "/v2/user/info", headers: bearer(token) })).data as UserInfo),
     /** Row 13: the latest record of an action, or null. */

@@ -42,7 +42,7 @@ const typeParam = t.Object({ type: storageTypeParam });
 /** A download's body: bytes, not JSON (the schema documents; a Response is never validated). */
 const fileBytes = t.Unknown({
   description:
-    "The file's bytes (a range of them for 206); asked as application/vnd.ipld.raw or application/vnd.ipld.car, a block or a CAR of public content (D17). Always Content-Disposition: attachment, X-Content-Type-Options: nosniff and Content-Security-Policy: sandbox; default-src 'none'; a script is sent as text/plain",
+    "The file's bytes (a range of them for 206); asked as application/vnd.ipld.raw or application/vnd.ipld.car, a block or a CAR of public content (the trustless gateway). Always Content-Disposition: attachment, X-Content-Type-Options: nosniff and Content-Security-Policy: sandbox; default-src 'none'; a script is sent as text/plain",
 });
 
 const wantsJson = (request: Request) => (request.headers.get("accept") ?? "").includes("application/json");
@@ -124,7 +124,7 @@ export const storageRoutes = (storage: Storage, guard: { tokens: AccessTokens; c
     )
     .get("/login", ({ query }) => storage.loginInfo(query.did), {
       query: t.Object({ did: t.Optional(t.String({ maxLength: 200 })) }),
-      detail: { summary: "Login info of a DID's latest session (spec 2.2)", tags: ["storage"], ...access.public },
+      detail: { summary: "Login info of a DID's latest session", tags: ["storage"], ...access.public },
       response: { 200: loginInfo, ...storageErrors(400, 404) },
     })
     .get("/traffichash", async ({ request, query }) => storage.trafficHash(await caller(request), query.size, query.payer), {
@@ -132,7 +132,7 @@ export const storageRoutes = (storage: Storage, guard: { tokens: AccessTokens; c
         size: t.Optional(t.String()),
         payer: t.Optional(t.String({ maxLength: 64, description: "Whose counter to answer: the account or one of its keys (a delegate, a console session key); default the account" })),
       }),
-      detail: { summary: "The EIP-712 digest of a traffic voucher for a cumulative size, with the payer's counter (D6)", tags: ["storage"], ...access.bearer },
+      detail: { summary: "The EIP-712 digest of a traffic voucher for a cumulative size, with the payer's counter (what its vouchers have signed for so far)", tags: ["storage"], ...access.bearer },
       response: { 200: trafficHashResult, ...storageErrors(400, 401) },
     })
     .post(
@@ -164,7 +164,7 @@ export const storageRoutes = (storage: Storage, guard: { tokens: AccessTokens; c
       {
       params: typeParam,
       query: t.Object({ limit: t.Optional(t.String()), after: t.Optional(t.String()) }),
-      detail: { summary: "The caller's files on this back-end (spec 2.5); optional limit/after paging", tags: ["storage"], ...access.bearer },
+      detail: { summary: "The caller's files on this back-end; optional limit/after paging", tags: ["storage"], ...access.bearer },
       response: { 200: fileList, ...storageErrors(400, 401, 518) },
       },
     )
@@ -177,7 +177,7 @@ export const storageRoutes = (storage: Storage, guard: { tokens: AccessTokens; c
     .get("/:type/:cid", ({ request, params, query, path }) => (checkNotAccount(path), download(request, params.type, params.cid, query)), {
       params: t.Object({ type: t.String(), cid: t.String() }),
       query: voucherQuery,
-      detail: { summary: "Download a file by Cid with a traffic voucher (size, sign); Range, HEAD, ETag. On /ipfs/<cid>, Accept application/vnd.ipld.raw or .car (or ?format=raw|car) asks the trustless gateway instead: public content, no voucher (D17)", tags: ["storage"], ...access.download },
+      detail: { summary: "Download a file by Cid with a traffic voucher (size, sign); Range, HEAD, ETag. On /ipfs/<cid>, Accept application/vnd.ipld.raw or .car (or ?format=raw|car) asks the trustless gateway instead: public content, no voucher", tags: ["storage"], ...access.download },
       response: {
         200: fileBytes,
         206: fileBytes,

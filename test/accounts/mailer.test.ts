@@ -1,6 +1,7 @@
 /**
  * Code mail as it leaves the server: through a real SMTP server (smtp-server, in this test) when
- * STOWAGE_SMTP_URL is set, into the dev mailbox (DATA_DIR/mail/*.eml) when not. Neither logs the code.
+ * STOWAGE_SMTP_URL is set, into the dev mailbox (DATA_DIR/mail/*.eml) when not, which the answer
+ * then names. Neither logs the code.
  * A relay that is down or refuses the mail makes a 503 and leaves no usable code (D11, D12).
  */
 import { afterAll, describe, expect, test } from "bun:test";
@@ -65,6 +66,7 @@ describe("code mail", () => {
     });
     const r = await call("POST", "/v2/login/email/code", { body: { email: "Alice@Example.com" } });
     expect(r.status).toBe(200);
+    expect(r.body.message).toBe("A code was sent to this address; it is valid for 10 minutes");
     expect(smtp.received).toHaveLength(1);
     const mail = smtp.received[0]!;
     expect(mail.from).toBe("codes@stowage.test");
@@ -119,10 +121,13 @@ describe("code mail", () => {
   test("without SMTP, lands in DATA_DIR/mail as <unix-ms>-<seq>.eml, code in subject and text, not in the log", async () => {
     const logs = capture();
     const { call, dataDir } = accountsApp({ accounts: { mailer: undefined, log: logs.log } });
-    for (const email of ["carol@example.com", "dave@example.com"]) {
-      expect((await call("POST", "/v2/login/email/code", { body: { email } })).status).toBe(200);
-    }
     const dir = join(dataDir, "mail");
+    for (const email of ["carol@example.com", "dave@example.com"]) {
+      const r = await call("POST", "/v2/login/email/code", { body: { email } });
+      expect(r.status).toBe(200);
+      // Whoever tries a gateway without mail learns where the code went (the console shows it).
+      expect(r.body.message).toBe(`A code was sent to this address; it is valid for 10 minutes. It was written to a file in ${dir} on the server (this gateway sends no mail: STOWAGE_SMTP_URL is not set)`);
+    }
     const files = readdirSync(dir).sort();
     expect(files).toHaveLength(2);
     for (const f of files) expect(f).toMatch(/^\d{13}-\d{6}\.eml$/);

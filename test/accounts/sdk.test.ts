@@ -39,6 +39,26 @@ describe("account SDK", () => {
     expect(seen).toHaveLength(2);
   });
 
+  test("an email account links a wallet in one call: the client holds the new session, acting for the wallet's DID", async () => {
+    const seen: (TokenPair | undefined)[] = [];
+    const c = client({ onTokens: (p) => seen.push(p) });
+    const email = "linker@example.com";
+    await c.sendEmailCode(email);
+    await c.loginWithEmailCode(email, t.mail.lastCode(email));
+    const before = c.tokens;
+    const wallet = privateKeyToAccount(generatePrivateKey());
+    const linked = await c.linkWallet(wallet);
+    expect(linked.did).toBe(`did:ethr:0x3d9:${wallet.address}`);
+    expect(c.tokens).toEqual({ accessToken: linked.accessToken, refreshToken: linked.refreshToken });
+    expect(seen.at(-1)).toEqual(c.tokens);
+    expect(c.tokens).not.toEqual(before);
+    expect(await c.userInfo()).toMatchObject({ email, address: wallet.address, did: linked.did });
+    // The wallet's own sign-in now opens this account.
+    const walletClient = client();
+    await walletClient.loginWithEvmAccount(wallet);
+    expect((await walletClient.me()).email).toBe(email);
+  });
+
   test("an expired access token is refreshed once, even by parallel calls", async () => {
     const c = client();
     await c.loginWithEvmAccount(privateKeyToAccount(generatePrivateKey()));

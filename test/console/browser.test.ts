@@ -9,7 +9,12 @@
  * signs one SIWE grant with a ReCap for the page's session key), deposit and buy space and traffic, upload a 3 MiB
  * file to dfs and ipfs with progress shown, see it on both, download it byte-exact, publish it and
  * find it in the directory, delete the dfs copy, record points. Flow 2: sign in by email code
- * (read from the dev mailbox); the account without a DID sees the account page only. Flow 3: an
+ * (the page says the code went to the dev mailbox, where it is read); the account, which has no
+ * wallet, sees the account page only, links the injected wallet (one signature naming the
+ * account), then uploads and downloads; the wallet's sign-in opens the same account. A wallet
+ * that has an account of its own is not linked, and the page says to sign in with it. Without a
+ * wallet in the browser, the sign-in and account pages say how to get one, or give the command
+ * line's lines for this gateway. Flow 3: an
  * encrypted upload (sealed in the page, D20) downloaded and opened byte-exact, and the session
  * keys screen: two tabs' grants listed, one revoked (its next upload refused), then this page's.
  * Flow 4: an age identity wrapped the earlier way is re-wrapped at its first unlock in the page.
@@ -125,7 +130,7 @@ async function walletContext(): Promise<{ context: BrowserContext; address: Hex;
             // EIP-4361: the wallet shows and checks the requesting origin; another site's message is refused.
             const page = new URL(frame.url()).origin;
             if (`${siwe[1] ?? "https"}://${siwe[2]}` !== page) throw new Error(`the message is for ${siwe[2]}, not this page (${page})`);
-            prompts.push(/^Resources:\n- urn:recap:/m.test(text) ? "personal_sign:grant" : "personal_sign:sign-in");
+            prompts.push(/^Resources:\n- urn:recap:/m.test(text) ? "personal_sign:grant" : /^Link this wallet to Stowage account /m.test(text) ? "personal_sign:link" : "personal_sign:sign-in");
           } else prompts.push(method);
           return account.signMessage({ message: { raw: params[0] as Hex } });
         }
@@ -220,6 +225,10 @@ test(
       window.progressSeen = [];
       new MutationObserver(() => window.progressSeen.push(text.textContent)).observe(text, { childList: true, characterData: true, subtree: true });
     }`);
+    // dfs is the default, as for `stowage put`; ipfs too, here.
+    expect(await page.isChecked('#upload-form input[name="dfs"]')).toBe(true);
+    expect(await page.isChecked('#upload-form input[name="ipfs"]')).toBe(false);
+    await page.check('#upload-form input[name="ipfs"]');
     await page.setInputFiles('#upload-form input[name="file"]', { name, mimeType: "application/octet-stream", buffer: Buffer.from(content) });
     await page.click('#upload-form button[type="submit"]');
     await waitStatus(page, /^Uploaded atlas-3mib\.bin to dfs and ipfs/);
@@ -246,10 +255,16 @@ test(
     expect(saved.byteLength).toBe(content.byteLength);
     expect(Buffer.compare(saved, content)).toBe(0);
 
-    // Publish from the ipfs copy (prefilled), then find it in the directory.
+    // Publish from the ipfs copy: the form picks that file (no Cid or size typed), named as
+    // stored, and private by default, as `stowage publish` is; here it is sold.
     await ipfsRow.locator('[data-action="publish"]').click();
     await ready(page, "directory");
-    expect(await page.inputValue('#publish-form input[name="cid"]')).toBe(cid);
+    expect(await page.inputValue('#publish-form select[name="file"]')).toBe(cid);
+    expect(await page.inputValue('#publish-form input[name="name"]')).toBe(name);
+    expect(await page.inputValue('#publish-form select[name="access"]')).toBe("private");
+    expect(await page.locator('#publish-form input[name="price"]').isHidden()).toBe(true);
+    await page.selectOption('#publish-form select[name="access"]', "sold");
+    await page.fill('#publish-form input[name="price"]', "5000");
     await page.fill('#publish-form input[name="keywords"]', "maps, atlas");
     await page.click('#publish-form button[type="submit"]');
     await waitStatus(page, /^Published/);
@@ -280,7 +295,7 @@ test(
     await page.click('nav a[href="#/account"]');
     await ready(page, "account");
     await page.click('[data-action="record-5"]');
-    await waitStatus(page, /^Recorded action 5/);
+    await waitStatus(page, /^Noted: you use this account/);
     await waitFor(page, `document.querySelector('#user-info [data-field="Points"]')?.textContent === "100"`);
     expect(await page.textContent('#user-info [data-field="DID"]')).toContain(address);
     await shoot(page, "08-account");
@@ -446,38 +461,175 @@ test(
   180_000,
 );
 
+/** The newest mail to `email` in the dev mailbox after `known`, and the code in its subject. */
+async function mailedCode(email: string, known: Set<string>): Promise<string> {
+  const mailDir = join(dataDir, "mail");
+  const inbox = () => (existsSync(mailDir) ? readdirSync(mailDir) : []);
+  const [mail] = await until("the code's mail", () => inbox().filter((f) => !known.has(f) && readFileSync(join(mailDir, f), "utf8").includes(email)), (f) => f.length === 1, 10_000);
+  const code = /\b(\d{6})\b/.exec(/^Subject: .*$/m.exec(readFileSync(join(mailDir, mail as string), "utf8"))?.[0] ?? "")?.[1];
+  expect(code).toMatch(/^\d{6}$/);
+  return code as string;
+}
+const mailbox = () => new Set(existsSync(join(dataDir, "mail")) ? readdirSync(join(dataDir, "mail")) : []);
+
 test(
-  "email code: signs in from the dev mailbox; an account without a DID sees the account page only",
+  "email code: the page says where the dev mailbox wrote the code; the account links the injected wallet, uploads and downloads; the wallet's sign-in opens it",
+  async () => {
+    const { context, address, prompts } = await walletContext();
+    const info = (await (await fetch(`${url}/chain`)).json()) as { chainId: number };
+    const did = `did:ethr:0x${info.chainId.toString(16)}:${address}`;
+    const page = await context.newPage();
+    const failures: string[] = [];
+    page.on("pageerror", (e) => failures.push(e.message));
+    await page.goto(`${url}/console`);
+    await page.click('button[role="tab"]:has-text("Email code")');
+    const email = `reader-${Date.now()}@example.org`;
+    await page.fill('#code-form input[name="email"]', email);
+    const known = mailbox();
+    await page.click('#code-form button[type="submit"]');
+    // No SMTP here: the page names the folder the code was written to.
+    await page.waitForSelector("#code-sent:not([hidden])");
+    expect(await page.textContent("#code-sent")).toContain(`written to a file in ${join(dataDir, "mail")} on the server`);
+    await shoot(page, "09-sign-in-email-code-sent");
+    await page.fill('#code-form input[name="code"]', await mailedCode(email, known));
+    await page.click('#code-form button[type="submit"]');
+    await ready(page, "account");
+
+    // No wallet yet: the account page says what a wallet is for and offers to link one.
+    expect(await page.textContent('#user-info [data-field="Email"]')).toBe(email);
+    expect(await page.textContent('#user-info [data-field="DID"]')).toBe("none yet: it comes with a wallet");
+    for (const page_ of ["files", "quota", "directory", "sessions"]) expect(await page.locator(`nav a[href="#/${page_}"]`).isHidden()).toBe(true);
+    await page.goto(`${url}/console#/files`);
+    await ready(page, "account");
+    await shoot(page, "10-account-email-link-wallet");
+
+    // The wallet signs one message naming the account; the console goes on to the files.
+    await page.click("#link-wallet");
+    await ready(page, "files");
+    await waitStatus(page, new RegExp(`^Linked wallet ${address}`));
+    expect(prompts).toEqual(["personal_sign:link"]);
+    for (const quota of [["--space", "64MiB"], ["--traffic", "64MiB"]]) await admin("grant", "--did", did, ...quota);
+
+    await page.click("#grant-button");
+    await page.waitForSelector("#grant >> text=signs for you until");
+    const content = crypto.getRandomValues(new Uint8Array(300_000));
+    await page.setInputFiles('#upload-form input[name="file"]', { name: "linked.bin", mimeType: "application/octet-stream", buffer: Buffer.from(content) });
+    await page.click('#upload-form button[type="submit"]');
+    await waitStatus(page, /^Uploaded linked\.bin to dfs$/);
+    const row = page.locator('#files-dfs li[data-name="linked.bin"]');
+    await row.waitFor();
+    const [download] = await Promise.all([page.waitForEvent("download"), row.locator('[data-action="download"]').click()]);
+    expect(Buffer.compare(new Uint8Array(readFileSync((await download.path()) as string)), content)).toBe(0);
+    await shoot(page, "11-files-after-link");
+    expect(prompts).toEqual(["personal_sign:link", "personal_sign:grant"]);
+
+    await page.click('nav a[href="#/account"]');
+    await ready(page, "account");
+    expect(await page.textContent('#user-info [data-field="Address"]')).toBe(address);
+    expect(await page.textContent('#user-info [data-field="DID"]')).toBe(did);
+    const uid = await page.textContent('#user-info [data-field="User"]');
+    expect(uid).toMatch(/^email:/);
+
+    // Signed out, the wallet's own sign-in opens the same account, with the file.
+    await page.click("#sign-out");
+    await page.waitForSelector("#wallet-signin");
+    await page.click("#wallet-signin");
+    await ready(page, "files");
+    await page.locator('#files-dfs li[data-name="linked.bin"]').waitFor();
+    await page.click('nav a[href="#/account"]');
+    await ready(page, "account");
+    expect(await page.textContent('#user-info [data-field="User"]')).toBe(uid);
+    expect(await page.textContent('#user-info [data-field="Email"]')).toBe(email);
+
+    // Signed in by email again: the account has its wallet, this session acts for no DID until
+    // the wallet signs (an email code proves no key); the page offers that, and the files follow.
+    await page.click("#sign-out");
+    await page.click('button[role="tab"]:has-text("Email code")');
+    await page.fill('#code-form input[name="email"]', email);
+    const before = mailbox();
+    await page.click('#code-form button[type="submit"]');
+    await page.fill('#code-form input[name="code"]', await mailedCode(email, before));
+    await page.click('#code-form button[type="submit"]');
+    await ready(page, "account");
+    expect(await page.textContent('#user-info [data-field="Address"]')).toBe(address);
+    expect(await page.locator('nav a[href="#/files"]').isHidden()).toBe(true);
+    await shoot(page, "19-account-email-wallet-linked");
+    await page.click("#wallet #wallet-signin");
+    await ready(page, "files");
+    await page.locator('#files-dfs li[data-name="linked.bin"]').waitFor();
+    expect(prompts).toEqual(["personal_sign:link", "personal_sign:grant", "personal_sign:sign-in", "personal_sign:sign-in"]);
+    expect(failures.join("\n")).toBe("");
+    await context.close();
+  },
+  120_000,
+);
+
+test(
+  "email code: a wallet that has an account of its own is not linked; the page says to sign in with it, and nothing changes",
+  async () => {
+    const { context, prompts } = await walletContext();
+    const page = await context.newPage();
+    // The wallet signs in first: its own account.
+    await page.goto(`${url}/console`);
+    await page.click("#wallet-signin");
+    await ready(page, "files");
+    await page.click('nav a[href="#/account"]');
+    await ready(page, "account");
+    await page.click("#sign-out");
+
+    await page.click('button[role="tab"]:has-text("Email code")');
+    const email = `second-${Date.now()}@example.org`;
+    await page.fill('#code-form input[name="email"]', email);
+    const known = mailbox();
+    await page.click('#code-form button[type="submit"]');
+    await page.fill('#code-form input[name="code"]', await mailedCode(email, known));
+    await page.click('#code-form button[type="submit"]');
+    await ready(page, "account");
+    await page.click("#link-wallet");
+    await waitFor(page, `document.getElementById("status").className === "error"`);
+    expect(await page.textContent("#status")).toMatch(/already belongs to another account .*sign in with the wallet instead/);
+    expect(prompts).toEqual(["personal_sign:sign-in", "personal_sign:link"]);
+    await shoot(page, "20-account-link-refused");
+    // Still the email account, still without a wallet, still offered the link.
+    await page.reload();
+    await ready(page, "account");
+    expect(await page.textContent('#user-info [data-field="Address"]')).toBe("none yet");
+    expect(await page.locator("#link-wallet").count()).toBe(1);
+    expect(await page.textContent('#user-info [data-field="Email"]')).toBe(email);
+    await context.close();
+  },
+  60_000,
+);
+
+test(
+  "no wallet in the browser: the sign-in page and an email account's page say how to get one, or to use the command line",
   async () => {
     const context = await (browser as Browser).newContext({ viewport: { width: WIDTH, height: 844 } });
     const page = await context.newPage();
     await page.goto(`${url}/console`);
+    // Without a wallet the email tab comes first; the wallet tab explains instead of failing.
     await page.waitForSelector("#code-form");
-    const email = `reader-${Date.now()}@example.org`;
+    await page.click('button[role="tab"]:has-text("Wallet")');
+    await page.waitForSelector("#no-wallet");
+    expect(await page.locator("#wallet-signin").count()).toBe(0);
+    const guidance = (await page.textContent("#no-wallet")) ?? "";
+    expect(guidance).toContain("Install a wallet extension");
+    // The command line's lines, pointed at this gateway (its default is localhost:8080).
+    expect(await page.textContent("#no-wallet-cli")).toBe(`export STOWAGE_GATEWAY=${url}\nexport STOWAGE_USER_KEY=$(./stowage keygen)\n./stowage put FILE`);
+    expect(guidance).toContain("./stowage deposit");
+    await shoot(page, "16-sign-in-no-wallet");
+
+    await page.click('button[role="tab"]:has-text("Email code")');
+    const email = `walletless-${Date.now()}@example.org`;
     await page.fill('#code-form input[name="email"]', email);
-    await shoot(page, "09-sign-in-email");
-    const mailDir = join(dataDir, "mail");
-    const inbox = () => (existsSync(mailDir) ? readdirSync(mailDir) : []);
-    const known = new Set(inbox());
+    const known = mailbox();
     await page.click('#code-form button[type="submit"]');
-    const mail = await until(
-      "the code's mail",
-      () => inbox().filter((f) => !known.has(f) && readFileSync(join(mailDir, f), "utf8").includes(email)),
-      (f) => f.length === 1,
-      10_000,
-    );
-    const code = /\b(\d{6})\b/.exec(/^Subject: .*$/m.exec(readFileSync(join(mailDir, mail[0] as string), "utf8"))?.[0] ?? "")?.[1];
-    expect(code).toMatch(/^\d{6}$/);
-    await page.fill('#code-form input[name="code"]', code as string);
+    await page.fill('#code-form input[name="code"]', await mailedCode(email, known));
     await page.click('#code-form button[type="submit"]');
     await ready(page, "account");
-    expect(await page.textContent('#user-info [data-field="Email"]')).toBe(email);
-    expect(await page.textContent('#user-info [data-field="DID"]')).toBe("none (account pages only)");
-    for (const page_ of ["files", "quota", "directory", "sessions"]) expect(await page.locator(`nav a[href="#/${page_}"]`).isHidden()).toBe(true);
-    // The storage pages are not reachable by address either.
-    await page.goto(`${url}/console#/files`);
-    await ready(page, "account");
-    await shoot(page, "10-account-email");
+    expect(await page.locator("#link-wallet").count()).toBe(0);
+    expect(await page.textContent("#wallet #no-wallet")).toContain("Install a wallet extension");
+    await shoot(page, "17-account-no-wallet");
     await context.close();
   },
   60_000,
@@ -503,7 +655,7 @@ test(
     await page.click('button[role="tab"]:has-text("Password")');
     await page.fill('#password-form input[name="email"]', email);
     await page.fill('#password-form input[name="password"]', password);
-    await shoot(page, "11-sign-in-password");
+    await shoot(page, "18-sign-in-password");
     await page.click('#password-form button[type="submit"]');
     await ready(page, "account");
     expect(await page.textContent('#user-info [data-field="Email"]')).toBe(email);

@@ -3,7 +3,8 @@
  * and frees the data dir for the next start. npm forwards the signal to its child only, so every
  * script between npm and Bun must `exec`. Both ways scripts/bun.sh finds Bun are run: a `bun` on
  * PATH, and none (Bun fetched through npx, whose own `sh -c` would swallow the signal). And the
- * README's `npx stowage` runs the command line with nothing but Node.js and npm on PATH.
+ * README's `./stowage` runs the command line with nothing but Node.js and npm on PATH, from any
+ * folder and through a symlink, with no npm at all once Bun is there; `npm exec stowage` too.
  */
 import { afterEach, describe, expect, test } from "bun:test";
 import { existsSync, mkdirSync, readFileSync, rmSync, symlinkSync } from "node:fs";
@@ -136,15 +137,36 @@ describe.each([
   }, timeout);
 });
 
-test("`npx stowage` runs the command line in the clone with only Node.js and npm (README)", async () => {
-  const npx = Bun.spawn(["npx", "--no-install", "stowage", "--help"], {
-    cwd: ROOT,
-    env: { PATH: pathFor(false), HOME: process.env.HOME ?? "/root" },
-    stdout: "pipe",
-    stderr: "pipe",
-  });
-  const [out, err, code] = await Promise.all([new Response(npx.stdout).text(), new Response(npx.stderr).text(), npx.exited]);
-  expect(err).not.toContain("No such file");
-  expect(code).toBe(0);
-  expect(out).toContain("Usage: stowage <command>");
+/** Runs `cmd` with only `PATH` (and HOME): its stdout, stderr and exit code. */
+async function runWith(cmd: string[], cwd: string, PATH: string) {
+  const proc = Bun.spawn(cmd, { cwd, env: { PATH, HOME: process.env.HOME ?? "/root" }, stdout: "pipe", stderr: "pipe" });
+  const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
+  return { out, err, code };
+}
+
+test("`./stowage` runs the command line with only Node.js and npm, from the clone, another folder or a symlink; `npm exec stowage` too (README)", async () => {
+  const elsewhere = tempDir("launcher");
+  const link = join(elsewhere, "stowage");
+  symlinkSync(join(ROOT, "stowage"), link);
+  for (const [cmd, cwd] of [
+    [["./stowage", "--help"], ROOT],
+    [[join(ROOT, "stowage"), "--help"], elsewhere],
+    [[link, "--help"], elsewhere],
+    [["npm", "exec", "--no-install", "stowage", "--", "--help"], ROOT],
+  ] as const) {
+    const r = await runWith([...cmd], cwd, pathFor(false));
+    expect(r.err, cmd.join(" ")).not.toContain("No such file");
+    expect(r.code, `${cmd.join(" ")}: ${r.err}`).toBe(0);
+    expect(r.out).toContain("Usage: stowage <command>");
+  }
+}, timeout);
+
+test("`./stowage` needs no npm once the pinned Bun is on PATH: nothing but sh, dirname, readlink and Bun", async () => {
+  const bin = join(tempDir("launcher-path"), "bin");
+  mkdirSync(bin);
+  for (const tool of ["/bin/sh", "/usr/bin/dirname", "/usr/bin/readlink", "/usr/bin/cat"]) symlinkSync(tool, join(bin, tool.split("/").pop() as string));
+  symlinkSync(process.execPath, join(bin, "bun"));
+  const r = await runWith(["./stowage", "--version"], ROOT, bin);
+  expect(r.code, r.err).toBe(0);
+  expect(r.out.trim()).toBe(JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")).version);
 }, timeout);

@@ -3,8 +3,8 @@
  * npm pastes them and they work. Blocks marked `<!-- test: run -->` right before their fence are
  * taken out of README.md and run against the compiled server on a fresh data dir: the shell blocks
  * in order as one `bash -e -o pipefail` session, as a reader goes through them in one terminal (what
- * one exports, the next has), in the clone's folder (where the README says to run them, so `npx
- * stowage` resolves to the clone's own bin); code blocks with Bun as the README says (`sh scripts/bun.sh`),
+ * one exports, the next has), in the clone's folder (where the README says to run them, so
+ * `./stowage` is the clone's own launcher); code blocks with Bun as the README says (`sh scripts/bun.sh`),
  * both with a PATH that holds node, npm, a shell and coreutils only: no Bun, no curl, no jq. Nothing
  * in a block is replaced; the test gives only what the README tells a reader to set for a gateway
  * that is not theirs on localhost:8080 and a data dir that is not ./data (STOWAGE_GATEWAY,
@@ -127,6 +127,11 @@ test("the sections a reader runs as written are marked to run, and every marked 
   // Placeholders cannot run: a marked block holds none (outside its comments).
   const code = (b: Block) => b.code.replace(/(^|\s)(#|\/\/).*$/gm, "");
   for (const b of marked) expect(code(b), `README.md:${b.line}`).not.toMatch(/…|0xUSER|PASSWORD/);
+  // The command line as the clone has it: `./stowage`, never npx (a second or more of npm per
+  // command, and outside the clone a lookup of the public registry) nor a bare name no machine has.
+  const shell = marked.filter((b) => b.lang === "sh");
+  for (const b of shell) expect(code(b), `README.md:${b.line}`).not.toMatch(/(?:^|\$\(|[|;&]\s*)(?:npx\s+|npm\s+exec\s+)?stowage\b/m);
+  expect(shell.some((b) => /^\.\/stowage /m.test(b.code))).toBe(true);
 });
 
 test("the marked blocks run as written against a fresh server, with only Node.js and npm", async () => {

@@ -4,6 +4,7 @@ import { describe, expect, test } from "bun:test";
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { SignJWT } from "jose";
+import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { clientKeyOf } from "../../src/http/client-key.ts";
 import { get, readJson } from "../support/app.ts";
 import { testGateway } from "../support/storage.ts";
@@ -86,7 +87,7 @@ describe("storage routes refuse with 401", () => {
     await expectGuard(`Bearer ${other.refreshToken}`, /^invalid token payload: not an access token$/);
   });
 
-  test("a token of an account without a DID (email login): 401 saying so", async () => {
+  test("a token of an account without a DID (email login): 401 saying so; once it links a wallet, 200", async () => {
     const email = `nodid-${Date.now()}@example.com`;
     await gw.accounts.email.sendCode(email, clientKeyOf("203.0.113.7"));
     const mailDir = join(gw.dataDir, "mail");
@@ -94,7 +95,21 @@ describe("storage routes refuse with 401", () => {
     const code = /Your Stowage code: (\d{6})/.exec(mail ?? "")?.[1];
     expect(code).toBeDefined();
     const pair = await gw.accounts.email.loginWithCode({ email, code: code as string, source: "test" }, clientKeyOf("203.0.113.7"));
-    await expectGuard(`Bearer ${pair.accessToken}`, /has no DID/);
+    await expectGuard(`Bearer ${pair.accessToken}`, /acts for no DID .*links one first \(POST \/v2\/user\/link-wallet\)/);
+
+    // Once it links a wallet, the link's session passes the guard, acting for the wallet's DID,
+    // and the wallet's DID login (POST /login) opens this same account.
+    const wallet = privateKeyToAccount(generatePrivateKey());
+    const user = await gw.accounts.users.byEmail(email);
+    const from = clientKeyOf("203.0.113.7");
+    const message = await gw.accounts.link.challenge(user!, { address: wallet.address, origin: "http://localhost:8080" }, from);
+    const linked = await gw.accounts.link.link(user!, pair.accessToken, { message, signature: await wallet.signMessage({ message }), source: "test" }, from);
+    const listed = await gw.app.handle(get("/dfs/listobjects", { headers: { authorization: `Bearer ${linked.accessToken}` } }));
+    expect(listed.status).toBe(200);
+    expect((await readJson(listed)).Address).toBe(wallet.address);
+    const viaLogin = await gw.session(wallet);
+    const me = await readJson(await gw.app.handle(get("/v2/auth/me", { headers: { authorization: `Bearer ${viaLogin.accessToken}` } })));
+    expect(me.data).toMatchObject({ uid: user!.uid, email });
   });
 
   test("an access token whose did claim is malformed or of another chain", async () => {

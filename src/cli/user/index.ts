@@ -115,7 +115,7 @@ cannot be deleted through the gateway (the gateway answers 518).
     text: `Shows what is left of your storage space and traffic (shared by dfs and ipfs), the free part
 granted, when each expires, and your deposit (what \`stowage buy\` pays from).
 
-  --json   print both records as JSON (spec 2.6: SizeByte, FreeByte, Expire, Balance in gwei, Nonce)`,
+  --json   print both records as JSON, as the gateway answers them (SizeByte, FreeByte, Expire, Balance in gwei, Nonce)`,
     spec: { switches: ["--json"] },
     run: quota,
   },

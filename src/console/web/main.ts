@@ -1,6 +1,7 @@
 /**
- * The console's entry: a hash router over the pages. Accounts without a DID (email, messenger)
- * get the account page only; the storage pages need the DID a wallet sign-in gives.
+ * The console's entry: a hash router over the pages. A session that acts for no DID (an email,
+ * password or messenger sign-in) gets the account page only, which links a wallet or signs in with
+ * the linked one; the storage pages need the DID a wallet's signature gives.
  */
 import { h, message, show, status } from "./dom.ts";
 import { accountPage } from "./pages/account.ts";
@@ -43,10 +44,13 @@ async function route() {
     else if (page === "directory") await directoryPage(s, new URLSearchParams(query));
     else if (page === "sessions") await sessionsPage(s);
     else
-      await accountPage(s, async () => {
-        await end();
-        status("Signed out");
-        go("#/");
+      await accountPage(s, {
+        signOut: async () => {
+          await end();
+          status("Signed out");
+          go("#/");
+        },
+        toFiles: () => go("#/files"),
       });
   } catch (err) {
     show(h("h1", {}, "Something went wrong"), h("p", {}, message(err)));

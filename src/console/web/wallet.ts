@@ -22,9 +22,12 @@ const GRANT_SECONDS = 8 * 3600;
 
 export const provider = () => (globalThis as { ethereum?: EIP1193Provider }).ethereum;
 
+/** What a page says when this browser has no wallet: the guidance panel (noWallet) says more. */
+export const NO_WALLET = "No wallet in this browser: install a wallet extension and reload this page, or use the command line";
+
 async function walletFor(address?: `0x${string}`): Promise<{ client: WalletClient; address: `0x${string}` }> {
   const p = provider();
-  if (!p) throw new Error("No wallet found in this browser: install one, or sign in by email");
+  if (!p) throw new Error(NO_WALLET);
   const info = await gatewayInfo();
   const client = createWalletClient({ chain: defineStowageChain(info.chainId, info.rpcUrl), transport: custom(p) });
   const accounts = address ? [address] : await client.requestAddresses();
@@ -41,12 +44,23 @@ export async function signInWithWallet(account: AccountClient): Promise<`0x${str
 }
 
 /**
+ * Links the wallet to the signed-in account, which has none (an email, password or messenger
+ * account): the wallet signs one message naming the account (no transaction, no fee), and the
+ * account client then holds a session that acts for the wallet's DID.
+ */
+export async function linkWallet(account: AccountClient): Promise<`0x${string}`> {
+  const { client, address } = await walletFor();
+  await account.linkWallet({ address, signMessage: ({ message }) => client.signMessage({ account: address, message }) });
+  return address;
+}
+
+/**
  * Starts signing without a prompt per file: the wallet signs one EIP-4361 message granting the
  * session key uploads, deletes and vouchers until its expiry; its registration opens the key's
  * storage session.
  */
 export async function grantStorage(s: Session): Promise<void> {
-  if (!s.storage || !s.sessionKey || !s.address || !s.did || !s.grants) throw new Error("storage needs a DID: sign in with a wallet");
+  if (!s.storage || !s.sessionKey || !s.address || !s.did || !s.grants) throw new Error("storing files needs a wallet: link one on the Account page, or sign in with it");
   const { client, address } = await walletFor(s.address);
   const granted = await grantSessionKey({
     grants: s.grants,
@@ -64,9 +78,9 @@ export async function grantStorage(s: Session): Promise<void> {
 
 /** The chain and the directory with the wallet sending the transactions. */
 export async function chainOf(s: Session): Promise<{ gateway: Gateway; directory: DirectoryClient }> {
-  if (!s.address) throw new Error("this needs a wallet");
+  if (!s.address) throw new Error("this needs a wallet: link one on the Account page");
   const p = provider();
-  if (!p) throw new Error("No wallet found in this browser");
+  if (!p) throw new Error(NO_WALLET);
   const opts = { account: { address: s.address, type: "json-rpc" as const }, walletTransport: custom(p) };
   const [gateway, directory] = await Promise.all([connectGateway(location.origin, opts), connectDirectory(location.origin, opts)]);
   return { gateway, directory };
@@ -89,7 +103,7 @@ export function encryptionOf(s: Session): Promise<EncryptionClient> {
   if (!enc) {
     enc = (async () => {
       const p = provider();
-      if (!p) throw new Error("No wallet found in this browser");
+      if (!p) throw new Error(NO_WALLET);
       const { client, address } = await walletFor(s.address);
       // Typed data to the wallet (eth_signTypedData_v4); it never signs raw transactions, so
       // the publishing transaction goes to it whole (walletTransport) and this refuses.

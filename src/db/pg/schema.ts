@@ -106,7 +106,8 @@ export const users = pgTable(
     createdAt: int8("created_at").notNull(),
     updatedAt: int8("updated_at").notNull(),
   },
-  (t) => [index("users_address_idx").on(t.address)],
+  // One account per wallet: its own, or the one it was linked to (users.ts).
+  (t) => [uniqueIndex("users_address_uq").on(t.address)],
 );
 
 export const refreshFamilies = pgTable(

@@ -2,14 +2,22 @@
  * Files on both back-ends: upload (with a progress bar) to dfs, ipfs or both, encrypted or not
  * (D20: sealed in the page to the account's age identity), download (opened in the page when the
  * entry is encrypted), delete (dfs only: spec 4.1 rule 4), copy the Cid, and publish in the directory.
+ * Defaults are the command line's (`stowage put`: dfs, not encrypted), and each store says in
+ * plain words what it is; an account with no space left is told where to get some.
  */
-import type { FileEntry, StorageClient } from "../../../sdk/storage.ts";
+import type { FileEntry, QuotaRecord, StorageClient } from "../../../sdk/storage.ts";
 import { action, bytes, h, show, status, when } from "../dom.ts";
 import type { Session } from "../session.ts";
 import { encryptionOf, grantStorage } from "../wallet.ts";
 
 const KINDS = ["dfs", "ipfs"] as const;
 type Kind = (typeof KINDS)[number];
+
+/** What each store is, for someone who has never heard of either. */
+const STORES: Record<Kind, { title: string; choice: string }> = {
+  dfs: { title: "dfs: this gateway's own store", choice: "dfs: stored by this gateway; you can delete it" },
+  ipfs: { title: "ipfs: the gateway's IPFS node", choice: "ipfs: also reachable by its Cid over IPFS; it cannot be deleted" },
+};
 
 export async function filesPage(s: Session, go: (hash: string) => void) {
   if (!s.storage) return;
@@ -19,25 +27,25 @@ export async function filesPage(s: Session, go: (hash: string) => void) {
     "section",
     { id: "grant" },
     granted
-      ? h("p", { class: "muted" }, "Session key ", h("code", {}, s.sessionKey?.address ?? ""), ` signs for you until ${when(s.grantedUntil ?? 0)}.`)
+      ? h("p", { class: "muted" }, "This page's key ", h("code", {}, s.sessionKey?.address ?? ""), ` signs for you until ${when(s.grantedUntil ?? 0)}.`)
       : [
           h(
             "p",
             {},
-            "Uploads and deletes are signed. Your wallet signs one sign-in message now, letting a key this page holds sign uploads, deletes and traffic vouchers for a few hours, and then nothing per file.",
+            "Uploads, downloads and deletes are signed. Your wallet signs one message now (no transaction, no fee) that lets this page sign them for you for a few hours; then it asks nothing per file.",
           ),
           h(
             "button",
             {
               id: "grant-button",
               onclick: action(async () => {
-                status("Waiting for the wallet: sign the session key's grant…");
+                status("Waiting for the wallet: sign the message that lets this page upload…");
                 await grantStorage(s);
-                status("Storage session started");
+                status("This page may upload, download and delete for you now");
                 await filesPage(s, go);
               }),
             },
-            "Start storage session",
+            "Allow this page to upload",
           ),
         ],
   );
@@ -76,12 +84,13 @@ export async function filesPage(s: Session, go: (hash: string) => void) {
       }),
     },
     h("label", {}, "File", h("input", { type: "file", name: "file", required: true })),
-    h("div", { class: "checks" }, ...KINDS.map((k) => h("label", { class: "check" }, h("input", { type: "checkbox", name: k, checked: true }), ` ${k}`))),
+    // The command line's default (`stowage put` stores on dfs); ipfs is a choice.
+    h("div", { class: "checks" }, ...KINDS.map((k) => h("label", { class: "check wide" }, h("input", { type: "checkbox", name: k, checked: k === "dfs" }), ` ${STORES[k].choice}`))),
     h(
       "label",
       { class: "check wide" },
       h("input", { type: "checkbox", name: "encrypt", id: "upload-encrypt" }),
-      " Encrypt in this page (age): only your wallet's key, and those you share it with, can open it",
+      " Encrypt it in this page first: only your wallet, and those you share it with, can open it",
     ),
     h("button", { type: "submit", disabled: !granted }, "Upload"),
     progress,
@@ -130,12 +139,12 @@ export async function filesPage(s: Session, go: (hash: string) => void) {
               await navigator.clipboard.writeText(f.Cid).catch(() => {
                 throw new Error(`copy it by hand: ${f.Cid}`);
               });
-              status("Cid copied");
+              status("Cid (the file's content address) copied");
             }),
           },
           "Copy Cid",
         ),
-        h("button", { class: "secondary", "data-action": "publish", onclick: () => go(`#/directory?cid=${encodeURIComponent(f.Cid)}&name=${encodeURIComponent(f.Name)}&size=${f.Size}`) }, "Publish"),
+        h("button", { class: "secondary", "data-action": "publish", onclick: () => go(`#/directory?cid=${encodeURIComponent(f.Cid)}&kind=${kind}`) }, "Publish"),
         kind === "dfs" &&
           h(
             "button",
@@ -164,11 +173,17 @@ export async function filesPage(s: Session, go: (hash: string) => void) {
     );
   }
 
+  // No space, no upload: say so before the first one fails.
+  const space = h("p", { id: "no-space", class: "note", hidden: true }, "You have no storage space yet: deposit and buy some on the ", h("a", { href: "#/quota" }, "Quota"), " page first.");
+  const showSpace = (r: QuotaRecord) => {
+    space.hidden = r.SizeByte > 0;
+  };
+
   show(
     h("h1", {}, "Files"),
     grant,
-    h("section", {}, h("h2", {}, "Upload"), upload),
-    ...KINDS.map((k) => h("section", {}, h("h2", {}, k === "dfs" ? "dfs (distributed storage)" : "ipfs"), listed[k])),
+    h("section", {}, h("h2", {}, "Upload"), space, upload),
+    ...KINDS.map((k) => h("section", {}, h("h2", {}, STORES[k].title), listed[k])),
   );
-  await lists();
+  await Promise.all([lists(), store.space().then(showSpace)]);
 }

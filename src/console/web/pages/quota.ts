@@ -1,6 +1,7 @@
 /**
  * Quota (D7, D8): the space and traffic records, the deposit (a transaction the wallet sends),
- * and purchases paid from the deposit (Bearer calls: no wallet prompt).
+ * and purchases paid from the deposit (Bearer calls: no wallet prompt). Each number says what it
+ * is for; the records' purchase counter (`Nonce`) is the gateway's bookkeeping, not shown.
  */
 import { formatEther, formatGwei, parseEther, parseGwei } from "viem";
 import type { QuotaRecord } from "../../../sdk/storage.ts";
@@ -10,22 +11,21 @@ import { chainOf } from "../wallet.ts";
 
 const MIB = 1024 * 1024;
 
-function record(title: string, id: string, r: QuotaRecord) {
+function record(title: string, id: string, what: string, r: QuotaRecord) {
   return h(
     "section",
     { id },
     h("h2", {}, title),
+    h("p", { class: "muted" }, what),
     h(
       "dl",
       {},
-      h("dt", {}, "Remaining"),
+      h("dt", {}, "Left"),
       h("dd", { "data-field": "SizeByte" }, bytes(r.SizeByte)),
-      h("dt", {}, "Free"),
+      h("dt", {}, "Of it, given free"),
       h("dd", {}, bytes(r.FreeByte)),
-      h("dt", {}, "Expires"),
+      h("dt", {}, "Good until"),
       h("dd", {}, when(r.Expire)),
-      h("dt", {}, "Nonce"),
-      h("dd", {}, String(r.Nonce)),
     ),
   );
 }
@@ -49,7 +49,7 @@ export async function quotaPage(s: Session) {
         await quotaPage(s);
       }),
     },
-    h("label", {}, "Deposit (ETH)", h("input", { type: "text", name: "eth", inputmode: "decimal", required: true, value: "1", pattern: "[0-9]+(\\.[0-9]+)?" })),
+    h("label", {}, "Amount to deposit (ETH)", h("input", { type: "text", name: "eth", inputmode: "decimal", required: true, value: "1", pattern: "[0-9]+(\\.[0-9]+)?" })),
     h("button", { type: "submit" }, "Deposit"),
   );
 
@@ -68,7 +68,7 @@ export async function quotaPage(s: Session) {
           await quotaPage(s);
         }),
       },
-      h("label", {}, `Buy ${what} (MiB) · ${formatGwei(perByte)} gwei per byte`, h("input", { type: "number", name: "mib", min: "1", step: "1", value: String(preset), required: true })),
+      h("label", {}, `Buy ${what} (MiB) at ${formatGwei(perByte)} gwei a byte`, h("input", { type: "number", name: "mib", min: "1", step: "1", value: String(preset), required: true })),
       h("button", { type: "submit" }, `Buy ${what}`),
       h("span", { class: "muted" }, `${preset} MiB costs ${cost(preset, perByte)}`),
     );
@@ -76,10 +76,23 @@ export async function quotaPage(s: Session) {
   };
 
   show(
-    h("h1", {}, "Quota"),
-    h("section", { id: "balance" }, h("h2", {}, "Deposit"), h("p", {}, "Balance: ", h("strong", { "data-field": "Balance" }, `${formatEther(parseGwei(String(space.Balance)))} ETH`)), deposit),
-    record("Space", "space", space),
-    record("Traffic", "traffic", traffic),
+    h("h1", {}, "Storage space and traffic"),
+    h(
+      "section",
+      { id: "balance" },
+      h("h2", {}, "Deposit"),
+      h(
+        "p",
+        { class: "muted" },
+        "Space and traffic are bought from a deposit your wallet makes into the gateway's contract (one transaction). What you do not spend stays yours: the command line's ",
+        h("code", {}, "stowage withdraw"),
+        " takes it back.",
+      ),
+      h("p", {}, "Deposit left: ", h("strong", { "data-field": "Balance" }, `${formatEther(parseGwei(String(space.Balance)))} ETH`)),
+      deposit,
+    ),
+    record("Space", "space", "How much your files may take, on dfs and ipfs together.", space),
+    record("Traffic", "traffic", "How much you may download: each download counts against it.", traffic),
     h("section", {}, h("h2", {}, "Buy"), buy("space", prices.space, 64), buy("traffic", prices.traffic, 256)),
   );
 }

@@ -9,6 +9,9 @@ import type { SessionGrant } from "../../../sdk/grants.ts";
 import { action, h, show, status, when } from "../dom.ts";
 import type { Session } from "../session.ts";
 
+/** What each ability lets a page do, in words. */
+const ABILITY: Record<string, string> = { upload: "upload", delete: "delete", voucher: "download (spend your traffic)" };
+
 export async function sessionsPage(s: Session) {
   if (!s.grants) return;
   const grants = s.grants;
@@ -22,7 +25,7 @@ export async function sessionsPage(s: Session) {
       { "data-key": g.key, "data-here": here ? "yes" : undefined },
       h("span", { class: "name" }, here ? "This page" : "Another page or device"),
       h("code", {}, g.key),
-      h("span", { class: "muted", "data-field": "abilities" }, `May sign: ${g.abilities.join(", ")} · until ${when(g.validUntil)}`),
+      h("span", { class: "muted", "data-field": "abilities" }, `May ${g.abilities.map((a) => ABILITY[a] ?? a).join(", ")} · until ${when(g.validUntil)}`),
       h("span", { class: "muted" }, `Granted ${when(g.createdAt)} to ${g.origin} by `, h("code", {}, g.signer)),
       h(
         "div",
@@ -46,11 +49,11 @@ export async function sessionsPage(s: Session) {
   };
 
   show(
-    h("h1", {}, "Session keys"),
+    h("h1", {}, "Pages allowed to sign for you"),
     h(
       "p",
       { class: "muted" },
-      "Keys your wallet let console pages sign with: what each grant names of uploads, deletes and traffic vouchers, never a login, a purchase, an access key or your encryption key. Each stops at its time, or now if you revoke it.",
+      "Console pages (this one, other tabs, other devices) your wallet let sign uploads, deletes and downloads for you, each with a key of its own. None can sign in, buy, make access keys or open your encryption key. Each stops at its time, or now if you revoke it.",
     ),
     h("section", {}, h("ul", { class: "items", id: "grants" }, ...(live.length ? live.map(row) : [h("li", { class: "muted" }, "No live session keys")]))),
   );

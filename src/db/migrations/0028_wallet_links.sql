@@ -1,0 +1,2 @@
+DROP INDEX `users_address_idx`;--> statement-breakpoint
+CREATE UNIQUE INDEX `users_address_uq` ON `users` (`address`);
