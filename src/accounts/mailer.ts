@@ -61,8 +61,9 @@ export function devMailbox(dir: string, from: string, log: Logger): Mailer {
   let seq = 0;
   return {
     // A gateway with no mail server is one being tried out: the person asking for a code is the one
-    // who can open its data dir, and nobody else could receive the code anyway.
-    deliveredTo: `a file in ${dir} on the server (this gateway sends no mail: STOWAGE_SMTP_URL is not set)`,
+    // who can open its data dir, and nobody else could receive the code anyway. The folder is named
+    // relative to the data dir: the server's own paths are nobody else's business.
+    deliveredTo: "a file in the mail folder of the server's data dir (this gateway sends no mail: STOWAGE_SMTP_URL is not set)",
     async send(mail) {
       const info = await (await render()).sendMail({ from, ...mail });
       mkdirSync(dir, { recursive: true, mode: 0o700 });

@@ -126,7 +126,7 @@ describe("code mail", () => {
       const r = await call("POST", "/v2/login/email/code", { body: { email } });
       expect(r.status).toBe(200);
       // Whoever tries a gateway without mail learns where the code went (the console shows it).
-      expect(r.body.message).toBe(`A code was sent to this address; it is valid for 10 minutes. It was written to a file in ${dir} on the server (this gateway sends no mail: STOWAGE_SMTP_URL is not set)`);
+      expect(r.body.message).toBe(`A code was sent to this address; it is valid for 10 minutes. It was written to a file in the mail folder of the server's data dir (this gateway sends no mail: STOWAGE_SMTP_URL is not set)`);
     }
     const files = readdirSync(dir).sort();
     expect(files).toHaveLength(2);
