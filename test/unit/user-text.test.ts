@@ -52,7 +52,8 @@ test("no string in src (errors, OpenAPI, command line, console) cites a design o
     expect(strings.some(([, s]) => s.includes(known)), known).toBe(true);
   }
   expect(citing(strings)).toEqual([]);
-});
+  // Parsing every file of src takes a few seconds, more on a loaded machine.
+}, 60_000);
 
 test("the console's page (its HTML) cites no design or issue number", () => {
   const pages = [...new Glob("src/console/web/**/*.html").scanSync(ROOT)];
