@@ -18,6 +18,15 @@ import { connectStorage } from "../../src/sdk/storage.ts";
 import { appFetch } from "../support/app.ts";
 import { BASE, testGateway } from "../support/storage.ts";
 import { granter } from "../quota/grants.ts";
+import { importer } from "ipfs-unixfs-importer";
+import { CID } from "multiformats/cid";
+import type { Denylist } from "../../src/denylist/index.ts";
+import type { SiteOrigin } from "../../src/gateway/site.ts";
+import { d9ImporterOptions } from "../../src/storage/cid-options.ts";
+import { blockKey } from "../../src/storage/ipfs/blocks.ts";
+import { addRef } from "../../src/storage/ipfs/pins.ts";
+import { createFiles } from "../../src/storage/files.ts";
+import { canonicalDid } from "../../src/identity/did.ts";
 
 export const GiB = 1024 ** 3;
 
@@ -31,12 +40,12 @@ export async function trustlessGateway() {
 
   /** An app over this gateway's services whose trustless gateway has these limits, behind a
    * listener on 127.0.0.1 that trusts one proxy (tests name client addresses in X-Forwarded-For). */
-  async function serve(o: { allowance?: number; perClient?: number; now?: () => number } = {}) {
+  async function serve(o: { allowance?: number; perClient?: number; now?: () => number; site?: SiteOrigin; denylist?: Denylist } = {}) {
     /** Every request the listener answered: its path and status. */
     const answered: { path: string; status: number }[] = [];
     /** Bytes the gateway reported sent (what the server's metrics count). */
     const sent = { bytes: 0 };
-    const gateway = createGateway({ sql, store, allowance: o.allowance ?? GiB, perClient: o.perClient ?? 0, log: silentLogger, now: o.now, onSent: (n) => void (sent.bytes += n) });
+    const gateway = createGateway({ sql, store, allowance: o.allowance ?? GiB, perClient: o.perClient ?? 0, log: silentLogger, now: o.now, site: o.site, denylist: o.denylist, onSent: (n) => void (sent.bytes += n) });
     const app = buildApp({ config: gw.config, log: gw.log, health: {}, chain: gw.chain.context, accounts: gw.accounts, storage: gw.storage, directory, quota: gw.quota, gateway });
     const listener = await listen({
       hostname: "127.0.0.1",
@@ -69,7 +78,39 @@ export async function trustlessGateway() {
     return file;
   }
 
-  return { gw, sql, store, directory, indexer, serve, user, publish, sync: () => indexer.syncOnce() };
+  /**
+   * A tree of files stored on ipfs as one root, as an import of a whole tree (a CAR) stores it:
+   * its blocks in the blob store, pinned and indexed under the root, a file row of `owner`'s
+   * naming the root; published as `opts` say. `shardAbove` makes its directories HAMT-sharded
+   * past that many bytes of links. Returns the root's Cid.
+   */
+  async function publishTree(owner: Awaited<ReturnType<typeof user>>, files: { path: string; content: Uint8Array }[], o: { name?: string; isPublic?: boolean; price?: number; shardAbove?: number } = {}) {
+    const blocks = new Map<string, { cid: CID; bytes: Uint8Array }>();
+    const blockstore = {
+      async put(cid: CID, bytes: Uint8Array) {
+        blocks.set(cid.toString(), { cid, bytes });
+        return cid;
+      },
+    };
+    let root: CID | undefined;
+    const options = { ...d9ImporterOptions(), wrapWithDirectory: true, ...(o.shardAbove !== undefined && { shardSplitThresholdBytes: o.shardAbove }) };
+    for await (const entry of importer(files, blockstore, options)) root = entry.cid;
+    if (!root) throw new Error("nothing imported");
+    const sizes = new Map<string, number>();
+    for (const { cid, bytes } of blocks.values()) {
+      await gw.blobs.store.put(blockKey(cid), bytes);
+      sizes.set(blockKey(cid), bytes.byteLength);
+    }
+    const size = files.reduce((n, f) => n + f.content.byteLength, 0);
+    const cid = root.toString();
+    await addRef(sql, cid, size, sizes);
+    await createFiles(sql).add({ did: canonicalDid(owner.address, gw.config.chainId), backend: "ipfs", name: o.name ?? "tree", cid, size, encryption: "" });
+    await owner.dir.publish({ cid, name: o.name ?? "tree", size, isPublic: o.isPublic ?? true, price: o.price ?? 0 });
+    await indexer.syncOnce();
+    return root;
+  }
+
+  return { gw, sql, store, directory, indexer, serve, user, publish, publishTree, sync: () => indexer.syncOnce() };
 }
 
 /** Random bytes (incompressible, so no two tests' blocks coincide). */
