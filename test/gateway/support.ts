@@ -21,6 +21,8 @@ import { granter } from "../quota/grants.ts";
 import { importer } from "ipfs-unixfs-importer";
 import { CID } from "multiformats/cid";
 import type { Denylist } from "../../src/denylist/index.ts";
+import type { Sql } from "../../src/db/sql.ts";
+import { servableBlocks } from "../../src/storage/start.ts";
 import type { SiteOrigin } from "../../src/gateway/site.ts";
 import { d9ImporterOptions } from "../../src/storage/cid-options.ts";
 import { blockKey } from "../../src/storage/ipfs/blocks.ts";
@@ -31,8 +33,24 @@ import { canonicalDid } from "../../src/identity/did.ts";
 export const GiB = 1024 ** 3;
 
 export async function trustlessGateway() {
-  const gw = await testGateway({ quota: true });
+  // The denylist a test turns on (`useDenylist`), made once the database exists: storage, S3,
+  // bitswap and the gateways ask it through these late-bound calls, as the server wires the real one.
+  const late: { denylist?: Denylist; sql?: Sql } = {};
+  const denylist: Pick<Denylist, "check" | "refuseUpload" | "servable" | "blocking"> = {
+    check: (cid, door, path) => late.denylist?.check(cid, door, path),
+    refuseUpload: (cid, door) => late.denylist?.refuseUpload(cid, door),
+    servable: async (cid, door, roots) => (late.denylist ? late.denylist.servable(cid, door, roots) : true),
+    blocking: (cid, path) => late.denylist?.blocking(cid, path),
+  };
+  const gw = await testGateway({
+    quota: true,
+    denylist,
+    servable: (cid) => (late.denylist && late.sql ? servableBlocks(late.sql, late.denylist)(cid) : Promise.resolve(true)),
+  });
   const sql = gw.database.sql;
+  late.sql = sql;
+  /** Turns the denylist on for everything this gateway serves (undefined: off again). */
+  const useDenylist = (d: Denylist | undefined) => void (late.denylist = d);
   const { directory, indexer } = gw;
   // A second handle on the same blob store, as another gateway of the cluster would hold (D15).
   const store = await openBlobStore(gw.config);
@@ -40,12 +58,12 @@ export async function trustlessGateway() {
 
   /** An app over this gateway's services whose trustless gateway has these limits, behind a
    * listener on 127.0.0.1 that trusts one proxy (tests name client addresses in X-Forwarded-For). */
-  async function serve(o: { allowance?: number; perClient?: number; now?: () => number; site?: SiteOrigin; denylist?: Denylist } = {}) {
+  async function serve(o: { allowance?: number; perClient?: number; now?: () => number; site?: SiteOrigin } = {}) {
     /** Every request the listener answered: its path and status. */
     const answered: { path: string; status: number }[] = [];
     /** Bytes the gateway reported sent (what the server's metrics count). */
     const sent = { bytes: 0 };
-    const gateway = createGateway({ sql, store, allowance: o.allowance ?? GiB, perClient: o.perClient ?? 0, log: silentLogger, now: o.now, site: o.site, denylist: o.denylist, onSent: (n) => void (sent.bytes += n) });
+    const gateway = createGateway({ sql, store, allowance: o.allowance ?? GiB, perClient: o.perClient ?? 0, log: silentLogger, now: o.now, site: o.site, denylist, onSent: (n) => void (sent.bytes += n) });
     const app = buildApp({ config: gw.config, log: gw.log, health: {}, chain: gw.chain.context, accounts: gw.accounts, storage: gw.storage, directory, quota: gw.quota, gateway });
     const listener = await listen({
       hostname: "127.0.0.1",
@@ -110,7 +128,7 @@ export async function trustlessGateway() {
     return root;
   }
 
-  return { gw, sql, store, directory, indexer, serve, user, publish, publishTree, sync: () => indexer.syncOnce() };
+  return { gw, sql, store, directory, indexer, serve, user, publish, publishTree, useDenylist, sync: () => indexer.syncOnce() };
 }
 
 /** Random bytes (incompressible, so no two tests' blocks coincide). */
