@@ -109,8 +109,11 @@ function segmentsOf(path: string): string[] {
   }
 }
 
+/** An entity tag without its weakness mark: If-None-Match compares weakly (RFC 9110 13.1.2). */
+const opaque = (tag: string) => tag.trim().replace(/^W\//, "");
+
 /** Whether an If-None-Match names `etag` (or `*`). */
-const matches = (header: string | null, etag: string) => (header ?? "").split(",").some((t) => t.trim().replace(/^W\//, "") === etag || t.trim() === "*");
+const matches = (header: string | null, etag: string) => (header ?? "").split(",").some((t) => opaque(t) === opaque(etag) || t.trim() === "*");
 
 export function createPathGateway(deps: PathDeps) {
   const { sql, store } = deps;
@@ -199,7 +202,8 @@ export function createPathGateway(deps: PathDeps) {
 
   /** A directory's listing (our own HTML: shown inline on either origin, under the sandbox). */
   async function listing(input: PathRequest, dir: Extract<Target, { kind: "directory" }>, owners: readonly string[], visited: readonly CID[]): Promise<PathAnswer> {
-    const etag = `"${dir.cid}.listing"`;
+    // Weak: the page also shows the path it was reached by, so two paths to one directory differ in bytes.
+    const etag = `W/"${dir.cid}.listing"`;
     const headers: Record<string, string> = {
       "content-type": "text/html; charset=utf-8",
       "x-content-type-options": "nosniff",

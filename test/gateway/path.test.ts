@@ -226,6 +226,9 @@ describe("directories", () => {
     expect(res.headers.get("content-security-policy")).toBe(SANDBOX);
     const html = await res.text();
     expect(html).toContain(`href="./index.html"`);
+    const etag = res.headers.get("etag") as string;
+    expect(etag).toBe(`W/"${root}.listing"`);
+    expect((await get(`/ipfs/${root}/`, { headers: { "if-none-match": etag } })).status).toBe(304);
     expect(html).not.toContain("<script");
     const docs = await (await get(`/ipfs/${root}/docs/`)).text();
     expect(docs).toContain(`href="./b%20c.txt"`);
