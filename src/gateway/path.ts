@@ -9,7 +9,7 @@
  * - A directory: `/ipfs/<cid>/dir` is sent to `…/dir/` (301, so relative links work); there it is
  *   a plain HTML listing (listing.ts). On the site origin a directory with an `index.html` is that
  *   page: a site.
- * - On the gateway's own origin nothing runs (D23, user-bytes.ts): nosniff, the sandbox, active
+ * - On the gateway's own origin nothing runs (D23, http/user-content.ts): nosniff, the sandbox, active
  *   types as attachments. On the site origin (STOWAGE_GATEWAY_ORIGIN, site.ts) files are served as
  *   they are, so sites work there and only there.
  * - Not public: a private entry and an unknown CID get one 404 (so the answer tells nothing of
@@ -33,7 +33,7 @@ import { NodeCache, readContent } from "../storage/ipfs/read.ts";
 import { blockSize, closedEntries, publicName, publicOwners } from "./access.ts";
 import { directoryListing } from "./listing.ts";
 import { entryNamed, listDirectory, PathNotFound, PathUnsupported, resolvePath, targetAt, type Blocks, type Target } from "./resolve.ts";
-import { typeOfName, userBytesHeaders, USER_BYTES_POLICY } from "./user-bytes.ts";
+import { typeOfName, userContentHeaders, USER_CONTENT_POLICY } from "../http/user-content.ts";
 
 /** Immutable content (the path gateway specification's Cache-Control). */
 const IMMUTABLE = "public, max-age=29030400, immutable";
@@ -178,12 +178,12 @@ export function createPathGateway(deps: PathDeps) {
     const size = target.kind === "file" ? target.size : target.bytes.byteLength;
     const type = typeOfName(name);
     const headers: Record<string, string> = {
-      ...(input.site ? siteHeaders(type) : userBytesHeaders({ name, type, attachment: input.download ? "always" : "active" })),
+      ...(input.site ? siteHeaders(type) : userContentHeaders({ name, type, attachment: input.download ? "always" : "active" })),
       ...contentHeaders(input, visited),
       etag: `"${target.cid}"`,
       "accept-ranges": "bytes",
     };
-    if (input.site && input.download) headers["content-disposition"] = userBytesHeaders({ name, type, attachment: "always" })["content-disposition"] as string;
+    if (input.site && input.download) headers["content-disposition"] = userContentHeaders({ name, type, attachment: "always" })["content-disposition"] as string;
     if (matches(input.ifNoneMatch, headers.etag as string)) return { status: 304, headers };
     const range = parseRange(input.range, size);
     if (range === "unsatisfiable") return { status: 416, headers: { ...headers, "content-range": `bytes */${size}` } };
@@ -207,7 +207,7 @@ export function createPathGateway(deps: PathDeps) {
     const headers: Record<string, string> = {
       "content-type": "text/html; charset=utf-8",
       "x-content-type-options": "nosniff",
-      "content-security-policy": USER_BYTES_POLICY,
+      "content-security-policy": USER_CONTENT_POLICY,
       ...contentHeaders(input, visited),
       etag,
     };
