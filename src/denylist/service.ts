@@ -26,8 +26,9 @@ import { parseAnyCid, parseRule, trimSlashes } from "./format.ts";
 import { blocks, version } from "./operator.ts";
 import { RuleSet, type Placed } from "./rules.ts";
 
-/** Where a blocked request came in: the label of /metrics' count. */
-export type Door = "download" | "s3" | "trustless" | "path" | "bitswap" | "upload";
+/** Where a blocked request came in: the label of /metrics' count. Writes are "upload" (HTTP
+ * and S3), "pin" (the Pinning Service API) and "import" (CAR imports). */
+export type Door = "download" | "s3" | "trustless" | "path" | "bitswap" | "upload" | "pin" | "import";
 
 /** How often a gateway looks for the operator's new blocks. */
 export const OPERATOR_POLL_MS = 1000;

@@ -56,7 +56,7 @@ export function createMetrics() {
   const durations = new Histogram({ name: "stowage_http_request_duration_seconds", help: "Time to the response's headers, by method and route", labelNames: ["method", "route"], buckets: DURATION_BUCKETS, registers });
   const bytes = new Counter({ name: "stowage_transfer_bytes_total", help: "File bytes received (in) and sent (out), by back-end", labelNames: ["backend", "direction"], registers });
   const purchases = new Counter({ name: "stowage_purchases_total", help: "Space and traffic purchases by the operator key, by kind and outcome", labelNames: ["kind", "outcome"], registers });
-  const blocked = new Counter({ name: "stowage_blocked_requests_total", help: "Requests refused because the denylist blocks their content (410), by door: download, s3, trustless, path, bitswap, upload", labelNames: ["door"], registers });
+  const blocked = new Counter({ name: "stowage_blocked_requests_total", help: "Requests refused because the denylist blocks their content (410), by door: download, s3, trustless, path, bitswap, upload, pin, import", labelNames: ["door"], registers });
   const rpc = new Histogram({ name: "stowage_chain_rpc_duration_seconds", help: "Chain JSON-RPC calls, by method and outcome", labelNames: ["method", "outcome"], buckets: RPC_BUCKETS, registers });
 
   new Gauge({
