@@ -2,7 +2,8 @@
  * The denylist files of STOWAGE_DENYLIST, read at start and again whenever one changes. Each file
  * is looked at (stat: modification time, size, inode) every `intervalMs`, which sees appends,
  * rewrites and a file replaced by rename alike, and costs a few system calls a second whatever the
- * lists' size. A file that changed is read and parsed whole.
+ * lists' size. A file that changed is read again whole, its lines compiled a slice at a time
+ * (rules.ts keeps what matching needs, not the lines), the event loop served in between.
  *
  * At start a file that is missing or whose header the format refuses stops the server, naming the
  * file: a typo must not leave content unblocked. Later, such a file keeps the rules it had and the
@@ -10,18 +11,20 @@
  *
  * @example
  *   const files = await watchDenylistFiles(["/etc/stowage/badbits.deny"], { log, onChange: rebuild })
- *   files.lists()   // [{ source: "/etc/stowage/badbits.deny", rules }]
+ *   files.lists()   // one RuleSet per file, in order
  *   files.stop()
  */
 import { stat } from "node:fs/promises";
 import type { Logger } from "../log.ts";
-import { DenylistFormatError, parseDenylist, type ParsedList } from "./format.ts";
-import type { SourceRules } from "./rules.ts";
+import { bodyLines, DenylistFormatError, readHeader } from "./format.ts";
+import { RuleSet } from "./rules.ts";
 
 /** How often the files are looked at. */
 export const FILE_CHECK_MS = 1000;
 /** Unreadable lines logged one by one per file; the rest are counted. */
 const PROBLEMS_LOGGED = 10;
+/** Lines read between two turns of the event loop (≈ 30 ms). */
+const LINES_PER_SLICE = 5_000;
 
 export class DenylistFileError extends Error {
   override name = "DenylistFileError";
@@ -31,7 +34,8 @@ interface Loaded {
   path: string;
   /** What identifies the version read: mtime, size and inode. */
   stamp: string;
-  list: ParsedList;
+  /** Its rules, compiled (the parsed lines are not kept: a list may hold a million). */
+  rules: RuleSet;
 }
 
 async function stampOf(path: string): Promise<string> {
@@ -50,23 +54,33 @@ async function load(path: string, log: Logger): Promise<Loaded> {
     if (err instanceof DenylistFileError) throw err;
     throw new DenylistFileError(`${path} cannot be read: ${(err as Error).message}`);
   }
-  let list: ParsedList;
+  let head: ReturnType<typeof readHeader>;
   try {
-    list = parseDenylist(text);
+    head = readHeader(text);
   } catch (err) {
     if (err instanceof DenylistFormatError) throw new DenylistFileError(`${path}: ${err.message}`);
     throw err;
   }
-  for (const p of list.problems.slice(0, PROBLEMS_LOGGED)) log.warn("denylist line skipped", { file: path, line: p.line, problem: p.message });
-  if (list.problems.length > PROBLEMS_LOGGED) log.warn("denylist lines skipped", { file: path, more: list.problems.length - PROBLEMS_LOGGED });
-  const unused = list.rules.filter((r) => r.kind === "unused").length;
-  log.info("denylist loaded", { file: path, name: list.header.name, rules: list.rules.length - unused, unused, skipped: list.problems.length });
-  return { path, stamp, list };
+  // A slice of lines at a time, the event loop served in between: a list of a million lines
+  // takes seconds to read, and requests keep being answered meanwhile.
+  const rules = new RuleSet(path);
+  let lines = 0;
+  let unused = 0;
+  let skipped = 0;
+  for (const item of bodyLines(head.body, head.firstLine)) {
+    if ("problem" in item) {
+      if (skipped++ < PROBLEMS_LOGGED) log.warn("denylist line skipped", { file: path, line: item.line, problem: item.problem });
+    } else for (const rule of item.rules) if (!rules.add(rule)) unused++;
+    if (++lines % LINES_PER_SLICE === 0) await new Promise((next) => setImmediate(next));
+  }
+  if (skipped > PROBLEMS_LOGGED) log.warn("denylist lines skipped", { file: path, more: skipped - PROBLEMS_LOGGED });
+  log.info("denylist loaded", { file: path, name: head.header.name, rules: rules.size, unused, skipped });
+  return { path, stamp, rules };
 }
 
 export interface DenylistFiles {
   /** Each file's rules, in the order the files were given. */
-  lists(): SourceRules[];
+  lists(): RuleSet[];
   /** Looks at every file now (the timer does this every `intervalMs`); true if one was read again. */
   check(): Promise<boolean>;
   stop(): void;
@@ -103,7 +117,7 @@ export async function watchDenylistFiles(paths: readonly string[], opts: { log: 
   const timer = paths.length > 0 ? setInterval(() => void check(), opts.intervalMs ?? FILE_CHECK_MS) : undefined;
   timer?.unref();
   return {
-    lists: () => loaded.map((l) => ({ source: l.path, rules: l.list.rules })),
+    lists: () => loaded.map((l) => l.rules),
     check,
     stop: () => clearInterval(timer),
   };

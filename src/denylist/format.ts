@@ -57,9 +57,9 @@ interface RuleBase extends RulePath {
 }
 
 export type Rule =
-  /** `/ipfs/CID[/PATH]`: `multihash` is the CID's multihash in base58btc (a CIDv0's own spelling). */
+  /** `/ipfs/CID[/PATH]`: `multihash` is the CID's multihash (`multihashKey`). */
   | (RuleBase & { kind: "ipfs"; multihash: string })
-  /** `//HASH`: `hash` is a multihash (base58btc) made with the function `fn` (a multicodec code). */
+  /** `//HASH`: `hash` is a multihash (`hexKey`) made with the function `fn` (a multicodec code). */
   | (RuleBase & { kind: "double"; fn: number; hash: string })
   /** `/ipns/…` and bare paths: read, never matched here. */
   | (RuleBase & { kind: "unused" });
@@ -93,8 +93,12 @@ const anyBase: MultibaseDecoder<string> = {
 /** A CID in any multibase (or a CIDv0). */
 export const parseAnyCid = (text: string) => CID.parse(text, text.startsWith("Qm") || text.startsWith("1") ? undefined : anyBase);
 
-/** The base58btc spelling of a CID's multihash (what a CIDv0 is). */
-export const multihashKey = (cid: CID) => base58btc.baseEncode(cid.multihash.bytes);
+/** Multihash bytes as rules are kept and looked up: hex (base58, the format's own spelling, costs
+ * ≈ 20× more to make, and a check makes one per rule kind). */
+export const hexKey = (bytes: Uint8Array) => Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("hex");
+
+/** A CID's multihash as `/ipfs/` rules are kept: whatever its version, codec or base. */
+export const multihashKey = (cid: CID) => hexKey(cid.multihash.bytes);
 
 /** `/a/b/` → `a/b`, percent-decoded (RFC 3986); a trailing `*` or `/*` makes it a prefix. */
 export function rulePath(raw: string): RulePath {
@@ -114,8 +118,9 @@ export function pathMatches(rule: RulePath, path: string): boolean {
   return rule.path === path;
 }
 
-/** The header of `text` and where its rules begin, or an empty header when there is none. */
-function splitHeader(text: string): { header: ListHeader; body: string; firstLine: number } {
+/** The header of `text` and where its rules begin (`body`, whose first line is `firstLine`), or an
+ * empty header when there is none. Throws DenylistFormatError for a header it must refuse. */
+export function readHeader(text: string): { header: ListHeader; body: string; firstLine: number } {
   const empty: ListHeader = { version: 1, hints: {} };
   const head = text.slice(0, MAX_HEADER);
   const m = /^---\r?$/m.exec(head);
@@ -156,15 +161,19 @@ export function parseRule(line: string, number: number): Rule[] {
   if (rule.startsWith("//")) {
     const hash = rule.slice(2);
     const found: Rule[] = [];
-    const double = (fn: number, mh: Uint8Array): Rule => ({ ...base, kind: "double", fn, hash: base58btc.baseEncode(mh), path: "", prefix: false });
-    try {
-      const mh = Digest.decode(base58btc.baseDecode(hash));
-      found.push(double(mh.code, mh.bytes));
-    } catch {
-      // not a base58btc multihash: maybe the legacy hex form below
+    const double = (fn: number, mh: Uint8Array): Rule => ({ ...base, kind: "double", fn, hash: hexKey(mh), path: "", prefix: false });
+    const hex = HEX64.test(hash);
+    // Hex with a 0 in it is no base58 (most badbits lines): not tried, as a throw costs.
+    if (!hex || BASE58.test(hash)) {
+      try {
+        const mh = Digest.decode(base58btc.baseDecode(hash));
+        found.push(double(mh.code, mh.bytes));
+      } catch {
+        // not a base58btc multihash: maybe the legacy hex form below
+      }
     }
     // A text that reads both ways is both rules, as the specification asks.
-    if (/^[0-9a-fA-F]{64}$/.test(hash)) found.push(double(SHA2_256, Digest.create(SHA2_256, Buffer.from(hash, "hex")).bytes));
+    if (hex) found.push(double(SHA2_256, Digest.create(SHA2_256, Buffer.from(hash, "hex")).bytes));
     if (found.length === 0) throw new Error("a double-hash is neither a base58btc multihash nor 64 hex digits of SHA-256");
     return found;
   }
@@ -190,24 +199,36 @@ export function parseRule(line: string, number: number): Rule[] {
   throw new Error("a rule starts with /ipfs/, /ipns/, / or //");
 }
 
-/** Parses a whole list. Throws DenylistFormatError for a header it must refuse. */
-export function parseDenylist(text: string): ParsedList {
-  const { header, body, firstLine } = splitHeader(text);
-  const rules: Rule[] = [];
-  const problems: Problem[] = [];
-  const lines = body.split("\n");
-  for (let i = 0; i < lines.length; i++) {
-    const line = lines[i] as string;
-    const number = firstLine + i;
+const HEX64 = /^[0-9a-fA-F]{64}$/;
+const BASE58 = /^[1-9A-HJ-NP-Za-km-z]+$/;
+
+/** The rules of a list's body, line by line (`rules`, or the `problem` of a line that is none). */
+export function* bodyLines(body: string, firstLine: number): Generator<{ line: number; rules: Rule[] } | { line: number; problem: string }> {
+  for (let at = 0, number = firstLine; at <= body.length; number++) {
+    const end = body.indexOf("\n", at);
+    const line = body.slice(at, end < 0 ? body.length : end);
+    at = end < 0 ? body.length + 1 : end + 1;
     if (line.length + 1 > MAX_LINE) {
-      problems.push({ line: number, message: "longer than 2 MiB" });
+      yield { line: number, problem: "longer than 2 MiB" };
       continue;
     }
     try {
-      rules.push(...parseRule(line, number));
+      yield { line: number, rules: parseRule(line, number) };
     } catch (err) {
-      problems.push({ line: number, message: (err as Error).message });
+      yield { line: number, problem: (err as Error).message };
     }
+  }
+}
+
+/** Parses a whole list at once (files.ts reads large ones a slice at a time). Throws
+ * DenylistFormatError for a header it must refuse. */
+export function parseDenylist(text: string): ParsedList {
+  const { header, body, firstLine } = readHeader(text);
+  const rules: Rule[] = [];
+  const problems: Problem[] = [];
+  for (const item of bodyLines(body, firstLine)) {
+    if ("problem" in item) problems.push({ line: item.line, message: item.problem });
+    else rules.push(...item.rules);
   }
   return { header, rules, problems };
 }

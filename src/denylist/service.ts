@@ -24,7 +24,7 @@ import { ContentBlocked } from "./errors.ts";
 import { watchDenylistFiles, type DenylistFiles } from "./files.ts";
 import { parseAnyCid, parseRule, trimSlashes } from "./format.ts";
 import { blocks, version } from "./operator.ts";
-import { RuleSet, type Placed } from "./rules.ts";
+import { decide, Query, RuleSet, type Placed } from "./rules.ts";
 
 /** Where a blocked request came in: the label of /metrics' count. Writes are "upload" (HTTP
  * and S3), "pin" (the Pinning Service API) and "import" (CAR imports). */
@@ -48,7 +48,8 @@ export interface DenylistDeps {
 }
 
 export interface Denylist {
-  /** The rule that blocks `cid` with `path` below it ("" or absent: the CID itself), or undefined. */
+  /** The rule that blocks `cid` with `path` below it ("" or absent: the CID itself), or undefined.
+   * The operator's blocks come last: an exception in a file does not lift them. */
   blocking(cid: CID | string, path?: string): Placed | undefined;
   /** Throws ContentBlocked (counted for `door`) when `cid` (with `path`) is blocked. */
   check(cid: CID | string, door: Door, path?: string): void;
@@ -75,16 +76,26 @@ const asCid = (cid: CID | string): CID => (typeof cid === "string" ? parseAnyCid
 
 export async function createDenylist(deps: DenylistDeps): Promise<Denylist> {
   const { sql, log } = deps;
-  let fromFiles = new RuleSet([]);
-  let fromOperator = new RuleSet([]);
+  // Every list in the order it decides: the files as given, then the operator's (whose blocks no
+  // exception in a file lifts). Replaced whole when one changes, so a check reads one snapshot.
+  let fromFiles: RuleSet[] = [];
+  let fromOperator = new RuleSet("operator", []);
+  let lists: RuleSet[] = [];
+  let size = 0;
+  const rebuild = () => {
+    lists = [...fromFiles, fromOperator].filter((l) => l.size > 0);
+    size = lists.reduce((n, l) => n + l.size, 0);
+  };
   const files: DenylistFiles = await watchDenylistFiles(deps.files ?? [], {
     log,
     intervalMs: deps.fileCheckMs,
     onChange: () => {
-      fromFiles = new RuleSet(files.lists());
+      fromFiles = files.lists();
+      rebuild();
     },
   });
-  fromFiles = new RuleSet(files.lists());
+  fromFiles = files.lists();
+  rebuild();
 
   let seen = "";
   let failing = false;
@@ -93,7 +104,8 @@ export async function createDenylist(deps: DenylistDeps): Promise<Denylist> {
       const now = await version(sql);
       if (now === seen) return;
       const rows = await blocks(sql);
-      fromOperator = new RuleSet([{ source: "operator", rules: rows.flatMap((r) => safeRules(r.rule, r.id)) }]);
+      fromOperator = new RuleSet("operator", rows.flatMap((r) => safeRules(r.rule, r.id)));
+      rebuild();
       seen = now;
       if (failing) log.info("operator denylist read again");
       failing = false;
@@ -118,13 +130,9 @@ export async function createDenylist(deps: DenylistDeps): Promise<Denylist> {
   const timer = setInterval(() => void poll(), deps.pollMs ?? OPERATOR_POLL_MS);
   timer.unref();
 
-  const blocking = (cid: CID | string, path = ""): Placed | undefined => {
-    const c = asCid(cid);
-    const p = trimSlashes(path);
-    return fromOperator.blocking(c, p) ?? fromFiles.blocking(c, p);
-  };
+  const blocking = (cid: CID | string, path = ""): Placed | undefined => (size === 0 ? undefined : decide(lists, new Query(asCid(cid), trimSlashes(path))));
   const refuse = (cid: CID | string, door: Door, upload: boolean, path?: string) => {
-    if (fromFiles.size + fromOperator.size === 0) return;
+    if (size === 0) return;
     if (!blocking(cid, path)) return;
     deps.onBlocked?.(door);
     throw new ContentBlocked(String(cid), upload);
@@ -135,7 +143,7 @@ export async function createDenylist(deps: DenylistDeps): Promise<Denylist> {
     check: (cid, door, path) => refuse(cid, door, false, path),
     refuseUpload: (cid, door = "upload") => refuse(cid, door, true),
     async servable(cid, door, roots) {
-      if (fromFiles.size + fromOperator.size === 0) return true;
+      if (size === 0) return true;
       let blocked = blocking(cid) !== undefined;
       if (!blocked) {
         const holders = await roots(ROOTS_READ + 1);
@@ -145,7 +153,7 @@ export async function createDenylist(deps: DenylistDeps): Promise<Denylist> {
       return !blocked;
     },
     get size() {
-      return { files: fromFiles.size, operator: fromOperator.size };
+      return { files: fromFiles.reduce((n, l) => n + l.size, 0), operator: fromOperator.size };
     },
     async refresh() {
       await Promise.all([poll(), files.check()]);

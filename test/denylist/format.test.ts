@@ -10,7 +10,7 @@ import { CID } from "multiformats/cid";
 import { sha256 } from "multiformats/hashes/sha2";
 import { DenylistFormatError, parseAnyCid, parseDenylist } from "../../src/denylist/format.ts";
 import { BlockInputError, operatorRule } from "../../src/denylist/operator.ts";
-import { RuleSet } from "../../src/denylist/rules.ts";
+import { decide, Query, RuleSet } from "../../src/denylist/rules.ts";
 
 /** The examples, each with what its comments say it blocks. */
 const LIST = `version: 1
@@ -55,8 +55,10 @@ hints:
 `;
 
 const parsed = parseDenylist(LIST);
-const set = new RuleSet([{ source: "test.deny", rules: parsed.rules }]);
-const blocked = (cid: string, path = "") => set.blocking(parseAnyCid(cid), path) !== undefined;
+const set = new RuleSet("test.deny", parsed.rules);
+/** The rule of `lists` that blocks `cid` with `path`, if any. */
+const blockingIn = (lists: RuleSet[], cid: CID, path = "") => decide(lists, new Query(cid, path));
+const blocked = (cid: string, path = "") => blockingIn([set], parseAnyCid(cid), path) !== undefined;
 
 describe("parse", () => {
   test("the header's fields; every rule, none skipped, with its line number", () => {
@@ -117,8 +119,8 @@ describe("match", () => {
     expect(blocked(c, "blocked/exceptions/deep")).toBe(false);
     expect(blocked(c)).toBe(false);
     // A rule after the exception blocks again.
-    const again = new RuleSet([{ source: "a", rules: parseDenylist(`!/ipfs/${c}/x\n/ipfs/${c}/x\n`).rules }]);
-    expect(again.blocking(parseAnyCid(c), "x")).toBeDefined();
+    const again = new RuleSet("a", parseDenylist(`!/ipfs/${c}/x\n/ipfs/${c}/x\n`).rules);
+    expect(blockingIn([again], parseAnyCid(c), "x")).toBeDefined();
   });
 
   test("double hashes: legacy hex of CIDv1/path, modern multihash of b58(multihash)[/path], any base of the CID", () => {
@@ -133,11 +135,11 @@ describe("match", () => {
   });
 
   test("the specification's own worked example of a double-hashed path", () => {
-    const s = new RuleSet([{ source: "x", rules: parseDenylist("//QmSju6XPmYLG611rmK7rEeCMFVuL6EHpqyvmEU6oGx3GR8\n").rules }]);
+    const s = new RuleSet("x", parseDenylist("//QmSju6XPmYLG611rmK7rEeCMFVuL6EHpqyvmEU6oGx3GR8\n").rules);
     const c = CID.parse("bafybeihrw75yfhdx5qsqgesdnxejtjybscwuclpusvxkuttep6h7pkgmze");
-    expect(s.blocking(c, "my/path")).toBeDefined();
-    expect(s.blocking(c, "my")).toBeUndefined();
-    expect(s.blocking(c)).toBeUndefined();
+    expect(blockingIn([s], c, "my/path")).toBeDefined();
+    expect(blockingIn([s], c, "my")).toBeUndefined();
+    expect(blockingIn([s], c)).toBeUndefined();
   });
 
   test("a blake3 double hash is computed too", async () => {
@@ -145,13 +147,19 @@ describe("match", () => {
     const c = CID.parse("bafkreihvvulpp4evxj7x7armbqcyg6uezzuig6jp3lktpbovlqfkuqeuoq");
     const input = new TextEncoder().encode(base58btc.baseEncode(c.multihash.bytes));
     const mh = Uint8Array.from([0x1e, 32, ...blake3(input)]);
-    const s = new RuleSet([{ source: "x", rules: parseDenylist(`//${base58btc.baseEncode(mh)}\n`).rules }]);
-    expect(s.blocking(c)).toBeDefined();
+    const s = new RuleSet("x", parseDenylist(`//${base58btc.baseEncode(mh)}\n`).rules);
+    expect(blockingIn([s], c)).toBeDefined();
   });
 
   test("the rule that decides says where it is", () => {
-    const rule = set.blocking(parseAnyCid("QmVTF1yEejXd9iMgoRTFDxBv7HAz9kuZcQNBzHrceuK9HR"));
-    expect(rule).toMatchObject({ source: "test.deny", rule: { line: 36, text: "//QmX9dhRcQcKUw3Ws8485T5a9dtjrSCQaUAHnG4iK9i4ceM" } });
+    expect(blockingIn([set], parseAnyCid("QmVTF1yEejXd9iMgoRTFDxBv7HAz9kuZcQNBzHrceuK9HR"))).toEqual({ source: "test.deny", line: 36, allow: false });
+  });
+
+  test("among lists, the later one's answer wins: its exception lifts an earlier list's rule, its rule blocks", () => {
+    const c = CID.parse("bafybeihvvulpp4evxj7x7armbqcyg6uezzuig6jp3lktpbovlqfkuqeuoq");
+    const exception = new RuleSet("later.deny", parseDenylist(`!/ipfs/${c}\n`).rules);
+    expect(blockingIn([set, exception], c)).toBeUndefined();
+    expect(blockingIn([exception, set], c)).toEqual({ source: "test.deny", line: 9, allow: false });
   });
 });
 
