@@ -124,9 +124,18 @@ export async function entryNamed(blocks: Blocks, dir: Extract<Target, { kind: "d
   return dir.node.Links.find((l) => l.Name === name)?.Hash;
 }
 
+/** Shard blocks a listing reads ahead of the one it walks, per level (over S3 each read is a round trip). */
+const SHARDS_AHEAD = 8;
+/** Bits of a name's hash that place it in a sharded directory (UnixFS: murmur3's 64). */
+const HASH_BITS = 64;
+
 /**
  * Up to `limit` entries of a directory, in its own order, and whether more were left out. A
- * sharded one's shards are read as the listing reaches them.
+ * sharded one's shards are read as the listing reaches them, a few ahead on each level, and at
+ * most `limit` of them: a real directory's sub-shard holds two entries or more (a bucket of one is
+ * an entry), so `limit` entries never need more, while a crafted tree — shards of links to one
+ * shard without entries — would otherwise make one request read its blocks without end. Nor is a
+ * shard deeper than its name hash's bits reach walked: no real directory has one.
  */
 export async function listDirectory(read: ReadBlock, dir: Extract<Target, { kind: "directory" }>, limit: number): Promise<{ entries: DirEntry[]; more: boolean }> {
   const entries: DirEntry[] = [];
@@ -139,17 +148,47 @@ export async function listDirectory(read: ReadBlock, dir: Extract<Target, { kind
     for (const link of dir.node.Links) if (!add(link.Name ?? "", link)) return { entries, more: true };
     return { entries, more: false };
   }
-  async function walk(node: dagPb.PBNode, cid: CID): Promise<boolean> {
+  /** Shard reads started, of every level. */
+  let reads = 0;
+  async function walk(node: dagPb.PBNode, cid: CID, depth: number): Promise<boolean> {
     const fanout = Number(unixfsOf(cid, node).fanout ?? 256n);
+    const bits = Math.log2(fanout);
+    if (!Number.isInteger(bits) || bits < 1 || depth * bits > HASH_BITS) return false;
     const prefix = (fanout - 1).toString(16).length;
-    for (const link of node.Links) {
-      const name = link.Name ?? "";
-      if (name.length === prefix) {
-        if (!(await walk(dagPb.decode(await read(link.Hash)), link.Hash))) return false;
-      } else if (!add(name.slice(prefix), link)) return false;
+    const links = node.Links;
+    const isShard = (i: number) => (links[i]?.Name ?? "").length === prefix;
+    const started: (Promise<Uint8Array> | undefined)[] = [];
+    let next = 0;
+    let ahead = 0;
+    /** Starts the reads of the shards from `i` on, while few of this level's are ahead and reads remain. */
+    const readFrom = (i: number) => {
+      for (next = Math.max(next, i); next < links.length; next++) {
+        if (!isShard(next)) continue;
+        if (reads >= limit || ahead >= SHARDS_AHEAD) return;
+        const block = read((links[next] as dagPb.PBLink).Hash);
+        // Left unawaited when the listing stops early: its failure is no one's.
+        block.catch(() => {});
+        started[next] = block;
+        reads++;
+        ahead++;
+      }
+    };
+    for (let i = 0; i < links.length; i++) {
+      const link = links[i] as dagPb.PBLink;
+      if (!isShard(i)) {
+        if (!add((link.Name ?? "").slice(prefix), link)) return false;
+        continue;
+      }
+      if (!started[i]) readFrom(i);
+      const block = started[i];
+      if (!block) return false;
+      ahead--;
+      const child = dagPb.decode(await block);
+      readFrom(i + 1);
+      if (!(await walk(child, link.Hash, depth + 1))) return false;
     }
     return true;
   }
-  const whole = await walk(dir.node, dir.cid);
+  const whole = await walk(dir.node, dir.cid, 0);
   return { entries, more: !whole };
 }
