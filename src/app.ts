@@ -20,10 +20,10 @@ import { rpcLimits } from "./chain/public-rpc.ts";
 import type { ChainContext } from "./chain/types.ts";
 import { accountRoutes, type AccountServices } from "./accounts/index.ts";
 import { bodyLimit } from "./http/body-limit.ts";
-import { storageRoutes, type TrustlessAnswer } from "./storage/routes.ts";
+import { storageRoutes, type PathAnswer, type TrustlessAnswer } from "./storage/routes.ts";
 import type { Storage } from "./storage/service.ts";
 import type { Gateway } from "./gateway/service.ts";
-import { trustlessAnswer } from "./gateway/routes.ts";
+import { pathAnswer, pathRoutes, siteRoutes, trustlessAnswer } from "./gateway/routes.ts";
 import { directoryRoutes, type Directory } from "./directory/index.ts";
 import { quotaRoutes, type Quota } from "./quota/index.ts";
 import { keysRoutes, type Keys } from "./keys/index.ts";
@@ -42,7 +42,7 @@ export interface AppServices {
   accounts: AccountServices;
   /** Absent only in tests of parts that need no storage. */
   storage?: Storage;
-  /** The IPFS trustless gateway on /ipfs/<cid> (D17); absent, /ipfs/<cid> is only the download. */
+  /** The IPFS trustless and path gateways on /ipfs/<cid>[/path] (D17, D25); absent, /ipfs/<cid> is only the download. */
   gateway?: Gateway;
   /** The file directory's search (GET /challenge); absent in tests that need none. */
   directory?: Pick<Directory, "search">;
@@ -68,6 +68,8 @@ export function buildApp(services: AppServices) {
   return new Elysia({ handler: { standardHostname: false } })
     .use(services.routes?.plugin ?? new Elysia())
     .use(errorHandler(services.log))
+    // Before every other route: on the site origin (STOWAGE_GATEWAY_ORIGIN) only content answers.
+    .use(services.gateway ? siteRoutes(services.gateway) : new Elysia())
     .use(bodyLimit)
     .use(openapiAssets(OPENAPI_PATH))
     .use(
@@ -91,7 +93,12 @@ export function buildApp(services: AppServices) {
     .use(services.chain ? chainRoutes({ chain: services.chain, publicUrl: services.config.publicUrl, log: services.log, ageRecipient: services.encryption?.gatewayRecipient, limits: rpcLimits(services.config, services.chain.blockGasLimit) }) : new Elysia())
     .use(services.quota ? quotaRoutes({ ...services.quota, tokens: services.accounts.tokens, chainId: services.config.chainId }) : new Elysia())
     .use(services.directory ? directoryRoutes(services.directory) : new Elysia())
-    .use(services.storage ? storageRoutes(services.storage, { tokens: services.accounts.tokens, chainId: services.config.chainId }, { trustless: services.gateway ? trustless(services.gateway) : undefined }) : new Elysia());
+    .use(services.gateway ? pathRoutes(services.gateway) : new Elysia())
+    .use(
+      services.storage
+        ? storageRoutes(services.storage, { tokens: services.accounts.tokens, chainId: services.config.chainId }, services.gateway ? { trustless: trustless(services.gateway), path: paths(services.gateway) } : {})
+        : new Elysia(),
+    );
 }
 
 export type App = ReturnType<typeof buildApp>;
@@ -100,3 +107,8 @@ const trustless =
   (gateway: Gateway): TrustlessAnswer =>
   (request, type, cid, query) =>
     trustlessAnswer(gateway, request, type, cid, query);
+
+const paths =
+  (gateway: Gateway): PathAnswer =>
+  (request, query) =>
+    pathAnswer(gateway, request, query);

@@ -4,8 +4,8 @@
  * what is already open (the database, the chain, the back-ends, the blob store, the account
  * services) and makes the rest: quota, the directory and its indexer (not started), S3 access
  * keys, console session keys, the storage service asking the directory and the quota, the
- * encryption escrow, the trustless gateway, the S3 API's direct storage, and the HTTP app. Nothing
- * here listens, starts a timer or opens a file.
+ * encryption escrow, the trustless and path gateways, the S3 API's direct storage, and the HTTP
+ * app, each asking the denylist it is given. Nothing here listens, starts a timer or opens a file.
  *
  * @example
  *   const gw = compose({ config, sql, log, chain, secrets, accounts, backends, store })
@@ -21,6 +21,8 @@ import type { Sql } from "./db/sql.ts";
 import { createDirectory } from "./directory/index.ts";
 import { createEncryption } from "./encryption/index.ts";
 import { createGateway } from "./gateway/service.ts";
+import { parseSiteOrigin } from "./gateway/site.ts";
+import type { Denylist } from "./denylist/index.ts";
 import { createGrants } from "./grants/index.ts";
 import type { HealthCheck } from "./http/health.ts";
 import { storageDomain } from "./identity/eip712.ts";
@@ -77,6 +79,8 @@ export interface ComposeOptions {
   rateLimits?: boolean;
   /** The directory indexer's poll interval. */
   pollMs?: number;
+  /** Content this gateway blocks (D25): downloads, S3, both gateways answer 410, uploads are refused. */
+  denylist?: Pick<Denylist, "check" | "refuseUpload" | "servable" | "blocking">;
 }
 
 export function compose(parts: ComposeParts, opts: ComposeOptions = {}) {
@@ -121,6 +125,7 @@ export function compose(parts: ComposeParts, opts: ComposeOptions = {}) {
       meter: quota?.meter,
       onTransfer: opts.metrics?.transferred,
       rateLimits,
+      denylist: opts.denylist,
       ...opts.storage,
     },
   );
@@ -139,10 +144,20 @@ export function compose(parts: ComposeParts, opts: ComposeOptions = {}) {
   });
   const transferred = opts.metrics?.transferred;
   const gateway = parts.store
-    ? createGateway({ sql, store: parts.store, allowance: config.publicEgress, perClient: config.publicEgressPerClient, log, onSent: transferred && ((n) => transferred("ipfs", "out", n)) })
+    ? createGateway({
+        sql,
+        store: parts.store,
+        allowance: config.publicEgress,
+        perClient: config.publicEgressPerClient,
+        log,
+        denylist: opts.denylist,
+        // Sites run on their own origin (D23): browsers asking this one for a page are sent there.
+        site: config.gatewayOrigin === undefined ? undefined : parseSiteOrigin(config.gatewayOrigin),
+        onSent: transferred && ((n) => transferred("ipfs", "out", n)),
+      })
     : undefined;
   // The S3 API's entry to the same storage (D18): the account pays, no voucher.
-  const direct = createDirectStorage({ sql, log, maxBody: config.maxBody, backends, meter: quota?.meter, onTransfer: transferred });
+  const direct = createDirectStorage({ sql, log, maxBody: config.maxBody, backends, meter: quota?.meter, denylist: opts.denylist, onTransfer: transferred });
   const app = buildApp({ config, log, chain, accounts, storage, gateway, directory, quota, keys, grants, encryption, routes: opts.routes, health: opts.health ?? {} });
   return { resolver, domain, quota, directory, indexer, keys, grants, storage, encryption, gateway, direct, app };
 }

@@ -11,6 +11,7 @@
 import { resolve } from "node:path";
 import { parseOptions } from "./cli/args.ts";
 import { ConfigError } from "./config-error.ts";
+import { parseSiteOrigin, sameOrigin } from "./gateway/site.ts";
 
 export type Env = Record<string, string | undefined>;
 
@@ -22,7 +23,7 @@ export { ConfigError };
 /** Who reads a setting: the server and its operator commands, or the user commands. */
 export type Scope = "server" | "client";
 
-type Kind = "port" | "int" | "bytes" | "duration" | "string" | "url" | "postgresUrl" | "list" | "address" | "addressList" | "key" | "hostPort";
+type Kind = "port" | "int" | "bytes" | "duration" | "string" | "url" | "postgresUrl" | "list" | "address" | "addressList" | "key" | "hostPort" | "siteOrigin";
 
 interface Setting<K extends Kind = Kind> {
   kind: K;
@@ -107,6 +108,8 @@ export const settings = {
   renewalDays: setting({ kind: "int", env: "STOWAGE_RENEWAL_DAYS", flag: "--renewal-days", default: "30", help: "Days that must pass between two liveness-check renewals (points records)" }),
   publicEgress: setting({ kind: "bytes", env: "STOWAGE_PUBLIC_EGRESS", flag: "--public-egress", default: "1GiB", help: "Bytes of an owner's public ipfs content the trustless gateway (/ipfs/<cid> as a raw block or CAR) serves per UTC day, paid by the operator; 0 = off" }),
   publicEgressPerClient: setting({ kind: "bytes", env: "STOWAGE_PUBLIC_EGRESS_PER_CLIENT", flag: "--public-egress-per-client", default: "1GiB", help: "Bytes of public ipfs content one client address (IPv6: its /64) may fetch per hour from this gateway; 0 = no limit" }),
+  gatewayOrigin: setting({ kind: "siteOrigin", env: "STOWAGE_GATEWAY_ORIGIN", flag: "--gateway-origin", help: "Separate origin that serves public ipfs content as sites, such as https://{cid}.ipfs.gw.example (a subdomain gateway: one origin per CID) or https://gw.example; browsers opening /ipfs/<cid> here are sent there. Unset: files are served here, never run" }),
+  denylist: setting({ kind: "list", env: "STOWAGE_DENYLIST", flag: "--denylist", default: "", help: "Compact denylist files (IPIP-383), comma-separated: their content answers 410 and is refused on upload; read again when they change" }),
   rateLimits: setting({ kind: "string", env: "STOWAGE_RATE_LIMITS", flag: "--rate-limits", default: "on", choices: ["on", "off"], help: "on | off: rate limits of the login, code and access-key (POST /v2/keys) endpoints" }),
   gateway: setting({ scope: "client", kind: "url", env: "STOWAGE_GATEWAY", flag: "--gateway", default: "http://localhost:8080", help: "Gateway the user commands (login, put, get, …) talk to" }),
   userKey: setting({ scope: "client", kind: "key", env: "STOWAGE_USER_KEY", help: "The user's private key for the user commands (or their --key-file PATH)" }),
@@ -182,6 +185,13 @@ const parsers: { [K in Kind]: (raw: string) => ValueOf<K> } = {
     return raw as `0x${string}`;
   },
   addressList: (raw) => splitList(raw).map((a) => a.toLowerCase()),
+  siteOrigin: (raw) => {
+    try {
+      return parseSiteOrigin(raw).text;
+    } catch (err) {
+      throw new ConfigError((err as Error).message);
+    }
+  },
   key: (raw) => {
     if (!/^0x[0-9a-fA-F]{64}$/.test(raw)) throw new ConfigError("must be a 0x-prefixed 32-byte hex key");
     return raw as `0x${string}`;
@@ -243,6 +253,10 @@ export function parseConfig(argv: readonly string[], env: Env = processEnv, scop
   if (scope === "server") checkS3(values);
   values.dataDir = resolve(values.dataDir as string);
   values.publicUrl ??= `http://${values.host === "0.0.0.0" ? "localhost" : values.host}:${values.port}`;
+  // Sites on the console's own origin would run with the console's storage: the very thing the separate origin prevents.
+  if (typeof values.gatewayOrigin === "string" && sameOrigin(parseSiteOrigin(values.gatewayOrigin), values.publicUrl as string)) {
+    throw new ConfigError("STOWAGE_GATEWAY_ORIGIN: must be another origin than STOWAGE_PUBLIC_URL: sites there would run beside the console");
+  }
   return values as Config;
 }
 

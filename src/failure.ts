@@ -29,6 +29,8 @@ const FAILURE_CODES = [
   "bad-range",
   /** The client's body broke off before its end. */
   "interrupted",
+  /** The content is on this gateway's denylist: gone for every reader, refused to every writer. */
+  "blocked",
 ] as const;
 
 export type FailureCode = (typeof FAILURE_CODES)[number];

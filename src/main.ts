@@ -30,7 +30,7 @@ const commands: Record<string, Command> = {
     run: serve,
   },
   admin: {
-    summary: "Quota grants, prices and funding (admin key); backup, restore, check and usage of the data",
+    summary: "Quota grants, prices and funding (admin key); backup, restore, check and usage of the data; blocking content",
     help: (args) => adminHelpFor(args[0]),
     run: (args) => runAdmin(args, processEnv),
   },

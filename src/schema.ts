@@ -18,3 +18,4 @@ export * from "./keys/schema.ts";
 export * from "./gateway/schema.ts";
 export * from "./s3api/schema.ts";
 export * from "./grants/schema.ts";
+export * from "./denylist/schema.ts";

@@ -25,6 +25,8 @@ import { startStorage } from "./storage/start.ts";
 import { createMetrics, routeLabels, serveMetrics } from "./metrics/index.ts";
 import { aborted, singleton } from "./db/leases.ts";
 import { checkPorts } from "./ports.ts";
+import { ConfigError } from "./config.ts";
+import { createDenylist, DenylistFileError, type Denylist } from "./denylist/index.ts";
 import { usageTotalsEvery } from "./ops/usage.ts";
 
 export interface RunningServer {
@@ -80,9 +82,13 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
       // Tokens act for a DID while the key that signed in may sign for it (D21): asked at every use and refresh.
       resolver,
     });
+    // The denylist (D25) before anything serves: its files and the operator's blocks, checked on
+    // every read (bitswap's included) and every upload.
+    const denylist = await openDenylist(config, database.sql, log, metrics.blocked);
+    cleanup.push(() => denylist.stop());
     // The back-ends first (each opens its store, the sweeps run as one cluster singleton); the
     // services over them are wired once the public URL is known.
-    const stored = await startStorage({ config, sql: database.sql, gatewayId: gateway, log });
+    const stored = await startStorage({ config, sql: database.sql, gatewayId: gateway, log, denylist });
     cleanup.push(() => stored.stop());
     // Bind first: with --port 0 the real port is known only now, and the public URL names it.
     let handle = async (_: Request) => storageError.unavailable("starting").toResponse();
@@ -113,6 +119,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
         gatewayId: gateway,
         metrics,
         routes,
+        denylist,
         // One indexer in the cluster (D16): its cursor writes are fenced by the "indexer" lease's epoch.
         fence: () => indexing.held(),
         health: {
@@ -157,6 +164,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
       indexerLag: () => indexerLag(database.sql, chain.context.publicClient),
       peers: async () => Number((await stored.backends.ipfs?.health())?.connections ?? 0),
       usage: usageTotalsEvery(database.sql),
+      denylist: () => denylist.size,
     });
     if (config.metricsListen !== "") {
       // Its own listener, never the public port (D19); a busy address stops the start by name.
@@ -193,6 +201,16 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     };
   } catch (err) {
     await closeAll();
+    throw err;
+  }
+}
+
+/** The denylist of STOWAGE_DENYLIST and the operator's blocks; a file it cannot read stops the start, named. */
+async function openDenylist(config: Config, sql: Parameters<typeof createDenylist>[0]["sql"], log: Logger, onBlocked: (door: string) => void): Promise<Denylist> {
+  try {
+    return await createDenylist({ sql, log, files: config.denylist, onBlocked });
+  } catch (err) {
+    if (err instanceof DenylistFileError) throw new ConfigError(`STOWAGE_DENYLIST: ${err.message}`);
     throw err;
   }
 }

@@ -31,6 +31,7 @@ export const TEST_CONFIGURATIONS: Record<string, readonly Pass[]> = {
   "test/console": PLAIN,
   "test/contracts": PLAIN,
   "test/db": BOTH_DATABASES,
+  "test/denylist": PLAIN,
   "test/directory": EVERY,
   "test/e2e": BOTH_STORES,
   "test/encryption": EVERY,

@@ -1,7 +1,8 @@
 /**
  * `stowage admin …` (D13): free quota grants, prices and (embedded chain only) funding, signed with
  * the admin key; each prints the transaction hash once it is mined with success. And the commands
- * that keep the gateway's data (backup, restore, check, usage: cli/ops.ts), which need no chain.
+ * that keep the gateway's data (backup, restore, check, usage: cli/ops.ts) and the operator's
+ * denylist (block, unblock, blocked: cli/block.ts), which need the database, not the chain.
  *
  * @example
  *   stowage admin grant --did did:ethr:0x3d9:0xAb… --space 5GiB --days 30
@@ -17,13 +18,14 @@ import { parseDidOrAddress } from "../identity/did.ts";
 import { parseArgs } from "./args.ts";
 import { CliError, adminAccess } from "./chain-access.ts";
 import { isOpsCommand, opsHelp, runOps } from "./ops.ts";
+import { blockHelp, isBlockCommand, runBlock } from "./block.ts";
 
 type Access = Awaited<ReturnType<typeof adminAccess>>;
 type Out = (line: string) => void;
 
 const KIND = { space: 0, traffic: 1 } as const;
 
-export const adminHelp = `Usage: stowage admin <grant | prices | fund | backup | restore | check | usage> [options]
+export const adminHelp = `Usage: stowage admin <grant | prices | fund | backup | restore | check | usage | block | unblock | blocked> [options]
 
   grant --did DID (--space BYTES | --traffic BYTES) [--days N]
         Grant free storage space or traffic to a DID (or address). BYTES takes units (5GiB).
@@ -40,6 +42,7 @@ export const adminHelp = `Usage: stowage admin <grant | prices | fund | backup |
         Check that the database and the blobs agree (any database, any blob store).
   usage [--since DATE] [--json | --csv]
         Per account: storage, traffic, purchases and grants, S3 and IPFS activity.
+${blockHelp}
   stowage admin <command> --help tells more.
 
 Common options:
@@ -133,7 +136,8 @@ const subcommands = {
 export async function runAdmin(argv: string[], env: Record<string, string | undefined>, out: Out = console.log, log: Out = (l) => console.error(l), tty = Boolean(process.stderr.isTTY)): Promise<number> {
   const [sub, ...rest] = argv;
   if (isOpsCommand(sub)) return runOps(sub, rest, env, { out, log, tty, status: (text) => void process.stderr.write(text) });
-  if (!sub || !(sub in subcommands)) throw new ConfigError(sub ? `unknown admin command "${sub}"` : "admin needs a command: grant, prices, fund, backup, restore, check or usage");
+  if (isBlockCommand(sub)) return runBlock(sub, rest, env, out, log);
+  if (!sub || !(sub in subcommands)) throw new ConfigError(sub ? `unknown admin command "${sub}"` : "admin needs a command: grant, prices, fund, backup, restore, check, usage, block, unblock or blocked");
   const spec = subcommands[sub as keyof typeof subcommands];
   const { flags, positionals } = parseArgs(rest, [...spec.flags, "--data-dir"]);
   if (sub !== "fund" && positionals.length) throw new ConfigError(`unexpected argument ${positionals[0]}`);

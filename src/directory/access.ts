@@ -44,6 +44,20 @@ export const freePublicOwnersSql = (cids: string, yes: string, limit: number) =>
     AND ${storesSql({ cid: "e.cid", did: "e.did", backend: "'ipfs'" })}
   ORDER BY e.owner LIMIT ${limit}`;
 
+/** The name the first free public entry of the Cid `cid` publishes it under, its owner storing it
+ * on ipfs here (`yes` bound to true): a path gateway's file name for a bare CID. */
+export const freePublicNameSql = (cid: string, yes: string) => `SELECT e.name AS name FROM directory_entries e
+  WHERE e.cid = ${cid} AND e.public = ${yes} AND e.price = '0'
+    AND ${storesSql({ cid: "e.cid", did: "e.did", backend: "'ipfs'" })}
+  ORDER BY e.id LIMIT 1`;
+
+/** The prices (at most `limit`) of the entries of the Cid `cid` that are not free to read — sold,
+ * or for readers their owner chose — their owners storing it on ipfs here (`yes` bound to true). */
+export const closedEntriesSql = (cid: string, yes: string, limit: number) => `SELECT e.price AS price FROM directory_entries e
+  WHERE e.cid = ${cid} AND NOT (e.public = ${yes} AND e.price = '0')
+    AND ${storesSql({ cid: "e.cid", did: "e.did", backend: "'ipfs'" })}
+  ORDER BY e.id LIMIT ${limit}`;
+
 const BOUGHT = "SELECT 1 AS one FROM directory_purchases WHERE owner = $1 AND mid = $2 AND reader = $3";
 const PUBLISHED = "SELECT 1 AS one FROM directory_entries WHERE owner = $1 AND mid = $2";
 const publicOwn = (n: number) => `SELECT DISTINCT cid FROM directory_entries WHERE owner = $1 AND public = $2 AND cid IN (${placeholders(n, 3)})`;

@@ -11,7 +11,7 @@
  */
 import { getAddress, type Address } from "viem";
 import type { Queryable } from "../db/sql.ts";
-import { freePublicOwnersSql } from "../directory/access.ts";
+import { closedEntriesSql, freePublicNameSql, freePublicOwnersSql } from "../directory/access.ts";
 import { blockSize, rootsOfBlockSql } from "../storage/ipfs/pins.ts";
 
 export { blockSize };
@@ -28,4 +28,22 @@ const PUBLIC_OWNERS = freePublicOwnersSql(rootsOfBlockSql("$1"), "$2", OWNERS_TR
 export async function publicOwners(q: Queryable, key: string): Promise<Address[]> {
   const rows = await q.all<{ owner: string }>(PUBLIC_OWNERS, [key, true]);
   return rows.map((r) => getAddress(r.owner));
+}
+
+// The path gateway's own questions, on the same conditions (the directory's and the catalog's):
+// the name a free public entry gives its root, and, for a refusal that says how to read it, the
+// entries of a Cid that are not free.
+const PUBLIC_NAME = freePublicNameSql("$1", "$2");
+const CLOSED_ENTRIES = closedEntriesSql("$1", "$2", OWNERS_TRIED);
+
+/** The name a free public entry of the root `cid` (canonical) is published under, if any. */
+export async function publicName(q: Queryable, cid: string): Promise<string | undefined> {
+  return (await q.get<{ name: string }>(PUBLIC_NAME, [cid, true]))?.name;
+}
+
+/** Entries of `cid` (canonical) stored here that are not free to read: sold (a price) or for
+ * chosen readers (not public). Their existence is the directory's public record. */
+export async function closedEntries(q: Queryable, cid: string): Promise<{ priced: boolean; price: string }[]> {
+  const rows = await q.all<{ price: string }>(CLOSED_ENTRIES, [cid, true]);
+  return rows.map((r) => ({ priced: r.price !== "0", price: r.price }));
 }

@@ -10,6 +10,10 @@
  * the operator from the owner's daily allowance (egress.ts), never the owner's traffic pool, and
  * limited per client address on this gateway (client-limit.ts); over either: 429 + Retry-After.
  * A CAR is streamed as the DAG is walked (walk.ts), each block paid for before it goes out.
+ * Content the denylist blocks answers 410 (D25), a block only blocked content holds included.
+ *
+ * The path gateway (path.ts) shares this budget and these limits: the same public content as
+ * files, directories and sites.
  *
  * @example
  *   const gateway = createGateway({ sql, store: blobs.store, allowance: config.publicEgress, perClient: config.publicEgressPerClient, log })
@@ -23,6 +27,10 @@ import { storageError } from "../http/errors.ts";
 import { userContentHeaders } from "../http/user-content.ts";
 import type { Logger } from "../log.ts";
 import { blockKey, readBlock } from "../storage/ipfs/blocks.ts";
+import { rootsOfBlock } from "../storage/ipfs/pins.ts";
+import { ContentBlocked, type Denylist } from "../denylist/index.ts";
+import { createPathGateway, type PathRequest } from "./path.ts";
+import type { SiteOrigin } from "./site.ts";
 import { blockSize, publicOwners } from "./access.ts";
 import { carBlockPrefix, carHeader } from "./car.ts";
 import { createClientLimit } from "./client-limit.ts";
@@ -45,6 +53,10 @@ export interface GatewayDeps {
   /** STOWAGE_PUBLIC_EGRESS_PER_CLIENT: bytes per client address per hour on this gateway; 0 = none. */
   perClient: number;
   log: Logger;
+  /** Content this gateway blocks (D25): 410, never served. */
+  denylist?: Pick<Denylist, "check" | "blocking" | "servable">;
+  /** STOWAGE_GATEWAY_ORIGIN: where sites are served; browsers asking this origin are sent there. */
+  site?: SiteOrigin;
   now?: () => number;
   /** Hears of bytes sent (the server's metrics count them as ipfs bytes out). */
   onSent?: (bytes: number) => void;
@@ -120,6 +132,8 @@ export function createGateway(deps: GatewayDeps) {
     }
 
     const key = blockKey(cid);
+    // Blocked (D25): the block itself, or one that only blocked content holds.
+    if (deps.denylist && !(await deps.denylist.servable(cid, "trustless", (n) => rootsOfBlock(sql, key, n)))) throw new ContentBlocked(input.cid);
     const owners = await publicOwners(sql, key);
     if (owners.length === 0) throw storageError.forbidden("Permission denied: this Cid is not public here; a download needs a voucher");
     if (matches) return { status: 304, headers };
@@ -170,6 +184,8 @@ export function createGateway(deps: GatewayDeps) {
       await charge.close().catch((err) => log.error("giving back public egress failed", { err: (err as Error).message }));
     };
     const frames = async (b: Block) => {
+      // A block blocked in its own right (the root was checked whole) ends the CAR there.
+      if (deps.denylist?.blocking(b.cid)) throw new ContentBlocked(b.cid.toString());
       const prefix = carBlockPrefix(b.cid, b.bytes.byteLength);
       await pay(client, charge, prefix.byteLength + b.bytes.byteLength);
       return [prefix, b.bytes];
@@ -213,10 +229,24 @@ export function createGateway(deps: GatewayDeps) {
     );
   }
 
+  const paths = createPathGateway({
+    sql,
+    store,
+    allowance: deps.allowance,
+    denylist: deps.denylist,
+    payment(owners, client) {
+      const charge = egress.charge(owners);
+      return { pay: (n) => pay(client, charge, n), close: () => charge.close() };
+    },
+  });
+
   return {
     /** The trustless request in an Accept header and query, or undefined for a download (spec row 5). */
     wants: trustlessRequest,
     serve,
+    /** The path gateway (path.ts): a public file, a directory's listing or a site's page. */
+    servePath: (input: PathRequest) => paths.serve(input),
+    site: deps.site,
     egress,
   };
 }

@@ -23,6 +23,7 @@ export const storageCodes = {
   405: "MethodNotAllowed",
   406: "NotAcceptable",
   409: "Conflict",
+  410: "Blocked",
   411: "InvalidArgument",
   413: "EntityTooLarge",
   416: "InvalidRange",
@@ -93,6 +94,7 @@ const FAILURE_JSON: Record<FailureCode, { status: StorageStatus; description?: s
   "bad-input": { status: 400 },
   "bad-range": { status: 416 },
   interrupted: { status: 400 },
+  blocked: { status: 410 },
 };
 
 /** A failure of the domain as the storage API answers it; a StorageError as it is. */
@@ -112,6 +114,7 @@ const FAILURE_ACCOUNT: Record<FailureCode, AccountErrorName> = {
   "bad-input": "PARAM_ERROR",
   "bad-range": "PARAM_ERROR",
   interrupted: "PARAM_ERROR",
+  blocked: "FORBIDDEN",
 };
 
 export const accountErrorOf = (err: Failure) => new AccountError(FAILURE_ACCOUNT[err.code], err.message);

@@ -24,6 +24,8 @@ export interface GaugeSources {
   peers?: () => Promise<number>;
   /** The deployment's usage totals (the usage report's, without any account named). */
   usage?: () => Promise<UsageTotals>;
+  /** Denylist rules in force, by source ("files", "operator"). */
+  denylist?: () => { files: number; operator: number };
 }
 
 /** What `stowage admin usage` totals (src/ops/usage.ts gives this shape). */
@@ -54,6 +56,7 @@ export function createMetrics() {
   const durations = new Histogram({ name: "stowage_http_request_duration_seconds", help: "Time to the response's headers, by method and route", labelNames: ["method", "route"], buckets: DURATION_BUCKETS, registers });
   const bytes = new Counter({ name: "stowage_transfer_bytes_total", help: "File bytes received (in) and sent (out), by back-end", labelNames: ["backend", "direction"], registers });
   const purchases = new Counter({ name: "stowage_purchases_total", help: "Space and traffic purchases by the operator key, by kind and outcome", labelNames: ["kind", "outcome"], registers });
+  const blocked = new Counter({ name: "stowage_blocked_requests_total", help: "Requests refused because the denylist blocks their content (410), by door: download, s3, trustless, path, bitswap, upload, pin, import", labelNames: ["door"], registers });
   const rpc = new Histogram({ name: "stowage_chain_rpc_duration_seconds", help: "Chain JSON-RPC calls, by method and outcome", labelNames: ["method", "outcome"], buckets: RPC_BUCKETS, registers });
 
   new Gauge({
@@ -96,6 +99,17 @@ export function createMetrics() {
       if (n !== undefined) this.set(n);
     },
   });
+  new Gauge({
+    name: "stowage_denylist_rules",
+    help: "Denylist rules in force, by source: the STOWAGE_DENYLIST files, and the operator's own blocks",
+    labelNames: ["source"],
+    registers,
+    collect() {
+      this.reset();
+      const size = sources.denylist?.();
+      if (size) for (const [source, n] of Object.entries(size)) this.set({ source }, n);
+    },
+  });
   usageGauges(registers, () => sources.usage);
   processGauges(registers);
 
@@ -107,6 +121,10 @@ export function createMetrics() {
     },
     transferred(backend: string, direction: Direction, n: number) {
       if (n > 0) bytes.inc({ backend, direction }, n);
+    },
+    /** A request refused by the denylist, at `door`. */
+    blocked(door: string) {
+      blocked.inc({ door });
     },
     purchase(kind: string, outcome: "done" | "failed") {
       purchases.inc({ kind, outcome });

@@ -12,6 +12,8 @@ export const S3_CODES = {
   AuthorizationHeaderMalformed: 400,
   AuthorizationQueryParametersError: 400,
   BadDigest: 400,
+  /** Content on this gateway's denylist (D25), read or written: our own code, as S3 has none. */
+  Blocked: 410,
   BucketAlreadyOwnedByYou: 409,
   EntityTooLarge: 400,
   EntityTooSmall: 400,
@@ -75,6 +77,7 @@ const FAILURE_S3: Record<FailureCode, S3Code> = {
   "bad-input": "InvalidRequest",
   "bad-range": "InvalidRange",
   interrupted: "IncompleteBody",
+  blocked: "Blocked",
 };
 
 /** An S3 error as it is, a domain failure by its code; anything else is undefined (an InternalError, logged by the caller). */

@@ -84,6 +84,7 @@ export function createObjects(direct: DirectStorage) {
    */
   async function get(did: Did, kind: BackendKind, key: string, request: Request, partNumber: string | null = null): Promise<Response> {
     const row = await mustFind(did, kind, key);
+    direct.readable(row);
     if (partNumber !== null) {
       if (!/^\d{1,5}$/.test(partNumber) || Number(partNumber) < 1 || Number(partNumber) > 10000) throw s3Error("InvalidArgument", "Part number must be an integer between 1 and 10000, inclusive", { ArgumentName: "partNumber", ArgumentValue: partNumber });
       if (request.headers.has("range")) throw s3Error("InvalidRequest", "Cannot specify both Range header and partNumber query parameter");

@@ -22,6 +22,7 @@ import { createFiles, type FileRow } from "./files.ts";
 import { recordFile } from "./pending.ts";
 import { meterDownload } from "./transfer.ts";
 import { WHOLE_BODY_MAX } from "./service.ts";
+import type { Denylist } from "../denylist/index.ts";
 
 export interface DirectDeps {
   sql: Sql;
@@ -32,6 +33,8 @@ export interface DirectDeps {
   meter?: Meter;
   /** Hears of file bytes received (in) and sent (out), per back-end: the server's metrics, as service.ts reports them. */
   onTransfer?: (backend: BackendKind, direction: "in" | "out", bytes: number) => void;
+  /** Content this gateway blocks (D25): not read (`readable`), not stored. */
+  denylist?: Pick<Denylist, "check" | "refuseUpload">;
   now?: () => number;
 }
 
@@ -113,7 +116,7 @@ export function createDirectStorage(deps: DirectDeps) {
    */
   async function keep(b: Backend, who: Did, name: string, pending: PendingPut, quota: UploadMeter | undefined, etag: string | undefined, moved: number, encryption = ""): Promise<FileRow> {
     const row = { did: who.canonical, backend: b.kind, name, cid: pending.cid, size: pending.size, encryption, etag };
-    const added = await recordFile(files, row, pending, { quota, moved, log });
+    const added = await recordFile(files, row, pending, { quota, moved, refuse: (cid) => deps.denylist?.refuseUpload(cid), log });
     if (moved > 0) deps.onTransfer?.(b.kind, "in", moved);
     if (added.replaced) await release(b, added.replaced);
     return added.row;
@@ -211,6 +214,10 @@ export function createDirectStorage(deps: DirectDeps) {
     return meterDownload(b.read(row.cid, range), settle, renew);
   }
 
+  /** Throws ContentBlocked (410) when the denylist blocks `row`'s content: before its headers
+   * (HEAD too) and its bytes. */
+  const readable = (row: FileRow) => deps.denylist?.check(row.cid, "s3");
+
   /** Files of `who` on `kind` whose names start with `prefix`, after `after`, in byte order. */
   const list = (who: Did, kind: BackendKind, page: { prefix: string; after: string; limit: number }) => files.listNames(who.canonical, backend(kind).kind, page);
 
@@ -263,7 +270,7 @@ export function createDirectStorage(deps: DirectDeps) {
   const spaceHold = async (who: Did) => deps.meter?.spaceHold(who.address, who.canonical);
   const dropHold = async (id: number | null) => deps.meter?.dropHold(id);
 
-  return { kind: (k: string) => backend(k).kind, spaceHold, dropHold, put, compose, named, read, list, remove, stash, readContent, unstash };
+  return { kind: (k: string) => backend(k).kind, spaceHold, dropHold, put, compose, named, readable, read, list, remove, stash, readContent, unstash };
 }
 
 export type DirectStorage = ReturnType<typeof createDirectStorage>;

@@ -75,19 +75,21 @@ export interface AuthorityParticipants {
  *
  * Either all of it commits or none: the bytes count exactly when the file is stored. When it
  * fails, the quota's holds go first (a refused upload never counts against another's check),
- * then nothing of the content is kept unless something else references it.
+ * then nothing of the content is kept unless something else references it. Before any of it,
+ * `refuse` — the denylist's check of every write (D25) — may refuse the content by its Cid.
  */
 export async function recordFile(
   files: Pick<Files, "add">,
   row: Parameters<Files["add"]>[0],
   pending: PendingPut,
-  opts: { quota?: UploadQuota; moved: number; authority?: AuthorityParticipants; also?: Participant; log: Logger },
+  opts: { quota?: UploadQuota; moved: number; authority?: AuthorityParticipants; also?: Participant; refuse?: (cid: string) => void; log: Logger },
 ) {
-  const content: Participant = { prepare: (tx) => pending.commitIn(tx) };
-  const quota = opts.quota?.commit(pending.size, opts.moved);
-  const participants = [content, opts.authority?.claims, quota, opts.authority?.counts, opts.also].filter((p): p is Participant => p !== undefined);
   let out: Awaited<ReturnType<Files["add"]>>;
   try {
+    opts.refuse?.(pending.cid);
+    const content: Participant = { prepare: (tx) => pending.commitIn(tx) };
+    const quota = opts.quota?.commit(pending.size, opts.moved);
+    const participants = [content, opts.authority?.claims, quota, opts.authority?.counts, opts.also].filter((p): p is Participant => p !== undefined);
     out = await files.add(row, participants);
   } catch (err) {
     await opts.quota?.release();

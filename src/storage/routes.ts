@@ -3,7 +3,8 @@
  * caller, the multipart form, the Range header, HEAD) and hands typed values to the storage
  * service, then writes its typed answer as HTTP. `:type` is the storage type; anything but `dfs`
  * and `ipfs` is 518. `GET|HEAD /ipfs/<cid>` asked as a raw block or a CAR is the trustless
- * gateway's (src/gateway, D17); the download answers the rest.
+ * gateway's (src/gateway, D17), and without a voucher the path gateway's (D25); the download
+ * answers the rest.
  */
 import { Elysia, t } from "elysia";
 import { isAccountPath, storageError } from "../http/errors.ts";
@@ -94,11 +95,14 @@ async function answerDownload(request: Request, file: ReadableFile): Promise<Res
  * which reads its blocks through storage. */
 export type TrustlessAnswer = (request: Request, type: string, cid: string, query: Record<string, string | undefined>) => Promise<Response> | undefined;
 
-export const storageRoutes = (storage: Storage, guard: { tokens: AccessTokens; chainId: number }, extra: { trustless?: TrustlessAnswer } = {}) => {
+/** The path gateway's answer (D25) to `/ipfs/<cid>` asked with no voucher; undefined otherwise (the download answers). */
+export type PathAnswer = (request: Request, query: Record<string, string | undefined>) => Promise<Response> | undefined;
+
+export const storageRoutes = (storage: Storage, guard: { tokens: AccessTokens; chainId: number }, extra: { trustless?: TrustlessAnswer; path?: PathAnswer } = {}) => {
   const readDid = rememberedDids((did) => parseDid(did, guard.chainId));
   const caller = (request: Request) => requireCaller(request, guard.tokens, readDid);
   const download = async (request: Request, type: string, cid: string, query: Record<string, string | undefined>) =>
-    (await extra.trustless?.(request, type, cid, query)) ?? answerDownload(request, await storage.download(type, cid, query));
+    (await extra.trustless?.(request, type, cid, query)) ?? (type === "ipfs" ? await extra.path?.(request, query) : undefined) ?? answerDownload(request, await storage.download(type, cid, query));
   return new Elysia({ name: "storage" })
     .post(
       "/login",
@@ -151,7 +155,7 @@ export const storageRoutes = (storage: Storage, guard: { tokens: AccessTokens; c
         tags: ["storage"],
         ...access.upload,
       },
-      response: { 200: fileEntry, ...storageErrors(400, 401, 402, 403, 411, 413, 516, 517, 518) },
+      response: { 200: fileEntry, ...storageErrors(400, 401, 402, 403, 410, 411, 413, 516, 517, 518) },
       },
     )
     .get(
@@ -177,11 +181,18 @@ export const storageRoutes = (storage: Storage, guard: { tokens: AccessTokens; c
     .get("/:type/:cid", ({ request, params, query, path }) => (checkNotAccount(path), download(request, params.type, params.cid, query)), {
       params: t.Object({ type: t.String(), cid: t.String() }),
       query: voucherQuery,
-      detail: { summary: "Download a file by Cid with a traffic voucher (size, sign); Range, HEAD, ETag. On /ipfs/<cid>, Accept application/vnd.ipld.raw or .car (or ?format=raw|car) asks the trustless gateway instead: public content, no voucher", tags: ["storage"], ...access.download },
+      detail: {
+        summary:
+          "Download a file by Cid with a traffic voucher (size, sign); Range, HEAD, ETag. On /ipfs/<cid>, Accept application/vnd.ipld.raw or .car (or ?format=raw|car) asks the trustless gateway instead: public content, no voucher. On /ipfs/<cid> without a voucher, the path gateway answers: a public, free file (or a directory's listing) with Range and ETag; 404 for a CID not public here and 403 for one sold or for chosen readers, each saying how to read it with a voucher; a browser is sent to STOWAGE_GATEWAY_ORIGIN when it is set (301). Content the gateway blocks answers 410",
+        tags: ["storage"],
+        ...access.download,
+      },
       response: {
         200: fileBytes,
         206: fileBytes,
-        ...storageErrors(400, 402, 403, 404, 406, 416, 429, 517, 518),
+        301: t.Unknown({ description: "Path gateway: a directory asked without its trailing /, or a browser sent to the site origin (STOWAGE_GATEWAY_ORIGIN)" }),
+        304: t.Unknown({ description: "Trustless or path gateway: If-None-Match named its ETag" }),
+        ...storageErrors(400, 402, 403, 404, 406, 410, 416, 429, 517, 518),
       },
     })
     // Elysia answers HEAD on a dynamic route with the GET handler and then sets Content-Length to

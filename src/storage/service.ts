@@ -31,6 +31,7 @@ import type { Meter } from "../quota/meter.ts";
 import { createRateLimiter, type Limit } from "../http/rate-limit.ts";
 import type { SharedRateLimiter } from "../http/shared-rate-limit.ts";
 import type { ClientKey } from "../http/client-key.ts";
+import type { Denylist } from "../denylist/index.ts";
 
 /** The routes' storage types and the back-ends' kinds are the same two names (a compile-time check). */
 type SameKinds = [BackendKind] extends [StorageKind] ? ([StorageKind] extends [BackendKind] ? true : false) : false;
@@ -108,6 +109,8 @@ export interface StorageDeps {
   publicSql?: PublicSql;
   /** Quota enforcement (D7); absent, only the vouchers bound use. */
   meter?: Meter;
+  /** Content this gateway blocks (D25): its downloads answer 410, its uploads are refused. */
+  denylist?: Pick<Denylist, "check" | "refuseUpload">;
   /** Hears of file bytes received (in) and sent (out), per back-end: the server's metrics. */
   onTransfer?: (backend: BackendKind, direction: "in" | "out", bytes: number) => void;
   /** Rate limits of POST /login (per client address and per DID); on unless false. */
@@ -227,6 +230,8 @@ export function createStorage(deps: StorageDeps) {
       const name = cleanName(part.filename);
       const payload = String(part.fields.payload ?? "");
       const expected = expectedContent(payload);
+      // A Cid signed as the payload names the content before its bytes come: refused unread.
+      if (expected.kind === "cid") deps.denylist?.refuseUpload(expected.value);
       const request = await sessions.verify({ ...part.fields, payload }, "upload", who.did);
       const voucher = await vouchers.payerOf(part.fields);
       if (!(await paysFor(who.did, voucher.payer))) {
@@ -267,7 +272,7 @@ export function createStorage(deps: StorageDeps) {
         counts: { settle: (tx: Queryable) => vouchers.settle(offered, meter.bytes, tx) },
       };
       const publicFlag = deps.publicCids && { settle: async (tx: Queryable) => void (isPublic = (await deps.publicCids?.(who.did.address, [row.cid], tx))?.has(row.cid)) };
-      const added = await recordFile(files, row, pending, { quota, moved: meter.bytes, authority, also: publicFlag, log });
+      const added = await recordFile(files, row, pending, { quota, moved: meter.bytes, authority, also: publicFlag, refuse: (c) => deps.denylist?.refuseUpload(c), log });
       deps.onTransfer?.(b.kind, "in", meter.bytes);
       if (added.replaced) await release(b, added.replaced);
       return fileEntry(added.row, isPublic);
@@ -317,13 +322,17 @@ export function createStorage(deps: StorageDeps) {
    */
   async function download(kind: string, cidText: string, voucher: DownloadInput): Promise<ReadableFile> {
     const b = backend(kind);
-    const { payer, size } = await vouchers.payerOf(voucher);
-    let cid: string;
+    let parsed: string | undefined;
     try {
-      cid = CID.parse(cidText).toV1().toString();
+      parsed = CID.parse(cidText).toV1().toString();
     } catch {
-      throw storageError.badRequest("not a Cid");
+      parsed = undefined;
     }
+    // Blocked content answers 410 whoever asks, before any voucher is looked at or spent.
+    if (parsed !== undefined) deps.denylist?.check(parsed, "download");
+    const { payer, size } = await vouchers.payerOf(voucher);
+    if (parsed === undefined) throw storageError.badRequest("not a Cid");
+    const cid = parsed;
     const who = claimedReader(payer, voucher.did);
     const reader = who.address;
     const row = await readableRow(reader, b.kind, cid);

@@ -18,7 +18,8 @@ import { ethrResolver } from "../identity/resolver.ts";
 import type { Logger } from "../log.ts";
 import type { Backend, BackendKind } from "./backend.ts";
 import { openDfs } from "./dfs/index.ts";
-import { openIpfs } from "./ipfs/index.ts";
+import { blockKey, openIpfs, rootsOfBlock, type Servable } from "./ipfs/index.ts";
+import type { Denylist } from "../denylist/index.ts";
 import { parsePeerAddrs } from "./ipfs/peers.ts";
 import { clusterSweeps, type Sweepable } from "./sweeps.ts";
 import { createStorage, type StorageDeps } from "./service.ts";
@@ -61,8 +62,16 @@ export async function openBlobs({ config, sql, log }: { config: Config; sql: Sql
   return { store, guard: createBlobGuard({ sql, store, log }) };
 }
 
-/** Opens the back-ends over the blob store and starts their cluster sweeps; the storage service over them is compose()'s. */
-export async function startStorage(deps: { config: Config; sql: Sql; log: Logger; gatewayId: string }) {
+/** The denylist's say on a block bitswap would send (D25): refused when blocked itself, or when
+ * only blocked content contains it. */
+export const servableBlocks =
+  (sql: Sql, denylist: Pick<Denylist, "servable">): Servable =>
+  (cid) =>
+    denylist.servable(cid, "bitswap", (limit) => rootsOfBlock(sql, blockKey(cid), limit));
+
+/** Opens the back-ends over the blob store and starts their cluster sweeps; the storage service
+ * over them is compose()'s. With a denylist, the ipfs node sends no block it blocks to other peers. */
+export async function startStorage(deps: { config: Config; sql: Sql; log: Logger; gatewayId: string; denylist?: Pick<Denylist, "servable"> }) {
   const { config, log } = deps;
   const backends: Partial<Record<BackendKind, Backend>> = {};
   let sweeps: ReturnType<typeof clusterSweeps> | undefined;
@@ -78,7 +87,8 @@ export async function startStorage(deps: { config: Config; sql: Sql; log: Logger
   try {
     const dfs = await openDfs({ sql: deps.sql, log, guard: blobs.guard, legacyDir: join(config.dataDir, "dfs"), sweepAtOpen: false, scrubEveryMs: config.dfsScrubEvery });
     backends.dfs = dfs;
-    const ipfs = await openIpfs({ dir: join(config.dataDir, "ipfs"), listen: config.ipfsListen, sql: deps.sql, log, guard: blobs.guard, peers, sweepAtOpen: false });
+    const servable = deps.denylist && servableBlocks(deps.sql, deps.denylist);
+    const ipfs = await openIpfs({ dir: join(config.dataDir, "ipfs"), listen: config.ipfsListen, sql: deps.sql, log, guard: blobs.guard, peers, servable, sweepAtOpen: false });
     backends.ipfs = ipfs;
     log.info("ipfs node ready", { peerId: ipfs.peerId, addresses: ipfs.multiaddrs() });
     // dfs calls the chunks a pass kept for pins `heldChunks`; ipfs reports `held` as it is.

@@ -18,12 +18,39 @@ import { connectStorage } from "../../src/sdk/storage.ts";
 import { appFetch } from "../support/app.ts";
 import { BASE, testGateway } from "../support/storage.ts";
 import { granter } from "../quota/grants.ts";
+import { importer } from "ipfs-unixfs-importer";
+import { CID } from "multiformats/cid";
+import type { Denylist } from "../../src/denylist/index.ts";
+import type { Sql } from "../../src/db/sql.ts";
+import { servableBlocks } from "../../src/storage/start.ts";
+import type { SiteOrigin } from "../../src/gateway/site.ts";
+import { d9ImporterOptions } from "../../src/storage/cid-options.ts";
+import { blockKey } from "../../src/storage/ipfs/blocks.ts";
+import { addRef } from "../../src/storage/ipfs/pins.ts";
+import { createFiles } from "../../src/storage/files.ts";
+import { canonicalDid } from "../../src/identity/did.ts";
 
 export const GiB = 1024 ** 3;
 
 export async function trustlessGateway() {
-  const gw = await testGateway({ quota: true });
+  // The denylist a test turns on (`useDenylist`), made once the database exists: storage, S3,
+  // bitswap and the gateways ask it through these late-bound calls, as the server wires the real one.
+  const late: { denylist?: Denylist; sql?: Sql } = {};
+  const denylist: Pick<Denylist, "check" | "refuseUpload" | "servable" | "blocking"> = {
+    check: (cid, door, path) => late.denylist?.check(cid, door, path),
+    refuseUpload: (cid, door) => late.denylist?.refuseUpload(cid, door),
+    servable: async (cid, door, roots) => (late.denylist ? late.denylist.servable(cid, door, roots) : true),
+    blocking: (cid, path) => late.denylist?.blocking(cid, path),
+  };
+  const gw = await testGateway({
+    quota: true,
+    denylist,
+    servable: (cid) => (late.denylist && late.sql ? servableBlocks(late.sql, late.denylist)(cid) : Promise.resolve(true)),
+  });
   const sql = gw.database.sql;
+  late.sql = sql;
+  /** Turns the denylist on for everything this gateway serves (undefined: off again). */
+  const useDenylist = (d: Denylist | undefined) => void (late.denylist = d);
   const { directory, indexer } = gw;
   // A second handle on the same blob store, as another gateway of the cluster would hold (D15).
   const store = await openBlobStore(gw.config);
@@ -31,12 +58,12 @@ export async function trustlessGateway() {
 
   /** An app over this gateway's services whose trustless gateway has these limits, behind a
    * listener on 127.0.0.1 that trusts one proxy (tests name client addresses in X-Forwarded-For). */
-  async function serve(o: { allowance?: number; perClient?: number; now?: () => number } = {}) {
+  async function serve(o: { allowance?: number; perClient?: number; now?: () => number; site?: SiteOrigin } = {}) {
     /** Every request the listener answered: its path and status. */
     const answered: { path: string; status: number }[] = [];
     /** Bytes the gateway reported sent (what the server's metrics count). */
     const sent = { bytes: 0 };
-    const gateway = createGateway({ sql, store, allowance: o.allowance ?? GiB, perClient: o.perClient ?? 0, log: silentLogger, now: o.now, onSent: (n) => void (sent.bytes += n) });
+    const gateway = createGateway({ sql, store, allowance: o.allowance ?? GiB, perClient: o.perClient ?? 0, log: silentLogger, now: o.now, site: o.site, denylist, onSent: (n) => void (sent.bytes += n) });
     const app = buildApp({ config: gw.config, log: gw.log, health: {}, chain: gw.chain.context, accounts: gw.accounts, storage: gw.storage, directory, quota: gw.quota, gateway });
     const listener = await listen({
       hostname: "127.0.0.1",
@@ -69,7 +96,45 @@ export async function trustlessGateway() {
     return file;
   }
 
-  return { gw, sql, store, directory, indexer, serve, user, publish, sync: () => indexer.syncOnce() };
+  /**
+   * A tree of files stored on ipfs as one root, as an import of a whole tree (a CAR) stores it:
+   * its blocks in the blob store, pinned and indexed under the root, a file row of `owner`'s
+   * naming the root; published as `opts` say. `shardAbove` makes its directories HAMT-sharded
+   * past that many bytes of links. Returns the root's Cid.
+   */
+  async function publishTree(owner: Awaited<ReturnType<typeof user>>, files: { path: string; content: Uint8Array }[], o: { name?: string; isPublic?: boolean; price?: number; shardAbove?: number } = {}) {
+    const blocks = new Map<string, { cid: CID; bytes: Uint8Array }>();
+    const blockstore = {
+      async put(cid: CID, bytes: Uint8Array) {
+        blocks.set(cid.toString(), { cid, bytes });
+        return cid;
+      },
+    };
+    let root: CID | undefined;
+    const options = { ...d9ImporterOptions(), wrapWithDirectory: true, ...(o.shardAbove !== undefined && { shardSplitThresholdBytes: o.shardAbove }) };
+    for await (const entry of importer(files, blockstore, options)) root = entry.cid;
+    if (!root) throw new Error("nothing imported");
+    return publishBlocks(owner, root, [...blocks.values()], files.reduce((n, f) => n + f.content.byteLength, 0), o);
+  }
+
+  /** Stores `blocks` (any DAG, crafted ones too) as `owner`'s file of the root `root`, published
+   * as `o` says, as publishTree does. */
+  async function publishBlocks(owner: Awaited<ReturnType<typeof user>>, root: CID, blocks: readonly { cid: CID; bytes: Uint8Array }[], size: number, o: { name?: string; isPublic?: boolean; price?: number } = {}) {
+    const sizes = new Map<string, number>();
+    // A few at a time: over S3 each put is a round trip.
+    for (let i = 0; i < blocks.length; i += 16) {
+      await Promise.all(blocks.slice(i, i + 16).map(({ cid, bytes }) => gw.blobs.store.put(blockKey(cid), bytes)));
+    }
+    for (const { cid, bytes } of blocks) sizes.set(blockKey(cid), bytes.byteLength);
+    const cid = root.toString();
+    await addRef(sql, cid, size, sizes);
+    await createFiles(sql).add({ did: canonicalDid(owner.address, gw.config.chainId), backend: "ipfs", name: o.name ?? "tree", cid, size, encryption: "" });
+    await owner.dir.publish({ cid, name: o.name ?? "tree", size, isPublic: o.isPublic ?? true, price: o.price ?? 0 });
+    await indexer.syncOnce();
+    return root;
+  }
+
+  return { gw, sql, store, directory, indexer, serve, user, publish, publishTree, publishBlocks, useDenylist, sync: () => indexer.syncOnce() };
 }
 
 /** Random bytes (incompressible, so no two tests' blocks coincide). */

@@ -369,10 +369,15 @@ describe("only public, free content, whatever Cid the client knows", () => {
     expect(await statuses(first.Cid)).toEqual([403, 403, 403]);
   });
 
-  test("a request without a trustless type or format is the download, as before", async () => {
+  test("a request without a trustless type or format is the path gateway's file, or with a voucher the download, as before", async () => {
     for (const headers of [{}, { accept: "application/octet-stream" }, { accept: "*/*" }, { accept: "application/json" }] as Record<string, string>[]) {
-      const withGateway = await get(`/ipfs/${file.Cid}`, { headers });
-      const without = await tg.gw.app.handle(new Request(`http://stowage.test/ipfs/${file.Cid}`, { headers }));
+      // No voucher: the file itself (the path gateway, test/gateway/path.test.ts).
+      const file200 = await get(`/ipfs/${file.Cid}`, { headers: { ...headers, range: "bytes=0-99" } });
+      expect({ headers, status: file200.status }).toEqual({ headers, status: 206 });
+      expect(Buffer.from(await file200.arrayBuffer())).toEqual(Buffer.from(content.subarray(0, 100)));
+      // A voucher (here a bad one): the download, answered as without the gateway.
+      const withGateway = await get(`/ipfs/${file.Cid}?size=1&sign=0x00`, { headers });
+      const without = await tg.gw.app.handle(new Request(`http://stowage.test/ipfs/${file.Cid}?size=1&sign=0x00`, { headers }));
       expect({ headers, status: withGateway.status }).toEqual({ headers, status: without.status });
       expect(await withGateway.json()).toEqual(await without.json());
     }

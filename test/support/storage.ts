@@ -12,11 +12,11 @@ import { canonicalDid } from "../../src/identity/did.ts";
 import { ethrResolver } from "../../src/identity/resolver.ts";
 import { connectStorage } from "../../src/sdk/storage.ts";
 import { openDfs } from "../../src/storage/dfs/index.ts";
-import { openIpfs } from "../../src/storage/ipfs/index.ts";
+import { openIpfs, type Servable } from "../../src/storage/ipfs/index.ts";
 import type { ReadGrant, StorageDeps } from "../../src/storage/service.ts";
 import { openBlobs } from "../../src/storage/start.ts";
 import type { Backend, BackendKind } from "../../src/storage/backend.ts";
-import { compose } from "../../src/compose.ts";
+import { compose, type ComposeOptions } from "../../src/compose.ts";
 import { generateIdentity } from "../../src/sdk/age.ts";
 import { appFetch, postJson, testApp } from "./app.ts";
 import { testChain } from "./chain.ts";
@@ -45,6 +45,10 @@ export interface GatewayOptions {
   extra?: Partial<StorageDeps>;
   /** Enforce quota (D7) with the chain's records; off by default so storage tests need no grants. */
   quota?: boolean;
+  /** Whether the ipfs node may send a block to other peers (the denylist's say, D25). */
+  servable?: Servable;
+  /** The denylist every door asks (storage, S3, the gateways), as the server wires it. */
+  denylist?: ComposeOptions["denylist"];
 }
 
 export async function testGateway(opts: GatewayOptions = {}) {
@@ -62,7 +66,7 @@ export async function testGateway(opts: GatewayOptions = {}) {
   });
   const blobs = await openBlobs({ config: base.config, sql: base.database.sql, log: base.log });
   backends.dfs = await openDfs({ sql: base.database.sql, log: base.log, guard: blobs.guard, legacyDir: join(base.dataDir, "dfs") });
-  if (opts.ipfs !== false) backends.ipfs = await openIpfs({ dir: join(base.dataDir, "ipfs"), listen: ["/ip4/127.0.0.1/tcp/0"], sql: base.database.sql, log: base.log, guard: blobs.guard });
+  if (opts.ipfs !== false) backends.ipfs = await openIpfs({ dir: join(base.dataDir, "ipfs"), listen: ["/ip4/127.0.0.1/tcp/0"], sql: base.database.sql, log: base.log, guard: blobs.guard, servable: opts.servable });
   afterAll(async () => {
     for (const b of Object.values(backends)) await b.stop();
   });
@@ -78,6 +82,7 @@ export async function testGateway(opts: GatewayOptions = {}) {
         // The indexer runs when a test asks (syncOnce), not on a timer.
         pollMs: 60_000,
         health: { database: () => base.database.sql.get("SELECT 1 AS one") },
+        denylist: opts.denylist,
         // Every test request comes from one address ("local"); limits have tests of their own.
         storage: { rateLimits: false, ...(opts.readGrant && { readGrant: opts.readGrant }), ...opts.extra },
       },

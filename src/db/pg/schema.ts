@@ -656,3 +656,16 @@ export const ageEscrows = pgTable(
   },
   (t) => [primaryKey({ columns: [t.owner, t.mid] })],
 );
+
+export const blocked = pgTable(
+  "blocked",
+  {
+    id: id("id"),
+    key: text("key").notNull(),
+    rule: text("rule").notNull(),
+    reason: text("reason").notNull(),
+    blockedAt: int8("blocked_at").notNull(),
+    liftedAt: int8("lifted_at"),
+  },
+  (t) => [index("blocked_key").on(t.key)],
+);

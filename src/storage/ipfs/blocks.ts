@@ -5,7 +5,8 @@
  * are one object, and any Cid version or codec of a block finds it.
  *
  * `BlobBlockstore` is the blockstore Helia (so bitswap) reads: every block the store holds is
- * served, each checked against its Cid before it leaves (a damaged object is never sent). It does
+ * served, each checked against its Cid before it leaves (a damaged object is never sent), unless
+ * `servable` says no (the denylist, D25): then it is a block this store does not have. It does
  * not write or delete: blocks are written by an upload's sink under a guard lease (put.ts) and
  * deleted through the guard (D15), never behind the reference counts' back.
  */
@@ -91,14 +92,23 @@ export function verifyBlock(cid: CID, bytes: Uint8Array): void {
 
 const readOnly = (what: string) => new Error(`the ipfs blockstore does not ${what}: blocks are written by uploads and deleted through the blob guard`);
 
-export class BlobBlockstore implements Blockstore {
-  constructor(readonly store: BlobStore) {}
+/** Whether a block may leave this node (the denylist's say); absent, every block may. */
+export type Servable = (cid: CID) => Promise<boolean>;
 
+export class BlobBlockstore implements Blockstore {
+  constructor(
+    readonly store: BlobStore,
+    private readonly servable?: Servable,
+  ) {}
+
+  /** Bitswap asks this before `get`: a block the denylist refuses is one we do not have. */
   async has(cid: CID): Promise<boolean> {
+    if (this.servable && !(await this.servable(cid))) return false;
     return (await this.store.stat(blockKey(cid))) !== undefined;
   }
 
   async *get(cid: CID, options?: AbortOptions): AsyncGenerator<Uint8Array> {
+    if (this.servable && !(await this.servable(cid))) throw new IpfsError("IPFS_BLOCK_MISSING", `block ${cid} is not served here`);
     yield await readBlock(this.store, cid, options);
   }
 

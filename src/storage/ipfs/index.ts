@@ -23,7 +23,7 @@ import { batchOf } from "../../blob/store.ts";
 import type { Sql } from "../../db/sql.ts";
 import type { Logger } from "../../log.ts";
 import type { Backend, ByteRange, PendingPut } from "../backend.ts";
-import { BlobBlockstore } from "./blocks.ts";
+import { BlobBlockstore, type Servable } from "./blocks.ts";
 import { cidKey, parseCid, tryCidKey } from "./cids.ts";
 import { IpfsError } from "./errors.ts";
 import { migrateOldBlocks, type MigrateResult } from "./migrate.ts";
@@ -38,7 +38,8 @@ import type { Multiaddr } from "@multiformats/multiaddr";
 
 export { IpfsError, isIpfsError, type IpfsErrorCode } from "./errors.ts";
 export { d9ImporterOptions } from "../cid-options.ts";
-export { blockKey } from "./blocks.ts";
+export { blockKey, type Servable } from "./blocks.ts";
+export { rootsOfBlock } from "./pins.ts";
 export type { MigrateResult } from "./migrate.ts";
 export type { SweepResult } from "./sweep.ts";
 export type { IpfsHelia } from "./node.ts";
@@ -54,6 +55,8 @@ export interface OpenIpfsOptions {
   guard: BlobGuard;
   /** Peer ids allowed to connect, and so to fetch over bitswap (D9); unset = anyone. */
   allowPeers?: readonly string[];
+  /** Whether a block may be served to other peers (the denylist, D25); absent, every block may. */
+  servable?: Servable;
   /** Other gateways' multiaddrs (STOWAGE_IPFS_PEERS), kept dialled (peers.ts). */
   peers?: readonly Multiaddr[];
   /** false: no orphan sweep at open; the server runs the sweeps on one gateway of the cluster at
@@ -85,7 +88,7 @@ export async function openIpfs(opts: OpenIpfsOptions): Promise<IpfsBackend> {
     dir: opts.dir,
     listen: opts.listen,
     allowPeers: opts.allowPeers,
-    blockstore: new BlobBlockstore(guard.store),
+    blockstore: new BlobBlockstore(guard.store, opts.servable),
   });
   const { helia } = node;
   const store = guard.store;

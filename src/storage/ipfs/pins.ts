@@ -104,6 +104,12 @@ export function pinned(sql: Sql, cid: string): Promise<{ refs: number; size: num
   return sql.get(PINNED, [cid]);
 }
 
+/** Up to `limit` pinned roots whose DAG contains the block stored under `key` (the block → root
+ * index): whose content a served block is part of. */
+export async function rootsOfBlock(q: Queryable, key: string, limit: number): Promise<string[]> {
+  return (await q.all<{ cid: string }>(`${rootsOfBlockSql("$1")} ORDER BY cid LIMIT $2`, [key, limit])).map((r) => r.cid);
+}
+
 export async function pinnedCount(sql: Sql): Promise<number> {
   return (await sql.get<{ n: number }>(PIN_COUNT))?.n ?? 0;
 }
