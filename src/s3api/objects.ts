@@ -304,6 +304,12 @@ export function createObjects(direct: DirectStorage) {
     return ownerOnlyAcl(did);
   }
 
+  /** GetObjectTagging: the object must exist; its tag set is empty (none is ever stored). */
+  async function tagging(did: Did, kind: BackendKind, key: string): Promise<Response> {
+    await mustFind(did, kind, key);
+    return xmlResponse("Tagging", [["TagSet", []]]);
+  }
+
   /** PutObjectAcl: the object must exist; nothing about it changes (see acceptOwnerOnlyAcl). */
   async function putAcl(did: Did, kind: BackendKind, key: string, body: string): Promise<Response> {
     await mustFind(did, kind, key);
@@ -348,6 +354,7 @@ export function createObjects(direct: DirectStorage) {
     buckets,
     acl,
     putAcl,
+    tagging,
     attributes,
     bucketAcl: ownerOnlyAcl,
     putBucketAcl: acceptOwnerOnlyAcl,

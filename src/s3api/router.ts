@@ -110,6 +110,11 @@ export function createS3Api(deps: S3ApiDeps) {
         if (method === "PUT") return objects.putAcl(did, kind, key, await smallBody(request, auth));
         throw notAllowed();
       }
+      case "tagging":
+        // No tags are ever stored (writes that set them are refused), so an object's tag set is
+        // empty: aws-cli reads it to copy an object in parts, and sets nothing for an empty set.
+        if (method !== "GET") throw s3Error("NotImplemented", "Object tags are not supported: this gateway does not implement setting or removing them; nothing was changed");
+        return objects.tagging(did, bucketOf(auth, bucket, false), key);
       case "attributes":
         if (method !== "GET") throw notAllowed();
         return objects.attributes(did, bucketOf(auth, bucket, false), key, request.headers.get("x-amz-object-attributes"));

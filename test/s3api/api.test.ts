@@ -545,8 +545,12 @@ describe("sub-resources never touch the object's bytes", () => {
     await o.intact();
   });
 
-  test("PUT ?tagging, ?legal-hold, ?retention and DELETE ?tagging are NotImplemented; the object stays whole", async () => {
+  test("PUT ?tagging, ?legal-hold, ?retention and DELETE ?tagging are NotImplemented; the object stays whole; GET ?tagging is an empty tag set", async () => {
     const o = await object("sub/tags.bin");
+    const tags = await signed(alice.key, "GET", "/dfs/sub/tags.bin", { query: { tagging: "" } });
+    expect([tags.status, (await tags.text()).replace(/\s+/g, "")]).toEqual([200, '<?xmlversion="1.0"encoding="UTF-8"?><Taggingxmlns="http://s3.amazonaws.com/doc/2006-03-01/"><TagSet></TagSet></Tagging>']);
+    const none = await signed(alice.key, "GET", "/dfs/sub/no-such.bin", { query: { tagging: "" } });
+    expect([none.status, codeIn(await none.text())]).toEqual([404, "NoSuchKey"]);
     for (const sub of ["tagging", "legal-hold", "retention"]) {
       const put = await signed(alice.key, "PUT", "/dfs/sub/tags.bin", { query: { [sub]: "" }, body: TAGS });
       expect([sub, put.status, codeIn(await put.text())]).toEqual([sub, 501, "NotImplemented"]);
