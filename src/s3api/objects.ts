@@ -5,11 +5,10 @@
  * and answers S3's response shape; storing, reading, quota and deleting are the storage service's.
  */
 import type { FileRow } from "../storage/files.ts";
-import type { DirectStorage } from "../storage/direct.ts";
+import type { DirectStorage, Stored } from "../storage/direct.ts";
 import type { BackendKind } from "../storage/backend.ts";
 import { parseRange } from "../http/range.ts";
 import { userContentHeaders } from "../http/user-content.ts";
-import type { Stored } from "../storage/direct.ts";
 import type { Did } from "../identity/did.ts";
 import { s3Error, S3Error, toS3Error } from "./errors.ts";
 import { metadataDirective } from "./copy.ts";
@@ -82,7 +81,7 @@ function acceptOwnerOnlyAcl(body: string): Response {
 const OBJECT_ATTRIBUTES = new Set(["ETag", "Checksum", "ObjectParts", "StorageClass", "ObjectSize"]);
 
 /** Whether an If-Match / If-None-Match list names this ETag (or `*`). */
-export function matches(header: string, etag: string): boolean {
+function matches(header: string, etag: string): boolean {
   return header.split(",").some((t) => {
     const tag = t.trim().replace(/^W\//, "");
     return tag === "*" || tag === etag || `"${tag}"` === etag;
@@ -103,7 +102,7 @@ const failed = (condition: string) => s3Error("PreconditionFailed", "At least on
  * moot, and an `if-none-match` present decides alone (RFC 9110: the ETag outranks the date).
  * PreconditionFailed (412) when one fails.
  */
-export function checkCopySource(headers: Headers, source: FileRow, etag: string): void {
+function checkCopySource(headers: Headers, source: FileRow, etag: string): void {
   const modified = Math.floor(source.modTime / 1000);
   const ifMatch = headers.get("x-amz-copy-source-if-match");
   if (ifMatch !== null) {
