@@ -75,15 +75,20 @@ export interface UserContent {
   /** `always` (default): an attachment whatever the type; `active`: only when the type is active
    * (S3 sends passive types without a disposition, as S3 does). */
   attachment?: "always" | "active";
+  /** A disposition the owner stored with the file (S3 metadata): sent as it is, unless the type
+   * is active and it is not an attachment — those bytes still go only as an attachment. */
+  disposition?: string;
 }
 
 /** Content-Type, Content-Disposition (when one is due), nosniff and the sandbox policy. */
-export function userContentHeaders({ name, type = typeOfName(name), attachment = "always" }: UserContent): Record<string, string> {
+export function userContentHeaders({ name, type = typeOfName(name), attachment = "always", disposition }: UserContent): Record<string, string> {
   const headers: Record<string, string> = {
     "content-type": SCRIPT_TYPES.has(essence(type)) ? NOT_A_SCRIPT : type,
     "x-content-type-options": "nosniff",
     "content-security-policy": USER_CONTENT_POLICY,
   };
-  if (attachment === "always" || isActiveType(type)) headers["content-disposition"] = contentDisposition(name);
+  const mustAttach = attachment === "always" || isActiveType(type);
+  if (disposition !== undefined && (!mustAttach || /^\s*attachment\s*(;|$)/i.test(disposition))) headers["content-disposition"] = disposition;
+  else if (mustAttach) headers["content-disposition"] = contentDisposition(name);
   return headers;
 }

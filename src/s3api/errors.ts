@@ -31,6 +31,7 @@ export const S3_CODES = {
   InvalidStorageClass: 400,
   KeyTooLongError: 400,
   MalformedXML: 400,
+  MetadataTooLarge: 400,
   MethodNotAllowed: 405,
   MissingContentLength: 411,
   MissingSecurityHeader: 400,

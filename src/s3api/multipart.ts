@@ -18,6 +18,9 @@ import type { Logger } from "../log.ts";
 import type { BackendKind } from "../storage/backend.ts";
 import type { DirectStorage } from "../storage/direct.ts";
 import { S3Error, s3Error, toS3Error } from "./errors.ts";
+import type { FileRow } from "../storage/files.ts";
+import { copyRange } from "./copy.ts";
+import { metadataOf, storedMetadata } from "./metadata.ts";
 import { checkKey, etagOf } from "./objects.ts";
 import { errorXml, parseComplete, xmlDocument, xmlResponse, type Node } from "./xml.ts";
 
@@ -41,6 +44,7 @@ interface UploadRow {
   name: string;
   reservation: number | null;
   expiresAt: number;
+  metadata: string | null;
 }
 interface PartRow {
   partNumber: number;
@@ -48,16 +52,18 @@ interface PartRow {
   size: number;
   md5: string;
   createdAt: number;
+  /** Copied from a stored object (UploadPartCopy), not sent: no traffic at completion. */
+  copied: boolean | number | null;
 }
 
-const INSERT_UPLOAD = "INSERT INTO s3_uploads (id, did, backend, name, content_type, reservation, created_at, expires_at) VALUES ($1, $2, $3, $4, $5, NULL, $6, $7)";
-const UPLOAD = `SELECT id, did, backend, name, reservation, expires_at AS "expiresAt" FROM s3_uploads WHERE id = $1`;
+const INSERT_UPLOAD = "INSERT INTO s3_uploads (id, did, backend, name, content_type, metadata, reservation, created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6, NULL, $7, $8)";
+const UPLOAD = `SELECT id, did, backend, name, reservation, expires_at AS "expiresAt", metadata FROM s3_uploads WHERE id = $1`;
 const PARTS_SIZE = "SELECT CAST(COALESCE(SUM(size), 0) AS BIGINT) AS n FROM s3_parts WHERE upload_id = $1";
 const RESERVATION = "SELECT reservation FROM s3_uploads WHERE id = $1";
 const SET_RESERVATION = "UPDATE s3_uploads SET reservation = $2 WHERE id = $1";
 const DROP_PART = "DELETE FROM s3_parts WHERE upload_id = $1 AND part_number = $2 RETURNING cid";
-const INSERT_PART = "INSERT INTO s3_parts (upload_id, part_number, cid, size, md5, created_at) VALUES ($1, $2, $3, $4, $5, $6)";
-const PARTS = `SELECT part_number AS "partNumber", cid, size, md5, created_at AS "createdAt" FROM s3_parts WHERE upload_id = $1 ORDER BY part_number`;
+const INSERT_PART = "INSERT INTO s3_parts (upload_id, part_number, cid, size, md5, created_at, copied) VALUES ($1, $2, $3, $4, $5, $6, $7)";
+const PARTS = `SELECT part_number AS "partNumber", cid, size, md5, created_at AS "createdAt", copied FROM s3_parts WHERE upload_id = $1 ORDER BY part_number`;
 const DROP_PARTS = "DELETE FROM s3_parts WHERE upload_id = $1 RETURNING cid";
 const DROP_UPLOAD = "DELETE FROM s3_uploads WHERE id = $1 RETURNING reservation";
 const EXPIRED = "SELECT id, backend FROM s3_uploads WHERE expires_at <= $1 LIMIT 100";
@@ -88,9 +94,11 @@ export function createMultipart(deps: { sql: Sql; direct: DirectStorage; log: Lo
     return row;
   }
 
-  async function create(did: Did, kind: BackendKind, bucket: string, key: string, contentType: string | null): Promise<Response> {
+  /** CreateMultipartUpload: the request's metadata (metadata.ts) is kept for the completed object. */
+  async function create(did: Did, kind: BackendKind, bucket: string, key: string, headers: Headers): Promise<Response> {
     checkKey(key);
     direct.kind(kind);
+    const metadata = metadataOf(headers);
     const id = Buffer.from(crypto.getRandomValues(new Uint8Array(24))).toString("base64url");
     // The count and the insert in one serializable transaction: two creates at once cannot both
     // take the last place (the database retries the one that would).
@@ -98,7 +106,7 @@ export function createMultipart(deps: { sql: Sql; direct: DirectStorage; log: Lo
       async (tx) => {
         const open = Number((await tx.get<{ n: number | string }>(OPEN_UPLOADS, [did.canonical, now()]))?.n ?? 0);
         if (open >= limits.uploads) throw tooManyUploads(limits.uploads);
-        await tx.run(INSERT_UPLOAD, [id, did.canonical, kind, key, contentType, now(), now() + UPLOAD_TTL_MS]);
+        await tx.run(INSERT_UPLOAD, [id, did.canonical, kind, key, metadata["content-type"] ?? null, storedMetadata(metadata), now(), now() + UPLOAD_TTL_MS]);
       },
       { isolation: "serializable" },
     );
@@ -120,8 +128,31 @@ export function createMultipart(deps: { sql: Sql; direct: DirectStorage; log: Lo
   async function uploadPart(did: Did, kind: BackendKind, key: string, id: string, partRaw: string | null, body: { stream: ReadableStream<Uint8Array>; declared?: number }): Promise<Response> {
     const n = partNumberOf(partRaw);
     const upload = await find(did, kind, key, id);
+    const part = await storePart(did, kind, upload, n, () => body, false);
+    return new Response(null, { status: 200, headers: { etag: `"${part.md5}"` } });
+  }
+
+  /**
+   * UploadPartCopy: the part's bytes are the source's (or `x-amz-copy-source-range` of them),
+   * stored as a part sent would be — the same quota meter and hold — but counting no traffic when
+   * the upload completes, as a copy crossed no wire.
+   */
+  async function uploadPartCopy(did: Did, kind: BackendKind, key: string, id: string, partRaw: string | null, source: FileRow, rangeHeader: string | null): Promise<Response> {
+    const n = partNumberOf(partRaw);
+    const upload = await find(did, kind, key, id);
+    const range = copyRange(rangeHeader, source.size);
+    const declared = range ? range.end - range.start + 1 : source.size;
+    const part = await storePart(did, kind, upload, n, () => ({ stream: direct.readContent(source.backend, source.cid, range), declared }), true);
+    return xmlResponse("CopyPartResult", [["LastModified", new Date(part.at).toISOString()], ["ETag", `"${part.md5}"`]]);
+  }
+
+  /** Stores part `n` of `upload` from `body` (opened once the part's hold is in place); its MD5 and when it was recorded. */
+  async function storePart(did: Did, kind: BackendKind, upload: UploadRow, n: number, body: () => { stream: ReadableStream<Uint8Array>; declared?: number }, copied: boolean): Promise<{ md5: string; at: number }> {
+    const id = upload.id;
     const hold = await direct.spaceHold(did);
-    const part = await direct.stash(did, kind, body.stream, { declared: body.declared });
+    const { stream, declared } = body();
+    const part = await direct.stash(did, kind, stream, { declared });
+    const at = now();
     // A part sent again replaces the earlier one; the replaced content's reference goes. The
     // upload's space hold grows to its parts' total in the same transaction, after the account's
     // quota lock (D16), taking over the holds the part's bytes took as they came: parts sent in
@@ -139,7 +170,7 @@ export function createMultipart(deps: { sql: Sql; direct: DirectStorage; log: Lo
             const open = Number((await tx.get<{ n: number | string }>(OPEN_PARTS, [did.canonical, now()]))?.n ?? 0);
             if (open >= limits.parts) throw tooManyParts(limits.parts);
           }
-          await tx.run(INSERT_PART, [id, n, part.cid, part.size, part.md5, now()]);
+          await tx.run(INSERT_PART, [id, n, part.cid, part.size, part.md5, at, copied ? true : null]);
           if (hold) {
             const total = (await tx.get<{ n: number }>(PARTS_SIZE, [id]))?.n ?? 0;
             await tx.run(SET_RESERVATION, [id, await hold.set(tx, total, upload.expiresAt, current.reservation, part.holds())]);
@@ -156,7 +187,7 @@ export function createMultipart(deps: { sql: Sql; direct: DirectStorage; log: Lo
       await part.release();
     }
     if (replaced) await direct.unstash(kind, replaced);
-    return new Response(null, { status: 200, headers: { etag: `"${part.md5}"` } });
+    return { md5: part.md5, at };
   }
 
   async function listParts(did: Did, kind: BackendKind, bucket: string, key: string, id: string): Promise<Response> {
@@ -244,8 +275,11 @@ export function createMultipart(deps: { sql: Sql; direct: DirectStorage; log: Lo
     }
     const tag = `${createHash("md5").update(Buffer.concat(parts.map((p) => Buffer.from(p.md5, "hex")))).digest("hex")}-${parts.length}`;
     const total = parts.reduce((n, p) => n + p.size, 0);
+    // Only the parts that were sent count as traffic; copied ones crossed no wire.
+    const moved = parts.reduce((n, p) => n + (p.copied ? 0 : p.size), 0);
+    const stored = { metadata: upload.metadata, moved };
     // Parts that line up on chunks become the file without a byte read back; others stream.
-    const work = (async () => (await direct.compose(did, kind, key, parts.map((p) => p.cid), { etag: tag })) ?? (await direct.put(did, kind, key, concatenated(kind, parts), { declared: total, etag: () => tag })))();
+    const work = (async () => (await direct.compose(did, kind, key, parts.map((p) => p.cid), { etag: tag, ...stored })) ?? (await direct.put(did, kind, key, concatenated(kind, parts), { declared: total, etag: () => tag, ...stored })))();
     const enc = new TextEncoder();
     let timer: Timer | undefined;
     const body = new ReadableStream<Uint8Array>({
@@ -294,7 +328,7 @@ export function createMultipart(deps: { sql: Sql; direct: DirectStorage; log: Lo
     return n;
   }
 
-  return { create, uploadPart, listParts, listUploads, abort, complete, expire };
+  return { create, uploadPart, uploadPartCopy, listParts, listUploads, abort, complete, expire };
 }
 
 export type Multipart = ReturnType<typeof createMultipart>;

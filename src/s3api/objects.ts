@@ -5,12 +5,14 @@
  * and answers S3's response shape; storing, reading, quota and deleting are the storage service's.
  */
 import type { FileRow } from "../storage/files.ts";
-import type { DirectStorage } from "../storage/direct.ts";
+import type { DirectStorage, Stored } from "../storage/direct.ts";
 import type { BackendKind } from "../storage/backend.ts";
 import { parseRange } from "../http/range.ts";
 import { userContentHeaders } from "../http/user-content.ts";
 import type { Did } from "../identity/did.ts";
 import { s3Error, S3Error, toS3Error } from "./errors.ts";
+import { metadataDirective } from "./copy.ts";
+import { headerValue, metadataHeaders, metadataOf, readMetadata, responseOverrides, storedMetadata, type Metadata } from "./metadata.ts";
 import { parseDelete, xmlResponse, type Node } from "./xml.ts";
 
 /** Object keys are file names: `/` allowed, no empty, `.` or `..` segment, no control characters, ≤ 1024 bytes. */
@@ -26,15 +28,31 @@ export const etagOf = (row: FileRow) => `"${row.etag ?? row.cid}"`;
 const httpDate = (ms: number) => new Date(ms).toUTCString();
 const isoDate = (ms: number) => new Date(ms).toISOString().replace(/\.\d{3}Z$/, ".000Z");
 
-function objectHeaders(row: FileRow): Record<string, string> {
+/** The gateway's own header naming an object's Cid (user metadata, `x-amz-meta-*`, is the client's alone). */
+export const CID_HEADER = "x-stowage-cid";
+
+/**
+ * An object's headers: its stored metadata (metadata.ts), with `overrides` (GET's `response-*`)
+ * in place of what they name. A type never stored follows from the name, as for a file uploaded
+ * over HTTP.
+ */
+function objectHeaders(row: FileRow, overrides: Metadata = {}): Record<string, string> {
+  const { "content-type": type, "content-disposition": disposition, ...rest } = { ...readMetadata(row.metadata), ...overrides };
   return {
     etag: etagOf(row),
     "last-modified": httpDate(row.modTime),
+    ...metadataHeaders(rest),
     // Type, nosniff, the sandbox, and an attachment for a type a browser would render or run (a
-    // presigned URL opens in a browser): what every answer of user bytes carries.
-    ...userContentHeaders({ name: row.name.slice(row.name.lastIndexOf("/") + 1), attachment: "active" }),
+    // presigned URL opens in a browser), whatever disposition was stored or asked for: what
+    // every answer of user bytes carries.
+    ...userContentHeaders({
+      name: row.name.slice(row.name.lastIndexOf("/") + 1),
+      type: type ? headerValue(type) : undefined,
+      disposition: disposition === undefined ? undefined : headerValue(disposition),
+      attachment: "active",
+    }),
     "accept-ranges": "bytes",
-    "x-amz-meta-cid": row.cid,
+    [CID_HEADER]: row.cid,
   };
 }
 
@@ -70,6 +88,38 @@ function matches(header: string, etag: string): boolean {
   });
 }
 
+/** An HTTP date as the whole second S3 compares it at; undefined when absent or not a date (S3 then ignores it). */
+function dateOf(header: string | null): number | undefined {
+  if (header === null) return undefined;
+  const ms = Date.parse(header);
+  return Number.isNaN(ms) ? undefined : Math.floor(ms / 1000);
+}
+
+const failed = (condition: string) => s3Error("PreconditionFailed", "At least one of the pre-conditions you specified did not hold", { Condition: condition });
+
+/**
+ * The source conditions, as S3 weighs them: an `if-match` that holds makes `if-unmodified-since`
+ * moot, and an `if-none-match` present decides alone (RFC 9110: the ETag outranks the date).
+ * PreconditionFailed (412) when one fails.
+ */
+function checkCopySource(headers: Headers, source: FileRow, etag: string): void {
+  const modified = Math.floor(source.modTime / 1000);
+  const ifMatch = headers.get("x-amz-copy-source-if-match");
+  if (ifMatch !== null) {
+    if (!matches(ifMatch, etag)) throw failed("x-amz-copy-source-If-Match");
+  } else {
+    const unmodifiedSince = dateOf(headers.get("x-amz-copy-source-if-unmodified-since"));
+    if (unmodifiedSince !== undefined && modified > unmodifiedSince) throw failed("x-amz-copy-source-If-Unmodified-Since");
+  }
+  const ifNoneMatch = headers.get("x-amz-copy-source-if-none-match");
+  if (ifNoneMatch !== null) {
+    if (matches(ifNoneMatch, etag)) throw failed("x-amz-copy-source-If-None-Match");
+  } else {
+    const modifiedSince = dateOf(headers.get("x-amz-copy-source-if-modified-since"));
+    if (modifiedSince !== undefined && modified <= modifiedSince) throw failed("x-amz-copy-source-If-Modified-Since");
+  }
+}
+
 export function createObjects(direct: DirectStorage) {
   async function mustFind(did: Did, kind: BackendKind, key: string): Promise<FileRow> {
     const row = await direct.named(did, kind, key);
@@ -91,7 +141,7 @@ export function createObjects(direct: DirectStorage) {
       if (partsOf(row) > 1) throw s3Error("NotImplemented", "Reading one part of a multipart object is not implemented: ask for its byte Range instead");
       if (partNumber !== "1") throw s3Error("InvalidPartNumber", "The requested partnumber is not satisfiable", { PartNumberRequested: partNumber, ActualPartCount: "1" });
     }
-    const headers = objectHeaders(row);
+    const headers = objectHeaders(row, responseOverrides(new URL(request.url).searchParams));
     const ifMatch = request.headers.get("if-match");
     if (ifMatch !== null && !matches(ifMatch, headers.etag as string)) throw s3Error("PreconditionFailed", "At least one of the pre-conditions you specified did not hold", { Condition: "If-Match" });
     const ifNoneMatch = request.headers.get("if-none-match");
@@ -106,9 +156,11 @@ export function createObjects(direct: DirectStorage) {
     return new Response(await direct.read(did, row, range), { status, headers });
   }
 
-  /** PutObject: stores the body as the file `key`; ETag = MD5 of the bytes (checked against Content-MD5 when sent). */
-  async function put(did: Did, kind: BackendKind, key: string, body: { stream: ReadableStream<Uint8Array>; declared?: number }, contentMd5: string | null): Promise<Response> {
+  /** PutObject: stores the body as the file `key` with the request's metadata; ETag = MD5 of the bytes (checked against Content-MD5 when sent). */
+  async function put(did: Did, kind: BackendKind, key: string, body: { stream: ReadableStream<Uint8Array>; declared?: number }, headers: Headers): Promise<Response> {
     checkKey(key);
+    const metadata = storedMetadata(metadataOf(headers));
+    const contentMd5 = headers.get("content-md5");
     let wanted: string | undefined;
     if (contentMd5 !== null) {
       const bytes = Buffer.from(contentMd5, "base64");
@@ -118,21 +170,34 @@ export function createObjects(direct: DirectStorage) {
     const verify = (md5: string) => {
       if (wanted !== undefined && md5 !== wanted) throw s3Error("BadDigest", "The Content-MD5 you specified did not match what was received.");
     };
-    const row = await direct.put(did, kind, key, body.stream, { declared: body.declared, verify });
-    return new Response(null, { status: 200, headers: { etag: etagOf(row), "x-amz-meta-cid": row.cid } });
+    const row = await direct.put(did, kind, key, body.stream, { declared: body.declared, verify, metadata });
+    return new Response(null, { status: 200, headers: { etag: etagOf(row), [CID_HEADER]: row.cid } });
+  }
+
+  /** A copy's source: the account's file, if the request's `x-amz-copy-source-if-*` hold for it. */
+  async function copySource(did: Did, source: { kind: BackendKind; key: string }, headers: Headers): Promise<FileRow> {
+    const from = await mustFind(did, source.kind, source.key);
+    checkCopySource(headers, from, etagOf(from));
+    return from;
   }
 
   /**
-   * CopyObject within the account (no traffic: nothing crossed the wire). Within one bucket whose
+   * CopyObject within the account, metered as an upload (space checked, its file row recorded the
+   * same way) but no traffic: nothing crossed the wire. Metadata is the source's (COPY) or the
+   * request's (REPLACE); a copy onto itself must change it, as on S3. Within one bucket whose
    * back-end composes (dfs) the new name gets one more reference to the same content, with the
    * source's ETag, and no byte is read or written; otherwise the source's bytes are stored again.
    */
-  async function copy(did: Did, kind: BackendKind, key: string, source: { kind: BackendKind; key: string }): Promise<Response> {
+  async function copy(did: Did, kind: BackendKind, key: string, source: { kind: BackendKind; key: string }, headers: Headers): Promise<Response> {
     checkKey(key);
-    const from = await mustFind(did, source.kind, source.key);
-    const same = source.kind === kind ? await direct.compose(did, kind, key, [from.cid], { etag: from.etag ?? undefined, traffic: false, encryption: from.encryption }) : undefined;
-    const row = same ?? (await direct.put(did, kind, key, direct.readContent(source.kind, from.cid), { declared: from.size, traffic: false, encryption: from.encryption }));
-    return xmlResponse("CopyObjectResult", [["LastModified", isoDate(row.modTime)], ["ETag", etagOf(row)]], { headers: { "x-amz-meta-cid": row.cid } });
+    const directive = metadataDirective(headers);
+    const replaced = directive === "REPLACE" ? storedMetadata(metadataOf(headers)) : undefined;
+    const from = await copySource(did, source, headers);
+    if (source.kind === kind && source.key === key && directive === "COPY") throw s3Error("InvalidRequest", "This copy request is illegal because it is trying to copy an object to itself without changing the object's metadata, storage class, website redirect location or encryption attributes.");
+    const stored: Stored = { encryption: from.encryption, metadata: replaced === undefined ? from.metadata : replaced };
+    const same = source.kind === kind ? await direct.compose(did, kind, key, [from.cid], { etag: from.etag ?? undefined, moved: 0, ...stored }) : undefined;
+    const row = same ?? (await direct.put(did, kind, key, direct.readContent(source.kind, from.cid), { declared: from.size, moved: 0, ...stored }));
+    return xmlResponse("CopyObjectResult", [["LastModified", isoDate(row.modTime)], ["ETag", etagOf(row)]], { headers: { [CID_HEADER]: row.cid } });
   }
 
   /** DeleteObject, where the bucket's back-end deletes (the storage refuses it on ipfs); a missing key is no error, as on S3. */
@@ -238,6 +303,12 @@ export function createObjects(direct: DirectStorage) {
     return ownerOnlyAcl(did);
   }
 
+  /** GetObjectTagging: the object must exist; its tag set is empty (none is ever stored). */
+  async function tagging(did: Did, kind: BackendKind, key: string): Promise<Response> {
+    await mustFind(did, kind, key);
+    return xmlResponse("Tagging", [["TagSet", []]]);
+  }
+
   /** PutObjectAcl: the object must exist; nothing about it changes (see acceptOwnerOnlyAcl). */
   async function putAcl(did: Did, kind: BackendKind, key: string, body: string): Promise<Response> {
     await mustFind(did, kind, key);
@@ -275,12 +346,14 @@ export function createObjects(direct: DirectStorage) {
     get,
     put,
     copy,
+    copySource,
     remove,
     removeMany,
     list,
     buckets,
     acl,
     putAcl,
+    tagging,
     attributes,
     bucketAcl: ownerOnlyAcl,
     putBucketAcl: acceptOwnerOnlyAcl,

@@ -110,20 +110,32 @@ export function createS3Api(deps: S3ApiDeps) {
         if (method === "PUT") return objects.putAcl(did, kind, key, await smallBody(request, auth));
         throw notAllowed();
       }
+      case "tagging":
+        // No tags are ever stored (writes that set them are refused), so an object's tag set is
+        // empty: aws-cli reads it to copy an object in parts, and sets nothing for an empty set.
+        if (method !== "GET") throw s3Error("NotImplemented", "Object tags are not supported: this gateway does not implement setting or removing them; nothing was changed");
+        return objects.tagging(did, bucketOf(auth, bucket, false), key);
       case "attributes":
         if (method !== "GET") throw notAllowed();
         return objects.attributes(did, bucketOf(auth, bucket, false), key, request.headers.get("x-amz-object-attributes"));
       case "uploads":
         if (method !== "POST") throw notAllowed();
-        return multipart.create(did, bucketOf(auth, bucket, true), bucket, key, request.headers.get("content-type"));
+        return multipart.create(did, bucketOf(auth, bucket, true), bucket, key, request.headers);
       case "uploadId": {
         const uploadId = q.get("uploadId") as string;
         switch (method) {
           case "GET":
             return multipart.listParts(did, bucketOf(auth, bucket, false), bucket, key, uploadId);
-          case "PUT":
-            if (request.headers.has("x-amz-copy-source")) throw s3Error("NotImplemented", "UploadPartCopy (x-amz-copy-source on a part) is not implemented: copy the object whole, or upload its bytes");
+          case "PUT": {
+            const source = request.headers.get("x-amz-copy-source");
+            if (source !== null) {
+              const kind = bucketOf(auth, bucket, true);
+              const from = copySource(source);
+              const row = await objects.copySource(did, { kind: bucketOf(auth, from.bucket, false), key: from.key }, request.headers);
+              return multipart.uploadPartCopy(did, kind, key, uploadId, q.get("partNumber"), row, request.headers.get("x-amz-copy-source-range"));
+            }
             return multipart.uploadPart(did, bucketOf(auth, bucket, true), key, uploadId, q.get("partNumber"), payloadOf(request, auth));
+          }
           case "POST":
             return multipart.complete(did, bucketOf(auth, bucket, true), bucket, key, uploadId, await smallBody(request, auth));
           case "DELETE":
@@ -145,9 +157,9 @@ export function createS3Api(deps: S3ApiDeps) {
         if (source !== null) {
           const from = copySource(source);
           const fromKind = bucketOf(auth, from.bucket, false);
-          return objects.copy(did, kind, key, { kind: fromKind, key: from.key });
+          return objects.copy(did, kind, key, { kind: fromKind, key: from.key }, request.headers);
         }
-        return objects.put(did, kind, key, payloadOf(request, auth), request.headers.get("content-md5"));
+        return objects.put(did, kind, key, payloadOf(request, auth), request.headers);
       }
       case "DELETE":
         return objects.remove(did, bucketOf(auth, bucket, true), key);

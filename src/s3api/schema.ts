@@ -19,6 +19,8 @@ export const s3Uploads = sqliteTable(
     name: text("name").notNull(),
     /** Content-Type given at creation, if any (kept for the completed object). */
     contentType: text("content_type"),
+    /** The object's metadata given at creation (s3api/metadata.ts's JSON), kept for the completed object. */
+    metadata: text("metadata"),
     reservation: integer("reservation"),
     createdAt: integer("created_at").notNull(),
     expiresAt: integer("expires_at").notNull(),
@@ -36,6 +38,9 @@ export const s3Parts = sqliteTable(
     /** MD5 of the part's bytes, hex: its ETag. */
     md5: text("md5").notNull(),
     createdAt: integer("created_at").notNull(),
+    /** Whether the part was copied from a stored object (UploadPartCopy) rather than sent: its
+     * bytes crossed no wire, so the completed file counts no traffic for them. Null: sent. */
+    copied: integer("copied", { mode: "boolean" }),
   },
   (t) => [primaryKey({ columns: [t.uploadId, t.partNumber] })],
 );

@@ -21,7 +21,7 @@ import { s3Error } from "./errors.ts";
 const SERVED = {
   service: new Set<string>(),
   bucket: new Set(["acl", "delete", "location", "uploads", "versioning"]),
-  object: new Set(["acl", "attributes", "uploadId", "uploads"]),
+  object: new Set(["acl", "attributes", "tagging", "uploadId", "uploads"]),
 } as const;
 
 /** S3's sub-resources and operation selectors this gateway does not serve, on buckets or objects. */

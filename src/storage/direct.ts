@@ -52,6 +52,13 @@ export interface Stashed {
   release(): Promise<void>;
 }
 
+/** What a file row keeps besides its content: the `UserDefined.encryption` mark, and the S3
+ * metadata (a JSON text that s3api/metadata.ts writes and reads; null for none). */
+export interface Stored {
+  encryption?: string;
+  metadata?: string | null;
+}
+
 /** What a stream carried: its length and MD5 (the S3 ETag), and the failure that stopped it, if any. */
 interface Counted {
   bytes: number;
@@ -114,8 +121,8 @@ export function createDirectStorage(deps: DirectDeps) {
    * and the quota's exact check in the file row's transaction; `moved` bytes count as traffic. On
    * failure nothing is kept.
    */
-  async function keep(b: Backend, who: Did, name: string, pending: PendingPut, quota: UploadMeter | undefined, etag: string | undefined, moved: number, encryption = ""): Promise<FileRow> {
-    const row = { did: who.canonical, backend: b.kind, name, cid: pending.cid, size: pending.size, encryption, etag };
+  async function keep(b: Backend, who: Did, name: string, pending: PendingPut, quota: UploadMeter | undefined, etag: string | undefined, moved: number, stored: Stored = {}): Promise<FileRow> {
+    const row = { did: who.canonical, backend: b.kind, name, cid: pending.cid, size: pending.size, encryption: stored.encryption ?? "", etag, metadata: stored.metadata ?? null };
     const added = await recordFile(files, row, pending, { quota, moved, refuse: (cid) => deps.denylist?.refuseUpload(cid), log });
     if (moved > 0) deps.onTransfer?.(b.kind, "in", moved);
     if (added.replaced) await release(b, added.replaced);
@@ -126,11 +133,12 @@ export function createDirectStorage(deps: DirectDeps) {
    * Stores `source` as the file `name` of `who` on `kind`, replacing one of that name; the quota's
    * checks as on the HTTP API (space and traffic from the account's pools). `etag` names the
    * stored ETag; by default the MD5 of the bytes. `verify` sees the MD5 before anything is kept:
-   * throwing (a Content-MD5 that differs) keeps nothing. `traffic: false`: bytes that did not come
-   * over the wire (a server-side copy) count no traffic. `encryption`: the stored
-   * `UserDefined.encryption` (a copy keeps its source's, so an age file stays marked as one).
+   * throwing (a Content-MD5 that differs) keeps nothing. `moved`: how many of the bytes count as
+   * traffic (default all; 0 for a server-side copy, whose bytes came over no wire). `encryption`: the stored
+   * `UserDefined.encryption` (a copy keeps its source's, so an age file stays marked as one);
+   * `metadata`: the headers stored with the file (Stored).
    */
-  async function put(who: Did, kind: BackendKind, name: string, source: ReadableStream<Uint8Array>, opts: { declared?: number; verify?: (md5: string) => void; etag?: (md5: string) => string; traffic?: boolean; encryption?: string } = {}): Promise<FileRow> {
+  async function put(who: Did, kind: BackendKind, name: string, source: ReadableStream<Uint8Array>, opts: { declared?: number; verify?: (md5: string) => void; etag?: (md5: string) => string; moved?: number } & Stored = {}): Promise<FileRow> {
     const b = backend(kind);
     if (opts.declared !== undefined && opts.declared > deps.maxBody) throw tooLarge(deps.maxBody);
     const quota = await deps.meter?.beginUpload(who.address, who.canonical, { declared: opts.declared, backend: b.kind, name });
@@ -143,7 +151,7 @@ export function createDirectStorage(deps: DirectDeps) {
         await pending.abort();
         throw err;
       }
-      return await keep(b, who, name, pending, quota, opts.etag ? opts.etag(md5) : md5, opts.traffic === false ? 0 : meter.bytes, opts.encryption);
+      return await keep(b, who, name, pending, quota, opts.etag ? opts.etag(md5) : md5, Math.min(opts.moved ?? meter.bytes, meter.bytes), opts);
     } finally {
       await quota?.release().catch((err) => log.error("releasing an upload's holds failed", { err: (err as Error).message }));
     }
@@ -155,9 +163,9 @@ export function createDirectStorage(deps: DirectDeps) {
    * whose parts line up on chunks); undefined when it cannot (the caller then streams them through
    * `put`). The quota's exact check runs at commit, as for `put`; `etag` is the stored ETag (none:
    * the Cid shows); every byte counts as traffic that came over the wire (as a multipart upload's
-   * parts did) unless `traffic: false` (a server-side copy).
+   * parts did) unless `moved` says how many did (0: a server-side copy).
    */
-  async function compose(who: Did, kind: BackendKind, name: string, cids: readonly string[], opts: { etag?: string; traffic?: boolean; encryption?: string }): Promise<FileRow | undefined> {
+  async function compose(who: Did, kind: BackendKind, name: string, cids: readonly string[], opts: { etag?: string; moved?: number } & Stored): Promise<FileRow | undefined> {
     const b = backend(kind);
     if (!b.compose) return undefined;
     const pending = await b.compose(cids);
@@ -174,7 +182,7 @@ export function createDirectStorage(deps: DirectDeps) {
       throw err;
     }
     try {
-      return await keep(b, who, name, pending, quota, opts.etag, opts.traffic === false ? 0 : pending.size, opts.encryption);
+      return await keep(b, who, name, pending, quota, opts.etag, Math.min(opts.moved ?? pending.size, pending.size), opts);
     } finally {
       await quota?.release().catch((err) => log.error("releasing an upload's holds failed", { err: (err as Error).message }));
     }
@@ -259,8 +267,8 @@ export function createDirectStorage(deps: DirectDeps) {
     }
   }
 
-  /** Reads stashed (or any held) content whole, as a stream; no traffic is charged (server-side). */
-  const readContent = (kind: BackendKind, cid: string) => backend(kind).read(cid);
+  /** Reads stashed (or any held) content whole or a range of it, as a stream; no traffic is charged (server-side). */
+  const readContent = (kind: BackendKind, cid: string, range?: ByteRange) => backend(kind).read(cid, range);
 
   /** Drops a stash's reference. */
   const unstash = (kind: BackendKind, cid: string) => release(backend(kind), cid);

@@ -33,7 +33,7 @@ export interface Participant {
   settle?(tx: Queryable): Promise<void>;
 }
 
-const COLUMNS = `id, did, backend, name, cid, size, encryption, mod_time AS "modTime", etag`;
+const COLUMNS = `id, did, backend, name, cid, size, encryption, mod_time AS "modTime", etag, metadata`;
 // One row each (stored_totals is kept by triggers on files, migration 0023 / pg 0013), not a SUM
 // over every file of the account: the quota reads it twice per upload, and an account may hold
 // 100k files. The entry an upload would replace is one lookup by files_name.
@@ -43,7 +43,7 @@ const STORED_EXCEPT = `(${STORED} - COALESCE((SELECT size FROM files WHERE did =
 const ADD_BUCKET = "INSERT INTO buckets (did, created_at) VALUES ($1, $2) ON CONFLICT (did) DO NOTHING";
 const LOCK_BUCKET = "SELECT did FROM buckets WHERE did = $1 FOR UPDATE";
 const DROP_NAMED = "DELETE FROM files WHERE did = $1 AND backend = $2 AND name = $3 RETURNING cid";
-const INSERT_FILE = `INSERT INTO files (did, backend, name, cid, size, encryption, mod_time, etag) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING ${COLUMNS}`;
+const INSERT_FILE = `INSERT INTO files (did, backend, name, cid, size, encryption, mod_time, etag, metadata) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING ${COLUMNS}`;
 // By name, in byte order (PostgreSQL's name column is COLLATE "C", SQLite compares bytes): the S3 API's listing (D18).
 const NAMED = `SELECT ${COLUMNS} FROM files WHERE did = $1 AND backend = $2 AND name = $3`;
 const LIST_NAMES = `SELECT ${COLUMNS} FROM files WHERE did = $1 AND backend = $2 AND name > $3 AND substr(name, 1, length($4)) = $4 ORDER BY name LIMIT $5`;
@@ -135,7 +135,7 @@ export function createFiles(sql: Sql, now: () => number = Date.now, publicSql?: 
      * `participants` run in the same transaction, phase by phase in list order (Participant);
      * throwing undoes it all.
      */
-    add(f: { did: string; backend: BackendKind; name: string; cid: string; size: number; encryption: string; etag?: string }, participants: readonly Participant[] = []): Promise<{ row: FileRow; replaced?: string }> {
+    add(f: { did: string; backend: BackendKind; name: string; cid: string; size: number; encryption: string; etag?: string; metadata?: string | null }, participants: readonly Participant[] = []): Promise<{ row: FileRow; replaced?: string }> {
       const locker = participants.find((p) => p.lock);
       return sql.tx(
         async (tx) => {
@@ -146,7 +146,7 @@ export function createFiles(sql: Sql, now: () => number = Date.now, publicSql?: 
           const [, old, row] = await together(
             locker?.lock ? locker.lock(tx) : tx.get(LOCK_BUCKET, [f.did]),
             tx.get<{ cid: string }>(DROP_NAMED, [f.did, f.backend, f.name]),
-            tx.get<FileRow>(INSERT_FILE, [f.did, f.backend, f.name, f.cid, f.size, f.encryption, now(), f.etag ?? null]),
+            tx.get<FileRow>(INSERT_FILE, [f.did, f.backend, f.name, f.cid, f.size, f.encryption, now(), f.etag ?? null, f.metadata ?? null]),
             together(...participants.map((p) => p.settle?.(tx))),
           );
           if (!row) throw new Error("INSERT … RETURNING gave no row");

@@ -59,6 +59,10 @@ export const files = sqliteTable(
     /** The S3 API's ETag (D18), unquoted: the MD5 of the bytes in hex, or `<md5 of part MD5s>-N`
      * for a multipart upload; null for files uploaded without one (the S3 API then shows a non-hex tag). */
     etag: text("etag"),
+    /** The headers an S3 client stored with the object (Content-Type, Cache-Control, …,
+     * `x-amz-meta-*`) as a JSON object of lower-case header names to values (s3api/metadata.ts);
+     * null for none (a file uploaded over HTTP: its type then follows from its name). */
+    metadata: text("metadata"),
   },
   (t) => [
     uniqueIndex("files_name").on(t.did, t.backend, t.name),

@@ -84,7 +84,7 @@ beforeAll(async () => {
 });
 
 describe("objects with Bun's S3Client", () => {
-  test("put, get, stat, list and delete on dfs; ETag is the MD5, the Cid in x-amz-meta-cid", async () => {
+  test("put, get, stat, list and delete on dfs; ETag is the MD5, the Cid in x-stowage-cid", async () => {
     const c = bucketClient(alice.key);
     const bytes = randomBytes(3 * MiB + 17);
     const before = { ...moved };
@@ -96,7 +96,7 @@ describe("objects with Bun's S3Client", () => {
     expect(stat.size).toBe(bytes.byteLength);
     expect(stat.etag.replace(/"/g, "")).toBe(createHash("md5").update(bytes).digest("hex"));
     const head = await signed(alice.key, "HEAD", "/dfs/photos/2024/a.bin");
-    expect(head.headers.get("x-amz-meta-cid")).toMatch(/^baf/);
+    expect(head.headers.get("x-stowage-cid")).toMatch(/^baf/);
     const ranged = await c.file("photos/2024/a.bin").slice(10, 20).arrayBuffer();
     expect(Buffer.from(ranged).equals(bytes.subarray(10, 20))).toBe(true);
     const listed = await c.list({ prefix: "photos/" });
@@ -134,7 +134,7 @@ describe("objects with Bun's S3Client", () => {
       const md5s = Array.from({ length: n }, (_, i) => createHash("md5").update(bytes.subarray(i * partSize, (i + 1) * partSize)).digest());
       expect(stat.etag.replace(/"/g, "")).toBe(`${createHash("md5").update(Buffer.concat(md5s)).digest("hex")}-${n}`);
       const head = await signed(alice.key, "HEAD", "/dfs/big/aligned.bin");
-      expect(head.headers.get("x-amz-meta-cid")).toBe(await cidOf([bytes]));
+      expect(head.headers.get("x-stowage-cid")).toBe(await cidOf([bytes]));
       expect(Buffer.from(await c.file("big/aligned.bin").arrayBuffer()).equals(bytes)).toBe(true);
     }
     await c.delete("big/aligned.bin");
@@ -147,7 +147,7 @@ describe("objects with Bun's S3Client", () => {
     for (let i = 0; i < bytes.byteLength; i += MiB) writer.write(bytes.subarray(i, i + MiB));
     await writer.end();
     const head = await signed(alice.key, "HEAD", "/ipfs/big/ipfs-multi.bin");
-    expect(head.headers.get("x-amz-meta-cid")).toBe(await cidOf([bytes]));
+    expect(head.headers.get("x-stowage-cid")).toBe(await cidOf([bytes]));
     expect(Buffer.from(await c.file("big/ipfs-multi.bin").arrayBuffer()).equals(bytes)).toBe(true);
   }, 60_000);
 
@@ -383,7 +383,7 @@ describe("copy and batch delete", () => {
     expect(xml).toContain(`<ETag>&quot;${createHash("md5").update("copied bytes").digest("hex")}&quot;</ETag>`);
     // Within dfs the copy is one more reference to the same content: nothing read, no traffic.
     expect([dfsReads.n, moved.in]).toEqual([before.reads, before.moved]);
-    expect(res.headers.get("x-amz-meta-cid")).toBe(await cidOf([new TextEncoder().encode("copied bytes")]));
+    expect(res.headers.get("x-stowage-cid")).toBe(await cidOf([new TextEncoder().encode("copied bytes")]));
     expect(await c.file("copy/dst.txt").text()).toBe("copied bytes");
     // The source can go; the copy stays whole.
     await c.delete("copy/src.txt");
@@ -492,7 +492,7 @@ describe("files from the HTTP API", () => {
     expect(head.status).toBe(200);
     expect(head.headers.get("etag")).toBe(`"${entry.Cid}"`);
     expect(head.headers.get("etag")).not.toMatch(/^"[0-9a-f]{32}"$/);
-    expect(head.headers.get("x-amz-meta-cid")).toBe(entry.Cid);
+    expect(head.headers.get("x-stowage-cid")).toBe(entry.Cid);
     expect(Buffer.from(await bucketClient(alice.key).file("from-http.bin").arrayBuffer()).equals(bytes)).toBe(true);
   });
 });
@@ -545,8 +545,12 @@ describe("sub-resources never touch the object's bytes", () => {
     await o.intact();
   });
 
-  test("PUT ?tagging, ?legal-hold, ?retention and DELETE ?tagging are NotImplemented; the object stays whole", async () => {
+  test("PUT ?tagging, ?legal-hold, ?retention and DELETE ?tagging are NotImplemented; the object stays whole; GET ?tagging is an empty tag set", async () => {
     const o = await object("sub/tags.bin");
+    const tags = await signed(alice.key, "GET", "/dfs/sub/tags.bin", { query: { tagging: "" } });
+    expect([tags.status, (await tags.text()).replace(/\s+/g, "")]).toEqual([200, '<?xmlversion="1.0"encoding="UTF-8"?><Taggingxmlns="http://s3.amazonaws.com/doc/2006-03-01/"><TagSet></TagSet></Tagging>']);
+    const none = await signed(alice.key, "GET", "/dfs/sub/no-such.bin", { query: { tagging: "" } });
+    expect([none.status, codeIn(await none.text())]).toEqual([404, "NoSuchKey"]);
     for (const sub of ["tagging", "legal-hold", "retention"]) {
       const put = await signed(alice.key, "PUT", "/dfs/sub/tags.bin", { query: { [sub]: "" }, body: TAGS });
       expect([sub, put.status, codeIn(await put.text())]).toEqual([sub, 501, "NotImplemented"]);
@@ -622,16 +626,227 @@ describe("sub-resources never touch the object's bytes", () => {
     expect([two.status, codeIn(await two.text())]).toEqual([416, "InvalidPartNumber"]);
     await o.intact();
   });
+});
 
-  test("UploadPartCopy is refused, not stored as an empty part", async () => {
-    await object("sub/source.bin");
-    const created = await signed(alice.key, "POST", "/dfs/sub/copied.bin", { query: { uploads: "" } });
+describe("object metadata", () => {
+  /** UTF-8 text as the Latin-1 code units of its bytes: how a raw UTF-8 header value travels (fetch sends each code unit as one byte). */
+  const rawUtf8 = (s: string) => Buffer.from(s, "utf8").toString("latin1");
+  const STANDARD = {
+    "content-type": "application/x-custom; charset=utf-8",
+    "cache-control": "max-age=3600, public",
+    expires: "Thu, 01 Jan 2037 00:00:00 GMT",
+    "content-disposition": 'attachment; filename="report.bin"',
+    "content-encoding": "gzip",
+    "content-language": "de-CH",
+  };
+
+  test("PutObject keeps Content-Type, Cache-Control, Expires, Content-Disposition, Content-Encoding, Content-Language and x-amz-meta-*, non-ASCII values RFC 2047-encoded", async () => {
+    // Stored gzipped, with Content-Encoding: gzip, it reads back as the text (fetch undoes the encoding).
+    const put = await signed(alice.key, "PUT", "/dfs/meta/report.txt", {
+      body: Bun.gzipSync("some bytes"),
+      headers: { ...STANDARD, "x-amz-meta-mtime": "1700000000.5", "x-amz-meta-author": rawUtf8("Zoë Ñandú"), "x-amz-meta-word": "=?UTF-8?B?w6lsw6hiZQ==?=", "x-amz-meta-empty": "" },
+    });
+    expect(put.status).toBe(200);
+    expect(put.headers.get("x-stowage-cid")).toMatch(/^baf/);
+    for (const method of ["HEAD", "GET"]) {
+      const res = await signed(alice.key, method, "/dfs/meta/report.txt");
+      expect(res.status).toBe(200);
+      const got = Object.fromEntries([...Object.keys(STANDARD), "x-amz-meta-mtime", "x-amz-meta-author", "x-amz-meta-word", "x-amz-meta-empty", "x-amz-meta-cid"].map((h) => [h, res.headers.get(h)]));
+      expect(got).toEqual({
+        ...STANDARD,
+        "x-amz-meta-mtime": "1700000000.5",
+        "x-amz-meta-author": `=?UTF-8?B?${Buffer.from("Zoë Ñandú").toString("base64")}?=`,
+        "x-amz-meta-word": "=?UTF-8?B?w6lsw6hiZQ==?=",
+        "x-amz-meta-empty": "",
+        // The Cid is the gateway's own header now: user metadata holds only what the user put there.
+        "x-amz-meta-cid": null,
+      });
+      expect(res.headers.get("x-stowage-cid")).toMatch(/^baf/);
+      if (method === "GET") expect(await res.text()).toBe("some bytes");
+    }
+    // Sent again without metadata, the object has none: a PUT replaces it all, as on S3.
+    await signed(alice.key, "PUT", "/dfs/meta/report.txt", { body: "other" });
+    const bare = await signed(alice.key, "HEAD", "/dfs/meta/report.txt");
+    expect([...bare.headers.keys()].filter((h) => h.startsWith("x-amz-meta-") || h === "cache-control" || h === "content-language")).toEqual([]);
+    expect(bare.headers.get("content-type")).toBe("text/plain;charset=utf-8"); // from the name, as before
+  });
+
+  test("aws-chunked is how the body was framed, not the object's encoding: it is not stored", async () => {
+    await signed(alice.key, "PUT", "/dfs/meta/plain.bin", { body: "x", headers: { "content-encoding": "aws-chunked" } });
+    expect((await signed(alice.key, "HEAD", "/dfs/meta/plain.bin")).headers.get("content-encoding")).toBeNull();
+  });
+
+  test("more than 2 KB of user metadata is MetadataTooLarge (400) and stores nothing; 2 KB exactly is kept", async () => {
+    // Name (after x-amz-meta-) and value bytes: 4 + 2044 = 2048.
+    const fits = await signed(alice.key, "PUT", "/dfs/meta/big-meta.txt", { body: "b", headers: { "x-amz-meta-note": "n".repeat(2044) } });
+    expect(fits.status).toBe(200);
+    const over = await signed(alice.key, "PUT", "/dfs/meta/too-big.txt", { body: "b", headers: { "x-amz-meta-note": "n".repeat(2045) } });
+    expect([over.status, codeIn(await over.text())]).toEqual([400, "MetadataTooLarge"]);
+    expect((await signed(alice.key, "HEAD", "/dfs/meta/too-big.txt")).status).toBe(404);
+    const create = await signed(alice.key, "POST", "/dfs/meta/too-big.txt", { query: { uploads: "" }, headers: { "x-amz-meta-a": "é".repeat(1024) } });
+    expect([create.status, codeIn(await create.text())]).toEqual([400, "MetadataTooLarge"]);
+  });
+
+  test("GET's response-* parameters answer in place of the stored headers; a presigned link with them too", async () => {
+    const c = bucketClient(alice.key);
+    await signed(alice.key, "PUT", "/dfs/meta/photo.jpg", { body: "jpeg bytes", headers: { "content-type": "image/jpeg", "cache-control": "no-cache" } });
+    const overrides = { "response-content-type": "application/octet-stream", "response-content-disposition": 'attachment; filename="holiday.jpg"', "response-cache-control": "max-age=60", "response-content-language": "fr", "response-expires": "Fri, 02 Jan 2037 00:00:00 GMT", "response-content-encoding": "identity" };
+    const res = await signed(alice.key, "GET", "/dfs/meta/photo.jpg", { query: overrides });
+    expect(Object.fromEntries(["content-type", "content-disposition", "cache-control", "content-language", "expires", "content-encoding"].map((h) => [h, res.headers.get(h)]))).toEqual({
+      "content-type": "application/octet-stream",
+      "content-disposition": 'attachment; filename="holiday.jpg"',
+      "cache-control": "max-age=60",
+      "content-language": "fr",
+      expires: "Fri, 02 Jan 2037 00:00:00 GMT",
+      "content-encoding": "identity",
+    });
+    expect(await res.text()).toBe("jpeg bytes");
+    // The stored ones are untouched.
+    const head = await signed(alice.key, "HEAD", "/dfs/meta/photo.jpg");
+    expect([head.headers.get("content-type"), head.headers.get("cache-control"), head.headers.get("content-disposition")]).toEqual(["image/jpeg", "no-cache", null]);
+    const url = c.file("meta/photo.jpg").presign({ expiresIn: 60, contentDisposition: 'attachment; filename="saved.jpg"' });
+    const opened = await fetch(url);
+    expect([opened.status, opened.headers.get("content-disposition")]).toEqual([200, 'attachment; filename="saved.jpg"']);
+    await opened.arrayBuffer();
+  });
+
+  test("bytes a browser would run go as an attachment whatever type or disposition is stored or asked for", async () => {
+    await signed(alice.key, "PUT", "/dfs/meta/page.bin", { body: "<script>alert(1)</script>", headers: { "content-type": "text/html", "content-disposition": "inline" } });
+    const stored = await signed(alice.key, "GET", "/dfs/meta/page.bin");
+    expect([stored.headers.get("content-type"), stored.headers.get("content-disposition"), stored.headers.get("content-security-policy")]).toEqual(["text/html", 'attachment; filename="page.bin"; filename*=UTF-8\'\'page.bin', "sandbox; default-src 'none'"]);
+    await stored.arrayBuffer();
+    await signed(alice.key, "PUT", "/dfs/meta/note.txt", { body: "<script>alert(1)</script>", headers: { "content-type": "text/plain" } });
+    const asked = await signed(alice.key, "GET", "/dfs/meta/note.txt", { query: { "response-content-type": "text/html", "response-content-disposition": "inline" } });
+    expect([asked.headers.get("content-type"), asked.headers.get("content-disposition")]).toEqual(["text/html", 'attachment; filename="note.txt"; filename*=UTF-8\'\'note.txt']);
+    await asked.arrayBuffer();
+    const script = await signed(alice.key, "GET", "/dfs/meta/note.txt", { query: { "response-content-type": "text/javascript" } });
+    expect(script.headers.get("content-type")).toBe("text/plain; charset=utf-8");
+    await script.arrayBuffer();
+  });
+
+  test("multipart: the metadata given at CreateMultipartUpload is the completed object's", async () => {
+    const created = await signed(alice.key, "POST", "/dfs/meta/multi.bin", { query: { uploads: "" }, headers: { "content-type": "video/mp4", "x-amz-meta-mtime": "1600000000", "cache-control": "private" } });
     const uploadId = /<UploadId>([^<]+)<\/UploadId>/.exec(await created.text())?.[1] as string;
-    const copy = await signed(alice.key, "PUT", "/dfs/sub/copied.bin", { query: { partNumber: "1", uploadId }, headers: { "x-amz-copy-source": "/dfs/sub/source.bin" } });
-    expect([copy.status, codeIn(await copy.text())]).toEqual([501, "NotImplemented"]);
-    const parts = await signed(alice.key, "GET", "/dfs/sub/copied.bin", { query: { uploadId } });
-    expect(await parts.text()).not.toContain("<Part>");
-    expect((await signed(alice.key, "DELETE", "/dfs/sub/copied.bin", { query: { uploadId } })).status).toBe(204);
+    const bytes = randomBytes(6 * MiB);
+    const tags: string[] = [];
+    for (const [i, part] of [bytes.subarray(0, 5 * MiB), bytes.subarray(5 * MiB)].entries()) {
+      // A part's own Content-Type says nothing about the object's.
+      const res = await signed(alice.key, "PUT", "/dfs/meta/multi.bin", { query: { partNumber: String(i + 1), uploadId }, body: part, headers: { "content-type": "application/octet-stream" } });
+      tags.push(res.headers.get("etag") as string);
+    }
+    const done = await signed(alice.key, "POST", "/dfs/meta/multi.bin", { query: { uploadId }, body: `<CompleteMultipartUpload>${tags.map((t, i) => `<Part><PartNumber>${i + 1}</PartNumber><ETag>${t}</ETag></Part>`).join("")}</CompleteMultipartUpload>` });
+    expect(await done.text()).toContain("<CompleteMultipartUploadResult");
+    const head = await signed(alice.key, "HEAD", "/dfs/meta/multi.bin");
+    expect([head.headers.get("content-type"), head.headers.get("x-amz-meta-mtime"), head.headers.get("cache-control"), head.headers.get("content-length")]).toEqual(["video/mp4", "1600000000", "private", String(6 * MiB)]);
+  });
+});
+
+describe("copies", () => {
+  const path = (k: string) => `/dfs/copies/${k}`;
+  async function source(k: string, headers: Record<string, string> = { "content-type": "text/csv", "x-amz-meta-origin": "lab" }) {
+    const res = await signed(alice.key, "PUT", path(k), { body: `rows of ${k}`, headers });
+    expect(res.status).toBe(200);
+    return (await signed(alice.key, "HEAD", path(k))).headers;
+  }
+  const copy = (to: string, from: string, headers: Record<string, string> = {}) => signed(alice.key, "PUT", path(to), { headers: { "x-amz-copy-source": path(from), ...headers } });
+  const metaOf = async (k: string) => {
+    const h = (await signed(alice.key, "HEAD", path(k))).headers;
+    return { type: h.get("content-type"), origin: h.get("x-amz-meta-origin"), stage: h.get("x-amz-meta-stage"), cache: h.get("cache-control") };
+  };
+
+  test("MetadataDirective COPY (the default) keeps the source's metadata; REPLACE takes the request's", async () => {
+    await source("a.csv");
+    expect((await copy("kept.csv", "a.csv", { "content-type": "image/png", "x-amz-meta-stage": "ignored" })).status).toBe(200);
+    expect(await metaOf("kept.csv")).toEqual({ type: "text/csv", origin: "lab", stage: null, cache: null });
+    expect((await copy("kept2.csv", "a.csv", { "x-amz-metadata-directive": "COPY" })).status).toBe(200);
+    expect(await metaOf("kept2.csv")).toEqual({ type: "text/csv", origin: "lab", stage: null, cache: null });
+    expect((await copy("new.csv", "a.csv", { "x-amz-metadata-directive": "REPLACE", "content-type": "application/json", "x-amz-meta-stage": "clean", "cache-control": "no-store" })).status).toBe(200);
+    expect(await metaOf("new.csv")).toEqual({ type: "application/json", origin: null, stage: "clean", cache: "no-store" });
+    expect(await (await signed(alice.key, "GET", path("new.csv"))).text()).toBe("rows of a.csv");
+    const bad = await copy("x.csv", "a.csv", { "x-amz-metadata-directive": "MERGE" });
+    expect([bad.status, codeIn(await bad.text())]).toEqual([400, "InvalidArgument"]);
+  });
+
+  test("a copy onto itself must change something (InvalidRequest, as S3); with REPLACE it changes the type in place", async () => {
+    const before = await source("self.csv");
+    const same = await copy("self.csv", "self.csv");
+    expect([same.status, codeIn(await same.text())]).toEqual([400, "InvalidRequest"]);
+    expect(await metaOf("self.csv")).toEqual({ type: "text/csv", origin: "lab", stage: null, cache: null });
+    const retyped = await copy("self.csv", "self.csv", { "x-amz-metadata-directive": "REPLACE", "content-type": "text/plain" });
+    expect(retyped.status).toBe(200);
+    expect(await metaOf("self.csv")).toEqual({ type: "text/plain", origin: null, stage: null, cache: null });
+    const after = (await signed(alice.key, "HEAD", path("self.csv"))).headers;
+    expect([after.get("etag"), after.get("x-stowage-cid")]).toEqual([before.get("etag"), before.get("x-stowage-cid")]);
+    expect(await (await signed(alice.key, "GET", path("self.csv"))).text()).toBe("rows of self.csv");
+  });
+
+  test("x-amz-copy-source-if-match, -if-none-match, -if-modified-since, -if-unmodified-since", async () => {
+    const h = await source("cond.csv");
+    const etag = h.get("etag") as string;
+    const lastModified = Date.parse(h.get("last-modified") as string);
+    const day = 24 * 3600_000;
+    const date = (ms: number) => new Date(ms).toUTCString();
+    const cases: [Record<string, string>, number][] = [
+      [{ "x-amz-copy-source-if-match": etag }, 200],
+      [{ "x-amz-copy-source-if-match": '"0123"' }, 412],
+      [{ "x-amz-copy-source-if-none-match": etag }, 412],
+      [{ "x-amz-copy-source-if-none-match": '"0123"' }, 200],
+      [{ "x-amz-copy-source-if-modified-since": date(lastModified - day) }, 200],
+      [{ "x-amz-copy-source-if-modified-since": date(lastModified + day) }, 412],
+      [{ "x-amz-copy-source-if-modified-since": date(lastModified) }, 412],
+      [{ "x-amz-copy-source-if-unmodified-since": date(lastModified + day) }, 200],
+      [{ "x-amz-copy-source-if-unmodified-since": date(lastModified) }, 200],
+      [{ "x-amz-copy-source-if-unmodified-since": date(lastModified - day) }, 412],
+      // As S3: an If-Match that holds makes If-Unmodified-Since moot; an If-None-Match that fails decides.
+      [{ "x-amz-copy-source-if-match": etag, "x-amz-copy-source-if-unmodified-since": date(lastModified - day) }, 200],
+      [{ "x-amz-copy-source-if-none-match": etag, "x-amz-copy-source-if-modified-since": date(lastModified - day) }, 412],
+    ];
+    for (const [i, [headers, status]] of cases.entries()) {
+      const res = await copy(`cond-${i}.csv`, "cond.csv", headers);
+      const body = await res.text();
+      expect({ headers, status: res.status, code: codeIn(body) ?? null }).toEqual({ headers, status, code: status === 412 ? "PreconditionFailed" : null });
+      expect((await signed(alice.key, "HEAD", path(`cond-${i}.csv`))).status).toBe(status === 200 ? 200 : 404);
+    }
+  });
+
+  test("UploadPartCopy: parts copied by range answer CopyPartResult; the object is the source's bytes; no traffic is charged for them", async () => {
+    const bytes = randomBytes(11 * MiB + 5);
+    await bucketClient(alice.key).write("copies/big.bin", bytes);
+    const created = await signed(alice.key, "POST", path("big-copy.bin"), { query: { uploads: "" }, headers: { "content-type": "application/x-big" } });
+    const uploadId = /<UploadId>([^<]+)<\/UploadId>/.exec(await created.text())?.[1] as string;
+    const ranges = [[0, 5 * MiB - 1], [5 * MiB, 10 * MiB - 1], [10 * MiB, bytes.byteLength - 1]] as const;
+    const tags: string[] = [];
+    const before = moved.in;
+    for (const [i, [first, last]] of ranges.entries()) {
+      const res = await signed(alice.key, "PUT", path("big-copy.bin"), { query: { partNumber: String(i + 1), uploadId }, headers: { "x-amz-copy-source": "dfs/copies/big.bin", "x-amz-copy-source-range": `bytes=${first}-${last}` } });
+      const xml = await res.text();
+      expect(res.status).toBe(200);
+      expect(xml).toContain("<CopyPartResult");
+      expect(xml).toMatch(/<LastModified>\d{4}-\d\d-\d\dT[\d:.]+Z<\/LastModified>/);
+      const etag = /<ETag>&quot;([0-9a-f]{32})&quot;<\/ETag>/.exec(xml)?.[1];
+      expect(etag).toBe(createHash("md5").update(bytes.subarray(first, last + 1)).digest("hex"));
+      tags.push(`"${etag}"`);
+    }
+    const done = await signed(alice.key, "POST", path("big-copy.bin"), { query: { uploadId }, body: `<CompleteMultipartUpload>${tags.map((t, i) => `<Part><PartNumber>${i + 1}</PartNumber><ETag>${t}</ETag></Part>`).join("")}</CompleteMultipartUpload>` });
+    expect(await done.text()).toContain("<CompleteMultipartUploadResult");
+    expect(moved.in).toBe(before); // copied, not sent: no byte came over the wire
+    const back = await signed(alice.key, "GET", path("big-copy.bin"));
+    expect(back.headers.get("content-type")).toBe("application/x-big");
+    expect(Buffer.from(await back.arrayBuffer()).equals(bytes)).toBe(true);
+    // A whole-object part copy (no range), and the range errors S3 answers.
+    const again = await signed(alice.key, "POST", path("small-copy.bin"), { query: { uploads: "" } });
+    const id2 = /<UploadId>([^<]+)<\/UploadId>/.exec(await again.text())?.[1] as string;
+    for (const [range, code] of [["bytes=0-", "InvalidArgument"], [`bytes=10-${bytes.byteLength}`, "InvalidArgument"], ["bytes=5-4", "InvalidArgument"]] as const) {
+      const res = await signed(alice.key, "PUT", path("small-copy.bin"), { query: { partNumber: "1", uploadId: id2 }, headers: { "x-amz-copy-source": "dfs/copies/big.bin", "x-amz-copy-source-range": range } });
+      expect([range, res.status, codeIn(await res.text())]).toEqual([range, 400, code]);
+    }
+    const whole = await signed(alice.key, "PUT", path("small-copy.bin"), { query: { partNumber: "1", uploadId: id2 }, headers: { "x-amz-copy-source": "dfs/copies/big.bin" } });
+    expect(await whole.text()).toContain(createHash("md5").update(bytes).digest("hex"));
+    const failed = await signed(alice.key, "PUT", path("small-copy.bin"), { query: { partNumber: "2", uploadId: id2 }, headers: { "x-amz-copy-source": "dfs/copies/big.bin", "x-amz-copy-source-if-match": '"nope"' } });
+    expect([failed.status, codeIn(await failed.text())]).toEqual([412, "PreconditionFailed"]);
+    const parts = await (await signed(alice.key, "GET", path("small-copy.bin"), { query: { uploadId: id2 } })).text();
+    expect(parts.match(/<Part>/g)?.length).toBe(1);
+    expect((await signed(alice.key, "DELETE", path("small-copy.bin"), { query: { uploadId: id2 } })).status).toBe(204);
   });
 });
 
@@ -807,6 +1022,19 @@ describe("every write path meters alike", () => {
       // The source is the account's already (stored before the pools are read): the copy needs room for its bytes once more.
       async (a, name) => s3Outcome(await signed(a.key, "PUT", `/dfs/${name}`, { headers: { "x-amz-copy-source": "/ipfs/source.bin" } })),
     ],
+    [
+      "S3 UploadPartCopy (from ipfs: new content)",
+      async (a, name) => {
+        const created = await signed(a.key, "POST", `/dfs/${name}`, { query: { uploads: "" } });
+        const id = /<UploadId>([^<]+)<\/UploadId>/.exec(await created.text())?.[1] as string;
+        const part = await signed(a.key, "PUT", `/dfs/${name}`, { query: { partNumber: "1", uploadId: id }, headers: { "x-amz-copy-source": "/ipfs/source.bin" } });
+        if (part.status !== 200) return s3Outcome(part);
+        const etag = /<ETag>([^<]+)<\/ETag>/.exec(await part.text())?.[1]?.replace(/&quot;/g, '"') as string;
+        const done = await signed(a.key, "POST", `/dfs/${name}`, { query: { uploadId: id }, body: `<CompleteMultipartUpload><Part><PartNumber>1</PartNumber><ETag>${etag}</ETag></Part></CompleteMultipartUpload>` });
+        const text = await done.text();
+        return codeIn(text) === "QuotaExceeded" ? "quota" : text.includes("<CompleteMultipartUploadResult") ? "stored" : Promise.reject(new Error(text));
+      },
+    ],
   ];
 
   async function s3Outcome(res: Response): Promise<"quota" | "stored"> {
@@ -817,7 +1045,7 @@ describe("every write path meters alike", () => {
   }
 
   test.each(paths)("%s: refused for the same over-quota file, keeping nothing; the same file fits and counts its size (and its traffic)", async (label, write) => {
-    const copy = label.startsWith("S3 CopyObject");
+    const copy = label.includes("Copy");
     const bytes = randomBytes(N);
     // Free space half the file (past the source a copy has stored already).
     const tight = await account({ space: (copy ? N : 0) + Math.floor(N / 2) });

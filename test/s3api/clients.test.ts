@@ -2,21 +2,22 @@
  * The S3 API through the compiled binary, driven by the real clients, unchanged: Debian's aws-cli
  * (`mb` refused, `ls`, `cp` up and down including a 40 MiB multipart upload, `sync` of a folder
  * tree, `rm` on dfs, a `presign`ed URL fetched with curl), rclone (`copy`, `check`, `cat --offset`)
- * and Bun's S3Client; a wrong secret, another account's key, an account over quota and a revoked
+ * and Bun's S3Client; object metadata and copies (aws-cli `cp` between S3 paths in parts, rclone's
+ * mtime, boto3's copy_object and upload_part_copy); a wrong secret, another account's key, an account over quota and a revoked
  * key, each as the client reports it. Keys are minted through POST /v2/keys (the SDK), quota
  * granted with `stowage admin grant`.
  */
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { S3Client } from "bun";
 import { createHash, randomBytes } from "node:crypto";
-import { mkdirSync, readFileSync, readdirSync, utimesSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, readdirSync, statSync, utimesSync, writeFileSync } from "node:fs";
 import { join, relative } from "node:path";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { keysClient } from "../../src/sdk/keys.ts";
 import { connectStorage } from "../../src/sdk/storage.ts";
 import { runBinary, startBinary, type RunningBinary } from "../support/binary.ts";
 import { freePort } from "../support/procs.ts";
-import { awsCli, ensureS3Clients, rclone, type Credentials } from "../support/s3-clients.ts";
+import { awsCli, boto3, ensureS3Clients, rclone, type Credentials } from "../support/s3-clients.ts";
 import { tempDir } from "../support/tmp.ts";
 import { until } from "../support/until.ts";
 
@@ -103,7 +104,8 @@ describe("aws-cli", () => {
     expect(ls.stdout).toMatch(new RegExp(`\\s${40 * MiB} big\\.bin`));
     const head = await aws(["s3api", "head-object", "--bucket", "dfs", "--key", "docs/big.bin"]);
     expect(JSON.parse(head.stdout).ETag).toMatch(/^"[0-9a-f]{32}-5"$/); // 8 MiB parts
-    expect(JSON.parse(head.stdout).Metadata.cid).toMatch(/^baf/);
+    // No user metadata was given: none shows (the Cid is the gateway's own x-stowage-cid header).
+    expect(JSON.parse(head.stdout).Metadata).toEqual({});
     expect((await aws(["s3", "cp", "s3://dfs/docs/big.bin", join(work, "big.back")])).code).toBe(0);
     expect(md5(readFileSync(join(work, "big.back")))).toBe(md5(big));
     expect((await aws(["s3", "cp", "s3://dfs/docs/small.bin", join(work, "small.back")])).code).toBe(0);
@@ -241,5 +243,101 @@ describe("Bun's S3Client", () => {
     await c.write("bun/obj.bin", bytes);
     expect(md5(new Uint8Array(await c.file("bun/obj.bin").arrayBuffer()))).toBe(md5(bytes));
     expect((await c.list({ prefix: "bun/" })).contents?.map((o) => o.key)).toEqual(["bun/obj.bin"]);
+  });
+});
+
+describe("metadata and copies through the clients", () => {
+  test("aws-cli: cp keeps --content-type, --cache-control and --metadata; s3api copy-object REPLACE retypes in place", async () => {
+    writeFileSync(join(work, "meta.dat"), "metadata bytes");
+    const up = await aws(["s3", "cp", join(work, "meta.dat"), "s3://dfs/meta/meta.dat", "--content-type", "text/csv", "--cache-control", "max-age=600", "--content-language", "en", "--metadata", "origin=lab,mtime=1700000000"]);
+    expect(up.code).toBe(0);
+    const head = JSON.parse((await aws(["s3api", "head-object", "--bucket", "dfs", "--key", "meta/meta.dat"])).stdout);
+    expect({ type: head.ContentType, cache: head.CacheControl, lang: head.ContentLanguage, meta: head.Metadata }).toEqual({ type: "text/csv", cache: "max-age=600", lang: "en", meta: { origin: "lab", mtime: "1700000000" } });
+    const self = await aws(["s3api", "copy-object", "--bucket", "dfs", "--key", "meta/meta.dat", "--copy-source", "dfs/meta/meta.dat"]);
+    expect(self.code).not.toBe(0);
+    expect(self.stderr).toContain("InvalidRequest");
+    const retype = await aws(["s3api", "copy-object", "--bucket", "dfs", "--key", "meta/meta.dat", "--copy-source", "dfs/meta/meta.dat", "--metadata-directive", "REPLACE", "--content-type", "application/json", "--metadata", "stage=clean"]);
+    expect(retype.code).toBe(0);
+    const after = JSON.parse((await aws(["s3api", "head-object", "--bucket", "dfs", "--key", "meta/meta.dat"])).stdout);
+    expect({ type: after.ContentType, meta: after.Metadata, etag: after.ETag }).toEqual({ type: "application/json", meta: { stage: "clean" }, etag: head.ETag });
+  });
+
+  test("aws-cli: cp s3://dfs/a s3://dfs/b of a 20 MiB object copies it in parts (UploadPartCopy), byte-exact, metadata kept", async () => {
+    const big = randomBytes(20 * MiB);
+    writeFileSync(join(work, "twenty.bin"), big);
+    expect((await aws(["s3", "cp", join(work, "twenty.bin"), "s3://dfs/copy/a.bin", "--content-type", "application/x-twenty", "--metadata", "origin=lab"])).code).toBe(0);
+    const cp = await aws(["s3", "cp", "s3://dfs/copy/a.bin", "s3://dfs/copy/b.bin"]);
+    expect(cp.stderr).toBe("");
+    expect(cp.code).toBe(0);
+    const head = JSON.parse((await aws(["s3api", "head-object", "--bucket", "dfs", "--key", "copy/b.bin"])).stdout);
+    expect({ etag: head.ETag, size: head.ContentLength, type: head.ContentType, meta: head.Metadata }).toEqual({ etag: expect.stringMatching(/^"[0-9a-f]{32}-3"$/), size: 20 * MiB, type: "application/x-twenty", meta: { origin: "lab" } });
+    expect((await aws(["s3", "cp", "s3://dfs/copy/b.bin", join(work, "twenty.back")])).code).toBe(0);
+    expect(md5(readFileSync(join(work, "twenty.back")))).toBe(md5(big));
+    // mv across buckets: the same copy, then the source goes.
+    const mv = await aws(["s3", "mv", "s3://dfs/copy/b.bin", "s3://ipfs/moved.bin"]);
+    expect(mv.code).toBe(0);
+    expect((await aws(["s3", "ls", "s3://dfs/copy/b.bin"])).stdout).toBe("");
+    expect(JSON.parse((await aws(["s3api", "head-object", "--bucket", "ipfs", "--key", "moved.bin"])).stdout).ContentLength).toBe(20 * MiB);
+  }, 180_000);
+
+  test("rclone: a file's mtime round-trips through x-amz-meta-mtime; a server-side copy keeps it", async () => {
+    const rc = rclone(endpoint, alice.key);
+    const src = join(work, "rc-mtime");
+    mkdirSync(src, { recursive: true });
+    writeFileSync(join(src, "dated.txt"), "from the past");
+    const past = new Date("2021-03-04T05:06:07.250Z");
+    utimesSync(join(src, "dated.txt"), past, past);
+    expect((await rc(["copy", src, "stow:dfs/rc-mtime"])).code).toBe(0);
+    const lsl = await rc(["lsl", "stow:dfs/rc-mtime"]);
+    expect(lsl.stdout).toContain("2021-03-04 05:06:07.250000000 dated.txt");
+    expect((await rc(["copyto", "stow:dfs/rc-mtime/dated.txt", "stow:dfs/rc-mtime/again.txt"])).code).toBe(0);
+    expect((await rc(["lsl", "stow:dfs/rc-mtime/again.txt"])).stdout).toContain("2021-03-04 05:06:07.250000000 again.txt");
+    const down = join(work, "rc-mtime-back");
+    expect((await rc(["copy", "stow:dfs/rc-mtime", down])).code).toBe(0);
+    expect(statSync(join(down, "dated.txt")).mtime.toISOString()).toBe(past.toISOString());
+  }, 60_000);
+
+  test("boto3: metadata (non-ASCII too, RFC 2047-encoded) round-trips; copy_object COPY and REPLACE; upload_part_copy by range", async () => {
+    const py = boto3(endpoint, alice.key);
+    const res = await py(`
+# botocore sends only ASCII metadata: non-ASCII text goes as an RFC 2047 word, as S3 answers it.
+s3.put_object(Bucket="dfs", Key="boto/a.txt", Body=b"x" * 6_000_000, ContentType="text/markdown", ContentDisposition='attachment; filename="a.md"', Metadata={"city": "=?UTF-8?Q?Z=C3=BCrich?=", "plain": "yes"})
+h = s3.head_object(Bucket="dfs", Key="boto/a.txt")
+s3.copy_object(Bucket="dfs", Key="boto/b.txt", CopySource={"Bucket": "dfs", "Key": "boto/a.txt"})
+b = s3.head_object(Bucket="dfs", Key="boto/b.txt")
+s3.copy_object(Bucket="dfs", Key="boto/c.txt", CopySource={"Bucket": "dfs", "Key": "boto/a.txt"}, MetadataDirective="REPLACE", ContentType="text/plain", Metadata={"k": "v"})
+c = s3.head_object(Bucket="dfs", Key="boto/c.txt")
+try:
+    s3.copy_object(Bucket="dfs", Key="boto/d.txt", CopySource={"Bucket": "dfs", "Key": "boto/a.txt"}, CopySourceIfNoneMatch=h["ETag"])
+    refused = None
+except s3.exceptions.ClientError as e:
+    refused = e.response["Error"]["Code"]
+up = s3.create_multipart_upload(Bucket="dfs", Key="boto/parts.txt", ContentType="text/x-parts")
+p1 = s3.upload_part_copy(Bucket="dfs", Key="boto/parts.txt", UploadId=up["UploadId"], PartNumber=1, CopySource={"Bucket": "dfs", "Key": "boto/a.txt"}, CopySourceRange="bytes=0-5242879")
+p2 = s3.upload_part_copy(Bucket="dfs", Key="boto/parts.txt", UploadId=up["UploadId"], PartNumber=2, CopySource={"Bucket": "dfs", "Key": "boto/a.txt"}, CopySourceRange="bytes=5242880-5999999")
+s3.complete_multipart_upload(Bucket="dfs", Key="boto/parts.txt", UploadId=up["UploadId"], MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": p1["CopyPartResult"]["ETag"]}, {"PartNumber": 2, "ETag": p2["CopyPartResult"]["ETag"]}]})
+p = s3.head_object(Bucket="dfs", Key="boto/parts.txt")
+g = s3.get_object(Bucket="dfs", Key="boto/a.txt", ResponseContentType="application/octet-stream", ResponseContentDisposition="inline")
+out({"a": [h["ContentType"], h["ContentDisposition"], h["Metadata"]], "b": [b["ContentType"], b["Metadata"]], "c": [c["ContentType"], c["Metadata"]], "refused": refused,
+     "parts": [p["ContentType"], p["ContentLength"], p["ETag"]], "get": [g["ContentType"], g["ContentDisposition"], len(g["Body"].read())]})
+`);
+    expect(res.stderr).toBe("");
+    const zurich = `=?UTF-8?B?${Buffer.from("Zürich").toString("base64")}?=`;
+    expect(res.result).toEqual({
+      a: ["text/markdown", 'attachment; filename="a.md"', { city: zurich, plain: "yes" }],
+      b: ["text/markdown", { city: zurich, plain: "yes" }],
+      c: ["text/plain", { k: "v" }],
+      refused: "PreconditionFailed",
+      parts: ["text/x-parts", 6_000_000, expect.stringMatching(/^"[0-9a-f]{32}-2"$/)],
+      get: ["application/octet-stream", "inline", 6_000_000],
+    });
+  }, 60_000);
+
+  test("Bun's S3Client: type and Content-Disposition written are what stat and a read see", async () => {
+    const c = new S3Client({ ...alice.key, endpoint, bucket: "dfs", region: "us-east-1" });
+    await c.write("bun/typed.dat", "typed", { type: "application/x-typed", contentDisposition: 'attachment; filename="t.dat"' });
+    expect((await c.file("bun/typed.dat").stat()).type).toBe("application/x-typed");
+    const res = await fetch(c.file("bun/typed.dat").presign({ expiresIn: 60 }));
+    expect([res.headers.get("content-type"), res.headers.get("content-disposition"), await res.text()]).toEqual(["application/x-typed", 'attachment; filename="t.dat"', "typed"]);
   });
 });

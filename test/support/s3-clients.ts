@@ -1,6 +1,6 @@
 /**
  * Debian's S3 clients, aws-cli (/usr/bin/aws: another `aws` earlier on PATH, such as a pyenv shim,
- * is not the one meant) and rclone, for the S3 API's end-to-end tests (D18). Installed when
+ * is not the one meant), rclone and boto3 (python3-boto3, run by /usr/bin/python3), for the S3 API's end-to-end tests (D18). Installed when
  * missing (`scripts/s3-clients.sh install`, which holds a lock so parallel callers wait).
  */
 import { writeFileSync } from "node:fs";
@@ -10,11 +10,13 @@ import { tempDir } from "./tmp.ts";
 const ROOT = join(import.meta.dir, "..", "..");
 export const AWS = "/usr/bin/aws";
 export const RCLONE = "/usr/bin/rclone";
+export const PYTHON = "/usr/bin/python3";
+const BOTO3 = "/usr/lib/python3/dist-packages/boto3/__init__.py";
 
 export async function ensureS3Clients(): Promise<void> {
-  if ((await Bun.file(AWS).exists()) && (await Bun.file(RCLONE).exists())) return;
+  if ((await Bun.file(AWS).exists()) && (await Bun.file(RCLONE).exists()) && (await Bun.file(BOTO3).exists())) return;
   const proc = Bun.spawn(["sh", join(ROOT, "scripts", "s3-clients.sh"), "install"], { stdout: "inherit", stderr: "inherit" });
-  if ((await proc.exited) !== 0) throw new Error("installing aws-cli and rclone failed (scripts/s3-clients.sh install): see the output above");
+  if ((await proc.exited) !== 0) throw new Error("installing aws-cli, rclone and boto3 failed (scripts/s3-clients.sh install): see the output above");
 }
 
 export interface Credentials {
@@ -62,4 +64,24 @@ export function rclone(endpoint: string, key: Credentials) {
     RCLONE_CONFIG_STOW_FORCE_PATH_STYLE: "true",
   };
   return (args: string[]) => run([RCLONE, ...args], env);
+}
+
+/**
+ * boto3 (Debian's python3-boto3), path-style, the key given here: runs `script` with `s3` a client
+ * of the endpoint and `out(value)` printing its result as JSON, which the run answers parsed.
+ */
+export function boto3(endpoint: string, key: Credentials) {
+  const home = tempDir("boto3-home");
+  const env = { HOME: home, PATH: "/usr/bin:/bin", AWS_CONFIG_FILE: join(home, "none"), AWS_SHARED_CREDENTIALS_FILE: join(home, "none") };
+  const preamble = [
+    "import json, sys, boto3",
+    "from botocore.config import Config",
+    `s3 = boto3.client("s3", endpoint_url=${JSON.stringify(endpoint)}, region_name="us-east-1", aws_access_key_id=${JSON.stringify(key.accessKeyId)}, aws_secret_access_key=${JSON.stringify(key.secretAccessKey)}, config=Config(s3={"addressing_style": "path"}))`,
+    "def out(value):",
+    "    print(json.dumps(value, default=str))",
+  ].join("\n");
+  return async (script: string): Promise<{ code: number; result: unknown; stderr: string }> => {
+    const r = await run([PYTHON, "-c", `${preamble}\n${script}`], env);
+    return { code: r.code, result: r.code === 0 && r.stdout.trim() ? JSON.parse(r.stdout.trim().split("\n").at(-1) as string) : undefined, stderr: r.stderr };
+  };
 }

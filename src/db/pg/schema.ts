@@ -367,6 +367,7 @@ export const files = pgTable(
     encryption: text("encryption").notNull().default(""),
     modTime: int8("mod_time").notNull(),
     etag: text("etag"),
+    metadata: text("metadata"),
   },
   (t) => [
     uniqueIndex("files_name").on(t.did, t.backend, t.name),
@@ -596,6 +597,7 @@ export const s3Uploads = pgTable(
     backend: text("backend", { enum: ["dfs", "ipfs"] }).notNull(),
     name: bytesText("name").notNull(),
     contentType: text("content_type"),
+    metadata: text("metadata"),
     reservation: int8("reservation"),
     createdAt: int8("created_at").notNull(),
     expiresAt: int8("expires_at").notNull(),
@@ -612,6 +614,7 @@ export const s3Parts = pgTable(
     size: int8("size").notNull(),
     md5: text("md5").notNull(),
     createdAt: int8("created_at").notNull(),
+    copied: boolean("copied"),
   },
   (t) => [primaryKey({ columns: [t.uploadId, t.partNumber] })],
 );
