@@ -9,6 +9,7 @@ import type { Logger } from "../log.ts";
 import { Unavailable } from "../unavailable.ts";
 import { AccountError, StorageError, accountError, accountErrorOf, isAccountPath, requestError, storageError, storageErrorOf } from "./errors.ts";
 import { Failure } from "../failure.ts";
+import { isPsaPath, pinsError, pinsErrorOf, PinsError } from "../pins/errors.ts";
 
 /** A readable one-line reason for a validation failure, such as `email: Expected string`. */
 export function describeValidation(err: ValidationError): string {
@@ -41,8 +42,31 @@ function toTyped(code: string | number, error: unknown, path: string): StorageEr
   return undefined;
 }
 
+/** The Pinning Service API's own error shape for its paths (pins/errors.ts). */
+function toPins(code: string | number, error: unknown): PinsError | undefined {
+  if (error instanceof PinsError) return error;
+  if (error instanceof Failure) return pinsErrorOf(error);
+  if (error instanceof Unavailable) return pinsError("UNAVAILABLE", error.message, { "Retry-After": String(error.retryAfter) });
+  if (error instanceof ValidationError) return pinsError("BAD_REQUEST", describeValidation(error));
+  if (error instanceof StorageError || error instanceof AccountError) return undefined;
+  switch (code) {
+    case "PARSE":
+      return pinsError("BAD_REQUEST", "Malformed request body: a JSON object is expected");
+    case "NOT_FOUND":
+      return pinsError("NOT_FOUND", "No such endpoint");
+  }
+  return undefined;
+}
+
 export const errorHandler = (log: Logger) =>
   new Elysia({ name: "error-handler" }).onError({ as: "global" }, ({ code, error, path, request }) => {
+    if (isPsaPath(path)) {
+      const pins = toPins(code, error);
+      if (error instanceof Unavailable) log.warn(error.message, { method: request.method, path, err: error.detail });
+      if (pins) return pins.toResponse();
+      log.error("unhandled error", { method: request.method, path, err: error instanceof Error ? (error.stack ?? error.message) : String(error) });
+      return pinsError("INTERNAL_SERVER_ERROR", "Internal error").toResponse();
+    }
     let typed = toTyped(code, error, path);
     if (error instanceof Unavailable) log.warn(error.message, { method: request.method, path, err: error.detail });
     if (!typed) {

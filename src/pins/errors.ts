@@ -1,0 +1,81 @@
+/**
+ * Failures of the Pinning Service API in its own error shape, `{ "error": { "reason", "details" } }`
+ * (the spec's Failure), with the spec's reasons for its statuses: BAD_REQUEST 400, UNAUTHORIZED
+ * 401, NOT_FOUND 404, INSUFFICIENT_FUNDS 409, and reasons of our own for the 4XX it leaves to a
+ * service. The edge maps the storage pipeline's domain failures (src/failure.ts) here, and the
+ * worker writes the same reason into a failed pin's `info.status_details`.
+ */
+import type { Failure } from "../failure.ts";
+
+export const PIN_REASONS = {
+  BAD_REQUEST: 400,
+  UNAUTHORIZED: 401,
+  NOT_FOUND: 404,
+  INSUFFICIENT_FUNDS: 409,
+  CONTENT_TOO_LARGE: 413,
+  /** The account has as many pins queued or pinning as it may. */
+  TOO_MANY_PINS: 429,
+  /** This gateway runs without its ipfs back-end. */
+  UNAVAILABLE: 503,
+  INTERNAL_SERVER_ERROR: 500,
+  /** Worker outcomes (info.status_details of a failed pin), never an HTTP answer. */
+  TIMEOUT: 0,
+  FETCH_FAILED: 0,
+  CONTENT_BLOCKED: 0,
+  UNSUPPORTED_CONTENT: 0,
+} as const;
+
+export type PinReason = keyof typeof PIN_REASONS;
+
+const NOT_CACHED = { "cache-control": "no-store" };
+
+export class PinsError extends Error {
+  override name = "PinsError";
+  constructor(
+    readonly reason: PinReason,
+    readonly details: string,
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(details);
+  }
+
+  get status(): number {
+    return PIN_REASONS[this.reason] || 500;
+  }
+
+  get body() {
+    return { error: { reason: this.reason, details: this.details } };
+  }
+
+  toResponse(): Response {
+    const extra = this.status === 401 ? { "www-authenticate": 'Bearer realm="psa"' } : {};
+    return Response.json(this.body, { status: this.status, headers: { ...NOT_CACHED, ...extra, ...this.headers } });
+  }
+}
+
+export const pinsError = (reason: PinReason, details: string, headers?: Record<string, string>) => new PinsError(reason, details, headers);
+
+/** A domain failure of the write path in the API's words. */
+export function pinsErrorOf(f: Failure): PinsError {
+  switch (f.code) {
+    case "quota-exceeded":
+      return pinsError("INSUFFICIENT_FUNDS", f.message);
+    case "too-large":
+      return pinsError("CONTENT_TOO_LARGE", f.message);
+    case "not-found":
+      return pinsError("NOT_FOUND", f.message);
+    case "bad-input":
+    case "bad-range":
+      return pinsError("BAD_REQUEST", f.message);
+    case "unsupported":
+      return pinsError("UNSUPPORTED_CONTENT", f.message);
+    case "forbidden":
+      return pinsError("UNAUTHORIZED", f.message);
+    case "interrupted":
+      return pinsError("FETCH_FAILED", f.message);
+  }
+}
+
+/** Paths the Pinning Service API answers: its errors take its shape. */
+export const PSA_PREFIX = "/psa";
+export const isPsaPath = (path: string) => path === PSA_PREFIX || path.startsWith(`${PSA_PREFIX}/`);
