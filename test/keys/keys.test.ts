@@ -11,7 +11,7 @@ import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { didRegistryAbi } from "../../src/chain/artifacts/index.ts";
 import { createKeys, findAccessKey, findPinsToken, KEEP_DEAD_KEYS_MS } from "../../src/keys/index.ts";
 import { AccountError } from "../../src/http/errors.ts";
-import { parseDid } from "../../src/identity/did.ts";
+import { parseDid, parseDidOrAddress } from "../../src/identity/did.ts";
 import { secretBox } from "../../src/keys/secret-box.ts";
 import { connectGateway } from "../../src/sdk/chain.ts";
 import { keysClient } from "../../src/sdk/keys.ts";
@@ -259,10 +259,10 @@ describe("pins tokens", () => {
   });
 
   test("the SDK mints a pins token with scope pins", async () => {
-    const { client } = await gw.user();
+    const { client, account } = await gw.user();
     const minted = await keysClient({ baseUrl: BASE, store: client, fetch: gw.fetch }).create({ scope: "pins" });
     expect(minted.scope).toBe("pins");
-    expect(await findPinsToken(deps, minted.token ?? "")).toMatchObject({ did: client.did });
+    expect(await findPinsToken(deps, minted.token ?? "")).toMatchObject({ did: parseDidOrAddress(account.address, chainId).canonical });
   });
 });
 
