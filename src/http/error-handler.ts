@@ -45,10 +45,16 @@ function toTyped(code: string | number, error: unknown, path: string): StorageEr
 /** The Pinning Service API's own error shape for its paths (pins/errors.ts). */
 function toPins(code: string | number, error: unknown): PinsError | undefined {
   if (error instanceof PinsError) return error;
-  if (error instanceof Failure) return pinsErrorOf(error);
+  // The storage routes' `/:type/…` answer any other path under /psa: no such back-end, no such endpoint.
+  if (error instanceof Failure) return error.code === "unsupported" ? pinsError("NOT_FOUND", "No such endpoint") : pinsErrorOf(error);
   if (error instanceof Unavailable) return pinsError("UNAVAILABLE", error.message, { "Retry-After": String(error.retryAfter) });
   if (error instanceof ValidationError) return pinsError("BAD_REQUEST", describeValidation(error));
-  if (error instanceof StorageError || error instanceof AccountError) return undefined;
+  // Another API's answer to a path under /psa (the storage routes' `/:type/…` take any first segment).
+  if (error instanceof StorageError || error instanceof AccountError) {
+    if (error.status === 401) return pinsError("UNAUTHORIZED", error.message);
+    if (error.status === 404 || error.status === 405 || error.status === 518) return pinsError("NOT_FOUND", "No such endpoint");
+    return error.status < 500 ? pinsError("BAD_REQUEST", error.message) : undefined;
+  }
   switch (code) {
     case "PARSE":
       return pinsError("BAD_REQUEST", "Malformed request body: a JSON object is expected");

@@ -18,11 +18,11 @@ export const PIN_REASONS = {
   /** This gateway runs without its ipfs back-end. */
   UNAVAILABLE: 503,
   INTERNAL_SERVER_ERROR: 500,
-  /** Worker outcomes (info.status_details of a failed pin), never an HTTP answer. */
-  TIMEOUT: 0,
-  FETCH_FAILED: 0,
-  CONTENT_BLOCKED: 0,
-  UNSUPPORTED_CONTENT: 0,
+  /** Outcomes of the worker (a failed pin's info.status_details); the routes do not answer these. */
+  TIMEOUT: 504,
+  FETCH_FAILED: 502,
+  CONTENT_BLOCKED: 410,
+  UNSUPPORTED_CONTENT: 422,
 } as const;
 
 export type PinReason = keyof typeof PIN_REASONS;
@@ -40,7 +40,7 @@ export class PinsError extends Error {
   }
 
   get status(): number {
-    return PIN_REASONS[this.reason] || 500;
+    return PIN_REASONS[this.reason];
   }
 
   get body() {

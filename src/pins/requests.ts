@@ -64,6 +64,7 @@ export const getPin = (q: Queryable, did: string, id: string) => q.get<PinRow>(G
 export const removePin = (q: Queryable, did: string, id: string) => q.get<PinRow>(REMOVE, [id, did]);
 export const openPins = async (q: Queryable, did: string) => Number((await q.get<{ n: number }>(OPEN, [did]))?.n ?? 0);
 export const allPins = async (q: Queryable, did: string) => Number((await q.get<{ n: number }>(ALL, [did]))?.n ?? 0);
+export const latestPin = async (q: Queryable, did: string) => Number((await q.get<{ t: number | null }>("SELECT MAX(created_at) AS t FROM pin_requests WHERE did = $1", [did]))?.t ?? 0);
 export const pinsInFlight = async (q: Queryable) => Number((await q.get<{ n: number }>(IN_FLIGHT))?.n ?? 0);
 
 /** The rows of `did` the filter matches, newest first, at most `limit`, and how many match in all. */

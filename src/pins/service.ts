@@ -32,7 +32,7 @@ import type { FileRow } from "../storage/files.ts";
 import { walkDag } from "./dag.ts";
 import { pinsError, pinsErrorOf, PinsError, type PinReason } from "./errors.ts";
 import { publicOrigin } from "./origins.ts";
-import { allPins, claimPin, finishPin, getPin, insertPin, letGo, listPins, openPins, removePin, renewPin, type PinFilter, type PinRow, type PinStatusName } from "./requests.ts";
+import { allPins, claimPin, latestPin, finishPin, getPin, insertPin, letGo, listPins, openPins, removePin, renewPin, type PinFilter, type PinRow, type PinStatusName } from "./requests.ts";
 
 /** What a pin needs of the ipfs back-end. */
 export type PinBackend = Pick<IpfsBackend, "putDag" | "fetchBlock" | "dial" | "multiaddrs">;
@@ -188,8 +188,10 @@ export function createPins(deps: PinsDeps) {
     const fields = rowOf(pin);
     await admit(who);
     const id = crypto.randomUUID();
-    const createdAt = now();
+    let createdAt = now();
     await sql.tx(async (tx) => {
+      // `created` pages the list (before/after): unique per account, so no page boundary splits a millisecond.
+      createdAt = Math.max(now(), (await latestPin(tx, who.canonical)) + 1);
       if (replacing !== undefined && !(await removePin(tx, who.canonical, replacing))) throw pinsError("NOT_FOUND", "no such pin request");
       if ((await openPins(tx, who.canonical)) >= deps.settings.pinQueue) throw pinsError("TOO_MANY_PINS", `at most ${deps.settings.pinQueue} pins queued or pinning per account: wait for some to finish`);
       if ((await allPins(tx, who.canonical)) >= MAX_PINS_PER_ACCOUNT) throw pinsError("TOO_MANY_PINS", `at most ${MAX_PINS_PER_ACCOUNT} pin requests per account: remove some first`);
