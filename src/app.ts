@@ -31,7 +31,7 @@ import { encryptionRoutes, type Encryption } from "./encryption/index.ts";
 import type { RouteLabels } from "./metrics/index.ts";
 import { grantsRoutes, type Grants } from "./grants/index.ts";
 import { consoleRoutes } from "./console/index.ts";
-import { pinsRoutes, type Pins } from "./pins/index.ts";
+import { pinsErrorEdge, pinsRoutes, type Pins } from "./pins/index.ts";
 
 export interface AppServices {
   config: Config;
@@ -70,7 +70,7 @@ export function buildApp(services: AppServices) {
   // the scheme of every URL the listener makes (src/http/listen.ts; TLS ends at a proxy before it).
   return new Elysia({ handler: { standardHostname: false } })
     .use(services.routes?.plugin ?? new Elysia())
-    .use(errorHandler(services.log))
+    .use(errorHandler(services.log, services.pins ? [pinsErrorEdge] : []))
     // Before every other route: on the site origin (STOWAGE_GATEWAY_ORIGIN) only content answers.
     .use(services.gateway ? siteRoutes(services.gateway) : new Elysia())
     .use(bodyLimit)

@@ -9,7 +9,6 @@ import type { Logger } from "../log.ts";
 import { Unavailable } from "../unavailable.ts";
 import { AccountError, StorageError, accountError, accountErrorOf, isAccountPath, requestError, storageError, storageErrorOf } from "./errors.ts";
 import { Failure } from "../failure.ts";
-import { isPsaPath, pinsError, pinsErrorOf, PinsError } from "../pins/errors.ts";
 
 /** A readable one-line reason for a validation failure, such as `email: Expected string`. */
 export function describeValidation(err: ValidationError): string {
@@ -42,36 +41,26 @@ function toTyped(code: string | number, error: unknown, path: string): StorageEr
   return undefined;
 }
 
-/** The Pinning Service API's own error shape for its paths (pins/errors.ts). */
-function toPins(code: string | number, error: unknown): PinsError | undefined {
-  if (error instanceof PinsError) return error;
-  // The storage routes' `/:type/…` answer any other path under /psa: no such back-end, no such endpoint.
-  if (error instanceof Failure) return error.code === "unsupported" ? pinsError("NOT_FOUND", "No such endpoint") : pinsErrorOf(error);
-  if (error instanceof Unavailable) return pinsError("UNAVAILABLE", error.message, { "Retry-After": String(error.retryAfter) });
-  if (error instanceof ValidationError) return pinsError("BAD_REQUEST", describeValidation(error));
-  // Another API's answer to a path under /psa (the storage routes' `/:type/…` take any first segment).
-  if (error instanceof StorageError || error instanceof AccountError) {
-    if (error.status === 401) return pinsError("UNAUTHORIZED", error.message);
-    if (error.status === 404 || error.status === 405 || error.status === 518) return pinsError("NOT_FOUND", "No such endpoint");
-    return error.status < 500 ? pinsError("BAD_REQUEST", error.message) : undefined;
-  }
-  switch (code) {
-    case "PARSE":
-      return pinsError("BAD_REQUEST", "Malformed request body: a JSON object is expected");
-    case "NOT_FOUND":
-      return pinsError("NOT_FOUND", "No such endpoint");
-  }
-  return undefined;
+/**
+ * An API with an error model of its own under its own paths (the Pinning Service API's under
+ * /psa): its failures answer in its shape. `answer` gives undefined for an error it does not know,
+ * which is then logged and answered by `internal`.
+ */
+export interface ErrorEdge {
+  owns(path: string): boolean;
+  answer(code: string | number, error: unknown): Response | undefined;
+  internal(): Response;
 }
 
-export const errorHandler = (log: Logger) =>
+export const errorHandler = (log: Logger, edges: readonly ErrorEdge[] = []) =>
   new Elysia({ name: "error-handler" }).onError({ as: "global" }, ({ code, error, path, request }) => {
-    if (isPsaPath(path)) {
-      const pins = toPins(code, error);
+    const edge = edges.find((e) => e.owns(path));
+    if (edge) {
       if (error instanceof Unavailable) log.warn(error.message, { method: request.method, path, err: error.detail });
-      if (pins) return pins.toResponse();
+      const answered = edge.answer(code, error);
+      if (answered) return answered;
       log.error("unhandled error", { method: request.method, path, err: error instanceof Error ? (error.stack ?? error.message) : String(error) });
-      return pinsError("INTERNAL_SERVER_ERROR", "Internal error").toResponse();
+      return edge.internal();
     }
     let typed = toTyped(code, error, path);
     if (error instanceof Unavailable) log.warn(error.message, { method: request.method, path, err: error.detail });

@@ -5,7 +5,11 @@
  * service. The edge maps the storage pipeline's domain failures (src/failure.ts) here, and the
  * worker writes the same reason into a failed pin's `info.status_details`.
  */
-import type { Failure } from "../failure.ts";
+import { ValidationError } from "elysia";
+import { Failure } from "../failure.ts";
+import { describeValidation, type ErrorEdge } from "../http/error-handler.ts";
+import { AccountError, StorageError } from "../http/errors.ts";
+import { Unavailable } from "../unavailable.ts";
 
 export const PIN_REASONS = {
   BAD_REQUEST: 400,
@@ -73,9 +77,40 @@ export function pinsErrorOf(f: Failure): PinsError {
       return pinsError("UNAUTHORIZED", f.message);
     case "interrupted":
       return pinsError("FETCH_FAILED", f.message);
+    default:
+      // A code added after this table: a refusal of the request all the same.
+      return pinsError("BAD_REQUEST", f.message);
   }
 }
 
 /** Paths the Pinning Service API answers: its errors take its shape. */
 export const PSA_PREFIX = "/psa";
 export const isPsaPath = (path: string) => path === PSA_PREFIX || path.startsWith(`${PSA_PREFIX}/`);
+
+/** A failure under /psa in the spec's shape, or undefined for one nobody expected (a 500). */
+function answerOf(code: string | number, error: unknown): PinsError | undefined {
+  if (error instanceof PinsError) return error;
+  // The storage routes' `/:type/…` answer any other path under /psa: no such back-end, no such endpoint.
+  if (error instanceof Failure) return error.code === "unsupported" ? pinsError("NOT_FOUND", "No such endpoint") : pinsErrorOf(error);
+  if (error instanceof Unavailable) return pinsError("UNAVAILABLE", error.message, { "Retry-After": String(error.retryAfter) });
+  if (error instanceof ValidationError) return pinsError("BAD_REQUEST", describeValidation(error));
+  if (error instanceof StorageError || error instanceof AccountError) {
+    if (error.status === 401) return pinsError("UNAUTHORIZED", error.message);
+    if (error.status === 404 || error.status === 405 || error.status === 518) return pinsError("NOT_FOUND", "No such endpoint");
+    return error.status < 500 ? pinsError("BAD_REQUEST", error.message) : undefined;
+  }
+  switch (code) {
+    case "PARSE":
+      return pinsError("BAD_REQUEST", "Malformed request body: a JSON object is expected");
+    case "NOT_FOUND":
+      return pinsError("NOT_FOUND", "No such endpoint");
+  }
+  return undefined;
+}
+
+/** The error handler's edge for /psa (http/error-handler.ts): every failure there in the spec's shape. */
+export const pinsErrorEdge: ErrorEdge = {
+  owns: isPsaPath,
+  answer: (code, error) => answerOf(code, error)?.toResponse(),
+  internal: () => pinsError("INTERNAL_SERVER_ERROR", "Internal error").toResponse(),
+};

@@ -274,12 +274,12 @@ export function createPins(deps: PinsDeps) {
   /** The reason and text a failed pin shows. */
   function outcomeOf(err: unknown): { reason: PinReason; text: string } {
     if (err instanceof PinsError) return { reason: err.reason, text: err.details };
+    // The denylist's refusal (by its name: this module does not depend on the denylist's).
+    if ((err as Error)?.name === "ContentBlocked") return { reason: "CONTENT_BLOCKED", text: (err as Error).message };
     if (err instanceof Failure) {
       const mapped = pinsErrorOf(err);
       return { reason: mapped.reason, text: mapped.details };
     }
-    const name = (err as Error)?.name;
-    if (name === "ContentBlocked") return { reason: "CONTENT_BLOCKED", text: (err as Error).message };
     return { reason: "FETCH_FAILED", text: String((err as Error)?.message ?? err) };
   }
 

@@ -6,7 +6,7 @@
  * pins' origin. The pinned content is then a file `stowage ls` lists and `stowage get` returns.
  */
 import { afterAll, expect, test } from "bun:test";
-import { Configuration, RemotePinningServiceClient, Status } from "@ipfs-shipyard/pinning-service-client";
+import { Configuration, RemotePinningServiceClient, Status, TextMatchingStrategy } from "@ipfs-shipyard/pinning-service-client";
 import { CID } from "multiformats/cid";
 import { join } from "node:path";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
@@ -57,7 +57,7 @@ test("the pinning service client adds, lists, replaces and removes pins; the pin
   expect(listed.count).toBe(1);
   expect([...listed.results].map((r) => r.requestid)).toEqual([added.requestid]);
   expect((await client.pinsGet({ cid: [cid] })).count).toBe(1);
-  expect((await client.pinsGet({ name: "MOVIE", match: "ipartial" })).count).toBe(1);
+  expect((await client.pinsGet({ name: "MOVIE", match: TextMatchingStrategy.Ipartial })).count).toBe(1);
   expect((await client.pinsGet({ meta: { source: "e2e" } })).count).toBe(1);
   expect((await client.pinsGet({ status: [Status.Failed] })).count).toBe(0);
   expect((await client.pinsGet({ status: [Status.Queued, Status.Pinning, Status.Pinned, Status.Failed], limit: 5 })).count).toBe(1);

@@ -9,7 +9,7 @@ import { describe, expect, test } from "bun:test";
 import { Elysia } from "elysia";
 import { load } from "js-yaml";
 import { errorHandler } from "../../src/http/error-handler.ts";
-import { createPins, pinsRoutes } from "../../src/pins/index.ts";
+import { createPins, pinsErrorEdge, pinsRoutes } from "../../src/pins/index.ts";
 import { keysClient } from "../../src/sdk/keys.ts";
 import { parseDidOrAddress } from "../../src/identity/did.ts";
 import type { IpfsBackend } from "../../src/storage/ipfs/index.ts";
@@ -18,13 +18,12 @@ import { granter } from "../quota/grants.ts";
 import { PSA_SPEC } from "./support.ts";
 
 type Schema = Record<string, unknown>;
-// The document as parsed YAML: its shapes are the OpenAPI format's, walked by hand below.
-// biome-ignore lint: any for a parsed document
+// any: the document as parsed YAML, whose shapes are the OpenAPI format's, walked by hand below.
 type Doc = any;
 const doc: Doc = load(await Bun.file(PSA_SPEC).text());
 
 /** Resolves a local `$ref` of the document. */
-function deref(s: Schema): Schema {
+function deref(s: Schema): Doc {
   let out = s;
   while (typeof out.$ref === "string") out = (out.$ref as string).slice(2).split("/").reduce((o: Doc, k) => o[k], doc);
   return out;
@@ -89,7 +88,7 @@ function app(o: { pinQueue: number; ipfs: boolean }) {
     holder: "contract",
     settings: { pinTimeout: 60_000, pinQueue: o.pinQueue, pinOrigins: "public" },
   });
-  return new Elysia().use(errorHandler(gw.log)).use(pinsRoutes(pins));
+  return new Elysia().use(errorHandler(gw.log, [pinsErrorEdge])).use(pinsRoutes(pins));
 }
 const queueOfOne = app({ pinQueue: 1, ipfs: true });
 const noIpfs = app({ pinQueue: 100, ipfs: false });
@@ -106,7 +105,7 @@ function call(o: { token?: string; method: string; path: string; body?: unknown;
   const body = o.raw ?? (o.body === undefined ? undefined : JSON.stringify(o.body));
   return (o.via ?? gw.app).handle(new Request(`${BASE}/psa${o.path}`, { method: o.method, headers, body }));
 }
-const add = async (token: string, via?: Handler) => (await (await call({ token, method: "POST", path: "/pins", body: { cid: CID_A }, via })).json()).requestid as string;
+const add = async (token: string, via?: Handler) => ((await (await call({ token, method: "POST", path: "/pins", body: { cid: CID_A }, via })).json()) as { requestid: string }).requestid;
 
 type Case = () => Promise<Response>;
 /** operationId → status (as the document writes it) → the request that answers it, or why none does. */
@@ -188,7 +187,7 @@ for (const o of operations) {
           return;
         }
         expect(res.headers.get("content-type")).toStartWith("application/json");
-        const body = await res.json();
+        const body: Doc = await res.json();
         expect({ status, errors: check(body, schema) }).toEqual({ status, errors: [] });
         // The document's examples name the reason of each error response; ours say the same.
         const example = Object.values(deref(answer).examples ?? {})[0] as Doc;
