@@ -54,7 +54,7 @@ const CLAIM = `UPDATE pin_requests SET status = 'pinning', lease_holder = $1, le
 const RENEW = "UPDATE pin_requests SET lease_until = $3 WHERE id = $1 AND lease_holder = $2 AND status = 'pinning' RETURNING id";
 const FINISH = "UPDATE pin_requests SET status = $3, details = $4, updated_at = $5, lease_holder = NULL, lease_until = NULL WHERE id = $1 AND lease_holder = $2 AND status = 'pinning' RETURNING id";
 const LET_GO = "UPDATE pin_requests SET lease_until = 0 WHERE id = $1 AND lease_holder = $2 AND status = 'pinning'";
-const IN_FLIGHT = "SELECT COUNT(*) AS n FROM pin_requests WHERE status IN ('queued', 'pinning')";
+const LET_GO_OWN = "UPDATE pin_requests SET lease_until = 0 WHERE lease_holder = $1 AND status = 'pinning'";
 
 export function insertPin(q: Queryable, row: Omit<PinRow, "status" | "details" | "updatedAt">): Promise<void> {
   return q.run(INSERT, [row.id, row.did, row.cid, row.root, row.name, row.origins, row.meta, row.createdAt]).then(() => undefined);
@@ -65,7 +65,6 @@ export const removePin = (q: Queryable, did: string, id: string) => q.get<PinRow
 export const openPins = async (q: Queryable, did: string) => Number((await q.get<{ n: number }>(OPEN, [did]))?.n ?? 0);
 export const allPins = async (q: Queryable, did: string) => Number((await q.get<{ n: number }>(ALL, [did]))?.n ?? 0);
 export const latestPin = async (q: Queryable, did: string) => Number((await q.get<{ t: number | null }>("SELECT MAX(created_at) AS t FROM pin_requests WHERE did = $1", [did]))?.t ?? 0);
-export const pinsInFlight = async (q: Queryable) => Number((await q.get<{ n: number }>(IN_FLIGHT))?.n ?? 0);
 
 /** The rows of `did` the filter matches, newest first, at most `limit`, and how many match in all. */
 export async function listPins(q: Queryable, did: string, f: PinFilter): Promise<{ count: number; rows: PinRow[] }> {
@@ -109,3 +108,10 @@ export const finishPin = async (q: Queryable, id: string, holder: string, status
 
 /** Lets another gateway take the pin at once (this one is stopping mid-work). */
 export const letGo = (q: Queryable, id: string, holder: string) => q.run(LET_GO, [id, holder]).then(() => undefined);
+
+/**
+ * Lets go of every pin `holder` was working: at a worker's start, those are its previous
+ * process's (the holder is the data dir's gateway id, which one process holds at a time), which
+ * died with it; they are taken up now rather than once their leases lapse.
+ */
+export const letGoOwn = (q: Queryable, holder: string) => q.run(LET_GO_OWN, [holder]);

@@ -32,7 +32,7 @@ import type { FileRow } from "../storage/files.ts";
 import { walkDag } from "./dag.ts";
 import { pinsError, pinsErrorOf, PinsError, type PinReason } from "./errors.ts";
 import { publicOrigin } from "./origins.ts";
-import { allPins, claimPin, latestPin, finishPin, getPin, insertPin, letGo, listPins, openPins, removePin, renewPin, type PinFilter, type PinRow, type PinStatusName } from "./requests.ts";
+import { allPins, claimPin, latestPin, letGoOwn, finishPin, getPin, insertPin, letGo, listPins, openPins, removePin, renewPin, type PinFilter, type PinRow, type PinStatusName } from "./requests.ts";
 
 /** What a pin needs of the ipfs back-end. */
 export type PinBackend = Pick<IpfsBackend, "putDag" | "fetchBlock" | "dial" | "multiaddrs">;
@@ -369,7 +369,10 @@ export function createPins(deps: PinsDeps) {
       if (running) return;
       running = true;
       stopping = false;
-      schedule(0);
+      void letGoOwn(sql, deps.holder).then(
+        (n) => n > 0 && log.info("taking up the pins this gateway's previous process was working", { pins: n }),
+        (err) => log.warn("letting go of this gateway's previous pins failed", { err: (err as Error).message }),
+      ).finally(() => schedule(0));
     },
     /** Stops claiming; pins in flight stop and are let go, for another gateway (or the next start) to take at once. */
     async stop() {

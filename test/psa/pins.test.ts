@@ -160,6 +160,25 @@ describe("pins in flight", () => {
     expect(await gw.composed.direct.named(me.did, "ipfs", "dead-lease")).toBeDefined();
   });
 
+  test("a gateway that starts again takes up at once the pins its previous process was working", async () => {
+    const me = await account();
+    const cid = await origin.add(randomBytes(4000));
+    const now = Date.now();
+    await sql.run(
+      `INSERT INTO pin_requests (id, did, cid, root, name, origins, meta, status, details, created_at, updated_at, lease_holder, lease_until)
+       VALUES ('own-lease', $1, $2, $3, 'own-lease', $4, '{}', 'pinning', NULL, $5, $5, 'restarted-gateway', $6)`,
+      [me.did.canonical, cid, CID.parse(cid).toV1().toString(), JSON.stringify(origin.addrs()), now, now + 60_000],
+    );
+    const again = createPins({ sql, log: gw.log, chainId: gw.chain.context.chain.id, findToken: gw.keys.findPins, storage: gw.composed.direct, holder: "restarted-gateway", ipfs: () => ipfs, settings: { pinTimeout: 10_000, pinQueue: 100, pinOrigins: "any" } });
+    again.worker.start();
+    try {
+      // Well inside the 60 s its lease still had: taken up because it was this holder's own.
+      expect((await settled(me.token, "own-lease", 10_000)).status).toBe("pinned");
+    } finally {
+      await again.worker.stop();
+    }
+  });
+
   test("two gateways' workers over one database work each pin once", async () => {
     const me = await account();
     const counted = (b: PinBackend, calls: string[]) => ({ ...b, multiaddrs: () => b.multiaddrs(), fetchBlock: b.fetchBlock, dial: b.dial, putDag: (root: CID, walk: Parameters<PinBackend["putDag"]>[1]) => (calls.push(root.toString()), b.putDag(root, walk)) });
