@@ -8,6 +8,8 @@
 import { afterAll, expect, test } from "bun:test";
 import { Configuration, RemotePinningServiceClient, Status, TextMatchingStrategy } from "@ipfs-shipyard/pinning-service-client";
 import { CID } from "multiformats/cid";
+import { statSync } from "node:fs";
+import { multiaddr } from "@multiformats/multiaddr";
 import { join } from "node:path";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { runBinary, startBinary, type RunningBinary } from "../support/binary.ts";
@@ -18,8 +20,10 @@ import { originNode, randomBytes, sha256 } from "../psa/support.ts";
 const dir = tempDir("e2e-psa");
 const dataDir = join(dir, "data");
 let server: RunningBinary | undefined;
+let restarted: RunningBinary | undefined;
 afterAll(async () => {
   await server?.stop();
+  await restarted?.stop();
 });
 
 test("the pinning service client adds, lists, replaces and removes pins; the pinned file downloads", async () => {
@@ -92,4 +96,39 @@ test("the pinning service client adds, lists, replaces and removes pins; the pin
   const stranger = new RemotePinningServiceClient(new Configuration({ endpointUrl: `${url}/psa`, accessToken: "STWAAAAAAAAAAAAAAAAA.nope" }));
   const refused = await stranger.pinsGet({}).catch((e: unknown) => e);
   expect((refused as Response).status).toBe(401);
+}, 120_000);
+
+test("a pin in flight when the gateway is killed is taken up again by its next start", async () => {
+  const data = join(dir, "restart");
+  const args = ["serve", "--port", "0", "--host", "127.0.0.1", "--data-dir", data, "--ipfs-listen", "/ip4/127.0.0.1/tcp/0"];
+  const first = await startBinary(args);
+  const key = generatePrivateKey();
+  const address = privateKeyToAccount(key).address;
+  const grantedAt = Date.now();
+  for (const [flag, bytes] of [["--space", "16MB"], ["--traffic", "64MB"]] as const) expect((await runBinary(["admin", "grant", "--did", address, flag, bytes, "--data-dir", data])).code).toBe(0);
+  const minted = await runBinary(["keys", "create", "--scope", "pins", "--json", "--gateway", first.url], { STOWAGE_USER_KEY: key });
+  const { token } = JSON.parse(minted.stdout) as { token: string };
+
+  // The content is on a node the gateway does not know of: the pin waits in `pinning`.
+  const holder = await originNode();
+  const bytes = randomBytes(700_000);
+  const cid = await holder.add(bytes);
+  const before = new RemotePinningServiceClient(new Configuration({ endpointUrl: `${first.url}/psa`, accessToken: token }));
+  const added = await before.pinsPost({ pin: { cid, name: "late.bin" } });
+  await until("pinning", () => before.pinsRequestidGet({ requestid: added.requestid }), (s) => s.status === Status.Pinning, 10_000, 50);
+  // The embedded chain writes its state every second: the grants are in it before the kill.
+  const state = join(data, "chain", "state.json");
+  await until("chain state saved", () => statSync(state).mtimeMs, (t) => t > grantedAt, 10_000, 50);
+  expect(await first.stop("SIGKILL")).not.toBe(0);
+
+  restarted = await startBinary(args);
+  const after = new RemotePinningServiceClient(new Configuration({ endpointUrl: `${restarted.url}/psa`, accessToken: token }));
+  const status = await after.pinsRequestidGet({ requestid: added.requestid });
+  expect(status.status).toBe(Status.Pinning);
+  // The holder now connects to the gateway's delegates, as a client's node does after adding a pin.
+  await holder.node.helia.libp2p.dial(status.delegates.map((d) => multiaddr(d)));
+  const done = await until("pinned after the restart", () => after.pinsRequestidGet({ requestid: added.requestid }), (s) => s.status === Status.Pinned || s.status === Status.Failed, 30_000, 100);
+  expect(done.status).toBe(Status.Pinned);
+  const ls = await runBinary(["ls", "--from", "ipfs", "--json", "--gateway", restarted.url], { STOWAGE_USER_KEY: key });
+  expect(JSON.parse(ls.stdout)).toContainEqual(expect.objectContaining({ Name: "late.bin", Cid: CID.parse(cid).toV1().toString(), Size: bytes.byteLength }));
 }, 120_000);
