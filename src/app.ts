@@ -31,7 +31,7 @@ import { encryptionRoutes, type Encryption } from "./encryption/index.ts";
 import type { RouteLabels } from "./metrics/index.ts";
 import { grantsRoutes, type Grants } from "./grants/index.ts";
 import { consoleRoutes } from "./console/index.ts";
-import { pinsErrorEdge, pinsRoutes, type Pins } from "./pins/index.ts";
+import { pinsBodyLimit, pinsErrorEdge, pinsRoutes, type Pins } from "./pins/index.ts";
 
 export interface AppServices {
   config: Config;
@@ -73,6 +73,7 @@ export function buildApp(services: AppServices) {
     .use(errorHandler(services.log, services.pins ? [pinsErrorEdge] : []))
     // Before every other route: on the site origin (STOWAGE_GATEWAY_ORIGIN) only content answers.
     .use(services.gateway ? siteRoutes(services.gateway) : new Elysia())
+    .use(services.pins ? pinsBodyLimit : new Elysia())
     .use(bodyLimit)
     .use(openapiAssets(OPENAPI_PATH))
     .use(

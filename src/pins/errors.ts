@@ -97,6 +97,7 @@ function answerOf(code: string | number, error: unknown): PinsError | undefined 
   if (error instanceof StorageError || error instanceof AccountError) {
     if (error.status === 401) return pinsError("UNAUTHORIZED", error.message);
     if (error.status === 404 || error.status === 405 || error.status === 518) return pinsError("NOT_FOUND", "No such endpoint");
+    if (error.status === 413) return pinsError("CONTENT_TOO_LARGE", error.message);
     return error.status < 500 ? pinsError("BAD_REQUEST", error.message) : undefined;
   }
   switch (code) {

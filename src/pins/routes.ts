@@ -5,8 +5,9 @@
  * (http/error-handler.ts sends every failure under /psa through pins/errors.ts).
  */
 import { Elysia } from "elysia";
+import { MAX_PARSED_BODY } from "../http/body-limit.ts";
 import { access } from "../http/openapi.ts";
-import { PSA_PREFIX } from "./errors.ts";
+import { isPsaPath, pinsError, PSA_PREFIX } from "./errors.ts";
 import { pinBody, pinErrors, pinResults, pinStatus, requestId } from "./model.ts";
 import type { Pins } from "./service.ts";
 
@@ -23,6 +24,17 @@ function queryOf(url: string): Record<string, string | undefined> {
   }
   return out;
 }
+
+/**
+ * The gateway's cap on bodies read whole, for /psa in the spec's error shape: mounted before the
+ * app's own (http/body-limit.ts), whose failure comes before routing and so before any error edge.
+ */
+export const pinsBodyLimit = new Elysia({ name: "pins-body-limit" }).onRequest(({ request }) => {
+  if (request.method !== "POST") return;
+  const length = request.headers.get("content-length");
+  if (length === null || Number(length) <= MAX_PARSED_BODY || !isPsaPath(new URL(request.url).pathname)) return;
+  throw pinsError("CONTENT_TOO_LARGE", `Body larger than ${MAX_PARSED_BODY} bytes`);
+});
 
 export function pinsRoutes(pins: Pins) {
   const noStore = { "cache-control": "no-store" };

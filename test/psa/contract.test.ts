@@ -103,6 +103,8 @@ function call(o: { token?: string; method: string; path: string; body?: unknown;
   const headers: Record<string, string> = { "content-type": "application/json" };
   if (o.token !== undefined) headers.authorization = `Bearer ${o.token}`;
   const body = o.raw ?? (o.body === undefined ? undefined : JSON.stringify(o.body));
+  // As a socket's request has it (an in-process Request does not set it).
+  if (body !== undefined) headers["content-length"] = String(Buffer.byteLength(body));
   return (o.via ?? gw.app).handle(new Request(`${BASE}/psa${o.path}`, { method: o.method, headers, body }));
 }
 const add = async (token: string, via?: Handler) => ((await (await call({ token, method: "POST", path: "/pins", body: { cid: CID_A }, via })).json()) as { requestid: string }).requestid;
@@ -202,4 +204,12 @@ test("an unknown path under /psa answers in the document's error shape", async (
   const res = await call({ token: rich.token, method: "GET", path: "/nope" });
   expect(res.status).toBe(404);
   expect(check(await res.json(), doc.components.schemas.Failure)).toEqual([]);
+});
+
+test("a body past the gateway's 64 KiB for parsed bodies answers 413 in the document's error shape", async () => {
+  const res = await call({ token: rich.token, method: "POST", path: "/pins", raw: JSON.stringify({ cid: CID_A, meta: { big: "x".repeat(70_000) } }) });
+  expect(res.status).toBe(413);
+  const body: Doc = await res.json();
+  expect(check(body, doc.components.schemas.Failure)).toEqual([]);
+  expect(body.error.reason).toBe("CONTENT_TOO_LARGE");
 });
