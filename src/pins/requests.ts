@@ -96,8 +96,16 @@ export async function listPins(q: Queryable, did: string, f: PinFilter): Promise
   return { count: Number(counted?.n ?? 0), rows };
 }
 
-/** Takes the oldest pin waiting for work (or whose worker's lease lapsed) for `holder` until `now + leaseMs`. */
-export const claimPin = (q: Queryable, holder: string, now: number, leaseMs: number) => q.get<PinRow>(CLAIM, [holder, now, now + leaseMs]);
+const WAITING = "SELECT id FROM pin_requests WHERE status = 'queued' OR (status = 'pinning' AND lease_until < $1) LIMIT 1";
+
+/**
+ * Takes the oldest pin waiting for work (or whose worker's lease lapsed) for `holder` until
+ * `now + leaseMs`. An idle worker asks every second: a read first, so an idle cluster writes nothing.
+ */
+export async function claimPin(q: Queryable, holder: string, now: number, leaseMs: number): Promise<PinRow | undefined> {
+  if (!(await q.get(WAITING, [now]))) return undefined;
+  return q.get<PinRow>(CLAIM, [holder, now, now + leaseMs]);
+}
 
 /** Extends `holder`'s lease of the pin; false when it is no longer theirs (removed, or taken over). */
 export const renewPin = async (q: Queryable, id: string, holder: string, until: number) => (await q.get(RENEW, [id, holder, until])) !== undefined;
