@@ -132,6 +132,37 @@ describe("a pin", () => {
     expect(await gw.composed.direct.named(me.did, "ipfs", "never.bin")).toBeUndefined();
   });
 
+  test("of content the gateway refuses to store fails with CONTENT_BLOCKED before any block is fetched", async () => {
+    const me = await account();
+    const cid = await origin.add(randomBytes(2000));
+    const asked: string[] = [];
+    const refusing = createPins({
+      sql,
+      log: gw.log,
+      chainId: gw.chain.context.chain.id,
+      findToken: gw.keys.findPins,
+      storage: gw.composed.direct,
+      holder: "refusing",
+      ipfs: () => ({ ...ipfs, multiaddrs: () => ipfs.multiaddrs(), dial: ipfs.dial, putDag: ipfs.putDag, fetchBlock: (c: CID, signal: AbortSignal) => (asked.push(c.toString()), ipfs.fetchBlock(c, signal)) }),
+      settings: { pinTimeout: 10_000, pinQueue: 100, pinOrigins: "any" },
+      refuse: (root) => {
+        if (root === CID.parse(cid).toV1().toString()) throw Object.assign(new Error(`This content is blocked on this gateway: it cannot be stored here (${root})`), { name: "ContentBlocked" });
+      },
+    });
+    await pins.worker.stop();
+    refusing.worker.start();
+    try {
+      const made = await refusing.add(me.did, { cid, name: "blocked.bin", origins: origin.addrs() });
+      const done = await settled(me.token, made.requestid);
+      expect(done).toMatchObject({ status: "failed", info: { status_details: expect.stringMatching(/^CONTENT_BLOCKED: /) } });
+      expect(asked).toEqual([]);
+      expect(await gw.composed.direct.named(me.did, "ipfs", "blocked.bin")).toBeUndefined();
+    } finally {
+      await refusing.worker.stop();
+      pins.worker.start();
+    }
+  });
+
   test("another account's token sees none of it", async () => {
     const me = await account();
     const other = await account();
