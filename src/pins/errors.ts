@@ -77,6 +77,8 @@ export function pinsErrorOf(f: Failure): PinsError {
       return pinsError("UNAUTHORIZED", f.message);
     case "interrupted":
       return pinsError("FETCH_FAILED", f.message);
+    case "blocked":
+      return pinsError("CONTENT_BLOCKED", f.message);
     default:
       // A code added after this table: a refusal of the request all the same.
       return pinsError("BAD_REQUEST", f.message);

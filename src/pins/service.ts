@@ -173,8 +173,10 @@ export function createPins(deps: PinsDeps) {
     return { cid: pin.cid.trim(), root, name: pin.name ?? null, origins: JSON.stringify(origins), meta: JSON.stringify(meta) };
   }
 
-  async function admit(who: Did) {
+  async function admit(who: Did, root: string) {
     try {
+      // Blocked content is refused at once (the worker asks again: a list may change meanwhile).
+      deps.refuse?.(root);
       await deps.storage.mayStore(who);
     } catch (err) {
       if (err instanceof Failure) throw pinsErrorOf(err);
@@ -186,7 +188,7 @@ export function createPins(deps: PinsDeps) {
   /** POST /pins: a queued pin request. `replacing`: the request it takes the place of, in the same transaction. */
   async function add(who: Did, pin: PinInput, replacing?: string) {
     const fields = rowOf(pin);
-    await admit(who);
+    await admit(who, fields.root);
     const id = crypto.randomUUID();
     let createdAt = now();
     await sql.tx(async (tx) => {
@@ -274,8 +276,6 @@ export function createPins(deps: PinsDeps) {
   /** The reason and text a failed pin shows. */
   function outcomeOf(err: unknown): { reason: PinReason; text: string } {
     if (err instanceof PinsError) return { reason: err.reason, text: err.details };
-    // The denylist's refusal (by its name: this module does not depend on the denylist's).
-    if ((err as Error)?.name === "ContentBlocked") return { reason: "CONTENT_BLOCKED", text: (err as Error).message };
     if (err instanceof Failure) {
       const mapped = pinsErrorOf(err);
       return { reason: mapped.reason, text: mapped.details };

@@ -92,6 +92,14 @@ test("the pinning service client adds, lists, replaces and removes pins; the pin
   await client.pinsRequestidDelete({ requestid: replaced.requestid });
   expect((await client.pinsGet({})).count).toBe(0);
 
+  // Content the operator blocks is refused when it is asked for: 410, in the spec's shape.
+  const banned = await origin.add(randomBytes(1000));
+  const block = await runBinary(["admin", "block", banned, "--reason", "test", "--data-dir", dataDir]);
+  expect(block.code, block.stderr).toBe(0);
+  const blocked = await until("blocked", () => client.pinsPost({ pin: { cid: banned, origins: origin.addrs() } }).catch((e: unknown) => e), (r) => r instanceof Response, 10_000, 100);
+  expect((blocked as Response).status).toBe(410);
+  expect(await (blocked as Response).json()).toMatchObject({ error: { reason: "CONTENT_BLOCKED" } });
+
   // A token that is not one: the spec's 401.
   const stranger = new RemotePinningServiceClient(new Configuration({ endpointUrl: `${url}/psa`, accessToken: "STWAAAAAAAAAAAAAAAAA.nope" }));
   const refused = await stranger.pinsGet({}).catch((e: unknown) => e);

@@ -8,6 +8,7 @@
 import { afterAll, describe, expect, test } from "bun:test";
 import { multiaddr } from "@multiformats/multiaddr";
 import { CID } from "multiformats/cid";
+import { ContentBlocked } from "../../src/denylist/index.ts";
 import { parseDidOrAddress } from "../../src/identity/did.ts";
 import { createPins, type PinBackend } from "../../src/pins/index.ts";
 import { publicOrigin } from "../../src/pins/origins.ts";
@@ -132,10 +133,12 @@ describe("a pin", () => {
     expect(await gw.composed.direct.named(me.did, "ipfs", "never.bin")).toBeUndefined();
   });
 
-  test("of content the gateway refuses to store fails with CONTENT_BLOCKED before any block is fetched", async () => {
+  test("of content the gateway refuses to store is refused at once, or fails with CONTENT_BLOCKED before any block is fetched", async () => {
     const me = await account();
     const cid = await origin.add(randomBytes(2000));
+    const root = CID.parse(cid).toV1().toString();
     const asked: string[] = [];
+    let blocking = false;
     const refusing = createPins({
       sql,
       log: gw.log,
@@ -145,18 +148,23 @@ describe("a pin", () => {
       holder: "refusing",
       ipfs: () => ({ ...ipfs, multiaddrs: () => ipfs.multiaddrs(), dial: ipfs.dial, putDag: ipfs.putDag, fetchBlock: (c: CID, signal: AbortSignal) => (asked.push(c.toString()), ipfs.fetchBlock(c, signal)) }),
       settings: { pinTimeout: 10_000, pinQueue: 100, pinOrigins: "any" },
-      refuse: (root) => {
-        if (root === CID.parse(cid).toV1().toString()) throw Object.assign(new Error(`This content is blocked on this gateway: it cannot be stored here (${root})`), { name: "ContentBlocked" });
+      // The denylist's refusal of a write, as compose wires it.
+      refuse: (c) => {
+        if (blocking && c === root) throw new ContentBlocked(c, true);
       },
     });
     await pins.worker.stop();
-    refusing.worker.start();
     try {
+      // Blocked after it was queued (a list that changed meanwhile): the worker refuses it.
       const made = await refusing.add(me.did, { cid, name: "blocked.bin", origins: origin.addrs() });
+      blocking = true;
+      refusing.worker.start();
       const done = await settled(me.token, made.requestid);
       expect(done).toMatchObject({ status: "failed", info: { status_details: expect.stringMatching(/^CONTENT_BLOCKED: /) } });
       expect(asked).toEqual([]);
       expect(await gw.composed.direct.named(me.did, "ipfs", "blocked.bin")).toBeUndefined();
+      // Blocked already: refused when it is asked for, 410.
+      expect(await refusing.add(me.did, { cid }).catch((e: unknown) => e)).toMatchObject({ reason: "CONTENT_BLOCKED", status: 410 });
     } finally {
       await refusing.worker.stop();
       pins.worker.start();
