@@ -31,6 +31,7 @@ import { encryptionRoutes, type Encryption } from "./encryption/index.ts";
 import type { RouteLabels } from "./metrics/index.ts";
 import { grantsRoutes, type Grants } from "./grants/index.ts";
 import { consoleRoutes } from "./console/index.ts";
+import { pinsBodyLimit, pinsErrorEdge, pinsRoutes, type Pins } from "./pins/index.ts";
 
 export interface AppServices {
   config: Config;
@@ -54,6 +55,8 @@ export interface AppServices {
   encryption?: Encryption;
   /** Console session keys (D19); absent in tests that need none. */
   grants?: Grants;
+  /** The Pinning Service API at /psa (D25); absent in tests that need none. */
+  pins?: Pins;
   /** Records the route pattern of each request for the metrics' `route` label; absent, none. */
   routes?: RouteLabels;
 }
@@ -67,9 +70,10 @@ export function buildApp(services: AppServices) {
   // the scheme of every URL the listener makes (src/http/listen.ts; TLS ends at a proxy before it).
   return new Elysia({ handler: { standardHostname: false } })
     .use(services.routes?.plugin ?? new Elysia())
-    .use(errorHandler(services.log))
+    .use(errorHandler(services.log, services.pins ? [pinsErrorEdge] : []))
     // Before every other route: on the site origin (STOWAGE_GATEWAY_ORIGIN) only content answers.
     .use(services.gateway ? siteRoutes(services.gateway) : new Elysia())
+    .use(services.pins ? pinsBodyLimit : new Elysia())
     .use(bodyLimit)
     .use(openapiAssets(OPENAPI_PATH))
     .use(
@@ -93,6 +97,7 @@ export function buildApp(services: AppServices) {
     .use(services.chain ? chainRoutes({ chain: services.chain, publicUrl: services.config.publicUrl, log: services.log, ageRecipient: services.encryption?.gatewayRecipient, limits: rpcLimits(services.config, services.chain.blockGasLimit) }) : new Elysia())
     .use(services.quota ? quotaRoutes({ ...services.quota, tokens: services.accounts.tokens, chainId: services.config.chainId }) : new Elysia())
     .use(services.directory ? directoryRoutes(services.directory) : new Elysia())
+    .use(services.pins ? pinsRoutes(services.pins) : new Elysia())
     .use(services.gateway ? pathRoutes(services.gateway) : new Elysia())
     .use(
       services.storage

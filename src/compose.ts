@@ -4,8 +4,9 @@
  * what is already open (the database, the chain, the back-ends, the blob store, the account
  * services) and makes the rest: quota, the directory and its indexer (not started), S3 access
  * keys, console session keys, the storage service asking the directory and the quota, the
- * encryption escrow, the trustless and path gateways, the S3 API's direct storage, and the HTTP
- * app, each asking the denylist it is given. Nothing here listens, starts a timer or opens a file.
+ * encryption escrow, the trustless and path gateways, the S3 API's direct storage, the Pinning
+ * Service API (its worker not started), and the HTTP app, each asking the denylist it is given.
+ * Nothing here listens, starts a timer or opens a file.
  *
  * @example
  *   const gw = compose({ config, sql, log, chain, secrets, accounts, backends, store })
@@ -42,6 +43,7 @@ import { createSessions, openSession } from "./storage/sessions.ts";
 import { siweSignatureValid } from "./accounts/evm.ts";
 import { storageOver } from "./storage/start.ts";
 import type { Lease } from "./db/leases.ts";
+import { createPins, type PinBackend } from "./pins/index.ts";
 
 export interface ComposeParts {
   config: Config;
@@ -158,8 +160,25 @@ export function compose(parts: ComposeParts, opts: ComposeOptions = {}) {
     : undefined;
   // The S3 API's entry to the same storage (D18): the account pays, no voucher.
   const direct = createDirectStorage({ sql, log, maxBody: config.maxBody, backends, meter: quota?.meter, denylist: opts.denylist, onTransfer: transferred });
-  const app = buildApp({ config, log, chain, accounts, storage, gateway, directory, quota, keys, grants, encryption, routes: opts.routes, health: opts.health ?? {} });
-  return { resolver, domain, quota, directory, indexer, keys, grants, storage, encryption, gateway, direct, app };
+  // The Pinning Service API (D25): a pin is an upload through `direct`, its bytes from bitswap.
+  const pins = createPins({
+    sql,
+    log,
+    chainId,
+    findToken: keys.findPins,
+    storage: direct,
+    ipfs: () => {
+      const b = backends.ipfs;
+      // The ipfs back-end that openIpfs made (an IpfsBackend); a Backend without its DAG entry pins nothing.
+      return b && "putDag" in b ? (b as unknown as PinBackend) : undefined;
+    },
+    holder: opts.gatewayId ?? `pins/${crypto.randomUUID()}`,
+    settings: { pinTimeout: config.pinTimeout, pinQueue: config.pinQueue, pinOrigins: config.pinOrigins === "any" ? "any" : "public" },
+    // Blocked content is refused before any of its blocks is fetched (the file row's refusal is the write path's).
+    refuse: opts.denylist && ((cid) => opts.denylist?.refuseUpload(cid, "pin")),
+  });
+  const app = buildApp({ config, log, chain, accounts, storage, gateway, directory, quota, keys, grants, encryption, pins, routes: opts.routes, health: opts.health ?? {} });
+  return { resolver, domain, quota, directory, indexer, keys, grants, storage, encryption, gateway, direct, pins, app };
 }
 
 export type Composed = ReturnType<typeof compose>;

@@ -19,3 +19,4 @@ export * from "./gateway/schema.ts";
 export * from "./s3api/schema.ts";
 export * from "./grants/schema.ts";
 export * from "./denylist/schema.ts";
+export * from "./pins/schema.ts";

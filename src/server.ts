@@ -159,6 +159,9 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     );
     indexing.start();
     cleanup.push(() => indexing.stop());
+    // Pins in flight are rows: this gateway works those it claims, under their own leases (D25).
+    gw.pins.worker.start();
+    cleanup.push(() => gw.pins.worker.stop());
     metrics.gauges({
       reservations: quota.meter.live,
       indexerLag: () => indexerLag(database.sql, chain.context.publicClient),

@@ -45,6 +45,7 @@ export const TEST_CONFIGURATIONS: Record<string, readonly Pass[]> = {
   "test/ops/check.test.ts": EVERY,
   "test/ops/hold.test.ts": EVERY,
   "test/ops/usage.test.ts": BOTH_DATABASES,
+  "test/psa": EVERY,
   "test/quota": EVERY,
   "test/readme": PLAIN,
   "test/s3": PLAIN,

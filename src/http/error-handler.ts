@@ -41,8 +41,27 @@ function toTyped(code: string | number, error: unknown, path: string): StorageEr
   return undefined;
 }
 
-export const errorHandler = (log: Logger) =>
+/**
+ * An API with an error model of its own under its own paths (the Pinning Service API's under
+ * /psa): its failures answer in its shape. `answer` gives undefined for an error it does not know,
+ * which is then logged and answered by `internal`.
+ */
+export interface ErrorEdge {
+  owns(path: string): boolean;
+  answer(code: string | number, error: unknown): Response | undefined;
+  internal(): Response;
+}
+
+export const errorHandler = (log: Logger, edges: readonly ErrorEdge[] = []) =>
   new Elysia({ name: "error-handler" }).onError({ as: "global" }, ({ code, error, path, request }) => {
+    const edge = edges.find((e) => e.owns(path));
+    if (edge) {
+      if (error instanceof Unavailable) log.warn(error.message, { method: request.method, path, err: error.detail });
+      const answered = edge.answer(code, error);
+      if (answered) return answered;
+      log.error("unhandled error", { method: request.method, path, err: error instanceof Error ? (error.stack ?? error.message) : String(error) });
+      return edge.internal();
+    }
     let typed = toTyped(code, error, path);
     if (error instanceof Unavailable) log.warn(error.message, { method: request.method, path, err: error.detail });
     if (!typed) {

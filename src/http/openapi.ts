@@ -25,12 +25,17 @@ export const securitySchemes = {
     description: "A signed call: did, token, requestID, payload and the EIP-712 Request signature, in the query (or, for an upload, multipart fields before the file)",
   },
   voucher: { type: "apiKey", in: "query", name: "sign", description: "A traffic voucher: size and the EIP-712 Voucher signature of the payer, who pays the download from its traffic" },
+  pinsToken: {
+    type: "http",
+    scheme: "bearer",
+    description: "The Pinning Service API's token: an access key of scope pins (POST /v2/keys with payload pins:ipfs:<expiry>, or `stowage keys create --scope pins`), revocable with DELETE /v2/keys/<id>",
+  },
 } as const;
 
 type Security = { security: Record<string, string[]>[] };
 
 /** Each route's access, spread into its `detail`. */
-export const access: Record<"public" | "bearer" | "restricted" | "upload" | "download", Security> = {
+export const access: Record<"public" | "bearer" | "restricted" | "upload" | "download" | "pins", Security> = {
   /** Anyone: logins, discovery, health, search. */
   public: { security: [] },
   bearer: { security: [{ bearer: [] }] },
@@ -40,6 +45,8 @@ export const access: Record<"public" | "bearer" | "restricted" | "upload" | "dow
   upload: { security: [{ bearer: [], signedRequest: [], voucher: [] }] },
   /** A download: the voucher is the only credential; public content of the trustless gateway needs none (D17). */
   download: { security: [{ voucher: [] }, {}] },
+  /** The Pinning Service API: a pins token. */
+  pins: { security: [{ pinsToken: [] }] },
 };
 
 const errors = <S extends number, B>(body: B, statuses: readonly S[]) => Object.fromEntries(statuses.map((s) => [s, body])) as Record<S, B>;

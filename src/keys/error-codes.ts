@@ -11,7 +11,7 @@ export const KEYS_ERROR_CODES = {
   KEY_REQUEST_REFUSED: { error: "UNAUTHORIZED", message: "The signed request was refused" },
   KEY_PAYLOAD_INVALID: {
     error: "PARAM_ERROR",
-    message: "payload must be <rw|ro>:<dfs|ipfs|*>:<expiry in unix seconds, 0 = none>, with the expiry in the future",
+    message: "payload must be <rw|ro>:<dfs|ipfs|*>:<expiry in unix seconds, 0 = none> (or pins:ipfs:<expiry> for a pinning token), with the expiry in the future",
   },
   KEY_LIMIT: { error: "CONFLICT", message: "This account has as many access keys as it may: revoke one first" },
   KEY_RATE_LIMITED: { error: "RATE_LIMITED", message: "Too many access keys minted for this account lately; try again later" },

@@ -5,7 +5,9 @@
 import { t, type Static } from "elysia";
 import { accountErrorBody } from "../http/model.ts";
 
-const scope = t.Union([t.Literal("rw"), t.Literal("ro")], { description: "rw: read and write; ro: read only" });
+const scope = t.Union([t.Literal("rw"), t.Literal("ro"), t.Literal("pins")], {
+  description: "rw: S3 read and write; ro: S3 read only; pins: a Pinning Service API token (/psa), on ipfs only",
+});
 const bucket = t.Union([t.Literal("dfs"), t.Literal("ipfs"), t.Literal("*")], { description: "The bucket (back-end) the key may use; * = both" });
 const expiresAt = t.Union([t.Integer(), t.Null()], { description: "Unix seconds; null = no expiry" });
 
@@ -14,7 +16,7 @@ export const mintRequest = t.Object({
   did: t.Optional(t.String({ maxLength: 200 })),
   token: t.Optional(t.String({ maxLength: 200, description: "The session's token (hex)" })),
   requestID: t.Optional(t.Union([t.String({ maxLength: 20 }), t.Integer()])),
-  payload: t.Optional(t.String({ maxLength: 64, description: "<rw|ro>:<dfs|ipfs|*>:<expiry unix seconds, 0 = none>" })),
+  payload: t.Optional(t.String({ maxLength: 64, description: "<rw|ro>:<dfs|ipfs|*>:<expiry unix seconds, 0 = none>, or pins:ipfs:<expiry> for a Pinning Service API token" })),
   signature: t.Optional(t.String({ maxLength: 200, description: "EIP-712 Request signature, 0x-hex" })),
 });
 
@@ -25,6 +27,7 @@ export const mintedKey = t.Object({
   scope,
   bucket,
   expiresAt,
+  token: t.Optional(t.String({ description: "A pins key only: the Bearer token of the Pinning Service API (its access key id and secret), shown once" })),
 });
 export type MintedKey = Static<typeof mintedKey>;
 

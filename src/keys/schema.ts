@@ -17,7 +17,8 @@ export const accessKeys = sqliteTable(
     did: text("did").notNull(),
     /** Lower-case address recovered from the minting request's signature. */
     signer: text("signer").notNull(),
-    access: text("access", { enum: ["rw", "ro"] }).notNull(),
+    /** rw, ro: S3 keys; pins: a Pinning Service API token (its bucket is always ipfs). */
+    access: text("access", { enum: ["rw", "ro", "pins"] }).notNull(),
     bucket: text("bucket", { enum: ["dfs", "ipfs", "*"] }).notNull(),
     /** `v1.` + base64url(nonce ‖ ciphertext ‖ tag). */
     secretEnc: text("secret_enc").notNull(),

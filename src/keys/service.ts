@@ -1,5 +1,5 @@
 /**
- * S3 access keys (D18). A key is minted by a signed restricted request (D5, action "keys") next
+ * Access keys (D18): S3 keys, and Pinning Service API tokens (scope `pins`). A key is minted by a signed restricted request (D5, action "keys") next
  * to the Bearer token, so a leaked access token alone cannot mint a lasting credential; the key
  * that signed is recorded, and the access key works only while that key may still sign for the
  * DID (the D3 rule for refresh tokens: `keyStillSigns`). The secret is shown once, at minting,
@@ -13,6 +13,7 @@
  *   const minted = await keys.create(caller, { did, token, requestID, payload: "rw:*:0", signature })
  *   const key = await findAccessKey(deps, minted.accessKeyId) // { secretAccessKey, did, access, … }
  */
+import { timingSafeEqual } from "node:crypto";
 import type { TypedDataDomain } from "viem";
 import type { Sql } from "../db/sql.ts";
 import type { Logger } from "../log.ts";
@@ -26,7 +27,7 @@ import { fail } from "./error-codes.ts";
 import type { ListedKey, MintedKey } from "./model.ts";
 import { secretBox, type SecretBox } from "./secret-box.ts";
 
-export type KeyAccess = "rw" | "ro";
+export type KeyAccess = "rw" | "ro" | "pins";
 export type KeyBucket = "dfs" | "ipfs" | "*";
 
 /** A usable key as the S3 listener needs it (the contract with src/s3api). */
@@ -75,8 +76,9 @@ const ID_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
 const ID_PREFIX = "STW";
 const ACCESS_KEY_ID = /^STW[A-Z2-7]{17}$/;
 
+// $2: the scopes that may authenticate where the caller asks (S3: rw and ro; the pinning API: pins).
 const FIND = `SELECT id, access_key_id AS "accessKeyId", did, signer, access, bucket, secret_enc AS "secretEnc", expires_at AS "expiresAt"
-  FROM access_keys WHERE access_key_id = $1 AND revoked_at IS NULL`;
+  FROM access_keys WHERE access_key_id = $1 AND revoked_at IS NULL AND (access = $2 OR access = $3)`;
 const LIST = `SELECT id, access_key_id AS "accessKeyId", access AS scope, bucket, expires_at AS "expiresAt", created_at AS "createdAt", signer
   FROM access_keys WHERE did = $1 AND revoked_at IS NULL ORDER BY created_at, id`;
 const ACTIVE = "SELECT COUNT(*) AS n FROM access_keys WHERE did = $1 AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > $2)";
@@ -103,9 +105,15 @@ const toSeconds = (ms: number | null) => (ms === null ? null : Math.floor(ms / 1
  * answers are cached ≤ 10 s, so a revocation on chain takes effect within that). A chain that
  * does not answer, or a secret that does not open, throws: neither is the key's fault.
  */
-export async function findAccessKey(deps: Pick<KeysDeps, "sql" | "secretsKey" | "resolver" | "chainId" | "now">, accessKeyId: string): Promise<AccessKey | undefined> {
+export async function findAccessKey(deps: FindDeps, accessKeyId: string): Promise<AccessKey | undefined> {
+  return findKey(deps, accessKeyId, ["rw", "ro"]);
+}
+
+type FindDeps = Pick<KeysDeps, "sql" | "secretsKey" | "resolver" | "chainId" | "now">;
+
+async function findKey(deps: FindDeps, accessKeyId: string, scopes: readonly [KeyAccess, KeyAccess]): Promise<AccessKey | undefined> {
   if (!ACCESS_KEY_ID.test(accessKeyId)) return undefined;
-  const row = await deps.sql.get<Row>(FIND, [accessKeyId]);
+  const row = await deps.sql.get<Row>(FIND, [accessKeyId, ...scopes]);
   if (!row) return undefined;
   if (row.expiresAt !== null && row.expiresAt <= (deps.now ?? Date.now)()) return undefined;
   if (!(await keyStillSigns(deps.resolver, deps.chainId, { did: row.did, signer: row.signer }))) return undefined;
@@ -113,13 +121,35 @@ export async function findAccessKey(deps: Pick<KeysDeps, "sql" | "secretsKey" | 
   return { id: row.id, accessKeyId: row.accessKeyId, secretAccessKey, did: row.did, access: row.access, bucket: row.bucket, expiresAt: toSeconds(row.expiresAt) };
 }
 
-/** `<rw|ro>:<dfs|ipfs|*>:<expiry unix seconds, 0 = none>`; the expiry must be in the future. */
+/**
+ * The Pinning Service API's token (a key of scope `pins`) as the account it acts for, if it may
+ * authenticate now (as `findAccessKey`): `<access key id>.<secret>`, the secret compared in
+ * constant time. An S3 key's id with its secret is no token, and a token is no S3 key.
+ */
+export async function findPinsToken(deps: FindDeps, token: string): Promise<{ id: string; did: string } | undefined> {
+  const dot = token.indexOf(".");
+  if (dot < 0 || token.length > 128) return undefined;
+  const key = await findKey(deps, token.slice(0, dot), ["pins", "pins"]);
+  if (!key) return undefined;
+  const given = Buffer.from(token.slice(dot + 1));
+  const kept = Buffer.from(key.secretAccessKey);
+  if (given.length !== kept.length || !timingSafeEqual(given, kept)) return undefined;
+  return { id: key.id, did: key.did };
+}
+
+/** The Bearer token of a pins key: its access key id, a dot, its secret. */
+export const pinsToken = (accessKeyId: string, secret: string) => `${accessKeyId}.${secret}`;
+
+/**
+ * `<rw|ro>:<dfs|ipfs|*>:<expiry unix seconds, 0 = none>`, or `pins:ipfs:<expiry>` (a pinning
+ * token acts on ipfs only); the expiry must be in the future.
+ */
 export function parseKeyPayload(payload: unknown, nowMs: number): { access: KeyAccess; bucket: KeyBucket; expiresAt: number | null } {
-  const m = typeof payload === "string" ? /^(rw|ro):(dfs|ipfs|\*):(0|[1-9]\d{0,11})$/.exec(payload) : null;
+  const m = typeof payload === "string" ? /^(?:(rw|ro):(dfs|ipfs|\*)|(pins):(ipfs)):(0|[1-9]\d{0,11})$/.exec(payload) : null;
   if (!m) throw fail("KEY_PAYLOAD_INVALID", typeof payload === "string" ? `got ${JSON.stringify(payload.slice(0, 64))}` : "payload is missing");
-  const expiry = Number(m[3]);
+  const expiry = Number(m[5]);
   if (expiry !== 0 && expiry * 1000 <= nowMs) throw fail("KEY_PAYLOAD_INVALID", "the expiry is in the past");
-  return { access: m[1] as KeyAccess, bucket: m[2] as KeyBucket, expiresAt: expiry === 0 ? null : expiry };
+  return { access: (m[1] ?? m[3]) as KeyAccess, bucket: (m[2] ?? m[4]) as KeyBucket, expiresAt: expiry === 0 ? null : expiry };
 }
 
 function randomAccessKeyId(): string {
@@ -171,7 +201,8 @@ export function createKeys(deps: KeysDeps) {
       await tx.run(INSERT, [id, accessKeyId, caller.canonical, signer.toLowerCase(), wanted.access, wanted.bucket, sealed, expiresMs, t]);
     });
     deps.log?.info("access key minted", { did: caller.canonical, id, accessKeyId, signer: signer.toLowerCase(), scope: wanted.access, bucket: wanted.bucket, expiresAt: wanted.expiresAt });
-    return { accessKeyId, secretAccessKey, scope: wanted.access, bucket: wanted.bucket, expiresAt: wanted.expiresAt };
+    const minted: MintedKey = { accessKeyId, secretAccessKey, scope: wanted.access, bucket: wanted.bucket, expiresAt: wanted.expiresAt };
+    return wanted.access === "pins" ? { ...minted, token: pinsToken(accessKeyId, secretAccessKey) } : minted;
   }
 
   /** GET /v2/keys: the account's keys not revoked (expired ones too, with their expiry), no secrets. */
@@ -188,8 +219,9 @@ export function createKeys(deps: KeysDeps) {
   }
 
   const find = (accessKeyId: string) => findAccessKey(deps, accessKeyId);
+  const findPins = (token: string) => findPinsToken(deps, token);
 
-  return { create, list, revoke, find };
+  return { create, list, revoke, find, findPins };
 }
 
 export type Keys = ReturnType<typeof createKeys>;

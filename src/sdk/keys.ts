@@ -24,6 +24,8 @@ export interface KeysClientOptions {
 }
 
 export interface CreateKeyOptions {
+  /** s3 (default): an S3 access key; pins: a Pinning Service API token (on ipfs; `access` and `bucket` do not apply). */
+  scope?: "s3" | "pins";
   /** rw (default) or ro. */
   access?: "rw" | "ro";
   /** The bucket the key may use: dfs, ipfs or * (default: both). */
@@ -46,7 +48,7 @@ export function keysClient(opts: KeysClientOptions) {
     /** Mints a key; the answer holds its secret, which the gateway never shows again. */
     async create(o: CreateKeyOptions = {}): Promise<MintedKey> {
       const expiry = o.expiresAt instanceof Date ? Math.floor(o.expiresAt.getTime() / 1000) : (o.expiresAt ?? 0);
-      const payload = `${o.access ?? "rw"}:${o.bucket ?? "*"}:${expiry}`;
+      const payload = o.scope === "pins" ? `pins:ipfs:${expiry}` : `${o.access ?? "rw"}:${o.bucket ?? "*"}:${expiry}`;
       const signed = await opts.store.signRequest("keys", payload);
       return (await call<{ data: MintedKey }>("POST", "/v2/keys", signed)).data;
     },

@@ -140,8 +140,8 @@ export interface SearchResult {
   Owner: `0x${string}`;
 }
 
-/** An S3 access key's scope (D18): read and write, or read only. */
-export type KeyScope = "rw" | "ro";
+/** An access key's scope: S3 read and write, S3 read only, or a Pinning Service API token. */
+export type KeyScope = "rw" | "ro" | "pins";
 /** The back-end a key may use; `*` = both. */
 export type KeyBucket = "dfs" | "ipfs" | "*";
 
@@ -153,6 +153,8 @@ export interface MintedKey {
   bucket: KeyBucket;
   /** Unix seconds; null = no expiry. */
   expiresAt: number | null;
+  /** A pins key only: the Pinning Service API's Bearer token. */
+  token?: string;
 }
 
 /** A key as GET /v2/keys lists it: never its secret. */

@@ -188,6 +188,36 @@ export function createDirectStorage(deps: DirectDeps) {
     }
   }
 
+  /**
+   * Stores content that arrives other than as one byte stream (a pin's DAG, block by block over
+   * bitswap) as the file `name` of `who` on `kind`, replacing one of that name, through the same
+   * steps as `put`: `make` writes it through the back-end and calls `onBytes` for each piece as it
+   * arrives, which holds the bytes in the account's pools (throwing once they do not fit, or past
+   * the body limit: `make` then keeps nothing); the file row's transaction makes the exact check.
+   * Every byte that arrived counts as traffic.
+   */
+  async function record(who: Did, kind: BackendKind, name: string, make: (onBytes: (n: number) => Promise<void>) => Promise<PendingPut>): Promise<FileRow> {
+    const b = backend(kind);
+    const quota = await deps.meter?.beginUpload(who.address, who.canonical, { backend: b.kind, name });
+    let moved = 0;
+    try {
+      const pending = await make(async (n) => {
+        moved += n;
+        if (moved > deps.maxBody) throw tooLarge(deps.maxBody);
+        await quota?.add(n);
+      });
+      return await keep(b, who, name, pending, quota, undefined, moved);
+    } finally {
+      await quota?.release().catch((err) => log.error("releasing an upload's holds failed", { err: (err as Error).message }));
+    }
+  }
+
+  /** Throws the quota's refusal when `who`'s pools are full now; holds nothing (a look, as an upload's first). */
+  async function mayStore(who: Did): Promise<void> {
+    const look = await deps.meter?.beginUpload(who.address, who.canonical, {});
+    await look?.release();
+  }
+
   /** The file of `who` named `name`, or undefined. */
   const named = (who: Did, kind: BackendKind, name: string) => files.named(who.canonical, backend(kind).kind, name);
 
@@ -278,7 +308,7 @@ export function createDirectStorage(deps: DirectDeps) {
   const spaceHold = async (who: Did) => deps.meter?.spaceHold(who.address, who.canonical);
   const dropHold = async (id: number | null) => deps.meter?.dropHold(id);
 
-  return { kind: (k: string) => backend(k).kind, spaceHold, dropHold, put, compose, named, readable, read, list, remove, stash, readContent, unstash };
+  return { kind: (k: string) => backend(k).kind, spaceHold, dropHold, put, record, mayStore, compose, named, readable, read, list, remove, stash, readContent, unstash };
 }
 
 export type DirectStorage = ReturnType<typeof createDirectStorage>;

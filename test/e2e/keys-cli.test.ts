@@ -32,7 +32,7 @@ test("keys create, list and revoke from a shell, and the errors a user meets", a
 
   const help = await runBinary(["keys", "--help"]);
   expect(help.code).toBe(0);
-  expect(help.stdout).toContain("stowage keys create [--access rw|ro] [--bucket dfs|ipfs|*] [--expires WHEN]");
+  expect(help.stdout).toContain("stowage keys create [--scope s3|pins] [--access rw|ro] [--bucket dfs|ipfs|*] [--expires WHEN]");
 
   const before = Math.floor(Date.now() / 1000);
   const created = await ok("create", "--access", "ro", "--bucket", "dfs", "--expires", "2h", "--json");

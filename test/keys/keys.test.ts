@@ -9,9 +9,9 @@ import { describe, expect, test } from "bun:test";
 import { SignJWT } from "jose";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { didRegistryAbi } from "../../src/chain/artifacts/index.ts";
-import { createKeys, findAccessKey, KEEP_DEAD_KEYS_MS } from "../../src/keys/index.ts";
+import { createKeys, findAccessKey, findPinsToken, KEEP_DEAD_KEYS_MS } from "../../src/keys/index.ts";
 import { AccountError } from "../../src/http/errors.ts";
-import { parseDid } from "../../src/identity/did.ts";
+import { parseDid, parseDidOrAddress } from "../../src/identity/did.ts";
 import { secretBox } from "../../src/keys/secret-box.ts";
 import { connectGateway } from "../../src/sdk/chain.ts";
 import { keysClient } from "../../src/sdk/keys.ts";
@@ -227,6 +227,42 @@ describe("revoking", () => {
     expect(JSON.stringify(body)).not.toContain("accessKeyId");
     // Nor a keys refusal: a `GET /v2/keys/:id` of ours would answer this path with "no such access key".
     expect(JSON.stringify(body)).not.toMatch(/access key/i);
+  });
+});
+
+describe("pins tokens", () => {
+  test("scope pins mints a Pinning Service API token that only findPinsToken takes, until revoked", async () => {
+    const s = await newSession();
+    const res = await mint(s, 1, "pins:ipfs:0");
+    expect(res.status).toBe(200);
+    const { data } = await readJson(res);
+    expect(data).toMatchObject({ scope: "pins", bucket: "ipfs", expiresAt: null });
+    expect(data.token).toBe(`${data.accessKeyId}.${data.secretAccessKey}`);
+    expect(await findPinsToken(deps, data.token)).toEqual({ id: expect.any(String), did: s.did });
+    // Not an S3 key: its id and secret do not sign S3 requests.
+    expect(await findAccessKey(deps, data.accessKeyId)).toBeUndefined();
+    // A wrong secret of the right length, a truncated one, no dot: nothing.
+    const flipped = data.token.slice(0, -1) + (data.token.endsWith("A") ? "B" : "A");
+    for (const bad of [flipped, data.token.slice(0, -1), data.accessKeyId, `${data.accessKeyId}.`]) expect(await findPinsToken(deps, bad)).toBeUndefined();
+    const listed = (await readJson(await list(s))).data;
+    expect(listed).toEqual([expect.objectContaining({ accessKeyId: data.accessKeyId, scope: "pins", bucket: "ipfs" })]);
+    expect((await revoke(s, data.accessKeyId)).status).toBe(200);
+    expect(await findPinsToken(deps, data.token)).toBeUndefined();
+  });
+
+  test("an S3 key is no pins token, and pins keys are on ipfs only", async () => {
+    const s = await newSession();
+    const { data } = await readJson(await mint(s, 1, "rw:ipfs:0"));
+    expect(data.token).toBeUndefined();
+    expect(await findPinsToken(deps, `${data.accessKeyId}.${data.secretAccessKey}`)).toBeUndefined();
+    for (const [i, payload] of ["pins:dfs:0", "pins:*:0", "pins:0"].entries()) await expectError(await mint(s, 2 + i, payload), 400, "PARAM_ERROR");
+  });
+
+  test("the SDK mints a pins token with scope pins", async () => {
+    const { client, account } = await gw.user();
+    const minted = await keysClient({ baseUrl: BASE, store: client, fetch: gw.fetch }).create({ scope: "pins" });
+    expect(minted.scope).toBe("pins");
+    expect(await findPinsToken(deps, minted.token ?? "")).toMatchObject({ did: parseDidOrAddress(account.address, chainId).canonical });
   });
 });
 

@@ -274,21 +274,24 @@ secret. Asks no gateway.
     run: whoami,
   },
   keys: {
-    summary: "S3 access keys for aws-cli, rclone and other S3 tools: create, list, revoke",
-    usage: "stowage keys create [--access rw|ro] [--bucket dfs|ipfs|*] [--expires WHEN] [--json]\n       stowage keys list [--json]\n       stowage keys revoke ID [--json]",
+    summary: "Access keys for S3 tools and pinning tokens for `ipfs pin remote`: create, list, revoke",
+    usage: "stowage keys create [--scope s3|pins] [--access rw|ro] [--bucket dfs|ipfs|*] [--expires WHEN] [--json]\n       stowage keys list [--json]\n       stowage keys revoke ID [--json]",
     text: `Access keys let S3 tools use your files through the gateway's S3 API: the buckets are the
 back-ends, dfs and ipfs. A key is minted by a request signed with your key, and works while that
 key may sign for your DID (revoking a delegate key ends the access keys it made).
 
   create           mint a key and print its access key id and secret. The secret is shown this
                    once: keep it now.
+    --scope s3|pins      s3 (default): an S3 access key; pins: a token for the Pinning Service
+                         API at <gateway>/psa (\`ipfs pin remote service add stowage URL TOKEN\`),
+                         printed as \`token\` with --json
     --access rw|ro       read and write (default), or read only
     --bucket dfs|ipfs|*  the bucket it may use (default *: both)
     --expires WHEN       0 for never (default), unix seconds, or a duration from now: 12h, 90d, 2w
   list             your keys (never their secrets): id, scope, bucket, expiry, creation, signer
   revoke ID        end a key at once (ID: its access key id, or its id from --json)
   --json           print the answer as JSON`,
-    spec: { flags: ["--access", "--bucket", "--expires"], switches: ["--json"] },
+    spec: { flags: ["--scope", "--access", "--bucket", "--expires"], switches: ["--json"] },
     run: keys,
   },
 };

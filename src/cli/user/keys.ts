@@ -1,5 +1,6 @@
 /**
- * `stowage keys create|list|revoke`: S3 access keys (D18) for aws-cli, rclone and other S3 tools.
+ * `stowage keys create|list|revoke`: S3 access keys (D18) for aws-cli, rclone and other S3 tools,
+ * and Pinning Service API tokens (`--scope pins`) for `ipfs pin remote`.
  * Thin over the keys SDK: each run logs in (the mint is a signed restricted call of that session)
  * and prints. A new key's secret is printed once, as the gateway shows it once.
  */
@@ -7,6 +8,7 @@ import { ConfigError } from "../../config.ts";
 import { keysClient, type ListedKey, type MintedKey } from "../../sdk/keys.ts";
 import { formatTime, json, loggedIn, table, userAccount, type Invocation, type Io } from "./common.ts";
 
+const SCOPES = ["s3", "pins"] as const;
 const ACCESS = ["rw", "ro"] as const;
 const BUCKETS = ["dfs", "ipfs", "*"] as const;
 const UNIT_S: Record<string, number> = { s: 1, m: 60, h: 3600, d: 86400, w: 7 * 86400 };
@@ -46,12 +48,20 @@ export async function keys(inv: Invocation, io: Io): Promise<number> {
   switch (sub) {
     case "create": {
       expect(0, "");
+      const scope = choice(inv, "--scope", SCOPES, "s3");
+      if (scope === "pins" && (inv.flags.has("--access") || inv.flags.has("--bucket"))) throw new ConfigError("--access and --bucket are for S3 keys: a pins token acts on ipfs");
       const access = choice(inv, "--access", ACCESS, "rw");
       const bucket = choice(inv, "--bucket", BUCKETS, "*");
       const expiresAt = parseExpiry(inv.flags.get("--expires"), Math.floor(Date.now() / 1000));
-      const key: MintedKey = await (await client(inv)).create({ access, bucket, expiresAt });
+      const key: MintedKey = await (await client(inv)).create({ scope, access, bucket, expiresAt });
       if (asJson) {
         io.out(json(key));
+        return 0;
+      }
+      if (key.token !== undefined) {
+        io.out(`token    ${key.token}`);
+        io.out(`scope    pins on ipfs, expires ${expiryText(key.expiresAt)}`);
+        io.log("the token is shown this once: `ipfs pin remote service add stowage <gateway>/psa <token>` (`stowage keys revoke ID` ends it)");
         return 0;
       }
       io.out(`access key id      ${key.accessKeyId}`);

@@ -565,7 +565,7 @@ export const accessKeys = pgTable(
     accessKeyId: text("access_key_id").notNull().unique(),
     did: text("did").notNull(),
     signer: text("signer").notNull(),
-    access: text("access", { enum: ["rw", "ro"] }).notNull(),
+    access: text("access", { enum: ["rw", "ro", "pins"] }).notNull(),
     bucket: text("bucket", { enum: ["dfs", "ipfs", "*"] }).notNull(),
     secretEnc: text("secret_enc").notNull(),
     expiresAt: int8("expires_at"),
@@ -671,4 +671,26 @@ export const blocked = pgTable(
     liftedAt: int8("lifted_at"),
   },
   (t) => [index("blocked_key").on(t.key)],
+);
+
+// ---- src/pins/schema.ts
+
+export const pinRequests = pgTable(
+  "pin_requests",
+  {
+    id: text("id").primaryKey(),
+    did: text("did").notNull(),
+    cid: text("cid").notNull(),
+    root: text("root").notNull(),
+    name: text("name"),
+    origins: text("origins").notNull(),
+    meta: text("meta").notNull(),
+    status: text("status", { enum: ["queued", "pinning", "pinned", "failed"] }).notNull(),
+    details: text("details"),
+    createdAt: int8("created_at").notNull(),
+    updatedAt: int8("updated_at").notNull(),
+    leaseHolder: text("lease_holder"),
+    leaseUntil: int8("lease_until"),
+  },
+  (t) => [index("pin_requests_did").on(t.did, t.createdAt), index("pin_requests_work").on(t.status, t.leaseUntil)],
 );

@@ -23,9 +23,9 @@ import { batchOf } from "../../blob/store.ts";
 import type { Sql } from "../../db/sql.ts";
 import type { Logger } from "../../log.ts";
 import type { Backend, ByteRange, PendingPut } from "../backend.ts";
-import { BlobBlockstore, type Servable } from "./blocks.ts";
+import { BlobBlockstore, readBlock, verifyBlock, type Servable } from "./blocks.ts";
 import { cidKey, parseCid, tryCidKey } from "./cids.ts";
-import { IpfsError } from "./errors.ts";
+import { IpfsError, isIpfsError } from "./errors.ts";
 import { migrateOldBlocks, type MigrateResult } from "./migrate.ts";
 import { startIpfsNode, type IpfsHelia } from "./node.ts";
 import { addRef, addRefIn, dropRef, pinned, pinnedCount, referencedAmong } from "./pins.ts";
@@ -35,6 +35,7 @@ import { NodeCache, readContent } from "./read.ts";
 import { deleteUnreferenced, sweepOrphans, type SweepResult } from "./sweep.ts";
 import { keepDialled } from "./peers.ts";
 import type { Multiaddr } from "@multiformats/multiaddr";
+import type { CID } from "multiformats/cid";
 
 export { IpfsError, isIpfsError, type IpfsErrorCode } from "./errors.ts";
 export { d9ImporterOptions } from "../cid-options.ts";
@@ -77,6 +78,18 @@ export interface IpfsBackend extends Backend {
   /** One more pass of the orphan sweep (safe beside uploads; see sweep.ts); `stopped` ends the
    * listing early. */
   sweep(opts?: { stopped?: () => boolean }): Promise<SweepResult>;
+  /**
+   * Content whose blocks come from elsewhere under their own Cids (a pin's DAG, fetched over
+   * bitswap), uncommitted as `put` leaves it: `walk` hands each block to `keep` (whose caller has
+   * checked it against its Cid), which writes it as `put`'s sink does, pinned by the upload's
+   * lease; `walk` resolves with the content's size. If `walk` throws, nothing is kept.
+   */
+  putDag(root: CID, walk: (keep: (cid: CID, bytes: Uint8Array) => Promise<void>) => Promise<number>): Promise<PendingPut>;
+  /** A block by its Cid, checked against it: from the blob store when it holds it, else over
+   * bitswap from the connected peers (a pin's origins, the configured peers). */
+  fetchBlock(cid: CID, signal: AbortSignal): Promise<Uint8Array>;
+  /** Dials each of `addrs` (a pin's origins) at once; how many answered. Failures are the peers'. */
+  dial(addrs: readonly Multiaddr[], signal: AbortSignal): Promise<number>;
 }
 
 export async function openIpfs(opts: OpenIpfsOptions): Promise<IpfsBackend> {
@@ -164,6 +177,50 @@ export async function openIpfs(opts: OpenIpfsOptions): Promise<IpfsBackend> {
         // have their pins: the guard keeps both.
         discard: drop,
       });
+    },
+
+    async putDag(root, walk) {
+      running();
+      const lease = guard.lease();
+      const blocks: BlockSizes = new Map();
+      let size: number;
+      try {
+        const batch = batchOf(store);
+        const sink = uploadSink(guard, lease, blocks, referencedAmong, batch);
+        size = await walk(async (cid, bytes) => void (await sink.put(cid, bytes)));
+        await batch.sync(); // before commit() can name a block
+      } catch (err) {
+        await lease.release();
+        await deleteUnreferenced(guard, blocks.keys(), log);
+        throw err;
+      }
+      const cid = cidKey(root);
+      return pendingPut(cid, size, lease, () => new IpfsError("IPFS_ABORTED", `pin of ${cid} was aborted`), {
+        commit: () => addRef(sql, cid, size, blocks),
+        commitIn: (tx) => addRefIn(tx, cid, size, blocks),
+        discard: async () => {
+          await lease.release();
+          await deleteUnreferenced(guard, blocks.keys(), log);
+        },
+      });
+    },
+
+    async fetchBlock(cid, signal) {
+      running();
+      try {
+        return await readBlock(store, cid, { signal });
+      } catch (err) {
+        if (!isIpfsError(err, "IPFS_BLOCK_MISSING")) throw err;
+      }
+      const bytes = await node.want(cid, { signal });
+      verifyBlock(cid, bytes);
+      return bytes;
+    },
+
+    async dial(addrs, signal) {
+      running();
+      const done = await Promise.allSettled(addrs.map((a) => helia.libp2p.dial(a, { signal })));
+      return done.filter((d) => d.status === "fulfilled").length;
     },
 
     async stat(cid: string) {

@@ -18,7 +18,6 @@
  * back-end's folder, normally DATA_DIR/ipfs): `datastore/` and `peer.key`. Also used by the test
  * peer, so both ends are built the same way.
  */
-import { withBitswap } from "@helia/bitswap";
 import type { HeliaWithLibp2p } from "@helia/libp2p";
 import { identify, type Identify } from "@libp2p/identify";
 import { noise } from "@libp2p/noise";
@@ -28,6 +27,7 @@ import { tcp } from "@libp2p/tcp";
 import { yamux } from "@libp2p/yamux";
 import { FsDatastore } from "datastore-fs";
 import type { HeliaInit } from "helia";
+import type { CID } from "multiformats/cid";
 import { createLibp2p, type Libp2pOptions } from "libp2p";
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
@@ -37,6 +37,11 @@ import { loadOrCreatePeerKey } from "./peer-key.ts";
 // (@helia/libp2p 2.1.4), without their packages' entry points.
 import { Helia } from "../../../node_modules/helia/dist/src/helia.js";
 import { libp2pRouting } from "../../../node_modules/@helia/libp2p/dist/src/routing.js";
+// What `withBitswap` (@helia/bitswap 4.0.19) adds, made here so the node keeps the broker: a pin
+// asks it for blocks itself (Helia's networked blockstore would write them into the blob store
+// outside an upload's lease, which BlobBlockstore refuses).
+import { BitswapBlockBroker } from "../../../node_modules/@helia/bitswap/dist/src/block-broker.js";
+import { start as startService, type AbortOptions } from "@libp2p/interface";
 
 export interface NodeOptions {
   /** The back-end's folder (created 0700 if missing). */
@@ -54,6 +59,8 @@ export type IpfsHelia = HeliaWithLibp2p<IpfsServices>;
 
 export interface IpfsNode {
   helia: IpfsHelia;
+  /** A block from the connected peers over bitswap (verified against its Cid by bitswap). */
+  want(cid: CID, options: AbortOptions): Promise<Uint8Array>;
   /** Stops Helia, then closes the datastore. */
   stop(): Promise<void>;
 }
@@ -72,9 +79,10 @@ export async function startIpfsNode(opts: NodeOptions): Promise<IpfsNode> {
   const closeStores = () => datastore.close();
 
   let helia: IpfsHelia | undefined;
+  let broker: BitswapBlockBroker | undefined;
   try {
     const privateKey = await loadOrCreatePeerKey(join(opts.dir, "peer.key"));
-    helia = withBitswap(
+    helia = withBitswapBroker(
       withLibp2p(new Helia({ name: "helia", version: HELIA_VERSION, blockstore: opts.blockstore, datastore }), {
         privateKey,
         datastore,
@@ -85,6 +93,7 @@ export async function startIpfsNode(opts: NodeOptions): Promise<IpfsNode> {
         connectionGater: allowListGater(opts.allowPeers),
         services: { identify: identify(), ping: ping() },
       }),
+      (made) => (broker = made),
     );
     await helia.start();
   } catch (err) {
@@ -95,11 +104,31 @@ export async function startIpfsNode(opts: NodeOptions): Promise<IpfsNode> {
   const started = helia;
   return {
     helia: started,
+    want(cid, options) {
+      if (!broker) throw new Error("the IPFS node has no bitswap");
+      return broker.retrieve(cid, options);
+    },
     async stop() {
       await started.stop();
       await closeStores();
     },
   };
+}
+
+/** `withBitswap` of @helia/bitswap, handing the broker it makes to `made`. */
+function withBitswapBroker(helia: IpfsHelia, made: (broker: BitswapBlockBroker) => void): IpfsHelia {
+  const node = helia as unknown as Helia;
+  node.addMixin({
+    name: "bitswap",
+    start: async () => {
+      if (node.hasBlockBroker("bitswap")) return;
+      const broker = new BitswapBlockBroker(helia as unknown as ConstructorParameters<typeof BitswapBlockBroker>[0]);
+      await startService(broker);
+      node.addBlockBroker(broker);
+      made(broker);
+    },
+  });
+  return helia;
 }
 
 /** The version `createHeliaLight` would give the node's `info` (the pinned helia). */
