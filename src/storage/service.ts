@@ -26,7 +26,8 @@ import { cleanName, createFiles, fileEntry, type PublicSql } from "./files.ts";
 import { recordFile } from "./pending.ts";
 import { createSessions, type LoginInput, type SessionKeys } from "./sessions.ts";
 import { meterDownload, meterUpload } from "./transfer.ts";
-import { createVouchers } from "./vouchers.ts";
+import { createVouchers, oldVoucher, type SignedVoucher, type VoucherInput } from "./vouchers.ts";
+import { canonicalCid } from "../cid/canonical.ts";
 import type { Meter } from "../quota/meter.ts";
 import { createRateLimiter, type Limit } from "../http/rate-limit.ts";
 import type { SharedRateLimiter } from "../http/shared-rate-limit.ts";
@@ -60,15 +61,17 @@ export interface UploadInput {
   form: () => Promise<UploadForm>;
 }
 
-/** The query of a download: the traffic voucher (D6) and, for a delegate key, the DID it reads for. */
-export interface DownloadInput {
+/** The query of a download: the traffic voucher (D6, D22: `size`, `sign`, and `expires` when it
+ * is not 0) and, for a delegate key, the DID it reads for. */
+export interface DownloadInput extends VoucherInput {
   size?: string;
   sign?: string;
+  expires?: string;
   did?: string;
 }
 
-/** A file a download may read: what its headers tell, and `send` to move its bytes. */
-export interface ReadableFile {
+/** What a HEAD tells of a file a download may read: its headers. */
+export interface FileHead {
   name: string;
   cid: string;
   size: number;
@@ -76,6 +79,14 @@ export interface ReadableFile {
   encryption: string;
   /** The DID whose entry this read goes through (the owner's, for a grantee): whose share to ask for. */
   owner: string;
+}
+
+/** How a HEAD shows it may know a file (D22): an unspent voucher for that Cid, or the Bearer
+ * token of an account that may read it (asked for once the type and Cid are checked). */
+export type HeadAccess = { voucher: DownloadInput } | { caller: () => Promise<Caller> };
+
+/** A file a download may read: what its headers tell, and `send` to move its bytes. */
+export interface ReadableFile extends FileHead {
   /**
    * Accepts the voucher and holds the traffic for `range` (or the whole file), then answers its
    * bytes: read whole when small (a damaged chunk is then an error before any byte goes out),
@@ -138,6 +149,32 @@ function expectedContent(payload: string): { kind: "sha256" | "cid"; value: stri
   }
   if (cid?.version !== 1) throw storageError.badRequest("payload must be the file's SHA-256 in hex or its CIDv1");
   return { kind: "cid", value: cid.toString() };
+}
+
+/**
+ * The Cid an upload's voucher names (D22): the payload when it is the Cid (what the SDK signs),
+ * else the `cid` field (before the file part) of an upload signed by its SHA-256; undefined when
+ * neither names one. Checked against the stored Cid when the upload ends.
+ */
+function voucherCidOf(expected: ReturnType<typeof expectedContent>, field: string | undefined): string | undefined {
+  if (field === undefined || field === "") return expected.kind === "cid" ? expected.value : undefined;
+  let cid: string;
+  try {
+    cid = canonicalCid(field);
+  } catch {
+    throw storageError.badRequest("cid must be the file's Cid");
+  }
+  if (expected.kind === "cid" && cid !== expected.value) throw storageError.badRequest("cid and payload name different files");
+  return cid;
+}
+
+/** A path's Cid in the form vouchers sign (D22); 400 when it is not one. */
+function pathCid(text: string): string {
+  try {
+    return canonicalCid(text);
+  } catch {
+    throw storageError.badRequest("not a Cid");
+  }
 }
 
 /** Downloads up to one chunk are read whole before they are answered (see `download`). */
@@ -233,9 +270,20 @@ export function createStorage(deps: StorageDeps) {
       // A Cid signed as the payload names the content before its bytes come: refused unread.
       if (expected.kind === "cid") deps.denylist?.refuseUpload(expected.value);
       const request = await sessions.verify({ ...part.fields, payload }, "upload", who.did);
-      const voucher = await vouchers.payerOf(part.fields);
+      // An old client's voucher names no file: told what to sign now when its signer pays for the DID.
+      const refuseOld = async () => {
+        const legacy = vouchers.legacyPayerOf(part.fields);
+        if (legacy && (await paysFor(who.did, legacy))) throw oldVoucher();
+      };
+      const voucherCid = voucherCidOf(expected, part.fields.cid);
+      if (voucherCid === undefined) {
+        await refuseOld();
+        throw storageError.badRequest("a voucher names the file's Cid: sign the payload as the file's CIDv1, or send the Cid in a cid field before the file");
+      }
+      const voucher = await vouchers.payerOf(part.fields, voucherCid);
       if (!(await paysFor(who.did, voucher.payer))) {
-        throw storageError.address("the voucher's payer is not the Bearer account or one of its keys");
+        await refuseOld();
+        throw storageError.address("Address parameter missing or invalid: the voucher's payer is not the Bearer account or one of its keys (a voucher signs the Cid of the file it uploads)");
       }
       // Not claimed yet (see above): what it allows now, or its refusal before the body is read.
       const offered = await vouchers.peek(voucher);
@@ -259,6 +307,10 @@ export function createStorage(deps: StorageDeps) {
       if (expected.kind === "sha256" ? meter.sha256() !== expected.value : pending.cid !== expected.value) {
         await pending.abort();
         throw storageError.badRequest(`payload does not match the file's ${expected.kind === "sha256" ? "SHA-256" : "Cid"}: nothing was kept`);
+      }
+      if (pending.cid !== voucherCid) {
+        await pending.abort();
+        throw storageError.badRequest(`the voucher names the Cid ${voucherCid}, but the file's is ${pending.cid}: nothing was kept`);
       }
       // The file row's transaction (recordFile documents its order): the content's rows, both
       // claims (a refused one answers for the upload; each decides by a conditional insert, the
@@ -315,32 +367,81 @@ export function createStorage(deps: StorageDeps) {
     );
   }
 
+  /** Whether `input`, read as the old two-field voucher, is signed by a key that reads `cid`: an
+   * old client's voucher, refused with what to sign now rather than as a stranger's. */
+  async function readsAsLegacy(input: DownloadInput, kind: BackendKind, cid: string): Promise<boolean> {
+    const legacy = vouchers.legacyPayerOf(input);
+    if (!legacy) return false;
+    try {
+      const who = claimedReader(legacy, input.did);
+      return (await readableRow(who.address, kind, cid)) !== undefined && (await paysFor(who, legacy));
+    } catch {
+      return false;
+    }
+  }
+
   /**
-   * A file `voucher`'s payer may read (spec 4.1 row 8): 517 without a voucher, 400 for a bad Cid,
-   * 403 when neither the payer (or the DID it signs for) nor a grant reads it, 404 when the content
-   * is gone. Nothing is charged until `send`.
+   * The entry a voucher's payer reads `cid` through, and for whom: 403 when neither the payer (or
+   * the DID it signs for) nor a grant reads it — which is also where a voucher signed for another
+   * file ends, its signature recovering some other key — or when the payer may not act for that
+   * DID now; 517 for the old voucher type (its signer could read the file).
+   */
+  async function readableBy(voucher: SignedVoucher, input: DownloadInput, kind: BackendKind, cid: string) {
+    try {
+      const who = claimedReader(voucher.payer, input.did);
+      const row = await readableRow(who.address, kind, cid);
+      if (!row) throw storageError.forbidden("Permission denied: this voucher's payer may not read this file (a voucher reads only the file whose Cid it signs)");
+      await checkPayer(who, voucher.payer, input.did !== undefined && input.did !== "");
+      return { reader: who.address, row };
+    } catch (err) {
+      if (err instanceof StorageError && err.status === 403 && (await readsAsLegacy(input, kind, cid))) throw oldVoucher();
+      throw err;
+    }
+  }
+
+  /** What a HEAD and a download answer in their headers; 404 when the content is gone. */
+  async function headOf(b: Backend, cid: string, row: { name: string; encryption: string; did: string }): Promise<FileHead> {
+    const stat = await b.stat(cid);
+    if (!stat) throw storageError.notFound("File not found");
+    return { name: row.name, cid, size: stat.size, encryption: row.encryption, owner: row.did };
+  }
+
+  /**
+   * HEAD of a download (D22): the headers alone, for an unspent voucher for this very Cid (peeked,
+   * never claimed: the same voucher then buys the GET) or the Bearer token of an account that may
+   * read the file. Nothing is charged either way.
+   */
+  async function head(kind: string, cidText: string, access: HeadAccess): Promise<FileHead> {
+    const b = backend(kind);
+    const cid = pathCid(cidText);
+    deps.denylist?.check(cid, "download");
+    if ("caller" in access) {
+      const who = await access.caller();
+      const row = await readableRow(who.did.address, b.kind, cid);
+      if (!row) throw storageError.forbidden("Permission denied: this account may not read this file");
+      return headOf(b, cid, row);
+    }
+    const voucher = await vouchers.payerOf(access.voucher, cid);
+    const { row } = await readableBy(voucher, access.voucher, b.kind, cid);
+    await vouchers.peek(voucher);
+    return headOf(b, cid, row);
+  }
+
+  /**
+   * A file `voucher`'s payer may read (spec 4.1 row 8): 400 for a bad Cid, 517 without a voucher
+   * (or with one of the old type), 403 once it expired or when neither the payer (or the DID it
+   * signs for) nor a grant reads it, 404 when the content is gone. Nothing is charged until `send`.
    */
   async function download(kind: string, cidText: string, voucher: DownloadInput): Promise<ReadableFile> {
     const b = backend(kind);
-    let parsed: string | undefined;
-    try {
-      parsed = CID.parse(cidText).toV1().toString();
-    } catch {
-      parsed = undefined;
-    }
+    const cid = pathCid(cidText);
     // Blocked content answers 410 whoever asks, before any voucher is looked at or spent.
-    if (parsed !== undefined) deps.denylist?.check(parsed, "download");
-    const { payer, size } = await vouchers.payerOf(voucher);
-    if (parsed === undefined) throw storageError.badRequest("not a Cid");
-    const cid = parsed;
-    const who = claimedReader(payer, voucher.did);
-    const reader = who.address;
-    const row = await readableRow(reader, b.kind, cid);
-    if (!row) throw storageError.forbidden("Permission denied: this voucher's payer may not read this file");
-    await checkPayer(who, payer, voucher.did !== undefined && voucher.did !== "");
-    const stat = await b.stat(cid);
-    if (!stat) throw storageError.notFound("File not found");
-    const total = stat.size;
+    deps.denylist?.check(cid, "download");
+    const signed = await vouchers.payerOf(voucher, cid);
+    const { payer, size } = signed;
+    const { reader, row } = await readableBy(signed, voucher, b.kind, cid);
+    const file = await headOf(b, cid, row);
+    const total = file.size;
 
     async function send(range?: ByteRange) {
       const length = range ? range.end - range.start + 1 : total;
@@ -417,7 +518,7 @@ export function createStorage(deps: StorageDeps) {
       deps.onTransfer?.(b.kind, "out", length);
       return bytes;
     }
-    return { name: row.name, cid, size: total, encryption: row.encryption, owner: row.did, send };
+    return { ...file, send };
   }
 
   async function list(who: Caller, kind: BackendKind, page: { limit?: string; after?: string }): Promise<FileList> {
@@ -491,16 +592,17 @@ export function createStorage(deps: StorageDeps) {
    * of the account's keys (a delegate, a console session key, D19): each signer has a counter of
    * its own (D6), and a client signing from the account's counter would sign short vouchers.
    */
-  async function trafficHash(who: Caller, size: unknown, payer?: string): Promise<TrafficHashResult> {
-    if (payer === undefined || payer === "") return vouchers.hashFor(who.did.address, size);
+  async function trafficHash(who: Caller, query: { size?: unknown; cid?: unknown; expires?: unknown; payer?: string }): Promise<TrafficHashResult> {
+    const { payer } = query;
+    if (payer === undefined || payer === "") return vouchers.hashFor(who.did.address, query);
     if (!isAddress(payer, { strict: false })) throw storageError.badRequest("payer must be an address");
     const key = getAddress(payer);
     // A key that may not sign for the DID is refused as its signed calls are (D4: 401).
     if (!(await paysFor(who.did, key))) throw storageError.unauthorized("payer is not the DID's owner, a valid delegate or a granted session key");
-    return vouchers.hashFor(key, size);
+    return vouchers.hashFor(key, query);
   }
 
-  return { kind, upload, download, list, remove, login, loginInfo: sessions.info, trafficHash, files, vouchers };
+  return { kind, upload, head, download, list, remove, login, loginInfo: sessions.info, trafficHash, files, vouchers };
 }
 
 export type Storage = ReturnType<typeof createStorage>;

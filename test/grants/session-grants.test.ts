@@ -103,7 +103,7 @@ async function upload(s: Session, requestID: number, bytes = crypto.getRandomVal
 
 async function download(s: Session, key: LocalAccount, cid: string, bytes: number, kind = "dfs") {
   const size = (await gw.storage!.vouchers.usedBy(key.address)) + bytes + 1;
-  const sign = await gw.sign.voucher(key, size);
+  const sign = await gw.sign.voucher(key, size, cid);
   return gw.app.handle(get(`/${kind}/${cid}?size=${size}&sign=${sign}&did=${encodeURIComponent(s.did)}`));
 }
 

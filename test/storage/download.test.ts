@@ -24,10 +24,10 @@ const CID = onDfs.Cid;
 
 const used = async (account: LocalAccount) => (await gw.storage?.vouchers.usedBy(account.address)) ?? 0;
 
-/** A voucher for `bytes` more than `account` has used, distinct from any other. */
-async function voucher(account: LocalAccount, bytes: number) {
+/** A voucher for `bytes` more than `account` has used, distinct from any other, for the file `cid`. */
+async function voucher(account: LocalAccount, bytes: number, cid = CID) {
   const size = (await used(account)) + bytes + 1 + Math.floor(Math.random() * 1_000_000);
-  return { size: String(size), sign: await gw.sign.voucher(account, size) };
+  return { size: String(size), sign: await gw.sign.voucher(account, size, cid) };
 }
 
 function download(kind: string, cid: string, v: { size?: string; sign?: string }, o: { method?: string; range?: string } = {}) {
@@ -239,17 +239,17 @@ describe("who may read", () => {
   test("a voucher too small for the transfer → 402, and nothing is counted", async () => {
     const size = (await used(owner.account)) + SIZE - 1;
     const before = await used(owner.account);
-    const res = await download("dfs", CID, { size: String(size), sign: await gw.sign.voucher(owner.account, size) });
+    const res = await download("dfs", CID, { size: String(size), sign: await gw.sign.voucher(owner.account, size, CID) });
     expect(res.status).toBe(402);
     expect((await used(owner.account))).toBe(before);
     // The same voucher covers a smaller range.
-    expect((await download("dfs", CID, { size: String(size), sign: await gw.sign.voucher(owner.account, size) }, { range: "bytes=0-99" })).status).toBe(206);
+    expect((await download("dfs", CID, { size: String(size), sign: await gw.sign.voucher(owner.account, size, CID) }, { range: "bytes=0-99" })).status).toBe(206);
   });
 
   test("not a Cid → 400; a Cid nobody stores here → 403", async () => {
-    const v = await voucher(owner.account, 10);
-    expect((await download("dfs", "not-a-cid", v)).status).toBe(400);
-    expect((await download("dfs", "bafkreiaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", v)).status).toBe(403);
+    expect((await download("dfs", "not-a-cid", await voucher(owner.account, 10))).status).toBe(400);
+    const nowhere = "bafkreiaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+    expect((await download("dfs", nowhere, await voucher(owner.account, 10, nowhere))).status).toBe(403);
   });
 
   test("the other back-end's file of the same owner is read with its own kind", async () => {
@@ -290,7 +290,7 @@ test("a download by an SDK client acting with a delegate key (its vouchers name 
   expect(await (await client.download("dfs", CID)).arrayBuffer()).toEqual(bytes.buffer);
   // Naming a DID the payer is no key of, or a malformed one, does not open anything.
   const other = await gw.chain.anvil.newAccount();
-  const q = async (did: string) => `size=${(await used(other)) + 10}&sign=${await gw.sign.voucher(other, (await used(other)) + 10)}&did=${encodeURIComponent(did)}`;
+  const q = async (did: string) => `size=${(await used(other)) + 10}&sign=${await gw.sign.voucher(other, (await used(other)) + 10, CID)}&did=${encodeURIComponent(did)}`;
   expect((await gw.app.handle(get(`/dfs/${CID}?${await q(owner.client.did)}`, { headers: { range: "bytes=0-9" } }))).status).toBe(403);
   expect((await gw.app.handle(get(`/dfs/${CID}?${await q("did:ethr:0x1:0x12")}`, { headers: { range: "bytes=0-9" } }))).status).toBe(400);
   // The SDK's errors on HEAD are StorageApiErrors too (a HEAD answer has no body to parse).
