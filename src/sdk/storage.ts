@@ -107,6 +107,15 @@ const randomHex = (bytes: number): Hex => bytesToHex(crypto.getRandomValues(new 
 const LINK_ROOM = 1n << 40n;
 const LINK_SPREAD = 1 << 30;
 
+/** `cid` as vouchers name it (canonical), or a TypeError before anything is signed or sent. */
+function fileCid(cid: string): string {
+  try {
+    return canonicalCid(cid);
+  } catch {
+    throw new TypeError(`not a Cid: ${JSON.stringify(cid)}`);
+  }
+}
+
 /** A shareable link to one file (`link`): its URL reads the file once, until `expires`. */
 export interface FileLink {
   url: string;
@@ -401,12 +410,7 @@ export async function connectStorage(opts: StorageOptions) {
         throw await refusal(res);
       }
       // The voucher names the file in its canonical form, as the gateway reads the path's Cid.
-      let file: string;
-      try {
-        file = canonicalCid(cid);
-      } catch {
-        throw new StorageApiError(400, { Code: "InvalidArgument", Description: `not a Cid: ${JSON.stringify(cid)}`, HTTPStatusCode: 400 });
-      }
+      const file = fileCid(cid);
       const bytes = o.range ? o.range[1] - o.range[0] + 1 : (o.size ?? (await this.sizeOf(kind, cid)));
       // A delegate key reads for the DID it signs for: `did` names it (the owner's own key needs none).
       const forDid = opts.did ? `&did=${encodeURIComponent(did)}` : "";
@@ -452,12 +456,7 @@ export async function connectStorage(opts: StorageOptions) {
      * `bytes` is the file's size when known (else a HEAD asks).
      */
     async link(kind: StorageKind, cid: string, o: { expires?: number; bytes?: number } = {}): Promise<FileLink> {
-      let file: string;
-      try {
-        file = canonicalCid(cid);
-      } catch {
-        throw new StorageApiError(400, { Code: "InvalidArgument", Description: `not a Cid: ${JSON.stringify(cid)}`, HTTPStatusCode: 400 });
-      }
+      const file = fileCid(cid);
       const expires = o.expires ?? 0;
       if (!Number.isSafeInteger(expires) || expires < 0) throw new RangeError(`expires must be unix seconds or 0 (got ${expires})`);
       const bytes = o.bytes ?? (await this.sizeOf(kind, file));
