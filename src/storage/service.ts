@@ -283,7 +283,7 @@ export function createStorage(deps: StorageDeps) {
       const voucher = await vouchers.payerOf(part.fields, voucherCid);
       if (!(await paysFor(who.did, voucher.payer))) {
         await refuseOld();
-        throw storageError.address("Address parameter missing or invalid: the voucher's payer is not the Bearer account or one of its keys (a voucher signs the Cid of the file it uploads)");
+        throw storageError.address("the voucher's payer is not the Bearer account or one of its keys (a voucher signs the Cid of the file it uploads)");
       }
       // Not claimed yet (see above): what it allows now, or its refusal before the body is read.
       const offered = await vouchers.peek(voucher);
