@@ -9,7 +9,7 @@
  *   const entry = await storage.upload(caller, storage.kind("dfs"), { declared, form: () => readFilePart(request) })
  */
 import { CID } from "multiformats/cid";
-import { getAddress, isAddress, type Address, type TypedDataDomain } from "viem";
+import { getAddress, isAddress, isAddressEqual, type Address, type TypedDataDomain } from "viem";
 import type { TokenService } from "../accounts/tokens.ts";
 import type { UserService } from "../accounts/users.ts";
 import { type Queryable, type Sql, together } from "../db/sql.ts";
@@ -367,13 +367,19 @@ export function createStorage(deps: StorageDeps) {
     );
   }
 
-  /** Whether `input`, read as the old two-field voucher, is signed by a key that reads `cid`: an
-   * old client's voucher, refused with what to sign now rather than as a stranger's. */
+  /**
+   * Whether `input`, read as the old two-field voucher, is signed by the very address that reads
+   * `cid` (its own DID's, or the DID it names): an old client's voucher, refused with what to sign
+   * now rather than as a stranger's. Only that address: any signature recovers to some key, so a
+   * stranger's voucher naming another DID would otherwise buy a registry read for a random key on
+   * each request. An old client signing with a delegate key is refused as a stranger is.
+   */
   async function readsAsLegacy(input: DownloadInput, kind: BackendKind, cid: string): Promise<boolean> {
     const legacy = vouchers.legacyPayerOf(input);
     if (!legacy) return false;
     try {
       const who = claimedReader(legacy, input.did);
+      if (!isAddressEqual(who.address, legacy)) return false;
       return (await readableRow(who.address, kind, cid)) !== undefined && (await paysFor(who, legacy));
     } catch {
       return false;

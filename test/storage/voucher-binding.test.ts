@@ -5,6 +5,8 @@
 // client's two-field voucher is refused with the type to sign now. Each refusal charges nothing.
 import { afterEach, describe, expect, test } from "bun:test";
 import type { Address, LocalAccount } from "viem";
+import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
+import { canonicalDid } from "../../src/identity/did.ts";
 import { cidOf } from "../../src/storage/dfs/index.ts";
 import { StorageApiError } from "../../src/sdk/storage.ts";
 import { readJson } from "../support/app.ts";
@@ -40,6 +42,49 @@ function send(cid: string, query: Record<string, string>, o: { method?: "GET" | 
   const headers: Record<string, string> = { ...(o.range ? { range: o.range } : {}), ...(o.bearer ? { authorization: `Bearer ${o.bearer}` } : {}) };
   return gw.app.handle(new Request(`${BASE}/dfs/${cid}?${new URLSearchParams(query)}`, { method: o.method ?? "GET", headers }));
 }
+
+/** What clients signed before vouchers named their file, spelled here as they spelled it. */
+const legacyTypes = { Voucher: [{ name: "seller", type: "address" }, { name: "size", type: "uint64" }] } as const;
+const oldVoucher = async (account: LocalAccount, size: number) =>
+  account.signTypedData({ domain: gw.domain, types: legacyTypes, primaryType: "Voucher", message: { seller: gw.seller, size: BigInt(size) } });
+
+// First in the file, so that no earlier test's resolver lookup is still under way while these count.
+describe("a stranger's voucher costs the chain nothing", () => {
+  // Any signature recovers to some key. One that may read nothing here is refused before the DID
+  // registry is asked, so a stranger cannot make the gateway read the chain (nor fill the
+  // resolver's cache) once per request.
+  test("a random key's voucher, the payer's voucher for another file, an old-type voucher: 403, no registry read, nothing charged", async () => {
+    const stranger = privateKeyToAccount(generatePrivateKey());
+    const before = await used(owner.account);
+    const hostile = {
+      "a random key's": await voucher(stranger, A.Cid),
+      "the payer's, for file B": await voucher(owner.account, B.Cid),
+      "a random key's, of the old type": { size: "100000", sign: await oldVoucher(stranger, 100_000) },
+    };
+    const start = gw.registryReads.length;
+    for (const [which, v] of Object.entries(hostile)) {
+      for (const o of [{}, { range: "bytes=0-9" }, { method: "HEAD" as const }]) {
+        const res = await send(A.Cid, v, o);
+        expect({ which, o, status: res.status }).toEqual({ which, o, status: 403 });
+      }
+    }
+    expect(gw.registryReads.slice(start)).toEqual([]);
+    expect(await used(owner.account)).toBe(before);
+  });
+
+  test("naming the owner's DID, a stranger's voucher costs one lookup of its key (only the registry knows the DID's delegates), not one more to explain the refusal", async () => {
+    const stranger = privateKeyToAccount(generatePrivateKey());
+    const did = canonicalDid(owner.account.address, gw.chain.context.chain.id);
+    const v = { ...(await voucher(stranger, A.Cid)), did };
+    const start = gw.registryReads.length;
+    const res = await send(A.Cid, v);
+    expect(res.status).toBe(403);
+    expect((await readJson(res)).Description).toContain("not a key of this DID");
+    const reads = gw.registryReads.slice(start);
+    expect(reads.map((r) => r.functionName).sort()).toEqual(["identityOwner", "validDelegate", "validDelegate"]);
+    expect(reads.every((r) => r.functionName === "identityOwner" || r.args.includes(stranger.address))).toBe(true);
+  });
+});
 
 describe("a voucher reads only the file whose Cid it signs", () => {
   test("a voucher for file A is refused for file B of the same payer (whole, ranged and HEAD), charges nothing, and still reads A", async () => {
@@ -213,11 +258,6 @@ describe("HEAD", () => {
 });
 
 describe("the old two-field voucher", () => {
-  /** What clients signed before vouchers named their file, spelled here as they spelled it. */
-  const legacyTypes = { Voucher: [{ name: "seller", type: "address" }, { name: "size", type: "uint64" }] } as const;
-  const oldVoucher = async (account: LocalAccount, size: number) =>
-    account.signTypedData({ domain: gw.domain, types: legacyTypes, primaryType: "Voucher", message: { seller: gw.seller, size: BigInt(size) } });
-
   test("a download with it is refused with the type to sign now, and charges nothing", async () => {
     const size = (await used(owner.account)) + 100_000;
     const before = await used(owner.account);

@@ -55,8 +55,10 @@ export interface GatewayOptions {
 
 export async function testGateway(opts: GatewayOptions = {}) {
   const chain = await testChain();
+  /** Each read the resolver made of the DID registry, in order: what a request cost the chain. */
+  const registryReads: RegistryRead[] = [];
   const backends: Partial<Record<BackendKind, Backend>> = {};
-  const resolver = ethrResolver({ publicClient: chain.context.publicClient, registry: chain.context.contracts.didRegistry, cacheMs: opts.resolverCacheMs, now: opts.resolverNow });
+  const resolver = ethrResolver({ publicClient: countingReads(chain.context.publicClient, registryReads), registry: chain.context.contracts.didRegistry, cacheMs: opts.resolverCacheMs, now: opts.resolverNow });
   const chainId = chain.context.chain.id;
   const domain = storageDomain(chainId, chain.context.contracts.proxy);
   const seller = chain.operator.address;
@@ -178,7 +180,26 @@ export async function testGateway(opts: GatewayOptions = {}) {
     return { app: other.app, storage: other.storage, quota: other.quota };
   }
 
-  return { ...made, composed, ageIdentity, directory: composed.directory, indexer: composed.indexer, chain, backends, blobs, resolver, fetch, user, domain, seller, sign, session, uploadRequest, another };
+  return { ...made, composed, ageIdentity, directory: composed.directory, indexer: composed.indexer, chain, backends, blobs, resolver, registryReads, fetch, user, domain, seller, sign, session, uploadRequest, another };
+}
+
+/** A contract read as the resolver asked it. */
+export interface RegistryRead {
+  functionName: string;
+  args: readonly unknown[];
+}
+
+/** `client`, its contract reads logged in `into`: the resolver reads the chain only this way. */
+function countingReads<C extends { readContract: (p: never) => unknown }>(client: C, into: RegistryRead[]): C {
+  return new Proxy(client, {
+    get(target, prop, receiver) {
+      if (prop !== "readContract") return Reflect.get(target, prop, receiver);
+      return (p: { functionName: string; args?: readonly unknown[] }) => {
+        into.push({ functionName: p.functionName, args: p.args ?? [] });
+        return (target.readContract as (p: unknown) => unknown)(p);
+      };
+    },
+  });
 }
 
 function canonicalOrUndefined(text: string): string | undefined {
