@@ -110,14 +110,14 @@ export const storageRoutes = (storage: Storage, guard: { tokens: AccessTokens; c
   const readDid = rememberedDids((did) => parseDid(did, guard.chainId));
   const caller = (request: Request) => requireCaller(request, guard.tokens, readDid);
   const download = async (request: Request, type: string, cid: string, query: Record<string, string | undefined>) =>
-    (await extra.trustless?.(request, type, cid, query)) ?? (type === "ipfs" ? await extra.path?.(request, query) : undefined) ?? answerDownload(request, await storage.download(type, cid, query));
+    (await extra.trustless?.(request, type, cid, query)) ?? (type === "ipfs" ? await extra.path?.(request, query) : undefined) ?? answerDownload(request, await storage.download(type, cid, query, requestClientKey(request)));
   // A HEAD spends nothing, but tells a file's name and size only to whoever may read it (D22).
   const head = async (request: Request, type: string, cid: string, query: Record<string, string | undefined>) => {
     const access: HeadAccess = request.headers.has("authorization") ? { caller: () => caller(request) } : { voucher: query };
     return (
       (await extra.trustless?.(request, type, cid, query)) ??
       (type === "ipfs" ? await extra.path?.(request, query) : undefined) ??
-      answerDownload(request, await storage.head(type, cid, access))
+      answerDownload(request, await storage.head(type, cid, access, requestClientKey(request)))
     );
   };
   return new Elysia({ name: "storage" })

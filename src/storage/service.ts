@@ -124,9 +124,10 @@ export interface StorageDeps {
   denylist?: Pick<Denylist, "check" | "refuseUpload">;
   /** Hears of file bytes received (in) and sent (out), per back-end: the server's metrics. */
   onTransfer?: (backend: BackendKind, direction: "in" | "out", bytes: number) => void;
-  /** Rate limits of POST /login (per client address and per DID); on unless false. */
+  /** Rate limits of POST /login (per client address and per DID) and of refused voucher payers; on unless false. */
   rateLimits?: boolean;
   loginLimits?: typeof LOGIN_LIMITS;
+  refusedPayerLimit?: Limit;
   /** The shared database's counters (the account services' limiter), so the limits hold across gateways (D16). */
   loginLimiter?: Pick<SharedRateLimiter, "hit">;
   now?: () => number;
@@ -187,6 +188,15 @@ export const LOGIN_LIMITS = {
   perDid: { name: "did-login-did", max: 60, windowMs: 60_000 },
 };
 
+/**
+ * Download vouchers per client whose payer a DID they name turned out not to have as a key. Each
+ * cost a registry lookup (only the registry knows a DID's delegates, and any signature recovers
+ * to some key), so past these a client's vouchers naming a DID for another key than its own
+ * address are refused without asking (429) until the window ends. A DID's delegates are refused
+ * almost never; a stranger sending random keys meets the limit at once.
+ */
+export const REFUSED_PAYER_LIMIT: Limit = { name: "voucher-payer-refused", max: 20, windowMs: 60_000 };
+
 /** A body read whole: one part (what dfs gives for up to a chunk) is the body as it is, more are
  * copied once into one buffer (Bun.readableStreamToBytes always copied: ≈ 14 % of a ranged GET's
  * samples, most of it the page faults of a fresh 1 MiB buffer). */
@@ -215,6 +225,10 @@ export function createStorage(deps: StorageDeps) {
    * (D21: the registry says which, now; the DID's own address is one of them only while it owns the
    * DID). The resolver's cache makes this a map lookup on the hot path.
    */
+  // Per gateway, in memory: the limits of reads (the login limits count in the shared database
+  // when there is one, see `hit`).
+  const memoryLimiter = createRateLimiter({ enabled: deps.rateLimits !== false, now: deps.now });
+  const refusedPayerLimit = deps.refusedPayerLimit ?? REFUSED_PAYER_LIMIT;
   const paysFor = async (who: Did, key: Address) => (await deps.resolver.canSign(who, key)) || ((await deps.sessionKeys?.allows(who, key, "voucher")) ?? false);
   const vouchers = createVouchers({ sql, domain: deps.domain, seller: deps.seller, now: deps.now });
   const files = createFiles(sql, deps.now, deps.publicSql);
@@ -392,12 +406,23 @@ export function createStorage(deps: StorageDeps) {
    * file ends, its signature recovering some other key — or when the payer may not act for that
    * DID now; 517 for the old voucher type (its signer could read the file).
    */
-  async function readableBy(voucher: SignedVoucher, input: DownloadInput, kind: BackendKind, cid: string) {
+  async function readableBy(voucher: SignedVoucher, input: DownloadInput, kind: BackendKind, cid: string, from: ClientKey) {
     try {
       const who = claimedReader(voucher.payer, input.did);
       const row = await readableRow(who.address, kind, cid);
       if (!row) throw storageError.forbidden("Permission denied: this voucher's payer may not read this file (a voucher reads only the file whose Cid it signs)");
-      await checkPayer(who, voucher.payer, input.did !== undefined && input.did !== "");
+      // Another key than the DID's own address: only the registry can tell, at a lookup each.
+      const asDelegate = !isAddressEqual(who.address, voucher.payer);
+      if (asDelegate) {
+        const room = memoryLimiter.peek(refusedPayerLimit, from);
+        if (!room.ok) throw storageError.rateLimited(room.retryAfter);
+      }
+      try {
+        await checkPayer(who, voucher.payer, input.did !== undefined && input.did !== "");
+      } catch (err) {
+        if (asDelegate && err instanceof StorageError && err.status === 403) memoryLimiter.hit(refusedPayerLimit, from);
+        throw err;
+      }
       return { reader: who.address, row };
     } catch (err) {
       if (err instanceof StorageError && err.status === 403 && (await readsAsLegacy(input, kind, cid))) throw oldVoucher();
@@ -417,7 +442,7 @@ export function createStorage(deps: StorageDeps) {
    * never claimed: the same voucher then buys the GET) or the Bearer token of an account that may
    * read the file. Nothing is charged either way.
    */
-  async function head(kind: string, cidText: string, access: HeadAccess): Promise<FileHead> {
+  async function head(kind: string, cidText: string, access: HeadAccess, from: ClientKey): Promise<FileHead> {
     const b = backend(kind);
     const cid = pathCid(cidText);
     deps.denylist?.check(cid, "download");
@@ -428,7 +453,7 @@ export function createStorage(deps: StorageDeps) {
       return headOf(b, cid, row);
     }
     const voucher = await vouchers.payerOf(access.voucher, cid);
-    const { row } = await readableBy(voucher, access.voucher, b.kind, cid);
+    const { row } = await readableBy(voucher, access.voucher, b.kind, cid, from);
     await vouchers.peek(voucher);
     return headOf(b, cid, row);
   }
@@ -438,14 +463,14 @@ export function createStorage(deps: StorageDeps) {
    * (or with one of the old type), 403 once it expired or when neither the payer (or the DID it
    * signs for) nor a grant reads it, 404 when the content is gone. Nothing is charged until `send`.
    */
-  async function download(kind: string, cidText: string, voucher: DownloadInput): Promise<ReadableFile> {
+  async function download(kind: string, cidText: string, voucher: DownloadInput, from: ClientKey): Promise<ReadableFile> {
     const b = backend(kind);
     const cid = pathCid(cidText);
     // Blocked content answers 410 whoever asks, before any voucher is looked at or spent.
     deps.denylist?.check(cid, "download");
     const signed = await vouchers.payerOf(voucher, cid);
     const { payer, size } = signed;
-    const { reader, row } = await readableBy(signed, voucher, b.kind, cid);
+    const { reader, row } = await readableBy(signed, voucher, b.kind, cid, from);
     const file = await headOf(b, cid, row);
     const total = file.size;
 
@@ -570,7 +595,6 @@ export function createStorage(deps: StorageDeps) {
   }
 
   // In memory only without a shared limiter (one gateway) or with the limits off.
-  const memoryLimiter = createRateLimiter({ enabled: deps.rateLimits !== false, now: deps.now });
   const hit = async (limit: Limit, key: string) => (deps.rateLimits !== false && deps.loginLimiter ? deps.loginLimiter.hit(limit, key) : memoryLimiter.hit(limit, key));
 
   /**
