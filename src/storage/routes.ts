@@ -17,7 +17,7 @@ import { parseRange } from "../http/range.ts";
 import { userContentHeaders } from "../http/user-content.ts";
 import { checkNotAccount, rememberedDids, requireCaller, type AccessTokens } from "../http/storage-guard.ts";
 import { parseDid } from "../identity/did.ts";
-import type { FileHead, HeadAccess, ReadableFile, Storage } from "./service.ts";
+import { REFUSED_PAYER_LIMIT, type FileHead, type HeadAccess, type ReadableFile, type Storage } from "./service.ts";
 import { CID } from "multiformats/cid";
 
 const isCid = (s: string) => {
@@ -211,7 +211,7 @@ export const storageRoutes = (storage: Storage, guard: { tokens: AccessTokens; c
       detail: {
         summary: "Download a file by Cid with a traffic voucher for that Cid (size, sign, expires); Range, HEAD, ETag",
         description:
-          "The voucher signs Voucher(seller, size, cid, expires) for this path's Cid and is accepted once, before expires. A voucher for another file, an expired one, or one of the old Voucher(seller, size) type is refused. HEAD answers the same headers and charges nothing, for an unspent voucher for this Cid (not spent by the HEAD) or the Bearer token of an account that may read the file. On /ipfs/<cid>, Accept application/vnd.ipld.raw or .car (or ?format=raw|car) asks the trustless gateway instead: public content, no voucher. On /ipfs/<cid> without a voucher, the path gateway answers: a public, free file (or a directory's listing) with Range and ETag; 404 for a CID not public here and 403 for one sold or for chosen readers, each saying how to read it with a voucher; a browser is sent to STOWAGE_GATEWAY_ORIGIN when it is set (301). Content the gateway blocks answers 410.",
+          `The voucher signs Voucher(seller, size, cid, expires) for this path's Cid and is accepted once, before expires. A voucher for another file, an expired one, or one of the old Voucher(seller, size) type is refused. A client whose vouchers named a DID (did) for keys that may not sign for it ${REFUSED_PAYER_LIMIT.max} times in a minute is answered 429 for vouchers naming a DID by another key than its own address until the minute ends. HEAD answers the same headers and charges nothing, for an unspent voucher for this Cid (not spent by the HEAD) or the Bearer token of an account that may read the file. On /ipfs/<cid>, Accept application/vnd.ipld.raw or .car (or ?format=raw|car) asks the trustless gateway instead: public content, no voucher. On /ipfs/<cid> without a voucher, the path gateway answers: a public, free file (or a directory's listing) with Range and ETag; 404 for a CID not public here and 403 for one sold or for chosen readers, each saying how to read it with a voucher; a browser is sent to STOWAGE_GATEWAY_ORIGIN when it is set (301). Content the gateway blocks answers 410.`,
         tags: ["storage"],
         ...access.download,
       },
