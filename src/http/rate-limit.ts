@@ -25,9 +25,9 @@ export interface RateLimiter {
   /** Counts `weight` events (one by default: a batch of requests counts each) and says whether
    * they are within the limit; events over the limit are not counted. */
   hit(limit: Limit, key: string, weight?: number): Verdict;
-  /** Whether one more event would be within the limit, counting nothing: for a limit on
-   * failures, asked before the work that may fail and `hit` once it did. */
-  peek(limit: Limit, key: string): Verdict;
+  /** Whether `weight` more events (one by default) would be within the limit, counting nothing:
+   * for a limit on failures, asked before the work that may fail and `hit` once it did. */
+  peek(limit: Limit, key: string, weight?: number): Verdict;
 }
 
 interface Window {
@@ -67,9 +67,9 @@ export function createRateLimiter(opts: { now?: () => number; enabled?: boolean 
       if (v.ok) w.count += weight;
       return v;
     },
-    peek(limit, key) {
+    peek(limit, key, weight = 1) {
       const t = now();
-      return verdict(limit, current(limit, key, t), t, 1);
+      return verdict(limit, current(limit, key, t), t, weight);
     },
   };
 }

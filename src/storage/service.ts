@@ -382,6 +382,37 @@ export function createStorage(deps: StorageDeps) {
   }
 
   /**
+   * Per client, the (DID, key) pairs a voucher naming a DID is being looked up for now: each counts
+   * as a refusal until it is answered, so a burst of parallel requests cannot pass the limit before
+   * the first refusal is counted. One key's parallel requests share one lookup (the resolver's)
+   * and count once, so a delegate's parallel downloads are never held back.
+   */
+  const asking = new Map<ClientKey, Map<string, number>>();
+
+  /** `checkPayer` for a key other than the DID's own address (which a voucher naming the DID
+   * claims is a delegate), within the client's limit of refused ones (`REFUSED_PAYER_LIMIT`). */
+  async function checkDelegate(who: Did, payer: Address, from: ClientKey) {
+    const pair = `${who.address}:${payer}`;
+    const mine = asking.get(from) ?? new Map<string, number>();
+    const others = mine.size - (mine.has(pair) ? 1 : 0);
+    const room = memoryLimiter.peek(refusedPayerLimit, from, others + 1);
+    if (!room.ok) throw storageError.rateLimited(room.retryAfter);
+    mine.set(pair, (mine.get(pair) ?? 0) + 1);
+    asking.set(from, mine);
+    try {
+      await checkPayer(who, payer, true);
+    } catch (err) {
+      if (err instanceof StorageError && err.status === 403) memoryLimiter.hit(refusedPayerLimit, from);
+      throw err;
+    } finally {
+      const left = (mine.get(pair) ?? 1) - 1;
+      if (left > 0) mine.set(pair, left);
+      else mine.delete(pair);
+      if (mine.size === 0 && asking.get(from) === mine) asking.delete(from);
+    }
+  }
+
+  /**
    * Whether `input`, read as the old two-field voucher, is signed by the very address that reads
    * `cid` (its own DID's, or the DID it names): an old client's voucher, refused with what to sign
    * now rather than as a stranger's. Only that address: any signature recovers to some key, so a
@@ -412,17 +443,8 @@ export function createStorage(deps: StorageDeps) {
       const row = await readableRow(who.address, kind, cid);
       if (!row) throw storageError.forbidden("Permission denied: this voucher's payer may not read this file (a voucher reads only the file whose Cid it signs)");
       // Another key than the DID's own address: only the registry can tell, at a lookup each.
-      const asDelegate = !isAddressEqual(who.address, voucher.payer);
-      if (asDelegate) {
-        const room = memoryLimiter.peek(refusedPayerLimit, from);
-        if (!room.ok) throw storageError.rateLimited(room.retryAfter);
-      }
-      try {
-        await checkPayer(who, voucher.payer, input.did !== undefined && input.did !== "");
-      } catch (err) {
-        if (asDelegate && err instanceof StorageError && err.status === 403) memoryLimiter.hit(refusedPayerLimit, from);
-        throw err;
-      }
+      if (isAddressEqual(who.address, voucher.payer)) await checkPayer(who, voucher.payer, input.did !== undefined && input.did !== "");
+      else await checkDelegate(who, voucher.payer, from);
       return { reader: who.address, row };
     } catch (err) {
       if (err instanceof StorageError && err.status === 403 && (await readsAsLegacy(input, kind, cid))) throw oldVoucher();
