@@ -86,7 +86,8 @@ describe("voucherSigner", () => {
       expect(moved).toBe(await viemPayer(domain, other, sig));
     }
     expect(same).toBe(400);
-  });
+    // 200 keys signing and 800 recoveries in two libraries: seconds on a loaded machine.
+  }, 30_000);
 
   test("malformed signatures: refused exactly where viem refuses, otherwise the same answer", async () => {
     const domain = domains[0]!;
