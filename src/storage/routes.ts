@@ -111,12 +111,13 @@ export const storageRoutes = (storage: Storage, guard: { tokens: AccessTokens; c
   const caller = (request: Request) => requireCaller(request, guard.tokens, readDid);
   const download = async (request: Request, type: string, cid: string, query: Record<string, string | undefined>) =>
     (await extra.trustless?.(request, type, cid, query)) ?? (type === "ipfs" ? await extra.path?.(request, query) : undefined) ?? answerDownload(request, await storage.download(type, cid, query, requestClientKey(request)));
-  // A HEAD spends nothing, but tells a file's name and size only to whoever may read it (D22).
+  // A HEAD spends nothing, but tells a file's name and size only to whoever may read it (D22):
+  // with a Bearer token it asks for the account's own files, never the path gateway's public ones.
   const head = async (request: Request, type: string, cid: string, query: Record<string, string | undefined>) => {
     const access: HeadAccess = request.headers.has("authorization") ? { caller: () => caller(request) } : { voucher: query };
     return (
       (await extra.trustless?.(request, type, cid, query)) ??
-      (type === "ipfs" ? await extra.path?.(request, query) : undefined) ??
+      (type === "ipfs" && !("caller" in access) ? await extra.path?.(request, query) : undefined) ??
       answerDownload(request, await storage.head(type, cid, access, requestClientKey(request)))
     );
   };

@@ -304,3 +304,14 @@ test("HEAD of a segment that is not a Cid goes to its own route, not to a downlo
   const noToken = await gw.app.handle(get("/dfs/delete?id=1", { method: "HEAD" }));
   expect(noToken.status).toBe(401); // delete's Bearer guard, not a download's 517
 });
+
+test("a HEAD on /ipfs/<cid> with its owner's Bearer token tells the private file's headers; without a token or voucher it tells nothing", async () => {
+  const url = `${BASE}/ipfs/${onIpfs.Cid}`;
+  const withToken = await gw.app.handle(new Request(url, { method: "HEAD", headers: { authorization: `Bearer ${owner.client.accessToken}` } }));
+  expect(withToken.status).toBe(200);
+  expect(withToken.headers.get("content-length")).toBe(String(SIZE));
+  expect(withToken.headers.get("content-disposition")).toContain("final");
+  const bare = await gw.app.handle(new Request(url, { method: "HEAD" }));
+  expect(bare.status).toBe(517);
+  expect(bare.headers.get("content-disposition")).toBeNull();
+});
