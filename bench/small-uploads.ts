@@ -214,8 +214,10 @@ try {
       const payload = sha256Payload ? new Bun.CryptoHasher("sha256").update(file).digest("hex") : await cidOfStream(new Blob([file]).stream());
       const signed = await store.signRequest("upload", payload);
       const size = (voucherSize += 1_000_000n);
-      const sign = await account.signTypedData({ domain, types: storageTypes, primaryType: "Voucher", message: { seller: info.seller as `0x${string}`, size } });
-      const { body, type } = multipart({ ...signed, size: String(size), sign }, file, replace ? "small.bin" : `small-${++named}.bin`);
+      // The voucher names the file's Cid (the payload, or a cid field beside a SHA-256 payload).
+      const cid = sha256Payload ? await cidOfStream(new Blob([file]).stream()) : payload;
+      const sign = await account.signTypedData({ domain, types: storageTypes, primaryType: "Voucher", message: { seller: info.seller as `0x${string}`, size, cid, expires: 0n } });
+      const { body, type } = multipart({ ...signed, size: String(size), sign, ...(sha256Payload ? { cid } : {}) }, file, replace ? "small.bin" : `small-${++named}.bin`);
       requests.push({ url, headers: { ...headers, "content-type": type }, body });
     }
     return requests;

@@ -98,7 +98,7 @@ async function upload(request: Request, path: string) {
   const requestID = BigInt(fields.requestID ?? "");
   const signer = signerOfRequest({ did: fields.did ?? "", token: (fields.token ?? "") as `0x${string}`, requestID, action: "upload", payload: fields.payload ?? "" }, (fields.signature ?? "") as `0x${string}`);
   if (signer !== did.address) throw new Error("the request is not signed by the DID");
-  if (signerOfVoucher(BigInt(fields.size ?? ""), (fields.sign ?? "") as `0x${string}`) !== did.address) throw new Error("the voucher is not signed by the DID");
+  if (signerOfVoucher({ size: BigInt(fields.size ?? ""), cid: fields.payload ?? "", expires: 0n }, (fields.sign ?? "") as `0x${string}`) !== did.address) throw new Error("the voucher is not signed by the DID");
   const cid = rawLeafCid(sha256).toString(); // one chunk: the file is its raw leaf (D9)
   if (cid !== fields.payload) throw new Error("payload is not the file's Cid");
   return sql.tx(

@@ -47,9 +47,12 @@ const hex = t.TemplateLiteral("0x${string}");
 export const purchaseResult = t.Object({ tx: hex });
 export type PurchaseResult = Static<typeof purchaseResult>;
 
-/** GET /traffichash (D6): the digest to sign for a voucher of `size`, and the payer's counter. */
+/** GET /traffichash (D6, D22): the payer's counter, and with a `cid` the digest to sign for a
+ * voucher of `size` for that file (`cid` canonical, `expires` unix seconds or "0"). */
 export const trafficHashResult = t.Object({
-  hash: hex,
+  hash: t.Optional(hex),
+  cid: t.Optional(t.String()),
+  expires: t.Optional(t.String()),
   seller: hex,
   size: t.String(),
   chainId: t.Number(),

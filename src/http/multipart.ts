@@ -66,7 +66,7 @@ export function readFilePart(request: Request): Promise<FilePart> {
       }
       if (Object.keys(fields).length === 0) {
         stream.resume();
-        fail(storageError.badRequest("the form fields (did, token, requestID, payload, signature, size, sign) must come before the file part"));
+        fail(storageError.badRequest("the form fields (did, token, requestID, payload, signature, size, sign, and expires or cid when sent) must come before the file part"));
         return;
       }
       settled = true;

@@ -24,7 +24,13 @@ export const securitySchemes = {
     name: "signature",
     description: "A signed call: did, token, requestID, payload and the EIP-712 Request signature, in the query (or, for an upload, multipart fields before the file)",
   },
-  voucher: { type: "apiKey", in: "query", name: "sign", description: "A traffic voucher: size and the EIP-712 Voucher signature of the payer, who pays the download from its traffic" },
+  voucher: {
+    type: "apiKey",
+    in: "query",
+    name: "sign",
+    description:
+      "A traffic voucher: size, sign (the payer's EIP-712 signature of Voucher(address seller,uint256 size,string cid,uint64 expires), cid being the Cid of the one file the transfer moves; the payer pays the transfer from its traffic) and expires (unix seconds) when it is not 0. Each is accepted once and refused after expires; the old Voucher(address seller,uint64 size) is refused",
+  },
   pinsToken: {
     type: "http",
     scheme: "bearer",

@@ -25,6 +25,9 @@ export interface RateLimiter {
   /** Counts `weight` events (one by default: a batch of requests counts each) and says whether
    * they are within the limit; events over the limit are not counted. */
   hit(limit: Limit, key: string, weight?: number): Verdict;
+  /** Whether `weight` more events (one by default) would be within the limit, counting nothing:
+   * for a limit on failures, asked before the work that may fail and `hit` once it did. */
+  peek(limit: Limit, key: string, weight?: number): Verdict;
 }
 
 interface Window {
@@ -37,7 +40,7 @@ const SWEEP_AT = 10_000;
 
 export function createRateLimiter(opts: { now?: () => number; enabled?: boolean } = {}): RateLimiter {
   const now = opts.now ?? Date.now;
-  if (opts.enabled === false) return { hit: () => ({ ok: true }) };
+  if (opts.enabled === false) return { hit: () => ({ ok: true }), peek: () => ({ ok: true }) };
 
   const windows = new Map<string, Window & { windowMs: number }>();
   const sweep = (t: number) => {
@@ -63,6 +66,10 @@ export function createRateLimiter(opts: { now?: () => number; enabled?: boolean 
       const v = verdict(limit, w, t, weight);
       if (v.ok) w.count += weight;
       return v;
+    },
+    peek(limit, key, weight = 1) {
+      const t = now();
+      return verdict(limit, current(limit, key, t), t, weight);
     },
   };
 }

@@ -1,5 +1,5 @@
 /**
- * The EIP-712 messages of the storage protocol (D4, D6). One domain per gateway —
+ * The EIP-712 messages of the storage protocol (D4, D6, D22). One domain per gateway —
  * `{ name: "Stowage", version: "1", chainId, verifyingContract: <Proxy> }` — so a signature made
  * for one gateway is worthless at another.
  *
@@ -22,11 +22,43 @@ export const storageTypes = {
     { name: "action", type: "string" },
     { name: "payload", type: "string" },
   ],
+  // Bound to one file (its canonical Cid) and optionally expiring, so that a voucher seen in a
+  // log or a shared link reads that file once and nothing else of its payer's.
+  Voucher: [
+    { name: "seller", type: "address" },
+    { name: "size", type: "uint256" },
+    { name: "cid", type: "string" },
+    { name: "expires", type: "uint64" },
+  ],
+} as const;
+
+/** The voucher clients signed before vouchers named their file: never accepted, only recognised,
+ * so that an old client is told which type to sign instead of a bare refusal. */
+export const legacyVoucherTypes = {
   Voucher: [
     { name: "seller", type: "address" },
     { name: "size", type: "uint64" },
   ],
 } as const;
+
+type Fields = readonly { name: string; type: string }[];
+
+/** A message type without nested types as EIP-712 encodes it: `Voucher(address seller,…)`. */
+export const typeText = (name: string, fields: Fields) => `${name}(${fields.map((f) => `${f.type} ${f.name}`).join(",")})`;
+
+/** The voucher's type as error messages spell it, and the old one they name. */
+export const VOUCHER_TYPE_TEXT = typeText("Voucher", storageTypes.Voucher);
+export const LEGACY_VOUCHER_TYPE_TEXT = typeText("Voucher", legacyVoucherTypes.Voucher);
+
+export interface VoucherMessage {
+  seller: Address;
+  /** The payer's all-time count of bytes this voucher covers (D6). */
+  size: bigint;
+  /** The canonical Cid (CIDv1, base32) of the one file the transfer moves. */
+  cid: string;
+  /** Unix seconds after which it is refused; 0: never. */
+  expires: bigint;
+}
 
 export interface LoginMessage {
   did: string;
@@ -52,8 +84,7 @@ export const storageDomain = (chainId: number, proxy: Address): { name: "Stowage
 /** Hand-built EIP-712 digests (request-signer.ts, voucher-signer.ts) share these: the type hash of a
  * storageTypes message without nested types, spelled from its fields, and a gateway's constant
  * first 34 bytes of every digest's preimage, 0x1901 ‖ domainSeparator. */
-export const typeHashOf = (name: "Request" | "Voucher"): Uint8Array =>
-  keccak_256(new TextEncoder().encode(`${name}(${storageTypes[name].map((f) => `${f.type} ${f.name}`).join(",")})`));
+export const typeHashOf = (name: "Request" | "Voucher", fields: Fields = storageTypes[name]): Uint8Array => keccak_256(new TextEncoder().encode(typeText(name, fields)));
 
 export function digestPrefix(domain: TypedDataDomain): Uint8Array {
   const prefix = new Uint8Array(34);

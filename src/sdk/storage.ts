@@ -2,8 +2,8 @@
  * SDK: the storage middleware. Logs in with a private key (EIP-712, D4), keeps the session's
  * requestIDs, computes a file's D9 Cid and then streams it up as multipart (the signed Cid, the
  * payload, must come before the file part, D5; the gateway then hashes each byte once), signs a
- * fresh traffic voucher per transfer (D6), downloads with Range,
- * lists and deletes.
+ * fresh traffic voucher per transfer for the file it moves (D6, D22), downloads with Range,
+ * makes shareable links (a voucher in a URL), lists and deletes.
  *
  * @example
  *   const store = await connectStorage({ baseUrl: "https://gw.example", account })
@@ -12,6 +12,7 @@
  *   const res = await store.download("dfs", entry.Cid, { range: [0, 1023] })
  */
 import { bytesToHex, type Hex, type LocalAccount } from "viem";
+import { canonicalCid } from "../cid/canonical.ts";
 import { canonicalDid } from "../identity/did.ts";
 import { storageDomain, storageTypes } from "../identity/eip712.ts";
 import { discoverGateway, type GatewayInfo } from "./chain.ts";
@@ -95,6 +96,41 @@ export interface SizedSource {
 type Source = Blob | Uint8Array | string | SizedSource;
 
 const randomHex = (bytes: number): Hex => bytesToHex(crypto.getRandomValues(new Uint8Array(bytes)));
+
+/**
+ * What a link's voucher covers beyond its file, from the payer's count when it is made: a voucher
+ * is refused once the payer's all-time count passes its size, and the payer's own transfers after
+ * the link was made would otherwise leave it short. The room costs nothing: the voucher reads its
+ * one file once, so it never moves more than the file's bytes. Plus a random part, so that two
+ * links of one payer differ (each size is accepted once).
+ */
+const LINK_ROOM = 1n << 40n;
+const LINK_SPREAD = 1 << 30;
+
+/** `cid` as vouchers name it (canonical), or a TypeError before anything is signed or sent. */
+function fileCid(cid: string): string {
+  try {
+    return canonicalCid(cid);
+  } catch {
+    throw new TypeError(`not a Cid: ${JSON.stringify(cid)}`);
+  }
+}
+
+/** A shareable link to one file (`link`): its URL reads the file once, until `expires`. */
+export interface FileLink {
+  url: string;
+  kind: StorageKind;
+  /** The file's Cid, canonical. */
+  cid: string;
+  /** The file's size in bytes. */
+  bytes: number;
+  /** The voucher's cumulative size. */
+  size: bigint;
+  /** Unix seconds; 0: until it is used. */
+  expires: number;
+  /** Who pays the link's traffic: the key that signed it. */
+  payer: string;
+}
 
 /** A path is read with Bun.file on Bun (the command line passes paths); elsewhere the caller
  * passes a Blob or bytes, so the SDK carries no runtime-only import into Node or a browser. */
@@ -252,15 +288,25 @@ export async function connectStorage(opts: StorageOptions) {
    * when this client is not sure of it), plus this client's transfers still in flight, plus the
    * bytes; never the same size twice. The transfer's `end` must be called once it is over.
    */
-  async function voucher(bytes: number) {
+  async function voucher(bytes: number, cid: string) {
     const t = await traffic.begin(bytes);
     try {
-      const sign = await opts.account.signTypedData({ domain, types: storageTypes, primaryType: "Voucher", message: { seller: info.seller, size: t.size } });
+      const sign = await signVoucher(t.size, cid, 0);
       return { fields: { size: String(t.size), sign }, transfer: t };
     } catch (err) {
       t.end(0); // nothing was sent
       throw err;
     }
+  }
+
+  /** A voucher's signature (D22): `cid` is the file's Cid, canonical; `expires` unix seconds or 0. */
+  const signVoucher = (size: bigint, cid: string, expires: number) =>
+    opts.account.signTypedData({ domain, types: storageTypes, primaryType: "Voucher", message: { seller: info.seller, size, cid, expires: BigInt(expires) } });
+
+  /** A HEAD or refused download's answer as an error (a HEAD answer has no body to parse). */
+  async function refusal(res: Response): Promise<StorageApiError> {
+    const text = await res.text();
+    return new StorageApiError(res.status, text && res.headers.get("content-type")?.includes("json") ? (JSON.parse(text) as StorageApiError["body"]) : {});
   }
 
   async function buy(what: "buyspace" | "buytraffic", o: { size?: number; idempotencyKey?: string; kind?: StorageKind }) {
@@ -309,7 +355,11 @@ export async function connectStorage(opts: StorageOptions) {
     /** Signs a restricted call (D5) with this session's next requestID: for the signed calls of other APIs (the keys SDK, D18). */
     signRequest: signed,
 
-    trafficHash: async (size: number | bigint) => call<TrafficHashResult>(`/traffichash?size=${size}`, { headers: await auth() }),
+    /** GET /traffichash: the counter, and with `cid` the digest of a voucher of `size` for that file. */
+    trafficHash: async (size: number | bigint, o: { cid?: string; expires?: number } = {}) => {
+      const q = new URLSearchParams({ size: String(size), ...(o.cid !== undefined ? { cid: o.cid } : {}), ...(o.expires ? { expires: String(o.expires) } : {}) });
+      return call<TrafficHashResult>(`/traffichash?${q}`, { headers: await auth() });
+    },
 
     /**
      * Uploads a file (a Blob, bytes, or a path on disk) to `kind`; answers its entry.
@@ -320,7 +370,7 @@ export async function connectStorage(opts: StorageOptions) {
       const name = o.name ?? (typeof source === "string" ? (source.split("/").pop() as string) : blob instanceof File ? blob.name : "file");
       const payload = await cidOfStream(blob.stream());
       for (let attempt = 1; ; attempt++) {
-        const v = await voucher(blob.size);
+        const v = await voucher(blob.size, payload);
         let entry: FileEntry;
         try {
           const fields = { ...(await signed("upload", payload)), ...v.fields, ...(o.encryption ? { encryption: o.encryption } : {}) };
@@ -348,34 +398,42 @@ export async function connectStorage(opts: StorageOptions) {
       }
     },
 
-    /** Downloads by Cid; `range` is inclusive. Resolves with the Response to stream from. */
+    /**
+     * Downloads by Cid; `range` is inclusive. Resolves with the Response to stream from. A HEAD
+     * goes with the Bearer token instead of a voucher: it charges nothing and spends none.
+     */
     async download(kind: StorageKind, cid: string, o: { range?: [number, number]; size?: number; method?: "GET" | "HEAD" } = {}): Promise<Response> {
-      const bytes = o.range ? o.range[1] - o.range[0] + 1 : (o.size ?? (await this.sizeOf(kind, cid)));
       const headers: Record<string, string> = o.range ? { range: `bytes=${o.range[0]}-${o.range[1]}` } : {};
+      if (o.method === "HEAD") {
+        const res = await doFetch(`${base}/${kind}/${cid}`, { method: "HEAD", headers: { ...headers, ...(await auth()) } });
+        if (res.ok) return res;
+        throw await refusal(res);
+      }
+      // The voucher names the file in its canonical form, as the gateway reads the path's Cid.
+      const file = fileCid(cid);
+      const bytes = o.range ? o.range[1] - o.range[0] + 1 : (o.size ?? (await this.sizeOf(kind, cid)));
       // A delegate key reads for the DID it signs for: `did` names it (the owner's own key needs none).
       const forDid = opts.did ? `&did=${encodeURIComponent(did)}` : "";
       for (let attempt = 1; ; attempt++) {
-        const v = await voucher(o.method === "HEAD" ? 0 : bytes);
+        const v = await voucher(bytes, file);
         let res: Response;
         try {
-          res = await doFetch(`${base}/${kind}/${cid}?size=${v.fields.size}&sign=${v.fields.sign}${forDid}`, { method: o.method ?? "GET", headers });
+          res = await doFetch(`${base}/${kind}/${cid}?size=${v.fields.size}&sign=${v.fields.sign}${forDid}`, { method: "GET", headers });
         } catch (err) {
           v.transfer.end(undefined);
           throw err;
         }
         v.transfer.answered();
         if (res.ok) {
-          // A HEAD charges nothing; a body counts once read to its end (what the gateway sent).
-          if (o.method === "HEAD" || !res.body) {
+          // A body counts once read to its end (what the gateway sent).
+          if (!res.body) {
             v.transfer.end(0);
             return res;
           }
           return new Response(counted(res.body, { onEnd: v.transfer.end }), { status: res.status, statusText: res.statusText, headers: res.headers });
         }
         v.transfer.end(undefined);
-        // A HEAD answer has no body to parse.
-        const text = await res.text();
-        const err = new StorageApiError(res.status, text && res.headers.get("content-type")?.includes("json") ? (JSON.parse(text) as StorageApiError["body"]) : {});
+        const err = await refusal(res);
         // Parallel transfers of this client may reach the server (or its several gateways) in
         // another order than they were signed in: one signed later may be counted before this
         // one is accepted, leaving its voucher short. The server refused it before anything
@@ -387,8 +445,25 @@ export async function connectStorage(opts: StorageOptions) {
 
     /** The size of a readable file, from a HEAD (which charges nothing). */
     async sizeOf(kind: StorageKind, cid: string): Promise<number> {
-      const res = await this.download(kind, cid, { method: "HEAD", size: 0 });
+      const res = await this.download(kind, cid, { method: "HEAD" });
       return Number(res.headers.get("content-length"));
+    },
+
+    /**
+     * A link anyone can open (with a browser or curl) to read one readable file once, on this
+     * account's traffic, until `expires` (unix seconds; 0: until it is used). It is a voucher in
+     * a URL, signed here, and sent nowhere: whoever holds it may use it, so share it as a secret.
+     * `bytes` is the file's size when known (else a HEAD asks).
+     */
+    async link(kind: StorageKind, cid: string, o: { expires?: number; bytes?: number } = {}): Promise<FileLink> {
+      const file = fileCid(cid);
+      const expires = o.expires ?? 0;
+      if (!Number.isSafeInteger(expires) || expires < 0) throw new RangeError(`expires must be unix seconds or 0 (got ${expires})`);
+      const bytes = o.bytes ?? (await this.sizeOf(kind, file));
+      const size = (await counter()) + BigInt(bytes) + LINK_ROOM + BigInt(Math.floor(Math.random() * LINK_SPREAD));
+      const sign = await signVoucher(size, file, expires);
+      const q = new URLSearchParams({ size: String(size), sign, ...(expires ? { expires: String(expires) } : {}), ...(opts.did ? { did } : {}) });
+      return { url: `${base}/${kind}/${file}?${q}`, kind, cid: file, bytes, size, expires, payer: opts.account.address };
     },
 
     list: async (kind: StorageKind, page: { limit?: number; after?: number } = {}) => {

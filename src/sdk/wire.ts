@@ -39,9 +39,13 @@ export interface PurchaseResult {
   tx: `0x${string}`;
 }
 
-/** GET /traffichash (D6): the digest to sign for a voucher of `size`, and the payer's counter. */
+/** GET /traffichash: the payer's counter, and when asked with a `cid` the digest to sign for a
+ * voucher of `size` for that file (`cid` canonical, `expires` unix seconds or "0"). */
 export interface TrafficHashResult {
-  hash: `0x${string}`;
+  /** With `cid` only. */
+  hash?: `0x${string}`;
+  cid?: string;
+  expires?: string;
   seller: `0x${string}`;
   size: string;
   chainId: number;

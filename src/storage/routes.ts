@@ -17,7 +17,7 @@ import { parseRange } from "../http/range.ts";
 import { userContentHeaders } from "../http/user-content.ts";
 import { checkNotAccount, rememberedDids, requireCaller, type AccessTokens } from "../http/storage-guard.ts";
 import { parseDid } from "../identity/did.ts";
-import type { ReadableFile, Storage } from "./service.ts";
+import { REFUSED_PAYER_LIMIT, type FileHead, type HeadAccess, type ReadableFile, type Storage } from "./service.ts";
 import { CID } from "multiformats/cid";
 
 const isCid = (s: string) => {
@@ -37,7 +37,15 @@ const loginFields = {
   timestamp: t.Optional(t.Union([t.String(), t.Number()])),
   signature: t.Optional(t.String()),
 };
-const voucherQuery = t.Object({ size: t.Optional(t.String()), sign: t.Optional(t.String()) }, { additionalProperties: true });
+const voucherQuery = t.Object(
+  {
+    size: t.Optional(t.String({ description: "The payer's cumulative count of bytes the voucher covers" })),
+    sign: t.Optional(t.String({ description: "The payer's EIP-712 signature of Voucher(address seller,uint256 size,string cid,uint64 expires), cid being this path's Cid (CIDv1, base32)" })),
+    expires: t.Optional(t.String({ description: "The voucher's expiry in unix seconds, when it has one (absent: 0, none)" })),
+    did: t.Optional(t.String({ description: "The DID the payer reads for, when the payer is one of its keys" })),
+  },
+  { additionalProperties: true },
+);
 const typeParam = t.Object({ type: storageTypeParam });
 
 /** A download's body: bytes, not JSON (the schema documents; a Response is never validated). */
@@ -61,7 +69,7 @@ const onePart = (bytes: Uint8Array) =>
   });
 
 /** A download as HTTP: 416 for a range outside the file, headers alone for HEAD, else the bytes. */
-async function answerDownload(request: Request, file: ReadableFile): Promise<Response> {
+async function answerDownload(request: Request, file: FileHead & Partial<Pick<ReadableFile, "send">>): Promise<Response> {
   const headers: Record<string, string> = {
     // Type, attachment, nosniff and the sandbox: what every answer of user bytes carries.
     ...userContentHeaders({ name: file.name }),
@@ -83,7 +91,7 @@ async function answerDownload(request: Request, file: ReadableFile): Promise<Res
   headers["content-length"] = String(length);
   if (range) headers["content-range"] = `bytes ${range.start}-${range.end}/${file.size}`;
   const status = range ? 206 : 200;
-  if (request.method === "HEAD") return new Response(null, { status, headers });
+  if (request.method === "HEAD" || !file.send) return new Response(null, { status, headers });
   const body = await file.send(range);
   // A body read whole goes as a stream of its one part: new Response(bytes) copies the bytes
   // (≈ 0.1 ms and 7 % of a ranged GET's server samples); the listener sends that part as it is.
@@ -102,7 +110,17 @@ export const storageRoutes = (storage: Storage, guard: { tokens: AccessTokens; c
   const readDid = rememberedDids((did) => parseDid(did, guard.chainId));
   const caller = (request: Request) => requireCaller(request, guard.tokens, readDid);
   const download = async (request: Request, type: string, cid: string, query: Record<string, string | undefined>) =>
-    (await extra.trustless?.(request, type, cid, query)) ?? (type === "ipfs" ? await extra.path?.(request, query) : undefined) ?? answerDownload(request, await storage.download(type, cid, query));
+    (await extra.trustless?.(request, type, cid, query)) ?? (type === "ipfs" ? await extra.path?.(request, query) : undefined) ?? answerDownload(request, await storage.download(type, cid, query, requestClientKey(request)));
+  // A HEAD spends nothing, but tells a file's name and size only to whoever may read it (D22):
+  // with a Bearer token it asks for the account's own files, never the path gateway's public ones.
+  const head = async (request: Request, type: string, cid: string, query: Record<string, string | undefined>) => {
+    const access: HeadAccess = request.headers.has("authorization") ? { caller: () => caller(request) } : { voucher: query };
+    return (
+      (await extra.trustless?.(request, type, cid, query)) ??
+      (type === "ipfs" && !("caller" in access) ? await extra.path?.(request, query) : undefined) ??
+      answerDownload(request, await storage.head(type, cid, access, requestClientKey(request)))
+    );
+  };
   return new Elysia({ name: "storage" })
     .post(
       "/login",
@@ -131,12 +149,20 @@ export const storageRoutes = (storage: Storage, guard: { tokens: AccessTokens; c
       detail: { summary: "Login info of a DID's latest session", tags: ["storage"], ...access.public },
       response: { 200: loginInfo, ...storageErrors(400, 404) },
     })
-    .get("/traffichash", async ({ request, query }) => storage.trafficHash(await caller(request), query.size, query.payer), {
+    .get("/traffichash", async ({ request, query }) => storage.trafficHash(await caller(request), query), {
       query: t.Object({
-        size: t.Optional(t.String()),
+        size: t.Optional(t.String({ description: "The voucher's cumulative size in bytes" })),
+        cid: t.Optional(t.String({ maxLength: 200, description: "The Cid of the file the voucher reads or uploads; without it, only the counter is answered (no hash)" })),
+        expires: t.Optional(t.String({ maxLength: 24, description: "The voucher's expiry, unix seconds; 0 or absent for none" })),
         payer: t.Optional(t.String({ maxLength: 64, description: "Whose counter to answer: the account or one of its keys (a delegate, a console session key); default the account" })),
       }),
-      detail: { summary: "The EIP-712 digest of a traffic voucher for a cumulative size, with the payer's counter (what its vouchers have signed for so far)", tags: ["storage"], ...access.bearer },
+      detail: {
+        summary: "The EIP-712 digest of a traffic voucher Voucher(seller, size, cid, expires) for one file, with the payer's counter (what its vouchers have signed for so far)",
+        description:
+          "With cid (and optional expires), hash is the digest to sign, and cid and expires echo what it covers (cid in its canonical CIDv1 base32 form). Without cid, the answer carries the payer's counter (used, remaining) but no hash: a voucher always names the file it reads or uploads.",
+        tags: ["storage"],
+        ...access.bearer,
+      },
       response: { 200: trafficHashResult, ...storageErrors(400, 401) },
     })
     .post(
@@ -151,7 +177,9 @@ export const storageRoutes = (storage: Storage, guard: { tokens: AccessTokens; c
       parse: "none",
       params: typeParam,
       detail: {
-        summary: "Upload one file (multipart: did, token, requestID, payload, signature, size, sign, then file)",
+        summary: "Upload one file (multipart: did, token, requestID, payload, signature, size, sign, optional expires and cid, then file)",
+        description:
+          "The voucher (size, sign, expires when not 0) signs Voucher(seller, size, cid, expires) for the file's Cid: the payload when it is the Cid, else a cid field before the file part.",
         tags: ["storage"],
         ...access.upload,
       },
@@ -182,8 +210,9 @@ export const storageRoutes = (storage: Storage, guard: { tokens: AccessTokens; c
       params: t.Object({ type: t.String(), cid: t.String() }),
       query: voucherQuery,
       detail: {
-        summary:
-          "Download a file by Cid with a traffic voucher (size, sign); Range, HEAD, ETag. On /ipfs/<cid>, Accept application/vnd.ipld.raw or .car (or ?format=raw|car) asks the trustless gateway instead: public content, no voucher. On /ipfs/<cid> without a voucher, the path gateway answers: a public, free file (or a directory's listing) with Range and ETag; 404 for a CID not public here and 403 for one sold or for chosen readers, each saying how to read it with a voucher; a browser is sent to STOWAGE_GATEWAY_ORIGIN when it is set (301). Content the gateway blocks answers 410",
+        summary: "Download a file by Cid with a traffic voucher for that Cid (size, sign, expires); Range, HEAD, ETag",
+        description:
+          `The voucher signs Voucher(seller, size, cid, expires) for this path's Cid and is accepted once, before expires. A voucher for another file, an expired one, or one of the old Voucher(seller, size) type is refused. A client whose vouchers named a DID (did) for keys that may not sign for it ${REFUSED_PAYER_LIMIT.max} times in a minute is answered 429 for vouchers naming a DID by another key than its own address until the minute ends. HEAD answers the same headers and charges nothing, for an unspent voucher for this Cid (not spent by the HEAD) or the Bearer token of an account that may read the file. On /ipfs/<cid>, Accept application/vnd.ipld.raw or .car (or ?format=raw|car) asks the trustless gateway instead: public content, no voucher. On /ipfs/<cid> without a voucher, the path gateway answers: a public, free file (or a directory's listing) with Range and ETag; 404 for a CID not public here and 403 for one sold or for chosen readers, each saying how to read it with a voucher; a browser is sent to STOWAGE_GATEWAY_ORIGIN when it is set (301). Content the gateway blocks answers 410.`,
         tags: ["storage"],
         ...access.download,
       },
@@ -211,6 +240,6 @@ export const storageRoutes = (storage: Storage, guard: { tokens: AccessTokens; c
       }
       // Only a Cid makes a download; other segments (listobjects, space, …) are routes of their own.
       if (!isCid(cid)) return;
-      return download(request, type, cid, Object.fromEntries(url.searchParams));
+      return head(request, type, cid, Object.fromEntries(url.searchParams));
     });
 };

@@ -9,7 +9,7 @@
  *   const entry = await storage.upload(caller, storage.kind("dfs"), { declared, form: () => readFilePart(request) })
  */
 import { CID } from "multiformats/cid";
-import { getAddress, isAddress, type Address, type TypedDataDomain } from "viem";
+import { getAddress, isAddress, isAddressEqual, type Address, type TypedDataDomain } from "viem";
 import type { TokenService } from "../accounts/tokens.ts";
 import type { UserService } from "../accounts/users.ts";
 import { type Queryable, type Sql, together } from "../db/sql.ts";
@@ -26,7 +26,8 @@ import { cleanName, createFiles, fileEntry, type PublicSql } from "./files.ts";
 import { recordFile } from "./pending.ts";
 import { createSessions, type LoginInput, type SessionKeys } from "./sessions.ts";
 import { meterDownload, meterUpload } from "./transfer.ts";
-import { createVouchers } from "./vouchers.ts";
+import { createVouchers, oldVoucher, type SignedVoucher, type VoucherInput } from "./vouchers.ts";
+import { canonicalCid } from "../cid/canonical.ts";
 import type { Meter } from "../quota/meter.ts";
 import { createRateLimiter, type Limit } from "../http/rate-limit.ts";
 import type { SharedRateLimiter } from "../http/shared-rate-limit.ts";
@@ -60,15 +61,17 @@ export interface UploadInput {
   form: () => Promise<UploadForm>;
 }
 
-/** The query of a download: the traffic voucher (D6) and, for a delegate key, the DID it reads for. */
-export interface DownloadInput {
+/** The query of a download: the traffic voucher (D6, D22: `size`, `sign`, and `expires` when it
+ * is not 0) and, for a delegate key, the DID it reads for. */
+export interface DownloadInput extends VoucherInput {
   size?: string;
   sign?: string;
+  expires?: string;
   did?: string;
 }
 
-/** A file a download may read: what its headers tell, and `send` to move its bytes. */
-export interface ReadableFile {
+/** What a HEAD tells of a file a download may read: its headers. */
+export interface FileHead {
   name: string;
   cid: string;
   size: number;
@@ -76,6 +79,14 @@ export interface ReadableFile {
   encryption: string;
   /** The DID whose entry this read goes through (the owner's, for a grantee): whose share to ask for. */
   owner: string;
+}
+
+/** How a HEAD shows it may know a file (D22): an unspent voucher for that Cid, or the Bearer
+ * token of an account that may read it (asked for once the type and Cid are checked). */
+export type HeadAccess = { voucher: DownloadInput } | { caller: () => Promise<Caller> };
+
+/** A file a download may read: what its headers tell, and `send` to move its bytes. */
+export interface ReadableFile extends FileHead {
   /**
    * Accepts the voucher and holds the traffic for `range` (or the whole file), then answers its
    * bytes: read whole when small (a damaged chunk is then an error before any byte goes out),
@@ -113,9 +124,10 @@ export interface StorageDeps {
   denylist?: Pick<Denylist, "check" | "refuseUpload">;
   /** Hears of file bytes received (in) and sent (out), per back-end: the server's metrics. */
   onTransfer?: (backend: BackendKind, direction: "in" | "out", bytes: number) => void;
-  /** Rate limits of POST /login (per client address and per DID); on unless false. */
+  /** Rate limits of POST /login (per client address and per DID) and of refused voucher payers; on unless false. */
   rateLimits?: boolean;
   loginLimits?: typeof LOGIN_LIMITS;
+  refusedPayerLimit?: Limit;
   /** The shared database's counters (the account services' limiter), so the limits hold across gateways (D16). */
   loginLimiter?: Pick<SharedRateLimiter, "hit">;
   now?: () => number;
@@ -140,6 +152,32 @@ function expectedContent(payload: string): { kind: "sha256" | "cid"; value: stri
   return { kind: "cid", value: cid.toString() };
 }
 
+/**
+ * The Cid an upload's voucher names (D22): the payload when it is the Cid (what the SDK signs),
+ * else the `cid` field (before the file part) of an upload signed by its SHA-256; undefined when
+ * neither names one. Checked against the stored Cid when the upload ends.
+ */
+function voucherCidOf(expected: ReturnType<typeof expectedContent>, field: string | undefined): string | undefined {
+  if (field === undefined || field === "") return expected.kind === "cid" ? expected.value : undefined;
+  let cid: string;
+  try {
+    cid = canonicalCid(field);
+  } catch {
+    throw storageError.badRequest("cid must be the file's Cid");
+  }
+  if (expected.kind === "cid" && cid !== expected.value) throw storageError.badRequest("cid and payload name different files");
+  return cid;
+}
+
+/** A path's Cid in the form vouchers sign (D22); 400 when it is not one. */
+function pathCid(text: string): string {
+  try {
+    return canonicalCid(text);
+  } catch {
+    throw storageError.badRequest("not a Cid");
+  }
+}
+
 /** Downloads up to one chunk are read whole before they are answered (see `download`). */
 export const WHOLE_BODY_MAX = 1024 * 1024;
 
@@ -149,6 +187,15 @@ export const LOGIN_LIMITS = {
   perIp: { name: "did-login-ip", max: 60, windowMs: 60_000 },
   perDid: { name: "did-login-did", max: 60, windowMs: 60_000 },
 };
+
+/**
+ * Download vouchers per client whose payer a DID they name turned out not to have as a key. Each
+ * cost a registry lookup (only the registry knows a DID's delegates, and any signature recovers
+ * to some key), so past these a client's vouchers naming a DID for another key than its own
+ * address are refused without asking (429) until the window ends. A DID's delegates are refused
+ * almost never; a stranger sending random keys meets the limit at once.
+ */
+export const REFUSED_PAYER_LIMIT: Limit = { name: "voucher-payer-refused", max: 20, windowMs: 60_000 };
 
 /** A body read whole: one part (what dfs gives for up to a chunk) is the body as it is, more are
  * copied once into one buffer (Bun.readableStreamToBytes always copied: ≈ 14 % of a ranged GET's
@@ -178,6 +225,10 @@ export function createStorage(deps: StorageDeps) {
    * (D21: the registry says which, now; the DID's own address is one of them only while it owns the
    * DID). The resolver's cache makes this a map lookup on the hot path.
    */
+  // Per gateway, in memory: the limits of reads (the login limits count in the shared database
+  // when there is one, see `hit`).
+  const memoryLimiter = createRateLimiter({ enabled: deps.rateLimits !== false, now: deps.now });
+  const refusedPayerLimit = deps.refusedPayerLimit ?? REFUSED_PAYER_LIMIT;
   const paysFor = async (who: Did, key: Address) => (await deps.resolver.canSign(who, key)) || ((await deps.sessionKeys?.allows(who, key, "voucher")) ?? false);
   const vouchers = createVouchers({ sql, domain: deps.domain, seller: deps.seller, now: deps.now });
   const files = createFiles(sql, deps.now, deps.publicSql);
@@ -233,9 +284,20 @@ export function createStorage(deps: StorageDeps) {
       // A Cid signed as the payload names the content before its bytes come: refused unread.
       if (expected.kind === "cid") deps.denylist?.refuseUpload(expected.value);
       const request = await sessions.verify({ ...part.fields, payload }, "upload", who.did);
-      const voucher = await vouchers.payerOf(part.fields);
+      // An old client's voucher names no file: told what to sign now when its signer pays for the DID.
+      const refuseOld = async () => {
+        const legacy = vouchers.legacyPayerOf(part.fields);
+        if (legacy && (await paysFor(who.did, legacy))) throw oldVoucher();
+      };
+      const voucherCid = voucherCidOf(expected, part.fields.cid);
+      if (voucherCid === undefined) {
+        await refuseOld();
+        throw storageError.badRequest("a voucher names the file's Cid: sign the payload as the file's CIDv1, or send the Cid in a cid field before the file");
+      }
+      const voucher = await vouchers.payerOf(part.fields, voucherCid);
       if (!(await paysFor(who.did, voucher.payer))) {
-        throw storageError.address("the voucher's payer is not the Bearer account or one of its keys");
+        await refuseOld();
+        throw storageError.address("the voucher's payer is not the Bearer account or one of its keys (a voucher signs the Cid of the file it uploads)");
       }
       // Not claimed yet (see above): what it allows now, or its refusal before the body is read.
       const offered = await vouchers.peek(voucher);
@@ -259,6 +321,10 @@ export function createStorage(deps: StorageDeps) {
       if (expected.kind === "sha256" ? meter.sha256() !== expected.value : pending.cid !== expected.value) {
         await pending.abort();
         throw storageError.badRequest(`payload does not match the file's ${expected.kind === "sha256" ? "SHA-256" : "Cid"}: nothing was kept`);
+      }
+      if (pending.cid !== voucherCid) {
+        await pending.abort();
+        throw storageError.badRequest(`the voucher names the Cid ${voucherCid}, but the file's is ${pending.cid}: nothing was kept`);
       }
       // The file row's transaction (recordFile documents its order): the content's rows, both
       // claims (a refused one answers for the upload; each decides by a conditional insert, the
@@ -316,31 +382,119 @@ export function createStorage(deps: StorageDeps) {
   }
 
   /**
-   * A file `voucher`'s payer may read (spec 4.1 row 8): 517 without a voucher, 400 for a bad Cid,
-   * 403 when neither the payer (or the DID it signs for) nor a grant reads it, 404 when the content
-   * is gone. Nothing is charged until `send`.
+   * Per client, the (DID, key) pairs a voucher naming a DID is being looked up for now: each counts
+   * as a refusal until it is answered, so a burst of parallel requests cannot pass the limit before
+   * the first refusal is counted. One key's parallel requests share one lookup (the resolver's)
+   * and count once, so a delegate's parallel downloads are never held back.
    */
-  async function download(kind: string, cidText: string, voucher: DownloadInput): Promise<ReadableFile> {
-    const b = backend(kind);
-    let parsed: string | undefined;
+  const asking = new Map<ClientKey, Map<string, number>>();
+
+  /** `checkPayer` for a key other than the DID's own address (which a voucher naming the DID
+   * claims is a delegate), within the client's limit of refused ones (`REFUSED_PAYER_LIMIT`). */
+  async function checkDelegate(who: Did, payer: Address, from: ClientKey) {
+    const pair = `${who.address}:${payer}`;
+    const mine = asking.get(from) ?? new Map<string, number>();
+    const others = mine.size - (mine.has(pair) ? 1 : 0);
+    const room = memoryLimiter.peek(refusedPayerLimit, from, others + 1);
+    if (!room.ok) throw storageError.rateLimited(room.retryAfter);
+    mine.set(pair, (mine.get(pair) ?? 0) + 1);
+    asking.set(from, mine);
     try {
-      parsed = CID.parse(cidText).toV1().toString();
-    } catch {
-      parsed = undefined;
+      await checkPayer(who, payer, true);
+    } catch (err) {
+      if (err instanceof StorageError && err.status === 403) memoryLimiter.hit(refusedPayerLimit, from);
+      throw err;
+    } finally {
+      const left = (mine.get(pair) ?? 1) - 1;
+      if (left > 0) mine.set(pair, left);
+      else mine.delete(pair);
+      if (mine.size === 0 && asking.get(from) === mine) asking.delete(from);
     }
-    // Blocked content answers 410 whoever asks, before any voucher is looked at or spent.
-    if (parsed !== undefined) deps.denylist?.check(parsed, "download");
-    const { payer, size } = await vouchers.payerOf(voucher);
-    if (parsed === undefined) throw storageError.badRequest("not a Cid");
-    const cid = parsed;
-    const who = claimedReader(payer, voucher.did);
-    const reader = who.address;
-    const row = await readableRow(reader, b.kind, cid);
-    if (!row) throw storageError.forbidden("Permission denied: this voucher's payer may not read this file");
-    await checkPayer(who, payer, voucher.did !== undefined && voucher.did !== "");
+  }
+
+  /**
+   * Whether `input`, read as the old two-field voucher, is signed by the very address that reads
+   * `cid` (its own DID's, or the DID it names): an old client's voucher, refused with what to sign
+   * now rather than as a stranger's. Only that address: any signature recovers to some key, so a
+   * stranger's voucher naming another DID would otherwise buy a registry read for a random key on
+   * each request. An old client signing with a delegate key is refused as a stranger is.
+   */
+  async function readsAsLegacy(input: DownloadInput, kind: BackendKind, cid: string): Promise<boolean> {
+    const legacy = vouchers.legacyPayerOf(input);
+    if (!legacy) return false;
+    try {
+      const who = claimedReader(legacy, input.did);
+      if (!isAddressEqual(who.address, legacy)) return false;
+      return (await readableRow(who.address, kind, cid)) !== undefined && (await paysFor(who, legacy));
+    } catch {
+      return false;
+    }
+  }
+
+  /**
+   * The entry a voucher's payer reads `cid` through, and for whom: 403 when neither the payer (or
+   * the DID it signs for) nor a grant reads it — which is also where a voucher signed for another
+   * file ends, its signature recovering some other key — or when the payer may not act for that
+   * DID now; 517 for the old voucher type (its signer could read the file).
+   */
+  async function readableBy(voucher: SignedVoucher, input: DownloadInput, kind: BackendKind, cid: string, from: ClientKey) {
+    try {
+      const who = claimedReader(voucher.payer, input.did);
+      const row = await readableRow(who.address, kind, cid);
+      if (!row) throw storageError.forbidden("Permission denied: this voucher's payer may not read this file (a voucher reads only the file whose Cid it signs)");
+      // Another key than the DID's own address: only the registry can tell, at a lookup each.
+      if (isAddressEqual(who.address, voucher.payer)) await checkPayer(who, voucher.payer, input.did !== undefined && input.did !== "");
+      else await checkDelegate(who, voucher.payer, from);
+      return { reader: who.address, row };
+    } catch (err) {
+      if (err instanceof StorageError && err.status === 403 && (await readsAsLegacy(input, kind, cid))) throw oldVoucher();
+      throw err;
+    }
+  }
+
+  /** What a HEAD and a download answer in their headers; 404 when the content is gone. */
+  async function headOf(b: Backend, cid: string, row: { name: string; encryption: string; did: string }): Promise<FileHead> {
     const stat = await b.stat(cid);
     if (!stat) throw storageError.notFound("File not found");
-    const total = stat.size;
+    return { name: row.name, cid, size: stat.size, encryption: row.encryption, owner: row.did };
+  }
+
+  /**
+   * HEAD of a download (D22): the headers alone, for an unspent voucher for this very Cid (peeked,
+   * never claimed: the same voucher then buys the GET) or the Bearer token of an account that may
+   * read the file. Nothing is charged either way.
+   */
+  async function head(kind: string, cidText: string, access: HeadAccess, from: ClientKey): Promise<FileHead> {
+    const b = backend(kind);
+    const cid = pathCid(cidText);
+    deps.denylist?.check(cid, "download");
+    if ("caller" in access) {
+      const who = await access.caller();
+      const row = await readableRow(who.did.address, b.kind, cid);
+      if (!row) throw storageError.forbidden("Permission denied: this account may not read this file");
+      return headOf(b, cid, row);
+    }
+    const voucher = await vouchers.payerOf(access.voucher, cid);
+    const { row } = await readableBy(voucher, access.voucher, b.kind, cid, from);
+    await vouchers.peek(voucher);
+    return headOf(b, cid, row);
+  }
+
+  /**
+   * A file `voucher`'s payer may read (spec 4.1 row 8): 400 for a bad Cid, 517 without a voucher
+   * (or with one of the old type), 403 once it expired or when neither the payer (or the DID it
+   * signs for) nor a grant reads it, 404 when the content is gone. Nothing is charged until `send`.
+   */
+  async function download(kind: string, cidText: string, voucher: DownloadInput, from: ClientKey): Promise<ReadableFile> {
+    const b = backend(kind);
+    const cid = pathCid(cidText);
+    // Blocked content answers 410 whoever asks, before any voucher is looked at or spent.
+    deps.denylist?.check(cid, "download");
+    const signed = await vouchers.payerOf(voucher, cid);
+    const { payer, size } = signed;
+    const { reader, row } = await readableBy(signed, voucher, b.kind, cid, from);
+    const file = await headOf(b, cid, row);
+    const total = file.size;
 
     async function send(range?: ByteRange) {
       const length = range ? range.end - range.start + 1 : total;
@@ -417,7 +571,7 @@ export function createStorage(deps: StorageDeps) {
       deps.onTransfer?.(b.kind, "out", length);
       return bytes;
     }
-    return { name: row.name, cid, size: total, encryption: row.encryption, owner: row.did, send };
+    return { ...file, send };
   }
 
   async function list(who: Caller, kind: BackendKind, page: { limit?: string; after?: string }): Promise<FileList> {
@@ -463,7 +617,6 @@ export function createStorage(deps: StorageDeps) {
   }
 
   // In memory only without a shared limiter (one gateway) or with the limits off.
-  const memoryLimiter = createRateLimiter({ enabled: deps.rateLimits !== false, now: deps.now });
   const hit = async (limit: Limit, key: string) => (deps.rateLimits !== false && deps.loginLimiter ? deps.loginLimiter.hit(limit, key) : memoryLimiter.hit(limit, key));
 
   /**
@@ -491,16 +644,17 @@ export function createStorage(deps: StorageDeps) {
    * of the account's keys (a delegate, a console session key, D19): each signer has a counter of
    * its own (D6), and a client signing from the account's counter would sign short vouchers.
    */
-  async function trafficHash(who: Caller, size: unknown, payer?: string): Promise<TrafficHashResult> {
-    if (payer === undefined || payer === "") return vouchers.hashFor(who.did.address, size);
+  async function trafficHash(who: Caller, query: { size?: unknown; cid?: unknown; expires?: unknown; payer?: string }): Promise<TrafficHashResult> {
+    const { payer } = query;
+    if (payer === undefined || payer === "") return vouchers.hashFor(who.did.address, query);
     if (!isAddress(payer, { strict: false })) throw storageError.badRequest("payer must be an address");
     const key = getAddress(payer);
     // A key that may not sign for the DID is refused as its signed calls are (D4: 401).
     if (!(await paysFor(who.did, key))) throw storageError.unauthorized("payer is not the DID's owner, a valid delegate or a granted session key");
-    return vouchers.hashFor(key, size);
+    return vouchers.hashFor(key, query);
   }
 
-  return { kind, upload, download, list, remove, login, loginInfo: sessions.info, trafficHash, files, vouchers };
+  return { kind, upload, head, download, list, remove, login, loginInfo: sessions.info, trafficHash, files, vouchers };
 }
 
 export type Storage = ReturnType<typeof createStorage>;

@@ -1,11 +1,15 @@
 /**
- * Traffic vouchers (D6). A voucher `Voucher(seller, size)` signed by the payer authorises a
- * cumulative count of bytes moved at this seller. Each (payer, size) is accepted once; a transfer
+ * Traffic vouchers (D6, D22). A voucher `Voucher(seller, size, cid, expires)` signed by the payer
+ * authorises a cumulative count of bytes moved at this seller, for the one file whose Cid it names
+ * and until `expires` (unix seconds; 0: no end). Each (payer, size) is accepted once; a transfer
  * may move up to `size − used` bytes, `used` being the payer's all-time count when the voucher
  * was accepted. Bytes really moved are added to the count when the transfer ends.
  *
+ * The Cid is not a field of the request: it is the file the transfer moves, so a voucher signed
+ * for another file recovers some other key, which may read nothing.
+ *
  * @example
- *   const v = await vouchers.accept(await vouchers.payerOf({ size, sign }), length)
+ *   const v = await vouchers.accept(await vouchers.payerOf({ size, sign, expires }, cid), length)
  *   … stream …
  *   await vouchers.settle(v, sentBytes)
  *
@@ -16,8 +20,9 @@ import { bytesToHex, getAddress, type Address, type TypedDataDomain } from "viem
 import type { Queryable, Sql } from "../db/sql.ts";
 import { storageError } from "../http/errors.ts";
 import { wholeBytes } from "../http/params.ts";
-import { isSignature } from "../identity/eip712.ts";
-import { voucherDigest, voucherSigner } from "../identity/voucher-signer.ts";
+import { canonicalCid } from "../cid/canonical.ts";
+import { isSignature, LEGACY_VOUCHER_TYPE_TEXT, UINT64_MAX, VOUCHER_TYPE_TEXT } from "../identity/eip712.ts";
+import { legacyVoucherSigner, voucherDigest, voucherSigner } from "../identity/voucher-signer.ts";
 
 /** The payer's all-time count, 0 before its first transfer: an expression on `$1`. */
 const USED_BY = "COALESCE((SELECT used FROM voucher_counters WHERE payer = $1), 0)";
@@ -47,6 +52,37 @@ function allowanceOf(size: number, used: number, needs?: number): number {
 
 const usedUp = () => storageError.quota("this voucher was already used: sign a new one (GET /traffichash)");
 
+/** What a voucher's query (or an upload's fields) carries: the spec's `size` and `sign`, and
+ * `expires` when it is not 0. */
+export interface VoucherInput {
+  size?: unknown;
+  sign?: unknown;
+  expires?: unknown;
+}
+
+/** `expires` as sent: absent or empty is 0 (no end); else unix seconds, a uint64. */
+function expiryOf(raw: unknown): bigint | undefined {
+  if (raw === undefined || raw === "") return 0n;
+  const s = String(raw).trim();
+  if (!/^\d{1,20}$/.test(s)) return undefined;
+  const n = BigInt(s);
+  return n <= UINT64_MAX ? n : undefined;
+}
+
+/** The refusal of a voucher of the old type, which names no file: what to sign instead. */
+export const oldVoucher = () =>
+  storageError.address(
+    `Address parameter missing or invalid: this voucher is of the old type ${LEGACY_VOUCHER_TYPE_TEXT}, which is no longer accepted because it names no file. Sign ${VOUCHER_TYPE_TEXT} instead: cid is the file's Cid (CIDv1, base32), expires unix seconds or 0, and the query adds expires when it is not 0 (GET /traffichash?size=…&cid=… answers the digest); update the client`,
+  );
+
+/** A voucher's terms as the gateway checks them: its payer, and what it covers. */
+export interface SignedVoucher {
+  payer: Address;
+  size: number;
+  /** Unix seconds; 0: no end. */
+  expires: bigint;
+}
+
 export interface AcceptedVoucher {
   payer: Address;
   size: number;
@@ -65,15 +101,30 @@ export function createVouchers({ sql, domain, seller, now = Date.now }: { sql: S
   const usedBy = (payer: string) => usedIn(sql, payer);
   // viem's recoverTypedDataAddress at ≈ 55% of its CPU (it was ≈ 1 ms of a ranged GET).
   const signerOf = voucherSigner(domain, seller);
+  const legacySignerOf = legacyVoucherSigner(domain, seller);
   const digestOf = voucherDigest(domain, seller);
 
-  /** GET /traffichash: the digest to sign for `size`, with the payer's counter. */
-  async function hashFor(payer: Address, rawSize: unknown) {
-    const size = wholeBytes(rawSize);
+  /**
+   * GET /traffichash: the payer's counter, and with `cid` the digest to sign for `size`, that
+   * Cid and `expires`. Without a Cid there is no voucher to hash (each names its file): the
+   * counter alone is answered, as clients that sign their own digests ask for it.
+   */
+  async function hashFor(payer: Address, query: { size?: unknown; cid?: unknown; expires?: unknown }) {
+    const size = wholeBytes(query.size);
     if (size === undefined) throw storageError.badRequest("size must be a whole number of bytes");
+    const expires = expiryOf(query.expires);
+    if (expires === undefined) throw storageError.badRequest("expires must be unix seconds (a uint64), or 0 for none");
+    let cid: string | undefined;
+    if (query.cid !== undefined && query.cid !== "") {
+      try {
+        cid = canonicalCid(String(query.cid));
+      } catch {
+        throw storageError.badRequest("cid must be the Cid of the file the voucher reads or uploads");
+      }
+    }
     const used = await usedBy(getAddress(payer));
     return {
-      hash: bytesToHex(digestOf(BigInt(size))),
+      ...(cid !== undefined ? { hash: bytesToHex(digestOf({ size: BigInt(size), cid, expires })), cid, expires: String(expires) } : {}),
       seller,
       size: String(size),
       chainId: Number(domain.chainId),
@@ -83,14 +134,35 @@ export function createVouchers({ sql, domain, seller, now = Date.now }: { sql: S
     };
   }
 
-  /** The payer of a voucher; 517 when it is missing or cannot be recovered. */
-  async function payerOf(input: { size?: unknown; sign?: unknown }): Promise<{ payer: Address; size: number }> {
+  /**
+   * The payer of a voucher for the file `cid` (canonical): 517 when it is missing or cannot be
+   * recovered, 403 once it expired (checked before any curve work). A voucher signed for another
+   * file, or of the old type, recovers some other key: the caller finds that key may not act.
+   */
+  async function payerOf(input: VoucherInput, cid: string): Promise<SignedVoucher> {
     const size = wholeBytes(input.size);
     if (size === undefined || !isSignature(input.sign)) throw storageError.address("Address parameter missing or invalid: size and sign (a voucher) are required");
+    const expires = expiryOf(input.expires);
+    if (expires === undefined) throw storageError.address("Address parameter missing or invalid: expires must be unix seconds, as the voucher signs it");
+    if (expires !== 0n && BigInt(Math.floor(now() / 1000)) >= expires) {
+      throw storageError.forbidden(`Permission denied: this voucher expired at ${new Date(Number(expires) * 1000).toISOString()}: ask its payer for a new one`);
+    }
     try {
-      return { payer: signerOf(BigInt(size), input.sign), size };
+      return { payer: signerOf({ size: BigInt(size), cid, expires }, input.sign), size, expires };
     } catch {
       throw storageError.address("Address parameter missing or invalid: the voucher signature cannot be recovered");
+    }
+  }
+
+  /** Whom `input` would name as its payer were it the old two-field voucher; undefined when it
+   * cannot be one. Asked only once a voucher is refused, to tell an old client what changed. */
+  function legacyPayerOf(input: VoucherInput): Address | undefined {
+    const size = wholeBytes(input.size);
+    if (size === undefined || !isSignature(input.sign) || (input.expires !== undefined && input.expires !== "")) return undefined;
+    try {
+      return legacySignerOf(BigInt(size), input.sign);
+    } catch {
+      return undefined;
     }
   }
 
@@ -150,7 +222,7 @@ export function createVouchers({ sql, domain, seller, now = Date.now }: { sql: S
     await q.run(UNCLAIM, [v.payer, v.size]);
   }
 
-  return { hashFor, payerOf, claim, accept, peek, claimPeeked, settle, refund, usedBy };
+  return { hashFor, payerOf, legacyPayerOf, claim, accept, peek, claimPeeked, settle, refund, usedBy };
 }
 
 export type Vouchers = ReturnType<typeof createVouchers>;

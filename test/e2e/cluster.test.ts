@@ -224,8 +224,8 @@ describe("three gateways, one service", () => {
     const file = await store.upload("dfs", new TextEncoder().encode("twenty bytes of text"), { name: "v.txt" });
     const { used } = await store.trafficHash(0);
     const size = BigInt(used) + 20n;
-    const { hash } = await store.trafficHash(size);
-    const sign = await account.sign({ hash });
+    const { hash } = await store.trafficHash(size, { cid: file.Cid });
+    const sign = await account.sign({ hash: hash as NonNullable<typeof hash> });
     const atA = await fetch(`${A.url}/dfs/${file.Cid}?size=${size}&sign=${sign}`);
     expect(atA.status).toBe(200);
     expect(await atA.text()).toBe("twenty bytes of text");

@@ -333,3 +333,15 @@ describe("the site origin (STOWAGE_GATEWAY_ORIGIN)", () => {
     expect((await sites.app.handle(new Request("https://gw.sites.test/v2/auth/me"))).status).toBe(404);
   });
 });
+
+test("a HEAD on /ipfs/<cid> with its owner's Bearer token tells a private file's headers; without one the path gateway knows nothing of it", async () => {
+  const bytes = randomBytes(3_000);
+  const entry = await owner.store.upload("ipfs", bytes, { name: "private.bin" });
+  const withToken = await get(`/ipfs/${entry.Cid}`, { method: "HEAD", headers: { authorization: `Bearer ${owner.store.accessToken}` } });
+  expect(withToken.status).toBe(200);
+  expect(withToken.headers.get("content-length")).toBe(String(bytes.length));
+  expect(withToken.headers.get("content-disposition")).toContain("private.bin");
+  const bare = await get(`/ipfs/${entry.Cid}`, { method: "HEAD" });
+  expect(bare.status).toBe(404);
+  expect(bare.headers.get("content-disposition")).toBeNull();
+});

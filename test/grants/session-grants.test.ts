@@ -23,6 +23,7 @@ import { replacePayload } from "../../src/sdk/encryption.ts";
 import { GRANT_STATEMENT, grantSessionKey, sessionGrantMessage, sessionGrantsClient, sessionKeyUri, type GrantAbility } from "../../src/sdk/grants.ts";
 import { encodeRecap, recapStatement } from "../../src/sdk/recap.ts";
 import { connectStorage } from "../../src/sdk/storage.ts";
+import { cidOfStream } from "../../src/sdk/cid.ts";
 import { createSessions, openSession } from "../../src/storage/sessions.ts";
 import { appFetch, get, postJson, readJson, type Json } from "../support/app.ts";
 import { BASE, newToken, type Session, testGateway } from "../support/storage.ts";
@@ -103,7 +104,7 @@ async function upload(s: Session, requestID: number, bytes = crypto.getRandomVal
 
 async function download(s: Session, key: LocalAccount, cid: string, bytes: number, kind = "dfs") {
   const size = (await gw.storage!.vouchers.usedBy(key.address)) + bytes + 1;
-  const sign = await gw.sign.voucher(key, size);
+  const sign = await gw.sign.voucher(key, size, cid);
   return gw.app.handle(get(`/${kind}/${cid}?size=${size}&sign=${sign}&did=${encodeURIComponent(s.did)}`));
 }
 
@@ -167,7 +168,7 @@ describe("a granted session key", () => {
     const bytes = crypto.getRandomValues(new Uint8Array(1500));
     // An upload carries a voucher too: the owner signs that one, the key the request.
     const size = (await gw.storage!.vouchers.usedBy(s.account.address)) + bytes.byteLength + 1;
-    const up = await gw.app.handle(await gw.uploadRequest(k, { requestID: 1, bytes, fields: { size: String(size), sign: await gw.sign.voucher(s.account, size) } }));
+    const up = await gw.app.handle(await gw.uploadRequest(k, { requestID: 1, bytes, fields: { size: String(size), sign: await gw.sign.voucher(s.account, size, await cidOfStream(new Blob([bytes]).stream())) } }));
     expect(up.status).toBe(200);
     const entry: Json = await readJson(up);
     await refusal(await remove(k, 2, entry.ID), 401, /live grant for this/);

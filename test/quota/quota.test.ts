@@ -160,7 +160,7 @@ describe("enforcement", () => {
     const file = await client.upload("dfs", random(5_000), { name: "v.bin" });
     const before = (await client.traffic()).SizeByte;
     const size = BigInt(before) + 1_000_000n;
-    const sign = await gw.sign.voucher(account, size);
+    const sign = await gw.sign.voucher(account, size, file.Cid);
     const url = `/dfs/${file.Cid}?size=${size}&sign=${sign}`;
     expect((await gw.app.handle(get(url))).status).toBe(200);
     expect((await gw.app.handle(get(url))).status).toBe(402); // the same voucher again
@@ -179,7 +179,7 @@ describe("enforcement", () => {
     const traffic = (await client.traffic()).SizeByte;
     const counted = await gw.storage?.vouchers.usedBy(account.address);
     const size = BigInt(counted ?? 0) + 1_000_000n;
-    const sign = await gw.sign.voucher(account, size);
+    const sign = await gw.sign.voucher(account, size, file.Cid);
     // The same voucher each time: a failed read leaves it unused.
     for (const range of [undefined, "bytes=10-99", "bytes=0-4999"]) {
       const res = await gw.app.handle(new Request(`${BASE}/dfs/${file.Cid}?size=${size}&sign=${sign}`, { headers: range ? { range } : {} }));

@@ -30,10 +30,10 @@ const { account } = await gw.user({ login: false });
 const store = await connectStorage({ baseUrl: `http://127.0.0.1:${server.port}`, account });
 await store.login();
 const used = async (a: LocalAccount) => (await gw.storage?.vouchers.usedBy(a.address)) ?? 0;
-/** A download path with a fresh voucher for `bytes` (HEAD needs one too, but uses nothing). */
+/** A download path with a fresh voucher for `bytes` (HEAD needs an unspent one too, but spends nothing). */
 async function path(kind: string, cid: string, bytes: number) {
   const size = (await used(account)) + bytes + 1 + Math.floor(Math.random() * 1_000_000);
-  return `/${kind}/${cid}?size=${size}&sign=${await gw.sign.voucher(account, size)}`;
+  return `/${kind}/${cid}?size=${size}&sign=${await gw.sign.voucher(account, size, cid)}`;
 }
 
 describe.each(["dfs", "ipfs"] as const)("%s downloads on the wire", (kind) => {

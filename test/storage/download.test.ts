@@ -24,10 +24,10 @@ const CID = onDfs.Cid;
 
 const used = async (account: LocalAccount) => (await gw.storage?.vouchers.usedBy(account.address)) ?? 0;
 
-/** A voucher for `bytes` more than `account` has used, distinct from any other. */
-async function voucher(account: LocalAccount, bytes: number) {
+/** A voucher for `bytes` more than `account` has used, distinct from any other, for the file `cid`. */
+async function voucher(account: LocalAccount, bytes: number, cid = CID) {
   const size = (await used(account)) + bytes + 1 + Math.floor(Math.random() * 1_000_000);
-  return { size: String(size), sign: await gw.sign.voucher(account, size) };
+  return { size: String(size), sign: await gw.sign.voucher(account, size, cid) };
 }
 
 function download(kind: string, cid: string, v: { size?: string; sign?: string }, o: { method?: string; range?: string } = {}) {
@@ -90,7 +90,7 @@ describe("a whole file", () => {
     for (const [name, [text, type]] of Object.entries(files)) {
       const e = await client.upload(kind, new TextEncoder().encode(`${text}<!-- ${Math.random()} -->`), { name });
       for (const method of ["GET", "HEAD"]) {
-        const res = await download(kind, e.Cid, await voucher(account, e.Size), { method });
+        const res = await download(kind, e.Cid, await voucher(account, e.Size, e.Cid), { method });
         expect(res.status).toBe(200);
         expect({ name, method, headers: Object.fromEntries(res.headers) }).toMatchObject({
           name,
@@ -239,17 +239,17 @@ describe("who may read", () => {
   test("a voucher too small for the transfer → 402, and nothing is counted", async () => {
     const size = (await used(owner.account)) + SIZE - 1;
     const before = await used(owner.account);
-    const res = await download("dfs", CID, { size: String(size), sign: await gw.sign.voucher(owner.account, size) });
+    const res = await download("dfs", CID, { size: String(size), sign: await gw.sign.voucher(owner.account, size, CID) });
     expect(res.status).toBe(402);
     expect((await used(owner.account))).toBe(before);
     // The same voucher covers a smaller range.
-    expect((await download("dfs", CID, { size: String(size), sign: await gw.sign.voucher(owner.account, size) }, { range: "bytes=0-99" })).status).toBe(206);
+    expect((await download("dfs", CID, { size: String(size), sign: await gw.sign.voucher(owner.account, size, CID) }, { range: "bytes=0-99" })).status).toBe(206);
   });
 
   test("not a Cid → 400; a Cid nobody stores here → 403", async () => {
-    const v = await voucher(owner.account, 10);
-    expect((await download("dfs", "not-a-cid", v)).status).toBe(400);
-    expect((await download("dfs", "bafkreiaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", v)).status).toBe(403);
+    expect((await download("dfs", "not-a-cid", await voucher(owner.account, 10))).status).toBe(400);
+    const nowhere = "bafkreiaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+    expect((await download("dfs", nowhere, await voucher(owner.account, 10, nowhere))).status).toBe(403);
   });
 
   test("the other back-end's file of the same owner is read with its own kind", async () => {
@@ -290,7 +290,7 @@ test("a download by an SDK client acting with a delegate key (its vouchers name 
   expect(await (await client.download("dfs", CID)).arrayBuffer()).toEqual(bytes.buffer);
   // Naming a DID the payer is no key of, or a malformed one, does not open anything.
   const other = await gw.chain.anvil.newAccount();
-  const q = async (did: string) => `size=${(await used(other)) + 10}&sign=${await gw.sign.voucher(other, (await used(other)) + 10)}&did=${encodeURIComponent(did)}`;
+  const q = async (did: string) => `size=${(await used(other)) + 10}&sign=${await gw.sign.voucher(other, (await used(other)) + 10, CID)}&did=${encodeURIComponent(did)}`;
   expect((await gw.app.handle(get(`/dfs/${CID}?${await q(owner.client.did)}`, { headers: { range: "bytes=0-9" } }))).status).toBe(403);
   expect((await gw.app.handle(get(`/dfs/${CID}?${await q("did:ethr:0x1:0x12")}`, { headers: { range: "bytes=0-9" } }))).status).toBe(400);
   // The SDK's errors on HEAD are StorageApiErrors too (a HEAD answer has no body to parse).
@@ -303,4 +303,15 @@ test("HEAD of a segment that is not a Cid goes to its own route, not to a downlo
   expect(res.status).toBe(200);
   const noToken = await gw.app.handle(get("/dfs/delete?id=1", { method: "HEAD" }));
   expect(noToken.status).toBe(401); // delete's Bearer guard, not a download's 517
+});
+
+test("a HEAD on /ipfs/<cid> with its owner's Bearer token tells the private file's headers; without a token or voucher it tells nothing", async () => {
+  const url = `${BASE}/ipfs/${onIpfs.Cid}`;
+  const withToken = await gw.app.handle(new Request(url, { method: "HEAD", headers: { authorization: `Bearer ${owner.client.accessToken}` } }));
+  expect(withToken.status).toBe(200);
+  expect(withToken.headers.get("content-length")).toBe(String(SIZE));
+  expect(withToken.headers.get("content-disposition")).toContain("final");
+  const bare = await gw.app.handle(new Request(url, { method: "HEAD" }));
+  expect(bare.status).toBe(517);
+  expect(bare.headers.get("content-disposition")).toBeNull();
 });

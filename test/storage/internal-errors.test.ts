@@ -88,7 +88,7 @@ test("download: a body read whole (up to a chunk) that fails → 500, and neithe
   const entry = await client.upload("dfs", new TextEncoder().encode("read me later"), { name: "r.txt" });
   const used = await gw.storage?.vouchers.usedBy(account.address);
   const size = (used ?? 0) + 1_000;
-  const url = `/dfs/${entry.Cid}?size=${size}&sign=${await gw.sign.voucher(account, size)}`;
+  const url = `/dfs/${entry.Cid}?size=${size}&sign=${await gw.sign.voucher(account, size, entry.Cid)}`;
   gw.backends.dfs = { ...dfs, read: () => new ReadableStream({ pull: (c) => c.error(new Error("EIO: i/o error, read")) }) };
   const res = await gw.app.handle(get(url));
   expect(res.status).toBe(500);

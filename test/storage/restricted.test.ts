@@ -2,6 +2,7 @@
 // EIP-712 Request signature, next to the Bearer token. The 64-wide replay window, session resets,
 // binding to the Bearer DID and to the action, and claiming only verified ids.
 import { describe, expect, test } from "bun:test";
+import { cidOfStream } from "../../src/sdk/cid.ts";
 import { get, readJson } from "../support/app.ts";
 import { type Session, testGateway } from "../support/storage.ts";
 
@@ -46,9 +47,11 @@ describe("the requestID window", () => {
   test("an upload refused for its voucher (already used) does not spend its requestID", async () => {
     const s = await gw.session(await gw.chain.anvil.newAccount());
     const size = 10_000_000;
-    const voucher = { size: String(size), sign: await gw.sign.voucher(s.account, size) };
-    expect((await upload(s, 1, { fields: voucher })).status).toBe(200);
-    await expectStatus(await upload(s, 2, { fields: voucher }), 402, /already used/);
+    // One file twice: a voucher names the file it uploads (D22).
+    const file = bytes();
+    const voucher = { size: String(size), sign: await gw.sign.voucher(s.account, size, await cidOfStream(new Blob([file]).stream())) };
+    expect((await upload(s, 1, { bytes: file, fields: voucher })).status).toBe(200);
+    await expectStatus(await upload(s, 2, { bytes: file, fields: voucher }), 402, /already used/);
     expect((await upload(s, 2)).status).toBe(200);
     await expectStatus(await upload(s, 2), 401, /requestID already used/);
   });

@@ -185,7 +185,7 @@ describe("a refused upload keeps nothing", () => {
     const bytes = crypto.getRandomValues(new Uint8Array(2_500_000));
     const size = 1_000_000;
     const held = await dfsHolds();
-    const res = await gw.app.handle(await gw.uploadRequest(s, { requestID: 1, bytes, fields: { size: String(size), sign: await gw.sign.voucher(account, size) } }));
+    const res = await gw.app.handle(await gw.uploadRequest(s, { requestID: 1, bytes, fields: { size: String(size), sign: await gw.sign.voucher(account, size, await cidOf([bytes])) } }));
     expect(res.status).toBe(402);
     expect(await readJson(res)).toMatchObject({ Code: "PaymentRequired", HTTPStatusCode: 402 });
     expect(await dfs.stat(await cidOf([bytes]))).toBeUndefined();
@@ -197,12 +197,15 @@ describe("a refused upload keeps nothing", () => {
     await client.upload("dfs", unique("first"), { name: "first" });
     const s = await gw.session(account);
     const used = Number((await client.trafficHash(0)).used);
-    const stale = await gw.app.handle(await gw.uploadRequest(s, { requestID: 1, bytes: unique("x"), fields: { size: String(used), sign: await gw.sign.voucher(account, used) } }));
+    const x = unique("x");
+    const stale = await gw.app.handle(await gw.uploadRequest(s, { requestID: 1, bytes: x, fields: { size: String(used), sign: await gw.sign.voucher(account, used, await cidOf([x])) } }));
     expect(stale.status).toBe(402);
     const size = used + 10_000;
-    const voucher = { size: String(size), sign: await gw.sign.voucher(account, size) };
-    expect((await gw.app.handle(await gw.uploadRequest(s, { requestID: 2, bytes: unique("once"), fields: voucher }))).status).toBe(200);
-    const again = await gw.app.handle(await gw.uploadRequest(s, { requestID: 3, bytes: unique("twice"), fields: voucher }));
+    // One file sent twice: a voucher names the file it uploads (D22).
+    const once = unique("once");
+    const voucher = { size: String(size), sign: await gw.sign.voucher(account, size, await cidOf([once])) };
+    expect((await gw.app.handle(await gw.uploadRequest(s, { requestID: 2, bytes: once, name: "once", fields: voucher }))).status).toBe(200);
+    const again = await gw.app.handle(await gw.uploadRequest(s, { requestID: 3, bytes: once, name: "twice", fields: voucher }));
     expect(again.status).toBe(402);
     expect((await readJson(again)).Description).toMatch(/already used/);
   });
@@ -212,8 +215,9 @@ describe("a refused upload keeps nothing", () => {
     const s = await gw.session(account);
     const other = await gw.chain.anvil.newAccount();
     const size = 1_000_000;
+    const v = unique("v");
     const cases: Record<string, string | undefined>[] = [
-      { size: String(size), sign: await gw.sign.voucher(other, size) },
+      { size: String(size), sign: await gw.sign.voucher(other, size, await cidOf([v])) },
       { sign: undefined },
       { size: undefined },
       { sign: "0x1234" },
@@ -221,7 +225,7 @@ describe("a refused upload keeps nothing", () => {
       { size: "-5" },
     ];
     for (const [i, fields] of cases.entries()) {
-      const res = await gw.app.handle(await gw.uploadRequest(s, { requestID: i + 1, bytes: unique("v"), fields }));
+      const res = await gw.app.handle(await gw.uploadRequest(s, { requestID: i + 1, bytes: v, fields }));
       expect(res.status).toBe(517);
       expect(await readJson(res)).toMatchObject({ Code: "Address", HTTPStatusCode: 517 });
     }
@@ -320,12 +324,16 @@ describe("an upload's claims", () => {
     stalled.abort();
     return answer;
   }
-  const voucherOf = async (s: Session, size: number) => ({ size: String(size), sign: await gw.sign.voucher(s.account, size) });
+  /** A voucher of `size` for the file `bytes`, its Cid sent beside it (the payload is their SHA-256). */
+  const voucherOf = async (s: Session, size: number, bytes: Uint8Array) => {
+    const cid = await cidOf([bytes]);
+    return { size: String(size), sign: await gw.sign.voucher(s.account, size, cid), cid };
+  };
 
   test("an upload refused for its bytes claims nothing: its very request, sent again with its file, is accepted once", async () => {
     const s = await gw.session(await gw.chain.anvil.newAccount());
     const good = unique("good");
-    const fields = await voucherOf(s, 1_000_000);
+    const fields = await voucherOf(s, 1_000_000, good);
     const bad = await gw.app.handle(await gw.uploadRequest(s, { requestID: 1, bytes: unique("bad"), payload: sha256(good), fields }));
     expect(bad.status).toBe(400);
     const res = await gw.app.handle(await gw.uploadRequest(s, { requestID: 1, bytes: good, fields }));
@@ -338,10 +346,11 @@ describe("an upload's claims", () => {
 
   test("a replayed requestID → 401 and a used voucher → 402, both before the file is read", async () => {
     const s = await gw.session(await gw.chain.anvil.newAccount());
-    const fields = await voucherOf(s, 10_000_000);
-    expect((await gw.app.handle(await gw.uploadRequest(s, { requestID: 1, bytes: unique("first"), fields }))).status).toBe(200);
+    // The used voucher is sent again with its own file (a voucher names the file it uploads, D22).
     const bytes = crypto.getRandomValues(new Uint8Array(1_000_000));
-    const replay = await answerStalled(await gw.uploadRequest(s, { requestID: 1, bytes, fields: await voucherOf(s, 20_000_000) }), 500_000);
+    const fields = await voucherOf(s, 10_000_000, bytes);
+    expect((await gw.app.handle(await gw.uploadRequest(s, { requestID: 1, bytes, name: "first", fields }))).status).toBe(200);
+    const replay = await answerStalled(await gw.uploadRequest(s, { requestID: 1, bytes, fields: await voucherOf(s, 20_000_000, bytes) }), 500_000);
     expect(replay.status).toBe(401);
     expect((await readJson(replay)).Description).toMatch(/requestID already used/);
     const used = await answerStalled(await gw.uploadRequest(s, { requestID: 2, bytes, fields }), 500_000);
@@ -454,7 +463,7 @@ describe("storage types", () => {
     await expect518(await gw.app.handle(await gw.uploadRequest(s, { requestID: 1, bytes: unique("y"), kind: "s3" })));
     expect((await failure(client.upload("mefs", unique("z")))).status).toBe(518);
     const size = 10_000_000;
-    const sign = await gw.sign.voucher(account, size);
+    const sign = await gw.sign.voucher(account, size, entry.Cid);
     await expect518(await gw.app.handle(get(`/s3/${entry.Cid}?size=${size}&sign=${sign}`)));
     await expect518(await gw.app.handle(get(`/DFS/${entry.Cid}?size=${size}&sign=${sign}`)));
     await expect518(await gw.app.handle(get("/s3/listobjects", { headers: { authorization: `Bearer ${s.accessToken}` } })));

@@ -1,5 +1,6 @@
-// GET /traffichash (spec 4.1 row 3, 5.7; D4, D6): the EIP-712 digest of a traffic voucher, which a
-// client can recompute before signing, and the payer's all-time counter; and a voucher's claim.
+// GET /traffichash (spec 4.1 row 3, 5.7; D4, D6, D22): the EIP-712 digest of a traffic voucher for
+// one file, which a client can recompute before signing, and the payer's all-time counter; and a
+// voucher's claim.
 import { describe, expect, test } from "bun:test";
 import { hashTypedData } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
@@ -8,14 +9,23 @@ import { testGateway } from "../support/storage.ts";
 
 const gw = await testGateway({ ipfs: false });
 
-/** The voucher digest as D4 and D6 define it, computed here independently of the server's code. */
-const expectedHash = (size: bigint) =>
+/** The voucher digest as D4 and D22 define it, computed here independently of the server's code. */
+const expectedHash = (size: bigint, cid: string, expires = 0n) =>
   hashTypedData({
     domain: { name: "Stowage", version: "1", chainId: 985, verifyingContract: gw.chain.context.contracts.proxy },
-    types: { Voucher: [{ name: "seller", type: "address" }, { name: "size", type: "uint64" }] },
+    types: {
+      Voucher: [
+        { name: "seller", type: "address" },
+        { name: "size", type: "uint256" },
+        { name: "cid", type: "string" },
+        { name: "expires", type: "uint64" },
+      ],
+    },
     primaryType: "Voucher",
-    message: { seller: gw.chain.operator.address, size },
+    message: { seller: gw.chain.operator.address, size, cid, expires },
   });
+
+const CID = "bafkreifjjcie6lypi6ny7amxnfftagclbuxndqonfipmb64f2km2devei4";
 
 const hashOf = (accessToken: string | undefined, query: string) =>
   gw.app.handle(get(`/traffichash${query}`, { headers: { authorization: `Bearer ${accessToken}`, "content-type": "multipart/form-data" } }));
@@ -27,13 +37,15 @@ describe("GET /traffichash", () => {
     expect(await readJson(res)).toEqual({ Code: "Authentication", Description: "Token is null", HTTPStatusCode: 401 });
   });
 
-  test("answers hash, seller, size, chainId, verifyingContract, used and remaining; hash = hashTypedData of the D4 domain and Voucher type", async () => {
+  test("with a cid: answers hash, cid, expires, seller, size, chainId, verifyingContract, used and remaining; hash = hashTypedData of the D4 domain and Voucher type", async () => {
     const { client } = await gw.user();
-    for (const size of [0n, 1n, 123_456_789n, 9_007_199_254_740_991n]) {
-      const res = await hashOf(client.accessToken, `?size=${size}`);
+    for (const [size, expires] of [[0n, 0n], [1n, 1_900_000_000n], [123_456_789n, 0n], [9_007_199_254_740_991n, 18_446_744_073_709_551_615n]] as const) {
+      const res = await hashOf(client.accessToken, `?size=${size}&cid=${CID}${expires ? `&expires=${expires}` : ""}`);
       expect(res.status).toBe(200);
       expect(await readJson(res)).toEqual({
-        hash: expectedHash(size),
+        hash: expectedHash(size, CID, expires),
+        cid: CID,
+        expires: String(expires),
         seller: gw.chain.operator.address,
         size: String(size),
         chainId: 985,
@@ -42,6 +54,28 @@ describe("GET /traffichash", () => {
         remaining: String(size),
       });
     }
+  });
+
+  test("the Cid is hashed in its canonical form (CIDv1, base32), which the answer echoes", async () => {
+    const { client } = await gw.user();
+    const v0 = "QmPZ9gcCEpqKTo6aq61g2nXGUhM4iCL3ewB6LDXZCtioEB";
+    const v1 = "bafybeiasb5vpmaounyilfuxbd3lryvosl4yefqrfahsb2esg46q6tu6y5q";
+    const answer = await readJson(await hashOf(client.accessToken, `?size=10&cid=${v0}`));
+    expect(answer).toMatchObject({ cid: v1, hash: expectedHash(10n, v1) });
+  });
+
+  test("without a cid (a client that follows the spec's size alone): the counter, and no hash, for a voucher always names its file", async () => {
+    const { client } = await gw.user();
+    const res = await hashOf(client.accessToken, "?size=100");
+    expect(res.status).toBe(200);
+    expect(await readJson(res)).toEqual({
+      seller: gw.chain.operator.address,
+      size: "100",
+      chainId: 985,
+      verifyingContract: gw.chain.context.contracts.proxy,
+      used: "0",
+      remaining: "100",
+    });
   });
 
   test("used grows by exactly the bytes moved (uploads and downloads); remaining = size − used, never below 0", async () => {
@@ -61,21 +95,22 @@ describe("GET /traffichash", () => {
   test("a voucher is the raw signature of the answered hash: signing it directly pays for a download", async () => {
     const { account, client } = await gw.user();
     const entry = await client.upload("dfs", new TextEncoder().encode("signed from the hash"), { name: "h.txt" });
-    const { hash, used } = await client.trafficHash(0);
+    const { hash, used } = await client.trafficHash(0, { cid: entry.Cid });
     const size = BigInt(used) + 20n;
-    const answer = await client.trafficHash(size);
-    expect(answer.hash).toBe(expectedHash(size));
+    const answer = await client.trafficHash(size, { cid: entry.Cid });
+    expect(answer.hash).toBe(expectedHash(size, entry.Cid));
     // A private-key account signs a bare digest (LocalAccount types `sign` as optional).
-    const sign = await (account.sign as NonNullable<typeof account.sign>)({ hash: answer.hash });
+    const sign = await (account.sign as NonNullable<typeof account.sign>)({ hash: answer.hash as `0x${string}` });
     expect(hash).not.toBe(answer.hash);
     const res = await gw.app.handle(get(`/dfs/${entry.Cid}?size=${size}&sign=${sign}`));
     expect(res.status).toBe(200);
     expect(await res.text()).toBe("signed from the hash");
   });
 
-  test("a missing or malformed size → 400", async () => {
+  test("a missing or malformed size, cid or expires → 400", async () => {
     const { client } = await gw.user();
-    for (const q of ["", "?size=", "?size=abc", "?size=-1", "?size=1.5", "?size=99999999999999999999"]) {
+    const bad = ["", "?size=", "?size=abc", "?size=-1", "?size=1.5", "?size=99999999999999999999", `?size=1&cid=not-a-cid`, `?size=1&cid=${CID}&expires=-1`, `?size=1&cid=${CID}&expires=soon`, `?size=1&cid=${CID}&expires=18446744073709551616`];
+    for (const q of bad) {
       const res = await hashOf(client.accessToken, q);
       expect({ q, status: res.status }).toEqual({ q, status: 400 });
       expect(await readJson(res)).toMatchObject({ Code: "InvalidArgument", HTTPStatusCode: 400 });

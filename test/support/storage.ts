@@ -11,6 +11,8 @@ import { storageDomain, storageTypes, type RequestAction } from "../../src/ident
 import { canonicalDid } from "../../src/identity/did.ts";
 import { ethrResolver } from "../../src/identity/resolver.ts";
 import { connectStorage } from "../../src/sdk/storage.ts";
+import { cidOfStream } from "../../src/sdk/cid.ts";
+import { canonicalCid } from "../../src/cid/canonical.ts";
 import { openDfs } from "../../src/storage/dfs/index.ts";
 import { openIpfs, type Servable } from "../../src/storage/ipfs/index.ts";
 import type { ReadGrant, StorageDeps } from "../../src/storage/service.ts";
@@ -53,8 +55,10 @@ export interface GatewayOptions {
 
 export async function testGateway(opts: GatewayOptions = {}) {
   const chain = await testChain();
+  /** Each read the resolver made of the DID registry, in order: what a request cost the chain. */
+  const registryReads: RegistryRead[] = [];
   const backends: Partial<Record<BackendKind, Backend>> = {};
-  const resolver = ethrResolver({ publicClient: chain.context.publicClient, registry: chain.context.contracts.didRegistry, cacheMs: opts.resolverCacheMs, now: opts.resolverNow });
+  const resolver = ethrResolver({ publicClient: countingReads(chain.context.publicClient, registryReads), registry: chain.context.contracts.didRegistry, cacheMs: opts.resolverCacheMs, now: opts.resolverNow });
   const chainId = chain.context.chain.id;
   const domain = storageDomain(chainId, chain.context.contracts.proxy);
   const seller = chain.operator.address;
@@ -100,13 +104,15 @@ export async function testGateway(opts: GatewayOptions = {}) {
     return { account, client };
   }
 
-  /** Hand-signed messages (D4, D6), for tests that build malformed or hostile requests. */
+  /** Hand-signed messages (D4, D6, D22), for tests that build malformed or hostile requests. A
+   * voucher names the file it moves (`cid`, canonical) and may expire (`expires`, unix seconds). */
   const sign = {
     login: (account: LocalAccount, m: { did: string; token: Hex; timestamp: number | bigint }) =>
       account.signTypedData({ domain, types: storageTypes, primaryType: "Login", message: { ...m, timestamp: BigInt(m.timestamp) } }),
     request: (account: LocalAccount, m: { did: string; token: Hex; requestID: number | bigint; action: RequestAction; payload: string }) =>
       account.signTypedData({ domain, types: storageTypes, primaryType: "Request", message: { ...m, requestID: BigInt(m.requestID) } }),
-    voucher: (account: LocalAccount, size: number | bigint) => account.signTypedData({ domain, types: storageTypes, primaryType: "Voucher", message: { seller, size: BigInt(size) } }),
+    voucher: (account: LocalAccount, size: number | bigint, cid: string, expires: number | bigint = 0) =>
+      account.signTypedData({ domain, types: storageTypes, primaryType: "Voucher", message: { seller, size: BigInt(size), cid, expires: BigInt(expires) } }),
   };
 
   /** Logs `account` in by hand (JSON, with tokens): its session, for hand-built restricted calls. */
@@ -128,14 +134,19 @@ export async function testGateway(opts: GatewayOptions = {}) {
 
   /**
    * A signed upload (D5, D6) as a client would send it, fields before the file. `payload` is what
-   * is signed (default: the bytes' SHA-256); `fields` replaces or (with undefined) drops fields
-   * after signing; `fileFirst` puts the file part first.
+   * is signed (default: the bytes' SHA-256); the voucher names the bytes' Cid, sent in a `cid`
+   * field when the payload is not that Cid (D22); `fields` replaces or (with undefined) drops
+   * fields after signing; `fileFirst` puts the file part first.
    */
   async function uploadRequest(
     s: Session,
     o: { requestID: number; bytes: Uint8Array; name?: string; kind?: string; payload?: string; fields?: Record<string, string | undefined>; fileFirst?: boolean },
   ) {
     const payload = o.payload ?? new Bun.CryptoHasher("sha256").update(o.bytes).digest("hex");
+    // As the gateway reads it: a payload that is a Cid names the file the voucher is for; else the
+    // voucher is for the bytes' Cid, sent beside it.
+    const signedCid = /^(0x)?[0-9a-fA-F]{64}$/.test(payload) ? undefined : canonicalOrUndefined(payload);
+    const cid = signedCid ?? (await cidOfStream(new Blob([o.bytes as Uint8Array<ArrayBuffer>]).stream()));
     // Room for this file and 1 MB that others count meanwhile (requests built at once, sent in
     // parallel), and a size drawn from 2^40: each voucher is accepted once (D6), and a random
     // part of 0–1 MB alone sometimes left too little room or collided (a flaky 402).
@@ -147,7 +158,8 @@ export async function testGateway(opts: GatewayOptions = {}) {
       payload,
       signature: await sign.request(s.account, { did: s.did, token: s.token, requestID: o.requestID, action: "upload", payload }),
       size: String(size),
-      sign: await sign.voucher(s.account, size),
+      sign: await sign.voucher(s.account, size, cid),
+      ...(signedCid ? {} : { cid }),
       ...o.fields,
     };
     const form = new FormData();
@@ -168,7 +180,34 @@ export async function testGateway(opts: GatewayOptions = {}) {
     return { app: other.app, storage: other.storage, quota: other.quota };
   }
 
-  return { ...made, composed, ageIdentity, directory: composed.directory, indexer: composed.indexer, chain, backends, blobs, resolver, fetch, user, domain, seller, sign, session, uploadRequest, another };
+  return { ...made, composed, ageIdentity, directory: composed.directory, indexer: composed.indexer, chain, backends, blobs, resolver, registryReads, fetch, user, domain, seller, sign, session, uploadRequest, another };
+}
+
+/** A contract read as the resolver asked it. */
+export interface RegistryRead {
+  functionName: string;
+  args: readonly unknown[];
+}
+
+/** `client`, its contract reads logged in `into`: the resolver reads the chain only this way. */
+function countingReads<C extends { readContract: (p: never) => unknown }>(client: C, into: RegistryRead[]): C {
+  return new Proxy(client, {
+    get(target, prop, receiver) {
+      if (prop !== "readContract") return Reflect.get(target, prop, receiver);
+      return (p: { functionName: string; args?: readonly unknown[] }) => {
+        into.push({ functionName: p.functionName, args: p.args ?? [] });
+        return (target.readContract as (p: unknown) => unknown)(p);
+      };
+    },
+  });
+}
+
+function canonicalOrUndefined(text: string): string | undefined {
+  try {
+    return canonicalCid(text);
+  } catch {
+    return undefined;
+  }
 }
 
 /** A user-generated login token (D4: 16–64 bytes of hex). */

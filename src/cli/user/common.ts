@@ -182,6 +182,21 @@ export function explain(err: unknown, gateway: string): Error {
   return new CliError(err instanceof Error ? err.message : String(err));
 }
 
+const UNIT_S: Record<string, number> = { s: 1, m: 60, h: 3600, d: 86400, w: 7 * 86400 };
+
+/** `--expires`: 0 (none), unix seconds, or a duration from now such as 90d or 12h. */
+export function parseExpiry(raw: string | undefined, nowS: number): number {
+  if (raw === undefined || raw === "0") return 0;
+  const d = /^(\d{1,6})(s|m|h|d|w)$/.exec(raw);
+  if (d) return nowS + Number(d[1]) * (UNIT_S[d[2] as string] as number);
+  if (/^\d{1,12}$/.test(raw)) {
+    const at = Number(raw);
+    if (at <= nowS) throw new ConfigError(`--expires ${raw} is in the past (unix seconds); use a duration such as 90d, or 0 for none`);
+    return at;
+  }
+  throw new ConfigError(`--expires must be 0 (none), unix seconds, or a duration such as 3600s, 12h, 90d, 2w (got ${JSON.stringify(raw)})`);
+}
+
 // ---- formatting ----
 
 /** Bytes for people; a bigint (a uint64 from the chain, or a sum of them) to one decimal too. */

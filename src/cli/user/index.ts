@@ -1,7 +1,7 @@
 /**
- * The user commands of `stowage`, for someone using a gateway from a shell: login, put, get, ls,
- * rm, quota, deposit, withdraw, buy, publish, unpublish, buy-read, search, keys, age-key, grant, revoke, keygen
- * and whoami. Thin wrappers over the SDK (src/sdk/); each run
+ * The user commands of `stowage`, for someone using a gateway from a shell: login, put, get, link,
+ * ls, rm, quota, deposit, withdraw, buy, publish, unpublish, buy-read, search, keys, age-key, grant,
+ * revoke, keygen and whoami. Thin wrappers over the SDK (src/sdk/); each run
  * logs in afresh, so nothing is kept between commands but the key the user keeps.
  *
  * @example
@@ -13,6 +13,7 @@ import type { Env } from "../../config.ts";
 import { buy, buyRead, deposit, login, ls, publish, quota, rm, search, unpublish, withdraw } from "./commands.ts";
 import { commonHelp, defaultIo, explain, parseInvocation, shortHelp, type Invocation, type Io, type Spec } from "./common.ts";
 import { get, put } from "./transfer.ts";
+import { DEFAULT_LINK_LIFE, link } from "./link.ts";
 import { ageKey, grant, revoke } from "./encryption.ts";
 import { keys } from "./keys.ts";
 import { keygen, whoami } from "./identity.ts";
@@ -88,6 +89,23 @@ on the way: yours with your key, another's with the share its owner gave you (\`
   --progress       show progress on stderr even when it is not a terminal`,
     spec: { flags: ["--from", "--out", "--range"], switches: ["--progress", "--raw"] },
     run: get,
+  },
+  link: {
+    summary: "Print a link anyone can open (a browser, curl) to read one file once, on your traffic",
+    usage: "stowage link CID [--from dfs|ipfs] [--expires WHEN] [--json]",
+    text: `Prints a URL that reads the file with this Cid (yours, or one the directory lets you read) once,
+paid from your traffic, until it expires: \`curl -OJ URL\` saves it under its stored name. The URL
+holds a voucher signed with your key for this one file: it reads no other file of yours, and the
+gateway refuses it once it was used or has expired. Whoever has the URL can use it, so share it
+as you would a password. Making it spends nothing (a HEAD checks that you may read the file).
+
+  --from dfs|ipfs  the back-end (default: where you store it, dfs first; else the first of dfs and
+                   ipfs that lets you read it)
+  --expires WHEN   when it stops working: a duration from now (30m, 12h, 7d, 2w), unix seconds, or
+                   0 for no expiry (it then works until it is used); default ${DEFAULT_LINK_LIFE}
+  --json           print {url, cid, backend, bytes, expires, payer} (expires: unix seconds, 0 for none)`,
+    spec: { flags: ["--from", "--expires"], switches: ["--json"] },
+    run: link,
   },
   ls: {
     summary: "List your files on dfs or ipfs",

@@ -6,25 +6,11 @@
  */
 import { ConfigError } from "../../config.ts";
 import { keysClient, type ListedKey, type MintedKey } from "../../sdk/keys.ts";
-import { formatTime, json, loggedIn, table, userAccount, type Invocation, type Io } from "./common.ts";
+import { formatTime, json, loggedIn, parseExpiry, table, userAccount, type Invocation, type Io } from "./common.ts";
 
 const SCOPES = ["s3", "pins"] as const;
 const ACCESS = ["rw", "ro"] as const;
 const BUCKETS = ["dfs", "ipfs", "*"] as const;
-const UNIT_S: Record<string, number> = { s: 1, m: 60, h: 3600, d: 86400, w: 7 * 86400 };
-
-/** `--expires`: 0 (none), unix seconds, or a duration from now such as 90d or 12h. */
-export function parseExpiry(raw: string | undefined, nowS: number): number {
-  if (raw === undefined || raw === "0") return 0;
-  const d = /^(\d{1,6})(s|m|h|d|w)$/.exec(raw);
-  if (d) return nowS + Number(d[1]) * (UNIT_S[d[2] as string] as number);
-  if (/^\d{1,12}$/.test(raw)) {
-    const at = Number(raw);
-    if (at <= nowS) throw new ConfigError(`--expires ${raw} is in the past (unix seconds); use a duration such as 90d, or 0 for none`);
-    return at;
-  }
-  throw new ConfigError(`--expires must be 0 (none), unix seconds, or a duration such as 3600s, 12h, 90d, 2w (got ${JSON.stringify(raw)})`);
-}
 
 function choice<T extends string>(inv: Invocation, flag: string, choices: readonly T[], fallback: T): T {
   const v = inv.flags.get(flag) ?? fallback;

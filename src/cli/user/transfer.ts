@@ -228,7 +228,7 @@ export async function findOwn(store: StorageClient, cid: string): Promise<{ file
  * alike for a Cid that exists elsewhere and one that exists nowhere, so a refusal only says which
  * back-ends were tried, with the gateway's words.
  */
-async function locate(inv: Invocation, store: StorageClient, cid: string): Promise<{ kind: Backend; size: number }> {
+export async function locate(inv: Invocation, store: StorageClient, cid: string): Promise<{ kind: Backend; size: number }> {
   const own = await findOwn(store, cid);
   const tried = own ? [own.kind] : [...BACKENDS];
   const refusals: string[] = [];

@@ -99,8 +99,9 @@ describe("uploads and downloads through the listener", async () => {
   async function slowDownload(i: number, kind: "dfs" | "ipfs" = "dfs"): Promise<Buffer> {
     const owner = kind === "dfs" ? owners[i]! : ipfsOwner;
     const size = ((await gw.storage?.vouchers.usedBy(owner.account.address)) ?? 0) + (files[i] as Uint8Array).byteLength;
-    const sign = await gw.sign.voucher(owner.account, size);
-    const res = await fetch(`http://127.0.0.1:${server.port}/${kind}/${kind === "dfs" ? cids[i] : ipfsCid}?size=${size}&sign=${sign}`);
+    const cid = kind === "dfs" ? (cids[i] as string) : ipfsCid;
+    const sign = await gw.sign.voucher(owner.account, size, cid);
+    const res = await fetch(`http://127.0.0.1:${server.port}/${kind}/${cid}?size=${size}&sign=${sign}`);
     expect(res.status, await (res.status === 200 ? "" : res.text())).toBe(200);
     const parts: Uint8Array[] = [];
     const reader = (res.body as ReadableStream<Uint8Array>).getReader();
@@ -168,8 +169,9 @@ describe("uploads and downloads through the listener", async () => {
       // Each its own voucher, far above what the owner used (they run at once).
       const { account } = kind === "dfs" ? owners[0]! : ipfsOwner;
       const size = ((await gw.storage?.vouchers.usedBy(account.address)) ?? 0) + 1_000_000_000 + Math.floor(Math.random() * 1e9);
-      const sign = await gw.sign.voucher(account, size);
-      const res = await fetch(`http://127.0.0.1:${server.port}/${kind}/${kind === "dfs" ? cids[0] : ipfsCid}?size=${size}&sign=${sign}`, { headers: { range: `bytes=${start}-${end}` } });
+      const cid = kind === "dfs" ? (cids[0] as string) : ipfsCid;
+      const sign = await gw.sign.voucher(account, size, cid);
+      const res = await fetch(`http://127.0.0.1:${server.port}/${kind}/${cid}?size=${size}&sign=${sign}`, { headers: { range: `bytes=${start}-${end}` } });
       expect(res.status).toBe(206);
       const parts: Uint8Array[] = [];
       const reader = (res.body as ReadableStream<Uint8Array>).getReader();

@@ -106,7 +106,7 @@ describe("ipfs downloads through the listener", async () => {
   async function slowDownload(i: number): Promise<Buffer> {
     const owner = owners[i] as (typeof owners)[0];
     const size = ((await gw.storage?.vouchers.usedBy(owner.account.address)) ?? 0) + (files[i] as Uint8Array).byteLength;
-    const sign = await gw.sign.voucher(owner.account, size);
+    const sign = await gw.sign.voucher(owner.account, size, cids[i] as string);
     const res = await fetch(`http://127.0.0.1:${server.port}/ipfs/${cids[i]}?size=${size}&sign=${sign}`);
     expect(res.status, await (res.status === 200 ? "" : res.text())).toBe(200);
     return Buffer.from(await collectSlowly(res.body as ReadableStream<Uint8Array>));
