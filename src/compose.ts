@@ -39,7 +39,7 @@ import { createDirectStorage } from "./storage/direct.ts";
 import { storedBytesSql } from "./storage/files.ts";
 import { storedFiles } from "./storage/head.ts";
 import type { StorageDeps } from "./storage/service.ts";
-import { createSessions, openSession } from "./storage/sessions.ts";
+import { createSessions, openSession } from "./authorities/sessions.ts";
 import { siweSignatureValid } from "./accounts/evm.ts";
 import { storageOver } from "./storage/start.ts";
 import type { Lease } from "./db/leases.ts";

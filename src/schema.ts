@@ -11,6 +11,7 @@ export * from "./blob/schema.ts";
 export * from "./storage/dfs/schema.ts";
 export * from "./storage/ipfs/schema.ts";
 export * from "./storage/schema.ts";
+export * from "./authorities/schema.ts";
 export * from "./quota/schema.ts";
 export * from "./directory/schema.ts";
 export * from "./encryption/schema.ts";

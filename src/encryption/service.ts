@@ -8,7 +8,7 @@ import type { Address } from "viem";
 import type { Sql } from "../db/sql.ts";
 import { StorageError } from "../http/errors.ts";
 import type { Did } from "../identity/did.ts";
-import type { RestrictedInput, Sessions } from "../storage/sessions.ts";
+import type { RestrictedInput, Sessions } from "../authorities/sessions.ts";
 import { FILE_KEY_CHECK_BYTES, fileKeyOpens, headerFor, identityToRecipient, readFileKey } from "../sdk/age.ts";
 import { replacePayload } from "../sdk/encryption.ts";
 

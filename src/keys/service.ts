@@ -22,7 +22,7 @@ import type { Limit } from "../http/rate-limit.ts";
 import { createSharedRateLimiter } from "../http/shared-rate-limit.ts";
 import type { Did } from "../identity/did.ts";
 import { keyStillSigns, type DidResolver } from "../identity/resolver.ts";
-import { createSessions, type RestrictedInput } from "../storage/sessions.ts";
+import { createSessions, type RestrictedInput } from "../authorities/sessions.ts";
 import { fail } from "./error-codes.ts";
 import type { ListedKey, MintedKey } from "./model.ts";
 import { secretBox, type SecretBox } from "./secret-box.ts";

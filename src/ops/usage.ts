@@ -16,7 +16,8 @@
 import { getAddress, isAddress } from "viem";
 import type { Queryable } from "../db/sql.ts";
 import { didAddressKey } from "../identity/did.ts";
-import { accountsStoring, fileCounts, storedByAccount, storedSince, voucherCounters } from "../storage/audit.ts";
+import { voucherCounters } from "../authorities/vouchers.ts";
+import { accountsStoring, fileCounts, storedByAccount, storedSince } from "../storage/audit.ts";
 import { quotaActivity, quotaEventTotals } from "../quota/events.ts";
 import { trafficByAccount } from "../quota/usage.ts";
 import { keysByAccount } from "../keys/usage.ts";

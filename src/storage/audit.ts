@@ -1,7 +1,7 @@
 /**
  * What the operator's commands (src/ops: the consistency check, the usage report) read of the file
  * catalog, and the one total they may set right. The catalog keeps its tables to itself (one owner
- * per table): every look at `files`, `stored_totals` and `voucher_counters` from outside goes
+ * per table): every look at `files` and `stored_totals` from outside goes
  * through here, and so do the joins of a file with its back-end's content row (both this
  * capability's). Reads are set-based or paged by key, in constant memory.
  *
@@ -67,7 +67,6 @@ const SUM_OF = "SELECT CAST(COALESCE(SUM(size), 0) AS BIGINT) AS n FROM files WH
 const SET_TOTAL = "UPDATE stored_totals SET bytes = $2 WHERE did = $1";
 const STORED_BY_ACCOUNT = `SELECT did, backend, COUNT(*) AS files, CAST(COALESCE(SUM(size), 0) AS BIGINT) AS bytes FROM files GROUP BY did, backend ORDER BY did, backend`;
 const ADDED_SINCE = `SELECT did, backend, COUNT(*) AS files, CAST(COALESCE(SUM(size), 0) AS BIGINT) AS bytes FROM files WHERE mod_time >= $1 GROUP BY did, backend ORDER BY did, backend`;
-const VOUCHER_COUNTERS = "SELECT payer, used FROM voucher_counters ORDER BY payer";
 const ACCOUNTS_STORING = "SELECT COUNT(DISTINCT did) AS n FROM files";
 
 /** Files whose content row is missing or holds another size, in id order. */
@@ -134,11 +133,6 @@ export function storedSince(q: Queryable, since: number): Promise<StoredUsage[]>
 /** Accounts with at least one file. */
 export async function accountsStoring(q: Queryable): Promise<number> {
   return (await q.get<{ n: number }>(ACCOUNTS_STORING))?.n ?? 0;
-}
-
-/** Each payer's all-time bytes moved under its traffic vouchers at this seller (D6). */
-export function voucherCounters(q: Queryable): Promise<{ payer: string; used: number }[]> {
-  return q.all(VOUCHER_COUNTERS);
 }
 
 const USING_CHUNK = `SELECT f.id, f.did, f.name FROM files f JOIN dfs_object_chunks m ON m.cid = f.cid WHERE f.backend = 'dfs' AND m.hash = $1 ORDER BY f.id LIMIT $2`;

@@ -1,44 +1,8 @@
 /**
- * Storage state: DID login sessions and their restricted-call ids (D4, D5), buckets and files
- * (D9), and the traffic voucher counter (D6). Content itself belongs to the back-ends.
+ * Storage state: buckets and files (D9). Content itself belongs to the back-ends; who may act and
+ * pay (sessions, vouchers) to the authorities.
  */
 import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
-
-/**
- * No longer read or written: each login is a session of its own, kept in `storage_sessions`. The table stays so that migrations remain additive (D16); drop it in a later
- * version.
- */
-export const didLogins = sqliteTable("did_logins", {
-  did: text("did").primaryKey(),
-  lastTimestamp: integer("last_timestamp").notNull(),
-});
-
-/** One session per (did, token): several devices can be logged in at once. A token opens one
- * session, once: a row is never deleted, so a login with a used token is refused (no replay, and
- * no reset of the ids its calls used). `timestamp` is its login's. */
-export const storageSessions = sqliteTable(
-  "storage_sessions",
-  {
-    did: text("did").notNull(),
-    token: text("token").notNull(),
-    timestamp: integer("timestamp").notNull(),
-    /** Highest requestID accepted in this session (0 after login). */
-    highestRequest: integer("highest_request").notNull().default(0),
-    createdAt: integer("created_at").notNull(),
-  },
-  (t) => [primaryKey({ columns: [t.did, t.token] }), index("storage_sessions_latest").on(t.did, t.timestamp)],
-);
-
-/** requestIDs claimed in a session; the primary key makes each one usable once. */
-export const sessionRequests = sqliteTable(
-  "session_requests",
-  {
-    did: text("did").notNull(),
-    token: text("token").notNull(),
-    requestId: integer("request_id").notNull(),
-  },
-  (t) => [primaryKey({ columns: [t.did, t.token, t.requestId] })],
-);
 
 export const buckets = sqliteTable("buckets", {
   did: text("did").primaryKey(),
@@ -83,21 +47,3 @@ export const storedTotals = sqliteTable("stored_totals", {
   did: text("did").primaryKey(),
   bytes: integer("bytes").notNull().default(0),
 });
-
-/** All-time bytes moved per payer at this seller, and vouchers already accepted (D6). */
-export const voucherCounters = sqliteTable("voucher_counters", {
-  payer: text("payer").primaryKey(),
-  used: integer("used").notNull().default(0),
-});
-
-export const vouchersUsed = sqliteTable(
-  "vouchers_used",
-  {
-    payer: text("payer").notNull(),
-    size: integer("size").notNull(),
-    /** The counter when the voucher was accepted: the transfer may move size − base bytes. */
-    base: integer("base").notNull(),
-    usedAt: integer("used_at").notNull(),
-  },
-  (t) => [primaryKey({ columns: [t.payer, t.size] })],
-);

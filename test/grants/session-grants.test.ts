@@ -24,7 +24,7 @@ import { GRANT_STATEMENT, grantSessionKey, sessionGrantMessage, sessionGrantsCli
 import { encodeRecap, recapStatement } from "../../src/sdk/recap.ts";
 import { connectStorage } from "../../src/sdk/storage.ts";
 import { cidOfStream } from "../../src/sdk/cid.ts";
-import { createSessions, openSession } from "../../src/storage/sessions.ts";
+import { createSessions, openSession } from "../../src/authorities/sessions.ts";
 import { appFetch, get, postJson, readJson, type Json } from "../support/app.ts";
 import { BASE, newToken, type Session, testGateway } from "../support/storage.ts";
 

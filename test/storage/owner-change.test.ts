@@ -21,7 +21,7 @@ import { findAccessKey } from "../../src/keys/index.ts";
 import { startS3Api } from "../../src/s3api/index.ts";
 import { sessionGrantMessage, type GrantAbility } from "../../src/sdk/grants.ts";
 import { siweSignatureValid } from "../../src/accounts/evm.ts";
-import { openSession } from "../../src/storage/sessions.ts";
+import { openSession } from "../../src/authorities/sessions.ts";
 import { keysClient } from "../../src/sdk/keys.ts";
 import { connectStorage, StorageApiError } from "../../src/sdk/storage.ts";
 import { createDirectStorage } from "../../src/storage/direct.ts";

@@ -143,6 +143,19 @@ describe("layering", () => {
     expect(offenders).toEqual([]);
   });
 
+  // Who may act and who pays (a signed call's session and voucher, an access key) is the
+  // authorities' business: access keys and the encryption routes verify signed calls through
+  // src/authorities, and so need nothing of the storage capability.
+  test("keys/ and encryption/ import nothing of storage/", () => {
+    const edges = folderGraph(files);
+    expect(edges.get("keys")?.has("authorities")).toBe(true); // the graph was really read
+    const offenders = ["keys", "encryption"].flatMap((folder) => {
+      const via = edges.get(folder)?.get("storage");
+      return via ? [`${folder}: ${via}`] : [];
+    });
+    expect(offenders).toEqual([]);
+  });
+
   // The storage routes are the only storage files that see HTTP; everything they call takes and
   // returns plain values (streams, byte ranges, typed results). An HTTP type is one named in a type
   // position (a parameter, a result, a generic argument) or anything from Elysia; `new Response(s)`

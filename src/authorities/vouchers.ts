@@ -95,6 +95,12 @@ export interface PeekedVoucher extends AcceptedVoucher {
   base: number;
 }
 
+/** Each payer's all-time bytes moved under its traffic vouchers at this seller (D6): what the
+ * operator's usage report reads. */
+export function voucherCounters(q: Queryable): Promise<{ payer: string; used: number }[]> {
+  return q.all("SELECT payer, used FROM voucher_counters ORDER BY payer");
+}
+
 export function createVouchers({ sql, domain, seller, now = Date.now }: { sql: Sql; domain: TypedDataDomain; seller: Address; now?: () => number }) {
   /** The payer's all-time count, read with `q` (accept()'s transaction, or the pool). */
   const usedIn = async (q: Queryable, payer: string) => (await q.get<{ used: number }>(USED, [payer]))?.used ?? 0;
