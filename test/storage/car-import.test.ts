@@ -14,7 +14,9 @@ import * as raw from "multiformats/codecs/raw";
 import { createHash } from "node:crypto";
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
+import { block, createDenylist, unblock, type Denylist } from "../../src/denylist/index.ts";
 import { findAccessKey } from "../../src/keys/index.ts";
+import { silentLogger } from "../../src/log.ts";
 import { startS3Api } from "../../src/s3api/index.ts";
 import { StorageApiError } from "../../src/sdk/storage.ts";
 import { keysClient } from "../../src/sdk/keys.ts";
@@ -28,7 +30,19 @@ import { tempDir } from "../support/tmp.ts";
 setDefaultTimeout(60_000);
 
 const MiB = 1024 * 1024;
-const gw = await testGateway({ quota: true });
+// The denylist, made once the database exists; every door asks it through these late-bound calls.
+const late: { denylist?: Denylist } = {};
+const gw = await testGateway({
+  quota: true,
+  denylist: {
+    check: (cid, door, path) => late.denylist?.check(cid, door, path),
+    refuseUpload: (cid, door) => late.denylist?.refuseUpload(cid, door),
+    servable: async (cid, door, roots) => (late.denylist ? late.denylist.servable(cid, door, roots) : true),
+    blocking: (cid, path) => late.denylist?.blocking(cid, path),
+  },
+});
+late.denylist = await createDenylist({ sql: gw.database.sql, log: silentLogger, pollMs: 3_600_000 });
+afterAll(() => late.denylist?.stop());
 const grant = granter(gw.chain);
 const meter = gw.quota?.meter;
 const s3 = await startS3Api({
@@ -187,6 +201,30 @@ describe("over HTTP (POST /ipfs/, the SDK)", () => {
     test("too little space", async () => {
       await refusedOverHttp(file.car, 402, /not enough space/, 2 * MiB);
     });
+  });
+});
+
+describe("a root the operator blocks", () => {
+  test("refuses the whole import with 410, over HTTP and S3, keeping nothing", async () => {
+    await block(gw.database.sql, site.root, "test");
+    await late.denylist?.refresh();
+    try {
+      const a = await account();
+      const [space, stored] = [await a.left("space"), await blocks()];
+      const err = await a.client.importCar(new Blob([site.car]), { name: "site.car" }).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect((err as StorageApiError).status).toBe(410);
+      const res = await s3Put(a.key, "/ipfs/site", site.car, { "x-amz-meta-import": "car" });
+      expect([res.status, /<Code>([^<]*)</.exec(await res.text())?.[1]]).toEqual([410, "Blocked"]);
+      expect((await a.client.list("ipfs")).Object).toEqual([]);
+      expect(await a.left("space")).toBe(space);
+      expect(await blocks()).toEqual(stored);
+    } finally {
+      await unblock(gw.database.sql, site.root);
+      await late.denylist?.refresh();
+    }
   });
 });
 
