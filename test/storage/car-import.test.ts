@@ -156,6 +156,11 @@ describe("over HTTP (POST /ipfs/, the SDK)", () => {
     const refused = await gw.app.handle(new Request(`${other.url}?format=car`, { method: "POST", headers: other.headers, body: await other.arrayBuffer() }));
     expect(refused.status).toBe(400);
     expect(((await refused.json()) as { Description: string }).Description).toContain("payload does not match the CAR's one root");
+    // A voucher names one Cid: a CAR's first root. One signed for the CAR's own bytes is refused.
+    const forBytes = await gw.uploadRequest(s, { requestID: 3, bytes: site.car, name: "bytes", kind: "ipfs" });
+    const wrongVoucher = await gw.app.handle(new Request(`${forBytes.url}?format=car`, { method: "POST", headers: forBytes.headers, body: await forBytes.arrayBuffer() }));
+    expect(wrongVoucher.status).toBe(400);
+    expect(((await wrongVoucher.json()) as { Description: string }).Description).toContain(`but the CAR's first root is ${v1(site.root)}: nothing was kept`);
     expect((await a.client.list("ipfs")).Object.map((e) => e.Name)).toEqual(["mysite"]);
   });
 
