@@ -18,7 +18,7 @@ import { storageDomain, storageTypes } from "../identity/eip712.ts";
 import { discoverGateway, type GatewayInfo } from "./chain.ts";
 import { sha256 } from "@noble/hashes/sha2.js";
 import { cidOfStream } from "./cid.ts";
-import { readCar } from "../storage/ipfs/car.ts";
+import { readCar } from "../cid/car.ts";
 import { TrafficCounter } from "./traffic-counter.ts";
 import type { DidLoginTokens, FileEntry, FileList, LoginInfo, PurchaseResult, QuotaRecord, RequestAction, StorageErrorBody, TrafficHashResult } from "./wire.ts";
 

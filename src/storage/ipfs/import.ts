@@ -27,7 +27,7 @@ import type { BlobGuard } from "../../blob/guard.ts";
 import { batchOf } from "../../blob/store.ts";
 import type { Logger } from "../../log.ts";
 import { blockKey, hashChecked, inlineBlock, matchesCid, readBlock } from "./blocks.ts";
-import { readCar } from "./car.ts";
+import { CarFormatError, readCar } from "../../cid/car.ts";
 import { cidKey } from "./cids.ts";
 import { IpfsError } from "./errors.ts";
 import { referencedAmong } from "./pins.ts";
@@ -219,7 +219,7 @@ export async function importBlocks(
     // No write may land after the caller deletes what the import wrote.
     await Promise.allSettled(writing);
     await reader.cancel(err).catch(() => {});
-    throw err;
+    throw err instanceof CarFormatError ? new IpfsError("IPFS_BAD_CAR", err.message, { cause: err }) : err;
   } finally {
     reader.releaseLock();
   }

@@ -8,7 +8,7 @@
  * read into memory before anything could refuse it.
  *
  * Only the framing is checked here: whether each block hashes to its Cid, and what its codec
- * may be, is the importer's (import.ts).
+ * may be, is the importer's (storage/ipfs/import.ts). The SDK reads a CAR's roots with it too.
  *
  * @example
  *   const car = readCar(body)
@@ -18,7 +18,6 @@
 import { decode as decodeCbor } from "@ipld/dag-cbor";
 import { CID } from "multiformats/cid";
 import * as Digest from "multiformats/hashes/digest";
-import { IpfsError } from "./errors.ts";
 
 /** The largest block a CAR may carry: bitswap's limit, so every imported block can be served. */
 export const MAX_BLOCK_BYTES = 2 * 1024 * 1024;
@@ -31,12 +30,17 @@ const MAX_DIGEST_BYTES = 128;
 const V2_PRAGMA = Uint8Array.from([0x0a, 0xa1, 0x67, 0x76, 0x65, 0x72, 0x73, 0x69, 0x6f, 0x6e, 0x02]);
 const V2_HEADER_BYTES = 40;
 
+/** A stream that is no CAR, or one that breaks the format's bounds; the message says where. */
+export class CarFormatError extends Error {
+  override readonly name = "CarFormatError";
+}
+
 export interface CarBlock {
   cid: CID;
   bytes: Uint8Array;
 }
 
-const bad = (what: string) => new IpfsError("IPFS_BAD_CAR", `not a valid CAR: ${what}`);
+const bad = (what: string) => new CarFormatError(`not a valid CAR: ${what}`);
 
 /**
  * Bytes from a stream, taken as needed: the pieces not yet read stay as they came, and a read
@@ -212,7 +216,7 @@ export function readCar(source: AsyncIterable<Uint8Array>): CarReader {
         const cid = await readCid(bytes);
         const size = length - (bytes.offset - sectionStart);
         if (size < 0) throw bad(`the section at byte ${start} is shorter than its Cid`);
-        if (size > MAX_BLOCK_BYTES) throw new IpfsError("IPFS_BAD_CAR", `block ${cid} is ${size} bytes: blocks are at most ${MAX_BLOCK_BYTES} bytes (2 MiB), as bitswap carries them`);
+        if (size > MAX_BLOCK_BYTES) throw new CarFormatError(`block ${cid} is ${size} bytes: blocks are at most ${MAX_BLOCK_BYTES} bytes (2 MiB), as bitswap carries them`);
         if (bytes.offset + size > dataEnd) throw bad("a section runs past its CARv2 data size");
         yield { cid, bytes: await bytes.take(size) };
       }
