@@ -17,6 +17,8 @@ import { storageError } from "./errors.ts";
 export interface FilePart {
   fields: Record<string, string>;
   filename: string;
+  /** The file part's Content-Type, lower case, without parameters ("" when none was sent). */
+  type: string;
   stream: Readable;
   /** Stops reading the request (after a refusal). */
   stop(): void;
@@ -93,7 +95,7 @@ export function readFilePart(request: Request): Promise<FilePart> {
         end();
       });
       stream.pipe(out, { end: false });
-      resolve({ fields: { ...fields }, filename: info.filename ?? "", stream: out, stop });
+      resolve({ fields: { ...fields }, filename: info.filename ?? "", type: (info.mimeType ?? "").split(";")[0]?.trim().toLowerCase() ?? "", stream: out, stop });
     });
     bb.on("fieldsLimit", () => fail(storageError.badRequest("too many form fields")));
     bb.on("filesLimit", () => fail(storageError.badRequest("one file per upload")));

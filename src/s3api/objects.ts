@@ -120,6 +120,17 @@ function checkCopySource(headers: Headers, source: FileRow, etag: string): void 
   }
 }
 
+/** A Content-MD5 header as hex, or undefined when none was sent. */
+function md5Of(contentMd5: string | null): string | undefined {
+  if (contentMd5 === null) return undefined;
+  const bytes = Buffer.from(contentMd5, "base64");
+  if (bytes.byteLength !== 16) throw s3Error("InvalidDigest", "The Content-MD5 you specified is not valid.");
+  return bytes.toString("hex");
+}
+
+/** Whether a PutObject asks for its body to be imported as a CAR (`x-amz-meta-import: car`). */
+export const importsCar = (headers: Headers) => headers.get("x-amz-meta-import")?.trim().toLowerCase() === "car";
+
 export function createObjects(direct: DirectStorage) {
   async function mustFind(did: Did, kind: BackendKind, key: string): Promise<FileRow> {
     const row = await direct.named(did, kind, key);
@@ -179,6 +190,22 @@ export function createObjects(direct: DirectStorage) {
     const from = await mustFind(did, source.kind, source.key);
     checkCopySource(headers, from, etagOf(from));
     return from;
+  }
+
+  /**
+   * PutObject with `x-amz-meta-import: car` (Filebase's convention) into the ipfs bucket: the body
+   * is a CAR, imported (every block checked, all or nothing) as the file `key` when it has one
+   * root, else as `key/<cid>` for each. Content-MD5 is the CAR's. Answers the roots' Cids.
+   */
+  async function importCar(did: Did, kind: BackendKind, key: string, body: { stream: ReadableStream<Uint8Array>; declared?: number }, contentMd5: string | null): Promise<Response> {
+    checkKey(key);
+    const wanted = md5Of(contentMd5);
+    const verify = (md5: string) => {
+      if (wanted !== undefined && md5 !== wanted) throw s3Error("BadDigest", "The Content-MD5 you specified did not match what was received.");
+    };
+    const rows = await direct.importCar(did, kind, key, body.stream, { declared: body.declared, verify });
+    const first = rows[0] as FileRow;
+    return new Response(null, { status: 200, headers: { etag: etagOf(first), "x-amz-meta-cid": rows.map((r) => r.cid).join(",") } });
   }
 
   /**
@@ -345,6 +372,7 @@ export function createObjects(direct: DirectStorage) {
   return {
     get,
     put,
+    importCar,
     copy,
     copySource,
     remove,

@@ -13,7 +13,7 @@ import type { DirectStorage } from "../storage/direct.ts";
 import { authenticate, authorize, payloadOf, smallBody, type Authenticated, type FindAccessKey } from "./auth.ts";
 import { S3Error, s3Error, toS3Error } from "./errors.ts";
 import { createMultipart, type MultipartLimits } from "./multipart.ts";
-import { createObjects } from "./objects.ts";
+import { createObjects, importsCar } from "./objects.ts";
 import { refuseUnsupportedHeaders, subresourceOf } from "./subresources.ts";
 import { errorResponse, xmlResponse } from "./xml.ts";
 
@@ -120,6 +120,8 @@ export function createS3Api(deps: S3ApiDeps) {
         return objects.attributes(did, bucketOf(auth, bucket, false), key, request.headers.get("x-amz-object-attributes"));
       case "uploads":
         if (method !== "POST") throw notAllowed();
+        // A multipart upload stores its bytes as they are: a CAR to import must come whole.
+        if (importsCar(request.headers)) throw s3Error("NotImplemented", "A CAR is imported from one PutObject, not a multipart upload: send it in one request (aws s3 cp: raise multipart_threshold above its size)");
         return multipart.create(did, bucketOf(auth, bucket, true), bucket, key, request.headers);
       case "uploadId": {
         const uploadId = q.get("uploadId") as string;
@@ -159,6 +161,7 @@ export function createS3Api(deps: S3ApiDeps) {
           const fromKind = bucketOf(auth, from.bucket, false);
           return objects.copy(did, kind, key, { kind: fromKind, key: from.key }, request.headers);
         }
+        if (importsCar(request.headers)) return objects.importCar(did, kind, key, payloadOf(request, auth), request.headers.get("content-md5"));
         return objects.put(did, kind, key, payloadOf(request, auth), request.headers);
       }
       case "DELETE":

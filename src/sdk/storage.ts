@@ -16,7 +16,9 @@ import { canonicalCid } from "../cid/canonical.ts";
 import { canonicalDid } from "../identity/did.ts";
 import { storageDomain, storageTypes } from "../identity/eip712.ts";
 import { discoverGateway, type GatewayInfo } from "./chain.ts";
+import { sha256 } from "@noble/hashes/sha2.js";
 import { cidOfStream } from "./cid.ts";
+import { readCar } from "../cid/car.ts";
 import { TrafficCounter } from "./traffic-counter.ts";
 import type { DidLoginTokens, FileEntry, FileList, LoginInfo, PurchaseResult, QuotaRecord, RequestAction, StorageErrorBody, TrafficHashResult } from "./wire.ts";
 
@@ -139,6 +141,19 @@ export function blobOfPath(path: string): Blob {
   return Bun.file(path);
 }
 
+/** The media type of a CAR: a file part of this type is imported by the gateway. */
+export const CAR_MEDIA_TYPE = "application/vnd.ipld.car";
+
+/** A source's file name: a path's last part, a File's name, else "file". */
+const nameOf = (source: Source, blob: Blob | SizedSource) => (typeof source === "string" ? (source.split("/").pop() as string) : blob instanceof File ? blob.name : "file");
+
+/** SHA-256 of a stream, read once. */
+async function sha256Of(stream: ReadableStream<Uint8Array>): Promise<Uint8Array> {
+  const hash = sha256.create();
+  for await (const part of stream) hash.update(part);
+  return hash.digest();
+}
+
 function toBlob(source: Source): Blob | SizedSource {
   if (typeof source === "string") return blobOfPath(source);
   // (DOM's Blob types want ArrayBuffer-backed bytes; it copies whatever it is given.)
@@ -149,14 +164,14 @@ function toBlob(source: Source): Blob | SizedSource {
 const rfc5987 = (s: string) => encodeURIComponent(s).replace(/['()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
 
 /** A multipart body streamed from its parts: fields first, then the file's bytes as they are read. */
-function multipart(fields: Record<string, string>, file: { name: string; blob: SizedSource }) {
+function multipart(fields: Record<string, string>, file: { name: string; blob: SizedSource; type?: string }) {
   const boundary = `----stowage${randomHex(12).slice(2)}`;
   const esc = (s: string) => s.replace(/["\r\n\\]/g, "_");
   const head =
     Object.entries(fields)
       .map(([k, v]) => `--${boundary}\r\nContent-Disposition: form-data; name="${k}"\r\n\r\n${v}\r\n`)
       .join("") +
-    `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="${esc(file.name)}"; filename*=UTF-8''${rfc5987(file.name)}\r\nContent-Type: application/octet-stream\r\n\r\n`;
+    `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="${esc(file.name)}"; filename*=UTF-8''${rfc5987(file.name)}\r\nContent-Type: ${file.type ?? "application/octet-stream"}\r\n\r\n`;
   const tail = `\r\n--${boundary}--\r\n`;
   const enc = new TextEncoder();
   const [h, t] = [enc.encode(head), enc.encode(tail)];
@@ -309,6 +324,41 @@ export async function connectStorage(opts: StorageOptions) {
     return new StorageApiError(res.status, text && res.headers.get("content-type")?.includes("json") ? (JSON.parse(text) as StorageApiError["body"]) : {});
   }
 
+  /**
+   * Sends one file as a signed upload (D5, D6) with a fresh voucher, signing again when another
+   * transfer of this payer overtook it; answers the gateway's JSON.
+   */
+  async function send<T>(kind: StorageKind, blob: Blob | SizedSource, o: { name: string; payload: string; cid: string; type?: string; fields?: Record<string, string>; onProgress?: (sent: number, total: number) => void }): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      // The voucher names the file's Cid (D22): the payload's, or a cid field when the payload is a hash.
+      const v = await voucher(blob.size, o.cid);
+      let answered: T;
+      try {
+        const fields = { ...(await signed("upload", o.payload)), ...v.fields, ...(o.cid !== o.payload ? { cid: o.cid } : {}), ...o.fields };
+        const { body, asBlob, type, length } = multipart(fields, { name: o.name, blob, type: o.type });
+        const headers = { ...(await auth()), "content-type": type, "content-length": String(length) };
+        const Xhr = (globalThis as { XMLHttpRequest?: ProgressRequestClass }).XMLHttpRequest;
+        const whole = asBlob();
+        if (Xhr && whole && !opts.fetch) {
+          const progress = (sent: number) => o.onProgress?.(sent, length);
+          answered = await answer<T>(await sendWithProgress(Xhr, `${base}/${kind}/`, headers, whole, progress));
+        } else {
+          // `duplex: "half"`: Node's fetch (undici) refuses a stream body without it; Bun and browsers accept it.
+          answered = await call<T>(`/${kind}/`, { method: "POST", headers, body: o.onProgress ? counted(body, { onRead: (sent) => o.onProgress?.(sent, length) }) : body, duplex: "half" } as RequestInit);
+        }
+      } catch (err) {
+        v.transfer.end(undefined);
+        // As for downloads: a voucher overtaken by a parallel transfer (see `voucher`). The
+        // refused upload kept nothing; the next attempt takes a new requestID and voucher.
+        if (attempt < 4 && overtaken(err)) continue;
+        throw err;
+      }
+      // The gateway counted the file's bytes (D6) in the commit that answered.
+      v.transfer.end(blob.size);
+      return answered;
+    }
+  }
+
   async function buy(what: "buyspace" | "buytraffic", o: { size?: number; idempotencyKey?: string; kind?: StorageKind }) {
     const headers = { ...(await auth()), ...(o.idempotencyKey ? { "idempotency-key": o.idempotencyKey } : {}) };
     return call<PurchaseResult>(`/${o.kind ?? "dfs"}/${what}${o.size !== undefined ? `?size=${o.size}` : ""}`, { headers });
@@ -367,35 +417,25 @@ export async function connectStorage(opts: StorageOptions) {
      */
     async upload(kind: StorageKind, source: Source, o: { name?: string; encryption?: string; onProgress?: (sent: number, total: number) => void } = {}): Promise<FileEntry> {
       const blob = toBlob(source);
-      const name = o.name ?? (typeof source === "string" ? (source.split("/").pop() as string) : blob instanceof File ? blob.name : "file");
+      const name = o.name ?? nameOf(source, blob);
       const payload = await cidOfStream(blob.stream());
-      for (let attempt = 1; ; attempt++) {
-        const v = await voucher(blob.size, payload);
-        let entry: FileEntry;
-        try {
-          const fields = { ...(await signed("upload", payload)), ...v.fields, ...(o.encryption ? { encryption: o.encryption } : {}) };
-          const { body, asBlob, type, length } = multipart(fields, { name, blob });
-          const headers = { ...(await auth()), "content-type": type, "content-length": String(length) };
-          const Xhr = (globalThis as { XMLHttpRequest?: ProgressRequestClass }).XMLHttpRequest;
-          const whole = asBlob();
-          if (Xhr && whole && !opts.fetch) {
-            const progress = (sent: number) => o.onProgress?.(sent, length);
-            entry = await answer<FileEntry>(await sendWithProgress(Xhr, `${base}/${kind}/`, headers, whole, progress));
-          } else {
-            // `duplex: "half"`: Node's fetch (undici) refuses a stream body without it; Bun and browsers accept it.
-            entry = await call<FileEntry>(`/${kind}/`, { method: "POST", headers, body: o.onProgress ? counted(body, { onRead: (sent) => o.onProgress?.(sent, length) }) : body, duplex: "half" } as RequestInit);
-          }
-        } catch (err) {
-          v.transfer.end(undefined);
-          // As for downloads: a voucher overtaken by a parallel transfer (see `voucher`). The
-          // refused upload kept nothing; the next attempt takes a new requestID and voucher.
-          if (attempt < 4 && overtaken(err)) continue;
-          throw err;
-        }
-        // The gateway counted the file's bytes (D6) in the commit that answered.
-        v.transfer.end(blob.size);
-        return entry;
-      }
+      return send<FileEntry>(kind, blob, { name, payload, cid: payload, fields: o.encryption ? { encryption: o.encryption } : {}, onProgress: o.onProgress });
+    },
+
+    /**
+     * Imports a CAR (a Blob, bytes, or a path on disk) into ipfs: every block checked against its
+     * Cid, each root (a UnixFS file or directory) a file with its own Cid, all or nothing. Answers
+     * the files, one per root: with one root named `name` (default the file's name) less `.car`.
+     */
+    async importCar(source: Source, o: { name?: string; onProgress?: (sent: number, total: number) => void } = {}): Promise<FileList> {
+      const blob = toBlob(source);
+      const name = o.name ?? nameOf(source, blob);
+      // Signed as the CAR's SHA-256: its bytes are what this request carries.
+      const payload = bytesToHex(await sha256Of(blob.stream())).slice(2);
+      // The voucher names the CAR's first root, as the gateway checks it.
+      const [first] = await readCar(blob.stream()).roots();
+      if (!first) throw new TypeError("the CAR names no root");
+      return send<FileList>("ipfs", blob, { name, payload, cid: first.toV1().toString(), type: CAR_MEDIA_TYPE, onProgress: o.onProgress });
     },
 
     /**

@@ -38,6 +38,18 @@ export interface PendingPut {
   abort(): Promise<void>;
 }
 
+/**
+ * A CAR import's content between the back-end's `importCar` and its file rows: one root per file,
+ * committed or aborted together, as a PendingPut is (the same calls, for several roots at once).
+ */
+export interface PendingImport {
+  /** Each root as its file will be: its Cid, its size, whether it is a directory. */
+  roots: readonly { cid: string; size: number; directory: boolean }[];
+  commit(): Promise<void>;
+  commitIn(tx: Queryable): Promise<void>;
+  abort(): Promise<void>;
+}
+
 /** What a back-end can do beyond storing and reading: asked here, so no caller names a back-end to decide. */
 export interface BackendCapabilities {
   /** Files on it may be deleted (dfs); content on ipfs is permanent (spec rule 4). */
@@ -55,7 +67,13 @@ export interface Backend {
    * back-end cannot (then stream the bytes through `put`).
    */
   compose?(cids: readonly string[]): Promise<PendingPut | undefined>;
-  /** Size in bytes of content this back-end holds (committed), or undefined. */
+  /**
+   * A CAR's roots as content of their own (D25), every block checked against its Cid and each
+   * root's DAG whole, uncommitted as `put` leaves content; rejects (keeping nothing) otherwise.
+   * Only a back-end that stores blocks by Cid has it (ipfs).
+   */
+  importCar?(source: ReadableStream<Uint8Array>, opts?: { signal?: AbortSignal }): Promise<PendingImport>;
+  /** Size in bytes of content this back-end holds (committed) and can read as one file, or undefined. */
   stat(cid: string): Promise<{ size: number } | undefined>;
   /** Streams the content, or a range of it; a damaged chunk errors the stream instead of
    * serving wrong bytes. */

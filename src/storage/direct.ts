@@ -16,10 +16,10 @@ import type { Sql } from "../db/sql.ts";
 import type { Did } from "../identity/did.ts";
 import type { Meter } from "../quota/meter.ts";
 import { failure } from "../failure.ts";
-import type { Backend, BackendKind, ByteRange, PendingPut } from "./backend.ts";
-import { backendLookup, deletable } from "./errors.ts";
-import { createFiles, type FileRow } from "./files.ts";
-import { recordFile } from "./pending.ts";
+import type { Backend, BackendKind, ByteRange, PendingImport, PendingPut } from "./backend.ts";
+import { backendLookup, carImporter, deletable } from "./errors.ts";
+import { createFiles, importedNames, type FileRow } from "./files.ts";
+import { recordFile, recordFiles } from "./pending.ts";
 import { meterDownload } from "./transfer.ts";
 import { WHOLE_BODY_MAX } from "./service.ts";
 import type { Denylist } from "../denylist/index.ts";
@@ -154,6 +154,43 @@ export function createDirectStorage(deps: DirectDeps) {
       return await keep(b, who, name, pending, quota, opts.etag ? opts.etag(md5) : md5, Math.min(opts.moved ?? meter.bytes, meter.bytes), opts);
     } finally {
       await quota?.release().catch((err) => log.error("releasing an upload's holds failed", { err: (err as Error).message }));
+    }
+  }
+
+  /**
+   * Imports the CAR `source` into `kind` (D25: ipfs) as the files of `who` its roots make, named
+   * from `name` (files.ts `importedNames`: the key itself for one root), replacing files of those
+   * names; every block checked, all or nothing, the quota checked as its bytes arrive and exactly
+   * at the end, as `put`. `verify` sees the CAR's MD5 before anything is kept. The files keep no
+   * ETag of their own (their bytes are not the CAR's): their Cid shows.
+   */
+  async function importCar(who: Did, kind: BackendKind, name: string, source: ReadableStream<Uint8Array>, opts: { declared?: number; verify?: (md5: string) => void } = {}): Promise<FileRow[]> {
+    const b = backend(kind);
+    const importCar = carImporter(b);
+    if (opts.declared !== undefined && opts.declared > deps.maxBody) throw tooLarge(deps.maxBody);
+    const quota = await deps.meter?.beginUpload(who.address, who.canonical, { declared: opts.declared });
+    try {
+      const { stream, meter } = counted(source, deps.maxBody, (n) => quota?.add(n));
+      let pending: PendingImport;
+      try {
+        pending = await importCar(stream);
+      } catch (err) {
+        throw meter.failure ?? err;
+      }
+      try {
+        opts.verify?.(meter.md5());
+      } catch (err) {
+        await pending.abort();
+        throw err;
+      }
+      const roots = pending.roots;
+      const rows = importedNames(name, roots, "/").map((rootName, i) => ({ did: who.canonical, backend: b.kind, name: rootName, cid: (roots[i] as (typeof roots)[number]).cid, size: (roots[i] as (typeof roots)[number]).size, encryption: "" }));
+      const added = await recordFiles(files, rows, pending, { quota, moved: meter.bytes, refuse: (cid) => deps.denylist?.refuseUpload(cid, "import"), log });
+      deps.onTransfer?.(b.kind, "in", meter.bytes);
+      for (const a of added) if (a.replaced) await release(b, a.replaced);
+      return added.map((a) => a.row);
+    } finally {
+      await quota?.release().catch((err) => log.error("releasing an import's holds failed", { err: (err as Error).message }));
     }
   }
 
@@ -308,7 +345,7 @@ export function createDirectStorage(deps: DirectDeps) {
   const spaceHold = async (who: Did) => deps.meter?.spaceHold(who.address, who.canonical);
   const dropHold = async (id: number | null) => deps.meter?.dropHold(id);
 
-  return { kind: (k: string) => backend(k).kind, spaceHold, dropHold, put, record, mayStore, compose, named, readable, read, list, remove, stash, readContent, unstash };
+  return { kind: (k: string) => backend(k).kind, spaceHold, dropHold, put, importCar, record, mayStore, compose, named, readable, read, list, remove, stash, readContent, unstash };
 }
 
 export type DirectStorage = ReturnType<typeof createDirectStorage>;

@@ -11,16 +11,18 @@
 import { StorageError } from "../http/errors.ts";
 import { failure, Failure } from "../failure.ts";
 import { isStorageKind } from "../http/model.ts";
-import type { Backend, BackendKind, PendingPut } from "./backend.ts";
+import type { Backend, BackendKind, PendingImport, PendingPut } from "./backend.ts";
 
 /** Codes of dfs (src/storage/dfs/errors.ts), ipfs (src/storage/ipfs/errors.ts) and the blob
  * store (src/blob/store.ts) that a request's own content explains. */
-const BY_CODE: Record<string, () => Failure> = {
+const BY_CODE: Record<string, (err: Error) => Failure> = {
   ERR_NOT_FOUND: () => failure("not-found", "File not found"),
   IPFS_NOT_FOUND: () => failure("not-found", "File not found"),
   IPFS_BAD_CID: () => failure("bad-input", "not a Cid"),
   ERR_INVALID_RANGE: () => failure("bad-range", "Range Not Satisfiable"),
   IPFS_BAD_RANGE: () => failure("bad-range", "Range Not Satisfiable"),
+  // What is wrong with a CAR is the client's to know (which block, which root): its own words.
+  IPFS_BAD_CAR: (err) => failure("bad-input", `${err.message}: nothing was kept`),
 };
 
 const codeOf = (err: unknown) => (typeof err === "object" && err !== null && "code" in err && typeof err.code === "string" ? err.code : undefined);
@@ -30,7 +32,7 @@ export function storageFailure(err: unknown): unknown {
   if (err instanceof Failure || err instanceof StorageError) return err;
   const code = codeOf(err);
   const mapped = code !== undefined ? BY_CODE[code] : undefined;
-  return mapped ? mapped() : err;
+  return mapped ? mapped(err as Error) : err;
 }
 
 /** A stream whose error is mapped as above. */
@@ -67,11 +69,19 @@ export function withStorageErrors(b: Backend): Backend {
     abort: () => p.abort().catch(rethrow),
   });
   const compose = b.compose?.bind(b);
+  const importCar = b.importCar?.bind(b);
+  const pendingImport = (p: PendingImport): PendingImport => ({
+    roots: p.roots,
+    commit: () => p.commit().catch(rethrow),
+    commitIn: (tx) => p.commitIn(tx).catch(rethrow),
+    abort: () => p.abort().catch(rethrow),
+  });
   return {
     kind: b.kind,
     capabilities: b.capabilities,
     put: (source, opts) => b.put(source, opts).then(pending, rethrow),
     ...(compose && { compose: (cids: readonly string[]) => compose(cids).then((p) => p && pending(p), rethrow) }),
+    ...(importCar && { importCar: (source: ReadableStream<Uint8Array>, opts?: { signal?: AbortSignal }) => importCar(source, opts).then(pendingImport, rethrow) }),
     stat: (cid) => b.stat(cid).catch(rethrow),
     read(cid, range) {
       try {
@@ -84,6 +94,13 @@ export function withStorageErrors(b: Backend): Backend {
     health: () => b.health(),
     stop: () => b.stop(),
   };
+}
+
+/** `b`'s CAR import, or the `unsupported` failure for a back-end that stores no blocks by Cid (dfs). */
+export function carImporter(b: Backend): NonNullable<Backend["importCar"]> {
+  const importCar = b.importCar;
+  if (!importCar) throw failure("unsupported", `a CAR is imported into ipfs, not ${b.kind}: its blocks keep their Cids there`);
+  return importCar;
 }
 
 /** `b` if files on it may be deleted; else the `unsupported` failure (ipfs: spec rule 4). */

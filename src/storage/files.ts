@@ -108,6 +108,20 @@ export function cleanName(raw: string | undefined): string {
 }
 
 /**
+ * The names of a CAR import's files, one per root (in the roots' order): with one root, the name
+ * given (a file part's, or an S3 key) less a `.car` ending — `photo.jpg.car` holds `photo.jpg` —
+ * or the root's Cid when nothing is left; with several, each root's Cid, under the given name as
+ * a folder when it may hold one (`sep` "/": an S3 key), else alone.
+ */
+export function importedNames(given: string, roots: readonly { cid: string }[], sep?: "/"): string[] {
+  if (roots.length === 1) {
+    const stem = sep ? given : given.replace(/\.car$/i, "");
+    return [stem || (roots[0] as { cid: string }).cid];
+  }
+  return roots.map((r) => (sep ? `${given.replace(/\/+$/, "")}/${r.cid}` : r.cid));
+}
+
+/**
  * Bytes `did` stores on both back-ends (one space pool, D7), leaving out the file named `except`
  * (the entry an upload would replace), as an expression: the quota meter embeds it in its one
  * read of what an account uses, inside its transactions. There the total includes the file row
@@ -124,41 +138,61 @@ export async function storedBytes(q: Queryable, did: string, except?: { backend:
   return (await q.get<{ n: number }>(`SELECT ${text} AS n`, params))?.n ?? 0;
 }
 
+/** A file row to record (files.ts `add`). */
+export type NewFile = { did: string; backend: BackendKind; name: string; cid: string; size: number; encryption: string; etag?: string; metadata?: string | null };
+
 export function createFiles(sql: Sql, now: () => number = Date.now, publicSql?: PublicSql) {
   const LIST = listSql(publicSql);
   // listobjects' pages while nothing is committed (its statement was a third of the
   // request's CPU); the version is SQLite's, so PostgreSQL reads every time.
   const pages = new ReadCache<ListedRow>(() => sql.dataVersion?.());
+  /** `add` of several files of one DID in one transaction (a CAR import's roots): all or none. */
+  function addAll(fs: readonly NewFile[], participants: readonly Participant[] = []): Promise<{ row: FileRow; replaced?: string }[]> {
+    const did = fs[0]?.did;
+    if (did === undefined || fs.some((f) => f.did !== did)) throw new Error("addAll records files of one DID, at least one");
+    const locker = participants.find((p) => p.lock);
+    return sql.tx(
+      async (tx) => {
+        // The bucket's insert takes no lock on a row that exists.
+        await together(together(...participants.map((p) => p.prepare?.(tx))), tx.run(ADD_BUCKET, [did, now()]));
+        // The lock, then under it the rows' statements, then the participants', which so see
+        // the rows: one round trip on PostgreSQL.
+        const [, added] = await together(
+          locker?.lock ? locker.lock(tx) : tx.get(LOCK_BUCKET, [did]),
+          together(
+            ...fs.map((f) =>
+              together(
+                tx.get<{ cid: string }>(DROP_NAMED, [f.did, f.backend, f.name]),
+                tx.get<FileRow>(INSERT_FILE, [f.did, f.backend, f.name, f.cid, f.size, f.encryption, now(), f.etag ?? null, f.metadata ?? null]),
+              ),
+            ),
+          ),
+          together(...participants.map((p) => p.settle?.(tx))),
+        );
+        return added.map(([old, row]) => {
+          if (!row) throw new Error("INSERT … RETURNING gave no row");
+          return { row, replaced: old?.cid };
+        });
+      },
+      // With the quota's lock held, or else the bucket's, every read of the DID's rows is current
+      // and two uploads of one name replace each other in turn (D16). SERIALIZABLE did that
+      // without a lock, by retries: with the voucher's count in the transaction (one row per
+      // payer, storage/service.ts), ten parallel uploads of one payer retried past its 12 attempts.
+      { isolation: "read committed" },
+    );
+  }
+
   return {
     /**
      * Records a stored file; returns the new row and the Cid of an entry it replaced. The
      * `participants` run in the same transaction, phase by phase in list order (Participant);
      * throwing undoes it all.
      */
-    add(f: { did: string; backend: BackendKind; name: string; cid: string; size: number; encryption: string; etag?: string; metadata?: string | null }, participants: readonly Participant[] = []): Promise<{ row: FileRow; replaced?: string }> {
-      const locker = participants.find((p) => p.lock);
-      return sql.tx(
-        async (tx) => {
-          // The bucket's insert takes no lock on a row that exists.
-          await together(together(...participants.map((p) => p.prepare?.(tx))), tx.run(ADD_BUCKET, [f.did, now()]));
-          // The lock, then under it the row's statements, then the participants', which so see
-          // the row: one round trip on PostgreSQL.
-          const [, old, row] = await together(
-            locker?.lock ? locker.lock(tx) : tx.get(LOCK_BUCKET, [f.did]),
-            tx.get<{ cid: string }>(DROP_NAMED, [f.did, f.backend, f.name]),
-            tx.get<FileRow>(INSERT_FILE, [f.did, f.backend, f.name, f.cid, f.size, f.encryption, now(), f.etag ?? null, f.metadata ?? null]),
-            together(...participants.map((p) => p.settle?.(tx))),
-          );
-          if (!row) throw new Error("INSERT … RETURNING gave no row");
-          return { row, replaced: old?.cid };
-        },
-        // With the quota's lock held, or else the bucket's, every read of the DID's rows is current
-        // and two uploads of one name replace each other in turn (D16). SERIALIZABLE did that
-        // without a lock, by retries: with the voucher's count in the transaction (one row per
-        // payer, storage/service.ts), ten parallel uploads of one payer retried past its 12 attempts.
-        { isolation: "read committed" },
-      );
+    async add(f: NewFile, participants: readonly Participant[] = []): Promise<{ row: FileRow; replaced?: string }> {
+      return (await addAll([f], participants))[0] as { row: FileRow; replaced?: string };
     },
+
+    addAll,
 
     /** A page of `did`'s files on `backend`, each with whether `owner` (the DID's address)
      * publishes its Cid as public in the directory (D9, spec 2.5 `Public`). */

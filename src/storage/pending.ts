@@ -21,13 +21,25 @@ export function pendingPut(
   size: number,
   lease: Lease,
   aborted: () => Error,
-  steps: { commit(): Promise<void>; commitIn(tx: Queryable): Promise<void>; committed?(): Promise<void>; discard(): Promise<void> },
+  steps: PendingSteps,
 ): PendingPut {
+  return { cid, size, ...pendingContent(cid, lease, aborted, steps) };
+}
+
+/** What a back-end's pending content does at each step (see `pendingPut`). */
+export interface PendingSteps {
+  commit(): Promise<void>;
+  commitIn(tx: Queryable): Promise<void>;
+  committed?(): Promise<void>;
+  discard(): Promise<void>;
+}
+
+/** Pending content's steps, once each, in order (`pendingPut`'s, and a CAR import's of several
+ * roots under one lease); `cid` names it in errors. */
+export function pendingContent(cid: string, lease: Lease, aborted: () => Error, steps: PendingSteps): Pick<PendingPut, "commit" | "commitIn" | "abort"> {
   /** "written": `commitIn` wrote the rows and dropped the pins in a transaction that is the caller's to commit. */
   let state: "open" | "written" | "committed" | "aborted" = "open";
   return {
-    cid,
-    size,
     async commit() {
       if (state === "committed") return;
       if (state === "aborted") throw aborted();
@@ -79,21 +91,47 @@ export interface AuthorityParticipants {
  * `refuse` — the denylist's check of every write (D25) — may refuse the content by its Cid.
  */
 export async function recordFile(
-  files: Pick<Files, "add">,
-  row: Parameters<Files["add"]>[0],
+  files: Pick<Files, "addAll">,
+  row: FileInput,
   pending: PendingPut,
-  opts: { quota?: UploadQuota; moved: number; authority?: AuthorityParticipants; also?: Participant; refuse?: (cid: string) => void; log: Logger },
-) {
-  let out: Awaited<ReturnType<Files["add"]>>;
+  opts: RecordOptions,
+): Promise<Added> {
+  const [out] = await recordFiles(files, [row], pending, opts);
+  return out as Added;
+}
+
+type FileInput = Parameters<Files["addAll"]>[0][number];
+type Added = Awaited<ReturnType<Files["addAll"]>>[number];
+type RecordOptions = {
+  quota?: UploadQuota;
+  moved: number;
+  authority?: AuthorityParticipants;
+  also?: Participant;
+  /** Refuses a file by its content's Cid (throws) before anything is recorded: the denylist's
+   * check of each write. */
+  refuse?: (cid: string) => void;
+  log: Logger;
+};
+
+/**
+ * `recordFile` for several files whose content is one pending commit (a CAR import's roots): the
+ * same participants in the same one transaction, the quota's exact check counting every row, and
+ * all of the rows commit or none.
+ */
+export async function recordFiles(files: Pick<Files, "addAll">, rows: readonly FileInput[], pending: Pick<PendingPut, "commit" | "commitIn" | "abort">, opts: RecordOptions): Promise<Added[]> {
+  let out: Added[];
   try {
-    opts.refuse?.(pending.cid);
+    for (const row of rows) opts.refuse?.(row.cid);
     const content: Participant = { prepare: (tx) => pending.commitIn(tx) };
-    const quota = opts.quota?.commit(pending.size, opts.moved);
+    const quota = opts.quota?.commit(
+      rows.reduce((n, r) => n + r.size, 0),
+      opts.moved,
+    );
     const participants = [content, opts.authority?.claims, quota, opts.authority?.counts, opts.also].filter((p): p is Participant => p !== undefined);
-    out = await files.add(row, participants);
+    out = await files.addAll(rows, participants);
   } catch (err) {
     await opts.quota?.release();
-    await pending.abort().catch((e) => opts.log.error("dropping a refused upload's content failed", { cid: pending.cid, err: (e as Error).message }));
+    await pending.abort().catch((e) => opts.log.error("dropping a refused upload's content failed", { cids: rows.map((r) => r.cid), err: (e as Error).message }));
     throw err;
   }
   await pending.commit(); // the rows are in: this only lets go of what kept the blobs meanwhile

@@ -167,23 +167,26 @@ export const storageRoutes = (storage: Storage, guard: { tokens: AccessTokens; c
     })
     .post(
       "/:type",
-      async ({ request, params, path }) => {
+      async ({ request, params, path, query }) => {
         checkNotAccount(path);
         const kind = storage.kind(params.type);
         const who = await caller(request);
-        return storage.upload(who, kind, { declared: Number(request.headers.get("content-length") ?? 0), form: () => readFilePart(request) });
+        if (query.format !== undefined && query.format !== "car") throw storageError.badRequest("format may only be car (a CAR to import)");
+        return storage.upload(who, kind, { declared: Number(request.headers.get("content-length") ?? 0), form: () => readFilePart(request), car: query.format === "car" });
       },
       {
       parse: "none",
       params: typeParam,
+      query: t.Object({ format: t.Optional(t.String({ description: "car: the file is a CAR to import (as a file part of type application/vnd.ipld.car is)" })) }, { additionalProperties: true }),
       detail: {
-        summary: "Upload one file (multipart: did, token, requestID, payload, signature, size, sign, optional expires and cid, then file)",
+        summary:
+          "Upload one file (multipart: did, token, requestID, payload, signature, size, sign, optional expires and cid, then file). On /ipfs/, a CAR (a file part of type application/vnd.ipld.car, or ?format=car) is imported instead: every block checked against its CID, each root (a UnixFS file or directory) becomes a file with its own CID, all or nothing; the answer lists them. Its payload is the CAR's SHA-256, or the CID of its one root",
         description:
-          "The voucher (size, sign, expires when not 0) signs Voucher(seller, size, cid, expires) for the file's Cid: the payload when it is the Cid, else a cid field before the file part.",
+          "The voucher (size, sign, expires when not 0) signs Voucher(seller, size, cid, expires) for the file's Cid: the payload when it is the Cid, else a cid field before the file part. For a CAR, the Cid of its first root.",
         tags: ["storage"],
         ...access.upload,
       },
-      response: { 200: fileEntry, ...storageErrors(400, 401, 402, 403, 410, 411, 413, 516, 517, 518) },
+      response: { 200: t.Union([fileEntry, fileList], { description: "The file's entry; for a CAR import, the list of its files (one per root)" }), ...storageErrors(400, 401, 402, 403, 410, 411, 413, 516, 517, 518) },
       },
     )
     .get(

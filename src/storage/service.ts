@@ -21,9 +21,9 @@ import { canonicalDid, didAddressKey, parseDid, type Did } from "../identity/did
 import type { DidResolver } from "../identity/resolver.ts";
 import type { Logger } from "../log.ts";
 import type { Backend, BackendKind, ByteRange } from "./backend.ts";
-import { backendLookup, deletable } from "./errors.ts";
-import { cleanName, createFiles, fileEntry, type PublicSql } from "./files.ts";
-import { recordFile } from "./pending.ts";
+import { backendLookup, carImporter, deletable } from "./errors.ts";
+import { cleanName, createFiles, fileEntry, importedNames, type PublicSql } from "./files.ts";
+import { recordFile, recordFiles } from "./pending.ts";
 import { createSessions, type LoginInput, type SessionKeys } from "../authorities/sessions.ts";
 import { meterDownload, meterUpload } from "./transfer.ts";
 import { createVouchers, oldVoucher, type SignedVoucher, type VoucherInput } from "../authorities/vouchers.ts";
@@ -49,6 +49,8 @@ export interface Caller {
 export interface UploadForm {
   fields: Record<string, string>;
   filename: string;
+  /** The file part's Content-Type (lower case, no parameters), if the form gave one. */
+  type?: string;
   stream: Readable;
   /** Stops reading the request (after a refusal, or once done). */
   stop(): void;
@@ -59,7 +61,12 @@ export interface UploadInput {
   declared?: number;
   /** Reads the form; called only once the declared length is within bounds. */
   form: () => Promise<UploadForm>;
+  /** The file is a CAR to import (`?format=car`); a file part of type application/vnd.ipld.car is one too. */
+  car?: boolean;
 }
+
+/** The media type of a CAR (IANA): a file part of this type is imported, not stored as it is. */
+export const CAR_TYPE = "application/vnd.ipld.car";
 
 /** The query of a download: the traffic voucher (D6, D22: `size`, `sign`, and `expires` when it
  * is not 0) and, for a delegate key, the DID it reads for. */
@@ -120,7 +127,7 @@ export interface StorageDeps {
   publicSql?: PublicSql;
   /** Quota enforcement (D7); absent, only the vouchers bound use. */
   meter?: Meter;
-  /** Content this gateway blocks (D25): its downloads answer 410, its uploads are refused. */
+  /** Content this gateway blocks (D25): its downloads answer 410, its uploads and CAR imports are refused. */
   denylist?: Pick<Denylist, "check" | "refuseUpload">;
   /** Hears of file bytes received (in) and sent (out), per back-end: the server's metrics. */
   onTransfer?: (backend: BackendKind, direction: "in" | "out", bytes: number) => void;
@@ -270,19 +277,20 @@ export function createStorage(deps: StorageDeps) {
    * `durable: false`: each commit there stays durable (another gateway may act on it while the
    * database restarts).
    */
-  async function upload(who: Caller, kind: BackendKind, input: UploadInput): Promise<FileEntry> {
+  async function upload(who: Caller, kind: BackendKind, input: UploadInput): Promise<FileEntry | FileList> {
     const b = backend(kind);
     const declared = input.declared ?? 0;
     if (declared > deps.maxBody + 1024 * 1024) throw storageError.tooLarge(deps.maxBody);
 
     const part = await input.form();
+    const car = input.car === true || part.type === CAR_TYPE;
     let quota: Awaited<ReturnType<Meter["beginUpload"]>> | undefined;
     try {
       const name = cleanName(part.filename);
       const payload = String(part.fields.payload ?? "");
       const expected = expectedContent(payload);
       // A Cid signed as the payload names the content before its bytes come: refused unread.
-      if (expected.kind === "cid") deps.denylist?.refuseUpload(expected.value);
+      if (expected.kind === "cid") deps.denylist?.refuseUpload(expected.value, car ? "import" : "upload");
       const request = await sessions.verify({ ...part.fields, payload }, "upload", who.did);
       // An old client's voucher names no file: told what to sign now when its signer pays for the DID.
       const refuseOld = async () => {
@@ -301,7 +309,9 @@ export function createStorage(deps: StorageDeps) {
       }
       // Not claimed yet (see above): what it allows now, or its refusal before the body is read.
       const offered = await vouchers.peek(voucher);
-      quota = await deps.meter?.beginUpload(who.did.address, who.did.canonical, { declared: Number.isFinite(declared) ? declared : undefined, backend: b.kind, name });
+      // A CAR's files are named by its roots, known once it is read: no entry is left out of the
+      // checks as it streams (the exact check at the end counts what it replaces).
+      quota = await deps.meter?.beginUpload(who.did.address, who.did.canonical, { declared: Number.isFinite(declared) ? declared : undefined, ...(car ? {} : { backend: b.kind, name }) });
       const limit = Math.min(offered.allowance, deps.maxBody);
       const { stream, meter } = meterUpload(
         part.stream,
@@ -310,38 +320,65 @@ export function createStorage(deps: StorageDeps) {
         async (n) => quota?.add(n),
         { sha256: expected.kind === "sha256" },
       );
-      let pending: Awaited<ReturnType<Backend["put"]>>;
-      try {
-        pending = await b.put(stream);
-      } catch (err) {
-        if (meter.failure || err instanceof StorageError || err instanceof Failure) throw meter.failure ?? err;
-        // The client's broken or abandoned body is its fault; a back-end failure is ours (500).
-        throw meter.interrupted ? storageError.badRequest("the upload was interrupted") : err;
-      }
-      if (expected.kind === "sha256" ? meter.sha256() !== expected.value : pending.cid !== expected.value) {
-        await pending.abort();
-        throw storageError.badRequest(`payload does not match the file's ${expected.kind === "sha256" ? "SHA-256" : "Cid"}: nothing was kept`);
-      }
-      if (pending.cid !== voucherCid) {
-        await pending.abort();
-        throw storageError.badRequest(`the voucher names the Cid ${voucherCid}, but the file's is ${pending.cid}: nothing was kept`);
-      }
+      /** The back-end's failure, or the stream's own (a quota refusal, a broken body) when it stopped it. */
+      const received = async <T>(work: () => Promise<T>): Promise<T> => {
+        try {
+          return await work();
+        } catch (err) {
+          if (meter.failure || err instanceof StorageError || err instanceof Failure) throw meter.failure ?? err;
+          // The client's broken or abandoned body is its fault; a back-end failure is ours (500).
+          throw meter.interrupted ? storageError.badRequest("the upload was interrupted") : err;
+        }
+      };
+      const mismatch = (what: string) => storageError.badRequest(`payload does not match the ${what}: nothing was kept`);
       // The file row's transaction (recordFile documents its order): the content's rows, both
       // claims (a refused one answers for the upload; each decides by a conditional insert, the
       // requestID's after its session's row lock: READ COMMITTED suffices, D16), the quota's exact
       // check (D14), the voucher's count, and the answer's `Public`: on PostgreSQL one round trip
       // under the account's lock.
-      const row = { did: who.did.canonical, backend: b.kind, name, cid: pending.cid, size: pending.size, encryption: String(part.fields.encryption ?? "") };
-      let isPublic: boolean | undefined;
       const authority = {
         claims: { settle: async (tx: Queryable) => void (await together(request.claim(tx), vouchers.claimPeeked(tx, offered))) },
         counts: { settle: (tx: Queryable) => vouchers.settle(offered, meter.bytes, tx) },
       };
-      const publicFlag = deps.publicCids && { settle: async (tx: Queryable) => void (isPublic = (await deps.publicCids?.(who.did.address, [row.cid], tx))?.has(row.cid)) };
-      const added = await recordFile(files, row, pending, { quota, moved: meter.bytes, authority, also: publicFlag, refuse: (c) => deps.denylist?.refuseUpload(c), log });
+      const encryption = String(part.fields.encryption ?? "");
+      let publicOnes: ReadonlySet<string> | undefined;
+      const publicFlags = (cids: string[]) => deps.publicCids && { settle: async (tx: Queryable) => void (publicOnes = await deps.publicCids?.(who.did.address, cids, tx)) };
+
+      if (car) {
+        const importCar = carImporter(b);
+        const pending = await received(() => importCar(stream));
+        // The signed payload names these bytes: the CAR's SHA-256, or (one root) that root's Cid.
+        const roots = pending.roots;
+        if (expected.kind === "sha256" ? meter.sha256() !== expected.value : !(roots.length === 1 && roots[0]?.cid === expected.value)) {
+          await pending.abort();
+          throw mismatch(expected.kind === "sha256" ? "CAR's SHA-256" : "CAR's one root");
+        }
+        // A voucher names one Cid (D22): a CAR's, its first root.
+        if (roots[0]?.cid !== voucherCid) {
+          await pending.abort();
+          throw storageError.badRequest(`the voucher names the Cid ${voucherCid}, but the CAR's first root is ${roots[0]?.cid}: nothing was kept`);
+        }
+        const rows = importedNames(name, roots).map((rootName, i) => ({ did: who.did.canonical, backend: b.kind, name: rootName, cid: (roots[i] as (typeof roots)[number]).cid, size: (roots[i] as (typeof roots)[number]).size, encryption }));
+        const added = await recordFiles(files, rows, pending, { quota, moved: meter.bytes, authority, also: publicFlags(rows.map((r) => r.cid)), refuse: (c) => deps.denylist?.refuseUpload(c, "import"), log });
+        deps.onTransfer?.(b.kind, "in", meter.bytes);
+        for (const a of added) if (a.replaced) await release(b, a.replaced);
+        return { Address: who.did.address, Storage: b.kind, Object: added.map((a) => fileEntry(a.row, publicOnes?.has(a.row.cid))) };
+      }
+
+      const pending = await received(() => b.put(stream));
+      if (expected.kind === "sha256" ? meter.sha256() !== expected.value : pending.cid !== expected.value) {
+        await pending.abort();
+        throw mismatch(`file's ${expected.kind === "sha256" ? "SHA-256" : "Cid"}`);
+      }
+      if (pending.cid !== voucherCid) {
+        await pending.abort();
+        throw storageError.badRequest(`the voucher names the Cid ${voucherCid}, but the file's is ${pending.cid}: nothing was kept`);
+      }
+      const row = { did: who.did.canonical, backend: b.kind, name, cid: pending.cid, size: pending.size, encryption };
+      const added = await recordFile(files, row, pending, { quota, moved: meter.bytes, authority, also: publicFlags([row.cid]), refuse: (c) => deps.denylist?.refuseUpload(c), log });
       deps.onTransfer?.(b.kind, "in", meter.bytes);
       if (added.replaced) await release(b, added.replaced);
-      return fileEntry(added.row, isPublic);
+      return fileEntry(added.row, publicOnes?.has(row.cid));
     } finally {
       await quota?.release().catch((err) => log.error("releasing an upload's holds failed", { err: (err as Error).message })); // a no-op once committed
       part.stream.resume();

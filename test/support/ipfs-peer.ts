@@ -4,8 +4,9 @@
  * the Cid with bitswap and prints one JSON line: `{"sha256":"…","bytes":N,"ms":N}` or
  * `{"error":"…","name":"…"}` (exit code 1).
  *
- *   bun test/support/ipfs-peer.ts <multiaddr/p2p/peerId> <cid> [timeoutMs] [ipfsDir]
+ *   bun test/support/ipfs-peer.ts <multiaddr/p2p/peerId> <cid>[/<path>] [timeoutMs] [ipfsDir]
  *
+ * `<cid>/<path>` fetches the file at that path of a UnixFS directory (each block on the way).
  * `ipfsDir` (default: a fresh temporary one) lets a test give the peer a key made beforehand, so
  * it knows the peer id (for allow-lists).
  */
@@ -29,7 +30,8 @@ try {
   await node.helia.libp2p.dial(multiaddr(addr), { signal });
   const hash = new Bun.CryptoHasher("sha256");
   let bytes = 0;
-  for await (const chunk of unixfs(node.helia).cat(CID.parse(cidText), { signal })) {
+  const [root, ...path] = cidText.split("/");
+  for await (const chunk of unixfs(node.helia).cat(CID.parse(root as string), { signal, ...(path.length ? { path: path.join("/") } : {}) })) {
     hash.update(chunk);
     bytes += chunk.byteLength;
   }

@@ -48,7 +48,7 @@ logs in by itself, so this only checks that the key and the gateway work.
   },
   put: {
     summary: "Upload a file, stdin or a folder (streamed) to dfs or ipfs",
-    usage: "stowage put FILE|DIR|- [--to dfs|ipfs] [--name NAME] [--encrypt | --plain] [--json | --quiet] [--progress]",
+    usage: "stowage put FILE|DIR|- [--to dfs|ipfs] [--name NAME] [--encrypt | --plain] [--car] [--json | --quiet] [--progress]",
     text: `Uploads FILE, streamed: it is read once to hash it (the hash is signed) and once to send it.
 A file of the same name on that back-end is replaced. It uses storage space and traffic (see
 \`stowage quota\`). Prints "ID <id>  Cid <cid>  <size>  <back-end>  <name>".
@@ -66,10 +66,15 @@ A file of the same name on that back-end is replaced. It uses storage space and 
                    \`stowage age-key\`): the gateway and the network see ciphertext only, and
                    \`stowage get\` decrypts it. STOWAGE_ENCRYPT=on makes this the default.
   --plain          do not encrypt, even with STOWAGE_ENCRYPT=on
-  --json           print the stored entry as JSON instead (for DIR: a list of them)
+  --car            FILE is a CAR (from ipfs-car, Kubo's \`ipfs dag export\`, …): import it into ipfs.
+                   Every block is checked against its Cid; each root (a UnixFS file or folder)
+                   becomes a file with that Cid, named NAME (default FILE's name less .car) when
+                   there is one root, by its Cid when there are several. All or nothing: a bad
+                   or missing block, or too little space, keeps nothing. One line per root.
+  --json           print the stored entry as JSON instead (for DIR or --car: a list of them)
   --quiet          print only the Cid (for CID=$(stowage put …); for DIR: one a line)
   --progress       show progress on stderr even when it is not a terminal`,
-    spec: { flags: ["--to", "--name"], switches: ["--json", "--quiet", "--progress", "--encrypt", "--plain"] },
+    spec: { flags: ["--to", "--name"], switches: ["--json", "--quiet", "--progress", "--encrypt", "--plain", "--car"] },
     run: put,
   },
   get: {

@@ -105,10 +105,30 @@ export async function put(inv: Invocation, io: Io): Promise<number> {
     else throw new CliError(`${file} is not a file or folder`);
   }
   try {
+    if (inv.flags.has("--car")) return await putCar(inv, io, kind, items, tree);
     return await putItems(inv, io, kind, items, tree);
   } finally {
     await spooled?.cleanup();
   }
+}
+
+/** `put FILE.car --car`: the CAR imported into ipfs, one line (or JSON entry) per root. */
+async function putCar(inv: Invocation, io: Io, kind: Backend, items: Item[], tree: boolean): Promise<number> {
+  if (tree) throw new ConfigError("--car takes one CAR file, not a folder");
+  if (inv.flags.has("--to") && kind !== "ipfs") throw new ConfigError("--car imports into ipfs: a CAR's blocks keep their Cids there (leave out --to, or --to ipfs)");
+  if (inv.flags.has("--encrypt")) throw new ConfigError("--car and --encrypt do not go together: a CAR's blocks are stored as their Cids name them");
+  const item = items[0] as Item;
+  const account = userAccount(inv);
+  const show = progressWanted(inv, io);
+  const store = await loggedIn(inv, account);
+  if (show) io.log(`hashing ${item.name} (${formatBytes(item.size)}), then importing it …`);
+  // One root is named as the file, less .car (the gateway does that); several by their Cids.
+  const list = await store.importCar(item.path, { name: item.name });
+  for (const entry of list.Object) {
+    if (!inv.flags.has("--json")) io.out(inv.flags.has("--quiet") ? entry.Cid : `ID ${entry.ID}  Cid ${entry.Cid}  ${formatBytes(entry.Size)}  ipfs  ${entry.Name}`);
+  }
+  if (inv.flags.has("--json")) io.out(json(list.Object));
+  return 0;
 }
 
 async function putItems(inv: Invocation, io: Io, kind: Backend, items: Item[], tree: boolean): Promise<number> {

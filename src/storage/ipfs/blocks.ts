@@ -9,6 +9,10 @@
  * `servable` says no (the denylist, D25): then it is a block this store does not have. It does
  * not write or delete: blocks are written by an upload's sink under a guard lease (put.ts) and
  * deleted through the guard (D15), never behind the reference counts' back.
+ *
+ * Hashes checked: sha2-256 (every block this gateway's importer makes), and what Helia checks
+ * besides, sha2-512 and identity, for blocks a CAR import brings. An identity Cid carries its
+ * block in its digest: it is never stored, and reading it is reading the Cid.
  */
 import type { AbortOptions } from "@libp2p/interface";
 import type { HeliaInit } from "helia";
@@ -20,7 +24,19 @@ import { isBlobError, type BlobStore, type LocalBlobStore } from "../../blob/ind
 import { IpfsError } from "./errors.ts";
 
 export const BLOCK_PREFIX = "ipfs/";
-const SHA2_256 = 0x12;
+/** Multihash code → Bun's name of the hash. */
+const HASHES: ReadonlyMap<number, "sha256" | "sha512"> = new Map([
+  [0x12, "sha256"],
+  [0x13, "sha512"],
+]);
+/** The identity "hash": the digest is the block itself. */
+export const IDENTITY = 0x00;
+
+/** Whether blocks under this multihash code can be checked here (and so stored and served). */
+export const hashChecked = (code: number) => code === IDENTITY || HASHES.has(code);
+
+/** The block an identity Cid carries, or undefined for a Cid whose block is stored. */
+export const inlineBlock = (cid: CID): Uint8Array | undefined => (cid.multihash.code === IDENTITY ? cid.multihash.digest : undefined);
 
 type Blockstore = NonNullable<HeliaInit["blockstore"]>;
 type Pair = { cid: CID; bytes: AsyncGenerator<Uint8Array> };
@@ -49,6 +65,8 @@ function readFailure(err: unknown, cid: CID, options?: AbortOptions): unknown {
 /** Reads a whole block and checks it hashes to its Cid. */
 export async function readBlock(store: BlobStore, cid: CID, options?: AbortOptions): Promise<Uint8Array> {
   options?.signal?.throwIfAborted();
+  const inline = inlineBlock(cid);
+  if (inline) return inline;
   let bytes: Uint8Array;
   try {
     bytes = await store.bytes(blockKey(cid));
@@ -65,6 +83,12 @@ export async function readBlock(store: BlobStore, cid: CID, options?: AbortOptio
  */
 export async function readBlockInto(store: LocalBlobStore, cid: CID, into: Uint8Array, options?: AbortOptions): Promise<Uint8Array> {
   options?.signal?.throwIfAborted();
+  const inline = inlineBlock(cid);
+  if (inline) {
+    if (inline.byteLength !== into.byteLength) throw new IpfsError("IPFS_BLOCK_CORRUPT", `block ${cid} holds ${inline.byteLength} bytes, expected ${into.byteLength}`);
+    into.set(inline);
+    return into;
+  }
   let file: Awaited<ReturnType<LocalBlobStore["openFile"]>>;
   try {
     file = await store.openFile(blockKey(cid));
@@ -81,13 +105,20 @@ export async function readBlockInto(store: LocalBlobStore, cid: CID, into: Uint8
   return into;
 }
 
-export function verifyBlock(cid: CID, bytes: Uint8Array): void {
+/** Whether `bytes` hash to `cid` (false for a hash not checked here: see `hashChecked`). */
+export function matchesCid(cid: CID, bytes: Uint8Array): boolean {
   const { code, digest } = cid.multihash;
-  // Our importer only makes sha2-256 Cids; a block under any other hash cannot be checked, so is
-  // not served.
-  if (code !== SHA2_256) throw new IpfsError("IPFS_BLOCK_CORRUPT", `block ${cid} uses an unsupported hash (0x${code.toString(16)})`);
-  const actual = new Bun.CryptoHasher("sha256").update(bytes).digest();
-  if (!actual.equals(digest)) throw new IpfsError("IPFS_BLOCK_CORRUPT", `block ${cid} does not match its hash`);
+  if (code === IDENTITY) return Buffer.from(digest.buffer, digest.byteOffset, digest.byteLength).equals(bytes);
+  const hash = HASHES.get(code);
+  if (!hash) return false;
+  return new Bun.CryptoHasher(hash).update(bytes).digest().equals(digest);
+}
+
+export function verifyBlock(cid: CID, bytes: Uint8Array): void {
+  const { code } = cid.multihash;
+  // A block under any other hash cannot be checked, so is not served.
+  if (!hashChecked(code)) throw new IpfsError("IPFS_BLOCK_CORRUPT", `block ${cid} uses an unsupported hash (0x${code.toString(16)})`);
+  if (!matchesCid(cid, bytes)) throw new IpfsError("IPFS_BLOCK_CORRUPT", `block ${cid} does not match its hash`);
 }
 
 const readOnly = (what: string) => new Error(`the ipfs blockstore does not ${what}: blocks are written by uploads and deleted through the blob guard`);

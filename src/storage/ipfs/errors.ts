@@ -13,6 +13,10 @@ export type IpfsErrorCode =
   | "IPFS_BLOCK_MISSING"
   /** A local block's bytes do not hash to its Cid. */
   | "IPFS_BLOCK_CORRUPT"
+  /** A CAR import that cannot be kept whole: malformed, a block that does not match its Cid, a
+   * codec or hash not imported here, a root's DAG that is missing a block or is no UnixFS file or
+   * directory. The message says which, for the client. */
+  | "IPFS_BAD_CAR"
   /** The upload stream errored or its signal aborted; nothing was kept. */
   | "IPFS_IMPORT_FAILED"
   /** `commit()` after `abort()` of the same upload. */

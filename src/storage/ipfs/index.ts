@@ -20,18 +20,19 @@
  */
 import { LEASE_MS, type BlobGuard } from "../../blob/guard.ts";
 import { batchOf } from "../../blob/store.ts";
-import type { Sql } from "../../db/sql.ts";
+import type { Queryable, Sql } from "../../db/sql.ts";
 import type { Logger } from "../../log.ts";
-import type { Backend, ByteRange, PendingPut } from "../backend.ts";
+import type { Backend, ByteRange, PendingImport, PendingPut } from "../backend.ts";
 import { BlobBlockstore, readBlock, verifyBlock, type Servable } from "./blocks.ts";
 import { cidKey, parseCid, tryCidKey } from "./cids.ts";
 import { IpfsError, isIpfsError } from "./errors.ts";
 import { migrateOldBlocks, type MigrateResult } from "./migrate.ts";
 import { startIpfsNode, type IpfsHelia } from "./node.ts";
 import { addRef, addRefIn, dropRef, pinned, pinnedCount, referencedAmong } from "./pins.ts";
-import { pendingPut } from "../pending.ts";
+import { pendingContent, pendingPut } from "../pending.ts";
+import { dropImported, importBlocks, importSink, unreached } from "./import.ts";
 import { importStream, uploadSink, type BlockSizes, type Imported } from "./put.ts";
-import { NodeCache, readContent } from "./read.ts";
+import { isFileRoot, NodeCache, readContent } from "./read.ts";
 import { deleteUnreferenced, sweepOrphans, type SweepResult } from "./sweep.ts";
 import { keepDialled } from "./peers.ts";
 import type { Multiaddr } from "@multiformats/multiaddr";
@@ -67,6 +68,7 @@ export interface OpenIpfsOptions {
 
 export interface IpfsBackend extends Backend {
   readonly kind: "ipfs";
+  importCar(source: ReadableStream<Uint8Array>, opts?: { signal?: AbortSignal }): Promise<PendingImport>;
   readonly peerId: string;
   /** Addresses other nodes can dial, each ending in `/p2p/<peerId>`. */
   multiaddrs(): string[];
@@ -90,6 +92,11 @@ export interface IpfsBackend extends Backend {
   fetchBlock(cid: CID, signal: AbortSignal): Promise<Uint8Array>;
   /** Dials each of `addrs` (a pin's origins) at once; how many answered. Failures are the peers'. */
   dial(addrs: readonly Multiaddr[], signal: AbortSignal): Promise<number>;
+}
+
+/** One more reference to each imported root, one after the other (each locks its blocks' rows in key order). */
+async function refRoots(tx: Queryable, roots: readonly { cid: string; size: number; blocks: BlockSizes }[]): Promise<void> {
+  for (const r of roots) await addRefIn(tx, r.cid, r.size, r.blocks);
 }
 
 export async function openIpfs(opts: OpenIpfsOptions): Promise<IpfsBackend> {
@@ -223,10 +230,37 @@ export async function openIpfs(opts: OpenIpfsOptions): Promise<IpfsBackend> {
       return done.filter((d) => d.status === "fulfilled").length;
     },
 
+    async importCar(source: ReadableStream<Uint8Array>, importOpts?: { signal?: AbortSignal }): Promise<PendingImport> {
+      running();
+      // As `put`: held until commit or abort, its pins keep deleters off the blocks the rows will name.
+      const lease = guard.lease();
+      const have: BlockSizes = new Map();
+      const deps = { guard, log };
+      let roots: Awaited<ReturnType<typeof importBlocks>>;
+      try {
+        roots = await importBlocks(deps, source, importSink(guard, lease, have), have, importOpts?.signal);
+      } catch (err) {
+        await dropImported(deps, lease, have.keys());
+        throw err;
+      }
+      const label = roots.map((r) => r.cid).join(",");
+      return {
+        roots: roots.map(({ cid, size, directory }) => ({ cid, size, directory })),
+        ...pendingContent(label, lease, () => new IpfsError("IPFS_ABORTED", `import of ${label} was aborted`), {
+          commit: () => sql.tx((tx) => refRoots(tx, roots), { isolation: "read committed" }),
+          commitIn: (tx) => refRoots(tx, roots),
+          // Blocks the CAR carried that no root reaches have no row: not kept.
+          committed: async () => void (await deleteUnreferenced(guard, unreached(have, roots), log)),
+          discard: () => dropImported(deps, lease, have.keys()),
+        }),
+      };
+    },
+
     async stat(cid: string) {
       const key = tryCidKey(cid);
       const row = key === undefined ? undefined : await pinned(sql, key);
-      return row ? { size: row.size } : undefined;
+      // A folder (a CAR import's root) is content, but no file a download can stream.
+      return row && (await isFileRoot({ store, nodes }, cid)) ? { size: row.size } : undefined;
     },
 
     read(cid: string, range?: ByteRange): ReadableStream<Uint8Array> {

@@ -243,6 +243,24 @@ async function fileNode({ store, nodes }: ReadDeps, cid: CID, signal: AbortSigna
 }
 
 /**
+ * Whether pinned content `cidText` is a file (a raw block, or a dag-pb UnixFS file): a CAR import
+ * may pin a folder, which downloads cannot read as one stream. Reads the root node (kept in
+ * `nodes` as a download's walk keeps it).
+ */
+export async function isFileRoot(deps: Pick<ReadDeps, "store" | "nodes">, cidText: string): Promise<boolean> {
+  const cid = parseCid(cidText);
+  if (cid.code === raw.code) return true;
+  try {
+    await fileNode({ ...deps, pinnedSize: async () => undefined }, cid, new AbortController().signal);
+    return true;
+  } catch (err) {
+    if (err instanceof IpfsError && err.code === "IPFS_NOT_FOUND") return false;
+    // A root that cannot be read now (missing, damaged) is the read's to report, as before.
+    return true;
+  }
+}
+
+/**
  * The pieces of the node `cid` (which holds `at.size` bytes from file offset `at.offset`) that
  * overlap [start, end], in file order. A raw block is a leaf; a dag-pb node is a UnixFS file (or
  * raw) node: its own data first, then its children, whose sizes it lists.
