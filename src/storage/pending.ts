@@ -7,7 +7,7 @@ import type { Queryable } from "../db/sql.ts";
 import type { Logger } from "../log.ts";
 import type { Meter } from "../quota/meter.ts";
 import type { PendingPut } from "./backend.ts";
-import type { Files, Participant } from "./files.ts";
+import type { Expectation, Files, Participant } from "./files.ts";
 
 /**
  * The PendingPut of content whose blobs `lease` keeps until its rows reference them (dfs's put and
@@ -73,6 +73,8 @@ export interface AuthorityParticipants {
  * 4. the authority's counts: the voucher's;
  * 5. `also`: what else reads the row in its transaction (the directory's `Public` of the answer).
  *
+ * `expect` (a conditional write) tests the entry the file would replace, under the lock.
+ *
  * Either all of it commits or none: the bytes count exactly when the file is stored. When it
  * fails, the quota's holds go first (a refused upload never counts against another's check),
  * then nothing of the content is kept unless something else references it. Before any of it,
@@ -82,7 +84,7 @@ export async function recordFile(
   files: Pick<Files, "add">,
   row: Parameters<Files["add"]>[0],
   pending: PendingPut,
-  opts: { quota?: UploadQuota; moved: number; authority?: AuthorityParticipants; also?: Participant; refuse?: (cid: string) => void; log: Logger },
+  opts: { quota?: UploadQuota; moved: number; authority?: AuthorityParticipants; also?: Participant; refuse?: (cid: string) => void; expect?: Expectation; log: Logger },
 ) {
   let out: Awaited<ReturnType<Files["add"]>>;
   try {
@@ -90,7 +92,7 @@ export async function recordFile(
     const content: Participant = { prepare: (tx) => pending.commitIn(tx) };
     const quota = opts.quota?.commit(pending.size, opts.moved);
     const participants = [content, opts.authority?.claims, quota, opts.authority?.counts, opts.also].filter((p): p is Participant => p !== undefined);
-    out = await files.add(row, participants);
+    out = await files.add(row, participants, opts.expect);
   } catch (err) {
     await opts.quota?.release();
     await pending.abort().catch((e) => opts.log.error("dropping a refused upload's content failed", { cid: pending.cid, err: (e as Error).message }));
