@@ -10,7 +10,7 @@
 import { createHash } from "node:crypto";
 import type { AccessKey } from "../keys/index.ts";
 import { parseDid, type Did } from "../identity/did.ts";
-import { CHECKSUM_HEADERS, runningChecksum } from "./checksums.ts";
+import { algorithmOf, CHECKSUM_HEADERS, running, upperName, wellFormed, type Algorithm } from "./checksums.ts";
 import { decodeChunked } from "./chunked.ts";
 import { s3Error } from "./errors.ts";
 import { checkTime, payloadMode, readCredentials, verifySignature, type Credentials, type SignedRequest } from "./sigv4.ts";
@@ -74,41 +74,85 @@ function checkedSha256(source: ReadableStream<Uint8Array>, expected: string): Re
 
 const empty = () => new ReadableStream<Uint8Array>({ start: (c) => c.close() });
 
-/** Errors at the end when the checksum header sent with the bytes (if any) differs. */
-function checkedHeader(source: ReadableStream<Uint8Array>, headers: Headers): ReadableStream<Uint8Array> {
-  const name = CHECKSUM_HEADERS.find((h) => headers.has(h));
-  const sum = runningChecksum(name);
-  if (!name || !sum) return source;
-  const expected = headers.get(name);
-  return checkedAtEnd(source, sum, (got) => {
-    if (got !== expected) throw s3Error("BadDigest", `The ${name.slice("x-amz-checksum-".length).toUpperCase()} you specified did not match the calculated checksum.`);
-  });
+/** x-amz-checksum-… headers that are not a checksum themselves. */
+const OTHER_CHECKSUM_HEADERS = new Set(["x-amz-checksum-algorithm", "x-amz-checksum-type", "x-amz-checksum-mode"]);
+
+/** What a body's flexible checksum came to: the algorithm and its value (base64), once the body has ended. */
+export type BodyChecksum = { algorithm: Algorithm; value: string };
+
+/** A request body as its signature vouches for it, its declared length, and its checksum. */
+export interface Payload {
+  stream: ReadableStream<Uint8Array>;
+  declared?: number;
+  /** The checksum the client sent (checked) or, when `want` named one and none was sent, the one
+   * computed: known once the stream has ended; undefined when there is none. */
+  checksum(): BodyChecksum | undefined;
 }
 
-/** The request's payload as its signature vouches for it, and its declared length (if any). */
-export function payloadOf(request: Request, auth: Authenticated): { stream: ReadableStream<Uint8Array>; declared?: number } {
+/**
+ * The request's payload as its signature vouches for it, its declared length (if any), and its
+ * flexible checksum: one sent as a header or an aws-chunked trailer is checked against the bytes
+ * (BadDigest at the end, so nothing is kept); `want` (a multipart upload's algorithm) is computed
+ * when the client sent none, and a checksum of another algorithm is refused.
+ */
+export function payloadOf(request: Request, auth: Authenticated, want?: Algorithm, opts: { objectChecksum?: boolean } = {}): Payload {
   const raw = request.body ?? empty();
   const mode = payloadMode(auth.creds.payloadHash);
   const length = request.headers.get("content-length");
-  const declared = length !== null && /^\d+$/.test(length) ? Number(length) : undefined;
+  let declared = length !== null && /^\d+$/.test(length) ? Number(length) : undefined;
+  const headers = request.headers;
+  // CompleteMultipartUpload's checksum header is the object's, not its request document's.
+  const named = opts.objectChecksum ? [] : CHECKSUM_HEADERS.filter((h) => headers.has(h));
+  // A checksum this gateway cannot compute is refused, never stored unchecked.
+  for (const [name] of headers) {
+    if (name.startsWith("x-amz-checksum-") && !OTHER_CHECKSUM_HEADERS.has(name) && !(CHECKSUM_HEADERS as readonly string[]).includes(name)) algorithmOf(name.slice("x-amz-checksum-".length));
+  }
+  if (named.length > 1) throw s3Error("InvalidRequest", "Expecting a single x-amz-checksum- header. Multiple checksum Types are not allowed.");
+  const trailer = mode.kind === "chunked" ? headers.get("x-amz-trailer")?.trim().toLowerCase() : undefined;
+  const trailerAlgorithm = trailer?.startsWith("x-amz-checksum-") ? algorithmOf(trailer.slice("x-amz-checksum-".length)) : undefined;
+  const headerAlgorithm = named[0] ? (named[0].slice("x-amz-checksum-".length) as Algorithm) : undefined;
+  const sent = headerAlgorithm ?? trailerAlgorithm;
+  if (want && sent && sent !== want) throw s3Error("InvalidRequest", `Checksum Type mismatch occurred, expected checksum Type: ${want}, actual checksum Type: ${sent}`);
+
+  let result: BodyChecksum | undefined;
+  let stream: ReadableStream<Uint8Array>;
   switch (mode.kind) {
     case "unsigned":
-      return { stream: checkedHeader(raw, request.headers), declared };
+      stream = raw;
+      break;
     case "sha256":
-      return { stream: checkedHeader(checkedSha256(raw, mode.hex), request.headers), declared };
+      stream = checkedSha256(raw, mode.hex);
+      break;
     case "chunked": {
-      const decoded = request.headers.get("x-amz-decoded-content-length");
+      const decoded = headers.get("x-amz-decoded-content-length");
       if (decoded === null || !/^\d+$/.test(decoded)) throw s3Error("MissingContentLength", "A streamed (aws-chunked) upload needs x-amz-decoded-content-length");
       const signing = mode.signed ? { key: auth.signingKey, seed: auth.creds.signature, creds: auth.creds } : undefined;
-      const checksum = request.headers.get("x-amz-trailer")?.trim().toLowerCase();
-      return { stream: decodeChunked(raw, { signing, trailer: mode.trailer, decodedLength: Number(decoded), checksum }), declared: Number(decoded) };
+      const received = (value: string) => {
+        if (trailerAlgorithm) result = { algorithm: trailerAlgorithm, value };
+      };
+      stream = decodeChunked(raw, { signing, trailer: mode.trailer, decodedLength: Number(decoded), checksum: trailer, received });
+      declared = Number(decoded);
+      break;
     }
   }
+  if (headerAlgorithm) {
+    const expected = headers.get(named[0] as string) as string;
+    if (!wellFormed(headerAlgorithm, expected)) throw s3Error("InvalidRequest", `Value for ${named[0]} header is invalid.`);
+    stream = checkedAtEnd(stream, running(headerAlgorithm), (got) => {
+      if (got !== expected) throw s3Error("BadDigest", `The ${upperName(headerAlgorithm)} you specified did not match the calculated checksum.`);
+      result = { algorithm: headerAlgorithm, value: expected };
+    });
+  } else if (want && !trailerAlgorithm) {
+    stream = checkedAtEnd(stream, running(want), (got) => {
+      result = { algorithm: want, value: got };
+    });
+  }
+  return { stream, declared, checksum: () => result };
 }
 
 /** A small request document (DeleteObjects, CompleteMultipartUpload), read whole up to `max` bytes. */
-export async function smallBody(request: Request, auth: Authenticated, max = 2 * 1024 * 1024): Promise<string> {
-  const { stream } = payloadOf(request, auth);
+export async function smallBody(request: Request, auth: Authenticated, opts: { objectChecksum?: boolean } = {}, max = 2 * 1024 * 1024): Promise<string> {
+  const { stream } = payloadOf(request, auth, undefined, opts);
   const chunks: Uint8Array[] = [];
   let size = 0;
   for await (const chunk of stream) {

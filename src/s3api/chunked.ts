@@ -25,6 +25,8 @@ export interface ChunkedOptions {
   /** The trailing checksum header the request announced (x-amz-trailer), checked against the
    * decoded bytes when it is one of crc32, crc32c, sha1 or sha256; others pass unchecked. */
   checksum?: string;
+  /** Hears the trailing checksum once it is checked: what the object keeps. */
+  received?: (value: string) => void;
 }
 
 const DEFAULT_MAX_CHUNK = 16 * 1024 * 1024;
@@ -121,6 +123,7 @@ async function* chunks(source: ReadableStream<Uint8Array>, opts: ChunkedOptions)
         const value = sent.get(opts.checksum);
         if (value === undefined) throw incomplete(`the trailer ${opts.checksum} announced in x-amz-trailer was not sent`);
         if (value !== checksum.digest()) throw s3Error("BadDigest", `The ${opts.checksum.slice("x-amz-checksum-".length).toUpperCase()} you specified did not match the calculated checksum.`);
+        opts.received?.(value);
       }
     }
     else if ((await bytes.line()) !== "") throw incomplete("the last chunk is not followed by an empty line");

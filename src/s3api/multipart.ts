@@ -17,12 +17,16 @@ import type { Did } from "../identity/did.ts";
 import type { Logger } from "../log.ts";
 import type { BackendKind } from "../storage/backend.ts";
 import type { DirectStorage } from "../storage/direct.ts";
-import { S3Error, s3Error, toS3Error } from "./errors.ts";
 import type { FileRow } from "../storage/files.ts";
+import { writeCondition } from "./conditions.ts";
+import { S3Error, s3Error, toS3Error } from "./errors.ts";
 import { copyRange } from "./copy.ts";
 import { metadataOf, storedMetadata } from "./metadata.ts";
 import { checkKey, etagOf } from "./objects.ts";
-import { errorXml, parseComplete, xmlDocument, xmlResponse, type Node } from "./xml.ts";
+import type { BodyChecksum, Payload } from "./auth.ts";
+import { algorithmOf, composite, fullObject, storedChecksum, upperName, type Algorithm } from "./checksums.ts";
+import { encodePartSizes } from "./part-sizes.ts";
+import { errorXml, parseComplete, xmlDocument, xmlResponse, type NamedPart, type Node } from "./xml.ts";
 
 export const UPLOAD_TTL_MS = 24 * 3600_000;
 /** S3's smallest part but the last. */
@@ -45,6 +49,8 @@ interface UploadRow {
   reservation: number | null;
   expiresAt: number;
   metadata: string | null;
+  checksumAlgorithm: Algorithm | null;
+  checksumType: ChecksumType | null;
 }
 interface PartRow {
   partNumber: number;
@@ -54,22 +60,67 @@ interface PartRow {
   createdAt: number;
   /** Copied from a stored object (UploadPartCopy), not sent: no traffic at completion. */
   copied: boolean | number | null;
+  checksum: string | null;
 }
+type ChecksumType = "COMPOSITE" | "FULL_OBJECT";
 
-const INSERT_UPLOAD = "INSERT INTO s3_uploads (id, did, backend, name, content_type, metadata, reservation, created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6, NULL, $7, $8)";
-const UPLOAD = `SELECT id, did, backend, name, reservation, expires_at AS "expiresAt", metadata FROM s3_uploads WHERE id = $1`;
+const INSERT_UPLOAD = "INSERT INTO s3_uploads (id, did, backend, name, content_type, metadata, reservation, created_at, expires_at, checksum_algorithm, checksum_type) VALUES ($1, $2, $3, $4, $5, $6, NULL, $7, $8, $9, $10)";
+const UPLOAD = `SELECT id, did, backend, name, reservation, expires_at AS "expiresAt", metadata, checksum_algorithm AS "checksumAlgorithm", checksum_type AS "checksumType" FROM s3_uploads WHERE id = $1`;
 const PARTS_SIZE = "SELECT CAST(COALESCE(SUM(size), 0) AS BIGINT) AS n FROM s3_parts WHERE upload_id = $1";
 const RESERVATION = "SELECT reservation FROM s3_uploads WHERE id = $1";
 const SET_RESERVATION = "UPDATE s3_uploads SET reservation = $2 WHERE id = $1";
 const DROP_PART = "DELETE FROM s3_parts WHERE upload_id = $1 AND part_number = $2 RETURNING cid";
-const INSERT_PART = "INSERT INTO s3_parts (upload_id, part_number, cid, size, md5, created_at, copied) VALUES ($1, $2, $3, $4, $5, $6, $7)";
-const PARTS = `SELECT part_number AS "partNumber", cid, size, md5, created_at AS "createdAt", copied FROM s3_parts WHERE upload_id = $1 ORDER BY part_number`;
+const INSERT_PART = "INSERT INTO s3_parts (upload_id, part_number, cid, size, md5, created_at, copied, checksum) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)";
+const PARTS = `SELECT part_number AS "partNumber", cid, size, md5, created_at AS "createdAt", copied, checksum FROM s3_parts WHERE upload_id = $1 ORDER BY part_number`;
 const DROP_PARTS = "DELETE FROM s3_parts WHERE upload_id = $1 RETURNING cid";
 const DROP_UPLOAD = "DELETE FROM s3_uploads WHERE id = $1 RETURNING reservation";
 const EXPIRED = "SELECT id, backend FROM s3_uploads WHERE expires_at <= $1 LIMIT 100";
 const OPEN_UPLOADS = "SELECT COUNT(*) AS n FROM s3_uploads WHERE did = $1 AND expires_at > $2";
 const OPEN_PARTS = "SELECT COUNT(*) AS n FROM s3_parts p JOIN s3_uploads u ON u.id = p.upload_id WHERE u.did = $1 AND u.expires_at > $2";
 const LIVE = `SELECT id, name, created_at AS "createdAt" FROM s3_uploads WHERE did = $1 AND backend = $2 AND expires_at > $3 AND substr(name, 1, length($4)) = $4 ORDER BY name, id LIMIT 1000`;
+
+/**
+ * The object's checksum from its parts' (the upload's algorithm and type), as files.ts stores it;
+ * undefined when the upload named none (or a part has none: one stored by a gateway that kept
+ * none). A checksum the Complete sends as a header must be the same.
+ */
+function objectChecksum(upload: UploadRow, parts: readonly PartRow[], headers: Headers): string | undefined {
+  const algorithm = upload.checksumAlgorithm;
+  if (!algorithm || parts.some((p) => p.checksum === null)) return undefined;
+  const sums = parts.map((p) => ({ checksum: p.checksum as string, size: p.size }));
+  const value = upload.checksumType === "FULL_OBJECT" ? fullObject(algorithm, sums) : composite(algorithm, sums.map((p) => p.checksum));
+  const sent = headers.get(`x-amz-checksum-${algorithm}`);
+  const bare = (v: string) => v.replace(/-\d+$/, "");
+  if (sent !== null && bare(sent.trim()) !== bare(value)) throw s3Error("BadDigest", `The ${upperName(algorithm)} you specified did not match the calculated checksum.`);
+  return `${algorithm}:${value}`;
+}
+
+/** CompleteMultipartUploadResult's elements for the object made (with its checksum, if it has one). */
+function completed(bucket: string, key: string, row: FileRow): [string, Node][] {
+  const out: [string, Node][] = [["Location", `/${bucket}/${key}`], ["Bucket", bucket], ["Key", key], ["ETag", etagOf(row)]];
+  const sum = storedChecksum(row.checksum);
+  if (sum) out.push([`Checksum${upperName(sum.algorithm)}`, sum.value], ["ChecksumType", sum.type]);
+  return out;
+}
+
+/**
+ * The parts a CompleteMultipartUpload names, in ascending order. A part named twice in a row (a
+ * client that sent it again while the first was in flight, and lists both answers): the later
+ * entry is the one that counts, as on Ceph's RGW.
+ */
+function namedParts(xml: string): NamedPart[] {
+  const wanted: NamedPart[] = [];
+  for (const w of parseComplete(xml)) {
+    const before = wanted.at(-1);
+    if (before && w.partNumber < before.partNumber) throw s3Error("InvalidPartOrder", "The list of parts was not in ascending order. The parts list must be specified in order by part number.");
+    if (before?.partNumber === w.partNumber) wanted.pop();
+    wanted.push(w);
+  }
+  return wanted;
+}
+
+/** A multipart object's ETag, as S3 makes it: the MD5 of its parts' MD5s, and their count. */
+const multipartTag = (md5s: string[]) => `${createHash("md5").update(Buffer.concat(md5s.map((m) => Buffer.from(m, "hex")))).digest("hex")}-${md5s.length}`;
 
 const noSuchUpload = (id: string) => s3Error("NoSuchUpload", "The specified upload does not exist. The upload ID may be invalid, or the upload may have been aborted or completed.", { UploadId: id });
 
@@ -94,11 +145,24 @@ export function createMultipart(deps: { sql: Sql; direct: DirectStorage; log: Lo
     return row;
   }
 
-  /** CreateMultipartUpload: the request's metadata (metadata.ts) is kept for the completed object. */
+  /**
+   * CreateMultipartUpload: the request's metadata (metadata.ts) is kept for the completed object.
+   * x-amz-checksum-algorithm names the checksum every part carries (computed
+   * here when a part comes without it); x-amz-checksum-type says whether the object's is COMPOSITE
+   * (of the parts' checksums; the default, as on S3, but for CRC64NVME) or FULL_OBJECT (a CRC of
+   * the whole, combined from the parts').
+   */
   async function create(did: Did, kind: BackendKind, bucket: string, key: string, headers: Headers): Promise<Response> {
     checkKey(key);
     direct.kind(kind);
     const metadata = metadataOf(headers);
+    const algorithm = algorithmOf(headers.get("x-amz-checksum-algorithm")) ?? null;
+    const rawType = headers.get("x-amz-checksum-type")?.trim().toUpperCase();
+    if (rawType !== undefined && rawType !== "COMPOSITE" && rawType !== "FULL_OBJECT") throw s3Error("InvalidRequest", "x-amz-checksum-type is COMPOSITE or FULL_OBJECT");
+    if (rawType !== undefined && !algorithm) throw s3Error("InvalidRequest", "x-amz-checksum-type needs x-amz-checksum-algorithm");
+    const type: ChecksumType | null = algorithm ? ((rawType as ChecksumType | undefined) ?? (algorithm === "crc64nvme" ? "FULL_OBJECT" : "COMPOSITE")) : null;
+    if (type === "FULL_OBJECT" && (algorithm === "sha1" || algorithm === "sha256")) throw s3Error("InvalidRequest", `The FULL_OBJECT checksum type takes CRC32, CRC32C or CRC64NVME, not ${upperName(algorithm)}`);
+    if (type === "COMPOSITE" && algorithm === "crc64nvme") throw s3Error("InvalidRequest", "CRC64NVME is a FULL_OBJECT checksum only");
     const id = Buffer.from(crypto.getRandomValues(new Uint8Array(24))).toString("base64url");
     // The count and the insert in one serializable transaction: two creates at once cannot both
     // take the last place (the database retries the one that would).
@@ -106,11 +170,12 @@ export function createMultipart(deps: { sql: Sql; direct: DirectStorage; log: Lo
       async (tx) => {
         const open = Number((await tx.get<{ n: number | string }>(OPEN_UPLOADS, [did.canonical, now()]))?.n ?? 0);
         if (open >= limits.uploads) throw tooManyUploads(limits.uploads);
-        await tx.run(INSERT_UPLOAD, [id, did.canonical, kind, key, metadata["content-type"] ?? null, storedMetadata(metadata), now(), now() + UPLOAD_TTL_MS]);
+        await tx.run(INSERT_UPLOAD, [id, did.canonical, kind, key, metadata["content-type"] ?? null, storedMetadata(metadata), now(), now() + UPLOAD_TTL_MS, algorithm, type]);
       },
       { isolation: "serializable" },
     );
-    return xmlResponse("InitiateMultipartUploadResult", [["Bucket", bucket], ["Key", key], ["UploadId", id]]);
+    const answer = algorithm && type ? { "x-amz-checksum-algorithm": upperName(algorithm), "x-amz-checksum-type": type } : undefined;
+    return xmlResponse("InitiateMultipartUploadResult", [["Bucket", bucket], ["Key", key], ["UploadId", id]], { headers: answer });
   }
 
   function partNumberOf(raw: string | null): number {
@@ -125,11 +190,14 @@ export function createMultipart(deps: { sql: Sql; direct: DirectStorage; log: Lo
    * stops there, so no more than the free space (and the chunk in flight) ever reaches the
    * back-end. Its holds then become part of the upload's lasting hold (see `record`).
    */
-  async function uploadPart(did: Did, kind: BackendKind, key: string, id: string, partRaw: string | null, body: { stream: ReadableStream<Uint8Array>; declared?: number }): Promise<Response> {
+  async function uploadPart(did: Did, kind: BackendKind, key: string, id: string, partRaw: string | null, payload: (want?: Algorithm) => Payload): Promise<Response> {
     const n = partNumberOf(partRaw);
     const upload = await find(did, kind, key, id);
+    // The upload's algorithm is every part's: computed when the part came without it.
+    const body = payload(upload.checksumAlgorithm ?? undefined);
     const part = await storePart(did, kind, upload, n, () => body, false);
-    return new Response(null, { status: 200, headers: { etag: `"${part.md5}"` } });
+    const sum = part.checksum;
+    return new Response(null, { status: 200, headers: { etag: `"${part.md5}"`, ...(sum ? { [`x-amz-checksum-${sum.algorithm}`]: sum.value } : {}) } });
   }
 
   /**
@@ -147,12 +215,15 @@ export function createMultipart(deps: { sql: Sql; direct: DirectStorage; log: Lo
   }
 
   /** Stores part `n` of `upload` from `body` (opened once the part's hold is in place); its MD5 and when it was recorded. */
-  async function storePart(did: Did, kind: BackendKind, upload: UploadRow, n: number, body: () => { stream: ReadableStream<Uint8Array>; declared?: number }, copied: boolean): Promise<{ md5: string; at: number }> {
+  async function storePart(did: Did, kind: BackendKind, upload: UploadRow, n: number, body: () => { stream: ReadableStream<Uint8Array>; declared?: number; checksum?: () => BodyChecksum | undefined }, copied: boolean): Promise<{ md5: string; at: number; checksum?: BodyChecksum }> {
     const id = upload.id;
     const hold = await direct.spaceHold(did);
-    const { stream, declared } = body();
+    const { stream, declared, checksum: sumOf } = body();
     const part = await direct.stash(did, kind, stream, { declared });
     const at = now();
+    const sum = sumOf?.();
+    // Kept in the upload's algorithm (a copied part has none: the object then has no checksum).
+    const checksum = upload.checksumAlgorithm && sum?.algorithm === upload.checksumAlgorithm ? sum.value : null;
     // A part sent again replaces the earlier one; the replaced content's reference goes. The
     // upload's space hold grows to its parts' total in the same transaction, after the account's
     // quota lock (D16), taking over the holds the part's bytes took as they came: parts sent in
@@ -170,7 +241,7 @@ export function createMultipart(deps: { sql: Sql; direct: DirectStorage; log: Lo
             const open = Number((await tx.get<{ n: number | string }>(OPEN_PARTS, [did.canonical, now()]))?.n ?? 0);
             if (open >= limits.parts) throw tooManyParts(limits.parts);
           }
-          await tx.run(INSERT_PART, [id, n, part.cid, part.size, part.md5, at, copied ? true : null]);
+          await tx.run(INSERT_PART, [id, n, part.cid, part.size, part.md5, at, copied ? true : null, checksum]);
           if (hold) {
             const total = (await tx.get<{ n: number }>(PARTS_SIZE, [id]))?.n ?? 0;
             await tx.run(SET_RESERVATION, [id, await hold.set(tx, total, upload.expiresAt, current.reservation, part.holds())]);
@@ -187,14 +258,19 @@ export function createMultipart(deps: { sql: Sql; direct: DirectStorage; log: Lo
       await part.release();
     }
     if (replaced) await direct.unstash(kind, replaced);
-    return { md5: part.md5, at };
+    return { md5: part.md5, at, checksum: sum };
   }
 
   async function listParts(did: Did, kind: BackendKind, bucket: string, key: string, id: string): Promise<Response> {
-    await find(did, kind, key, id);
+    const upload = await find(did, kind, key, id);
     const parts = await sql.all<PartRow>(PARTS, [id]);
     const entries: [string, Node][] = [["Bucket", bucket], ["Key", key], ["UploadId", id], ["MaxParts", 10000], ["IsTruncated", false]];
-    for (const p of parts) entries.push(["Part", [["PartNumber", p.partNumber], ["LastModified", new Date(p.createdAt).toISOString()], ["ETag", `"${p.md5}"`], ["Size", p.size]]]);
+    const algorithm = upload.checksumAlgorithm;
+    if (algorithm) entries.push(["ChecksumAlgorithm", upperName(algorithm)], ["ChecksumType", upload.checksumType]);
+    for (const p of parts) {
+      const sum: [string, Node][] = algorithm && p.checksum ? [[`Checksum${upperName(algorithm)}`, p.checksum]] : [];
+      entries.push(["Part", [["PartNumber", p.partNumber], ["LastModified", new Date(p.createdAt).toISOString()], ["ETag", `"${p.md5}"`], ["Size", p.size], ...sum]]);
+    }
     return xmlResponse("ListPartsResult", entries);
   }
 
@@ -216,23 +292,38 @@ export function createMultipart(deps: { sql: Sql; direct: DirectStorage; log: Lo
     return new Response(null, { status: 204 });
   }
 
-  /** The parts a completion names, checked against those stored: order, ETags, sizes. */
-  async function chosenParts(id: string, xml: string): Promise<PartRow[]> {
-    const wanted = parseComplete(xml);
+  /** The parts a completion names, checked against those stored: order, ETags (and checksums, in the upload's algorithm), sizes. */
+  async function chosenParts(id: string, xml: string, upload: UploadRow): Promise<PartRow[]> {
+    const wanted = namedParts(xml);
     const stored = new Map((await sql.all<PartRow>(PARTS, [id])).map((p) => [p.partNumber, p]));
-    const chosen: PartRow[] = [];
-    let previous = 0;
-    for (const w of wanted) {
-      if (w.partNumber <= previous) throw s3Error("InvalidPartOrder", "The list of parts was not in ascending order. The parts list must be specified in order by part number.");
-      previous = w.partNumber;
+    const algorithm = upload.checksumAlgorithm;
+    const chosen = wanted.map((w) => {
       const p = stored.get(w.partNumber);
-      if (!p || p.md5 !== w.etag.toLowerCase()) throw s3Error("InvalidPart", "One or more of the specified parts could not be found. The part might not have been uploaded, or the specified entity tag might not have matched the part's entity tag.", { PartNumber: String(w.partNumber) });
-      chosen.push(p);
-    }
+      const sent = algorithm ? w.checksums[upperName(algorithm)] : undefined;
+      if (!p || p.md5 !== w.etag.toLowerCase() || (sent !== undefined && sent !== p.checksum)) throw s3Error("InvalidPart", "One or more of the specified parts could not be found. The part might not have been uploaded, or the specified entity tag might not have matched the part's entity tag.", { PartNumber: String(w.partNumber) });
+      return p;
+    });
     chosen.slice(0, -1).forEach((p) => {
       if (p.size < MIN_PART) throw s3Error("EntityTooSmall", "Your proposed upload is smaller than the minimum allowed object size.", { PartNumber: String(p.partNumber) });
     });
     return chosen;
+  }
+
+  /**
+   * A Complete sent again after its upload completed (a client retrying a lost answer): the object
+   * the parts it names made, if it is still the key's. S3 answers that 200 again; the upload
+   * itself is gone, so the object's ETag — the parts' own digest — is what identifies it.
+   */
+  async function completedAlready(did: Did, kind: BackendKind, key: string, xml: string) {
+    let md5s: string[];
+    try {
+      md5s = namedParts(xml).map((p) => p.etag.toLowerCase());
+    } catch {
+      return undefined;
+    }
+    if (!md5s.every((m) => /^[0-9a-f]{32}$/.test(m))) return undefined;
+    const row = await direct.named(did, kind, key);
+    return row && row.etag === multipartTag(md5s) ? row : undefined;
   }
 
   /** The parts' bytes one after the other. */
@@ -265,21 +356,33 @@ export function createMultipart(deps: { sql: Sql; direct: DirectStorage; log: Lo
    * spaces flow while the parts are stored as one file, and the result (or an error document,
    * which clients read from a 200 too) ends it.
    */
-  async function complete(did: Did, kind: BackendKind, bucket: string, key: string, id: string, xml: string): Promise<Response> {
-    const upload = await find(did, kind, key, id);
-    const parts = await chosenParts(id, xml);
+  async function complete(did: Did, kind: BackendKind, bucket: string, key: string, id: string, xml: string, headers: Headers): Promise<Response> {
+    const expect = writeCondition(headers, key, etagOf);
+    let upload: UploadRow;
+    try {
+      upload = await find(did, kind, key, id);
+    } catch (err) {
+      const done = await completedAlready(did, kind, key, xml);
+      if (!done) throw err;
+      return xmlResponse("CompleteMultipartUploadResult", completed(bucket, key, done));
+    }
+    const parts = await chosenParts(id, xml, upload);
+    const checksum = objectChecksum(upload, parts, headers);
+    if (expect) expect(await direct.named(did, kind, key));
     // The file's own upload checks the space now: the parts' hold would count them twice.
     if (upload.reservation !== null) {
       await sql.run(SET_RESERVATION, [id, null]);
       await direct.dropHold(upload.reservation);
     }
-    const tag = `${createHash("md5").update(Buffer.concat(parts.map((p) => Buffer.from(p.md5, "hex")))).digest("hex")}-${parts.length}`;
+    const tag = multipartTag(parts.map((p) => p.md5));
     const total = parts.reduce((n, p) => n + p.size, 0);
     // Only the parts that were sent count as traffic; copied ones crossed no wire.
     const moved = parts.reduce((n, p) => n + (p.copied ? 0 : p.size), 0);
     const stored = { metadata: upload.metadata, moved };
     // Parts that line up on chunks become the file without a byte read back; others stream.
-    const work = (async () => (await direct.compose(did, kind, key, parts.map((p) => p.cid), { etag: tag, ...stored })) ?? (await direct.put(did, kind, key, concatenated(kind, parts), { declared: total, etag: () => tag, ...stored })))();
+    const sizes = parts.length > 1 ? encodePartSizes(parts.map((p) => p.size)) : undefined;
+    const fields = { ...stored, expect, checksum: () => checksum, parts: sizes };
+    const work = (async () => (await direct.compose(did, kind, key, parts.map((p) => p.cid), { etag: tag, ...fields })) ?? (await direct.put(did, kind, key, concatenated(kind, parts), { declared: total, etag: () => tag, ...fields })))();
     const enc = new TextEncoder();
     let timer: Timer | undefined;
     const body = new ReadableStream<Uint8Array>({
@@ -289,7 +392,7 @@ export function createMultipart(deps: { sql: Sql; direct: DirectStorage; log: Lo
         try {
           const row = await work;
           await drop(id, kind);
-          const doc = xmlDocument("CompleteMultipartUploadResult", [["Location", `/${bucket}/${key}`], ["Bucket", bucket], ["Key", key], ["ETag", etagOf(row)]]);
+          const doc = xmlDocument("CompleteMultipartUploadResult", completed(bucket, key, row));
           controller.enqueue(enc.encode(doc.slice(doc.indexOf("\n") + 1)));
         } catch (err) {
           const e = toS3Error(err);

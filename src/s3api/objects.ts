@@ -10,6 +10,10 @@ import type { BackendKind } from "../storage/backend.ts";
 import { parseRange } from "../http/range.ts";
 import { userContentHeaders } from "../http/user-content.ts";
 import type { Did } from "../identity/did.ts";
+import type { Payload } from "./auth.ts";
+import { storedChecksum, upperName } from "./checksums.ts";
+import { readCondition, writeCondition } from "./conditions.ts";
+import { partRange } from "./part-sizes.ts";
 import { s3Error, S3Error, toS3Error } from "./errors.ts";
 import { metadataDirective } from "./copy.ts";
 import { headerValue, metadataHeaders, metadataOf, readMetadata, responseOverrides, storedMetadata, type Metadata } from "./metadata.ts";
@@ -58,6 +62,29 @@ function objectHeaders(row: FileRow, overrides: Metadata = {}): Record<string, s
 
 /** How many parts a file was uploaded in: N of a multipart ETag `<md5>-N`, else 1. */
 const partsOf = (row: FileRow) => Number(/-(\d+)$/.exec(row.etag ?? "")?.[1] ?? 1);
+
+/**
+ * GET/HEAD ?partNumber=: part `n`'s byte range (inclusive) and the object's part count. An object
+ * of one part is its own part 1; a multipart object's parts are as its row records them (one
+ * stored without that record answers NotImplemented rather than a wrong range).
+ */
+function partOf(row: FileRow, n: number): { start: number; end: number; count: number } {
+  const count = partsOf(row);
+  if (count === 1) {
+    if (n !== 1) throw s3Error("InvalidPartNumber", "The requested partnumber is not satisfiable", { PartNumberRequested: String(n), ActualPartCount: "1" });
+    return { start: 0, end: row.size - 1, count };
+  }
+  if (!row.parts) throw s3Error("NotImplemented", "This object's part sizes were not recorded when it was uploaded: ask for its byte Range instead");
+  const { range } = partRange(row.parts, n);
+  if (!range) throw s3Error("InvalidPartNumber", "The requested partnumber is not satisfiable", { PartNumberRequested: String(n), ActualPartCount: String(count) });
+  return { ...range, count };
+}
+
+/** The headers that give back a stored checksum (PutObject's answer). */
+export function checksumHeaders(row: FileRow): Record<string, string> {
+  const sum = storedChecksum(row.checksum);
+  return sum ? { [`x-amz-checksum-${sum.algorithm}`]: sum.value, "x-amz-checksum-type": sum.type } : {};
+}
 
 /** The one grant every object and bucket has: its owner's full control (ACLs cannot open anything here). */
 function ownerOnlyAcl(did: Did): Response {
@@ -146,32 +173,39 @@ export function createObjects(direct: DirectStorage) {
   async function get(did: Did, kind: BackendKind, key: string, request: Request, partNumber: string | null = null): Promise<Response> {
     const row = await mustFind(did, kind, key);
     direct.readable(row);
+    let part: { start: number; end: number; count: number } | undefined;
     if (partNumber !== null) {
       if (!/^\d{1,5}$/.test(partNumber) || Number(partNumber) < 1 || Number(partNumber) > 10000) throw s3Error("InvalidArgument", "Part number must be an integer between 1 and 10000, inclusive", { ArgumentName: "partNumber", ArgumentValue: partNumber });
       if (request.headers.has("range")) throw s3Error("InvalidRequest", "Cannot specify both Range header and partNumber query parameter");
-      if (partsOf(row) > 1) throw s3Error("NotImplemented", "Reading one part of a multipart object is not implemented: ask for its byte Range instead");
-      if (partNumber !== "1") throw s3Error("InvalidPartNumber", "The requested partnumber is not satisfiable", { PartNumberRequested: partNumber, ActualPartCount: "1" });
+      part = partOf(row, Number(partNumber));
     }
     const headers = objectHeaders(row, responseOverrides(new URL(request.url).searchParams));
-    const ifMatch = request.headers.get("if-match");
-    if (ifMatch !== null && !matches(ifMatch, headers.etag as string)) throw s3Error("PreconditionFailed", "At least one of the pre-conditions you specified did not hold", { Condition: "If-Match" });
-    const ifNoneMatch = request.headers.get("if-none-match");
-    if (ifNoneMatch !== null && matches(ifNoneMatch, headers.etag as string)) return new Response(null, { status: 304, headers: { etag: headers.etag as string, "last-modified": headers["last-modified"] as string } });
-    const range = parseRange(request.headers.get("range"), row.size);
+    if (readCondition(request.headers, headers.etag as string, row.modTime) === "not-modified") return new Response(null, { status: 304, headers: { etag: headers.etag as string, "last-modified": headers["last-modified"] as string } });
+    const range = part ? (part.end >= part.start ? { start: part.start, end: part.end } : undefined) : parseRange(request.headers.get("range"), row.size);
     if (range === "unsatisfiable") throw new S3Error("InvalidRange", "The requested range is not satisfiable", { fields: { ActualObjectSize: String(row.size) }, headers: { "content-range": `bytes */${row.size}` } });
-    const length = range ? range.end - range.start + 1 : row.size;
+    const length = part ? Math.max(0, part.end - part.start + 1) : range ? range.end - range.start + 1 : row.size;
     headers["content-length"] = String(length);
     if (range) headers["content-range"] = `bytes ${range.start}-${range.end}/${row.size}`;
-    const status = range ? 206 : 200;
+    if (part && part.count > 1) headers["x-amz-mp-parts-count"] = String(part.count);
+    // The whole object's checksum, when asked for and the answer is the whole object (S3 gives none for a range).
+    const sum = storedChecksum(row.checksum);
+    if (sum && !range && request.headers.get("x-amz-checksum-mode")?.toUpperCase() === "ENABLED") {
+      headers[`x-amz-checksum-${sum.algorithm}`] = sum.value;
+      headers["x-amz-checksum-type"] = sum.type;
+    }
+    const status = range && !(part && part.count === 1) ? 206 : 200;
     if (request.method === "HEAD") return new Response(null, { status, headers });
+    if (length === 0) return new Response(new Uint8Array(0), { status, headers });
     return new Response(await direct.read(did, row, range), { status, headers });
   }
 
-  /** PutObject: stores the body as the file `key` with the request's metadata; ETag = MD5 of the bytes (checked against Content-MD5 when sent). */
-  async function put(did: Did, kind: BackendKind, key: string, body: { stream: ReadableStream<Uint8Array>; declared?: number }, headers: Headers): Promise<Response> {
+  /** PutObject: stores the body as the file `key` with the request's metadata; ETag = MD5 of the bytes (checked against Content-MD5 when sent), and the flexible checksum the client sent. */
+  async function put(did: Did, kind: BackendKind, key: string, body: Payload, headers: Headers): Promise<Response> {
     checkKey(key);
     const metadata = storedMetadata(metadataOf(headers));
     const contentMd5 = headers.get("content-md5");
+    const expect = writeCondition(headers, key, etagOf);
+    if (expect) expect(await direct.named(did, kind, key));
     let wanted: string | undefined;
     if (contentMd5 !== null) {
       const bytes = Buffer.from(contentMd5, "base64");
@@ -181,8 +215,12 @@ export function createObjects(direct: DirectStorage) {
     const verify = (md5: string) => {
       if (wanted !== undefined && md5 !== wanted) throw s3Error("BadDigest", "The Content-MD5 you specified did not match what was received.");
     };
-    const row = await direct.put(did, kind, key, body.stream, { declared: body.declared, verify, metadata });
-    return new Response(null, { status: 200, headers: { etag: etagOf(row), [CID_HEADER]: row.cid } });
+    const checksum = () => {
+      const c = body.checksum();
+      return c && `${c.algorithm}:${c.value}`;
+    };
+    const row = await direct.put(did, kind, key, body.stream, { declared: body.declared, verify, metadata, expect, checksum });
+    return new Response(null, { status: 200, headers: { etag: etagOf(row), [CID_HEADER]: row.cid, ...checksumHeaders(row) } });
   }
 
   /** A copy's source: the account's file, if the request's `x-amz-copy-source-if-*` hold for it. */
@@ -222,8 +260,11 @@ export function createObjects(direct: DirectStorage) {
     const from = await copySource(did, source, headers);
     if (source.kind === kind && source.key === key && directive === "COPY") throw s3Error("InvalidRequest", "This copy request is illegal because it is trying to copy an object to itself without changing the object's metadata, storage class, website redirect location or encryption attributes.");
     const stored: Stored = { encryption: from.encryption, metadata: replaced === undefined ? from.metadata : replaced };
-    const same = source.kind === kind ? await direct.compose(did, kind, key, [from.cid], { etag: from.etag ?? undefined, moved: 0, ...stored }) : undefined;
-    const row = same ?? (await direct.put(did, kind, key, direct.readContent(source.kind, from.cid), { declared: from.size, moved: 0, ...stored }));
+    // The same bytes: the same checksum. A composite one (and the part sizes) only where the
+    // copy keeps the source's multipart ETag too.
+    const same = source.kind === kind ? await direct.compose(did, kind, key, [from.cid], { etag: from.etag ?? undefined, moved: 0, ...stored, checksum: () => from.checksum ?? undefined, parts: from.parts ?? undefined }) : undefined;
+    const whole = storedChecksum(from.checksum)?.type === "FULL_OBJECT" ? (from.checksum ?? undefined) : undefined;
+    const row = same ?? (await direct.put(did, kind, key, direct.readContent(source.kind, from.cid), { declared: from.size, moved: 0, ...stored, checksum: () => whole }));
     return xmlResponse("CopyObjectResult", [["LastModified", isoDate(row.modTime)], ["ETag", etagOf(row)]], { headers: { [CID_HEADER]: row.cid } });
   }
 
@@ -272,18 +313,25 @@ export function createObjects(direct: DirectStorage) {
     let last = "";
     // Names after a folded prefix P sort after P + U+10FFFF only if they no longer start with P.
     const pastPrefix = (p: string) => `${p}\u{10FFFF}`;
-    outer: while (true) {
+    /** The prefix `name` folds into under the delimiter, if it does. */
+    const foldOf = (name: string) => {
+      if (!delimiter || !name.startsWith(prefix)) return undefined;
+      const at = name.indexOf(delimiter, prefix.length);
+      return at < 0 ? undefined : name.slice(0, at + delimiter.length);
+    };
+    // A marker (or token) that is itself a folded prefix was answered already: resume past all of
+    // its names, so a prefix ending one page does not begin the next.
+    if (after !== "" && foldOf(after) === after) after = pastPrefix(after);
+    outer: while (max > 0) {
       const batch = await direct.list(did, kind, { prefix, after, limit: Math.min(1000, max + 1) });
       if (batch.length === 0) break;
       for (const row of batch) {
-        const rest = row.name.slice(prefix.length);
-        const at = delimiter ? rest.indexOf(delimiter) : -1;
         if (contents.length + prefixes.length >= max) {
           truncated = true;
           break outer;
         }
-        if (at >= 0) {
-          const common = prefix + rest.slice(0, at + delimiter.length);
+        const common = foldOf(row.name);
+        if (common !== undefined) {
           prefixes.push(common);
           last = common;
           after = pastPrefix(common);
@@ -297,9 +345,10 @@ export function createObjects(direct: DirectStorage) {
     }
 
     const enc = (s: string) => (urlEncoded ? encodeURIComponent(s).replace(/%2F/g, "/") : s);
+    // The request's own Prefix comes back as it was sent, encoding-type or not (as S3 does).
     const entries: [string, Node][] = [
       ["Name", bucket],
-      ["Prefix", enc(prefix)],
+      ["Prefix", prefix],
     ];
     if (v2) {
       if (token !== null) entries.push(["ContinuationToken", token]);
@@ -312,13 +361,14 @@ export function createObjects(direct: DirectStorage) {
     if (delimiter) entries.push(["Delimiter", enc(delimiter)]);
     if (urlEncoded) entries.push(["EncodingType", "url"]);
     entries.push(["IsTruncated", truncated]);
-    if (truncated) {
-      const resume = prefixes.at(-1) === last ? pastPrefix(last) : last;
-      if (v2) entries.push(["NextContinuationToken", resume]);
-      else entries.push(["NextMarker", enc(resume)]);
-    }
+    // The last key or folded prefix listed: a marker given back resumes after it (and after its names, for a prefix).
+    if (truncated) entries.push(v2 ? ["NextContinuationToken", last] : ["NextMarker", enc(last)]);
+    // V1 lists each object's owner; V2 when asked (fetch-owner).
+    const owner: [string, Node][] | undefined = !v2 || q.get("fetch-owner") === "true" ? [["ID", did.canonical], ["DisplayName", did.canonical]] : undefined;
     for (const row of contents) {
-      entries.push(["Contents", [["Key", enc(row.name)], ["LastModified", isoDate(row.modTime)], ["ETag", etagOf(row)], ["Size", row.size], ["StorageClass", "STANDARD"]]]);
+      const sum = storedChecksum(row.checksum);
+      const checksum: [string, Node][] = sum ? [["ChecksumAlgorithm", upperName(sum.algorithm)], ["ChecksumType", sum.type]] : [];
+      entries.push(["Contents", [["Key", enc(row.name)], ["LastModified", isoDate(row.modTime)], ["ETag", etagOf(row)], ...checksum, ["Size", row.size], ...(owner ? [["Owner", owner] as [string, Node]] : []), ["StorageClass", "STANDARD"]]]);
     }
     for (const p of prefixes) entries.push(["CommonPrefixes", [["Prefix", enc(p)]]]);
     return xmlResponse("ListBucketResult", entries);
@@ -355,7 +405,9 @@ export function createObjects(direct: DirectStorage) {
     const row = await mustFind(did, kind, key);
     const out: [string, Node][] = [];
     if (names.includes("ETag")) out.push(["ETag", etagOf(row).replace(/"/g, "")]);
-    if (names.includes("ObjectParts") && partsOf(row) > 1) out.push(["ObjectParts", [["TotalPartsCount", partsOf(row)]]]);
+    const sum = storedChecksum(row.checksum);
+    if (names.includes("Checksum") && sum) out.push(["Checksum", [[`Checksum${upperName(sum.algorithm)}`, sum.value], ["ChecksumType", sum.type]]]);
+    if (names.includes("ObjectParts") && partsOf(row) > 1) out.push(["ObjectParts", [["PartsCount", partsOf(row)]]]);
     if (names.includes("StorageClass")) out.push(["StorageClass", "STANDARD"]);
     if (names.includes("ObjectSize")) out.push(["ObjectSize", row.size]);
     return xmlResponse("GetObjectAttributesResponse", out, { headers: { "last-modified": httpDate(row.modTime) } });

@@ -30,6 +30,13 @@ export interface S3ApiDeps {
 
 const BUCKETS: BackendKind[] = ["dfs", "ipfs"];
 
+/** S3's bucket naming rules: 3–63 lowercase letters, digits, dots and hyphens, a letter or digit at
+ * each end, no `..`, not an IP address. A name outside them is InvalidBucketName, not a missing bucket. */
+function checkBucketName(name: string): void {
+  const ok = /^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/.test(name) && !name.includes("..") && !/^\d+\.\d+\.\d+\.\d+$/.test(name);
+  if (!ok) throw s3Error("InvalidBucketName", "The specified bucket is not valid: bucket names are 3 to 63 lowercase letters, digits, dots and hyphens", { BucketName: name });
+}
+
 function decode(part: string): string {
   try {
     return decodeURIComponent(part);
@@ -62,6 +69,7 @@ export function createS3Api(deps: S3ApiDeps) {
 
   /** A bucket this server runs, within the key's scope (writes need a read-write key). */
   function bucketOf(auth: Authenticated, bucket: string, write: boolean): BackendKind {
+    checkBucketName(bucket);
     if (!isStorageKind(bucket)) throw s3Error("NoSuchBucket", "The specified bucket does not exist: the buckets are dfs and ipfs", { BucketName: bucket });
     authorize(auth.key, bucket, write);
     try {
@@ -136,10 +144,10 @@ export function createS3Api(deps: S3ApiDeps) {
               const row = await objects.copySource(did, { kind: bucketOf(auth, from.bucket, false), key: from.key }, request.headers);
               return multipart.uploadPartCopy(did, kind, key, uploadId, q.get("partNumber"), row, request.headers.get("x-amz-copy-source-range"));
             }
-            return multipart.uploadPart(did, bucketOf(auth, bucket, true), key, uploadId, q.get("partNumber"), payloadOf(request, auth));
+            return multipart.uploadPart(did, bucketOf(auth, bucket, true), key, uploadId, q.get("partNumber"), (want) => payloadOf(request, auth, want));
           }
           case "POST":
-            return multipart.complete(did, bucketOf(auth, bucket, true), bucket, key, uploadId, await smallBody(request, auth));
+            return multipart.complete(did, bucketOf(auth, bucket, true), bucket, key, uploadId, await smallBody(request, auth, { objectChecksum: true }), request.headers);
           case "DELETE":
             return multipart.abort(did, bucketOf(auth, bucket, true), key, uploadId);
           default:
@@ -178,6 +186,7 @@ export function createS3Api(deps: S3ApiDeps) {
     const sub = subresourceOf(q, "bucket");
     if (method === "PUT" && sub === undefined) {
       // CreateBucket: the buckets are fixed, the back-ends.
+      checkBucketName(bucket);
       if (isStorageKind(bucket)) throw s3Error("BucketAlreadyOwnedByYou", `The bucket ${bucket} already exists: the buckets are dfs and ipfs, and no others can be made`, { BucketName: bucket });
       throw s3Error("AccessDenied", "Buckets cannot be created: the buckets are dfs and ipfs");
     }

@@ -24,6 +24,11 @@ export const s3Uploads = sqliteTable(
     reservation: integer("reservation"),
     createdAt: integer("created_at").notNull(),
     expiresAt: integer("expires_at").notNull(),
+    /** The flexible checksum CreateMultipartUpload named (x-amz-checksum-algorithm, as its header
+     * spells it: `crc32`, …), which every part then carries; null: none. */
+    checksumAlgorithm: text("checksum_algorithm"),
+    /** COMPOSITE (a checksum of the parts' checksums, `-N`) or FULL_OBJECT (of the whole object's bytes). */
+    checksumType: text("checksum_type"),
   },
   (t) => [index("s3_uploads_did").on(t.did, t.backend, t.name), index("s3_uploads_expiry").on(t.expiresAt)],
 );
@@ -41,6 +46,8 @@ export const s3Parts = sqliteTable(
     /** Whether the part was copied from a stored object (UploadPartCopy) rather than sent: its
      * bytes crossed no wire, so the completed file counts no traffic for them. Null: sent. */
     copied: integer("copied", { mode: "boolean" }),
+    /** The part's checksum in its upload's algorithm (base64), when the upload names one. */
+    checksum: text("checksum"),
   },
   (t) => [primaryKey({ columns: [t.uploadId, t.partNumber] })],
 );

@@ -81,14 +81,24 @@ export function parseDelete(xml: string): { keys: string[]; quiet: boolean } {
   return { keys, quiet: texts(xml, "Quiet")[0]?.trim() === "true" };
 }
 
-/** A CompleteMultipartUpload body: the parts named, with the ETags the client holds for them. */
-export function parseComplete(xml: string): { partNumber: number; etag: string }[] {
+/** A part a CompleteMultipartUpload names: its number, the ETag the client holds for it, and the
+ * flexible checksums it gives (`CRC32` → its value, from `<ChecksumCRC32>`). */
+export interface NamedPart {
+  partNumber: number;
+  etag: string;
+  checksums: Record<string, string>;
+}
+
+/** A CompleteMultipartUpload body: the parts named, with the ETags (and checksums) the client holds for them. */
+export function parseComplete(xml: string): NamedPart[] {
   if (!/<CompleteMultipartUpload[\s>]/.test(xml)) throw malformed();
   const parts = [...xml.matchAll(/<Part(?:\s[^>]*)?>([\s\S]*?)<\/Part>/g)].map((m) => {
     const n = texts(m[1] as string, "PartNumber")[0]?.trim();
     const etag = texts(m[1] as string, "ETag")[0]?.trim();
     if (n === undefined || !/^\d{1,5}$/.test(n) || etag === undefined) throw malformed();
-    return { partNumber: Number(n), etag: etag.replace(/^"|"$/g, "") };
+    const checksums: Record<string, string> = {};
+    for (const c of (m[1] as string).matchAll(/<Checksum([A-Z0-9]+)>([^<]*)<\/Checksum\1>/g)) checksums[c[1] as string] = (c[2] as string).trim();
+    return { partNumber: Number(n), etag: etag.replace(/^"|"$/g, ""), checksums };
   });
   if (parts.length === 0) throw malformed();
   return parts;

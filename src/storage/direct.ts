@@ -18,7 +18,7 @@ import type { Meter } from "../quota/meter.ts";
 import { failure } from "../failure.ts";
 import type { Backend, BackendKind, ByteRange, PendingImport, PendingPut } from "./backend.ts";
 import { backendLookup, carImporter, deletable } from "./errors.ts";
-import { createFiles, importedNames, type FileRow } from "./files.ts";
+import { createFiles, importedNames, type Expectation, type FileRow } from "./files.ts";
 import { recordFile, recordFiles } from "./pending.ts";
 import { meterDownload } from "./transfer.ts";
 import { WHOLE_BODY_MAX } from "./service.ts";
@@ -52,11 +52,19 @@ export interface Stashed {
   release(): Promise<void>;
 }
 
-/** What a file row keeps besides its content: the `UserDefined.encryption` mark, and the S3
- * metadata (a JSON text that s3api/metadata.ts writes and reads; null for none). */
+/**
+ * What a file row keeps besides its content: the `UserDefined.encryption` mark, the S3 metadata (a
+ * JSON text that s3api/metadata.ts writes and reads; null for none), the S3 flexible `checksum` as
+ * files.ts stores it (read once the bytes are in: a trailing one is known only then), a multipart
+ * object's part sizes (`parts`); and `expect`, a conditional write's test of the entry it would
+ * replace (files.ts Expectation).
+ */
 export interface Stored {
   encryption?: string;
   metadata?: string | null;
+  checksum?: () => string | undefined;
+  parts?: string;
+  expect?: Expectation;
 }
 
 /** What a stream carried: its length and MD5 (the S3 ETag), and the failure that stopped it, if any. */
@@ -122,8 +130,8 @@ export function createDirectStorage(deps: DirectDeps) {
    * failure nothing is kept.
    */
   async function keep(b: Backend, who: Did, name: string, pending: PendingPut, quota: UploadMeter | undefined, etag: string | undefined, moved: number, stored: Stored = {}): Promise<FileRow> {
-    const row = { did: who.canonical, backend: b.kind, name, cid: pending.cid, size: pending.size, encryption: stored.encryption ?? "", etag, metadata: stored.metadata ?? null };
-    const added = await recordFile(files, row, pending, { quota, moved, refuse: (cid) => deps.denylist?.refuseUpload(cid), log });
+    const row = { did: who.canonical, backend: b.kind, name, cid: pending.cid, size: pending.size, encryption: stored.encryption ?? "", etag, metadata: stored.metadata ?? null, checksum: stored.checksum?.(), parts: stored.parts };
+    const added = await recordFile(files, row, pending, { quota, moved, refuse: (cid) => deps.denylist?.refuseUpload(cid), expect: stored.expect, log });
     if (moved > 0) deps.onTransfer?.(b.kind, "in", moved);
     if (added.replaced) await release(b, added.replaced);
     return added.row;

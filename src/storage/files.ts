@@ -12,6 +12,13 @@ import type { files } from "./schema.ts";
 export type FileRow = typeof files.$inferSelect;
 
 /**
+ * A conditional write's test of the entry it would replace (undefined: none), run under the
+ * account's lock in the transaction that records the new one: throwing refuses the write and
+ * keeps nothing. The caller says what the condition is (S3's If-Match / If-None-Match).
+ */
+export type Expectation = (current: FileRow | undefined) => void;
+
+/**
  * One participant of the transaction that records a file. The transaction runs in phases, and
  * within a phase the participants in the order of the list it is given (storage/pending.ts
  * `recordFile` documents the list: the content's rows, the authority's claims, the quota's exact
@@ -33,7 +40,7 @@ export interface Participant {
   settle?(tx: Queryable): Promise<void>;
 }
 
-const COLUMNS = `id, did, backend, name, cid, size, encryption, mod_time AS "modTime", etag, metadata`;
+const COLUMNS = `id, did, backend, name, cid, size, encryption, mod_time AS "modTime", etag, metadata, checksum, parts`;
 // One row each (stored_totals is kept by triggers on files, migration 0023 / pg 0013), not a SUM
 // over every file of the account: the quota reads it twice per upload, and an account may hold
 // 100k files. The entry an upload would replace is one lookup by files_name.
@@ -43,7 +50,7 @@ const STORED_EXCEPT = `(${STORED} - COALESCE((SELECT size FROM files WHERE did =
 const ADD_BUCKET = "INSERT INTO buckets (did, created_at) VALUES ($1, $2) ON CONFLICT (did) DO NOTHING";
 const LOCK_BUCKET = "SELECT did FROM buckets WHERE did = $1 FOR UPDATE";
 const DROP_NAMED = "DELETE FROM files WHERE did = $1 AND backend = $2 AND name = $3 RETURNING cid";
-const INSERT_FILE = `INSERT INTO files (did, backend, name, cid, size, encryption, mod_time, etag, metadata) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING ${COLUMNS}`;
+const INSERT_FILE = `INSERT INTO files (did, backend, name, cid, size, encryption, mod_time, etag, metadata, checksum, parts) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING ${COLUMNS}`;
 // By name, in byte order (PostgreSQL's name column is COLLATE "C", SQLite compares bytes): the S3 API's listing (D18).
 const NAMED = `SELECT ${COLUMNS} FROM files WHERE did = $1 AND backend = $2 AND name = $3`;
 const LIST_NAMES = `SELECT ${COLUMNS} FROM files WHERE did = $1 AND backend = $2 AND name > $3 AND substr(name, 1, length($4)) = $4 ORDER BY name LIMIT $5`;
@@ -139,7 +146,7 @@ export async function storedBytes(q: Queryable, did: string, except?: { backend:
 }
 
 /** A file row to record (files.ts `add`). */
-export type NewFile = { did: string; backend: BackendKind; name: string; cid: string; size: number; encryption: string; etag?: string; metadata?: string | null };
+export type NewFile = { did: string; backend: BackendKind; name: string; cid: string; size: number; encryption: string; etag?: string; metadata?: string | null; checksum?: string; parts?: string };
 
 export function createFiles(sql: Sql, now: () => number = Date.now, publicSql?: PublicSql) {
   const LIST = listSql(publicSql);
@@ -147,23 +154,33 @@ export function createFiles(sql: Sql, now: () => number = Date.now, publicSql?: 
   // request's CPU); the version is SQLite's, so PostgreSQL reads every time.
   const pages = new ReadCache<ListedRow>(() => sql.dataVersion?.());
   /** `add` of several files of one DID in one transaction (a CAR import's roots): all or none. */
-  function addAll(fs: readonly NewFile[], participants: readonly Participant[] = []): Promise<{ row: FileRow; replaced?: string }[]> {
+  function addAll(fs: readonly NewFile[], participants: readonly Participant[] = [], expect?: Expectation): Promise<{ row: FileRow; replaced?: string }[]> {
     const did = fs[0]?.did;
     if (did === undefined || fs.some((f) => f.did !== did)) throw new Error("addAll records files of one DID, at least one");
+    if (expect && fs.length !== 1) throw new Error("a conditional write records one file");
     const locker = participants.find((p) => p.lock);
     return sql.tx(
       async (tx) => {
         // The bucket's insert takes no lock on a row that exists.
         await together(together(...participants.map((p) => p.prepare?.(tx))), tx.run(ADD_BUCKET, [did, now()]));
+        const lock = () => (locker?.lock ? locker.lock(tx) : tx.get(LOCK_BUCKET, [did]));
+        // A conditional write reads the entry it would replace under the account's lock, which
+        // every write of the account's names takes: two such writes of one name see each other
+        // in turn, and only one finds the name as it expected (a round trip more, for them alone).
+        if (expect) {
+          const f = fs[0] as NewFile;
+          const [, current] = await together(lock(), tx.get<FileRow>(NAMED, [f.did, f.backend, f.name]));
+          expect(current);
+        }
         // The lock, then under it the rows' statements, then the participants', which so see
         // the rows: one round trip on PostgreSQL.
         const [, added] = await together(
-          locker?.lock ? locker.lock(tx) : tx.get(LOCK_BUCKET, [did]),
+          expect ? undefined : lock(),
           together(
             ...fs.map((f) =>
               together(
                 tx.get<{ cid: string }>(DROP_NAMED, [f.did, f.backend, f.name]),
-                tx.get<FileRow>(INSERT_FILE, [f.did, f.backend, f.name, f.cid, f.size, f.encryption, now(), f.etag ?? null, f.metadata ?? null]),
+                tx.get<FileRow>(INSERT_FILE, [f.did, f.backend, f.name, f.cid, f.size, f.encryption, now(), f.etag ?? null, f.metadata ?? null, f.checksum ?? null, f.parts ?? null]),
               ),
             ),
           ),
@@ -188,8 +205,8 @@ export function createFiles(sql: Sql, now: () => number = Date.now, publicSql?: 
      * `participants` run in the same transaction, phase by phase in list order (Participant);
      * throwing undoes it all.
      */
-    async add(f: NewFile, participants: readonly Participant[] = []): Promise<{ row: FileRow; replaced?: string }> {
-      return (await addAll([f], participants))[0] as { row: FileRow; replaced?: string };
+    async add(f: NewFile, participants: readonly Participant[] = [], expect?: Expectation): Promise<{ row: FileRow; replaced?: string }> {
+      return (await addAll([f], participants, expect))[0] as { row: FileRow; replaced?: string };
     },
 
     addAll,

@@ -7,7 +7,7 @@ import type { Queryable } from "../db/sql.ts";
 import type { Logger } from "../log.ts";
 import type { Meter } from "../quota/meter.ts";
 import type { PendingPut } from "./backend.ts";
-import type { Files, Participant } from "./files.ts";
+import type { Expectation, Files, Participant } from "./files.ts";
 
 /**
  * The PendingPut of content whose blobs `lease` keeps until its rows reference them (dfs's put and
@@ -85,6 +85,8 @@ export interface AuthorityParticipants {
  * 4. the authority's counts: the voucher's;
  * 5. `also`: what else reads the row in its transaction (the directory's `Public` of the answer).
  *
+ * `expect` (a conditional write) tests the entry the file would replace, under the lock.
+ *
  * Either all of it commits or none: the bytes count exactly when the file is stored. When it
  * fails, the quota's holds go first (a refused upload never counts against another's check),
  * then nothing of the content is kept unless something else references it. Before any of it,
@@ -110,6 +112,8 @@ type RecordOptions = {
   /** Refuses a file by its content's Cid (throws) before anything is recorded: the denylist's
    * check of each write. */
   refuse?: (cid: string) => void;
+  /** A conditional write's check of the entry it replaces, under the account's lock (one file only). */
+  expect?: Expectation;
   log: Logger;
 };
 
@@ -128,7 +132,7 @@ export async function recordFiles(files: Pick<Files, "addAll">, rows: readonly F
       opts.moved,
     );
     const participants = [content, opts.authority?.claims, quota, opts.authority?.counts, opts.also].filter((p): p is Participant => p !== undefined);
-    out = await files.addAll(rows, participants);
+    out = await files.addAll(rows, participants, opts.expect);
   } catch (err) {
     await opts.quota?.release();
     await pending.abort().catch((e) => opts.log.error("dropping a refused upload's content failed", { cids: rows.map((r) => r.cid), err: (e as Error).message }));

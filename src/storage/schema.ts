@@ -27,6 +27,13 @@ export const files = sqliteTable(
      * `x-amz-meta-*`) as a JSON object of lower-case header names to values (s3api/metadata.ts);
      * null for none (a file uploaded over HTTP: its type then follows from its name). */
     metadata: text("metadata"),
+    /** The S3 API's flexible checksum (x-amz-checksum-*), as `<algorithm>:<base64>`, the
+     * algorithm as its header names it (`crc32`, `crc32c`, `crc64nvme`, `sha1`, `sha256`); a
+     * multipart upload's composite one ends in `-<parts>`. Null when the client sent none. */
+    checksum: text("checksum"),
+    /** A multipart upload's part sizes, in order, runs of equal sizes as `<size>*<count>`, joined by
+     * commas (`8388608*4,1048576`): what GET ?partNumber= reads. Null for an object of one part. */
+    parts: text("parts"),
   },
   (t) => [
     uniqueIndex("files_name").on(t.did, t.backend, t.name),

@@ -17,7 +17,7 @@ import { keysClient } from "../../src/sdk/keys.ts";
 import { connectStorage } from "../../src/sdk/storage.ts";
 import { runBinary, startBinary, type RunningBinary } from "../support/binary.ts";
 import { freePort } from "../support/procs.ts";
-import { awsCli, boto3, ensureS3Clients, rclone, type Credentials } from "../support/s3-clients.ts";
+import { awsCli, boto3, boto3Python, boto3Script, ensureS3Clients, rclone, type Credentials } from "../support/s3-clients.ts";
 import { tempDir } from "../support/tmp.ts";
 import { until } from "../support/until.ts";
 
@@ -339,5 +339,85 @@ out({"a": [h["ContentType"], h["ContentDisposition"], h["Metadata"]], "b": [b["C
     expect((await c.file("bun/typed.dat").stat()).type).toBe("application/x-typed");
     const res = await fetch(c.file("bun/typed.dat").presign({ expiresIn: 60 }));
     expect([res.headers.get("content-type"), res.headers.get("content-disposition"), await res.text()]).toEqual(["application/x-typed", 'attachment; filename="t.dat"', "typed"]);
+  });
+});
+
+describe("boto3", () => {
+  // One script per test: boto3's own checks (a GET's checksum validated against its bytes, a
+  // multipart transfer's parts and their CRCs) raise, and the script prints what it saw as JSON.
+  let py: ReturnType<typeof boto3Script>;
+  beforeAll(async () => {
+    py = boto3Script(await boto3Python(), endpoint, alice.key);
+  });
+  const json = async (script: string) => {
+    const out = await py(script, work);
+    expect(out.stderr).toBe("");
+    expect(out.code).toBe(0);
+    return JSON.parse(out.stdout);
+  };
+
+  test("put_object with its default checksum, head and get with ChecksumMode: the CRC comes back and boto3 validates the bytes", async () => {
+    const r = await json(`
+import zlib, base64
+body = b"boto3 bytes " * 10000
+put = s3.put_object(Bucket="dfs", Key="boto/one.bin", Body=body, ChecksumAlgorithm="CRC32")
+head = s3.head_object(Bucket="dfs", Key="boto/one.bin", ChecksumMode="ENABLED")
+got = s3.get_object(Bucket="dfs", Key="boto/one.bin", ChecksumMode="ENABLED")
+data = got["Body"].read()
+crc = base64.b64encode(zlib.crc32(body).to_bytes(4, "big")).decode()
+print(json.dumps({"put": put.get("ChecksumCRC32"), "head": head.get("ChecksumCRC32"), "type": head.get("ChecksumType"), "get": got.get("ChecksumCRC32"), "same": data == body, "crc": crc}))
+`);
+    expect(r).toEqual({ put: r.crc, head: r.crc, type: "FULL_OBJECT", get: r.crc, same: true, crc: r.crc });
+  });
+
+  test("upload_file of 20 MiB goes multipart with CRC32 parts, downloads byte-exact; get_object PartNumber=2 is the second part", async () => {
+    writeFileSync(join(work, "boto-big.bin"), randomBytes(20 * MiB));
+    const r = await json(`
+from boto3.s3.transfer import TransferConfig
+cfg = TransferConfig(multipart_threshold=8 * 1024 * 1024, multipart_chunksize=8 * 1024 * 1024)
+s3.upload_file("boto-big.bin", "dfs", "boto/big.bin", Config=cfg, ExtraArgs={"ChecksumAlgorithm": "CRC32"})
+s3.download_file("dfs", "boto/big.bin", "boto-big.back", Config=cfg)
+head = s3.head_object(Bucket="dfs", Key="boto/big.bin", ChecksumMode="ENABLED")
+part = s3.get_object(Bucket="dfs", Key="boto/big.bin", PartNumber=2)
+data = open("boto-big.bin", "rb").read()
+print(json.dumps({"same": open("boto-big.back", "rb").read() == data, "etag": head["ETag"], "crc": head.get("ChecksumCRC32"), "type": head.get("ChecksumType"), "parts": part.get("PartsCount"), "part": part["Body"].read() == data[8 * 1024 * 1024:16 * 1024 * 1024]}))
+`);
+    expect(r.same).toBe(true);
+    expect(r.etag).toMatch(/^"[0-9a-f]{32}-3"$/);
+    expect(r.crc).toMatch(/-3$/);
+    expect(r.type).toBe("COMPOSITE");
+    expect([r.parts, r.part]).toEqual([3, true]);
+  }, 120_000);
+
+  test("conditional writes and reads: IfNoneMatch='*' once, then PreconditionFailed; IfMatch; IfModifiedSince answers 304", async () => {
+    const r = await json(`
+# As headers (boto3 before 1.35 has no IfNoneMatch/IfMatch parameters on put_object).
+extra = {}
+def add_headers(request, **kw):
+    for k, v in extra.items():
+        request.headers[k] = v
+s3.meta.events.register("before-sign.s3.PutObject", add_headers)
+def code(f, headers={}):
+    extra.clear()
+    extra.update(headers)
+    try:
+        f()
+        return "ok"
+    except botocore.exceptions.ClientError as e:
+        return e.response["Error"]["Code"]
+    finally:
+        extra.clear()
+put = lambda body: lambda: s3.put_object(Bucket="dfs", Key="boto/lock", Body=body)
+first = code(put(b"mine"), {"If-None-Match": "*"})
+second = code(put(b"yours"), {"If-None-Match": "*"})
+etag = s3.head_object(Bucket="dfs", Key="boto/lock")["ETag"]
+swap = code(put(b"next"), {"If-Match": etag})
+stale = code(put(b"late"), {"If-Match": etag})
+modified = s3.head_object(Bucket="dfs", Key="boto/lock")["LastModified"]
+cached = code(lambda: s3.get_object(Bucket="dfs", Key="boto/lock", IfModifiedSince=modified))
+body = s3.get_object(Bucket="dfs", Key="boto/lock")["Body"].read().decode()
+print(json.dumps([first, second, swap, stale, cached, body]))
+`);
+    expect(r).toEqual(["ok", "PreconditionFailed", "ok", "PreconditionFailed", "304", "next"]);
   });
 });

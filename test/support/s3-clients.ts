@@ -85,3 +85,33 @@ export function boto3(endpoint: string, key: Credentials) {
     return { code: r.code, result: r.code === 0 && r.stdout.trim() ? JSON.parse(r.stdout.trim().split("\n").at(-1) as string) : undefined, stderr: r.stderr };
   };
 }
+
+/**
+ * A python3 that has boto3: the first `python3` on PATH that does (often a newer boto3 than
+ * Debian's, which sends CRC checksums by default), else Debian's (python3-boto3), installed through
+ * scripts/s3-clients.sh when neither has it. The interpreter's own path, so no shim is needed.
+ */
+export async function boto3Python(): Promise<string> {
+  const probe = async (cmd: string) => {
+    try {
+      const proc = Bun.spawn([cmd, "-c", "import boto3, sys; print(sys.executable)"], { stdout: "pipe", stderr: "ignore" });
+      const [out, code] = await Promise.all([new Response(proc.stdout).text(), proc.exited]);
+      return code === 0 ? out.trim() : undefined;
+    } catch {
+      return undefined;
+    }
+  };
+  const found = (await probe("python3")) ?? (await probe("/usr/bin/python3"));
+  if (found) return found;
+  const proc = Bun.spawn(["sh", join(import.meta.dir, "..", "..", "scripts", "s3-clients.sh"), "install-boto3"], { stdout: "inherit", stderr: "inherit" });
+  if ((await proc.exited) !== 0) throw new Error("installing python3-boto3 failed (scripts/s3-clients.sh install-boto3)");
+  return "/usr/bin/python3";
+}
+
+/** Runs a Python script with boto3's client `s3` set up for `endpoint` (path style) and `key`. */
+export function boto3Script(python: string, endpoint: string, key: Credentials) {
+  const home = tempDir("boto3-home");
+  const env = { HOME: home, PATH: "/usr/bin:/bin", AWS_CONFIG_FILE: join(home, "none"), AWS_SHARED_CREDENTIALS_FILE: join(home, "none"), AWS_ACCESS_KEY_ID: key.accessKeyId, AWS_SECRET_ACCESS_KEY: key.secretAccessKey, AWS_DEFAULT_REGION: "us-east-1" };
+  const prelude = `import boto3, botocore, json, sys\nfrom botocore.config import Config\ns3 = boto3.client("s3", endpoint_url=${JSON.stringify(endpoint)}, config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 1}))\n`;
+  return (script: string, cwd?: string) => run([python, "-c", prelude + script], env, cwd);
+}

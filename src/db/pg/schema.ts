@@ -368,6 +368,8 @@ export const files = pgTable(
     modTime: int8("mod_time").notNull(),
     etag: text("etag"),
     metadata: text("metadata"),
+    checksum: text("checksum"),
+    parts: text("parts"),
   },
   (t) => [
     uniqueIndex("files_name").on(t.did, t.backend, t.name),
@@ -601,6 +603,8 @@ export const s3Uploads = pgTable(
     reservation: int8("reservation"),
     createdAt: int8("created_at").notNull(),
     expiresAt: int8("expires_at").notNull(),
+    checksumAlgorithm: text("checksum_algorithm"),
+    checksumType: text("checksum_type"),
   },
   (t) => [index("s3_uploads_did").on(t.did, t.backend, t.name), index("s3_uploads_expiry").on(t.expiresAt)],
 );
@@ -615,6 +619,7 @@ export const s3Parts = pgTable(
     md5: text("md5").notNull(),
     createdAt: int8("created_at").notNull(),
     copied: boolean("copied"),
+    checksum: text("checksum"),
   },
   (t) => [primaryKey({ columns: [t.uploadId, t.partNumber] })],
 );

@@ -1,0 +1,69 @@
+/**
+ * S3's conditional requests. Reads (GET/HEAD) weigh If-Match, If-Unmodified-Since, If-None-Match
+ * and If-Modified-Since as RFC 7232 and S3 do: an If-Match that holds makes If-Unmodified-Since
+ * moot, an If-None-Match that fails makes If-Modified-Since moot; a failed If-Match or
+ * If-Unmodified-Since answers 412, a failed If-None-Match or If-Modified-Since 304. Writes (PUT,
+ * CompleteMultipartUpload) take `If-None-Match: *` (create only) and `If-Match: <etag>` (replace
+ * only that version): checked once before any byte is taken, which spares a doomed upload, and
+ * again under the account's lock as the file row is written (storage/files.ts Expectation), which
+ * is what makes two conditional writes of one name at once end with exactly one winner.
+ */
+import type { FileRow } from "../storage/files.ts";
+import { S3Error, s3Error } from "./errors.ts";
+
+/** Whether an If-Match / If-None-Match list names this ETag (quoted, as shown) or is `*`. */
+export function etagListMatches(header: string, etag: string): boolean {
+  return header.split(",").some((t) => {
+    const tag = t.trim().replace(/^W\//, "");
+    return tag === "*" || tag === etag || `"${tag}"` === etag;
+  });
+}
+
+/** An HTTP date in whole seconds; undefined when it is not one (S3, like HTTP, then ignores the header). */
+function seconds(header: string | null): number | undefined {
+  if (header === null) return undefined;
+  const ms = Date.parse(header);
+  return Number.isNaN(ms) ? undefined : Math.floor(ms / 1000);
+}
+
+const failed = (condition: string) => new S3Error("PreconditionFailed", "At least one of the pre-conditions you specified did not hold", { fields: { Condition: condition } });
+
+/**
+ * A read's preconditions against the object's ETag (as shown, quoted) and modification time:
+ * "proceed", "not-modified" (answer 304), or a thrown 412 PreconditionFailed.
+ */
+export function readCondition(headers: Headers, etag: string, modTime: number): "proceed" | "not-modified" {
+  const modified = Math.floor(modTime / 1000);
+  const ifMatch = headers.get("if-match");
+  if (ifMatch !== null) {
+    if (!etagListMatches(ifMatch, etag)) throw failed("If-Match");
+  } else {
+    const since = seconds(headers.get("if-unmodified-since"));
+    if (since !== undefined && modified > since) throw failed("If-Unmodified-Since");
+  }
+  const ifNoneMatch = headers.get("if-none-match");
+  if (ifNoneMatch !== null) return etagListMatches(ifNoneMatch, etag) ? "not-modified" : "proceed";
+  const since = seconds(headers.get("if-modified-since"));
+  return since !== undefined && modified <= since ? "not-modified" : "proceed";
+}
+
+/**
+ * A write's precondition on the object it would replace, tested with what is stored now (undefined:
+ * no object of that name); undefined when the request states none. `etagOf` is how an object's
+ * ETag shows. If-Match on a name with no object is 404 NoSuchKey, as on S3.
+ */
+export function writeCondition(headers: Headers, key: string, etagOf: (row: FileRow) => string): ((current: FileRow | undefined) => void) | undefined {
+  const ifNoneMatch = headers.get("if-none-match");
+  const ifMatch = headers.get("if-match");
+  if (ifNoneMatch === null && ifMatch === null) return undefined;
+  if (ifNoneMatch !== null && ifNoneMatch.trim() !== "*") throw s3Error("NotImplemented", "If-None-Match on a write takes only '*' (create the object only if there is none)");
+  if (ifNoneMatch !== null && ifMatch !== null) throw s3Error("InvalidRequest", "A write takes If-Match or If-None-Match, not both");
+  return (current) => {
+    if (ifNoneMatch !== null) {
+      if (current) throw failed("If-None-Match");
+      return;
+    }
+    if (!current) throw s3Error("NoSuchKey", "The specified key does not exist.", { Key: key });
+    if (!etagListMatches(ifMatch as string, etagOf(current))) throw failed("If-Match");
+  };
+}
