@@ -48,6 +48,29 @@ export function readCondition(headers: Headers, etag: string, modTime: number): 
 }
 
 /**
+ * A copy's source conditions (`x-amz-copy-source-if-*`), weighed as a read's: an `if-match` that
+ * holds makes `if-unmodified-since` moot, and an `if-none-match` present decides alone (RFC 9110:
+ * the ETag outranks the date). Each that fails is a 412 PreconditionFailed, not-modified included.
+ */
+export function copySourceCondition(headers: Headers, modTime: number, etag: string): void {
+  const modified = Math.floor(modTime / 1000);
+  const ifMatch = headers.get("x-amz-copy-source-if-match");
+  if (ifMatch !== null) {
+    if (!etagListMatches(ifMatch, etag)) throw failed("x-amz-copy-source-If-Match");
+  } else {
+    const since = seconds(headers.get("x-amz-copy-source-if-unmodified-since"));
+    if (since !== undefined && modified > since) throw failed("x-amz-copy-source-If-Unmodified-Since");
+  }
+  const ifNoneMatch = headers.get("x-amz-copy-source-if-none-match");
+  if (ifNoneMatch !== null) {
+    if (etagListMatches(ifNoneMatch, etag)) throw failed("x-amz-copy-source-If-None-Match");
+  } else {
+    const since = seconds(headers.get("x-amz-copy-source-if-modified-since"));
+    if (since !== undefined && modified <= since) throw failed("x-amz-copy-source-If-Modified-Since");
+  }
+}
+
+/**
  * A write's precondition on the object it would replace, tested with what is stored now (undefined:
  * no object of that name); undefined when the request states none. `etagOf` is how an object's
  * ETag shows. If-Match on a name with no object is 404 NoSuchKey, as on S3.

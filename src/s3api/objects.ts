@@ -12,7 +12,7 @@ import { userContentHeaders } from "../http/user-content.ts";
 import type { Did } from "../identity/did.ts";
 import type { Payload } from "./auth.ts";
 import { storedChecksum, upperName } from "./checksums.ts";
-import { readCondition, writeCondition } from "./conditions.ts";
+import { copySourceCondition, readCondition, writeCondition } from "./conditions.ts";
 import { partRange } from "./part-sizes.ts";
 import { s3Error, S3Error, toS3Error } from "./errors.ts";
 import { metadataDirective } from "./copy.ts";
@@ -107,46 +107,6 @@ function acceptOwnerOnlyAcl(body: string): Response {
 
 const OBJECT_ATTRIBUTES = new Set(["ETag", "Checksum", "ObjectParts", "StorageClass", "ObjectSize"]);
 
-/** Whether an If-Match / If-None-Match list names this ETag (or `*`). */
-function matches(header: string, etag: string): boolean {
-  return header.split(",").some((t) => {
-    const tag = t.trim().replace(/^W\//, "");
-    return tag === "*" || tag === etag || `"${tag}"` === etag;
-  });
-}
-
-/** An HTTP date as the whole second S3 compares it at; undefined when absent or not a date (S3 then ignores it). */
-function dateOf(header: string | null): number | undefined {
-  if (header === null) return undefined;
-  const ms = Date.parse(header);
-  return Number.isNaN(ms) ? undefined : Math.floor(ms / 1000);
-}
-
-const failed = (condition: string) => s3Error("PreconditionFailed", "At least one of the pre-conditions you specified did not hold", { Condition: condition });
-
-/**
- * The source conditions, as S3 weighs them: an `if-match` that holds makes `if-unmodified-since`
- * moot, and an `if-none-match` present decides alone (RFC 9110: the ETag outranks the date).
- * PreconditionFailed (412) when one fails.
- */
-function checkCopySource(headers: Headers, source: FileRow, etag: string): void {
-  const modified = Math.floor(source.modTime / 1000);
-  const ifMatch = headers.get("x-amz-copy-source-if-match");
-  if (ifMatch !== null) {
-    if (!matches(ifMatch, etag)) throw failed("x-amz-copy-source-If-Match");
-  } else {
-    const unmodifiedSince = dateOf(headers.get("x-amz-copy-source-if-unmodified-since"));
-    if (unmodifiedSince !== undefined && modified > unmodifiedSince) throw failed("x-amz-copy-source-If-Unmodified-Since");
-  }
-  const ifNoneMatch = headers.get("x-amz-copy-source-if-none-match");
-  if (ifNoneMatch !== null) {
-    if (matches(ifNoneMatch, etag)) throw failed("x-amz-copy-source-If-None-Match");
-  } else {
-    const modifiedSince = dateOf(headers.get("x-amz-copy-source-if-modified-since"));
-    if (modifiedSince !== undefined && modified <= modifiedSince) throw failed("x-amz-copy-source-If-Modified-Since");
-  }
-}
-
 /** A Content-MD5 header as hex, or undefined when none was sent. */
 function md5Of(contentMd5: string | null): string | undefined {
   if (contentMd5 === null) return undefined;
@@ -226,7 +186,7 @@ export function createObjects(direct: DirectStorage) {
   /** A copy's source: the account's file, if the request's `x-amz-copy-source-if-*` hold for it. */
   async function copySource(did: Did, source: { kind: BackendKind; key: string }, headers: Headers): Promise<FileRow> {
     const from = await mustFind(did, source.kind, source.key);
-    checkCopySource(headers, from, etagOf(from));
+    copySourceCondition(headers, from.modTime, etagOf(from));
     return from;
   }
 
