@@ -203,7 +203,7 @@ export function createObjects(direct: DirectStorage) {
     };
     const rows = await direct.importCar(did, kind, key, body.stream, { declared: body.declared, verify });
     const first = rows[0] as FileRow;
-    return new Response(null, { status: 200, headers: { etag: etagOf(first), "x-amz-meta-cid": rows.map((r) => r.cid).join(",") } });
+    return new Response(null, { status: 200, headers: { etag: etagOf(first), [CID_HEADER]: rows.map((r) => r.cid).join(",") } });
   }
 
   /**

@@ -273,6 +273,9 @@ export function createDirectStorage(deps: DirectDeps) {
   async function read(who: Did, row: FileRow, range?: ByteRange): Promise<Uint8Array | ReadableStream<Uint8Array>> {
     const b = backend(row.backend);
     const length = range ? range.end - range.start + 1 : row.size;
+    // A body that streams is answered 200 before its content is read: content no download can
+    // stream (a CAR import's folder root) must be refused before that, and before any charge.
+    if (length > WHOLE_BODY_MAX && !(await b.stat(row.cid))) throw failure("unsupported", "this entry is a folder (a CAR import's root): download its files by their own Cids");
     const traffic = await deps.meter?.beginDownload(who.address, length);
     const settle = async (sent: number) => {
       deps.onTransfer?.(b.kind, "out", sent);

@@ -82,13 +82,14 @@ async function blocks(): Promise<string[]> {
 }
 
 /** An S3 request signed by hand (AWS's signer), with the headers S3Client has no way to send. */
-async function s3Put(key: { accessKeyId: string; secretAccessKey: string }, path: string, body: Uint8Array, headers: Record<string, string> = {}) {
+async function s3Send(method: "PUT" | "GET", key: { accessKeyId: string; secretAccessKey: string }, path: string, body?: Uint8Array, headers: Record<string, string> = {}) {
   const url = new URL(path, s3.url);
   const signer = new SignatureV4({ service: "s3", region: "us-east-1", credentials: key, sha256: Sha256, uriEscapePath: false });
-  const hash = createHash("sha256").update(body).digest("hex");
-  const req = await signer.sign({ method: "PUT", protocol: "http:", hostname: url.hostname, port: Number(url.port), path: url.pathname, query: {}, headers: { host: url.host, "x-amz-content-sha256": hash, ...headers }, body });
-  return fetch(`${s3.url}${url.pathname}`, { method: "PUT", headers: req.headers as Record<string, string>, body });
+  const hash = createHash("sha256").update(body ?? new Uint8Array()).digest("hex");
+  const req = await signer.sign({ method, protocol: "http:", hostname: url.hostname, port: Number(url.port), path: url.pathname, query: {}, headers: { host: url.host, "x-amz-content-sha256": hash, ...headers }, body });
+  return fetch(`${s3.url}${url.pathname}`, { method, headers: req.headers as Record<string, string>, body });
 }
+const s3Put = (key: { accessKeyId: string; secretAccessKey: string }, path: string, body: Uint8Array, headers: Record<string, string> = {}) => s3Send("PUT", key, path, body, headers);
 
 /** A file of another IPFS node's (its own process), fetched over TCP + bitswap from this gateway's node. */
 async function fetchedByPeer(cidPath: string): Promise<{ sha256?: string; bytes?: number; error?: string }> {
@@ -238,10 +239,25 @@ describe("over S3 (PutObject, x-amz-meta-import: car)", () => {
     const a = await account();
     const res = await s3Put(a.key, "/ipfs/backup/big.bin", file.car, { "x-amz-meta-import": "car" });
     expect(res.status).toBe(200);
-    expect(res.headers.get("x-amz-meta-cid")).toBe(v1(file.root));
+    expect(res.headers.get("x-stowage-cid")).toBe(v1(file.root));
     expect((await a.client.list("ipfs")).Object.map((e) => [e.Name, e.Cid, e.Size])).toEqual([["backup/big.bin", v1(file.root), big.byteLength]]);
     const back = new Uint8Array(await (await a.client.download("ipfs", file.root)).arrayBuffer());
     expect(sha(back)).toBe(sha(big));
+  });
+
+  test("GetObject of a folder's key is refused before any byte or charge, however large the folder", async () => {
+    const a = await account();
+    mkdirSync(join(dir, "album"), { recursive: true });
+    await Bun.write(join(dir, "album", "photo.bin"), crypto.getRandomValues(new Uint8Array(60_000)).subarray(0, 50_000));
+    await Bun.write(join(dir, "album", "big.bin"), big);
+    const album = await ipfsCarPack(join(dir, "album"));
+    expect((await s3Put(a.key, "/ipfs/album", album.car, { "x-amz-meta-import": "car" })).status).toBe(200);
+    const traffic = await a.left("traffic");
+    // Past the size read whole: a body that would stream, so refused before its 200.
+    const res = await s3Send("GET", a.key, "/ipfs/album");
+    expect(res.status).toBe(405);
+    expect(await res.text()).toContain("<Code>MethodNotAllowed</Code>");
+    expect(await a.left("traffic")).toBe(traffic);
   });
 
   test("a flipped byte, a missing block, too little space: S3's errors, nothing kept", async () => {
