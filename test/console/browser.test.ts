@@ -314,7 +314,9 @@ test("the binary serves the console's script minified (Bun.build minify before t
   const js = await (await fetch(`${url}${scripts[0]}`)).text();
   // Syntax-only minification (the compile's own flag) left ~800 KB over ~20,000 lines.
   console.log(`console script: ${(js.length / 1024).toFixed(0)} KiB, ${js.split("\n").length} lines`);
-  expect(js.length).toBeLessThan(500_000);
+  // Minified, the console with the SDK it uses (wallet sign-in, encryption, CAR roots) is ≈ 500 KB:
+  // the size is a budget; the line count is what tells minified from syntax-only.
+  expect(js.length).toBeLessThan(600_000);
   expect(js.split("\n").length).toBeLessThan(500);
 });
 
