@@ -1,6 +1,6 @@
 /**
  * What a design or issue citation looks like in text a user reads: "D20", "(D9's scrub)", "spec
- * rule 4", "spec 2.6", "row 7 of the spec", "issue 36", "action 6". Users have neither the design
+ * rule 4", "spec 2.6", "row 7 of the spec", "issue N", "action 6". Users have neither the design
  * notes nor the issue tracker, so such text tells them nothing; source comments may cite them.
  * Narrow enough to pass what users do meet: Cids (lower-case base32), hex, "SHA-256", "EIP-712",
  * "/64", "AES-256".
