@@ -158,8 +158,8 @@ export function compose(parts: ComposeParts, opts: ComposeOptions = {}) {
         onSent: transferred && ((n) => transferred("ipfs", "out", n)),
       })
     : undefined;
-  // The S3 API's entry to the same storage (D18): the account pays, no voucher.
-  const direct = createDirectStorage({ sql, log, maxBody: config.maxBody, backends, meter: quota?.meter, denylist: opts.denylist, onTransfer: transferred });
+  // The S3 API's door to the same pipeline (D18): the account pays, no voucher.
+  const direct = createDirectStorage({ sql, log, maxBody: config.maxBody, backends, meter: quota?.meter, denylist: opts.denylist, onTransfer: transferred, pipeline: storage.pipeline });
   // The Pinning Service API (D25): a pin is an upload through `direct`, its bytes from bitswap.
   const pins = createPins({
     sql,

@@ -7,21 +7,41 @@
  * second file part (D14), or a form that breaks off after the file, fails the stream, so the
  * upload never commits a file whose request is then refused.
  *
- * The route reads the form; the storage service takes what this answers (fields, a name and a
- * byte stream), never the request.
+ * The route reads the form; the storage service takes what this answers (fields, a name and the
+ * file's bytes), never the request.
  */
 import busboy from "busboy";
 import { PassThrough, type Readable } from "node:stream";
-import { storageError } from "./errors.ts";
+import { Failure, failure } from "../failure.ts";
+import { StorageError, storageError } from "./errors.ts";
 
 export interface FilePart {
   fields: Record<string, string>;
   filename: string;
   /** The file part's Content-Type, lower case, without parameters ("" when none was sent). */
   type: string;
-  stream: Readable;
-  /** Stops reading the request (after a refusal). */
+  /** The file's bytes as they arrive (see `bytesOf`): read once. */
+  bytes: AsyncIterable<Uint8Array>;
+  /** Stops reading the request (after a refusal, or once done): what is left of the file is drained. */
   stop(): void;
+}
+
+/**
+ * The file part's bytes. A part that breaks off (the client went away or sent a broken body) is
+ * the domain's "interrupted" failure, not whatever a back-end reading it would make of it; a
+ * refusal of the form itself (a second file part) is the answer as it is. Ending early (the
+ * reader's refusal) destroys the part.
+ */
+async function* bytesOf(file: Readable): AsyncGenerator<Uint8Array> {
+  let ended = false;
+  try {
+    for await (const chunk of file as AsyncIterable<Buffer>) yield new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+    ended = true;
+  } catch (err) {
+    throw err instanceof StorageError || err instanceof Failure ? err : failure("interrupted", "the upload was interrupted");
+  } finally {
+    if (!ended) file.destroy();
+  }
 }
 
 const LIMITS = { files: 1, fields: 16, fieldSize: 8 * 1024, parts: 17, fieldNameSize: 100 };
@@ -37,7 +57,10 @@ export function readFilePart(request: Request): Promise<FilePart> {
   }
   const reader = request.body.getReader();
   let stopped = false;
+  /** The file's bytes as handed on; ended by the form's end, not by the part's. */
+  let file: PassThrough | undefined;
   const stop = () => {
+    file?.resume();
     stopped = true;
     reader.cancel().catch(() => {});
   };
@@ -45,8 +68,6 @@ export function readFilePart(request: Request): Promise<FilePart> {
 
   return new Promise<FilePart>((resolve, reject) => {
     let settled = false;
-    /** The file's bytes as handed on; ended by the form's end, not by the part's. */
-    let file: PassThrough | undefined;
     const fail = (err: unknown) => {
       if (!settled) {
         settled = true;
@@ -95,7 +116,7 @@ export function readFilePart(request: Request): Promise<FilePart> {
         end();
       });
       stream.pipe(out, { end: false });
-      resolve({ fields: { ...fields }, filename: info.filename ?? "", type: (info.mimeType ?? "").split(";")[0]?.trim().toLowerCase() ?? "", stream: out, stop });
+      resolve({ fields: { ...fields }, filename: info.filename ?? "", type: (info.mimeType ?? "").split(";")[0]?.trim().toLowerCase() ?? "", bytes: bytesOf(out), stop });
     });
     bb.on("fieldsLimit", () => fail(storageError.badRequest("too many form fields")));
     bb.on("filesLimit", () => fail(storageError.badRequest("one file per upload")));

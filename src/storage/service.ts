@@ -12,20 +12,21 @@ import { CID } from "multiformats/cid";
 import { getAddress, isAddress, isAddressEqual, type Address, type TypedDataDomain } from "viem";
 import type { TokenService } from "../accounts/tokens.ts";
 import type { UserService } from "../accounts/users.ts";
-import { type Queryable, type Sql, together } from "../db/sql.ts";
-import type { Readable } from "node:stream";
+import type { Queryable, Sql } from "../db/sql.ts";
 import { StorageError, storageError, storageErrorOf } from "../http/errors.ts";
-import { Failure } from "../failure.ts";
+import { Failure, failure } from "../failure.ts";
 import { type DidLoginTokens, type FileEntry, type FileList, type StorageKind, type TrafficHashResult } from "../http/model.ts";
 import { canonicalDid, didAddressKey, parseDid, type Did } from "../identity/did.ts";
 import type { DidResolver } from "../identity/resolver.ts";
 import type { Logger } from "../log.ts";
 import type { Backend, BackendKind, ByteRange } from "./backend.ts";
-import { backendLookup, carImporter, deletable } from "./errors.ts";
-import { cleanName, createFiles, fileEntry, importedNames, type PublicSql } from "./files.ts";
-import { recordFile, recordFiles } from "./pending.ts";
+import { backendLookup } from "./errors.ts";
+import { cleanName, createFiles, fileEntry, type PublicSql } from "./files.ts";
 import { createSessions, type LoginInput, type SessionKeys } from "../authorities/sessions.ts";
-import { meterDownload, meterUpload } from "./transfer.ts";
+import { meterDownload } from "./transfer.ts";
+import { createPipeline, WHOLE_BODY_MAX } from "./pipeline.ts";
+import { accountPays } from "../authorities/authority.ts";
+import { signedCall } from "../authorities/signed-call.ts";
 import { createVouchers, oldVoucher, type SignedVoucher, type VoucherInput } from "../authorities/vouchers.ts";
 import { canonicalCid } from "../cid/canonical.ts";
 import type { Meter } from "../quota/meter.ts";
@@ -45,13 +46,14 @@ export interface Caller {
   did: Did;
 }
 
-/** An upload's form as the route read it: its fields, then its one file part as a byte stream. */
+/** An upload's form as the route read it: its fields, then its one file part's bytes. */
 export interface UploadForm {
   fields: Record<string, string>;
   filename: string;
   /** The file part's Content-Type (lower case, no parameters), if the form gave one. */
   type?: string;
-  stream: Readable;
+  /** The file's bytes as they arrive; a part that broke off fails them as "interrupted". */
+  bytes: AsyncIterable<Uint8Array>;
   /** Stops reading the request (after a refusal, or once done). */
   stop(): void;
 }
@@ -185,8 +187,7 @@ function pathCid(text: string): string {
   }
 }
 
-/** Downloads up to one chunk are read whole before they are answered (see `download`). */
-export const WHOLE_BODY_MAX = 1024 * 1024;
+export { WHOLE_BODY_MAX };
 
 /** DID logins per client address and per DID. Higher than D12's 30 account logins a minute: the
  * `stowage` user commands log in once per command, and a script may run many. */
@@ -239,52 +240,35 @@ export function createStorage(deps: StorageDeps) {
   const paysFor = async (who: Did, key: Address) => (await deps.resolver.canSign(who, key)) || ((await deps.sessionKeys?.allows(who, key, "voucher")) ?? false);
   const vouchers = createVouchers({ sql, domain: deps.domain, seller: deps.seller, now: deps.now });
   const files = createFiles(sql, deps.now, deps.publicSql);
+  // The one write path, with this API's answer `Public` read where a file is recorded.
+  const pipeline = createPipeline({ sql, log, maxBody: deps.maxBody, backends: deps.backends, meter: deps.meter, denylist: deps.denylist, publicCids: deps.publicCids, onTransfer: deps.onTransfer, now: deps.now });
   // Every back-end failure reaches this service already mapped (storage/errors.ts).
   const backend = backendLookup(deps.backends);
 
   /** A route's `:type` as a back-end this server runs, or the spec's 518. */
   const kind = (type: string): BackendKind => backend(type).kind;
 
-  /** Releases content a file row no longer references, without failing the request. */
-  async function release(b: Backend, cid: string) {
-    await b.release(cid).catch((err) => log.error("releasing content failed", { backend: b.kind, cid, err: (err as Error).message }));
-  }
-
   /**
-   * An upload makes two commits. Its file row's is the one with an fsync on SQLite; it also holds
-   * both claims (the requestID's and the voucher's), the content's rows, the release of the blob
-   * pins, the quota's exact check (D14) and the voucher's count, and the answer goes out after it.
-   * The ones before it — the blob pins, and a large upload's quota holds (a first look holds
-   * nothing) — are `durable: false` (sql.ts): in the WAL, which the OS holds (a killed process
-   * loses none of it), and fsynced by the next durable commit, in log order, so a power cut keeps
-   * a prefix of the commits, never a later one without the earlier ones. Each commit held the
-   * whole event loop (bun:sqlite is synchronous) with its fsync, BEGIN and COMMIT: 4 KiB uploads
-   * ran at 0.04–0.06× of a plain fsync'd-file server with seven. A power cut:
-   * - before the file row's commit is on disk: the upload was not acknowledged, and nothing of it
-   *   counts. Its chunks and blocks (fsynced before any row names them: dfs/put.ts, ipfs) are
-   *   orphans the start-up sweeps remove; a content row that survived names only bytes fsynced
-   *   before it (a leftover reference, as after a kill); holds and pins lapse at their expiry.
-   * - after it: the row, both claims and both counts are on disk: the requestID and the voucher
-   *   of an acknowledged upload are never accepted again, and the content it names is whole.
-   * The claims are decided at the end, as the measured floor decides them: each was peeked
-   * before the body is read (a replay or a used voucher is refused there, and the voucher's
-   * allowance bounds the body), and each decides by a conditional insert when the file is
-   * recorded; of two uploads that race with one requestID or voucher, the second stores its
-   * bytes, is refused and keeps nothing. An upload that fails claims nothing: its very request
-   * (the same signed requestID over the same payload: the owner's own signature of this upload)
-   * may be sent again and accepted, which stores the file the owner signed for and spends nothing
-   * the owner did not sign (a voucher bounds a cumulative count, D6). PostgreSQL ignores
-   * `durable: false`: each commit there stays durable (another gateway may act on it while the
-   * database restarts).
+   * POST /:type/upload (spec 4.1 row 2): the signed call is checked here — the payload and its
+   * session's requestID, the voucher naming the file's Cid and a payer that may sign for the DID
+   * now — before the body is read; the pipeline (pipeline.ts) then stores the file with that
+   * signed call as its authority, which claims the requestID and the voucher where the file is
+   * recorded (authorities/signed-call.ts). A replay or a used voucher is refused here already
+   * (each was peeked), and the voucher's allowance bounds the body.
+   *
+   * Durability: the commits before the file row's (the blob pins, a large upload's quota holds)
+   * are `durable: false` (sql.ts): in the WAL, which the OS holds, and fsynced by the next durable
+   * commit in log order, so a power cut keeps a prefix of the commits. Before the file row's
+   * commit is on disk the upload was not acknowledged and nothing of it counts (its chunks and
+   * blocks, fsynced before any row names them, are orphans the start-up sweeps remove); after it,
+   * the row, both claims and both counts are on disk. PostgreSQL ignores `durable: false`.
    */
   async function upload(who: Caller, kind: BackendKind, input: UploadInput): Promise<FileEntry | FileList> {
-    const b = backend(kind);
-    const declared = input.declared ?? 0;
-    if (declared > deps.maxBody + 1024 * 1024) throw storageError.tooLarge(deps.maxBody);
-
+    const k = pipeline.kind(kind);
+    // The declared length is judged before the form is read.
+    pipeline.checkDeclared({ declared: input.declared, framed: true });
     const part = await input.form();
     const car = input.car === true || part.type === CAR_TYPE;
-    let quota: Awaited<ReturnType<Meter["beginUpload"]>> | undefined;
     try {
       const name = cleanName(part.filename);
       const payload = String(part.fields.payload ?? "");
@@ -307,81 +291,33 @@ export function createStorage(deps: StorageDeps) {
         await refuseOld();
         throw storageError.address("the voucher's payer is not the Bearer account or one of its keys (a voucher signs the Cid of the file it uploads)");
       }
-      // Not claimed yet (see above): what it allows now, or its refusal before the body is read.
-      const offered = await vouchers.peek(voucher);
-      // A CAR's files are named by its roots, known once it is read: no entry is left out of the
-      // checks as it streams (the exact check at the end counts what it replaces).
-      quota = await deps.meter?.beginUpload(who.did.address, who.did.canonical, { declared: Number.isFinite(declared) ? declared : undefined, ...(car ? {} : { backend: b.kind, name }) });
-      const limit = Math.min(offered.allowance, deps.maxBody);
-      const { stream, meter } = meterUpload(
-        part.stream,
-        limit,
-        () => (limit === deps.maxBody ? storageError.tooLarge(deps.maxBody) : storageError.quota(`the voucher allows ${offered.allowance} more bytes`)),
-        async (n) => quota?.add(n),
-        { sha256: expected.kind === "sha256" },
-      );
-      /** The back-end's failure, or the stream's own (a quota refusal, a broken body) when it stopped it. */
-      const received = async <T>(work: () => Promise<T>): Promise<T> => {
-        try {
-          return await work();
-        } catch (err) {
-          if (meter.failure || err instanceof StorageError || err instanceof Failure) throw meter.failure ?? err;
-          // The client's broken or abandoned body is its fault; a back-end failure is ours (500).
-          throw meter.interrupted ? storageError.badRequest("the upload was interrupted") : err;
-        }
-      };
-      const mismatch = (what: string) => storageError.badRequest(`payload does not match the ${what}: nothing was kept`);
-      // The file row's transaction (recordFile documents its order): the content's rows, both
-      // claims (a refused one answers for the upload; each decides by a conditional insert, the
-      // requestID's after its session's row lock: READ COMMITTED suffices, D16), the quota's exact
-      // check (D14), the voucher's count, and the answer's `Public`: on PostgreSQL one round trip
-      // under the account's lock.
-      const authority = {
-        claims: { settle: async (tx: Queryable) => void (await together(request.claim(tx), vouchers.claimPeeked(tx, offered))) },
-        counts: { settle: (tx: Queryable) => vouchers.settle(offered, meter.bytes, tx) },
-      };
-      const encryption = String(part.fields.encryption ?? "");
-      let publicOnes: ReadonlySet<string> | undefined;
-      const publicFlags = (cids: string[]) => deps.publicCids && { settle: async (tx: Queryable) => void (publicOnes = await deps.publicCids?.(who.did.address, cids, tx)) };
+      // Not claimed yet: what it allows now, or its refusal before the body is read.
+      const authority = signedCall(who.did, request, vouchers, await vouchers.peek(voucher));
+      const common = { declared: input.declared, framed: true, digest: expected.kind === "sha256" ? ("sha256" as const) : undefined, encryption: String(part.fields.encryption ?? ""), withPublic: true };
+      const mismatch = (what: string) => failure("bad-input", `payload does not match the ${what}: nothing was kept`);
+      const otherCid = (cid: string | undefined, what: string) => failure("bad-input", `the voucher names the Cid ${voucherCid}, but the ${what} is ${cid}: nothing was kept`);
 
       if (car) {
-        const importCar = carImporter(b);
-        const pending = await received(() => importCar(stream));
-        // The signed payload names these bytes: the CAR's SHA-256, or (one root) that root's Cid.
-        const roots = pending.roots;
-        if (expected.kind === "sha256" ? meter.sha256() !== expected.value : !(roots.length === 1 && roots[0]?.cid === expected.value)) {
-          await pending.abort();
-          throw mismatch(expected.kind === "sha256" ? "CAR's SHA-256" : "CAR's one root");
-        }
-        // A voucher names one Cid (D22): a CAR's, its first root.
-        if (roots[0]?.cid !== voucherCid) {
-          await pending.abort();
-          throw storageError.badRequest(`the voucher names the Cid ${voucherCid}, but the CAR's first root is ${roots[0]?.cid}: nothing was kept`);
-        }
-        const rows = importedNames(name, roots).map((rootName, i) => ({ did: who.did.canonical, backend: b.kind, name: rootName, cid: (roots[i] as (typeof roots)[number]).cid, size: (roots[i] as (typeof roots)[number]).size, encryption }));
-        const added = await recordFiles(files, rows, pending, { quota, moved: meter.bytes, authority, also: publicFlags(rows.map((r) => r.cid)), refuse: (c) => deps.denylist?.refuseUpload(c, "import"), log });
-        deps.onTransfer?.(b.kind, "in", meter.bytes);
-        for (const a of added) if (a.replaced) await release(b, a.replaced);
-        return { Address: who.did.address, Storage: b.kind, Object: added.map((a) => fileEntry(a.row, publicOnes?.has(a.row.cid))) };
+        const recorded = await pipeline.importCar(authority, k, name, part.bytes, {
+          ...common,
+          check: (arrived, roots) => {
+            // The signed payload names these bytes: the CAR's SHA-256, or (one root) that root's Cid.
+            if (expected.kind === "sha256" ? arrived.digest() !== expected.value : !(roots.length === 1 && roots[0]?.cid === expected.value)) throw mismatch(expected.kind === "sha256" ? "CAR's SHA-256" : "CAR's one root");
+            // A voucher names one Cid (D22): a CAR's, its first root.
+            if (roots[0]?.cid !== voucherCid) throw otherCid(roots[0]?.cid, "CAR's first root");
+          },
+        });
+        return { Address: who.did.address, Storage: k, Object: recorded.map((r) => fileEntry(r.row, r.isPublic)) };
       }
-
-      const pending = await received(() => b.put(stream));
-      if (expected.kind === "sha256" ? meter.sha256() !== expected.value : pending.cid !== expected.value) {
-        await pending.abort();
-        throw mismatch(`file's ${expected.kind === "sha256" ? "SHA-256" : "Cid"}`);
-      }
-      if (pending.cid !== voucherCid) {
-        await pending.abort();
-        throw storageError.badRequest(`the voucher names the Cid ${voucherCid}, but the file's is ${pending.cid}: nothing was kept`);
-      }
-      const row = { did: who.did.canonical, backend: b.kind, name, cid: pending.cid, size: pending.size, encryption };
-      const added = await recordFile(files, row, pending, { quota, moved: meter.bytes, authority, also: publicFlags([row.cid]), refuse: (c) => deps.denylist?.refuseUpload(c), log });
-      deps.onTransfer?.(b.kind, "in", meter.bytes);
-      if (added.replaced) await release(b, added.replaced);
-      return fileEntry(added.row, publicOnes?.has(row.cid));
+      const { row, isPublic } = await pipeline.put(authority, k, name, part.bytes, {
+        ...common,
+        check: (arrived, cid) => {
+          if (expected.kind === "sha256" ? arrived.digest() !== expected.value : cid !== expected.value) throw mismatch(`file's ${expected.kind === "sha256" ? "SHA-256" : "Cid"}`);
+          if (cid !== voucherCid) throw otherCid(cid, "file's");
+        },
+      });
+      return fileEntry(row, isPublic);
     } finally {
-      await quota?.release().catch((err) => log.error("releasing an upload's holds failed", { err: (err as Error).message })); // a no-op once committed
-      part.stream.resume();
       part.stop();
     }
   }
@@ -635,14 +571,13 @@ export function createStorage(deps: StorageDeps) {
    */
   async function remove(kind: string, authenticate: () => Promise<Caller>, query: Record<string, string | undefined>) {
     try {
-      const b = deletable(backend(kind));
+      const k = pipeline.deletableKind(kind);
       const who = await authenticate();
       const idText = query.id ?? "";
       await sessions.restricted({ ...query, payload: query.payload }, "delete", who.did);
       if (query.payload !== idText) throw storageError.unauthorized("payload must be the file id");
       if (!/^\d{1,15}$/.test(idText)) throw storageError.notFound("File not found");
-      const row = await files.remove(who.did.canonical, b.kind, Number(idText));
-      await release(b, row.cid);
+      await pipeline.remove(accountPays(who.did), k, { id: Number(idText) });
       return { Status: "Success" as const };
     } catch (err) {
       // Every failure, a 500 included, carries Status: "Failure" (D9).
@@ -691,7 +626,7 @@ export function createStorage(deps: StorageDeps) {
     return vouchers.hashFor(key, query);
   }
 
-  return { kind, upload, head, download, list, remove, login, loginInfo: sessions.info, trafficHash, files, vouchers };
+  return { kind, upload, head, download, list, remove, login, loginInfo: sessions.info, trafficHash, files, vouchers, pipeline };
 }
 
 export type Storage = ReturnType<typeof createStorage>;

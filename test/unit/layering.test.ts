@@ -156,6 +156,37 @@ describe("layering", () => {
     expect(offenders).toEqual([]);
   });
 
+  // Every way a file arrives (the storage API's upload, S3, a pin, a CAR) is one pipeline: only it
+  // opens an upload's quota meter and records a file, so no caller can meter, check or record in
+  // an order of its own.
+  test("only the storage pipeline opens an upload's meter or records a file", () => {
+    const path = (f: string) => relative(SRC, f).split(sep).join("/");
+    const recorders = files
+      .filter((f) => {
+        const text = readFileSync(f, "utf8");
+        return /\brecordFiles?\b/.test(code(text)) && importsOf(text).some((spec) => spec.startsWith(".") && path(resolve(dirname(f), spec)) === "storage/pending.ts");
+      })
+      .map(path);
+    const meters = files.filter((f) => /\.beginUpload\(/.test(code(readFileSync(f, "utf8")))).map(path);
+    // The scans really see the pipeline's import and call.
+    expect(recorders).toContain("storage/pipeline.ts");
+    expect(meters).toContain("storage/pipeline.ts");
+    expect([...recorders, ...meters].filter((f) => f !== "storage/pipeline.ts")).toEqual([]);
+  });
+
+  // The pipeline and the authorities it takes are below every API: they import no HTTP module and
+  // no Node stream, so a walk of an upload from its route down never meets a request again.
+  test("the pipeline and the authorities import nothing of http/ or node:stream", () => {
+    const below = ["storage/pipeline.ts", "authorities/authority.ts", "authorities/signed-call.ts"];
+    const offenders = below.flatMap((path) => {
+      const file = join(SRC, path);
+      return importsOf(readFileSync(file, "utf8"))
+        .filter((spec) => spec === "node:stream" || (spec.startsWith(".") && relative(SRC, resolve(dirname(file), spec)).split(sep)[0] === "http"))
+        .map((spec) => `${path} → ${spec}`);
+    });
+    expect(offenders).toEqual([]);
+  });
+
   // The storage routes are the only storage files that see HTTP; everything they call takes and
   // returns plain values (streams, byte ranges, typed results). An HTTP type is one named in a type
   // position (a parameter, a result, a generic argument) or anything from Elysia; `new Response(s)`
