@@ -3,7 +3,8 @@
  * session (a DID login, then restricted calls each with a fresh requestID: sessions.ts) and a
  * traffic voucher bound to one file (vouchers.ts); the access keys of the S3 API and the pinning
  * service are the other authority (src/keys: the account pays). Storage, access keys and the
- * encryption routes verify signed calls here, so none of them needs another's internals.
+ * encryption routes verify signed calls here, so none of them needs another's internals; the
+ * storage pipeline takes either as one `Authority` (authority.ts).
  *
  * @example
  *   import { createSessions, createVouchers } from "../authorities/index.ts";
@@ -12,3 +13,5 @@
  */
 export { createSessions, openSession, type RestrictedInput, type Sessions } from "./sessions.ts";
 export { createVouchers, voucherCounters, type Vouchers } from "./vouchers.ts";
+export { accountPays, type Authority, type AuthorityStep } from "./authority.ts";
+export { signedCall } from "./signed-call.ts";

@@ -7,7 +7,7 @@
  * configured peers stay dialled anyway), walks the DAG block by block (dag.ts; each block checked
  * against its Cid, held against the account's quota as it arrives, written under the upload's
  * lease) and records it as the account's `ipfs` file named by the pin's name (else its Cid)
- * through the storage service's one write path (direct.ts `record`: the file row, its content's
+ * through the one write path (storage/pipeline.ts `record`, by direct.ts: the file row, its content's
  * rows and the quota's exact check in one transaction). Whatever fails — the pools are full, a
  * block is bad, the fetch runs past its time — the pin is `failed` with the reason in
  * `info.status_details`, and nothing of it is kept or charged.
@@ -52,7 +52,7 @@ export interface PinsDeps {
   chainId: number;
   /** The account a Bearer token of scope pins acts for, if it may now (keys/service.ts `findPinsToken`). */
   findToken(token: string): Promise<{ did: string } | undefined>;
-  /** The storage service's write path (direct.ts). */
+  /** The one write path, through its access-key door (storage/direct.ts). */
   storage: {
     record(who: Did, kind: "ipfs", name: string, make: (onBytes: (n: number) => Promise<void>) => Promise<PendingPut>): Promise<FileRow>;
     mayStore(who: Did): Promise<void>;

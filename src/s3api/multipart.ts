@@ -1,10 +1,10 @@
 /**
  * Multipart uploads (D18), the simplest correct way: an upload is a database row (any gateway of
  * a cluster can take its parts or complete it), each part is stored as it arrives as content of
- * the upload's back-end holding one reference (storage/direct.ts `stash`, which chunks it as it
+ * the upload's back-end holding one reference (storage/pipeline.ts `stash`, which chunks it as it
  * arrives). Completion makes the file from the parts' chunks without reading them back when every
- * part but the last is a whole number of 1 MiB chunks (direct `compose`: aws-cli's 8 MiB parts,
- * rclone's 5 MiB ones); otherwise it streams the parts in order through the storage service's
+ * part but the last is a whole number of 1 MiB chunks (pipeline `compose`: aws-cli's 8 MiB parts,
+ * rclone's 5 MiB ones); otherwise it streams the parts in order through the pipeline's
  * ordinary put. Either way the file's quota check and catalog row are those of any upload, and
  * the parts' references go after the file's row commits. Completion can take
  * a while for a large object, so its 200 answer starts at once and whitespace keeps the

@@ -31,7 +31,7 @@ export interface PendingPut {
    * content's rows, its pins' release and the file row are one commit): it is referenced
    * when that transaction commits, or not at all. After it committed, `commit()` only lets go of
    * what kept the content meanwhile; after it rolled back, `abort()` (storage/pending.ts's
-   * `recordFile` does both).
+   * `recordFiles` does both).
    */
   commitIn(tx: Queryable): Promise<void>;
   /** Drops what `put` wrote, unless other references hold it. Idempotent. */

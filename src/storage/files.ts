@@ -21,7 +21,7 @@ export type Expectation = (current: FileRow | undefined) => void;
 /**
  * One participant of the transaction that records a file. The transaction runs in phases, and
  * within a phase the participants in the order of the list it is given (storage/pending.ts
- * `recordFile` documents the list: the content's rows, the authority's claims, the quota's exact
+ * `recordFiles` documents the list: the content's rows, the authority's claims, the quota's exact
  * check, the authority's counts, the directory's `Public`):
  *
  * 1. `prepare`, every participant's at once with the bucket's insert: statements before any lock

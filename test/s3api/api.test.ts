@@ -6,7 +6,6 @@
  * multipart; presigned URLs. Runs on both databases (and on the S3 blob pass).
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { S3Client } from "bun";
 import { randomBytes, createHash, createHmac } from "node:crypto";
 import { Sha256 } from "@aws-crypto/sha256-js";
 import { SignatureV4 } from "@smithy/signature-v4";
@@ -19,6 +18,7 @@ import { granter } from "../quota/grants.ts";
 import { blobStoreOf } from "../support/blobs.ts";
 import { MAX_OPEN_UPLOADS } from "../../src/s3api/multipart.ts";
 import { BASE, testGateway } from "../support/storage.ts";
+import { codeIn, s3ApiOver, signedAt, type Minted } from "./harness.ts";
 
 const MiB = 1024 * 1024;
 const gw = await testGateway({ quota: true });
@@ -34,19 +34,7 @@ const backends = { ...gw.backends, dfs: { ...dfs, read: (...a: Parameters<typeof
 const intoDfs = { bytes: 0 };
 backends.dfs.put = (source, opts) => dfs.put(source.pipeThrough(new TransformStream({ transform: (chunk, c) => void ((intoDfs.bytes += chunk.byteLength), c.enqueue(chunk)) })), opts);
 const direct = createDirectStorage({ sql: gw.database.sql, log: gw.log, maxBody: gw.config.maxBody, backends, meter, onTransfer: (_, d, n) => void (moved[d] += n) });
-const s3 = await startS3Api({
-  hostname: "127.0.0.1",
-  port: 0,
-  maxBody: gw.config.maxBody,
-  log: gw.log,
-  sql: gw.database.sql,
-  chainId: gw.config.chainId,
-  direct,
-  findAccessKey: (id) => findAccessKey({ sql: gw.database.sql, secretsKey: gw.secrets.secretsKey, resolver: gw.resolver, chainId: gw.config.chainId }, id),
-});
-afterAll(() => s3.stop());
-
-type Minted = { accessKeyId: string; secretAccessKey: string };
+const { s3, bucketClient, signed } = await s3ApiOver(gw, { direct });
 
 /** A new account with `space`/`traffic` bytes of free quota, and a key of its own. */
 async function account(o: { space?: number; traffic?: number; access?: "rw" | "ro"; bucket?: "dfs" | "ipfs" | "*" } = {}) {
@@ -58,25 +46,6 @@ async function account(o: { space?: number; traffic?: number; access?: "rw" | "r
   return { account, client, keys, key };
 }
 
-const bucketClient = (key: Minted, bucket = "dfs") => new S3Client({ accessKeyId: key.accessKeyId, secretAccessKey: key.secretAccessKey, endpoint: s3.url, bucket, region: "us-east-1" });
-
-/** A request signed by hand (AWS's signer), for what S3Client does not send. */
-const signed = (key: Minted, method: string, path: string, o: SignedOptions = {}) => signedAt(s3.url, key, method, path, o);
-
-type SignedOptions = { query?: Record<string, string>; body?: string | Uint8Array; headers?: Record<string, string>; payload?: string };
-
-/** The same to the S3 API listening at `base`. */
-async function signedAt(base: string, key: Minted, method: string, path: string, o: SignedOptions = {}) {
-  const url = new URL(path, base);
-  const signer = new SignatureV4({ service: "s3", region: "us-east-1", credentials: key, sha256: Sha256, uriEscapePath: false });
-  const body = o.body ?? "";
-  const hash = o.payload ?? createHash("sha256").update(body).digest("hex");
-  const req = await signer.sign({ method, protocol: "http:", hostname: url.hostname, port: Number(url.port), path: url.pathname, query: o.query ?? {}, headers: { host: url.host, "x-amz-content-sha256": hash, ...o.headers }, body });
-  const qs = new URLSearchParams(o.query ?? {}).toString();
-  return fetch(`${base}${url.pathname}${qs ? `?${qs}` : ""}`, { method, headers: req.headers as Record<string, string>, body: method === "GET" || method === "HEAD" ? undefined : body });
-}
-
-const codeIn = (xml: string) => /<Code>([^<]*)<\/Code>/.exec(xml)?.[1];
 
 let alice: Awaited<ReturnType<typeof account>>;
 beforeAll(async () => {

@@ -7,17 +7,13 @@
  * no charge; the same CAR twice is stored and charged once.
  */
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
-import { Sha256 } from "@aws-crypto/sha256-js";
-import { SignatureV4 } from "@smithy/signature-v4";
 import { CID } from "multiformats/cid";
 import * as raw from "multiformats/codecs/raw";
 import { createHash } from "node:crypto";
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { block, createDenylist, unblock, type Denylist } from "../../src/denylist/index.ts";
-import { findAccessKey } from "../../src/keys/index.ts";
 import { silentLogger } from "../../src/log.ts";
-import { startS3Api } from "../../src/s3api/index.ts";
 import { StorageApiError } from "../../src/sdk/storage.ts";
 import { keysClient } from "../../src/sdk/keys.ts";
 import { BLOCK_PREFIX } from "../../src/storage/ipfs/blocks.ts";
@@ -25,6 +21,7 @@ import type { IpfsBackend } from "../../src/storage/ipfs/index.ts";
 import { granter } from "../quota/grants.ts";
 import { carParts, flipByteOfBlock, ipfsCarPack, withoutBlock } from "../support/car.ts";
 import { BASE, testGateway } from "../support/storage.ts";
+import { s3ApiOver, type Minted } from "../s3api/harness.ts";
 import { tempDir } from "../support/tmp.ts";
 
 setDefaultTimeout(60_000);
@@ -45,17 +42,7 @@ late.denylist = await createDenylist({ sql: gw.database.sql, log: silentLogger, 
 afterAll(() => late.denylist?.stop());
 const grant = granter(gw.chain);
 const meter = gw.quota?.meter;
-const s3 = await startS3Api({
-  hostname: "127.0.0.1",
-  port: 0,
-  maxBody: gw.config.maxBody,
-  log: gw.log,
-  sql: gw.database.sql,
-  chainId: gw.config.chainId,
-  direct: gw.composed.direct,
-  findAccessKey: (id) => findAccessKey({ sql: gw.database.sql, secretsKey: gw.secrets.secretsKey, resolver: gw.resolver, chainId: gw.config.chainId }, id),
-});
-afterAll(() => s3.stop());
+const { signed } = await s3ApiOver(gw);
 
 const dir = tempDir("car-files");
 const bigBytes = crypto.getRandomValues(new Uint8Array(60_000)); // filled below to 3 MiB
@@ -82,14 +69,8 @@ async function blocks(): Promise<string[]> {
 }
 
 /** An S3 request signed by hand (AWS's signer), with the headers S3Client has no way to send. */
-async function s3Send(method: "PUT" | "GET", key: { accessKeyId: string; secretAccessKey: string }, path: string, body?: Uint8Array, headers: Record<string, string> = {}) {
-  const url = new URL(path, s3.url);
-  const signer = new SignatureV4({ service: "s3", region: "us-east-1", credentials: key, sha256: Sha256, uriEscapePath: false });
-  const hash = createHash("sha256").update(body ?? new Uint8Array()).digest("hex");
-  const req = await signer.sign({ method, protocol: "http:", hostname: url.hostname, port: Number(url.port), path: url.pathname, query: {}, headers: { host: url.host, "x-amz-content-sha256": hash, ...headers }, body });
-  return fetch(`${s3.url}${url.pathname}`, { method, headers: req.headers as Record<string, string>, body });
-}
-const s3Put = (key: { accessKeyId: string; secretAccessKey: string }, path: string, body: Uint8Array, headers: Record<string, string> = {}) => s3Send("PUT", key, path, body, headers);
+const s3Send = (method: "PUT" | "GET", key: Minted, path: string, body?: Uint8Array, headers: Record<string, string> = {}) => signed(key, method, path, { body, headers });
+const s3Put = (key: Minted, path: string, body: Uint8Array, headers: Record<string, string> = {}) => s3Send("PUT", key, path, body, headers);
 
 /** A file of another IPFS node's (its own process), fetched over TCP + bitswap from this gateway's node. */
 async function fetchedByPeer(cidPath: string): Promise<{ sha256?: string; bytes?: number; error?: string }> {

@@ -17,17 +17,15 @@ import { createGrants, grantsRoutes, type Grants } from "../../src/grants/index.
 import { errorHandler } from "../../src/http/error-handler.ts";
 import { rememberClientIp } from "../../src/http/client-ip.ts";
 import { canonicalDid, type Did } from "../../src/identity/did.ts";
-import { findAccessKey } from "../../src/keys/index.ts";
-import { startS3Api } from "../../src/s3api/index.ts";
 import { sessionGrantMessage, type GrantAbility } from "../../src/sdk/grants.ts";
 import { siweSignatureValid } from "../../src/accounts/evm.ts";
 import { openSession } from "../../src/authorities/sessions.ts";
 import { keysClient } from "../../src/sdk/keys.ts";
 import { connectStorage, StorageApiError } from "../../src/sdk/storage.ts";
-import { createDirectStorage } from "../../src/storage/direct.ts";
 import { bearer, evmLogin, type Call } from "../support/accounts.ts";
 import { get, postJson, readJson } from "../support/app.ts";
 import { BASE, testGateway } from "../support/storage.ts";
+import { s3ApiOver } from "../s3api/harness.ts";
 
 let clock = Date.now();
 let grants: Grants | undefined;
@@ -43,17 +41,7 @@ grants = createGrants({
   openSession: async (d, token) => void (await openSession(gw.database.sql, d, token, Math.floor(Date.now() / 1000))),
 });
 const grantApp = new Elysia().use(errorHandler(gw.log)).use(grantsRoutes({ grants, tokens: gw.accounts.tokens, chainId: gw.config.chainId }));
-const s3 = await startS3Api({
-  hostname: "127.0.0.1",
-  port: 0,
-  maxBody: gw.config.maxBody,
-  log: gw.log,
-  sql: gw.database.sql,
-  chainId: gw.config.chainId,
-  direct: createDirectStorage({ sql: gw.database.sql, log: gw.log, maxBody: gw.config.maxBody, backends: gw.backends }),
-  findAccessKey: (id) => findAccessKey({ sql: gw.database.sql, secretsKey: gw.secrets.secretsKey, resolver: gw.resolver, chainId: gw.config.chainId }, id),
-});
-afterAll(() => s3.stop());
+const { s3 } = await s3ApiOver(gw);
 
 /** The account API as a client calls it (each call from an address of its own). */
 let calls = 0;
