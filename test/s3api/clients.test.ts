@@ -17,7 +17,7 @@ import { keysClient } from "../../src/sdk/keys.ts";
 import { connectStorage } from "../../src/sdk/storage.ts";
 import { runBinary, startBinary, type RunningBinary } from "../support/binary.ts";
 import { freePort } from "../support/procs.ts";
-import { awsCli, boto3, boto3Python, boto3Script, ensureS3Clients, rclone, type Credentials } from "../support/s3-clients.ts";
+import { awsCli, boto3Python, boto3Script, ensureS3Clients, rclone, resultOf, type Credentials } from "../support/s3-clients.ts";
 import { tempDir } from "../support/tmp.ts";
 import { until } from "../support/until.ts";
 
@@ -298,7 +298,7 @@ describe("metadata and copies through the clients", () => {
   }, 60_000);
 
   test("boto3: metadata (non-ASCII too, RFC 2047-encoded) round-trips; copy_object COPY and REPLACE; upload_part_copy by range", async () => {
-    const py = boto3(endpoint, alice.key);
+    const py = boto3Script(await boto3Python(), endpoint, alice.key);
     const res = await py(`
 # botocore sends only ASCII metadata: non-ASCII text goes as an RFC 2047 word, as S3 answers it.
 s3.put_object(Bucket="dfs", Key="boto/a.txt", Body=b"x" * 6_000_000, ContentType="text/markdown", ContentDisposition='attachment; filename="a.md"', Metadata={"city": "=?UTF-8?Q?Z=C3=BCrich?=", "plain": "yes"})
@@ -323,7 +323,7 @@ out({"a": [h["ContentType"], h["ContentDisposition"], h["Metadata"]], "b": [b["C
 `);
     expect(res.stderr).toBe("");
     const zurich = `=?UTF-8?B?${Buffer.from("Zürich").toString("base64")}?=`;
-    expect(res.result).toEqual({
+    expect(resultOf(res)).toEqual({
       a: ["text/markdown", 'attachment; filename="a.md"', { city: zurich, plain: "yes" }],
       b: ["text/markdown", { city: zurich, plain: "yes" }],
       c: ["text/plain", { k: "v" }],

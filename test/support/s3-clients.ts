@@ -1,7 +1,8 @@
 /**
  * Debian's S3 clients, aws-cli (/usr/bin/aws: another `aws` earlier on PATH, such as a pyenv shim,
- * is not the one meant), rclone and boto3 (python3-boto3, run by /usr/bin/python3), for the S3 API's end-to-end tests (D18). Installed when
- * missing (`scripts/s3-clients.sh install`, which holds a lock so parallel callers wait).
+ * is not the one meant), rclone and boto3 (python3-boto3; `boto3Python` picks the interpreter), for
+ * the S3 API's end-to-end tests (D18). Installed when missing (`scripts/s3-clients.sh install`,
+ * which holds a lock so parallel callers wait).
  */
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -10,7 +11,6 @@ import { tempDir } from "./tmp.ts";
 const ROOT = join(import.meta.dir, "..", "..");
 export const AWS = "/usr/bin/aws";
 export const RCLONE = "/usr/bin/rclone";
-export const PYTHON = "/usr/bin/python3";
 const BOTO3 = "/usr/lib/python3/dist-packages/boto3/__init__.py";
 
 export async function ensureS3Clients(): Promise<void> {
@@ -67,26 +67,6 @@ export function rclone(endpoint: string, key: Credentials) {
 }
 
 /**
- * boto3 (Debian's python3-boto3), path-style, the key given here: runs `script` with `s3` a client
- * of the endpoint and `out(value)` printing its result as JSON, which the run answers parsed.
- */
-export function boto3(endpoint: string, key: Credentials) {
-  const home = tempDir("boto3-home");
-  const env = { HOME: home, PATH: "/usr/bin:/bin", AWS_CONFIG_FILE: join(home, "none"), AWS_SHARED_CREDENTIALS_FILE: join(home, "none") };
-  const preamble = [
-    "import json, sys, boto3",
-    "from botocore.config import Config",
-    `s3 = boto3.client("s3", endpoint_url=${JSON.stringify(endpoint)}, region_name="us-east-1", aws_access_key_id=${JSON.stringify(key.accessKeyId)}, aws_secret_access_key=${JSON.stringify(key.secretAccessKey)}, config=Config(s3={"addressing_style": "path"}))`,
-    "def out(value):",
-    "    print(json.dumps(value, default=str))",
-  ].join("\n");
-  return async (script: string): Promise<{ code: number; result: unknown; stderr: string }> => {
-    const r = await run([PYTHON, "-c", `${preamble}\n${script}`], env);
-    return { code: r.code, result: r.code === 0 && r.stdout.trim() ? JSON.parse(r.stdout.trim().split("\n").at(-1) as string) : undefined, stderr: r.stderr };
-  };
-}
-
-/**
  * A python3 that has boto3: the first `python3` on PATH that does (often a newer boto3 than
  * Debian's, which sends CRC checksums by default), else Debian's (python3-boto3), installed through
  * scripts/s3-clients.sh when neither has it. The interpreter's own path, so no shim is needed.
@@ -108,10 +88,23 @@ export async function boto3Python(): Promise<string> {
   return "/usr/bin/python3";
 }
 
-/** Runs a Python script with boto3's client `s3` set up for `endpoint` (path style) and `key`. */
+/**
+ * Runs a Python script with boto3's client `s3` set up for `endpoint` (path style, no retries)
+ * and `key`, and `out(value)` to print a result as JSON (`resultOf` reads the last one back).
+ */
 export function boto3Script(python: string, endpoint: string, key: Credentials) {
   const home = tempDir("boto3-home");
   const env = { HOME: home, PATH: "/usr/bin:/bin", AWS_CONFIG_FILE: join(home, "none"), AWS_SHARED_CREDENTIALS_FILE: join(home, "none"), AWS_ACCESS_KEY_ID: key.accessKeyId, AWS_SECRET_ACCESS_KEY: key.secretAccessKey, AWS_DEFAULT_REGION: "us-east-1" };
-  const prelude = `import boto3, botocore, json, sys\nfrom botocore.config import Config\ns3 = boto3.client("s3", endpoint_url=${JSON.stringify(endpoint)}, config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 1}))\n`;
+  const prelude = [
+    "import boto3, botocore, json, sys",
+    "from botocore.config import Config",
+    `s3 = boto3.client("s3", endpoint_url=${JSON.stringify(endpoint)}, config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 1}))`,
+    "def out(value):",
+    "    print(json.dumps(value, default=str))",
+    "",
+  ].join("\n");
   return (script: string, cwd?: string) => run([python, "-c", prelude + script], env, cwd);
 }
+
+/** The last value a script printed with `out`, parsed; undefined when it failed or printed none. */
+export const resultOf = (r: { code: number; stdout: string }): unknown => (r.code === 0 && r.stdout.trim() ? JSON.parse(r.stdout.trim().split("\n").at(-1) as string) : undefined);
