@@ -25,7 +25,9 @@
  * database): each snapshot waits for every backend's pending counts to be flushed (PostgreSQL
  * flushes an idle backend's at most ~11 s late), so a side's count covers its own requests and
  * the idle gateways' background (lease renewals, indexer polls) over the same span; the reading
- * connection's own commits are taken out.
+ * connection's own commits are taken out. The SQLite side's count is that background alone (every
+ * PostgreSQL gateway idle): at its rate per second, it is taken out of the PostgreSQL sides' count
+ * over their own span for the row of the uploads' own commits.
  *
  * CPU per request comes from /proc: each component's user + system time over the measurement,
  * divided by the requests it served. PostgreSQL and Ceph are found by the pid files of this
@@ -268,13 +270,16 @@ try {
     const before = snapshot();
     const r = await loadTest({ url: side.gateways.map((g) => `${g.url}${path}`), durationMs: seconds * 1000, connections, headers: { authorization: `Bearer ${side.token}` } });
     const after = snapshot();
-    return { rate: r.rps, p50: r.p50Ms, p99: r.p99Ms, ...attribute(side, before, after, r.requests, r.generatorCpu * r.seconds), commitsPostgres: Number.NaN };
+    return { rate: r.rps, p50: r.p50Ms, p99: r.p99Ms, ...attribute(side, before, after, r.requests, r.generatorCpu * r.seconds), commitsPostgres: Number.NaN, commitsUploads: Number.NaN };
   }
 
   let serial = 0;
+  /** Commits per second of the idle cluster, as the latest SQLite side counted them. */
+  let background = 0;
   async function uploads(side: Side): Promise<Metrics> {
     const latencies: number[] = [];
     const commitsBefore = await commits();
+    const readBefore = performance.now();
     const before = snapshot();
     const cpu0 = process.cpuUsage();
     const t0 = performance.now();
@@ -297,11 +302,16 @@ try {
     const cpu = process.cpuUsage(cpu0);
     const after = snapshot();
     const committed = (await commits()) - commitsBefore;
+    const span = (performance.now() - readBefore) / 1000;
+    // The SQLite side's commits are the cluster's background alone (every PostgreSQL gateway is
+    // idle then: indexer, pins and denylist polls): at its rate per second, taken out of the
+    // PostgreSQL sides' count over their own span, what is left is the uploads'.
+    if (side.gateways.every((g) => g === S)) background = committed / span;
     const sorted = Float64Array.from(latencies).sort();
     const per = attribute(side, before, after, latencies.length, (cpu.user + cpu.system) / 1e6);
     // Per upload in ms, not µs.
     const ms = Object.fromEntries(Object.entries(per).map(([k, v]) => [k, k === "rest" ? v : v / 1000])) as typeof per;
-    return { rate: latencies.length / wall, p50: percentile(sorted, 50), p99: percentile(sorted, 99), ...ms, commitsPostgres: committed / latencies.length };
+    return { rate: latencies.length / wall, p50: percentile(sorted, 50), p99: percentile(sorted, 99), ...ms, commitsPostgres: committed / latencies.length, commitsUploads: (committed - background * span) / latencies.length };
   }
 
   const measure: Record<Load, (side: Side) => Promise<Metrics>> = {
@@ -322,7 +332,7 @@ try {
         const m = await measure[load](side);
         const unit = load === "upload" ? "ms" : "µs";
         progress(
-          `${load.padEnd(6)} ${tag} ${side.name.padEnd(9)} ${fmt(m.rate)}/s p99 ${fmt(m.p99)} ms; CPU ${unit}/req: gateways ${fmt(m.cpuGateways)} postgres ${fmt(m.cpuPostgres)}${Number.isNaN(m.commitsPostgres) ? "" : ` (${fmt(m.commitsPostgres)} commits)`} ceph ${fmt(m.cpuCeph)} generator ${fmt(m.cpuGenerator)}; rest of machine ${fmt(m.rest)} cores${i < warmup ? " (discarded)" : ""}`,
+          `${load.padEnd(6)} ${tag} ${side.name.padEnd(9)} ${fmt(m.rate)}/s p99 ${fmt(m.p99)} ms; CPU ${unit}/req: gateways ${fmt(m.cpuGateways)} postgres ${fmt(m.cpuPostgres)}${Number.isNaN(m.commitsPostgres) ? "" : ` (${fmt(m.commitsPostgres)} commits, ${fmt(m.commitsUploads)} the uploads')`} ceph ${fmt(m.cpuCeph)} generator ${fmt(m.cpuGenerator)}; rest of machine ${fmt(m.rest)} cores${i < warmup ? " (discarded)" : ""}`,
         );
         if (i >= warmup) samples.set(`${load}/${side.name}`, [...(samples.get(`${load}/${side.name}`) ?? []), m]);
       }
@@ -347,7 +357,7 @@ process.exit(exitCode);
 
 // ───────────────────────────── formatting ─────────────────────────────
 
-type MetricKey = "rate" | "p50" | "p99" | "cpuGateways" | "cpuPostgres" | "commitsPostgres" | "cpuCeph" | "cpuChain" | "cpuGenerator" | "cpuTotal" | "rest";
+type MetricKey = "rate" | "p50" | "p99" | "cpuGateways" | "cpuPostgres" | "commitsPostgres" | "commitsUploads" | "cpuCeph" | "cpuChain" | "cpuGenerator" | "cpuTotal" | "rest";
 
 function table(load: Load, sideNames: string[], of: (side: string) => Record<MetricKey, number>[]): string {
   const up = load === "upload";
@@ -359,7 +369,12 @@ function table(load: Load, sideNames: string[], of: (side: string) => Record<Met
     ["p99", "p99 latency (ms)", true],
     ["cpuGateways", `${cpu}: gateways`, true],
     ["cpuPostgres", `${cpu}: postgres`, true],
-    ...(up ? ([["commitsPostgres", "postgres commits/upload (idle gateways' included)", true]] as [MetricKey, string, boolean][]) : []),
+    ...(up
+      ? ([
+          ["commitsPostgres", "postgres commits/upload (idle gateways' included)", true],
+          ["commitsUploads", "postgres commits/upload, the uploads' (background out)", true],
+        ] as [MetricKey, string, boolean][])
+      : []),
     ["cpuCeph", `${cpu}: ceph (rgw, osd, mon)`, true],
     ["cpuChain", `${cpu}: anvil`, true],
     ["cpuGenerator", `${cpu}: ${up ? "client (SDK)" : "load generator"}`, true],
