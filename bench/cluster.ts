@@ -19,7 +19,9 @@
  * harness.ts; and 1 MiB uploads through the SDK, `--clients` users in parallel, each logged in
  * at its own gateway (its own session; pg ×3: client i at gateway i mod 3), each upload fresh
  * bytes, a signed restricted call with a voucher (one HTTP request, the POST: the SDK asks
- * /traffichash for its voucher counter before its first upload only, src/sdk/traffic-counter.ts).
+ * /traffichash for its voucher counter before its first upload only, src/sdk/traffic-counter.ts);
+ * `replace`: the same, each client uploading under one name of its own, so every upload replaces
+ * a file (the old content released, its chunk deleted).
  *
  * Commits per request on PostgreSQL come from pg_stat_database (`xact_commit` of the cluster's
  * database): each snapshot waits for every backend's pending counts to be flushed (PostgreSQL
@@ -35,7 +37,7 @@
  * its busy CPU (/proc/stat) minus all of our processes': other sessions' work, and kernel threads
  * (some of them doing our I/O: loopback softirqs, writeback), so never quite zero.
  *
- * Run: bun bench/cluster.ts [--rounds 3] [--warmup 1] [--seconds 5] [--connections 16] [--clients 6] [--loads space,list,upload]
+ * Run: bun bench/cluster.ts [--rounds 3] [--warmup 1] [--seconds 5] [--connections 16] [--clients 6] [--loads space,list,upload,replace]
  *      (--help: every option)
  */
 import { readdirSync, readFileSync } from "node:fs";
@@ -62,7 +64,7 @@ const progress = (line: string) => process.stderr.write(`${line}\n`);
 
 // ───────────────────────────── options ─────────────────────────────
 
-const LOADS = ["space", "list", "upload"] as const;
+const LOADS = ["space", "list", "upload", "replace"] as const;
 type Load = (typeof LOADS)[number];
 
 const args = benchArgs("Small requests and 1 MiB uploads through 1 and 3 gateways on PostgreSQL + Ceph RGW, and 1 on SQLite.", {
@@ -276,7 +278,8 @@ try {
   let serial = 0;
   /** Commits per second of the idle cluster, as the latest SQLite side counted them. */
   let background = 0;
-  async function uploads(side: Side): Promise<Metrics> {
+  /** `replace`: each client uploads under one name of its own, each upload replacing the last. */
+  async function uploads(side: Side, replace: boolean): Promise<Metrics> {
     const latencies: number[] = [];
     const commitsBefore = await commits();
     const readBefore = performance.now();
@@ -285,7 +288,7 @@ try {
     const t0 = performance.now();
     const deadline = t0 + seconds * 1000;
     await Promise.all(
-      side.clients.map(async (store) => {
+      side.clients.map(async (store, client) => {
         // Fresh bytes each time (no store finds content it already has): a random MiB with a
         // serial number in front, cheaper than drawing a new MiB per upload.
         const base = new Uint8Array(randomBytes(MiB));
@@ -293,7 +296,7 @@ try {
           const bytes = base.slice();
           new DataView(bytes.buffer).setFloat64(0, ++serial);
           const started = performance.now();
-          await store.upload("dfs", bytes, { name: `u${serial}.bin` });
+          await store.upload("dfs", bytes, { name: replace ? `r${client}.bin` : `u${serial}.bin` });
           latencies.push(performance.now() - started);
         }
       }),
@@ -317,7 +320,8 @@ try {
   const measure: Record<Load, (side: Side) => Promise<Metrics>> = {
     space: (side) => small(side, "/dfs/space"),
     list: (side) => small(side, "/dfs/listobjects"),
-    upload: uploads,
+    upload: (side) => uploads(side, false),
+    replace: (side) => uploads(side, true),
   };
 
   // ── alternating rounds: every load, every side in turn, so pairs see the same machine ──
@@ -330,7 +334,7 @@ try {
     for (const load of loads) {
       for (const side of sides) {
         const m = await measure[load](side);
-        const unit = load === "upload" ? "ms" : "µs";
+        const unit = load === "upload" || load === "replace" ? "ms" : "µs";
         progress(
           `${load.padEnd(6)} ${tag} ${side.name.padEnd(9)} ${fmt(m.rate)}/s p99 ${fmt(m.p99)} ms; CPU ${unit}/req: gateways ${fmt(m.cpuGateways)} postgres ${fmt(m.cpuPostgres)}${Number.isNaN(m.commitsPostgres) ? "" : ` (${fmt(m.commitsPostgres)} commits, ${fmt(m.commitsUploads)} the uploads')`} ceph ${fmt(m.cpuCeph)} generator ${fmt(m.cpuGenerator)}; rest of machine ${fmt(m.rest)} cores${i < warmup ? " (discarded)" : ""}`,
         );
@@ -360,8 +364,8 @@ process.exit(exitCode);
 type MetricKey = "rate" | "p50" | "p99" | "cpuGateways" | "cpuPostgres" | "commitsPostgres" | "commitsUploads" | "cpuCeph" | "cpuChain" | "cpuGenerator" | "cpuTotal" | "rest";
 
 function table(load: Load, sideNames: string[], of: (side: string) => Record<MetricKey, number>[]): string {
-  const up = load === "upload";
-  const title = { space: "GET /dfs/space (Bearer)", list: "GET /dfs/listobjects (Bearer, 10 files)", upload: "1 MiB uploads (SDK: signed POST with a voucher)" }[load];
+  const up = load === "upload" || load === "replace";
+  const title = { space: "GET /dfs/space (Bearer)", list: "GET /dfs/listobjects (Bearer, 10 files)", upload: "1 MiB uploads (SDK: signed POST with a voucher)", replace: "1 MiB uploads, each replacing its client's one file" }[load];
   const cpu = up ? "CPU ms/upload" : "CPU µs/request";
   const rows: [MetricKey, string, boolean][] = [
     ["rate", up ? "uploads/s (= MiB/s)" : "requests/s", true],
