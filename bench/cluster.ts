@@ -19,13 +19,17 @@
  * harness.ts; and 1 MiB uploads through the SDK, `--clients` users in parallel, each logged in
  * at its own gateway (its own session; pg ×3: client i at gateway i mod 3), each upload fresh
  * bytes, a signed restricted call with a voucher (one HTTP request, the POST: the SDK asks
- * /traffichash for its voucher counter before its first upload only, src/sdk/traffic-counter.ts).
+ * /traffichash for its voucher counter before its first upload only, src/sdk/traffic-counter.ts);
+ * `replace`: the same, each client uploading under one name of its own, so every upload replaces
+ * a file (the old content released, its chunk deleted).
  *
  * Commits per request on PostgreSQL come from pg_stat_database (`xact_commit` of the cluster's
  * database): each snapshot waits for every backend's pending counts to be flushed (PostgreSQL
  * flushes an idle backend's at most ~11 s late), so a side's count covers its own requests and
  * the idle gateways' background (lease renewals, indexer polls) over the same span; the reading
- * connection's own commits are taken out.
+ * connection's own commits are taken out. The SQLite side's count is that background alone (every
+ * PostgreSQL gateway idle): at its rate per second, it is taken out of the PostgreSQL sides' count
+ * over their own span for the row of the uploads' own commits.
  *
  * CPU per request comes from /proc: each component's user + system time over the measurement,
  * divided by the requests it served. PostgreSQL and Ceph are found by the pid files of this
@@ -33,7 +37,7 @@
  * its busy CPU (/proc/stat) minus all of our processes': other sessions' work, and kernel threads
  * (some of them doing our I/O: loopback softirqs, writeback), so never quite zero.
  *
- * Run: bun bench/cluster.ts [--rounds 3] [--warmup 1] [--seconds 5] [--connections 16] [--clients 6] [--loads space,list,upload]
+ * Run: bun bench/cluster.ts [--rounds 3] [--warmup 1] [--seconds 5] [--connections 16] [--clients 6] [--loads space,list,upload,replace]
  *      (--help: every option)
  */
 import { readdirSync, readFileSync } from "node:fs";
@@ -60,7 +64,7 @@ const progress = (line: string) => process.stderr.write(`${line}\n`);
 
 // ───────────────────────────── options ─────────────────────────────
 
-const LOADS = ["space", "list", "upload"] as const;
+const LOADS = ["space", "list", "upload", "replace"] as const;
 type Load = (typeof LOADS)[number];
 
 const args = benchArgs("Small requests and 1 MiB uploads through 1 and 3 gateways on PostgreSQL + Ceph RGW, and 1 on SQLite.", {
@@ -268,19 +272,23 @@ try {
     const before = snapshot();
     const r = await loadTest({ url: side.gateways.map((g) => `${g.url}${path}`), durationMs: seconds * 1000, connections, headers: { authorization: `Bearer ${side.token}` } });
     const after = snapshot();
-    return { rate: r.rps, p50: r.p50Ms, p99: r.p99Ms, ...attribute(side, before, after, r.requests, r.generatorCpu * r.seconds), commitsPostgres: Number.NaN };
+    return { rate: r.rps, p50: r.p50Ms, p99: r.p99Ms, ...attribute(side, before, after, r.requests, r.generatorCpu * r.seconds), commitsPostgres: Number.NaN, commitsUploads: Number.NaN };
   }
 
   let serial = 0;
-  async function uploads(side: Side): Promise<Metrics> {
+  /** Commits per second of the idle cluster, as the latest SQLite side counted them. */
+  let background = 0;
+  /** `replace`: each client uploads under one name of its own, each upload replacing the last. */
+  async function uploads(side: Side, replace: boolean): Promise<Metrics> {
     const latencies: number[] = [];
     const commitsBefore = await commits();
+    const readBefore = performance.now();
     const before = snapshot();
     const cpu0 = process.cpuUsage();
     const t0 = performance.now();
     const deadline = t0 + seconds * 1000;
     await Promise.all(
-      side.clients.map(async (store) => {
+      side.clients.map(async (store, client) => {
         // Fresh bytes each time (no store finds content it already has): a random MiB with a
         // serial number in front, cheaper than drawing a new MiB per upload.
         const base = new Uint8Array(randomBytes(MiB));
@@ -288,7 +296,7 @@ try {
           const bytes = base.slice();
           new DataView(bytes.buffer).setFloat64(0, ++serial);
           const started = performance.now();
-          await store.upload("dfs", bytes, { name: `u${serial}.bin` });
+          await store.upload("dfs", bytes, { name: replace ? `r${client}.bin` : `u${serial}.bin` });
           latencies.push(performance.now() - started);
         }
       }),
@@ -297,17 +305,23 @@ try {
     const cpu = process.cpuUsage(cpu0);
     const after = snapshot();
     const committed = (await commits()) - commitsBefore;
+    const span = (performance.now() - readBefore) / 1000;
+    // The SQLite side's commits are the cluster's background alone (every PostgreSQL gateway is
+    // idle then: indexer, pins and denylist polls): at its rate per second, taken out of the
+    // PostgreSQL sides' count over their own span, what is left is the uploads'.
+    if (side.gateways.every((g) => g === S)) background = committed / span;
     const sorted = Float64Array.from(latencies).sort();
     const per = attribute(side, before, after, latencies.length, (cpu.user + cpu.system) / 1e6);
     // Per upload in ms, not µs.
     const ms = Object.fromEntries(Object.entries(per).map(([k, v]) => [k, k === "rest" ? v : v / 1000])) as typeof per;
-    return { rate: latencies.length / wall, p50: percentile(sorted, 50), p99: percentile(sorted, 99), ...ms, commitsPostgres: committed / latencies.length };
+    return { rate: latencies.length / wall, p50: percentile(sorted, 50), p99: percentile(sorted, 99), ...ms, commitsPostgres: committed / latencies.length, commitsUploads: (committed - background * span) / latencies.length };
   }
 
   const measure: Record<Load, (side: Side) => Promise<Metrics>> = {
     space: (side) => small(side, "/dfs/space"),
     list: (side) => small(side, "/dfs/listobjects"),
-    upload: uploads,
+    upload: (side) => uploads(side, false),
+    replace: (side) => uploads(side, true),
   };
 
   // ── alternating rounds: every load, every side in turn, so pairs see the same machine ──
@@ -320,9 +334,9 @@ try {
     for (const load of loads) {
       for (const side of sides) {
         const m = await measure[load](side);
-        const unit = load === "upload" ? "ms" : "µs";
+        const unit = load === "upload" || load === "replace" ? "ms" : "µs";
         progress(
-          `${load.padEnd(6)} ${tag} ${side.name.padEnd(9)} ${fmt(m.rate)}/s p99 ${fmt(m.p99)} ms; CPU ${unit}/req: gateways ${fmt(m.cpuGateways)} postgres ${fmt(m.cpuPostgres)}${Number.isNaN(m.commitsPostgres) ? "" : ` (${fmt(m.commitsPostgres)} commits)`} ceph ${fmt(m.cpuCeph)} generator ${fmt(m.cpuGenerator)}; rest of machine ${fmt(m.rest)} cores${i < warmup ? " (discarded)" : ""}`,
+          `${load.padEnd(6)} ${tag} ${side.name.padEnd(9)} ${fmt(m.rate)}/s p99 ${fmt(m.p99)} ms; CPU ${unit}/req: gateways ${fmt(m.cpuGateways)} postgres ${fmt(m.cpuPostgres)}${Number.isNaN(m.commitsPostgres) ? "" : ` (${fmt(m.commitsPostgres)} commits, ${fmt(m.commitsUploads)} the uploads')`} ceph ${fmt(m.cpuCeph)} generator ${fmt(m.cpuGenerator)}; rest of machine ${fmt(m.rest)} cores${i < warmup ? " (discarded)" : ""}`,
         );
         if (i >= warmup) samples.set(`${load}/${side.name}`, [...(samples.get(`${load}/${side.name}`) ?? []), m]);
       }
@@ -347,11 +361,11 @@ process.exit(exitCode);
 
 // ───────────────────────────── formatting ─────────────────────────────
 
-type MetricKey = "rate" | "p50" | "p99" | "cpuGateways" | "cpuPostgres" | "commitsPostgres" | "cpuCeph" | "cpuChain" | "cpuGenerator" | "cpuTotal" | "rest";
+type MetricKey = "rate" | "p50" | "p99" | "cpuGateways" | "cpuPostgres" | "commitsPostgres" | "commitsUploads" | "cpuCeph" | "cpuChain" | "cpuGenerator" | "cpuTotal" | "rest";
 
 function table(load: Load, sideNames: string[], of: (side: string) => Record<MetricKey, number>[]): string {
-  const up = load === "upload";
-  const title = { space: "GET /dfs/space (Bearer)", list: "GET /dfs/listobjects (Bearer, 10 files)", upload: "1 MiB uploads (SDK: signed POST with a voucher)" }[load];
+  const up = load === "upload" || load === "replace";
+  const title = { space: "GET /dfs/space (Bearer)", list: "GET /dfs/listobjects (Bearer, 10 files)", upload: "1 MiB uploads (SDK: signed POST with a voucher)", replace: "1 MiB uploads, each replacing its client's one file" }[load];
   const cpu = up ? "CPU ms/upload" : "CPU µs/request";
   const rows: [MetricKey, string, boolean][] = [
     ["rate", up ? "uploads/s (= MiB/s)" : "requests/s", true],
@@ -359,7 +373,12 @@ function table(load: Load, sideNames: string[], of: (side: string) => Record<Met
     ["p99", "p99 latency (ms)", true],
     ["cpuGateways", `${cpu}: gateways`, true],
     ["cpuPostgres", `${cpu}: postgres`, true],
-    ...(up ? ([["commitsPostgres", "postgres commits/upload (idle gateways' included)", true]] as [MetricKey, string, boolean][]) : []),
+    ...(up
+      ? ([
+          ["commitsPostgres", "postgres commits/upload (idle gateways' included)", true],
+          ["commitsUploads", "postgres commits/upload, the uploads' (background out)", true],
+        ] as [MetricKey, string, boolean][])
+      : []),
     ["cpuCeph", `${cpu}: ceph (rgw, osd, mon)`, true],
     ["cpuChain", `${cpu}: anvil`, true],
     ["cpuGenerator", `${cpu}: ${up ? "client (SDK)" : "load generator"}`, true],

@@ -11,7 +11,7 @@
  * @example
  *   await pipeline.put(accountPays(did), "dfs", "a.txt", body, { digest: "md5" })
  */
-import type { Queryable } from "../db/sql.ts";
+import type { Look, Queryable } from "../db/sql.ts";
 import type { Did } from "../identity/did.ts";
 
 /** A step in the file row's transaction. */
@@ -20,6 +20,10 @@ export type AuthorityStep = (tx: Queryable) => Promise<unknown>;
 export interface Authority {
   /** The account whose file it is and whose pools pay for its space and traffic. */
   readonly who: Did;
+  /** What it reads before the body (a signed call: its session's requestID and its voucher), in
+   * the one statement of the quota's first look (the pipeline's admit): a replay or a used
+   * voucher is refused there, before any byte is read. Its other fields hold once it was read. */
+  readonly look?: Look<unknown>;
   /** The most bytes this authority lets the write bring (a voucher's allowance) and the refusal
    * past it; without one, the gateway's body limit alone bounds the write. */
   readonly allowance?: { readonly bytes: number; refusal(): Error };

@@ -14,7 +14,7 @@
  * moment accept it once (D16).
  */
 import type { Address, Hex, TypedDataDomain } from "viem";
-import { type Queryable, type Sql, together } from "../db/sql.ts";
+import { type Look, looks, type Queryable, type Sql, together } from "../db/sql.ts";
 import { storageError } from "../http/errors.ts";
 import { parseDid, type Did } from "../identity/did.ts";
 import { isSignature, type RequestAction } from "../identity/eip712.ts";
@@ -48,10 +48,14 @@ const LATEST_AT = "SELECT MAX(created_at) AS at FROM storage_sessions WHERE did 
 const OPEN = `INSERT INTO storage_sessions (did, token, timestamp, highest_request, created_at) VALUES ($1, $2, $3, 0, $4)
   ON CONFLICT (did, token) DO NOTHING RETURNING did`;
 const LATEST = `SELECT token, timestamp, highest_request AS "highestRequest" FROM storage_sessions WHERE did = $1 ORDER BY timestamp DESC, created_at DESC LIMIT 1`;
-// A call's first read also asks whether its id is claimed: a replay is refused before an upload's
-// body is read, though an upload claims its id only where it records the file (storage/service.ts).
-const SESSION_FOR_ID = `SELECT timestamp, highest_request AS "highestRequest", EXISTS (SELECT 1 FROM session_requests WHERE did = $1 AND token = $2 AND request_id = $3) AS claimed
-  FROM storage_sessions WHERE did = $1 AND token = $2`;
+// A call's look (`check`) also asks whether its id is claimed: a replay is refused before an
+// upload's body is read, though an upload claims its id only where it records the file. Scalar
+// expressions (db/sql.ts Look): null without a session.
+const SESSION_LOOK = {
+  timestamp: "(SELECT timestamp FROM storage_sessions WHERE did = $1 AND token = $2)",
+  highestRequest: "(SELECT highest_request FROM storage_sessions WHERE did = $1 AND token = $2)",
+  claimed: "EXISTS (SELECT 1 FROM session_requests WHERE did = $1 AND token = $2 AND request_id = $3)",
+};
 const CLAIM = "INSERT INTO session_requests (did, token, request_id) VALUES ($1, $2, $3) ON CONFLICT (did, token, request_id) DO NOTHING RETURNING request_id";
 // The session's row lock and its read in one statement: raises the highest id (never lowers it)
 // and answers the row as raised. An id too old for the highest before the raise is too old for
@@ -170,13 +174,16 @@ export function createSessions(deps: { sql: Sql; resolver: DidResolver; domain: 
   }
 
   /**
-   * Verifies a restricted call (`caller` is the Bearer token's DID) without claiming it yet (an
-   * id already claimed is refused here too): answers its id, the key that signed (D18 records it
-   * with an access key) and `claim`, which claims the requestID in the caller's transaction (an
-   * upload's is the one that records its file, with its voucher's claim). A call is
+   * Verifies a restricted call (`caller` is the Bearer token's DID) without claiming it yet: its
+   * signature now, and `look`, the read of its session (a call without one, with an id too old or
+   * already claimed, is refused when the look is read). The caller reads the look, alone or with
+   * others in one statement (db/sql.ts `looks`): an upload reads it with its voucher's and its
+   * quota's before the body. Answers its id, the key that signed (D18 records it with an access
+   * key) and `claim`, which claims the requestID in the caller's transaction (an upload's is the
+   * one that records its file, with its voucher's claim), once the look was read. A call is
    * accepted once claimed.
    */
-  async function verify(input: RestrictedInput, action: RequestAction, caller: Did): Promise<{ requestID: bigint; signer: Address; claim(tx: Queryable): Promise<void> }> {
+  async function check(input: RestrictedInput, action: RequestAction, caller: Did): Promise<{ requestID: bigint; signer: Address; look: Look<void>; claim(tx: Queryable): Promise<void> }> {
     if (!input.did || !input.token || input.requestID === undefined || input.requestID === "" || input.payload === undefined || !input.signature) throw refuse("Missing parameter");
     const who = did(input.did, chainId);
     if (who.canonical !== caller.canonical) throw refuse("the signed did is not the Bearer token's DID");
@@ -184,18 +191,26 @@ export function createSessions(deps: { sql: Sql; resolver: DidResolver; domain: 
     const requestID = integer(input.requestID, "requestID");
     if (requestID < 1n) throw refuse("requestID starts at 1 after a login");
     const id = Number(requestID);
-    const open = await sql.get<SessionRow & { claimed: boolean | number }>(SESSION_FOR_ID, [who.canonical, token, id]);
-    if (!open) throw refuse("no session for this token: log in first");
-    if (id <= open.highestRequest - REQUEST_WINDOW) throw refuse("requestID is too old");
     if (!isSignature(input.signature)) throw refuse("signature must be 65 bytes of 0x-hex");
     const signature = input.signature;
     const payload = input.payload;
     const granted = grantable(action) && deps.sessionKeys ? { keys: deps.sessionKeys, ability: action } : undefined;
     const signer = await authorizedSigner(resolver, who, async () => signerOfRequest({ did: input.did as string, token, requestID, action, payload }, signature), granted);
-    if (open.claimed) throw refuse("requestID already used");
 
-    const openedAt = open.timestamp;
-    const prunes = Math.floor(id / PRUNE_EVERY) > Math.floor(open.highestRequest / PRUNE_EVERY);
+    /** The session as the look read it. */
+    let open: SessionRow | undefined;
+    const look: Look<void> = {
+      columns: SESSION_LOOK,
+      params: [who.canonical, token, id],
+      read(row) {
+        if (row.timestamp === null || row.timestamp === undefined) throw refuse("no session for this token: log in first");
+        const seen = { timestamp: Number(row.timestamp), highestRequest: Number(row.highestRequest) };
+        if (id <= seen.highestRequest - REQUEST_WINDOW) throw refuse("requestID is too old");
+        if (row.claimed === true || Number(row.claimed) === 1) throw refuse("requestID already used");
+        open = seen;
+      },
+    };
+
     /**
      * Every read-modify-write here follows the session's row lock, which the raise takes first:
      * READ COMMITTED suffices (D16). The statements go together (one round trip on PostgreSQL,
@@ -204,6 +219,9 @@ export function createSessions(deps: { sql: Sql; resolver: DidResolver; domain: 
      * them rolls them back with the transaction.
      */
     async function claim(tx: Queryable) {
+      if (!open) throw new Error("a restricted call's session was not looked at before its claim");
+      const openedAt = open.timestamp;
+      const prunes = Math.floor(id / PRUNE_EVERY) > Math.floor(open.highestRequest / PRUNE_EVERY);
       // The row as it is now, locked: a login or other calls may have moved the session while we
       // verified, and none can until this transaction ends.
       const [now, claimed] = await together(
@@ -215,7 +233,14 @@ export function createSessions(deps: { sql: Sql; resolver: DidResolver; domain: 
       if (id <= now.highestRequest - REQUEST_WINDOW) throw refuse("requestID is too old");
       if (!claimed) throw refuse("requestID already used");
     }
-    return { requestID, signer, claim };
+    return { requestID, signer, look, claim };
+  }
+
+  /** `check`, its look read by itself. */
+  async function verify(input: RestrictedInput, action: RequestAction, caller: Did): Promise<{ requestID: bigint; signer: Address; claim(tx: Queryable): Promise<void> }> {
+    const checked = await check(input, action, caller);
+    await looks(sql, checked.look);
+    return checked;
   }
 
   /** Verifies a restricted call and claims its requestID in a transaction of its own. */
@@ -225,7 +250,7 @@ export function createSessions(deps: { sql: Sql; resolver: DidResolver; domain: 
     return { requestID, signer };
   }
 
-  return { login, info, verify, restricted };
+  return { login, info, check, verify, restricted };
 }
 
 export type Sessions = ReturnType<typeof createSessions>;

@@ -17,7 +17,7 @@
  * decides, in a conditional insert (D16).
  */
 import { bytesToHex, getAddress, type Address, type TypedDataDomain } from "viem";
-import type { Queryable, Sql } from "../db/sql.ts";
+import { type Look, looks, type Queryable, type Sql } from "../db/sql.ts";
 import { storageError } from "../http/errors.ts";
 import { wholeBytes } from "../http/params.ts";
 import { canonicalCid } from "../cid/canonical.ts";
@@ -36,8 +36,8 @@ const CLAIM = claimWith(`${USED_BY}, $3`);
 // The count a peek read before (`claimPeeked`). Two texts, not one `COALESCE($3, …)`: PostgreSQL
 // planned that one again on every call (a custom plan drops the subquery when $3 is given).
 const CLAIM_AT = claimWith("$3, $4");
-// What a claim would find, in one read without a transaction: the payer's count and whether the voucher is claimed.
-const PEEK = `SELECT ${USED_BY} AS used, EXISTS (SELECT 1 FROM vouchers_used WHERE payer = $1 AND size = $2) AS claimed`;
+// What a claim would find, as a look (db/sql.ts): the payer's count and whether the voucher is claimed.
+const PEEK = { used: USED_BY, claimed: "EXISTS (SELECT 1 FROM vouchers_used WHERE payer = $1 AND size = $2)" };
 const UNCLAIM = "DELETE FROM vouchers_used WHERE payer = $1 AND size = $2";
 const COUNT = "INSERT INTO voucher_counters (payer, used) VALUES ($1, $2) ON CONFLICT (payer) DO UPDATE SET used = voucher_counters.used + excluded.used";
 
@@ -193,16 +193,28 @@ export function createVouchers({ sql, domain, seller, now = Date.now }: { sql: S
   }
 
   /**
-   * What `claim` would answer now, read without a transaction and refused as `claim` refuses (a
-   * voucher both used and short for being short): a download read whole is refused this way
-   * before its content is read, an upload before its body is (the claim decides all the same).
+   * What `claim` would answer now, as a look (db/sql.ts) read without a transaction and refused
+   * as `claim` refuses (a voucher both used and short for being short): a download read whole is
+   * refused this way before its content is read, an upload before its body is (the claim decides
+   * all the same), in the one read of its first looks.
    */
+  function peekLook(v: { payer: Address; size: number }, needs?: number): Look<PeekedVoucher> {
+    return {
+      columns: PEEK,
+      params: [v.payer, v.size],
+      read(row) {
+        const base = Number(row.used ?? 0);
+        const allowance = allowanceOf(v.size, base, needs);
+        if (row.claimed === true || Number(row.claimed) === 1) throw usedUp();
+        return { payer: v.payer, size: v.size, allowance, base };
+      },
+    };
+  }
+
+  /** `peekLook` read by itself. */
   async function peek(v: { payer: Address; size: number }, needs?: number): Promise<PeekedVoucher> {
-    const found = await sql.get<{ used: number; claimed: boolean | number }>(PEEK, [v.payer, v.size]);
-    const base = Number(found?.used ?? 0);
-    const allowance = allowanceOf(v.size, base, needs);
-    if (found?.claimed) throw usedUp();
-    return { payer: v.payer, size: v.size, allowance, base };
+    const [peeked] = await looks(sql, peekLook(v, needs));
+    return peeked;
   }
 
   /**
@@ -228,7 +240,7 @@ export function createVouchers({ sql, domain, seller, now = Date.now }: { sql: S
     await q.run(UNCLAIM, [v.payer, v.size]);
   }
 
-  return { hashFor, payerOf, legacyPayerOf, claim, accept, peek, claimPeeked, settle, refund, usedBy };
+  return { hashFor, payerOf, legacyPayerOf, claim, accept, peekLook, peek, claimPeeked, settle, refund, usedBy };
 }
 
 export type Vouchers = ReturnType<typeof createVouchers>;

@@ -8,7 +8,8 @@
  *   renews its pins while the upload runs and drops them once its rows reference the blobs.
  * - A deleter decides in one transaction: nothing references the key (the back-end's rows say),
  *   no live pin holds it; it writes a tombstone in that same transaction, then sends the DELETE,
- *   then drops the tombstone.
+ *   then drops the tombstone. Deletions asked for while a decision runs are decided together in
+ *   the next one, and their tombstones dropped together (one commit for many keys on PostgreSQL).
  * - An upload that meets a tombstone waits until it is gone (finishing it itself when its deleter
  *   died), then looks again, and writes the blob when it is missing. Its pin's transaction reads
  *   the tombstones of the keys it pins: a key without one needs no second look (`clearOf`).
@@ -45,10 +46,14 @@ const UNPIN = "DELETE FROM blob_pins WHERE holder = $1";
 const TOMBSTONE_OF = "SELECT holder, expires_at AS \"expiresAt\" FROM blob_tombstones WHERE key = $1";
 /** The key of a pin that holds every blob (holdDeletions): no blob key can be `*` (checkKey). */
 export const HOLD_ALL = "*";
-/** A pin on `key`, or one on every key. */
-const LIVE_PIN = `SELECT 1 AS one FROM blob_pins WHERE key IN ($1, '${HOLD_ALL}') AND expires_at > $2 LIMIT 1`;
-const TOMBSTONE = "INSERT INTO blob_tombstones (key, holder, expires_at) VALUES ($1, $2, $3) ON CONFLICT (key) DO NOTHING RETURNING key";
+/** Those of n keys a live pin holds, and `*` when one holds every key. */
+const LIVE_PINS_AMONG = (n: number) => `SELECT DISTINCT key FROM blob_pins WHERE key IN ('${HOLD_ALL}', ${placeholders(n, 2)}) AND expires_at > $1`;
+/** Tombstones of n keys for one holder; answers the keys no other deleter had. */
+const TOMBSTONES = (n: number) =>
+  `INSERT INTO blob_tombstones (key, holder, expires_at) VALUES ${Array.from({ length: n }, (_, i) => `($${3 + i}, $1, $2)`).join(", ")} ON CONFLICT (key) DO NOTHING RETURNING key`;
 const DROP_TOMBSTONE = "DELETE FROM blob_tombstones WHERE key = $1 AND holder = $2";
+/** A holder's tombstones of n keys. */
+const DROP_TOMBSTONES = (n: number) => `DELETE FROM blob_tombstones WHERE holder = $1 AND key IN (${placeholders(n, 2)})`;
 /** Takes over a deletion whose deleter died: exactly one of several claimants gets the row. */
 const TAKE_OVER = "UPDATE blob_tombstones SET holder = $3, expires_at = $4 WHERE key = $1 AND holder = $2 AND expires_at <= $5";
 const STALE_TOMBSTONES = "SELECT key, holder FROM blob_tombstones WHERE expires_at <= $1";
@@ -118,6 +123,48 @@ export function createBlobGuard({ sql, store, log, now = Date.now }: { sql: Sql;
    * (a caller that never settles an upload would otherwise keep one forever). */
   const renewals = new Set<ReturnType<typeof setInterval>>();
   let closed = false;
+
+  /**
+   * Deletions, several at once: those asked for while a batch runs go in the next (a release's
+   * chunks, the releases of parallel uploads that replaced files). A batch decides in one
+   * SERIALIZABLE transaction (see pinKeys; a conflict runs it again), each key as it would alone:
+   * no row references it (`isReferenced`, in the transaction), no live pin holds it, no other
+   * deleter's tombstone is there; then writes the batch's tombstones. It sends the DELETEs, then
+   * drops the tombstones of those that went in one statement: two commits for the batch, where
+   * each key took two. Answers, per call, whether it deleted its key (one call per key: another
+   * call for the same key in the batch is answered no), or the DELETE's failure (its tombstone
+   * stays: a later pass finishes it, as after a crash).
+   */
+  const deletion = batched<{ key: string; isReferenced: (tx: Queryable) => Promise<boolean> }, boolean | Error>(async (asks) => {
+    const holder = `${gateway}-del-${++seq}`;
+    const decidedAt = now();
+    const won = await sql.tx(async (tx) => {
+      const referenced = await together(...asks.map((a) => a.isReferenced(tx)));
+      const candidates = [...new Set(asks.filter((_, i) => !referenced[i]).map((a) => a.key))];
+      if (candidates.length === 0) return new Set<string>();
+      const pinned = new Set((await tx.all<{ key: string }>(LIVE_PINS_AMONG(candidates.length), [now(), ...candidates])).map((r) => r.key));
+      if (pinned.has(HOLD_ALL)) return new Set<string>();
+      const free = candidates.filter((k) => !pinned.has(k));
+      if (free.length === 0) return new Set<string>();
+      // A tombstone already there means another deleter is on it.
+      return new Set((await tx.all<{ key: string }>(TOMBSTONES(free.length), [holder, decidedAt + LEASE_MS, ...free])).map((r) => r.key));
+    });
+    const mine = asks.map((a) => won.delete(a.key));
+    const keys = asks.filter((_, i) => mine[i]).map((a) => a.key);
+    if (keys.length === 0) return asks.map(() => false);
+    // Others finish a tombstone only after LEASE_MS; a deleter that was held up past half of it
+    // leaves the DELETE to them rather than racing an upload that has finished it and written
+    // the blob again.
+    if (now() > decidedAt + LEASE_MS / 2) {
+      log.warn("blob: deletion decided too long ago, left to a later pass", { keys: keys.length });
+      return asks.map(() => false);
+    }
+    const failed = new Map<string, Error>();
+    await deleteEach(keys, async (key) => (await store.delete(key), true), (key, err) => failed.set(key, err instanceof Error ? err : new Error(String(err))));
+    const gone = keys.filter((k) => !failed.has(k));
+    for (const part of batches(gone, DECIDE_BATCH)) await sql.run(DROP_TOMBSTONES(part.length), [holder, ...part]);
+    return asks.map((a, i) => (mine[i] ? (failed.get(a.key) ?? true) : false));
+  });
 
   /** DELETE, then the tombstone: a crash in between leaves a tombstone someone finishes later. */
   async function finish(key: string, holder: string) {
@@ -228,25 +275,9 @@ export function createBlobGuard({ sql, store, log, now = Date.now }: { sql: Sql;
     },
 
     async deleteIfUnused(key, isReferenced) {
-      const holder = `${gateway}-del-${++seq}`;
-      const decidedAt = now();
-      // SERIALIZABLE (the default) and statements only: PostgreSQL may run it again (see pinKeys).
-      const decided = await sql.tx(async (tx) => {
-        if (await isReferenced(tx)) return false;
-        if (await tx.get(LIVE_PIN, [key, now()])) return false;
-        // A tombstone already there means another deleter is on it.
-        return (await tx.all(TOMBSTONE, [key, holder, decidedAt + LEASE_MS])).length === 1;
-      });
-      if (!decided) return false;
-      // Others finish a tombstone only after LEASE_MS; a deleter that was held up past half of it
-      // leaves the DELETE to them rather than racing an upload that has finished it and written
-      // the blob again.
-      if (now() > decidedAt + LEASE_MS / 2) {
-        log.warn("blob: deletion decided too long ago, left to a later pass", { key });
-        return false;
-      }
-      await finish(key, holder);
-      return true;
+      const outcome = await deletion({ key, isReferenced });
+      if (outcome instanceof Error) throw outcome;
+      return outcome;
     },
 
     async finishStaleTombstones() {
@@ -304,6 +335,41 @@ function pinKeys<T>(sql: Sql, holder: string, keys: readonly string[], expiresAt
     // and the referencing rows commit durably (fsyncing the pins before them, in log order).
     { durable: false },
   );
+}
+
+/** Items per batch: each is a few parameters of one statement (sql.ts BATCH bounds them). */
+const DECIDE_BATCH = 200;
+
+/**
+ * Runs `run` over the items asked for, a batch at a time: the first call starts a batch at once
+ * (with the calls of the same tick), calls made while one runs wait and go together in the next.
+ * No call waits for a timer: an idle caller pays nothing, busy ones share a transaction.
+ * `run` answers one result per item, in order; its failure is every item's.
+ */
+function batched<T, R>(run: (items: T[]) => Promise<R[]>): (item: T) => Promise<R> {
+  let queue: { item: T; resolve: (r: R) => void; reject: (e: unknown) => void }[] = [];
+  let running = false;
+  const next = async () => {
+    running = true;
+    // The calls of this tick join the first batch.
+    await Promise.resolve();
+    while (queue.length > 0) {
+      const batch = queue.slice(0, DECIDE_BATCH);
+      queue = queue.slice(batch.length);
+      try {
+        const out = await run(batch.map((b) => b.item));
+        batch.forEach((b, i) => b.resolve(out[i] as R));
+      } catch (err) {
+        for (const b of batch) b.reject(err);
+      }
+    }
+    running = false;
+  };
+  return (item) =>
+    new Promise<R>((resolve, reject) => {
+      queue.push({ item, resolve, reject });
+      if (!running) void next();
+    });
 }
 
 /** Deletions in flight at once: each is a round trip to S3 (a few ms), so one at a time would

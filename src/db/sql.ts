@@ -100,6 +100,56 @@ export function shifted(f: Fragment, before: number): string {
 }
 
 /**
+ * A read of one row that several modules' reads share: each gives named scalar expressions over
+ * its own parameters (`$1…`, as a Fragment numbers them) and makes its answer of the values they
+ * took. `looks` reads them all in ONE statement, a `SELECT` of every look's expressions. On
+ * PostgreSQL each statement outside a transaction is a commit and a round trip of its own: an
+ * upload's first looks (its session's, its voucher's, its quota's) took three.
+ */
+export interface Look<T> {
+  /** Column name → a scalar SQL expression (a literal, a placeholder, a `(SELECT …)` of one value). */
+  columns: Readonly<Record<string, string>>;
+  params: readonly Param[];
+  /** The answer, from the values of `columns` (by their names); may throw (a refusal). */
+  read(row: Readonly<Record<string, unknown>>): T;
+}
+
+type Answers<L extends readonly unknown[]> = { [K in keyof L]: L[K] extends Look<infer T> ? T : undefined };
+
+/** Several looks as one (an absent one answers undefined): their columns side by side, their
+ * reads in the order given, so the first refusal in that order is the one thrown. */
+export function joined<L extends readonly (Look<unknown> | undefined)[]>(...list: L): Look<Answers<L>> {
+  const columns: Record<string, string> = {};
+  const params: Param[] = [];
+  list.forEach((look, i) => {
+    if (!look) return;
+    const shift = params.length;
+    for (const [name, expr] of Object.entries(look.columns)) columns[`l${i}_${name}`] = shifted({ text: expr, params: [] }, shift);
+    params.push(...look.params);
+  });
+  return {
+    columns,
+    params,
+    read: (row) =>
+      list.map((look, i) => {
+        if (!look) return undefined;
+        const own: Record<string, unknown> = {};
+        for (const name of Object.keys(look.columns)) own[name] = row[`l${i}_${name}`];
+        return look.read(own);
+      }) as unknown as Answers<L>,
+  };
+}
+
+/** Reads `list` (`joined`) in one statement with `q`; no statement when every look is absent. */
+export async function looks<L extends readonly (Look<unknown> | undefined)[]>(q: Queryable, ...list: L): Promise<Answers<L>> {
+  const all = joined(...list);
+  const names = Object.keys(all.columns);
+  const row = names.length ? await q.get<Record<string, unknown>>(`SELECT ${names.map((n) => `${all.columns[n]} AS "${n}"`).join(", ")}`, all.params) : {};
+  if (!row) throw new Error("a SELECT without FROM gave no row");
+  return all.read(row);
+}
+
+/**
  * Statements of one transaction sent side by side, each started by the caller in the order they
  * must run: PostgreSQL's client pipelines them on the transaction's connection (one round trip
  * for all, where awaiting each took one apiece), SQLite runs each as it is called.

@@ -25,11 +25,12 @@
  * @example
  *   const meter = createMeter({ sql, records, storedBytes })
  *   const up = await meter.beginUpload(address, did, { declared, backend: "dfs", name })
+ *   // or, with other first looks in one statement: [, up] = await looks(sql, other, await meter.uploadLook(…))
  *   await up.add(chunk.byteLength)              // throws 402 once it cannot fit
  *   await files.add(row, [up.commit(size, moved)])   // or await up.release()
  */
 import type { Address } from "viem";
-import { type Fragment, type Param, placeholders, type Queryable, shifted, type Sql, together, type TxOptions } from "../db/sql.ts";
+import { type Fragment, type Look, looks, type Param, placeholders, type Queryable, shifted, type Sql, together, type TxOptions } from "../db/sql.ts";
 import { failure } from "../failure.ts";
 import { allowance, weiToGwei, type Kind, type Records } from "./records.ts";
 
@@ -85,9 +86,6 @@ async function lockMade(tx: Queryable, account: string) {
   if (!(await tx.get(LOCK, [account]))) throw new Error(`the quota account ${account} has no row to lock`);
 }
 
-/** The live holds of both pools in one pass over the account's rows (index quota_reservations_account). */
-const held = (kind: Kind) => `CAST(COALESCE(SUM(CASE WHEN kind = '${kind}' THEN bytes ELSE 0 END), 0) AS BIGINT) AS "${kind}Held"`;
-
 /** What of an account's pools is in use, as `used` reads it. */
 interface Usage {
   /** Stored (when a DID was given) plus live space holds. */
@@ -112,27 +110,38 @@ export function createMeter({ sql, records, storedBytes, now = Date.now, gateway
   }
 
   /**
-   * Bytes in use in both pools, in ONE statement (it was four, and on PostgreSQL each is a
-   * round trip taken with the account's lock held, which one account's uploads wait for in turn):
-   * what `stored` counts (space), what moved since `periodStart` (traffic), and the live holds of
-   * transfers other than the holds `mine`.
+   * Bytes in use in both pools, as one look (db/sql.ts): what `stored` counts (space), what moved
+   * since `periodStart` (traffic), and the live holds of transfers other than the holds `mine`.
+   * Read alone it is one statement (it was four, and on PostgreSQL each is a round trip taken with
+   * the account's lock held, which one account's uploads wait for in turn); an upload's first look
+   * rides in the statement that reads its session and its voucher.
    */
-  async function used(q: Queryable, account: Address, what: { stored?: Fragment; periodStart?: number; mine?: number[] }): Promise<Usage> {
-    const params: Param[] = [account, now()];
-    const columns = [held("space"), held("traffic")];
+  function usage(account: Address, what: { stored?: Fragment; periodStart?: number; mine?: number[] }): Look<Usage> {
+    const mine = what.mine ?? [];
+    const params: Param[] = [account, now(), ...mine];
+    const others = mine.length ? ` AND id NOT IN (${placeholders(mine.length, 3)})` : "";
+    // Each pool's live holds: one lookup of the account's rows (index quota_reservations_account).
+    const held = (kind: Kind) => `(SELECT CAST(COALESCE(SUM(bytes), 0) AS BIGINT) FROM quota_reservations WHERE account = $1 AND kind = '${kind}' AND expires_at > $2${others})`;
+    const columns: Record<string, string> = { spaceHeld: held("space"), trafficHeld: held("traffic") };
     if (what.stored) {
-      columns.push(`${shifted(what.stored, params.length)} AS stored`);
+      columns.stored = shifted(what.stored, params.length);
       params.push(...what.stored.params);
     }
     if (what.periodStart !== undefined) {
       params.push(what.periodStart);
-      columns.push(`COALESCE((SELECT bytes FROM traffic_usage WHERE account = $1 AND period_start = $${params.length}), 0) AS moved`);
+      columns.moved = `COALESCE((SELECT bytes FROM traffic_usage WHERE account = $1 AND period_start = $${params.length}), 0)`;
     }
-    const mine = what.mine ?? [];
-    const others = mine.length ? ` AND id NOT IN (${placeholders(mine.length, params.length + 1)})` : "";
-    const row = await q.get<{ spaceHeld: number; trafficHeld: number; stored?: number; moved?: number }>(`SELECT ${columns.join(", ")} FROM quota_reservations WHERE account = $1 AND expires_at > $2${others}`, [...params, ...mine]);
-    if (!row) throw new Error("an aggregate gave no row");
-    return { space: (row.stored ?? 0) + row.spaceHeld, traffic: (row.moved ?? 0) + row.trafficHeld };
+    return {
+      columns,
+      params,
+      read: (row) => ({ space: Number(row.stored ?? 0) + Number(row.spaceHeld ?? 0), traffic: Number(row.moved ?? 0) + Number(row.trafficHeld ?? 0) }),
+    };
+  }
+
+  /** `usage` read with `q` (in the caller's transaction, after the account's lock). */
+  async function used(q: Queryable, account: Address, what: { stored?: Fragment; periodStart?: number; mine?: number[] }): Promise<Usage> {
+    const [inUse] = await looks(q, usage(account, what));
+    return inUse;
   }
 
   const refuse = (kind: Kind, limit: number, inUse: number, want: number) =>
@@ -155,11 +164,14 @@ export function createMeter({ sql, records, storedBytes, now = Date.now, gateway
   }
 
   /**
-   * An upload's meter. `declared` is the request's Content-Length (file plus framing), if any;
-   * `backend` and `name` name the entry the file would replace, whose bytes it need not find room
-   * for; without them (a multipart upload's part, which replaces no file) nothing is left out.
+   * An upload's meter, as the look (db/sql.ts) that starts it: its first check, which the caller
+   * reads with its other first looks in one statement (`beginUpload` reads it alone). `declared` is
+   * the request's Content-Length (file plus framing), if any; `backend` and `name` name the entry
+   * the file would replace, whose bytes it need not find room for; without them (a multipart
+   * upload's part, which replaces no file) nothing is left out. A pool of 0 is refused here,
+   * before any read.
    */
-  async function beginUpload(account: Address, did: string, opts: { declared?: number; backend?: string; name?: string }) {
+  async function uploadLook(account: Address, did: string, opts: { declared?: number; backend?: string; name?: string }) {
     const [space, traffic] = await Promise.all([pool(account, "space"), pool(account, "traffic")]);
     if (space.limit === 0) throw failure("quota-exceeded", space.expired ? "your storage space has expired: buy more or ask for a grant" : "no storage space: buy some (GET /dfs/buyspace) or ask for a grant");
     const replaced = opts.backend !== undefined && opts.name !== undefined ? { backend: opts.backend, name: opts.name } : undefined;
@@ -176,11 +188,10 @@ export function createMeter({ sql, records, storedBytes, now = Date.now, gateway
 
     const mine = () => Object.values(ids).filter((id) => id !== undefined);
 
-    /** What both pools leave free once `want` more bytes count (read with `q`), or the refusal of
+    /** What both pools leave free once `want` more bytes count beside `inUse`, or the refusal of
      * the first that cannot take them. */
-    async function room(q: Queryable, want: number): Promise<number | ReturnType<typeof refuse>> {
+    function fits(inUse: Usage, want: number): number | ReturnType<typeof refuse> {
       let free = Number.POSITIVE_INFINITY;
-      const inUse = await used(q, account, { stored: storedBytes(did, replaced), periodStart: traffic.periodStart, mine: mine() });
       for (const [kind, p] of [["space", space], ["traffic", traffic]] as const) {
         const others = inUse[kind];
         if (others + want > p.limit) return refuse(kind, p.limit, others, want);
@@ -188,6 +199,9 @@ export function createMeter({ sql, records, storedBytes, now = Date.now, gateway
       }
       return free;
     }
+
+    /** `fits`, with what is in use read with `q`. */
+    const room = async (q: Queryable, want: number) => fits(await used(q, account, { stored: storedBytes(did, replaced), periodStart: traffic.periodStart, mine: mine() }), want);
 
     /** A check's outcome for `want` bytes received: refused (the meter closes), or when to check next. */
     function checked(outcome: number | ReturnType<typeof refuse>, want: number) {
@@ -222,12 +236,7 @@ export function createMeter({ sql, records, storedBytes, now = Date.now, gateway
       checked(outcome, want);
     }
 
-    // The check before any byte arrived. A hold of nothing changes no other check, so it holds
-    // nothing: it reads, without a transaction or the account's lock, whether the pools are full
-    // already and how far the upload may get before it must check (and hold) for real. It was a
-    // transaction of its own that wrote two holds of 0 bytes, which a later one deleted.
-    checked(await room(sql, 0), 0);
-    return {
+    const upload = {
       /** Counts bytes that arrived: checks again past what was free, records them now and then. */
       async add(bytes: number) {
         if (closed) return;
@@ -288,6 +297,25 @@ export function createMeter({ sql, records, storedBytes, now = Date.now, gateway
         await drop(sql, Object.values(ids));
       },
     };
+    // The check before any byte arrived. A hold of nothing changes no other check, so it holds
+    // nothing: it reads, without a transaction or the account's lock, whether the pools are full
+    // already and how far the upload may get before it must check (and hold) for real. As a look,
+    // so that it rides in the statement of the caller's other first looks.
+    const first = usage(account, { stored: storedBytes(did, replaced), periodStart: traffic.periodStart });
+    const look: Look<typeof upload> = {
+      ...first,
+      read(row) {
+        checked(fits(first.read(row), 0), 0);
+        return upload;
+      },
+    };
+    return look;
+  }
+
+  /** An upload's meter, its first look read by itself (uploadLook). */
+  async function beginUpload(account: Address, did: string, opts: { declared?: number; backend?: string; name?: string }) {
+    const [upload] = await looks(sql, await uploadLook(account, did, opts));
+    return upload;
   }
 
   /**
@@ -433,7 +461,7 @@ export function createMeter({ sql, records, storedBytes, now = Date.now, gateway
     return sql.all(LIVE, [now()]);
   }
 
-  return { beginUpload, beginDownload, wholeDownload, spaceHold, dropHold, record, clearStale, clearOwn, live, gateway };
+  return { uploadLook, beginUpload, beginDownload, wholeDownload, spaceHold, dropHold, record, clearStale, clearOwn, live, gateway };
 }
 
 export type Meter = ReturnType<typeof createMeter>;

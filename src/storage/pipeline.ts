@@ -5,7 +5,8 @@
  * write claims:
  *
  * 1. admit: the declared length against the body limit, then the account's quota meter opened
- *    (a pool of 0 refuses before the first byte);
+ *    (a pool of 0 refuses before the first byte), its first look read in one statement with the
+ *    authority's (a signed call's session and voucher);
  * 2. receive: the bytes metered as they arrive — counted, stopped past the body limit or the
  *    authority's allowance, held in the account's pools (refused once they do not fit: no more
  *    than what is free reaches the back-end), digested when the caller asks — into the back-end,
@@ -28,7 +29,7 @@
  *   const { row } = await pipeline.put(accountPays(did), "dfs", "photos/a.jpg", body, { digest: "md5" })
  */
 import type { Authority } from "../authorities/authority.ts";
-import type { Queryable, Sql } from "../db/sql.ts";
+import { looks, type Queryable, type Sql } from "../db/sql.ts";
 import type { Denylist } from "../denylist/index.ts";
 import { failure } from "../failure.ts";
 import type { Did } from "../identity/did.ts";
@@ -214,7 +215,11 @@ export function createPipeline(deps: PipelineDeps) {
     checkDeclared(opts);
     const declared = opts.declared;
     const { who } = authority;
-    return deps.meter?.beginUpload(who.address, who.canonical, { declared: declared !== undefined && declared > 0 && Number.isFinite(declared) ? declared : undefined, ...replaces });
+    // The authority's look and the quota's first in one statement (on PostgreSQL each outside a
+    // transaction is a commit).
+    const first = await deps.meter?.uploadLook(who.address, who.canonical, { declared: declared !== undefined && declared > 0 && Number.isFinite(declared) ? declared : undefined, ...replaces });
+    const [, quota] = await looks(sql, authority.look, first);
+    return quota;
   }
 
   /** Step 2's meter: the body limit or the authority's allowance, whichever is less, and the quota's holds. */

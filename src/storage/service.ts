@@ -275,7 +275,7 @@ export function createStorage(deps: StorageDeps) {
       const expected = expectedContent(payload);
       // A Cid signed as the payload names the content before its bytes come: refused unread.
       if (expected.kind === "cid") deps.denylist?.refuseUpload(expected.value, car ? "import" : "upload");
-      const request = await sessions.verify({ ...part.fields, payload }, "upload", who.did);
+      const request = await sessions.check({ ...part.fields, payload }, "upload", who.did);
       // An old client's voucher names no file: told what to sign now when its signer pays for the DID.
       const refuseOld = async () => {
         const legacy = vouchers.legacyPayerOf(part.fields);
@@ -291,8 +291,9 @@ export function createStorage(deps: StorageDeps) {
         await refuseOld();
         throw storageError.address("the voucher's payer is not the Bearer account or one of its keys (a voucher signs the Cid of the file it uploads)");
       }
-      // Not claimed yet: what it allows now, or its refusal before the body is read.
-      const authority = signedCall(who.did, request, vouchers, await vouchers.peek(voucher));
+      // Not claimed yet: the session and what the voucher allows now are read with the quota's
+      // first look (the pipeline's admit), a refusal before the body is read.
+      const authority = signedCall(who.did, request, vouchers, voucher);
       const common = { declared: input.declared, framed: true, digest: expected.kind === "sha256" ? ("sha256" as const) : undefined, encryption: String(part.fields.encryption ?? ""), withPublic: true };
       const mismatch = (what: string) => failure("bad-input", `payload does not match the ${what}: nothing was kept`);
       const otherCid = (cid: string | undefined, what: string) => failure("bad-input", `the voucher names the Cid ${voucherCid}, but the ${what} is ${cid}: nothing was kept`);

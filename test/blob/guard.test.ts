@@ -70,6 +70,33 @@ describe("blob guard (D15)", () => {
     expect(await store.stat("dfs/a")).toBeUndefined();
   });
 
+  // On PostgreSQL each transaction and each statement outside one is a commit: a release of
+  // many chunks, or the releases of parallel uploads, decide in one and drop their tombstones in
+  // one, each key as it would alone (kept when referenced or pinned, deleted once).
+  test("deletions asked for at once are decided in one transaction and their tombstones dropped in one statement", async () => {
+    const { sql, store, writes } = setup();
+    let decisions = 0;
+    const tx = sql.tx.bind(sql);
+    const guarded = createBlobGuard({ sql: { ...sql, tx: (fn, opts) => (decisions++, tx(fn, opts)), run: (text, params) => { const w = sql.run(text, params); writes.push(w); return w; } }, store, log: silentLogger });
+    const keys = ["dfs/m1", "dfs/m2", "dfs/m3", "dfs/m4", "dfs/m5"];
+    for (const k of keys) await store.put(k, bytes(k));
+    const lease = guarded.lease();
+    await lease.pin(["dfs/m4"]);
+    decisions = 0;
+    const before = writes.length;
+    const referenced = async (k: string) => k === "dfs/m3";
+    const results = await Promise.all([...keys, "dfs/m1"].map((k) => guarded.deleteIfUnused(k, () => referenced(k))));
+    // m1 twice: one of the two deletes it.
+    expect(results.slice(0, 5)).toEqual([results[0] as boolean, true, false, false, true]);
+    expect([results[0], results[5]].filter(Boolean)).toHaveLength(1);
+    expect(decisions).toBe(1);
+    expect(writes.length - before).toBe(1); // the tombstones' drop
+    expect(await Promise.all(keys.map((k) => store.stat(k)))).toEqual([undefined, undefined, 6, 6, undefined]);
+    expect(await sql.all("SELECT key FROM blob_tombstones")).toEqual([]);
+    await lease.release();
+    guarded.close();
+  });
+
   test("a pin whose holder stopped renewing stops counting once it expires", async () => {
     const { store, guard, clock } = setup();
     await store.put("dfs/b", bytes("b"));

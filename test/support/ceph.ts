@@ -76,7 +76,9 @@ ms_mon_client_mode = crc
 paxos_propose_interval = 0.05
 mon_allow_pool_size_one = true
 mon_warn_on_pool_no_redundancy = false
+# A test server's own data is tiny: a nearly full host disk must not stop its monitor.
 mon_data_avail_warn = 1
+mon_data_avail_crit = 1
 objecter_tick_interval = 0.2
 osd_pool_default_size = 1
 osd_pool_default_min_size = 1
@@ -148,13 +150,13 @@ async function startRgw(): Promise<Rgw> {
 
   const deadline = AbortSignal.timeout(START_TIMEOUT_MS);
   const failed = (why: string) => {
-    killAll();
     let logs = "";
     for (const n of ["mon.err", "osd.err", "rgw.err"]) {
       try {
         logs += `\n--- ${n}\n${readFileSync(join(dir, "log", n), "utf8").slice(-2000)}`;
       } catch {}
     }
+    killAll(); // after the logs are read: it removes their folder
     return new Error(`Ceph did not start: ${why}${logs}`);
   };
   try {

@@ -167,7 +167,8 @@ describe("layering", () => {
         return /\brecordFiles?\b/.test(code(text)) && importsOf(text).some((spec) => spec.startsWith(".") && path(resolve(dirname(f), spec)) === "storage/pending.ts");
       })
       .map(path);
-    const meters = files.filter((f) => /\.beginUpload\(/.test(code(readFileSync(f, "utf8")))).map(path);
+    // Opened alone (beginUpload) or as a first look read with the authority's (uploadLook).
+    const meters = files.filter((f) => /\.(beginUpload|uploadLook)\(/.test(code(readFileSync(f, "utf8")))).map(path);
     // The scans really see the pipeline's import and call.
     expect(recorders).toContain("storage/pipeline.ts");
     expect(meters).toContain("storage/pipeline.ts");
