@@ -131,14 +131,24 @@ export function createBlobGuard({ sql, store, log, now = Date.now }: { sql: Sql;
    * no row references it (`isReferenced`, in the transaction), no live pin holds it, no other
    * deleter's tombstone is there; then writes the batch's tombstones. It sends the DELETEs, then
    * drops the tombstones of those that went in one statement: two commits for the batch, where
-   * each key took two. Answers, per call, whether it deleted its key (one call per key: another
-   * call for the same key in the batch is answered no), or the DELETE's failure (its tombstone
-   * stays: a later pass finishes it, as after a crash).
+   * each key took two. When another batch waits already (deletions keep coming: parallel uploads
+   * replacing files), that drop goes into the waiting batch's deciding transaction instead, which
+   * begins at once: one commit a batch under load, an upload meeting such a tombstone waits that
+   * much longer. Answers, per call, whether it deleted its key (one call per key: another call for
+   * the same key in the batch is answered no), or the DELETE's failure (its tombstone stays: a
+   * later pass finishes it, as after a crash).
    */
-  const deletion = batched<{ key: string; isReferenced: (tx: Queryable) => Promise<boolean> }, boolean | Error>(async (asks) => {
+  let handedOn: { holder: string; keys: string[] } | undefined;
+  const dropTombstones = async (on: Queryable, { holder, keys }: { holder: string; keys: readonly string[] }) => {
+    for (const part of batches(keys, DECIDE_BATCH)) await on.run(DROP_TOMBSTONES(part.length), [holder, ...part]);
+  };
+  const deletion = batched<{ key: string; isReferenced: (tx: Queryable) => Promise<boolean> }, boolean | Error>(async (asks, more) => {
     const holder = `${gateway}-del-${++seq}`;
     const decidedAt = now();
-    const won = await sql.tx(async (tx) => {
+    const earlier = handedOn;
+    handedOn = undefined;
+    const decide = sql.tx(async (tx) => {
+      if (earlier) await dropTombstones(tx, earlier);
       const referenced = await together(...asks.map((a) => a.isReferenced(tx)));
       const candidates = [...new Set(asks.filter((_, i) => !referenced[i]).map((a) => a.key))];
       if (candidates.length === 0) return new Set<string>();
@@ -148,6 +158,11 @@ export function createBlobGuard({ sql, store, log, now = Date.now }: { sql: Sql;
       if (free.length === 0) return new Set<string>();
       // A tombstone already there means another deleter is on it.
       return new Set((await tx.all<{ key: string }>(TOMBSTONES(free.length), [holder, decidedAt + LEASE_MS, ...free])).map((r) => r.key));
+    });
+    // The earlier batch's tombstones go by themselves when this decision fails.
+    const won = await decide.catch(async (err) => {
+      if (earlier) await dropTombstones(sql, earlier).catch((e) => log.warn("blob: dropping tombstones failed; a later pass finishes them", { keys: earlier.keys.length, err: String(e) }));
+      throw err;
     });
     const mine = asks.map((a) => won.delete(a.key));
     const keys = asks.filter((_, i) => mine[i]).map((a) => a.key);
@@ -162,7 +177,8 @@ export function createBlobGuard({ sql, store, log, now = Date.now }: { sql: Sql;
     const failed = new Map<string, Error>();
     await deleteEach(keys, async (key) => (await store.delete(key), true), (key, err) => failed.set(key, err instanceof Error ? err : new Error(String(err))));
     const gone = keys.filter((k) => !failed.has(k));
-    for (const part of batches(gone, DECIDE_BATCH)) await sql.run(DROP_TOMBSTONES(part.length), [holder, ...part]);
+    if (more()) handedOn = { holder, keys: gone };
+    else await dropTombstones(sql, { holder, keys: gone });
     return asks.map((a, i) => (mine[i] ? (failed.get(a.key) ?? true) : false));
   });
 
@@ -344,9 +360,10 @@ const DECIDE_BATCH = 200;
  * Runs `run` over the items asked for, a batch at a time: the first call starts a batch at once
  * (with the calls of the same tick), calls made while one runs wait and go together in the next.
  * No call waits for a timer: an idle caller pays nothing, busy ones share a transaction.
- * `run` answers one result per item, in order; its failure is every item's.
+ * `run` answers one result per item, in order; its failure is every item's. `more` says whether
+ * another batch waits: it runs right after this one.
  */
-function batched<T, R>(run: (items: T[]) => Promise<R[]>): (item: T) => Promise<R> {
+function batched<T, R>(run: (items: T[], more: () => boolean) => Promise<R[]>): (item: T) => Promise<R> {
   let queue: { item: T; resolve: (r: R) => void; reject: (e: unknown) => void }[] = [];
   let running = false;
   const next = async () => {
@@ -357,7 +374,10 @@ function batched<T, R>(run: (items: T[]) => Promise<R[]>): (item: T) => Promise<
       const batch = queue.slice(0, DECIDE_BATCH);
       queue = queue.slice(batch.length);
       try {
-        const out = await run(batch.map((b) => b.item));
+        const out = await run(
+          batch.map((b) => b.item),
+          () => queue.length > 0,
+        );
         batch.forEach((b, i) => b.resolve(out[i] as R));
       } catch (err) {
         for (const b of batch) b.reject(err);

@@ -20,6 +20,9 @@ export type { ByteRange };
 
 export type BackendKind = "dfs" | "ipfs";
 
+/** `releaseIn`'s work for after the commit; it logs its own failures (a later sweep finishes them). */
+export type AfterRelease = (() => Promise<void>) | undefined;
+
 export interface PendingPut {
   cid: string;
   size: number;
@@ -80,6 +83,15 @@ export interface Backend {
   read(cid: string, range?: ByteRange): ReadableStream<Uint8Array>;
   /** Drops one reference; content with none left is removed (dfs) or unpinned (ipfs). */
   release(cid: string): Promise<void>;
+  /**
+   * What `release` writes, written in the caller's READ COMMITTED transaction instead (the file row
+   * that replaces an entry: the old content's count drops in the commit that drops its row, so no
+   * crash leaves it referenced by nothing, nor counted once too often). Statements only, relative
+   * updates: a retried transaction runs it again. Answers what is left for after that commit:
+   * deleting the blobs no row references any more (a DELETE to the blob store, which no database
+   * transaction can hold), or undefined when nothing is (the content still referenced elsewhere).
+   */
+  releaseIn(tx: Queryable, cid: string): Promise<AfterRelease>;
   /** Component health for /healthz. */
   health(): Promise<Record<string, unknown>>;
   stop(): Promise<void>;

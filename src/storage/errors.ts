@@ -91,6 +91,7 @@ export function withStorageErrors(b: Backend): Backend {
       }
     },
     release: (cid) => b.release(cid).catch(rethrow),
+    releaseIn: (tx, cid) => b.releaseIn(tx, cid).catch(rethrow),
     health: () => b.health(),
     stop: () => b.stop(),
   };

@@ -33,11 +33,15 @@ export type Expectation = (current: FileRow | undefined) => void;
  *    sent at once, each waiting behind the last, so the lock needs no answer before them (the row
  *    it locks exists: a `prepare` made it) and what a `settle` reads includes the file row. One
  *    round trip under the lock on PostgreSQL. Throwing undoes it all.
+ * 3. `released`, only when the rows replaced entries, with those entries' Cids (one per entry):
+ *    their content's references dropped in the commit that drops the rows (a round trip more,
+ *    for a replacement only; it needs the Cids the rows' statements answered).
  */
 export interface Participant {
   prepare?(tx: Queryable): Promise<void>;
   lock?(tx: Queryable): Promise<void>;
   settle?(tx: Queryable): Promise<void>;
+  released?(tx: Queryable, cids: readonly string[]): Promise<void>;
 }
 
 const COLUMNS = `id, did, backend, name, cid, size, encryption, mod_time AS "modTime", etag, metadata, checksum, parts`;
@@ -186,10 +190,13 @@ export function createFiles(sql: Sql, now: () => number = Date.now, publicSql?: 
           ),
           together(...participants.map((p) => p.settle?.(tx))),
         );
-        return added.map(([old, row]) => {
+        const out = added.map(([old, row]) => {
           if (!row) throw new Error("INSERT … RETURNING gave no row");
           return { row, replaced: old?.cid };
         });
+        const replaced = out.flatMap((o) => (o.replaced === undefined ? [] : [o.replaced]));
+        if (replaced.length > 0) await together(...participants.map((p) => p.released?.(tx, replaced)));
+        return out;
       },
       // With the quota's lock held, or else the bucket's, every read of the DID's rows is current
       // and two uploads of one name replace each other in turn (D16). SERIALIZABLE did that

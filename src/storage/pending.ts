@@ -6,7 +6,7 @@ import type { Lease } from "../blob/guard.ts";
 import { type Queryable, together } from "../db/sql.ts";
 import type { Logger } from "../log.ts";
 import type { Meter } from "../quota/meter.ts";
-import type { PendingPut } from "./backend.ts";
+import type { AfterRelease, PendingPut } from "./backend.ts";
 import type { Expectation, Files, Participant } from "./files.ts";
 
 /**
@@ -84,13 +84,15 @@ export interface AuthorityParticipants {
  * 3. the quota's exact check (D14) with `moved` bytes of traffic: it makes the account's row
  *    (prepare), takes its lock (lock), and checks once the row is in (settle);
  * 4. the authority's counts: the voucher's;
- * 5. `also`: what else reads the row in its transaction (the directory's `Public` of the answer).
+ * 5. `also`: what else reads the row in its transaction (the directory's `Public` of the answer);
+ * 6. `release`: each entry a row replaced drops its reference to its content (released).
  *
  * `expect` (a conditional write) tests the entry the file would replace, under the lock.
  *
  * Either all of it commits or none: the bytes count exactly when the file is stored. When it
  * fails, the quota's holds go first (a refused upload never counts against another's check),
- * then nothing of the content is kept unless something else references it. Before any of it,
+ * then nothing of the content is kept unless something else references it. Once it committed,
+ * the blobs the replaced content alone kept are deleted (`release`'s after-work). Before any of it,
  * `refuse` — the denylist's check of every write (D25) — may refuse the content by its Cid.
  */
 export async function recordFile(
@@ -115,6 +117,9 @@ type RecordOptions = {
   refuse?: (cid: string) => void;
   /** A conditional write's check of the entry it replaces, under the account's lock (one file only). */
   expect?: Expectation;
+  /** Drops a replaced entry's reference to its content in the transaction (the back-end's
+   * `releaseIn`); what it answers runs after the commit. */
+  release?: (tx: Queryable, cid: string) => Promise<AfterRelease>;
   log: Logger;
 };
 
@@ -125,6 +130,9 @@ type RecordOptions = {
  */
 export async function recordFiles(files: Pick<Files, "addAll">, rows: readonly FileInput[], pending: Pick<PendingPut, "commit" | "commitIn" | "abort">, opts: RecordOptions): Promise<Added[]> {
   let out: Added[];
+  /** The last attempt's (a retried transaction runs the participants again). */
+  let after: AfterRelease[] = [];
+  const release = opts.release;
   try {
     for (const row of rows) opts.refuse?.(row.cid);
     const content: Participant = { prepare: (tx) => pending.commitIn(tx) };
@@ -132,7 +140,15 @@ export async function recordFiles(files: Pick<Files, "addAll">, rows: readonly F
       rows.reduce((n, r) => n + r.size, 0),
       opts.moved,
     );
-    const participants = [content, opts.authority?.claims, quota, opts.authority?.counts, opts.also].filter((p): p is Participant => p !== undefined);
+    const released: Participant | undefined = release && {
+      async released(tx, cids) {
+        const mine: AfterRelease[] = [];
+        // One after the other: releases of one Cid (a CAR's roots replacing two entries of it) count in turn.
+        for (const cid of cids) mine.push(await release(tx, cid));
+        after = mine;
+      },
+    };
+    const participants = [content, opts.authority?.claims, quota, opts.authority?.counts, opts.also, released].filter((p): p is Participant => p !== undefined);
     out = await files.addAll(rows, participants, opts.expect);
   } catch (err) {
     await opts.quota?.release();
@@ -140,5 +156,6 @@ export async function recordFiles(files: Pick<Files, "addAll">, rows: readonly F
     throw err;
   }
   await pending.commit(); // the rows are in: this only lets go of what kept the blobs meanwhile
+  for (const deleteFreed of after) await deleteFreed?.().catch((e) => opts.log.error("deleting released content failed", { err: (e as Error).message }));
   return out;
 }

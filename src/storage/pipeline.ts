@@ -15,9 +15,9 @@
  *    Content-MD5): refused, nothing is kept;
  * 4. record: one transaction (pending.ts `recordFiles` documents its order): the content's rows,
  *    the authority's claims, the quota's exact check under the account's lock, its counts, the
- *    directory's `Public` when asked;
- * 5. after: the transfer counted in the metrics, content the file replaced released, the quota's
- *    holds let go (a no-op once recorded).
+ *    directory's `Public` when asked, the reference of the entry the file replaced to its content;
+ * 5. after: the blobs that content alone kept deleted, the transfer counted in the metrics, the
+ *    quota's holds let go (a no-op once recorded).
  *
  * Reads and deletes through an access key are here too; the storage API's download, whose
  * voucher is claimed with its traffic in one transaction, is storage/service.ts's. Callers pass
@@ -277,10 +277,10 @@ export function createPipeline(deps: PipelineDeps) {
       also,
       refuse: (cid) => deps.denylist?.refuseUpload(cid, opts.refuseAs),
       expect: opts.expect,
+      release: (tx, cid) => b.releaseIn(tx, cid),
       log,
     });
     if (moved > 0) deps.onTransfer?.(b.kind, "in", moved);
-    for (const a of added) if (a.replaced) await release(b, a.replaced);
     return added.map((a) => ({ row: a.row, isPublic: publicOnes?.has(a.row.cid) ?? false }));
   }
 

@@ -97,6 +97,31 @@ describe("blob guard (D15)", () => {
     guarded.close();
   });
 
+  // Releases that keep coming (parallel uploads replacing files): each batch would be two commits,
+  // its decision and its tombstones' drop; the drop rides in the next batch's decision instead.
+  test("a deletion asked for while a batch runs: its decision drops that batch's tombstones, none are left", async () => {
+    const { sql, store, writes } = setup();
+    let decisions = 0;
+    const tx = sql.tx.bind(sql);
+    const guarded = createBlobGuard({ sql: { ...sql, tx: (fn, opts) => (decisions++, tx(fn, opts)), run: (text, params) => { const w = sql.run(text, params); writes.push(w); return w; } }, store, log: silentLogger });
+    for (const k of ["dfs/n1", "dfs/n2"]) await store.put(k, bytes(k));
+    decisions = 0;
+    const before = writes.length;
+    let second: Promise<boolean> | undefined;
+    // Asked for inside the first batch's decision: it waits for the next batch.
+    const first = guarded.deleteIfUnused("dfs/n1", async () => {
+      second ??= guarded.deleteIfUnused("dfs/n2", never);
+      return false;
+    });
+    expect(await first).toBe(true);
+    expect(await second).toBe(true);
+    expect(decisions).toBe(2);
+    expect(writes.length - before).toBe(1); // the last batch's drop alone
+    expect(await Promise.all(["dfs/n1", "dfs/n2"].map((k) => store.stat(k)))).toEqual([undefined, undefined]);
+    expect(await sql.all("SELECT key FROM blob_tombstones")).toEqual([]);
+    guarded.close();
+  });
+
   test("a pin whose holder stopped renewing stops counting once it expires", async () => {
     const { store, guard, clock } = setup();
     await store.put("dfs/b", bytes("b"));

@@ -1,6 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { BlobError } from "../../src/blob/store.ts";
 import { Failure } from "../../src/failure.ts";
+import type { Queryable } from "../../src/db/sql.ts";
 import type { Backend } from "../../src/storage/backend.ts";
 import { CorruptChunkError, NotFoundError, StoppedError } from "../../src/storage/dfs/errors.ts";
 import { storageFailure, withStorageErrors } from "../../src/storage/errors.ts";
@@ -48,6 +49,9 @@ describe("back-end failures as storage errors", () => {
       release: async () => {
         throw new IpfsError("IPFS_NOT_FOUND", "gone");
       },
+      releaseIn: async () => {
+        throw new NotFoundError("gone");
+      },
       health: async () => ({ ok: true }),
       stop: async () => {},
     };
@@ -55,6 +59,7 @@ describe("back-end failures as storage errors", () => {
     await expect(b.put(new ReadableStream())).rejects.toBeInstanceOf(StoppedError);
     await expect(b.stat("x")).rejects.toMatchObject({ code: "not-found" });
     await expect(b.release("x")).rejects.toMatchObject({ code: "not-found" });
+    await expect(b.releaseIn({} as Queryable, "x")).rejects.toMatchObject({ code: "not-found" });
     await expect(Bun.readableStreamToBytes(b.read("x"))).rejects.toMatchObject({ code: "not-found", message: "File not found" });
   });
 });

@@ -165,6 +165,36 @@ describe("an acknowledged upload, with quota", () => {
     });
   }
 
+  // The entry a file replaces lets go of its content in the commit that drops its row: no crash
+  // leaves that content counted for a row that is gone, and no commit of its own.
+  for (const kind of ["dfs", "ipfs"] as const) {
+    test(`${kind}: a replacement drops the old content's reference in the file row's commit, the commit after the pins`, async () => {
+      const { client, account } = await gw.user();
+      await grant(account.address, "space", 10_000_000);
+      await grant(account.address, "traffic", 10_000_000);
+      const shared = random(4096);
+      const kept = await client.upload(kind, shared, { name: "kept.bin" });
+      await client.upload(kind, shared, { name: "swapped.bin" });
+      const content = kind === "dfs" ? "dfs_objects" : "ipfs_pins";
+      const refs = async (cid: string) => (kind === "dfs" ? (await gw.database.sql.get<{ refs: number }>("SELECT refs FROM dfs_objects WHERE cid = $1", [cid]))?.refs : undefined);
+      // Content still referenced elsewhere: its count drops, nothing more.
+      let alone: Awaited<ReturnType<typeof client.upload>> | undefined;
+      let commits = await recorder.during(async () => {
+        alone = await client.upload(kind, random(4096), { name: "swapped.bin" });
+      });
+      expectUploadCommits(commits, content);
+      const row = commits[1]?.statements ?? [];
+      expect(row.slice(row.indexOf("lock") + 1)).toContain(`write ${content}`);
+      if (kind === "dfs") expect(await refs(kept.Cid)).toBe(1);
+      // Content referenced by that entry alone: its rows go in the same commit; deleting its blobs
+      // afterwards writes none of an upload's tables.
+      commits = await recorder.during(() => client.upload(kind, random(4096), { name: "swapped.bin" }));
+      expectUploadCommits(commits, content);
+      if (kind === "dfs") expect(await refs(alone?.Cid ?? "")).toBeUndefined();
+      expect((await client.space()).SizeByte).toBe(10_000_000 - 2 * 4096); // two files: the replaced ones count no more
+    });
+  }
+
   // D16's lock on the account's quota row is held until the COMMIT, and one account's uploads
   // wait for each other there: on PostgreSQL each statement under it is a round trip in that wait
   // (2 ms a lock at 13 statements, about 400 uploads/s for one account). Under it go

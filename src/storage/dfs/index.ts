@@ -31,7 +31,7 @@ import { StoppedError } from "./errors.ts";
 import { moveLegacyChunks } from "./legacy.ts";
 import { put } from "./put.ts";
 import { read } from "./read.ts";
-import { release } from "./release.ts";
+import { release, releaseIn } from "./release.ts";
 import { Rows } from "./rows.ts";
 import { scrub, type ScrubReport } from "./scrub.ts";
 import { sweep, type SweepReport } from "./sweep.ts";
@@ -106,6 +106,7 @@ export async function openDfs({ sql, log, guard, legacyDir, resweepAfterMs = LEA
     },
     read: (cid, range) => read(ctx, cid, range),
     release: (cid) => release(ctx, cid),
+    releaseIn: (tx, cid) => releaseIn(ctx, tx, cid),
     health: () => health(ctx),
     sweep: (opts) => sweep(ctx, opts),
     scrub: async (opts) => (scrubs ? scrubs.run(opts?.all ? Date.now() + 1 : 0) : { checked: 0, damaged: 0 }),

@@ -61,6 +61,17 @@ export async function commitIn(tx: Queryable, cid: string, size: number, manifes
   );
 }
 
+/**
+ * `Rows.release`'s statements in the caller's READ COMMITTED transaction (the file row's that
+ * replaced an entry): relative updates only, so a retried transaction may run them again.
+ */
+export async function releaseIn(tx: Queryable, cid: string): Promise<string[] | undefined> {
+  const row = await tx.get<{ refs: number }>(DROP_REF, [cid]);
+  if (!row) return undefined;
+  if (row.refs > 0) return [];
+  return dropObject(tx, cid);
+}
+
 export class Rows {
   constructor(private readonly sql: Sql) {}
 
@@ -100,12 +111,7 @@ export class Rows {
    * reference went (their rows are gone; their blobs are for the caller to delete).
    */
   release(cid: string): Promise<string[] | undefined> {
-    return this.sql.tx(async (tx) => {
-      const row = await tx.get<{ refs: number }>(DROP_REF, [cid]);
-      if (!row) return undefined;
-      if (row.refs > 0) return [];
-      return dropObject(tx, cid);
-    }, LOCKED);
+    return this.sql.tx((tx) => releaseIn(tx, cid), LOCKED);
   }
 
   /** Removes rows at zero references (none exist unless written by hand or by a bug). */

@@ -7,7 +7,7 @@
  * with a guard lease before looking for it and records the DAG's keys; `commit()` adds a
  * reference to the root (its first also references its blocks) in one transaction, then drops the
  * lease; `abort()` drops the lease and deletes the blocks nothing references. `release()` drops a
- * reference; at zero the root's block rows go, and each block no other root contains is deleted
+ * reference (`releaseIn` in the transaction of the file row that replaced its entry); at zero the root's block rows go, and each block no other root contains is deleted
  * through the guard. A crash in between leaves blocks without rows, which the orphan sweep run at
  * start deletes. Data dirs with blocks in the old blockstore-fs folder are moved over first
  * (migrate.ts).
@@ -28,7 +28,7 @@ import { cidKey, parseCid, tryCidKey } from "./cids.ts";
 import { IpfsError, isIpfsError } from "./errors.ts";
 import { migrateOldBlocks, type MigrateResult } from "./migrate.ts";
 import { startIpfsNode, type IpfsHelia } from "./node.ts";
-import { addRef, addRefIn, dropRef, pinned, pinnedCount, referencedAmong } from "./pins.ts";
+import { addRef, addRefIn, dropRef, dropRefIn, pinned, pinnedCount, referencedAmong } from "./pins.ts";
 import { pendingContent, pendingPut } from "../pending.ts";
 import { dropImported, importBlocks, importSink, unreached } from "./import.ts";
 import { importStream, uploadSink, type BlockSizes, type Imported } from "./put.ts";
@@ -283,6 +283,13 @@ export async function openIpfs(opts: OpenIpfsOptions): Promise<IpfsBackend> {
       const { left, freed } = await dropRef(sql, key);
       if (left === undefined) log.warn("ipfs release of a Cid with no reference", { cid: key });
       if (freed.length > 0) await deleteUnreferenced(guard, freed, log);
+    },
+
+    async releaseIn(tx: Queryable, cid: string) {
+      const key = cidKey(parseCid(cid));
+      const { left, freed } = await dropRefIn(tx, key);
+      if (left === undefined) log.warn("ipfs release of a Cid with no reference", { cid: key });
+      return freed.length > 0 ? () => deleteUnreferenced(guard, freed, log).then(() => undefined) : undefined;
     },
 
     async health() {

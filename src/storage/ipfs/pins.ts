@@ -61,16 +61,20 @@ async function referenceBlocks(tx: Queryable, cid: string, blocks: BlockSizes): 
  * guard. `left` is undefined when there was no reference.
  */
 export function dropRef(sql: Sql, cid: string): Promise<{ left: number | undefined; freed: string[] }> {
-  return sql.tx(async (tx) => {
-    const row = await tx.get<{ refs: number }>(DROP_REF, [cid]);
-    if (!row) return { left: undefined, freed: [] };
-    if (row.refs > 0) return { left: row.refs, freed: [] };
-    await tx.run(DROP_PIN, [cid]);
-    await tx.run(UNREF_BLOCKS, [cid]);
-    const freed = await tx.all<{ key: string }>(DROP_ZERO_BLOCKS, [cid]);
-    await tx.run(DROP_OBJECT_BLOCKS, [cid]);
-    return { left: 0, freed: freed.map((r) => r.key) };
-  }, LOCKED);
+  return sql.tx((tx) => dropRefIn(tx, cid), LOCKED);
+}
+
+/** `dropRef`'s statements in the caller's READ COMMITTED transaction (the file row's that
+ * replaced an entry): relative updates only, so a retried transaction may run them again. */
+export async function dropRefIn(tx: Queryable, cid: string): Promise<{ left: number | undefined; freed: string[] }> {
+  const row = await tx.get<{ refs: number }>(DROP_REF, [cid]);
+  if (!row) return { left: undefined, freed: [] };
+  if (row.refs > 0) return { left: row.refs, freed: [] };
+  await tx.run(DROP_PIN, [cid]);
+  await tx.run(UNREF_BLOCKS, [cid]);
+  const freed = await tx.all<{ key: string }>(DROP_ZERO_BLOCKS, [cid]);
+  await tx.run(DROP_OBJECT_BLOCKS, [cid]);
+  return { left: 0, freed: freed.map((r) => r.key) };
 }
 
 /** Whether a pinned root contains the block (for the guard's deciding transaction). */
