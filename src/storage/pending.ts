@@ -75,36 +75,6 @@ export interface AuthorityParticipants {
   counts?: Participant;
 }
 
-/**
- * Records `pending` as the file `row` in one transaction (files.ts `add`), whose participants run
- * in this order, phase by phase (files.ts Participant):
- *
- * 1. the content's rows, and the release of the pins that kept its blobs meanwhile (prepare);
- * 2. the authority's claims: the requestID's and the voucher's (a refusal comes first);
- * 3. the quota's exact check (D14) with `moved` bytes of traffic: it makes the account's row
- *    (prepare), takes its lock (lock), and checks once the row is in (settle);
- * 4. the authority's counts: the voucher's;
- * 5. `also`: what else reads the row in its transaction (the directory's `Public` of the answer);
- * 6. `release`: each entry a row replaced drops its reference to its content (released).
- *
- * `expect` (a conditional write) tests the entry the file would replace, under the lock.
- *
- * Either all of it commits or none: the bytes count exactly when the file is stored. When it
- * fails, the quota's holds go first (a refused upload never counts against another's check),
- * then nothing of the content is kept unless something else references it. Once it committed,
- * the blobs the replaced content alone kept are deleted (`release`'s after-work). Before any of it,
- * `refuse` — the denylist's check of every write (D25) — may refuse the content by its Cid.
- */
-export async function recordFile(
-  files: Pick<Files, "addAll">,
-  row: FileInput,
-  pending: PendingPut,
-  opts: RecordOptions,
-): Promise<Added> {
-  const [out] = await recordFiles(files, [row], pending, opts);
-  return out as Added;
-}
-
 type FileInput = Parameters<Files["addAll"]>[0][number];
 type Added = Awaited<ReturnType<Files["addAll"]>>[number];
 type RecordOptions = {
@@ -124,9 +94,25 @@ type RecordOptions = {
 };
 
 /**
- * `recordFile` for several files whose content is one pending commit (a CAR import's roots): the
- * same participants in the same one transaction, the quota's exact check counting every row, and
- * all of the rows commit or none.
+ * Records `pending` as the files `rows` (one, or a CAR import's roots: all commit or none) in one
+ * transaction (files.ts `addAll`), whose participants run in this order, phase by phase (files.ts
+ * Participant):
+ *
+ * 1. the content's rows, and the release of the pins that kept its blobs meanwhile (prepare);
+ * 2. the authority's claims: the requestID's and the voucher's (a refusal comes first);
+ * 3. the quota's exact check (D14) with `moved` bytes of traffic: it makes the account's row
+ *    (prepare), takes its lock (lock), and checks once the row is in (settle);
+ * 4. the authority's counts: the voucher's;
+ * 5. `also`: what else reads the row in its transaction (the directory's `Public` of the answer);
+ * 6. `release`: each entry a row replaced drops its reference to its content (released).
+ *
+ * `expect` (a conditional write) tests the entry the file would replace, under the lock.
+ *
+ * Either all of it commits or none: the bytes count exactly when the file is stored. When it
+ * fails, the quota's holds go first (a refused upload never counts against another's check),
+ * then nothing of the content is kept unless something else references it. Once it committed,
+ * the blobs the replaced content alone kept are deleted (`release`'s after-work). Before any of it,
+ * `refuse` — the denylist's check of every write (D25) — may refuse the content by its Cid.
  */
 export async function recordFiles(files: Pick<Files, "addAll">, rows: readonly FileInput[], pending: Pick<PendingPut, "commit" | "commitIn" | "abort">, opts: RecordOptions): Promise<Added[]> {
   let out: Added[];
