@@ -7,9 +7,9 @@
  * with a guard lease before looking for it and records the DAG's keys; `commit()` adds a
  * reference to the root (its first also references its blocks) in one transaction, then drops the
  * lease; `abort()` drops the lease and deletes the blocks nothing references. `release()` drops a
- * reference (`releaseIn` in the transaction of the file row that replaced its entry); at zero the root's block rows go, and each block no other root contains is deleted
- * through the guard. A crash in between leaves blocks without rows, which the orphan sweep run at
- * start deletes. Data dirs with blocks in the old blockstore-fs folder are moved over first
+ * reference (`releaseIn`: in the transaction of the file row that replaced its entry); at zero the
+ * root's block rows go, and each block no other root contains is deleted through the guard. A
+ * crash in between leaves blocks without rows, which the orphan sweep run at start deletes. Data dirs with blocks in the old blockstore-fs folder are moved over first
  * (migrate.ts).
  *
  * @example
