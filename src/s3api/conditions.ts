@@ -29,45 +29,37 @@ function seconds(header: string | null): number | undefined {
 const failed = (condition: string) => new S3Error("PreconditionFailed", "At least one of the pre-conditions you specified did not hold", { fields: { Condition: condition } });
 
 /**
- * A read's preconditions against the object's ETag (as shown, quoted) and modification time:
- * "proceed", "not-modified" (answer 304), or a thrown 412 PreconditionFailed.
+ * The read conditions under `prefix` ("" for a GET's, "x-amz-copy-source-" for a copy's source)
+ * weighed against the object's ETag (as shown, quoted) and modification time, as RFC 9110 and S3
+ * do: an If-Match that holds makes If-Unmodified-Since moot, and an If-None-Match present decides
+ * alone (the ETag outranks the date). A failed If-Match or If-Unmodified-Since is a thrown 412;
+ * answers the condition that says "not modified" (If-None-Match or If-Modified-Since), if one does.
  */
-export function readCondition(headers: Headers, etag: string, modTime: number): "proceed" | "not-modified" {
+function weigh(headers: Headers, prefix: string, etag: string, modTime: number): "If-None-Match" | "If-Modified-Since" | undefined {
   const modified = Math.floor(modTime / 1000);
-  const ifMatch = headers.get("if-match");
+  const ifMatch = headers.get(`${prefix}if-match`);
   if (ifMatch !== null) {
-    if (!etagListMatches(ifMatch, etag)) throw failed("If-Match");
+    if (!etagListMatches(ifMatch, etag)) throw failed(`${prefix}If-Match`);
   } else {
-    const since = seconds(headers.get("if-unmodified-since"));
-    if (since !== undefined && modified > since) throw failed("If-Unmodified-Since");
+    const since = seconds(headers.get(`${prefix}if-unmodified-since`));
+    if (since !== undefined && modified > since) throw failed(`${prefix}If-Unmodified-Since`);
   }
-  const ifNoneMatch = headers.get("if-none-match");
-  if (ifNoneMatch !== null) return etagListMatches(ifNoneMatch, etag) ? "not-modified" : "proceed";
-  const since = seconds(headers.get("if-modified-since"));
-  return since !== undefined && modified <= since ? "not-modified" : "proceed";
+  const ifNoneMatch = headers.get(`${prefix}if-none-match`);
+  if (ifNoneMatch !== null) return etagListMatches(ifNoneMatch, etag) ? "If-None-Match" : undefined;
+  const since = seconds(headers.get(`${prefix}if-modified-since`));
+  return since !== undefined && modified <= since ? "If-Modified-Since" : undefined;
 }
 
-/**
- * A copy's source conditions (`x-amz-copy-source-if-*`), weighed as a read's: an `if-match` that
- * holds makes `if-unmodified-since` moot, and an `if-none-match` present decides alone (RFC 9110:
- * the ETag outranks the date). Each that fails is a 412 PreconditionFailed, not-modified included.
- */
+/** A read's preconditions: "proceed", "not-modified" (answer 304), or a thrown 412 PreconditionFailed. */
+export function readCondition(headers: Headers, etag: string, modTime: number): "proceed" | "not-modified" {
+  return weigh(headers, "", etag, modTime) ? "not-modified" : "proceed";
+}
+
+/** A copy's source conditions (`x-amz-copy-source-if-*`), weighed as a read's; each that fails is a
+ * 412 PreconditionFailed, "not modified" included. */
 export function copySourceCondition(headers: Headers, modTime: number, etag: string): void {
-  const modified = Math.floor(modTime / 1000);
-  const ifMatch = headers.get("x-amz-copy-source-if-match");
-  if (ifMatch !== null) {
-    if (!etagListMatches(ifMatch, etag)) throw failed("x-amz-copy-source-If-Match");
-  } else {
-    const since = seconds(headers.get("x-amz-copy-source-if-unmodified-since"));
-    if (since !== undefined && modified > since) throw failed("x-amz-copy-source-If-Unmodified-Since");
-  }
-  const ifNoneMatch = headers.get("x-amz-copy-source-if-none-match");
-  if (ifNoneMatch !== null) {
-    if (etagListMatches(ifNoneMatch, etag)) throw failed("x-amz-copy-source-If-None-Match");
-  } else {
-    const since = seconds(headers.get("x-amz-copy-source-if-modified-since"));
-    if (since !== undefined && modified <= since) throw failed("x-amz-copy-source-If-Modified-Since");
-  }
+  const notModified = weigh(headers, "x-amz-copy-source-", etag, modTime);
+  if (notModified) throw failed(`x-amz-copy-source-${notModified}`);
 }
 
 /**
