@@ -39,7 +39,7 @@ import type { Backend, BackendKind, ByteRange, PendingImport, PendingPut } from 
 import { backendLookup, carImporter, deletable } from "./errors.ts";
 import { createFiles, importedNames, type Expectation, type FileRow, type NewFile, type Participant } from "./files.ts";
 import { recordFiles, type AuthorityParticipants } from "./pending.ts";
-import { meterDownload } from "./transfer.ts";
+import { meterDownload, wholeOf } from "./transfer.ts";
 
 /** Downloads up to one chunk are read whole before they are answered: a damaged chunk is then a
  * clean error before any byte goes out. */
@@ -169,7 +169,7 @@ function metered(source: AsyncIterable<Uint8Array>, limit: number, over: () => E
           if (meter.bytes > limit) throw over();
           await onBytes(value.byteLength);
           hasher?.update(value);
-          controller.enqueue(value instanceof Uint8Array && value.constructor === Uint8Array ? value : new Uint8Array(value.buffer, value.byteOffset, value.byteLength));
+          controller.enqueue(value);
         } catch (err) {
           meter.failure ??= err;
           stop();
@@ -441,7 +441,7 @@ export function createPipeline(deps: PipelineDeps) {
     if (length <= WHOLE_BODY_MAX) {
       let bytes: Uint8Array;
       try {
-        bytes = await Bun.readableStreamToBytes(b.read(row.cid, range));
+        bytes = await wholeOf(b.read(row.cid, range));
       } catch (err) {
         await settle(0);
         throw err;

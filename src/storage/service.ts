@@ -23,7 +23,7 @@ import type { Backend, BackendKind, ByteRange } from "./backend.ts";
 import { backendLookup } from "./errors.ts";
 import { cleanName, createFiles, fileEntry, type PublicSql } from "./files.ts";
 import { createSessions, type LoginInput, type SessionKeys } from "../authorities/sessions.ts";
-import { meterDownload } from "./transfer.ts";
+import { meterDownload, wholeOf } from "./transfer.ts";
 import { createPipeline, WHOLE_BODY_MAX } from "./pipeline.ts";
 import { accountPays } from "../authorities/authority.ts";
 import { signedCall } from "../authorities/signed-call.ts";
@@ -187,7 +187,6 @@ function pathCid(text: string): string {
   }
 }
 
-export { WHOLE_BODY_MAX };
 
 /** DID logins per client address and per DID. Higher than D12's 30 account logins a minute: the
  * `stowage` user commands log in once per command, and a script may run many. */
@@ -204,26 +203,6 @@ export const LOGIN_LIMITS = {
  * almost never; a stranger sending random keys meets the limit at once.
  */
 export const REFUSED_PAYER_LIMIT: Limit = { name: "voucher-payer-refused", max: 20, windowMs: 60_000 };
-
-/** A body read whole: one part (what dfs gives for up to a chunk) is the body as it is, more are
- * copied once into one buffer (Bun.readableStreamToBytes always copied: ≈ 14 % of a ranged GET's
- * samples, most of it the page faults of a fresh 1 MiB buffer). */
-async function wholeOf(stream: ReadableStream<Uint8Array>): Promise<Uint8Array> {
-  const parts: Uint8Array[] = [];
-  let n = 0;
-  for await (const part of stream) {
-    parts.push(part);
-    n += part.byteLength;
-  }
-  if (parts.length === 1) return parts[0] as Uint8Array;
-  const out = new Uint8Array(n);
-  let at = 0;
-  for (const part of parts) {
-    out.set(part, at);
-    at += part.byteLength;
-  }
-  return out;
-}
 
 export function createStorage(deps: StorageDeps) {
   const { sql, log, chainId } = deps;
