@@ -253,7 +253,9 @@ export function createBlobGuard({ sql, store, log, now = Date.now }: { sql: Sql;
         },
         clearOf: (key) => pinned.get(key) === true,
         async unpinIn(tx) {
-          await Promise.allSettled([...writing]);
+          // Sent at once when no pin is being written (the usual case): it then goes out with
+          // the statements its caller sends next, in their round trip.
+          if (writing.size > 0) await Promise.allSettled([...writing]);
           await tx.run(UNPIN, [holder]);
         },
         async release(opts) {

@@ -24,15 +24,17 @@ export type Expectation = (current: FileRow | undefined) => void;
  * `recordFiles` documents the list: the content's rows, the authority's claims, the quota's exact
  * check, the authority's counts, the directory's `Public`):
  *
- * 1. `prepare`, every participant's at once with the bucket's insert: statements before any lock
- *    of the account's, on rows no other transaction writes under that lock (the content's, by
- *    relative updates). On PostgreSQL the lock serializes one account's uploads until their
- *    COMMIT; each statement moved out of its span is a round trip less per upload of that account.
+ * 1. `prepare`, every participant's with the bucket's insert: statements before any lock of the
+ *    account's, on rows no other transaction writes under that lock (the content's, by relative
+ *    updates). On PostgreSQL the lock serializes one account's uploads until their COMMIT; what
+ *    runs before it is out of that wait.
  * 2. `lock`, the first participant's that has one (the quota's: D16's lock on the account's row;
- *    with none, the DID's bucket row), then the file row's statements, then every `settle`: all
- *    sent at once, each waiting behind the last, so the lock needs no answer before them (the row
- *    it locks exists: a `prepare` made it) and what a `settle` reads includes the file row. One
- *    round trip under the lock on PostgreSQL. Throwing undoes it all.
+ *    with none, the DID's bucket row), then the file row's statements, then every `settle`.
+ *    Phases 1 and 2 are sent at once, each statement waiting behind the last, so none needs an
+ *    answer before the next goes out: the row the lock takes exists (a `prepare` made it), and
+ *    what a `settle` reads includes the file row. One round trip on PostgreSQL, its statements
+ *    before the lock's outside its span. A `prepare` sends its statements before it first awaits.
+ *    Throwing undoes it all.
  * 3. `released`, only when the rows replaced entries, with those entries' Cids (one per entry):
  *    their content's references dropped in the commit that drops the rows (a round trip more,
  *    for a replacement only; it needs the Cids the rows' statements answered).
@@ -165,20 +167,22 @@ export function createFiles(sql: Sql, now: () => number = Date.now, publicSql?: 
     const locker = participants.find((p) => p.lock);
     return sql.tx(
       async (tx) => {
-        // The bucket's insert takes no lock on a row that exists.
-        await together(together(...participants.map((p) => p.prepare?.(tx))), tx.run(ADD_BUCKET, [did, now()]));
+        // Every participant's `prepare` and the bucket's insert (which takes no lock on a row
+        // that exists), then the lock, then under it the rows' statements and the participants'
+        // `settle`s, which so see the rows: all sent at once, each after the last, one round trip
+        // on PostgreSQL. The statements before the lock run before it all the same.
+        const prepared = together(together(...participants.map((p) => p.prepare?.(tx))), tx.run(ADD_BUCKET, [did, now()]));
         const lock = () => (locker?.lock ? locker.lock(tx) : tx.get(LOCK_BUCKET, [did]));
         // A conditional write reads the entry it would replace under the account's lock, which
         // every write of the account's names takes: two such writes of one name see each other
         // in turn, and only one finds the name as it expected (a round trip more, for them alone).
         if (expect) {
           const f = fs[0] as NewFile;
-          const [, current] = await together(lock(), tx.get<FileRow>(NAMED, [f.did, f.backend, f.name]));
+          const [, , current] = await together(prepared, lock(), tx.get<FileRow>(NAMED, [f.did, f.backend, f.name]));
           expect(current);
         }
-        // The lock, then under it the rows' statements, then the participants', which so see
-        // the rows: one round trip on PostgreSQL.
-        const [, added] = await together(
+        const [, , added] = await together(
+          expect ? undefined : prepared,
           expect ? undefined : lock(),
           together(
             ...fs.map((f) =>

@@ -217,6 +217,26 @@ describe("an acknowledged upload, with quota", () => {
     expect(events.indexOf("← lock")).toBeGreaterThan(events.lastIndexOf("→ read"));
   });
 
+  // Each answer a statement waits for before the next goes out is a round trip on PostgreSQL (and
+  // what the backend spends most on, more than the statements themselves). The file row's
+  // transaction sends everything at once: the content's rows (those a new Cid alone needs
+  // conditioned in SQL on its row being new, not sent after its answer), the account's row, the
+  // lock and what goes under it.
+  for (const kind of ["dfs", "ipfs"] as const) {
+    test(`${kind}: the file row's transaction is one round trip, new content or not`, async () => {
+      const { client, account } = await gw.user();
+      await grant(account.address, "space", 10_000_000);
+      await grant(account.address, "traffic", 10_000_000);
+      const bytes = random(4096);
+      for (const name of ["new.bin", "same-content.bin"]) {
+        const commits = await recorder.during(() => client.upload(kind, bytes, { name }));
+        const events = commits.find((c) => c.tables.has("files"))?.events ?? [];
+        const waits = events.filter((e, i) => e.startsWith("→") && events[i - 1]?.startsWith("←")).length;
+        expect({ name, waits }).toEqual({ name, waits: 0 });
+      }
+    });
+  }
+
   // Each statement outside a transaction is a round trip of its own on PostgreSQL.
   for (const kind of ["dfs", "ipfs"] as const) {
     test(`${kind}: outside a transaction one statement, reading the session, the voucher and the quota's first look together; whether a row names the content's blobs is read in their pin's transaction`, async () => {

@@ -20,12 +20,24 @@ const CHUNK_REFERENCED = "SELECT 1 AS one FROM dfs_chunks WHERE hash = $1";
 const CHUNKS_AMONG = (n: number) => `SELECT hash FROM dfs_chunks WHERE hash IN (${placeholders(n)})`;
 /** One more reference, or the object's row; `refs` 1 means this commit made it. */
 const ADD_OBJECT = `INSERT INTO dfs_objects (cid, size, chunks, refs, created_at) VALUES ($1, $2, $3, 1, $4)
-  ON CONFLICT (cid) DO UPDATE SET refs = dfs_objects.refs + 1 RETURNING refs`;
+  ON CONFLICT (cid) DO UPDATE SET refs = dfs_objects.refs + 1`;
+/**
+ * Whether the commit in this transaction made the object's row ($1: its Cid), as a condition of
+ * the statements that only that commit runs: they go out with ADD_OBJECT instead of after its
+ * answer (one round trip on PostgreSQL). Read after ADD_OBJECT in the same transaction, `refs` is
+ * what it left: a row at zero never outlives its transaction, and another commit or release of
+ * the same Cid waits for this one's row lock.
+ */
+const MADE_HERE = "EXISTS (SELECT 1 FROM dfs_objects WHERE cid = $1 AND refs = 1)";
+// INSERT … SELECT from VALUES (columns column1… on both databases) so that a WHERE can apply;
+// SQLite needs that WHERE anyway to read the ON CONFLICT of an INSERT … SELECT.
 const ADD_CHUNKS = (n: number) =>
-  `INSERT INTO dfs_chunks (hash, size, refs) VALUES ${Array.from({ length: n }, (_, i) => `($${2 * i + 1}, $${2 * i + 2}, 1)`).join(", ")}
+  `INSERT INTO dfs_chunks (hash, size, refs)
+   SELECT column1, column2, 1 FROM (VALUES ${Array.from({ length: n }, (_, i) => `($${2 * i + 2}, CAST($${2 * i + 3} AS BIGINT))`).join(", ")}) AS v WHERE ${MADE_HERE}
    ON CONFLICT (hash) DO UPDATE SET refs = dfs_chunks.refs + 1`;
 const ADD_MANIFEST = (n: number) =>
-  `INSERT INTO dfs_object_chunks (cid, idx, hash, size) VALUES ${Array.from({ length: n }, (_, i) => `($1, $${3 * i + 2}, $${3 * i + 3}, $${3 * i + 4})`).join(", ")}`;
+  `INSERT INTO dfs_object_chunks (cid, idx, hash, size)
+   SELECT $1, column1, column2, column3 FROM (VALUES ${Array.from({ length: n }, (_, i) => `(CAST($${3 * i + 2} AS INTEGER), $${3 * i + 3}, CAST($${3 * i + 4} AS BIGINT))`).join(", ")}) AS v WHERE ${MADE_HERE}`;
 const DROP_REF = "UPDATE dfs_objects SET refs = refs - 1 WHERE cid = $1 RETURNING refs";
 const MANIFEST_HASHES = "SELECT DISTINCT hash FROM dfs_object_chunks WHERE cid = $1";
 const DROP_MANIFEST = "DELETE FROM dfs_object_chunks WHERE cid = $1";
@@ -50,13 +62,13 @@ export async function chunkReferenced(q: Queryable, hash: string): Promise<boole
  * relative updates only, so a retried transaction may run them again.
  */
 export async function commitIn(tx: Queryable, cid: string, size: number, manifest: readonly ChunkRef[]): Promise<void> {
-  const row = await tx.get<{ refs: number }>(ADD_OBJECT, [cid, size, manifest.length, Date.now()]);
-  if (row?.refs !== 1) return;
   // Sorted: two commits sharing chunks lock their rows in one order (no deadlock).
   const chunks = distinct(manifest).sort((a, b) => (a.hash < b.hash ? -1 : a.hash > b.hash ? 1 : 0));
-  // Sent together, chunks first (the manifest's rows name them): one round trip on PostgreSQL.
+  // All sent at once, in this order (the manifest's rows name the object and the chunks); those
+  // after the object's only write when it made the row (MADE_HERE).
   await together(
-    ...[...batches(chunks)].map((part) => tx.run(ADD_CHUNKS(part.length), part.flatMap((c) => [c.hash, c.size]))),
+    tx.run(ADD_OBJECT, [cid, size, manifest.length, Date.now()]),
+    ...[...batches(chunks)].map((part) => tx.run(ADD_CHUNKS(part.length), [cid, ...part.flatMap((c) => [c.hash, c.size])])),
     ...[...batches(manifest.map((c, idx) => [idx, c] as const))].map((part) => tx.run(ADD_MANIFEST(part.length), [cid, ...part.flatMap(([idx, c]) => [idx, c.hash, c.size])])),
   );
 }

@@ -6,15 +6,28 @@
  * row and its root's row change together: a block is referenced exactly while some pinned root's
  * DAG contains it.
  */
-import { allInBatches, batches, placeholders, type Queryable, type Sql } from "../../db/sql.ts";
+import { allInBatches, batches, placeholders, type Queryable, type Sql, together } from "../../db/sql.ts";
 import type { BlockSizes } from "./put.ts";
 
 /** One more reference, or the root's row; `refs` 1 means this commit made it. */
-const ADD_PIN = "INSERT INTO ipfs_pins (cid, refs, size) VALUES ($1, 1, $2) ON CONFLICT (cid) DO UPDATE SET refs = ipfs_pins.refs + 1 RETURNING refs";
-const ADD_OBJECT_BLOCKS = (n: number) =>
-  `INSERT INTO ipfs_object_blocks (cid, key) VALUES ${Array.from({ length: n }, (_, i) => `($1, $${i + 2})`).join(", ")} ON CONFLICT (cid, key) DO NOTHING`;
-const ADD_BLOCKS = (n: number) =>
-  `INSERT INTO ipfs_blocks (key, size, refs) VALUES ${Array.from({ length: n }, (_, i) => `($${2 * i + 1}, $${2 * i + 2}, 1)`).join(", ")}
+const ADD_PIN = "INSERT INTO ipfs_pins (cid, refs, size) VALUES ($1, 1, $2) ON CONFLICT (cid) DO UPDATE SET refs = ipfs_pins.refs + 1";
+/**
+ * Whether the commit in this transaction made the root's row ($1: its Cid), as a condition of the
+ * statements that only that commit runs: they go out with ADD_PIN instead of after its answer
+ * (one round trip on PostgreSQL). Read after ADD_PIN in the same transaction, `refs` is what it
+ * left: a row at zero never outlives its transaction, and another commit or release of the same
+ * Cid waits for this one's row lock.
+ */
+const MADE_HERE = "EXISTS (SELECT 1 FROM ipfs_pins WHERE cid = $1 AND refs = 1)";
+// INSERT … SELECT from VALUES (columns column1… on both databases) so that a WHERE can apply;
+// SQLite needs that WHERE anyway to read the ON CONFLICT of an INSERT … SELECT.
+// `when`: MADE_HERE, or always (indexing an existing root's DAG).
+const ADD_OBJECT_BLOCKS = (n: number, when: string) =>
+  `INSERT INTO ipfs_object_blocks (cid, key) SELECT $1, column1 FROM (VALUES ${Array.from({ length: n }, (_, i) => `($${i + 2})`).join(", ")}) AS v WHERE ${when}
+   ON CONFLICT (cid, key) DO NOTHING`;
+const ADD_BLOCKS = (n: number, when: string) =>
+  `INSERT INTO ipfs_blocks (key, size, refs)
+   SELECT column1, column2, 1 FROM (VALUES ${Array.from({ length: n }, (_, i) => `($${2 * i + 2}, CAST($${2 * i + 3} AS BIGINT))`).join(", ")}) AS v WHERE ${when}
    ON CONFLICT (key) DO UPDATE SET refs = ipfs_blocks.refs + 1`;
 const DROP_REF = "UPDATE ipfs_pins SET refs = refs - 1 WHERE cid = $1 RETURNING refs";
 const DROP_PIN = "DELETE FROM ipfs_pins WHERE cid = $1";
@@ -41,18 +54,21 @@ export function addRef(sql: Sql, cid: string, size: number, blocks: BlockSizes):
 /** `addRef`'s statements in the caller's READ COMMITTED transaction (an upload's file row's):
  * relative updates only, so a retried transaction may run them again. */
 export async function addRefIn(tx: Queryable, cid: string, size: number, blocks: BlockSizes): Promise<void> {
-  const row = await tx.get<{ refs: number }>(ADD_PIN, [cid, size]);
-  if (row?.refs === 1) await referenceBlocks(tx, cid, blocks);
+  // All sent at once, in this order; the DAG's rows only when this commit made the root's row.
+  await together(tx.run(ADD_PIN, [cid, size]), referenceBlocks(tx, cid, blocks, MADE_HERE));
 }
 
-/** Writes the DAG's rows of a root whose pin row exists and that has none yet. */
-async function referenceBlocks(tx: Queryable, cid: string, blocks: BlockSizes): Promise<void> {
+/** Writes the DAG's rows of a root whose pin row exists and that has none yet, when `when` holds. */
+function referenceBlocks(tx: Queryable, cid: string, blocks: BlockSizes, when = "1 = 1"): Promise<unknown> {
   // Sorted: two commits sharing blocks lock their rows in one order (no deadlock).
   const entries = [...blocks].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-  for (const part of batches(entries)) {
-    await tx.run(ADD_OBJECT_BLOCKS(part.length), [cid, ...part.map(([key]) => key)]);
-    await tx.run(ADD_BLOCKS(part.length), part.flatMap(([key, size]) => [key, size]));
-  }
+  // Sent together, in order: one round trip on PostgreSQL.
+  return together(
+    ...[...batches(entries)].flatMap((part) => [
+      tx.run(ADD_OBJECT_BLOCKS(part.length, when), [cid, ...part.map(([key]) => key)]),
+      tx.run(ADD_BLOCKS(part.length, when), [cid, ...part.flatMap(([key, size]) => [key, size])]),
+    ]),
+  );
 }
 
 /**
