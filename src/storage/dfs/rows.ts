@@ -37,9 +37,12 @@ const ADD_CHUNKS = (n: number) =>
    ON CONFLICT (hash) DO UPDATE SET refs = dfs_chunks.refs + 1`;
 const ADD_MANIFEST = (n: number) =>
   `INSERT INTO dfs_object_chunks (cid, idx, hash, size)
-   SELECT $1, column1, column2, column3 FROM (VALUES ${Array.from({ length: n }, (_, i) => `(CAST($${3 * i + 2} AS INTEGER), $${3 * i + 3}, CAST($${3 * i + 4} AS BIGINT))`).join(", ")}) AS v WHERE ${MADE_HERE}`;
+   SELECT CAST($1 AS TEXT), column1, column2, column3 FROM (VALUES ${Array.from({ length: n }, (_, i) => `(CAST($${3 * i + 2} AS INTEGER), $${3 * i + 3}, CAST($${3 * i + 4} AS BIGINT))`).join(", ")}) AS v WHERE ${MADE_HERE}`;
 const DROP_REF = "UPDATE dfs_objects SET refs = refs - 1 WHERE cid = $1 RETURNING refs";
 const MANIFEST_HASHES = "SELECT DISTINCT hash FROM dfs_object_chunks WHERE cid = $1";
+/** The manifest's chunks when the object's last reference went in this transaction (sent with
+ * DROP_REF, not after its answer: one round trip on PostgreSQL). */
+const FREED_MANIFEST_HASHES = "SELECT DISTINCT hash FROM dfs_object_chunks WHERE cid = $1 AND EXISTS (SELECT 1 FROM dfs_objects WHERE cid = $1 AND refs <= 0)";
 const DROP_MANIFEST = "DELETE FROM dfs_object_chunks WHERE cid = $1";
 const DROP_OBJECT = "DELETE FROM dfs_objects WHERE cid = $1";
 const UNREF_CHUNKS = (n: number) => `UPDATE dfs_chunks SET refs = refs - 1 WHERE hash IN (${placeholders(n)})`;
@@ -78,10 +81,10 @@ export async function commitIn(tx: Queryable, cid: string, size: number, manifes
  * replaced an entry): relative updates only, so a retried transaction may run them again.
  */
 export async function releaseIn(tx: Queryable, cid: string): Promise<string[] | undefined> {
-  const row = await tx.get<{ refs: number }>(DROP_REF, [cid]);
+  const [row, hashes] = await together(tx.get<{ refs: number }>(DROP_REF, [cid]), tx.all<{ hash: string }>(FREED_MANIFEST_HASHES, [cid]));
   if (!row) return undefined;
   if (row.refs > 0) return [];
-  return dropObject(tx, cid);
+  return dropObject(tx, cid, hashes.map((r) => r.hash));
 }
 
 export class Rows {
@@ -131,7 +134,7 @@ export class Rows {
     return this.sql.tx(async (tx) => {
       const dead = await tx.all<{ cid: string }>(DEAD_OBJECTS);
       const chunks: string[] = [];
-      for (const o of dead) chunks.push(...(await dropObject(tx, o.cid)));
+      for (const o of dead) chunks.push(...(await dropObject(tx, o.cid, (await tx.all<{ hash: string }>(MANIFEST_HASHES, [o.cid])).map((r) => r.hash))));
       const zero = await tx.all<{ hash: string }>(DEAD_CHUNKS);
       return { objects: dead.length, chunks: [...chunks, ...zero.map((z) => z.hash)] };
     }, LOCKED);
@@ -150,16 +153,17 @@ function distinct(manifest: readonly ChunkRef[]): ChunkRef[] {
 
 /**
  * Deletes an object whose count reached zero (its row is locked by the caller's update) and its
- * manifest; its chunks lose a reference. Returns the chunks now at zero, whose rows go too.
+ * manifest (`hashes`: its distinct chunks, read under that lock); its chunks lose a reference.
+ * Returns the chunks now at zero, whose rows go too. All sent at once: one round trip on PostgreSQL.
  */
-async function dropObject(tx: Queryable, cid: string): Promise<string[]> {
-  const hashes = (await tx.all<{ hash: string }>(MANIFEST_HASHES, [cid])).map((r) => r.hash).sort();
-  await tx.run(DROP_MANIFEST, [cid]);
-  await tx.run(DROP_OBJECT, [cid]);
-  const gone: string[] = [];
-  for (const batch of batches(hashes)) {
-    await tx.run(UNREF_CHUNKS(batch.length), batch);
-    for (const z of await tx.all<{ hash: string }>(DROP_ZERO_CHUNKS(batch.length), batch)) gone.push(z.hash);
-  }
-  return gone;
+async function dropObject(tx: Queryable, cid: string, hashes: readonly string[]): Promise<string[]> {
+  // Sorted: two transactions sharing chunks lock their rows in one order (no deadlock).
+  const sorted = [...hashes].sort();
+  const parts = [...batches(sorted)];
+  const [, , ...answers] = await together(
+    tx.run(DROP_MANIFEST, [cid]),
+    tx.run(DROP_OBJECT, [cid]),
+    ...parts.flatMap((batch) => [tx.run(UNREF_CHUNKS(batch.length), batch), tx.all<{ hash: string }>(DROP_ZERO_CHUNKS(batch.length), batch)]),
+  );
+  return answers.flatMap((a) => (Array.isArray(a) ? a.map((z: { hash: string }) => z.hash) : []));
 }

@@ -21,19 +21,25 @@ const ADD_PIN = "INSERT INTO ipfs_pins (cid, refs, size) VALUES ($1, 1, $2) ON C
 const MADE_HERE = "EXISTS (SELECT 1 FROM ipfs_pins WHERE cid = $1 AND refs = 1)";
 // INSERT … SELECT from VALUES (columns column1… on both databases) so that a WHERE can apply;
 // SQLite needs that WHERE anyway to read the ON CONFLICT of an INSERT … SELECT.
-// `when`: MADE_HERE, or always (indexing an existing root's DAG).
+/** True, naming $1 (the Cid), which ADD_BLOCKS binds without using otherwise: PostgreSQL must infer its type. */
+const ALWAYS = "CAST($1 AS TEXT) IS NOT NULL";
+// `when`: MADE_HERE, or ALWAYS (indexing an existing root's DAG).
 const ADD_OBJECT_BLOCKS = (n: number, when: string) =>
-  `INSERT INTO ipfs_object_blocks (cid, key) SELECT $1, column1 FROM (VALUES ${Array.from({ length: n }, (_, i) => `($${i + 2})`).join(", ")}) AS v WHERE ${when}
+  `INSERT INTO ipfs_object_blocks (cid, key) SELECT CAST($1 AS TEXT), column1 FROM (VALUES ${Array.from({ length: n }, (_, i) => `($${i + 2})`).join(", ")}) AS v WHERE ${when}
    ON CONFLICT (cid, key) DO NOTHING`;
 const ADD_BLOCKS = (n: number, when: string) =>
   `INSERT INTO ipfs_blocks (key, size, refs)
    SELECT column1, column2, 1 FROM (VALUES ${Array.from({ length: n }, (_, i) => `($${2 * i + 2}, CAST($${2 * i + 3} AS BIGINT))`).join(", ")}) AS v WHERE ${when}
    ON CONFLICT (key) DO UPDATE SET refs = ipfs_blocks.refs + 1`;
 const DROP_REF = "UPDATE ipfs_pins SET refs = refs - 1 WHERE cid = $1 RETURNING refs";
-const DROP_PIN = "DELETE FROM ipfs_pins WHERE cid = $1";
-const UNREF_BLOCKS = "UPDATE ipfs_blocks SET refs = refs - 1 WHERE key IN (SELECT key FROM ipfs_object_blocks WHERE cid = $1)";
-const DROP_ZERO_BLOCKS = "DELETE FROM ipfs_blocks WHERE refs <= 0 AND key IN (SELECT key FROM ipfs_object_blocks WHERE cid = $1) RETURNING key";
-const DROP_OBJECT_BLOCKS = "DELETE FROM ipfs_object_blocks WHERE cid = $1";
+/** Whether the root's last reference went in this transaction ($1: its Cid): the condition of what
+ * follows DROP_REF, sent with it rather than after its answer (one round trip on PostgreSQL). */
+const GONE_HERE = "EXISTS (SELECT 1 FROM ipfs_pins WHERE cid = $1 AND refs <= 0)";
+const UNREF_BLOCKS = `UPDATE ipfs_blocks SET refs = refs - 1 WHERE key IN (SELECT key FROM ipfs_object_blocks WHERE cid = $1) AND ${GONE_HERE}`;
+const DROP_ZERO_BLOCKS = `DELETE FROM ipfs_blocks WHERE refs <= 0 AND key IN (SELECT key FROM ipfs_object_blocks WHERE cid = $1) AND ${GONE_HERE} RETURNING key`;
+const DROP_OBJECT_BLOCKS = `DELETE FROM ipfs_object_blocks WHERE cid = $1 AND ${GONE_HERE}`;
+/** Last: the statements before it read the root's row. */
+const DROP_PIN = "DELETE FROM ipfs_pins WHERE cid = $1 AND refs <= 0";
 const BLOCK_REFERENCED = "SELECT 1 AS one FROM ipfs_blocks WHERE key = $1 AND refs > 0";
 const BLOCKS_AMONG = (n: number) => `SELECT key FROM ipfs_blocks WHERE key IN (${placeholders(n)}) AND refs > 0`;
 const UNINDEXED = "SELECT cid FROM ipfs_pins p WHERE NOT EXISTS (SELECT 1 FROM ipfs_object_blocks o WHERE o.cid = p.cid)";
@@ -59,7 +65,7 @@ export async function addRefIn(tx: Queryable, cid: string, size: number, blocks:
 }
 
 /** Writes the DAG's rows of a root whose pin row exists and that has none yet, when `when` holds. */
-function referenceBlocks(tx: Queryable, cid: string, blocks: BlockSizes, when = "1 = 1"): Promise<unknown> {
+function referenceBlocks(tx: Queryable, cid: string, blocks: BlockSizes, when = ALWAYS): Promise<unknown> {
   // Sorted: two commits sharing blocks lock their rows in one order (no deadlock).
   const entries = [...blocks].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
   // Sent together, in order: one round trip on PostgreSQL.
@@ -83,13 +89,16 @@ export function dropRef(sql: Sql, cid: string): Promise<{ left: number | undefin
 /** `dropRef`'s statements in the caller's READ COMMITTED transaction (the file row's that
  * replaced an entry): relative updates only, so a retried transaction may run them again. */
 export async function dropRefIn(tx: Queryable, cid: string): Promise<{ left: number | undefined; freed: string[] }> {
-  const row = await tx.get<{ refs: number }>(DROP_REF, [cid]);
+  // All sent at once, in this order; those after DROP_REF act only when it took the last reference.
+  const [row, , freed] = await together(
+    tx.get<{ refs: number }>(DROP_REF, [cid]),
+    tx.run(UNREF_BLOCKS, [cid]),
+    tx.all<{ key: string }>(DROP_ZERO_BLOCKS, [cid]),
+    tx.run(DROP_OBJECT_BLOCKS, [cid]),
+    tx.run(DROP_PIN, [cid]),
+  );
   if (!row) return { left: undefined, freed: [] };
   if (row.refs > 0) return { left: row.refs, freed: [] };
-  await tx.run(DROP_PIN, [cid]);
-  await tx.run(UNREF_BLOCKS, [cid]);
-  const freed = await tx.all<{ key: string }>(DROP_ZERO_BLOCKS, [cid]);
-  await tx.run(DROP_OBJECT_BLOCKS, [cid]);
   return { left: 0, freed: freed.map((r) => r.key) };
 }
 
