@@ -63,6 +63,8 @@ const ADD_ACCOUNT = "INSERT INTO quota_accounts (account) VALUES ($1) ON CONFLIC
 const RENEW = "UPDATE quota_reservations SET bytes = $2, expires_at = $3 WHERE id = $1 RETURNING id";
 const HOLD = "INSERT INTO quota_reservations (account, kind, bytes, created_at, gateway, expires_at) VALUES ($1, $2, $3, $4, $5, $6) RETURNING id";
 const ADD_TRAFFIC = "INSERT INTO traffic_usage (account, period_start, bytes) VALUES ($1, $2, $3) ON CONFLICT (account, period_start) DO UPDATE SET bytes = traffic_usage.bytes + excluded.bytes";
+/** Whether the account's row exists ($1: the account), as a column of an upload's first look. */
+const ACCOUNT_MADE = "EXISTS (SELECT 1 FROM quota_accounts WHERE account = $1)";
 const CLEAR_STALE = "DELETE FROM quota_reservations WHERE expires_at <= $1";
 const CLEAR_OWN = "DELETE FROM quota_reservations WHERE gateway = $1";
 
@@ -185,6 +187,9 @@ export function createMeter({ sql, records, storedBytes, now = Date.now, gateway
     let closed = false;
     /** The check running now: bytes that arrive meanwhile wait for it rather than start another. */
     let checking: Promise<void> | undefined;
+    /** Whether the account's row exists (rows are never deleted): the first look read it, or a
+     * check made it. The file row's transaction then sends no insert of it. */
+    let made = false;
 
     const mine = () => Object.values(ids).filter((id) => id !== undefined);
 
@@ -223,6 +228,7 @@ export function createMeter({ sql, records, storedBytes, now = Date.now, gateway
       const outcome = await sql.tx(async (tx) => {
         Object.assign(ids, before);
         await lockAccount(tx, account);
+        made = true;
         const free = await room(tx, want);
         if (typeof free !== "number") {
           // Dropped in this same transaction: a refused upload never counts against another.
@@ -261,8 +267,9 @@ export function createMeter({ sql, records, storedBytes, now = Date.now, gateway
         if (closed) throw new Error("upload meter already closed");
         return {
           // The account's row before the lock (a conflict-free insert takes no lock on a row that
-          // exists), so the lock goes out with the file row's statements (files.ts Participant).
-          prepare: async (tx: Queryable) => void (await tx.run(ADD_ACCOUNT, [account])),
+          // exists), so the lock goes out with the file row's statements (files.ts Participant);
+          // only on the account's first upload (an insert that does nothing is a statement all the same).
+          prepare: async (tx: Queryable) => void (made || (await tx.run(ADD_ACCOUNT, [account]))),
           lock: (tx: Queryable) => lockMade(tx, account),
           settle: async (tx: Queryable) => {
             const holds = mine();
@@ -304,7 +311,9 @@ export function createMeter({ sql, records, storedBytes, now = Date.now, gateway
     const first = usage(account, { stored: storedBytes(did, replaced), periodStart: traffic.periodStart });
     const look: Look<typeof upload> = {
       ...first,
+      columns: { ...first.columns, accountMade: ACCOUNT_MADE },
       read(row) {
+        made = Boolean(row.accountMade); // 0/1 on SQLite
         checked(fits(first.read(row), 0), 0);
         return upload;
       },

@@ -3,7 +3,7 @@
  * name) — an upload with an existing name replaces that entry — and the entries of spec 2.5.
  */
 import { ReadCache } from "../db/read-cache.ts";
-import { type Fragment, type Queryable, type Sql, together } from "../db/sql.ts";
+import { type Fragment, type Look, type Queryable, type Sql, together } from "../db/sql.ts";
 import { failure } from "../failure.ts";
 import type { FileEntry } from "../http/model.ts";
 import type { BackendKind } from "./backend.ts";
@@ -55,6 +55,7 @@ const STORED = "COALESCE((SELECT bytes FROM stored_totals WHERE did = $1), 0)";
 const STORED_EXCEPT = `(${STORED} - COALESCE((SELECT size FROM files WHERE did = $1 AND backend = $2 AND name = $3), 0))`;
 const ADD_BUCKET = "INSERT INTO buckets (did, created_at) VALUES ($1, $2) ON CONFLICT (did) DO NOTHING";
 const LOCK_BUCKET = "SELECT did FROM buckets WHERE did = $1 FOR UPDATE";
+const BUCKET_MADE = "EXISTS (SELECT 1 FROM buckets WHERE did = $1)";
 const DROP_NAMED = "DELETE FROM files WHERE did = $1 AND backend = $2 AND name = $3 RETURNING cid";
 const INSERT_FILE = `INSERT INTO files (did, backend, name, cid, size, encryption, mod_time, etag, metadata, checksum, parts) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING ${COLUMNS}`;
 // By name, in byte order (PostgreSQL's name column is COLLATE "C", SQLite compares bytes): the S3 API's listing (D18).
@@ -160,7 +161,8 @@ export function createFiles(sql: Sql, now: () => number = Date.now, publicSql?: 
   // request's CPU); the version is SQLite's, so PostgreSQL reads every time.
   const pages = new ReadCache<ListedRow>(() => sql.dataVersion?.());
   /** `add` of several files of one DID in one transaction (a CAR import's roots): all or none. */
-  function addAll(fs: readonly NewFile[], participants: readonly Participant[] = [], expect?: Expectation): Promise<{ row: FileRow; replaced?: string }[]> {
+  /** `bucketMade`: the DID's bucket exists (`bucketLook`; buckets are never deleted), so its insert is not sent. */
+  function addAll(fs: readonly NewFile[], participants: readonly Participant[] = [], expect?: Expectation, bucketMade = false): Promise<{ row: FileRow; replaced?: string }[]> {
     const did = fs[0]?.did;
     if (did === undefined || fs.some((f) => f.did !== did)) throw new Error("addAll records files of one DID, at least one");
     if (expect && fs.length !== 1) throw new Error("a conditional write records one file");
@@ -171,7 +173,7 @@ export function createFiles(sql: Sql, now: () => number = Date.now, publicSql?: 
         // that exists), then the lock, then under it the rows' statements and the participants'
         // `settle`s, which so see the rows: all sent at once, each after the last, one round trip
         // on PostgreSQL. The statements before the lock run before it all the same.
-        const prepared = together(together(...participants.map((p) => p.prepare?.(tx))), tx.run(ADD_BUCKET, [did, now()]));
+        const prepared = together(together(...participants.map((p) => p.prepare?.(tx))), bucketMade ? undefined : tx.run(ADD_BUCKET, [did, now()]));
         const lock = () => (locker?.lock ? locker.lock(tx) : tx.get(LOCK_BUCKET, [did]));
         // A conditional write reads the entry it would replace under the account's lock, which
         // every write of the account's names takes: two such writes of one name see each other
@@ -221,6 +223,12 @@ export function createFiles(sql: Sql, now: () => number = Date.now, publicSql?: 
     },
 
     addAll,
+
+    /** Whether `did`'s bucket exists, as a look (db/sql.ts): an upload reads it with its other
+     * first looks, and its file row's transaction then sends no insert of it. */
+    bucketLook(did: string): Look<boolean> {
+      return { columns: { bucketMade: BUCKET_MADE }, params: [did], read: (row) => Boolean(row.bucketMade) }; // 0/1 on SQLite
+    },
 
     /** A page of `did`'s files on `backend`, each with whether `owner` (the DID's address)
      * publishes its Cid as public in the directory (D9, spec 2.5 `Public`). */

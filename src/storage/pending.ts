@@ -87,6 +87,8 @@ type RecordOptions = {
   refuse?: (cid: string) => void;
   /** A conditional write's check of the entry it replaces, under the account's lock (one file only). */
   expect?: Expectation;
+  /** The DID's bucket exists (files.ts `bucketLook`): no insert of it is sent. */
+  bucketMade?: boolean;
   /** Drops a replaced entry's reference to its content in the transaction (the back-end's
    * `releaseIn`); what it answers runs after the commit. */
   release?: (tx: Queryable, cid: string) => Promise<AfterRelease>;
@@ -135,7 +137,7 @@ export async function recordFiles(files: Pick<Files, "addAll">, rows: readonly F
       },
     };
     const participants = [content, opts.authority?.claims, quota, opts.authority?.counts, opts.also, released].filter((p): p is Participant => p !== undefined);
-    out = await files.addAll(rows, participants, opts.expect);
+    out = await files.addAll(rows, participants, opts.expect, opts.bucketMade);
   } catch (err) {
     await opts.quota?.release();
     await pending.abort().catch((e) => opts.log.error("dropping a refused upload's content failed", { cids: rows.map((r) => r.cid), err: (e as Error).message }));

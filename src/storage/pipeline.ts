@@ -211,16 +211,19 @@ export function createPipeline(deps: PipelineDeps) {
 
   /** Step 1: the declared length, then the account's meter (`replaces`: the entry the file would
    * replace, whose bytes it need not find room for; none for a CAR's roots or a part). */
-  async function admit(authority: Authority, opts: { declared?: number; framed?: boolean }, replaces?: { backend: BackendKind; name: string }): Promise<UploadMeter | undefined> {
+  async function admit(authority: Authority, opts: { declared?: number; framed?: boolean }, replaces?: { backend: BackendKind; name: string }): Promise<Admitted> {
     checkDeclared(opts);
     const declared = opts.declared;
     const { who } = authority;
-    // The authority's look and the quota's first in one statement (on PostgreSQL each outside a
-    // transaction is a commit).
+    // The authority's look, the quota's first and whether the account's bucket exists, in one
+    // statement (on PostgreSQL each outside a transaction is a commit).
     const first = await deps.meter?.uploadLook(who.address, who.canonical, { declared: declared !== undefined && declared > 0 && Number.isFinite(declared) ? declared : undefined, ...replaces });
-    const [, quota] = await looks(sql, authority.look, first);
-    return quota;
+    const [, quota, bucketMade] = await looks(sql, authority.look, first, files.bucketLook(who.canonical));
+    return { quota, bucketMade };
   }
+
+  /** What step 1 answers: the account's meter (none without quota), and whether its bucket exists. */
+  type Admitted = { quota: UploadMeter | undefined; bucketMade: boolean };
 
   /** Step 2's meter: the body limit or the authority's allowance, whichever is less, and the quota's holds. */
   function meter(authority: Authority, source: AsyncIterable<Uint8Array>, quota: UploadMeter | undefined, digest?: "md5" | "sha256") {
@@ -257,7 +260,7 @@ export function createPipeline(deps: PipelineDeps) {
   }
 
   /** Steps 4 and 5 for `rows` of one pending content. */
-  async function keep(b: Backend, authority: Authority, rows: NewFile[], pending: Pick<PendingPut, "commit" | "commitIn" | "abort">, quota: UploadMeter | undefined, moved: number, opts: { expect?: Expectation; withPublic?: boolean; refuseAs?: "upload" | "import" }): Promise<Recorded[]> {
+  async function keep(b: Backend, authority: Authority, rows: NewFile[], pending: Pick<PendingPut, "commit" | "commitIn" | "abort">, quota: UploadMeter | undefined, moved: number, opts: { expect?: Expectation; withPublic?: boolean; refuseAs?: "upload" | "import"; bucketMade?: boolean }): Promise<Recorded[]> {
     let publicOnes: ReadonlySet<string> | undefined;
     const also: Participant | undefined =
       opts.withPublic && deps.publicCids
@@ -277,6 +280,7 @@ export function createPipeline(deps: PipelineDeps) {
       also,
       refuse: (cid) => deps.denylist?.refuseUpload(cid, opts.refuseAs),
       expect: opts.expect,
+      bucketMade: opts.bucketMade,
       release: (tx, cid) => b.releaseIn(tx, cid),
       log,
     });
@@ -300,13 +304,13 @@ export function createPipeline(deps: PipelineDeps) {
   /** Stores `source` as the file `name` on `kind`, replacing one of that name: every step above. */
   async function put(authority: Authority, k: BackendKind, name: string, source: AsyncIterable<Uint8Array>, opts: PutOptions = {}): Promise<Recorded> {
     const b = backend(k);
-    const quota = await admit(authority, opts, { backend: b.kind, name });
+    const { quota, bucketMade } = await admit(authority, opts, { backend: b.kind, name });
     try {
       const { stream, meter: m } = meter(authority, source, quota, opts.digest);
       const pending = await received(m, () => b.put(stream));
       await checked(pending, () => opts.check?.(m, pending.cid));
       const moved = Math.min(opts.moved ?? m.bytes, m.bytes);
-      const [out] = await keep(b, authority, [fileOf(authority, b, name, pending, opts, opts.etag?.(m))], pending, quota, moved, opts);
+      const [out] = await keep(b, authority, [fileOf(authority, b, name, pending, opts, opts.etag?.(m))], pending, quota, moved, { ...opts, bucketMade });
       return out as Recorded;
     } finally {
       await letGo(quota);
@@ -324,14 +328,14 @@ export function createPipeline(deps: PipelineDeps) {
     const importer = carImporter(b);
     // Its files are named by its roots, known once it is read: no entry is left out of the checks
     // as it streams (the exact check at the end counts what it replaces).
-    const quota = await admit(authority, opts);
+    const { quota, bucketMade } = await admit(authority, opts);
     try {
       const { stream, meter: m } = meter(authority, source, quota, opts.digest);
       const pending = await received(m, () => importer(stream));
       const roots = pending.roots;
       await checked(pending, () => opts.check?.(m, roots));
       const rows = importedNames(name, roots, opts.separator).map((rootName, i) => fileOf(authority, b, rootName, roots[i] as (typeof roots)[number], { encryption: opts.encryption }));
-      return await keep(b, authority, rows, pending, quota, m.bytes, { withPublic: opts.withPublic, refuseAs: "import" });
+      return await keep(b, authority, rows, pending, quota, m.bytes, { withPublic: opts.withPublic, refuseAs: "import", bucketMade });
     } finally {
       await letGo(quota);
     }
@@ -349,15 +353,16 @@ export function createPipeline(deps: PipelineDeps) {
     if (!b.compose) return undefined;
     const pending = await b.compose(cids);
     if (!pending) return undefined;
-    let quota: UploadMeter | undefined;
+    let admitted: Admitted;
     try {
-      quota = await admit(authority, { declared: pending.size }, { backend: b.kind, name });
+      admitted = await admit(authority, { declared: pending.size }, { backend: b.kind, name });
     } catch (err) {
       await pending.abort().catch(() => {});
       throw err;
     }
+    const { quota, bucketMade } = admitted;
     try {
-      const [out] = await keep(b, authority, [fileOf(authority, b, name, pending, opts, opts.etag)], pending, quota, Math.min(opts.moved ?? pending.size, pending.size), opts);
+      const [out] = await keep(b, authority, [fileOf(authority, b, name, pending, opts, opts.etag)], pending, quota, Math.min(opts.moved ?? pending.size, pending.size), { ...opts, bucketMade });
       return out as Recorded;
     } finally {
       await letGo(quota);
@@ -372,7 +377,7 @@ export function createPipeline(deps: PipelineDeps) {
    */
   async function record(authority: Authority, k: BackendKind, name: string, make: (onBytes: (n: number) => Promise<void>) => Promise<PendingPut>): Promise<Recorded> {
     const b = backend(k);
-    const quota = await admit(authority, {}, { backend: b.kind, name });
+    const { quota, bucketMade } = await admit(authority, {}, { backend: b.kind, name });
     let moved = 0;
     try {
       const pending = await make(async (n) => {
@@ -380,7 +385,7 @@ export function createPipeline(deps: PipelineDeps) {
         if (moved > deps.maxBody) throw tooLarge(deps.maxBody);
         await quota?.add(n);
       });
-      const [out] = await keep(b, authority, [fileOf(authority, b, name, pending, {})], pending, quota, moved, {});
+      const [out] = await keep(b, authority, [fileOf(authority, b, name, pending, {})], pending, quota, moved, { bucketMade });
       return out as Recorded;
     } finally {
       await letGo(quota);
@@ -396,7 +401,7 @@ export function createPipeline(deps: PipelineDeps) {
    */
   async function stash(authority: Authority, k: BackendKind, source: AsyncIterable<Uint8Array>, opts: { declared?: number } = {}): Promise<Stashed> {
     const b = backend(k);
-    const quota = await admit(authority, opts);
+    const { quota } = await admit(authority, opts);
     const letGoHolds = async () => void (await letGo(quota));
     try {
       const { stream, meter: m } = meter(authority, source, quota, "md5");
@@ -416,7 +421,7 @@ export function createPipeline(deps: PipelineDeps) {
 
   /** Throws the quota's refusal when the authority's pools are full now; holds nothing. */
   async function mayStore(authority: Authority): Promise<void> {
-    await letGo(await admit(authority, {}));
+    await letGo((await admit(authority, {})).quota);
   }
 
   /**

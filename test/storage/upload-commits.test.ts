@@ -214,12 +214,17 @@ describe("an acknowledged upload, with quota", () => {
     const { client, account } = await gw.user();
     await grant(account.address, "space", 10_000_000);
     await grant(account.address, "traffic", 10_000_000);
-    await client.upload("dfs", random(4096), { name: "first.bin" }); // the account's quota row exists
+    // The account's first upload makes its quota row and its bucket, before the lock; later ones
+    // read in their first look that both exist, and send no insert of them.
+    const first = await recorder.during(() => client.upload("dfs", random(4096), { name: "first.bin" }));
+    const made = first.find((c) => c.tables.has("files"))?.statements ?? [];
+    expect(made.slice(0, made.indexOf("lock"))).toEqual(expect.arrayContaining(["write quota_accounts", "write buckets"]));
     const commits = await recorder.during(() => client.upload("dfs", random(4096), { name: "locked.bin" }));
     const statements = commits.find((c) => c.tables.has("files"))?.statements ?? [];
     const lock = statements.indexOf("lock");
     expect(lock).toBeGreaterThan(0);
-    expect(statements.slice(0, lock)).toEqual(expect.arrayContaining(["write dfs_objects", "write dfs_chunks", "write dfs_object_chunks", "write blob_pins", "write buckets", "write quota_accounts"]));
+    expect(statements.slice(0, lock)).toEqual(expect.arrayContaining(["write dfs_objects", "write dfs_chunks", "write dfs_object_chunks", "write blob_pins"]));
+    expect(statements.filter((t) => t === "write quota_accounts" || t === "write buckets")).toEqual([]);
     expect(statements.slice(lock + 1)).toEqual(["write files", "write files", "write storage_sessions", "write session_requests", "write vouchers_used", "read", "write traffic_usage", "write voucher_counters", "read"]);
     // All of them sent with the lock, before its answer: one round trip under it.
     const events = commits.find((c) => c.tables.has("files"))?.events ?? [];
@@ -246,7 +251,7 @@ describe("an acknowledged upload, with quota", () => {
 
   // Each statement outside a transaction is a round trip of its own on PostgreSQL.
   for (const kind of ["dfs", "ipfs"] as const) {
-    test(`${kind}: outside a transaction one statement, reading the session, the voucher and the quota's first look together; whether a row names the content's blobs is read in their pin's transaction`, async () => {
+    test(`${kind}: outside a transaction one statement, reading the session, the voucher, the quota's first look and whether the account's rows exist together; whether a row names the content's blobs is read in their pin's transaction`, async () => {
       const { client, account } = await gw.user();
       await grant(account.address, "space", 10_000_000);
       await grant(account.address, "traffic", 10_000_000);
@@ -257,7 +262,7 @@ describe("an acknowledged upload, with quota", () => {
       });
       expect(reads).toHaveLength(1);
       const read = reads[0] ?? "";
-      expect(["FROM storage_sessions", "FROM session_requests", "FROM vouchers_used", "FROM quota_reservations"].filter((t) => read.includes(t))).toHaveLength(4);
+      expect(["FROM storage_sessions", "FROM session_requests", "FROM vouchers_used", "FROM quota_reservations", "FROM quota_accounts", "FROM buckets"].filter((t) => read.includes(t))).toHaveLength(6);
       expect(commits[0]?.statements).toEqual(["write blob_pins", "read", "read"]);
     });
   }
