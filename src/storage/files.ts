@@ -160,8 +160,8 @@ export function createFiles(sql: Sql, now: () => number = Date.now, publicSql?: 
   // listobjects' pages while nothing is committed (its statement was a third of the
   // request's CPU); the version is SQLite's, so PostgreSQL reads every time.
   const pages = new ReadCache<ListedRow>(() => sql.dataVersion?.());
-  /** `add` of several files of one DID in one transaction (a CAR import's roots): all or none. */
-  /** `bucketMade`: the DID's bucket exists (`bucketLook`; buckets are never deleted), so its insert is not sent. */
+  /** `add` of several files of one DID in one transaction (a CAR import's roots): all or none.
+   * `bucketMade`: the DID's bucket exists (`bucketLook`; buckets are never deleted), so its insert is not sent. */
   function addAll(fs: readonly NewFile[], participants: readonly Participant[] = [], expect?: Expectation, bucketMade = false): Promise<{ row: FileRow; replaced?: string }[]> {
     const did = fs[0]?.did;
     if (did === undefined || fs.some((f) => f.did !== did)) throw new Error("addAll records files of one DID, at least one");

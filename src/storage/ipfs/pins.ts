@@ -19,11 +19,11 @@ const ADD_PIN = "INSERT INTO ipfs_pins (cid, refs, size) VALUES ($1, 1, $2) ON C
  * Cid waits for this one's row lock.
  */
 const MADE_HERE = "EXISTS (SELECT 1 FROM ipfs_pins WHERE cid = $1 AND refs = 1)";
-// INSERT … SELECT from VALUES (columns column1… on both databases) so that a WHERE can apply;
-// SQLite needs that WHERE anyway to read the ON CONFLICT of an INSERT … SELECT.
 /** True, naming $1 (the Cid), which ADD_BLOCKS binds without using otherwise: PostgreSQL must infer its type. */
 const ALWAYS = "CAST($1 AS TEXT) IS NOT NULL";
-// `when`: MADE_HERE, or ALWAYS (indexing an existing root's DAG).
+// INSERT … SELECT from VALUES (columns column1… on both databases) so that a WHERE can apply
+// (`when`: MADE_HERE, or ALWAYS when indexing an existing root's DAG); SQLite needs that WHERE
+// anyway to read the ON CONFLICT of an INSERT … SELECT.
 const ADD_OBJECT_BLOCKS = (n: number, when: string) =>
   `INSERT INTO ipfs_object_blocks (cid, key) SELECT CAST($1 AS TEXT), column1 FROM (VALUES ${Array.from({ length: n }, (_, i) => `($${i + 2})`).join(", ")}) AS v WHERE ${when}
    ON CONFLICT (cid, key) DO NOTHING`;
