@@ -8,8 +8,10 @@
  *   renews its pins while the upload runs and drops them once its rows reference the blobs.
  * - A deleter decides in one transaction: nothing references the key (the back-end's rows say),
  *   no live pin holds it; it writes a tombstone in that same transaction, then sends the DELETE,
- *   then drops the tombstone. Deletions asked for while a decision runs are decided together in
- *   the next one, and their tombstones dropped together (one commit for many keys on PostgreSQL).
+ *   then drops the tombstone. That transaction is the gateway's next pin transaction (an upload's,
+ *   which pins first), or one of its own when none comes soon; deletions asked for meanwhile are
+ *   decided together, and the tombstones dropped in a later such transaction: under a stream of
+ *   uploads, deletions cost no commit of their own.
  * - An upload that meets a tombstone waits until it is gone (finishing it itself when its deleter
  *   died), then looks again, and writes the blob when it is missing. Its pin's transaction reads
  *   the tombstones of the keys it pins: a key without one needs no second look (`clearOf`).
@@ -112,8 +114,9 @@ export interface BlobGuard {
   /** How many keys under `prefix` some live lease pins now (health). */
   pinnedUnder(prefix: string): Promise<number>;
   /** Stops renewing every open lease: the gateway is stopping, and its database may close next.
-   * Their pins lapse after LEASE_MS, as a dead gateway's do; new leases are refused. */
-  close(): void;
+   * Their pins lapse after LEASE_MS, as a dead gateway's do; new leases are refused. Resolves once
+   * the deletions asked for are decided and done (those waiting for a pin transaction run now). */
+  close(): Promise<void>;
 }
 
 export function createBlobGuard({ sql, store, log, now = Date.now }: { sql: Sql; store: BlobStore; log: Logger; now?: () => number }): BlobGuard {
@@ -125,62 +128,120 @@ export function createBlobGuard({ sql, store, log, now = Date.now }: { sql: Sql;
   let closed = false;
 
   /**
-   * Deletions, several at once: those asked for while a batch runs go in the next (a release's
-   * chunks, the releases of parallel uploads that replaced files). A batch decides in one
-   * SERIALIZABLE transaction (see pinKeys; a conflict runs it again), each key as it would alone:
-   * no row references it (`isReferenced`, in the transaction), no live pin holds it, no other
-   * deleter's tombstone is there; then writes the batch's tombstones. It sends the DELETEs, then
-   * drops the tombstones of those that went in one statement: two commits for the batch, where
-   * each key took two. When another batch waits already (deletions keep coming: parallel uploads
-   * replacing files), that drop goes into the waiting batch's deciding transaction instead, which
-   * begins at once: one commit a batch under load, an upload meeting such a tombstone waits that
-   * much longer. Answers, per call, whether it deleted its key (one call per key: another call for
-   * the same key in the batch is answered no), or the DELETE's failure (its tombstone stays: a
-   * later pass finishes it, as after a crash).
+   * Deletions, several at once, and at no commit of their own while uploads keep coming. A
+   * decision — no row references the key (`isReferenced`), no live pin holds it, no other
+   * deleter's tombstone is there; then the tombstones of the keys it won — runs in the next pin
+   * transaction this gateway makes (an upload's, see pinKeys: SERIALIZABLE too, and after that
+   * upload's own pins), or by itself once RIDE_WAIT_MS passed without one. It takes up to
+   * DECIDE_BATCH keys; deletions asked for meanwhile go in the next. Once its transaction
+   * committed, the DELETEs go, then the tombstones of those that went are dropped: in the next
+   * pin transaction or decision too (an upload meeting one of those tombstones waits that much
+   * longer), or at once after a decision that ran by itself with nothing else waiting. Answers,
+   * per call, whether it deleted its key (one call per key: another call for the same key in
+   * the batch is answered no), or the DELETE's failure (its tombstone stays: a later pass
+   * finishes it, as after a crash).
    */
-  let handedOn: { holder: string; keys: string[] } | undefined;
-  const dropTombstones = async (on: Queryable, { holder, keys }: { holder: string; keys: readonly string[] }) => {
-    for (const part of batches(keys, DECIDE_BATCH)) await on.run(DROP_TOMBSTONES(part.length), [holder, ...part]);
+  let asked: Ask[] = [];
+  /** Tombstones whose DELETE went, per deciding holder: dropped by the next transaction that takes them. */
+  let toDrop: Drop[] = [];
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  /** Whether decisions are running by themselves (`alone`); asks meanwhile join its next one. */
+  let deciding = false;
+  /** Deletion work under way (a decision, its DELETEs, a drop): close() waits for it. */
+  const working = new Set<Promise<unknown>>();
+  const track = (work: Promise<unknown>) => {
+    const settled = work.then(
+      () => undefined,
+      (e) => log.error("blob: deletion work failed", { err: String(e) }),
+    );
+    working.add(settled);
+    void settled.finally(() => working.delete(settled));
   };
-  const deletion = batched<{ key: string; isReferenced: (tx: Queryable) => Promise<boolean> }, boolean | Error>(async (asks, more) => {
-    const holder = `${gateway}-del-${++seq}`;
-    const decidedAt = now();
-    const earlier = handedOn;
-    handedOn = undefined;
-    const decide = sql.tx(async (tx) => {
-      if (earlier) await dropTombstones(tx, earlier);
-      const referenced = await together(...asks.map((a) => a.isReferenced(tx)));
-      const candidates = [...new Set(asks.filter((_, i) => !referenced[i]).map((a) => a.key))];
-      if (candidates.length === 0) return new Set<string>();
-      const pinned = new Set((await tx.all<{ key: string }>(LIVE_PINS_AMONG(candidates.length), [now(), ...candidates])).map((r) => r.key));
-      if (pinned.has(HOLD_ALL)) return new Set<string>();
-      const free = candidates.filter((k) => !pinned.has(k));
-      if (free.length === 0) return new Set<string>();
-      // A tombstone already there means another deleter is on it.
-      return new Set((await tx.all<{ key: string }>(TOMBSTONES(free.length), [holder, decidedAt + LEASE_MS, ...free])).map((r) => r.key));
-    });
-    // The earlier batch's tombstones go by themselves when this decision fails.
-    const won = await decide.catch(async (err) => {
-      if (earlier) await dropTombstones(sql, earlier).catch((e) => log.warn("blob: dropping tombstones failed; a later pass finishes them", { keys: earlier.keys.length, err: String(e) }));
-      throw err;
-    });
-    const mine = asks.map((a) => won.delete(a.key));
-    const keys = asks.filter((_, i) => mine[i]).map((a) => a.key);
-    if (keys.length === 0) return asks.map(() => false);
-    // Others finish a tombstone only after LEASE_MS; a deleter that was held up past half of it
-    // leaves the DELETE to them rather than racing an upload that has finished it and written
-    // the blob again.
-    if (now() > decidedAt + LEASE_MS / 2) {
-      log.warn("blob: deletion decided too long ago, left to a later pass", { keys: keys.length });
-      return asks.map(() => false);
+
+  const arm = () => {
+    if (timer || (asked.length === 0 && toDrop.length === 0)) return;
+    timer = setTimeout(() => {
+      timer = undefined;
+      track(alone());
+    }, closed ? 0 : RIDE_WAIT_MS);
+  };
+
+  /** What the next transaction carries: the asks of one batch and every tombstone to drop. */
+  const take = (): Rider | undefined => {
+    if (asked.length === 0 && toDrop.length === 0) return undefined;
+    const asks = asked.slice(0, DECIDE_BATCH);
+    asked = asked.slice(asks.length);
+    const drops = toDrop;
+    toDrop = [];
+    if (asked.length === 0 && timer) {
+      clearTimeout(timer);
+      timer = undefined;
     }
+    return rider(`${gateway}-del-${++seq}`, asks, drops, now);
+  };
+
+  const dropAlone = async (drops: readonly Drop[]) => {
+    if (drops.length === 0) return;
+    const statements = drops.reduce((n, d) => n + Math.ceil(d.keys.length / DECIDE_BATCH), 0);
+    try {
+      // One commit either way: a transaction only when there are several statements.
+      await (statements === 1 ? dropIn(sql, drops) : sql.tx((tx) => dropIn(tx, drops), { isolation: "read committed" }));
+    } catch (e) {
+      log.warn("blob: dropping tombstones failed; a later pass finishes them", { keys: drops.reduce((n, d) => n + d.keys.length, 0), err: String(e) });
+    }
+  };
+
+  /** Runs the waiting decisions by themselves, one batch after another, until none waits. */
+  async function alone(): Promise<void> {
+    if (deciding) return; // the running loop takes what waits
+    deciding = true;
+    try {
+      for (let r = take(); r; r = take()) await decideAlone(r);
+    } finally {
+      deciding = false;
+      arm(); // tombstones a riding decision handed on meanwhile
+    }
+  }
+
+  /** One rider in a transaction of its own; its failure is its asks' (its drops go by themselves). */
+  async function decideAlone(r: Rider): Promise<void> {
+    if (r.asks.length === 0) return dropAlone(r.drops);
+    let won: Set<string>;
+    try {
+      won = await sql.tx(async (tx) => (await together(dropIn(tx, r.drops), r.decideIn(tx)))[1]);
+    } catch (err) {
+      await dropAlone(r.drops);
+      for (const a of r.asks) a.reject(err);
+      return;
+    }
+    await act(r, won, false);
+  }
+
+  /**
+   * After a decision committed: the DELETEs of the keys it won, then their tombstones go with the
+   * next transaction that takes them (`rode`, or when more asks wait) or at once.
+   */
+  async function act(r: Rider, won: Set<string>, rode: boolean): Promise<void> {
+    const mine = r.asks.map((a) => won.delete(a.key));
+    const keys = r.asks.filter((_, i) => mine[i]).map((a) => a.key);
     const failed = new Map<string, Error>();
-    await deleteEach(keys, async (key) => (await store.delete(key), true), (key, err) => failed.set(key, err instanceof Error ? err : new Error(String(err))));
-    const gone = keys.filter((k) => !failed.has(k));
-    if (more()) handedOn = { holder, keys: gone };
-    else await dropTombstones(sql, { holder, keys: gone });
-    return asks.map((a, i) => (mine[i] ? (failed.get(a.key) ?? true) : false));
-  });
+    if (keys.length > 0) {
+      // Others finish a tombstone only after LEASE_MS; a deleter that was held up past half of it
+      // leaves the DELETE to them rather than racing an upload that has finished it and written
+      // the blob again.
+      if (now() > r.decidedAt() + LEASE_MS / 2) {
+        log.warn("blob: deletion decided too long ago, left to a later pass", { keys: keys.length });
+        for (const a of r.asks) a.resolve(false);
+        return;
+      }
+      await deleteEach(keys, async (key) => (await store.delete(key), true), (key, err) => failed.set(key, err instanceof Error ? err : new Error(String(err))), DELETE_CONCURRENCY);
+      const gone = keys.filter((k) => !failed.has(k));
+      if (gone.length > 0) toDrop.push({ holder: r.holder, keys: gone });
+      if (!rode && asked.length === 0) await dropAlone(toDrop.splice(0));
+      else arm();
+    }
+    r.asks.forEach((a, i) => a.resolve(mine[i] ? (failed.get(a.key) ?? true) : false));
+  }
 
   /** DELETE, then the tombstone: a crash in between leaves a tombstone someone finishes later. */
   async function finish(key: string, holder: string) {
@@ -240,7 +301,21 @@ export function createBlobGuard({ sql, store, log, now = Date.now }: { sql: Sql;
           if (released) throw new Error("blob lease already released");
           const fresh = [...new Set(list)].filter((k) => !pinned.has(k));
           if (fresh.length === 0) return alongside?.(sql);
-          const write = pinKeys(sql, holder, fresh, now() + LEASE_MS, alongside);
+          // The deletions waiting to be decided ride along (see `asked`). Should their part
+          // fail, the whole transaction does: the pin goes again without them, and they are
+          // decided by themselves, so a deletion never fails an upload.
+          const carried = take();
+          const attempt = async () => {
+            try {
+              return await pinKeys(sql, holder, fresh, now() + LEASE_MS, alongside, carried);
+            } catch (err) {
+              if (!carried) throw err;
+              log.warn("blob: a pin carrying deletions failed; pinning again without them", { err: String(err) });
+              track(decideAlone(carried));
+              return pinKeys(sql, holder, fresh, now() + LEASE_MS, alongside);
+            }
+          };
+          const write = attempt();
           writing.add(write);
           let pinnedNow: Awaited<typeof write>;
           try {
@@ -249,6 +324,8 @@ export function createBlobGuard({ sql, store, log, now = Date.now }: { sql: Sql;
             writing.delete(write);
           }
           for (const k of fresh) pinned.set(k, !pinnedNow.stoned.has(k));
+          // The DELETEs are the deleters' wait, not the upload's.
+          if (carried && pinnedNow.won) track(act(carried, pinnedNow.won, true));
           return pinnedNow.answer;
         },
         clearOf: (key) => pinned.get(key) === true,
@@ -293,7 +370,10 @@ export function createBlobGuard({ sql, store, log, now = Date.now }: { sql: Sql;
     },
 
     async deleteIfUnused(key, isReferenced) {
-      const outcome = await deletion({ key, isReferenced });
+      const outcome = await new Promise<boolean | Error>((resolve, reject) => {
+        asked.push({ key, isReferenced, resolve, reject });
+        arm();
+      });
       if (outcome instanceof Error) throw outcome;
       return outcome;
     },
@@ -314,10 +394,17 @@ export function createBlobGuard({ sql, store, log, now = Date.now }: { sql: Sql;
       return (await sql.get<{ n: number }>(PINNED_UNDER, [prefix, now()]))?.n ?? 0;
     },
 
-    close() {
+    async close() {
       closed = true;
       for (const timer of renewals) clearInterval(timer);
       renewals.clear();
+      // What waits for a pin transaction now runs by itself, before the database closes.
+      if (timer) {
+        clearTimeout(timer);
+        timer = undefined;
+        track(alone());
+      }
+      while (working.size > 0) await Promise.allSettled([...working]);
     },
   };
 }
@@ -333,24 +420,48 @@ export function createBlobGuard({ sql, store, log, now = Date.now }: { sql: Sql;
  * just before a deleter that had missed its pin deleted it. Answers the keys whose deletion is in
  * progress (a tombstone): for the others no deletion can begin while the pin holds. `alongside`
  * (Lease.pin) rides in the first batch's round trip; its answer comes back with them.
+ *
+ * `carried`: deletions waiting to be decided (see the guard's `asked`), decided here too. Its
+ * tombstones to drop go first, so this pin does not meet them; its decision's reads go after
+ * every pin of this transaction, so it sees them and never decides to delete a key this upload
+ * pins. A retried transaction runs both again. Answers the keys its decision won (`won`).
  */
-function pinKeys<T>(sql: Sql, holder: string, keys: readonly string[], expiresAt: number, alongside?: (q: Queryable) => Promise<T>): Promise<{ stoned: ReadonlySet<string>; answer: T | undefined }> {
+function pinKeys<T>(
+  sql: Sql,
+  holder: string,
+  keys: readonly string[],
+  expiresAt: number,
+  alongside?: (q: Queryable) => Promise<T>,
+  carried?: Rider,
+): Promise<{ stoned: ReadonlySet<string>; answer: T | undefined; won?: Set<string> }> {
   return sql.tx(
     async (tx) => {
       const stoned = new Set<string>(); // per attempt: a retried transaction reads again
       let answer: T | undefined;
-      let first = true;
-      // Each batch's two statements in one round trip on PostgreSQL.
-      for (const part of batches(keys)) {
-        const [, found, extra] = await together(tx.run(PIN(part.length), [holder, expiresAt, ...part]), tx.all<{ key: string }>(TOMBSTONES_AMONG(part.length), part), first ? alongside?.(tx) : undefined);
+      let won: Set<string> | undefined;
+      const parts = [...batches(keys)];
+      // Each batch's statements in one round trip on PostgreSQL; the carried decision's first
+      // reads in the last batch's, its tombstones' write one more.
+      for (const [i, part] of parts.entries()) {
+        const first = i === 0;
+        const last = i === parts.length - 1;
+        const [, , found, extra, decided] = await together(
+          first && carried ? dropIn(tx, carried.drops) : undefined,
+          tx.run(PIN(part.length), [holder, expiresAt, ...part]),
+          tx.all<{ key: string }>(TOMBSTONES_AMONG(part.length), part),
+          first ? alongside?.(tx) : undefined,
+          last ? carried?.decideIn(tx) : undefined,
+        );
         for (const { key } of found) stoned.add(key);
         if (first) answer = extra;
-        first = false;
+        if (last) won = decided;
       }
-      return { stoned, answer };
+      return { stoned, answer, won };
     },
     // A pin matters only while its upload runs; a power cut that loses it ends the upload too,
-    // and the referencing rows commit durably (fsyncing the pins before them, in log order).
+    // and the referencing rows commit durably (fsyncing the pins before them, in log order). So
+    // do the carried decision's tombstones and drops: the log keeps a prefix, so a power cut that
+    // loses one loses every later commit too, and the rows that named the blobs were gone before.
     { durable: false },
   );
 }
@@ -359,51 +470,79 @@ function pinKeys<T>(sql: Sql, holder: string, keys: readonly string[], expiresAt
 const DECIDE_BATCH = 200;
 
 /**
- * Runs `run` over the items asked for, a batch at a time: the first call starts a batch at once
- * (with the calls of the same tick), calls made while one runs wait and go together in the next.
- * No call waits for a timer: an idle caller pays nothing, busy ones share a transaction.
- * `run` answers one result per item, in order; its failure is every item's. `more` says whether
- * another batch waits: it runs right after this one.
+ * How long a deletion waits for a pin transaction to ride in before it is decided by itself.
+ * Under a stream of uploads the next pin comes within milliseconds (a client's next upload, or
+ * another client's): the decision then costs no commit. When none comes, this is all the
+ * deletion waits: nobody sees it (the rows are gone already), it is far below the LEASE_MS / 2 a
+ * decision has to be acted on, and short enough that a tombstone it leaves (an upload of the same
+ * content waits it out) goes unnoticed.
  */
-function batched<T, R>(run: (items: T[], more: () => boolean) => Promise<R[]>): (item: T) => Promise<R> {
-  let queue: { item: T; resolve: (r: R) => void; reject: (e: unknown) => void }[] = [];
-  let running = false;
-  const next = async () => {
-    running = true;
-    // The calls of this tick join the first batch.
-    await Promise.resolve();
-    while (queue.length > 0) {
-      const batch = queue.slice(0, DECIDE_BATCH);
-      queue = queue.slice(batch.length);
-      try {
-        const out = await run(
-          batch.map((b) => b.item),
-          () => queue.length > 0,
-        );
-        batch.forEach((b, i) => b.resolve(out[i] as R));
-      } catch (err) {
-        for (const b of batch) b.reject(err);
-      }
-    }
-    running = false;
-  };
-  return (item) =>
-    new Promise<R>((resolve, reject) => {
-      queue.push({ item, resolve, reject });
-      if (!running) void next();
-    });
+export const RIDE_WAIT_MS = 50;
+
+/** A deletion asked for: answered with whether it deleted the key, or the DELETE's failure. */
+interface Ask {
+  key: string;
+  isReferenced: (tx: Queryable) => Promise<boolean>;
+  resolve: (outcome: boolean | Error) => void;
+  reject: (err: unknown) => void;
+}
+/** A deleter's tombstones whose DELETE went. */
+interface Drop {
+  holder: string;
+  keys: readonly string[];
 }
 
-/** Deletions in flight at once: each is a round trip to S3 (a few ms), so one at a time would
+/** What one transaction decides and drops (a pin's, or one of its own): see the guard's `asked`. */
+interface Rider {
+  readonly holder: string;
+  readonly asks: readonly Ask[];
+  readonly drops: readonly Drop[];
+  /** Decides, statements only (a retried transaction runs it again); answers the keys it won. */
+  decideIn(tx: Queryable): Promise<Set<string>>;
+  /** When the last attempt decided. */
+  decidedAt(): number;
+}
+
+function rider(holder: string, asks: readonly Ask[], drops: readonly Drop[], now: () => number): Rider {
+  let at = 0;
+  return {
+    holder,
+    asks,
+    drops,
+    decidedAt: () => at,
+    async decideIn(tx) {
+      at = now();
+      if (asks.length === 0) return new Set();
+      const keys = [...new Set(asks.map((a) => a.key))];
+      // Whether rows reference them and whether pins hold them, in one round trip on PostgreSQL.
+      const [referenced, pins] = await together(together(...asks.map((a) => a.isReferenced(tx))), tx.all<{ key: string }>(LIVE_PINS_AMONG(keys.length), [at, ...keys]));
+      const pinned = new Set(pins.map((r) => r.key));
+      if (pinned.has(HOLD_ALL)) return new Set();
+      const free = [...new Set(asks.filter((a, i) => !referenced[i] && !pinned.has(a.key)).map((a) => a.key))];
+      if (free.length === 0) return new Set();
+      // A tombstone already there means another deleter is on it.
+      return new Set((await tx.all<{ key: string }>(TOMBSTONES(free.length), [holder, at + LEASE_MS, ...free])).map((r) => r.key));
+    },
+  };
+}
+
+/** Drops deleters' tombstones (their DELETEs went), the statements side by side. */
+async function dropIn(q: Queryable, drops: readonly Drop[]): Promise<void> {
+  await together(...drops.flatMap(({ holder, keys }) => [...batches(keys, DECIDE_BATCH)].map((part) => q.run(DROP_TOMBSTONES(part.length), [holder, ...part]))));
+}
+
+/** DELETEs in flight at once: each is a round trip to S3 (a few ms), so one at a time would
  * make releasing a 10 GiB file take a minute. */
 const DELETE_CONCURRENCY = 8;
 
 /**
- * Runs `deleteOne` (a `deleteIfUnused` with the back-end's reference check) over `items`, a few
- * at a time; returns how many it deleted. A failure goes to `failed` and the rest go on: the rows
- * are gone already, so the next sweep finds the object and tries again.
+ * Runs `deleteOne` (a `deleteIfUnused` with the back-end's reference check) over `items`,
+ * `concurrency` at a time; returns how many it deleted. A failure goes to `failed` and the rest go
+ * on: the rows are gone already, so the next sweep finds the object and tries again. By default
+ * a decision's worth at once: each waits for a decision (RIDE_WAIT_MS when no pin comes), and the
+ * guard bounds the DELETEs in flight itself.
  */
-export async function deleteEach<T>(items: Iterable<T>, deleteOne: (item: T) => Promise<boolean>, failed: (item: T, err: unknown) => void): Promise<number> {
+export async function deleteEach<T>(items: Iterable<T>, deleteOne: (item: T) => Promise<boolean>, failed: (item: T, err: unknown) => void, concurrency = DECIDE_BATCH): Promise<number> {
   const todo = [...items];
   let next = 0;
   let deleted = 0;
@@ -417,7 +556,7 @@ export async function deleteEach<T>(items: Iterable<T>, deleteOne: (item: T) => 
       }
     }
   };
-  await Promise.all(Array.from({ length: Math.min(DELETE_CONCURRENCY, todo.length) }, worker));
+  await Promise.all(Array.from({ length: Math.min(concurrency, todo.length) }, worker));
   return deleted;
 }
 

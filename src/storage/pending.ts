@@ -113,7 +113,8 @@ type RecordOptions = {
  * Either all of it commits or none: the bytes count exactly when the file is stored. When it
  * fails, the quota's holds go first (a refused upload never counts against another's check),
  * then nothing of the content is kept unless something else references it. Once it committed,
- * the blobs the replaced content alone kept are deleted (`release`'s after-work). Before any of it,
+ * the blobs the replaced content alone kept are deleted (`release`'s after-work), without holding
+ * up the answer. Before any of it,
  * `refuse` — the denylist's check of every write (D25) — may refuse the content by its Cid.
  */
 export async function recordFiles(files: Pick<Files, "addAll">, rows: readonly FileInput[], pending: Pick<PendingPut, "commit" | "commitIn" | "abort">, opts: RecordOptions): Promise<Added[]> {
@@ -144,6 +145,14 @@ export async function recordFiles(files: Pick<Files, "addAll">, rows: readonly F
     throw err;
   }
   await pending.commit(); // the rows are in: this only lets go of what kept the blobs meanwhile
-  for (const deleteFreed of after) await deleteFreed?.().catch((e) => opts.log.error("deleting released content failed", { err: (e as Error).message }));
+  // The replaced content's blobs go after the answer: its rows are gone, so no reader can reach
+  // them, and they are garbage whether they go now or later (a crash leaves them to the start-up
+  // sweep). Their decision rides in a later upload's pin transaction (blob/guard.ts), which a
+  // client waiting for this answer would never send.
+  const freed = after.filter((d) => d !== undefined);
+  if (freed.length > 0)
+    void (async () => {
+      for (const deleteFreed of freed) await deleteFreed().catch((e) => opts.log.error("deleting released content failed", { err: (e as Error).message }));
+    })();
   return out;
 }

@@ -78,7 +78,7 @@ export async function startStorage(deps: { config: Config; sql: Sql; log: Logger
   const stop = async () => {
     await sweeps?.stop();
     for (const b of Object.values(backends)) await b.stop();
-    blobs.guard.close();
+    await blobs.guard.close();
   };
   // A bad STOWAGE_IPFS_PEERS stops the start before anything opens.
   const peers = parsePeerAddrs(config.ipfsPeers);

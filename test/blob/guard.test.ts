@@ -6,12 +6,13 @@
  */
 import { afterAll, describe, expect, jest, test } from "bun:test";
 import { join } from "node:path";
-import { createBlobGuard, LEASE_MS } from "../../src/blob/guard.ts";
+import { createBlobGuard, LEASE_MS, RIDE_WAIT_MS } from "../../src/blob/guard.ts";
 import type { Queryable, Sql } from "../../src/db/sql.ts";
 import { LocalBlobStore } from "../../src/blob/local.ts";
 import { silentLogger } from "../../src/log.ts";
 import { postgresSql, testDatabase } from "../support/db.ts";
 import { tempDir } from "../support/tmp.ts";
+import { until } from "../support/until.ts";
 
 /** `on`: PostgreSQL whatever this pass's database is, for a race only PostgreSQL can have. */
 function databaseFor(dir: string, on?: "postgres") {
@@ -43,7 +44,7 @@ function setup(clock = { t: Date.now() }, on?: "postgres") {
   };
   const guard = createBlobGuard({ sql: watched, store, log: silentLogger, now: () => clock.t });
   afterAll(async () => {
-    guard.close(); // leases left open on purpose stop renewing before their database closes
+    await guard.close(); // leases left open on purpose stop renewing before their database closes
     await database.close();
   });
   return { sql, store, guard, clock, writes, reads };
@@ -122,6 +123,82 @@ describe("blob guard (D15)", () => {
     guarded.close();
   });
 
+  // Uploads that keep coming (parallel uploads replacing files): each deletion would cost a
+  // decision and a drop of its tombstones, two commits; both ride in the pin transactions the
+  // uploads make anyway, after their pins.
+  test("deletions ride in the next pin transaction, after its pins; their tombstones' drop in the one after", async () => {
+    const { sql, store, writes } = setup();
+    const transactions: string[] = [];
+    const tx = sql.tx.bind(sql);
+    const watched: Sql = { ...sql, tx: (fn, opts) => (transactions.push(opts?.durable === false ? "pin" : "other"), tx(fn, opts)), run: (text, params) => { const w = sql.run(text, params); writes.push(w); return w; } };
+    const guarded = createBlobGuard({ sql: watched, store, log: silentLogger });
+    for (const k of ["dfs/r1", "dfs/r2", "dfs/r3"]) await store.put(k, bytes(k));
+    const before = writes.length;
+    const deleted = ["dfs/r1", "dfs/r2", "dfs/r3"].map((k) => guarded.deleteIfUnused(k, never));
+    // An upload pins r3 (content it found present) and another key: its pins come first, so the
+    // decision it carries keeps r3.
+    const lease = guarded.lease();
+    await lease.pin(["dfs/r3", "dfs/fresh"]);
+    expect(await Promise.all(deleted)).toEqual([true, true, false]);
+    expect(await Promise.all(["dfs/r1", "dfs/r2", "dfs/r3"].map((k) => store.stat(k)))).toEqual([undefined, undefined, 6]);
+    expect(lease.clearOf("dfs/r3")).toBe(true);
+    // The DELETEs went; their tombstones wait for the next transaction: another upload's pin.
+    expect((await sql.all<{ key: string }>("SELECT key FROM blob_tombstones ORDER BY key")).map((r) => r.key)).toEqual(["dfs/r1", "dfs/r2"]);
+    const next = guarded.lease();
+    await next.pin(["dfs/r1"]); // the same content again: the drop goes first, so no tombstone holds it up
+    expect(next.clearOf("dfs/r1")).toBe(true);
+    expect(await sql.all("SELECT key FROM blob_tombstones")).toEqual([]);
+    expect(transactions).toEqual(["pin", "pin"]);
+    expect(writes.length - before).toBe(0); // not a statement of their own either
+    await lease.release();
+    await next.release();
+    await guarded.close();
+  });
+
+  // A gateway that goes quiet: nobody pins, the timer decides, as a lone deletion always was.
+  test("with no pin transaction coming, a deletion is decided by itself after a short wait", async () => {
+    const { sql, store } = setup();
+    const guarded = createBlobGuard({ sql, store, log: silentLogger });
+    await store.put("dfs/q", bytes("q"));
+    const started = Date.now();
+    expect(await guarded.deleteIfUnused("dfs/q", never)).toBe(true);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(RIDE_WAIT_MS - 5);
+    expect(await store.stat("dfs/q")).toBeUndefined();
+    expect(await sql.all("SELECT key FROM blob_tombstones")).toEqual([]);
+    await guarded.close();
+  });
+
+  // The decision's part of a pin transaction fails it whole (PostgreSQL aborts the transaction at
+  // the failed statement): the pin goes again without it, the deletion is decided by itself.
+  test("a decision that fails inside a pin transaction fails neither the upload nor the deletion", async () => {
+    const { sql, store, guard } = setup();
+    await store.put("dfs/s", bytes("s"));
+    let calls = 0;
+    const deleted = guard.deleteIfUnused("dfs/s", async (tx) => {
+      if (calls++ === 0) await tx.get("SELECT nope FROM no_such_table");
+      return false;
+    });
+    const lease = guard.lease();
+    await lease.pin(["dfs/other"]);
+    expect(lease.clearOf("dfs/other")).toBe(true);
+    expect(await sql.all<{ key: string }>("SELECT key FROM blob_pins WHERE holder = $1", [lease.holder])).toEqual([{ key: "dfs/other" }]);
+    expect(await deleted).toBe(true);
+    expect(calls).toBe(2);
+    expect(await store.stat("dfs/s")).toBeUndefined();
+    await lease.release();
+  });
+
+  test("close() decides and finishes the deletions still waiting for a pin transaction", async () => {
+    const { sql, store } = setup();
+    const guarded = createBlobGuard({ sql, store, log: silentLogger });
+    await store.put("dfs/c", bytes("c"));
+    const deleted = guarded.deleteIfUnused("dfs/c", never);
+    await guarded.close();
+    expect(await deleted).toBe(true);
+    expect(await store.stat("dfs/c")).toBeUndefined();
+    expect(await sql.all("SELECT key FROM blob_tombstones")).toEqual([]);
+  });
+
   test("a pin whose holder stopped renewing stops counting once it expires", async () => {
     const { store, guard, clock } = setup();
     await store.put("dfs/b", bytes("b"));
@@ -144,16 +221,22 @@ describe("blob guard (D15)", () => {
         await Promise.all(writes.slice(before));
         return writes.length - before;
       };
+      /** A deletion with no pin transaction coming: decided once its wait is over. */
+      const deleted = (key: string) => {
+        const outcome = guard.deleteIfUnused(key, never);
+        jest.advanceTimersByTime(RIDE_WAIT_MS);
+        return outcome;
+      };
       clock.t += LEASE_MS - 1_000;
       expect(await renewedBy(10_000)).toBe(1);
       clock.t += 2_000; // past the first expiry: the renewal keeps it
-      expect(await guard.deleteIfUnused("dfs/r", never)).toBe(false);
+      expect(await deleted("dfs/r")).toBe(false);
 
-      guard.close();
+      await guard.close();
       expect(await renewedBy(60_000)).toBe(0);
       expect(() => guard.lease()).toThrow("blob guard closed");
       clock.t += LEASE_MS; // its pins lapse as a dead gateway's do
-      expect(await guard.deleteIfUnused("dfs/r", never)).toBe(true);
+      expect(await deleted("dfs/r")).toBe(true);
     } finally {
       jest.useRealTimers();
     }
@@ -308,7 +391,8 @@ describe("blob guard (D15)", () => {
       });
       await Promise.all([upload, ...deleters]);
       expect(await sql.all("SELECT key FROM blob_pins")).toEqual([]);
-      expect(await sql.all("SELECT key FROM blob_tombstones")).toEqual([]);
+      // A decision that rode in the upload's pin hands its tombstones' drop on: it comes.
+      await until("tombstones dropped", () => sql.all("SELECT key FROM blob_tombstones"), (rows) => rows.length === 0, 5_000);
     }
   });
 });

@@ -15,6 +15,8 @@ import { directoryAccess } from "../../src/directory/access.ts";
 import { TEST_DB } from "../support/db.ts";
 import { testGateway } from "../support/storage.ts";
 import { granter } from "../quota/grants.ts";
+import { chunkKey } from "../../src/storage/dfs/cid.ts";
+import { until } from "../support/until.ts";
 
 /** Tables an upload writes; a write elsewhere (a timer's bookkeeping) is not the upload's. */
 const UPLOAD_TABLES = new Set(["session_requests", "storage_sessions", "vouchers_used", "voucher_counters", "quota_accounts", "quota_reservations", "traffic_usage", "blob_pins", "dfs_objects", "dfs_chunks", "dfs_object_chunks", "ipfs_pins", "ipfs_blocks", "ipfs_object_blocks", "buckets", "files"]);
@@ -114,6 +116,16 @@ function recordCommits(sql: Sql) {
       await work();
       return commits.slice(from).filter((c) => [...c.tables].some((t) => UPLOAD_TABLES.has(t)));
     },
+    /** The commits `work` made that wrote an upload's tables or a deletion's tombstones, and
+     * the statements outside any transaction that wrote nothing (each a commit on PostgreSQL). */
+    async withDeletionsDuring(work: () => Promise<unknown>): Promise<{ commits: Commit[]; reads: string[] }> {
+      const from = commits.length;
+      const readFrom = reads.length;
+      await work();
+      return { commits: commits.slice(from).filter((c) => [...c.tables].some((t) => UPLOAD_TABLES.has(t) || t === "blob_tombstones")), reads: reads.slice(readFrom) };
+    },
+    /** Reads the recorder does not see: a test's own look at the state. */
+    unwatched: { all } as Pick<Queryable, "all">,
     /** The statements outside any transaction, writing nothing, that `work` ran. */
     async readsDuring(work: () => Promise<unknown>): Promise<string[]> {
       const from = reads.length;
@@ -266,6 +278,56 @@ describe("an acknowledged upload, with quota", () => {
       expect(commits[0]?.statements).toEqual(["write blob_pins", "read", "read"]);
     });
   }
+});
+
+// A replacement frees the old content's blobs; deciding their deletion (no row references them, no
+// upload pins them) and dropping the tombstones afterwards were two more commits each. Under a
+// stream of uploads both ride in the pin transactions the uploads make anyway.
+describe("replacing uploads in a stream", () => {
+  test("dfs: the old content's deletions cost no commit of their own, and its blobs go", async () => {
+    // Clients uploading at once, each one file after another under a name of its own.
+    const clients: Awaited<ReturnType<typeof gw.user>>["client"][] = [];
+    for (let i = 0; i < 3; i++) {
+      const { client, account } = await gw.user();
+      await grant(account.address, "space", 10_000_000);
+      await grant(account.address, "traffic", 100_000_000);
+      await client.upload("dfs", random(4096), { name: "mine.bin" });
+      clients.push(client);
+    }
+    const store = gw.blobs.store;
+    const chunks = async () => {
+      const keys: string[] = [];
+      for await (const key of store.list("dfs/")) keys.push(key);
+      return keys.sort();
+    };
+    /** The chunks no row names any more: the ones a deletion still owes. */
+    const unreferenced = async () => {
+      const named = new Set((await recorder.unwatched.all<{ hash: string }>("SELECT hash FROM dfs_chunks")).map((r) => chunkKey(r.hash)));
+      return (await chunks()).filter((k) => !named.has(k));
+    };
+    const tombstones = () => recorder.unwatched.all("SELECT key FROM blob_tombstones");
+    expect(await until("no chunk left over", unreferenced, (left) => left.length === 0, 10_000)).toEqual([]);
+    const stored = (await chunks()).length;
+    const ROUNDS = 6;
+    const { commits, reads } = await recorder.withDeletionsDuring(async () => {
+      await Promise.all(
+        clients.map(async (client) => {
+          for (let i = 0; i < ROUNDS; i++) await client.upload("dfs", random(4096), { name: "mine.bin" });
+        }),
+      );
+      // Every replaced content's chunk goes, and no tombstone is left behind.
+      await until("the replaced chunks deleted", unreferenced, (left) => left.length === 0, 10_000);
+      await until("no tombstone left", tombstones, (rows) => rows.length === 0, 10_000);
+    });
+    const uploads = clients.length * ROUNDS;
+    expect((await chunks()).length).toBe(stored); // each client's one file, of one chunk
+    // Each upload: one read, the pins' transaction, the file row's; the decisions and the
+    // tombstones' drops ride in the pins'. Only the last deletions may find no upload after them:
+    // at worst each client's last, by itself (its decision, then its drop).
+    const tail = 2 * clients.length;
+    expect(commits.filter((c) => !c.tables.has("blob_pins") && c.tables.has("blob_tombstones")).length).toBeLessThanOrEqual(tail);
+    expect(commits.length + reads.length).toBeLessThanOrEqual(3 * uploads + tail);
+  });
 });
 
 describe("an upload's claims", () => {

@@ -91,7 +91,7 @@ export async function openStore(kind: BlobKind = "local", o: OpenOptions = {}): 
     legacyDir,
     async close() {
       await dfs.stop();
-      guard.close();
+      await guard.close();
       if (!o.database) await database.close();
     },
   };

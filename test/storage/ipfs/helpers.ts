@@ -53,7 +53,7 @@ export async function openBackend(dataDir = tempDir("ipfs"), opts: OpenOptions =
     guard,
     async close() {
       await ipfs.stop();
-      guard.close();
+      await guard.close();
       await database.close();
     },
   };
