@@ -119,7 +119,8 @@ export interface BlobGuard {
   close(): Promise<void>;
 }
 
-export function createBlobGuard({ sql, store, log, now = Date.now }: { sql: Sql; store: BlobStore; log: Logger; now?: () => number }): BlobGuard {
+/** `rideWaitMs`: the longest a deletion waits for a pin to ride in (RIDE_WAIT_MS; tests shorten it). */
+export function createBlobGuard({ sql, store, log, now = Date.now, rideWaitMs = RIDE_WAIT_MS }: { sql: Sql; store: BlobStore; log: Logger; now?: () => number; rideWaitMs?: number }): BlobGuard {
   const gateway = randomBytes(6).toString("hex");
   let seq = 0;
   /** The renewal timers of open leases: close() stops them all, so none runs on a closed database
@@ -132,7 +133,7 @@ export function createBlobGuard({ sql, store, log, now = Date.now }: { sql: Sql;
    * decision — no row references the key (`isReferenced`), no live pin holds it, no other
    * deleter's tombstone is there; then the tombstones of the keys it won — runs in the next pin
    * transaction this gateway makes (an upload's, see pinKeys: SERIALIZABLE too, and after that
-   * upload's own pins), or by itself once RIDE_WAIT_MS passed without one. It takes up to
+   * upload's own pins), or by itself when none comes soon (RIDE_WAIT_MS). It takes up to
    * DECIDE_BATCH keys; deletions asked for meanwhile go in the next. Once its transaction
    * committed, the DELETEs go, then the tombstones of those that went are dropped: in the next
    * pin transaction or decision too (an upload meeting one of those tombstones waits that much
@@ -158,12 +159,24 @@ export function createBlobGuard({ sql, store, log, now = Date.now }: { sql: Sql;
     void settled.finally(() => working.delete(settled));
   };
 
+  /** When this gateway last began a pin transaction, and the usual time between two (a moving
+   * average, each gap counted up to rideWaitMs). */
+  let lastPinAt = Number.NEGATIVE_INFINITY;
+  let pinGap = rideWaitMs;
+  const pinning = () => {
+    const t = performance.now();
+    pinGap += (Math.min(t - lastPinAt, rideWaitMs) - pinGap) / 8;
+    lastPinAt = t;
+  };
+  /** How long what is asked now waits for the next pin transaction (see RIDE_WAIT_MS). */
+  const rideWait = () => (closed || performance.now() - lastPinAt > rideWaitMs ? 0 : Math.min(rideWaitMs, 2 * pinGap));
+
   const arm = () => {
     if (timer || (asked.length === 0 && toDrop.length === 0)) return;
     timer = setTimeout(() => {
       timer = undefined;
       track(alone());
-    }, closed ? 0 : RIDE_WAIT_MS);
+    }, rideWait());
   };
 
   /** What the next transaction carries: the asks of one batch and every tombstone to drop. */
@@ -304,6 +317,7 @@ export function createBlobGuard({ sql, store, log, now = Date.now }: { sql: Sql;
           // The deletions waiting to be decided ride along (see `asked`). Should their part
           // fail, the whole transaction does: the pin goes again without them, and they are
           // decided by themselves, so a deletion never fails an upload.
+          pinning();
           const carried = take();
           const attempt = async () => {
             try {
@@ -470,14 +484,16 @@ function pinKeys<T>(
 const DECIDE_BATCH = 200;
 
 /**
- * How long a deletion waits for a pin transaction to ride in before it is decided by itself.
- * Under a stream of uploads the next pin comes within milliseconds (a client's next upload, or
- * another client's): the decision then costs no commit. When none comes, this is all the
- * deletion waits: nobody sees it (the rows are gone already), it is far below the LEASE_MS / 2 a
- * decision has to be acted on, and short enough that a tombstone it leaves (an upload of the same
- * content waits it out) goes unnoticed.
+ * The longest a deletion waits for a pin transaction to ride in before it is decided by itself.
+ * It waits twice the usual time between this gateway's pin transactions, so under a stream of
+ * uploads of 4/s or more (one client's or many) the next pin comes first and the decision costs
+ * no commit; at slower rates the commit saved is worth nothing. On a gateway no pin came to for
+ * this long (an idle one: a lone delete, a refused upload's leftovers) it does not wait at all. A
+ * wait is short next to what sees it: nobody reads a blob whose rows are gone, a decision has
+ * LEASE_MS / 2 to be acted on, and an upload of content whose tombstone has yet to be dropped
+ * waits it out.
  */
-export const RIDE_WAIT_MS = 50;
+export const RIDE_WAIT_MS = 250;
 
 /** A deletion asked for: answered with whether it deleted the key, or the DELETE's failure. */
 interface Ask {

@@ -21,7 +21,7 @@ function databaseFor(dir: string, on?: "postgres") {
   return { sql, close: () => sql.close() };
 }
 
-function setup(clock = { t: Date.now() }, on?: "postgres") {
+function setup(clock = { t: Date.now() }, on?: "postgres", rideWaitMs?: number) {
   const dir = tempDir("guard");
   const database = databaseFor(dir, on);
   const { sql } = database;
@@ -42,7 +42,7 @@ function setup(clock = { t: Date.now() }, on?: "postgres") {
       return write;
     },
   };
-  const guard = createBlobGuard({ sql: watched, store, log: silentLogger, now: () => clock.t });
+  const guard = createBlobGuard({ sql: watched, store, log: silentLogger, now: () => clock.t, rideWaitMs });
   afterAll(async () => {
     await guard.close(); // leases left open on purpose stop renewing before their database closes
     await database.close();
@@ -155,16 +155,21 @@ describe("blob guard (D15)", () => {
     await guarded.close();
   });
 
-  // A gateway that goes quiet: nobody pins, the timer decides, as a lone deletion always was.
-  test("with no pin transaction coming, a deletion is decided by itself after a short wait", async () => {
+  // A gateway that goes quiet: no pin to ride in comes, so the decision runs by itself; right
+  // away when none came lately, after a short wait while uploads were coming.
+  test("with no pin transaction coming, a deletion is decided by itself", async () => {
     const { sql, store } = setup();
     const guarded = createBlobGuard({ sql, store, log: silentLogger });
-    await store.put("dfs/q", bytes("q"));
-    const started = Date.now();
-    expect(await guarded.deleteIfUnused("dfs/q", never)).toBe(true);
-    expect(Date.now() - started).toBeGreaterThanOrEqual(RIDE_WAIT_MS - 5);
-    expect(await store.stat("dfs/q")).toBeUndefined();
+    for (const k of ["dfs/q1", "dfs/q2"]) await store.put(k, bytes(k));
+    expect(await guarded.deleteIfUnused("dfs/q1", never)).toBe(true);
+    const lease = guarded.lease();
+    await lease.pin(["dfs/busy"]); // an upload just now
+    const started = performance.now();
+    expect(await guarded.deleteIfUnused("dfs/q2", never)).toBe(true);
+    expect(performance.now() - started).toBeGreaterThanOrEqual(RIDE_WAIT_MS / 2); // it waited for a pin that never came
+    expect(await Promise.all(["dfs/q1", "dfs/q2"].map((k) => store.stat(k)))).toEqual([undefined, undefined]);
     expect(await sql.all("SELECT key FROM blob_tombstones")).toEqual([]);
+    await lease.release();
     await guarded.close();
   });
 
@@ -363,7 +368,8 @@ describe("blob guard (D15)", () => {
   });
 
   test("uploads racing deleters over one key: whenever the rows name the blob, it is there", async () => {
-    const { sql, store, guard } = setup();
+    // A short wait for a pin to ride in: some decisions ride in the upload's pin, others run by themselves.
+    const { sql, store, guard } = setup(undefined, undefined, 5);
     const key = "dfs/shared";
     // The back-end's rows for this key, as dfs keeps them (a chunk row with a reference count).
     const referenced = async (q: Queryable) => (await q.get("SELECT 1 AS one FROM dfs_chunks WHERE hash = $1", [key])) !== undefined;
