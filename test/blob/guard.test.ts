@@ -131,7 +131,10 @@ describe("blob guard (D15)", () => {
     const transactions: string[] = [];
     const tx = sql.tx.bind(sql);
     const watched: Sql = { ...sql, tx: (fn, opts) => (transactions.push(opts?.durable === false ? "pin" : "other"), tx(fn, opts)), run: (text, params) => { const w = sql.run(text, params); writes.push(w); return w; } };
-    const guarded = createBlobGuard({ sql: watched, store, log: silentLogger });
+    // A wait no slow machine outlasts: whatever is decided or dropped here rides in a pin.
+    const guarded = createBlobGuard({ sql: watched, store, log: silentLogger, rideWaitMs: 60_000 });
+    await guarded.lease().pin(["dfs/earlier"]); // uploads were coming: deletions wait for the next
+    transactions.length = 0;
     for (const k of ["dfs/r1", "dfs/r2", "dfs/r3"]) await store.put(k, bytes(k));
     const before = writes.length;
     const deleted = ["dfs/r1", "dfs/r2", "dfs/r3"].map((k) => guarded.deleteIfUnused(k, never));
