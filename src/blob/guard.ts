@@ -105,8 +105,11 @@ export interface BlobGuard {
   /** Waits out a deletion in progress; then whether the blob exists (its size, or undefined). */
   present(key: string): Promise<number | undefined>;
   /** Deletes the blob when nothing references it and no live pin holds it; true if it did.
-   * `isReferenced` runs inside the deciding transaction: statements only (it may run again). */
-  deleteIfUnused(key: string, isReferenced: (tx: Queryable) => Promise<boolean>): Promise<boolean>;
+   * `isReferenced` runs inside the deciding transaction: statements only (it may run again).
+   * `ride`: nobody waits for the answer (a replaced content's blobs, after the upload answered),
+   * so the decision waits for this gateway's next pin transaction to ride in (RIDE_WAIT_MS);
+   * without it the decision is made at once, with the deletions asked for at the same time. */
+  deleteIfUnused(key: string, isReferenced: (tx: Queryable) => Promise<boolean>, opts?: { ride?: boolean }): Promise<boolean>;
   /** Finishes deletions whose deleter died; returns how many. */
   finishStaleTombstones(): Promise<number>;
   /** Drops expired pins (they no longer count either way; this only keeps the table small). */
@@ -179,6 +182,15 @@ export function createBlobGuard({ sql, store, log, now = Date.now, rideWaitMs = 
     }, rideWait());
   };
 
+  /** Decides what waits now, riders included: someone waits for the answer. */
+  const decideNow = () => {
+    if (timer) {
+      clearTimeout(timer);
+      timer = undefined;
+    }
+    track(alone());
+  };
+
   /** What the next transaction carries: the asks of one batch and every tombstone to drop. */
   const take = (): Rider | undefined => {
     if (asked.length === 0 && toDrop.length === 0) return undefined;
@@ -209,6 +221,7 @@ export function createBlobGuard({ sql, store, log, now = Date.now, rideWaitMs = 
     if (deciding) return; // the running loop takes what waits
     deciding = true;
     try {
+      await Promise.resolve(); // the deletions asked for in this tick join the first decision
       for (let r = take(); r; r = take()) await decideAlone(r);
     } finally {
       deciding = false;
@@ -383,10 +396,11 @@ export function createBlobGuard({ sql, store, log, now = Date.now, rideWaitMs = 
       return true;
     },
 
-    async deleteIfUnused(key, isReferenced) {
+    async deleteIfUnused(key, isReferenced, opts) {
       const outcome = await new Promise<boolean | Error>((resolve, reject) => {
         asked.push({ key, isReferenced, resolve, reject });
-        arm();
+        if (opts?.ride) arm();
+        else decideNow();
       });
       if (outcome instanceof Error) throw outcome;
       return outcome;
@@ -489,10 +503,12 @@ const DECIDE_BATCH = 200;
  * about once in 50 when uploads arrive at random): under a stream of uploads faster than 16/s
  * (one client's or many) the next pin nearly always comes first and the decision costs no commit;
  * at slower rates more run by themselves, and the commits saved matter less. On a gateway no pin
- * came to for this long (an idle one: a lone delete, a refused upload's leftovers) it does not
- * wait at all. A wait is short next to what sees it: nobody reads a blob whose rows are gone, a
- * decision has LEASE_MS / 2 to be acted on, and an upload of content whose tombstone has yet to
- * be dropped waits it out.
+ * came to for this long (an idle one) it does not wait at all. Only deletions nobody waits for
+ * ride (`deleteIfUnused`'s `ride`: a replaced content's blobs, after the upload answered); a
+ * request that waits for its deletions (a DELETE, a refused upload's leftovers, a sweep) has
+ * them decided at once. A wait is short next to what sees it: nobody reads a blob whose rows are
+ * gone, a decision has LEASE_MS / 2 to be acted on, and an upload of content whose tombstone has
+ * yet to be dropped waits it out.
  */
 export const RIDE_WAIT_MS = 250;
 

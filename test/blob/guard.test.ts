@@ -137,7 +137,7 @@ describe("blob guard (D15)", () => {
     transactions.length = 0;
     for (const k of ["dfs/r1", "dfs/r2", "dfs/r3"]) await store.put(k, bytes(k));
     const before = writes.length;
-    const deleted = ["dfs/r1", "dfs/r2", "dfs/r3"].map((k) => guarded.deleteIfUnused(k, never));
+    const deleted = ["dfs/r1", "dfs/r2", "dfs/r3"].map((k) => guarded.deleteIfUnused(k, never, { ride: true }));
     // An upload pins r3 (content it found present) and another key: its pins come first, so the
     // decision it carries keeps r3.
     const lease = guarded.lease();
@@ -168,9 +168,26 @@ describe("blob guard (D15)", () => {
     const lease = guarded.lease();
     await lease.pin(["dfs/busy"]); // an upload just now
     const started = performance.now();
-    expect(await guarded.deleteIfUnused("dfs/q2", never)).toBe(true);
+    expect(await guarded.deleteIfUnused("dfs/q2", never, { ride: true })).toBe(true);
     expect(performance.now() - started).toBeGreaterThanOrEqual(RIDE_WAIT_MS / 2); // it waited for a pin that never came
     expect(await Promise.all(["dfs/q1", "dfs/q2"].map((k) => store.stat(k)))).toEqual([undefined, undefined]);
+    expect(await sql.all("SELECT key FROM blob_tombstones")).toEqual([]);
+    await lease.release();
+    await guarded.close();
+  });
+
+  // A DELETE's answer, a refused upload's clean-up: someone waits for these, so they do not wait
+  // for a pin to ride in, however busy the gateway.
+  test("a deletion someone waits for is decided at once, while uploads are coming", async () => {
+    const { sql, store } = setup();
+    const guarded = createBlobGuard({ sql, store, log: silentLogger, rideWaitMs: 60_000 });
+    await store.put("dfs/w", bytes("w"));
+    const lease = guarded.lease();
+    await lease.pin(["dfs/busy"]); // an upload just now: a rider would wait for the next
+    const started = performance.now();
+    expect(await guarded.deleteIfUnused("dfs/w", never)).toBe(true);
+    expect(performance.now() - started).toBeLessThan(5_000);
+    expect(await store.stat("dfs/w")).toBeUndefined();
     expect(await sql.all("SELECT key FROM blob_tombstones")).toEqual([]);
     await lease.release();
     await guarded.close();
@@ -182,10 +199,14 @@ describe("blob guard (D15)", () => {
     const { sql, store, guard } = setup();
     await store.put("dfs/s", bytes("s"));
     let calls = 0;
-    const deleted = guard.deleteIfUnused("dfs/s", async (tx) => {
-      if (calls++ === 0) await tx.get("SELECT nope FROM no_such_table");
-      return false;
-    });
+    const deleted = guard.deleteIfUnused(
+      "dfs/s",
+      async (tx) => {
+        if (calls++ === 0) await tx.get("SELECT nope FROM no_such_table");
+        return false;
+      },
+      { ride: true },
+    );
     const lease = guard.lease();
     await lease.pin(["dfs/other"]);
     expect(lease.clearOf("dfs/other")).toBe(true);
@@ -200,7 +221,7 @@ describe("blob guard (D15)", () => {
     const { sql, store } = setup();
     const guarded = createBlobGuard({ sql, store, log: silentLogger });
     await store.put("dfs/c", bytes("c"));
-    const deleted = guarded.deleteIfUnused("dfs/c", never);
+    const deleted = guarded.deleteIfUnused("dfs/c", never, { ride: true });
     await guarded.close();
     expect(await deleted).toBe(true);
     expect(await store.stat("dfs/c")).toBeUndefined();

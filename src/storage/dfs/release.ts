@@ -28,10 +28,11 @@ export async function releaseIn(ctx: DfsContext, tx: Queryable, cid: string): Pr
     ctx.log.warn("dfs: released content that has no row", { cid });
     return undefined;
   }
-  return unreferenced.length > 0 ? () => deleteFreed(ctx, cid, unreferenced) : undefined;
+  // Run after the upload answered (storage/pending.ts): its deletions ride in later pins.
+  return unreferenced.length > 0 ? () => deleteFreed(ctx, cid, unreferenced, { ride: true }) : undefined;
 }
 
-async function deleteFreed(ctx: DfsContext, cid: string, unreferenced: readonly string[]): Promise<void> {
-  const deleted = await collect(ctx, unreferenced);
+async function deleteFreed(ctx: DfsContext, cid: string, unreferenced: readonly string[], opts?: { ride?: boolean }): Promise<void> {
+  const deleted = await collect(ctx, unreferenced, opts);
   if (unreferenced.length > 0) ctx.log.debug("dfs: released", { cid, chunksDeleted: deleted });
 }

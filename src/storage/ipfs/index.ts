@@ -289,7 +289,8 @@ export async function openIpfs(opts: OpenIpfsOptions): Promise<IpfsBackend> {
       const key = cidKey(parseCid(cid));
       const { left, freed } = await dropRefIn(tx, key);
       if (left === undefined) log.warn("ipfs release of a Cid with no reference", { cid: key });
-      return freed.length > 0 ? () => deleteUnreferenced(guard, freed, log).then(() => undefined) : undefined;
+      // Run after the upload answered (storage/pending.ts): its deletions ride in later pins.
+      return freed.length > 0 ? () => deleteUnreferenced(guard, freed, log, { ride: true }).then(() => undefined) : undefined;
     },
 
     async health() {

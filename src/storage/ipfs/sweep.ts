@@ -35,11 +35,12 @@ export async function sweepOrphans(deps: { sql: Sql; guard: BlobGuard; log: Logg
   return { seen, removed, held };
 }
 
-/** Deletes keys an upload or a release left without a row, a few at a time. */
-export function deleteUnreferenced(guard: BlobGuard, keys: Iterable<string>, log: Logger): Promise<number> {
+/** Deletes keys an upload or a release left without a row, a few at a time. `ride`: nobody
+ * waits for it (BlobGuard.deleteIfUnused). */
+export function deleteUnreferenced(guard: BlobGuard, keys: Iterable<string>, log: Logger, opts?: { ride?: boolean }): Promise<number> {
   return deleteEach(
     keys,
-    (key) => guard.deleteIfUnused(key, (tx) => blockReferenced(tx, key)),
+    (key) => guard.deleteIfUnused(key, (tx) => blockReferenced(tx, key), opts),
     // The row is gone already: the next start's sweep deletes the object.
     (key, err) => log.warn("ipfs: deleting an unreferenced block failed; the start-up sweep will", { key, err: String(err) }),
   );
