@@ -42,7 +42,7 @@ const DROP_REF = "UPDATE dfs_objects SET refs = refs - 1 WHERE cid = $1 RETURNIN
 const MANIFEST_HASHES = "SELECT DISTINCT hash FROM dfs_object_chunks WHERE cid = $1";
 /** The manifest's chunks when the object's last reference went in this transaction (sent with
  * DROP_REF, not after its answer: one round trip on PostgreSQL). */
-const FREED_MANIFEST_HASHES = "SELECT DISTINCT hash FROM dfs_object_chunks WHERE cid = $1 AND EXISTS (SELECT 1 FROM dfs_objects WHERE cid = $1 AND refs <= 0)";
+const FREED_MANIFEST_HASHES = `${MANIFEST_HASHES} AND EXISTS (SELECT 1 FROM dfs_objects WHERE cid = $1 AND refs <= 0)`;
 const DROP_MANIFEST = "DELETE FROM dfs_object_chunks WHERE cid = $1";
 const DROP_OBJECT = "DELETE FROM dfs_objects WHERE cid = $1";
 const UNREF_CHUNKS = (n: number) => `UPDATE dfs_chunks SET refs = refs - 1 WHERE hash IN (${placeholders(n)})`;
@@ -157,13 +157,9 @@ function distinct(manifest: readonly ChunkRef[]): ChunkRef[] {
  * Returns the chunks now at zero, whose rows go too. All sent at once: one round trip on PostgreSQL.
  */
 async function dropObject(tx: Queryable, cid: string, hashes: readonly string[]): Promise<string[]> {
+  const dropped = together(tx.run(DROP_MANIFEST, [cid]), tx.run(DROP_OBJECT, [cid]));
   // Sorted: two transactions sharing chunks lock their rows in one order (no deadlock).
-  const sorted = [...hashes].sort();
-  const parts = [...batches(sorted)];
-  const [, , ...answers] = await together(
-    tx.run(DROP_MANIFEST, [cid]),
-    tx.run(DROP_OBJECT, [cid]),
-    ...parts.flatMap((batch) => [tx.run(UNREF_CHUNKS(batch.length), batch), tx.all<{ hash: string }>(DROP_ZERO_CHUNKS(batch.length), batch)]),
-  );
-  return answers.flatMap((a) => (Array.isArray(a) ? a.map((z: { hash: string }) => z.hash) : []));
+  const zeroes = [...batches([...hashes].sort())].map((batch) => together(tx.run(UNREF_CHUNKS(batch.length), batch), tx.all<{ hash: string }>(DROP_ZERO_CHUNKS(batch.length), batch)));
+  const [, freed] = await together(dropped, together(...zeroes));
+  return freed.flatMap(([, rows]) => rows.map((z) => z.hash));
 }
