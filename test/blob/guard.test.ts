@@ -250,22 +250,16 @@ describe("blob guard (D15)", () => {
         await Promise.all(writes.slice(before));
         return writes.length - before;
       };
-      /** A deletion with no pin transaction coming: decided once its wait is over. */
-      const deleted = (key: string) => {
-        const outcome = guard.deleteIfUnused(key, never);
-        jest.advanceTimersByTime(RIDE_WAIT_MS);
-        return outcome;
-      };
       clock.t += LEASE_MS - 1_000;
       expect(await renewedBy(10_000)).toBe(1);
       clock.t += 2_000; // past the first expiry: the renewal keeps it
-      expect(await deleted("dfs/r")).toBe(false);
+      expect(await guard.deleteIfUnused("dfs/r", never)).toBe(false);
 
       await guard.close();
       expect(await renewedBy(60_000)).toBe(0);
       expect(() => guard.lease()).toThrow("blob guard closed");
       clock.t += LEASE_MS; // its pins lapse as a dead gateway's do
-      expect(await deleted("dfs/r")).toBe(true);
+      expect(await guard.deleteIfUnused("dfs/r", never)).toBe(true);
     } finally {
       jest.useRealTimers();
     }
