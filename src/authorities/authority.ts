@@ -8,6 +8,10 @@
  * `claim` before the quota's exact check (a refused claim answers for the write), `count` after
  * it, with the bytes that really came.
  *
+ * A read (the pipeline's `read`) charges the account's traffic pool; an authority that spends
+ * something of its own on it too (the spec's download voucher) says so in `reads`, which the
+ * pipeline claims in the transaction that charges or holds that traffic.
+ *
  * @example
  *   await pipeline.put(accountPays(did), "dfs", "a.txt", body, { digest: "md5" })
  */
@@ -31,6 +35,26 @@ export interface Authority {
   readonly claim?: AuthorityStep;
   /** Counts `moved` bytes against what it spent (a voucher's count). */
   count?(moved: number): AuthorityStep;
+  /** What a read spends besides the account's traffic; none: the traffic pool alone pays. */
+  readonly reads?: ReadSpending;
+}
+
+/** What a read of `length` bytes spends of its authority (a download voucher, accepted once). */
+export interface ReadSpending {
+  /** Refuses, claiming nothing, a read it could not pay for now: a body read whole is refused
+   * before its content is read (the claim decides all the same). */
+  peek(length: number): Promise<void>;
+  /** Claims the read in `tx` (the traffic's charge or hold): refused, the transaction rolls back. */
+  claim(tx: Queryable, length: number): Promise<ReadClaim>;
+}
+
+/** A read's claim, to count what went out or to take back when nothing did. */
+export interface ReadClaim {
+  /** Counts `sent` bytes (in `tx`, the traffic's settlement, or on its own). */
+  settle(sent: number, tx?: Queryable): Promise<void>;
+  /** Undoes the claim and a settlement of `counted` bytes in `tx`: the read failed before any
+   * byte went out, so the same authority may read again. */
+  refund(counted: number, tx: Queryable): Promise<void>;
 }
 
 /** An access key's authority (S3, the pinning service): the key already is the account's say-so;

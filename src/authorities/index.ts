@@ -4,7 +4,8 @@
  * traffic voucher bound to one file (vouchers.ts); the access keys of the S3 API and the pinning
  * service are the other authority (src/keys: the account pays). Storage, access keys and the
  * encryption routes verify signed calls here, so none of them needs another's internals; the
- * storage pipeline takes either as one `Authority` (authority.ts).
+ * storage pipeline takes either as one `Authority` (authority.ts), a download's voucher too
+ * (download-voucher.ts).
  *
  * @example
  *   import { createSessions, createVouchers } from "../authorities/index.ts";
@@ -13,5 +14,6 @@
  */
 export { createSessions, openSession, type RestrictedInput, type Sessions } from "./sessions.ts";
 export { createVouchers, voucherCounters, type Vouchers } from "./vouchers.ts";
-export { accountPays, type Authority, type AuthorityStep } from "./authority.ts";
+export { accountPays, type Authority, type AuthorityStep, type ReadClaim, type ReadSpending } from "./authority.ts";
+export { downloadVoucher } from "./download-voucher.ts";
 export { signedCall } from "./signed-call.ts";

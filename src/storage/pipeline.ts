@@ -19,8 +19,8 @@
  * 5. after: the blobs that content alone kept deleted, the transfer counted in the metrics, the
  *    quota's holds let go (a no-op once recorded).
  *
- * Reads and deletes through an access key are here too; the storage API's download, whose
- * voucher is claimed with its traffic in one transaction, is storage/service.ts's. Callers pass
+ * Reads (the storage API's download, whose voucher the authority claims with the traffic, and an
+ * access key's) and deletes are here too. Callers pass
  * typed input (a byte stream, names, a Did): no request, header or form reaches this file, and
  * every failure is the domain's (src/failure.ts), mapped to the wire at each API's edge.
  *
@@ -28,7 +28,7 @@
  *   const pipeline = createPipeline({ sql, log, maxBody, backends, meter })
  *   const { row } = await pipeline.put(accountPays(did), "dfs", "photos/a.jpg", body, { digest: "md5" })
  */
-import type { Authority } from "../authorities/authority.ts";
+import type { Authority, ReadClaim } from "../authorities/authority.ts";
 import { looks, type Queryable, type Sql } from "../db/sql.ts";
 import type { Denylist } from "../denylist/index.ts";
 import { failure } from "../failure.ts";
@@ -121,6 +121,9 @@ export interface Recorded {
   row: FileRow;
   isPublic: boolean;
 }
+
+/** What a read needs of a file: its back-end, its content and that content's size. */
+export type Readable = Pick<FileRow, "backend" | "cid" | "size">;
 
 /** A stashed part: its content, and the quota holds its bytes took as they arrived (see `stash`). */
 export interface Stashed {
@@ -425,37 +428,103 @@ export function createPipeline(deps: PipelineDeps) {
   }
 
   /**
-   * The bytes of `row` (or a range), the authority's traffic pool paying: small bodies are read
-   * whole (a damaged chunk is then a clean error), larger ones stream and count what went out.
+   * The bytes of `file` (or a range), the authority's account paying the traffic and the
+   * authority spending what it spends on a read (`reads`: a download voucher). Up to one chunk is
+   * read whole before it is answered (`readWhole`: a damaged chunk is then a clean error before
+   * any byte goes out); more streams, held and counted as it goes out (`readStream`). `found`: the
+   * caller has found the content with the back-end's `stat` already (a folder root has none).
    */
-  async function read(authority: Authority, row: FileRow, range?: ByteRange): Promise<Uint8Array | ReadableStream<Uint8Array>> {
-    const b = backend(row.backend);
-    const length = range ? range.end - range.start + 1 : row.size;
+  async function read(authority: Authority, file: Readable, range?: ByteRange, opts: { found?: boolean } = {}): Promise<Uint8Array | ReadableStream<Uint8Array>> {
+    const b = backend(file.backend);
+    const length = range ? range.end - range.start + 1 : file.size;
+    if (length <= WHOLE_BODY_MAX) return readWhole(authority, b, file.cid, range, length);
     // A body that streams is answered 200 before its content is read: content no download can
     // stream (a CAR import's folder root) must be refused before that, and before any charge.
-    if (length > WHOLE_BODY_MAX && !(await b.stat(row.cid))) throw failure("unsupported", "this entry is a folder (a CAR import's root): download its files by their own Cids");
-    const traffic = await deps.meter?.beginDownload(authority.who.address, length);
+    if (!opts.found && !(await b.stat(file.cid))) throw failure("unsupported", "this entry is a folder (a CAR import's root): download its files by their own Cids");
+    return readStream(authority, b, file.cid, range, length);
+  }
+
+  /**
+   * A body of up to one chunk, read (its hashes checked) before any byte goes out. The authority's
+   * spending and the traffic pool are checked before the read (no content is read for a request
+   * that cannot pay), then decided and counted in one transaction — the traffic counted, the
+   * authority's claim made and settled, no hold. On SQLite the read starts at its COMMIT and runs
+   * while the log's fsync does (its statements run on this thread: a read begun earlier only
+   * delays them); on PostgreSQL, whose transaction is round trips, it starts with the
+   * transaction. A read that fails or comes short after the charge committed undoes it (the
+   * traffic, the claim and its count): a failed read charges nothing.
+   */
+  async function readWhole(authority: Authority, b: Backend, cid: string, range: ByteRange | undefined, length: number): Promise<Uint8Array> {
+    const reads = authority.reads;
+    await reads?.peek(length);
+    const traffic = await deps.meter?.wholeDownload(authority.who.address, length);
+    let reading: Promise<Uint8Array> | undefined;
+    const start = () => {
+      if (reading) return;
+      reading = wholeOf(b.read(cid, range));
+      reading.catch(() => {}); // awaited below once charged, not at all when the charge is refused
+    };
+    // Nothing to charge (no quota, nothing the authority spends): no transaction either.
+    const charged = traffic || reads;
+    if (sql.dialect !== "sqlite" || !charged) start();
+    const claim = charged
+      ? await sql.tx(
+          async (tx) => {
+            await traffic?.charge(tx);
+            const claim = await reads?.claim(tx, length);
+            await claim?.settle(length, tx);
+            return claim;
+          },
+          { isolation: "read committed", committed: start },
+        ) // refused: nothing was counted
+      : undefined;
+    let bytes: Uint8Array;
+    try {
+      bytes = await (reading as Promise<Uint8Array>); // begun at the latest by `committed`
+      if (bytes.byteLength !== length) throw new Error(`read ${bytes.byteLength} of ${length} bytes`);
+    } catch (err) {
+      if (charged) {
+        await sql
+          .tx(
+            async (tx) => {
+              await traffic?.refund(tx);
+              await claim?.refund(length, tx);
+            },
+            { isolation: "read committed" },
+          )
+          .catch((e) => log.error("giving back a failed download's charge failed", { cid, err: (e as Error).message }));
+      }
+      throw err;
+    }
+    deps.onTransfer?.(b.kind, "out", length);
+    return bytes;
+  }
+
+  /**
+   * A larger body, streamed: its whole length held in the traffic pool from the start, the
+   * authority's claim committed with that hold (on disk before any byte goes out; in a
+   * transaction of its own without quota), the hold renewed while bytes flow, and what really
+   * went out counted at the end, the traffic and the claim's count in one transaction.
+   */
+  async function readStream(authority: Authority, b: Backend, cid: string, range: ByteRange | undefined, length: number): Promise<ReadableStream<Uint8Array>> {
+    const reads = authority.reads;
+    let claim: ReadClaim | undefined;
+    const withHold = reads && (async (tx: Queryable) => void (claim = await reads.claim(tx, length)));
+    const traffic = await deps.meter?.beginDownload(authority.who.address, length, withHold);
+    if (reads && !claim) claim = await sql.tx((tx) => reads.claim(tx, length), { isolation: "read committed" });
+    const claimed = claim;
+    // Bookkeeping once bytes went out: a failure is logged, never the download's answer.
     const settle = async (sent: number) => {
       deps.onTransfer?.(b.kind, "out", sent);
       try {
-        await traffic?.settle(sent);
+        if (traffic) await traffic.settle(sent, claimed && ((tx) => claimed.settle(sent, tx)));
+        else await claimed?.settle(sent);
       } catch (err) {
-        log.error("settling a download's counters failed", { cid: row.cid, err: (err as Error).message });
+        log.error("settling a download's counters failed", { cid, err: (err as Error).message });
       }
     };
-    if (length <= WHOLE_BODY_MAX) {
-      let bytes: Uint8Array;
-      try {
-        bytes = await wholeOf(b.read(row.cid, range));
-      } catch (err) {
-        await settle(0);
-        throw err;
-      }
-      await settle(bytes.byteLength);
-      return bytes;
-    }
-    const renew = () => void traffic?.renew().catch((err) => log.error("renewing a download's hold failed", { cid: row.cid, err: (err as Error).message }));
-    return meterDownload(b.read(row.cid, range), settle, renew);
+    const renew = () => void traffic?.renew().catch((err) => log.error("renewing a download's hold failed", { cid, err: (err as Error).message }));
+    return meterDownload(b.read(cid, range), settle, renew);
   }
 
   /** Deletes the authority's file `which` names (by id, or by name) where the back-end deletes

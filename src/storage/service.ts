@@ -23,9 +23,9 @@ import type { Backend, BackendKind, ByteRange } from "./backend.ts";
 import { backendLookup } from "./errors.ts";
 import { cleanName, createFiles, fileEntry, type PublicSql } from "./files.ts";
 import { createSessions, type LoginInput, type SessionKeys } from "../authorities/sessions.ts";
-import { meterDownload, wholeOf } from "./transfer.ts";
-import { createPipeline, WHOLE_BODY_MAX } from "./pipeline.ts";
+import { createPipeline } from "./pipeline.ts";
 import { accountPays } from "../authorities/authority.ts";
+import { downloadVoucher } from "../authorities/download-voucher.ts";
 import { signedCall } from "../authorities/signed-call.ts";
 import { createVouchers, oldVoucher, type SignedVoucher, type VoucherInput } from "../authorities/vouchers.ts";
 import { canonicalCid } from "../cid/canonical.ts";
@@ -398,7 +398,7 @@ export function createStorage(deps: StorageDeps) {
       // Another key than the DID's own address: only the registry can tell, at a lookup each.
       if (isAddressEqual(who.address, voucher.payer)) await checkPayer(who, voucher.payer, input.did !== undefined && input.did !== "");
       else await checkDelegate(who, voucher.payer, from);
-      return { reader: who.address, row };
+      return { reader: who, row };
     } catch (err) {
       if (err instanceof StorageError && err.status === 403 && (await readsAsLegacy(input, kind, cid))) throw oldVoucher();
       throw err;
@@ -444,86 +444,12 @@ export function createStorage(deps: StorageDeps) {
     // Blocked content answers 410 whoever asks, before any voucher is looked at or spent.
     deps.denylist?.check(cid, "download");
     const signed = await vouchers.payerOf(voucher, cid);
-    const { payer, size } = signed;
     const { reader, row } = await readableBy(signed, voucher, b.kind, cid, from);
     const file = await headOf(b, cid, row);
-    const total = file.size;
-
-    async function send(range?: ByteRange) {
-      const length = range ? range.end - range.start + 1 : total;
-      if (length <= WHOLE_BODY_MAX) return sendWhole(range, length);
-      // The hold and the voucher's claim commit together, on disk before any byte goes out (a
-      // voucher is accepted once, D6, power cuts included); the settlement and the voucher's count too.
-      let accepted: Awaited<ReturnType<typeof vouchers.accept>> | undefined;
-      const claim = (tx: Queryable) => vouchers.claim(tx, { payer, size }, length).then((a) => void (accepted = a));
-      const traffic = deps.meter ? await deps.meter.beginDownload(reader, length, claim) : undefined;
-      if (!accepted) accepted = await vouchers.accept({ payer, size }, length);
-      const voucher = accepted;
-      // Bookkeeping once bytes went out: a failure is logged, never the download's answer.
-      const settle = async (sent: number) => {
-        deps.onTransfer?.(b.kind, "out", sent);
-        try {
-          if (traffic) await traffic.settle(sent, (tx) => vouchers.settle(voucher, sent, tx));
-          else await vouchers.settle(voucher, sent);
-        } catch (err) {
-          log.error("settling a download's counters failed", { cid, err: (err as Error).message });
-        }
-      };
-      const renew = () => void traffic?.renew().catch((err) => log.error("renewing a download's hold failed", { cid, err: (err as Error).message }));
-      return meterDownload(b.read(cid, range), settle, renew);
-    }
-
-    /**
-     * Up to one chunk is read (and its hashes checked) before the headers go out: a failure is
-     * then a clean 500. The voucher and the traffic pool are checked before the read (no content
-     * is read for a request that cannot pay), then decided and counted in one transaction — the
-     * voucher claimed and counted, the traffic counted, no hold. On SQLite the read starts at its
-     * COMMIT and runs while the log's fsync does (its statements run on this thread: a read begun
-     * earlier only delays them; ≈ 60 µs of a 1 MiB ranged GET); on PostgreSQL, whose
-     * transaction is round trips, it starts with the transaction. No byte goes out before both
-     * are done. A read that fails after the charge committed undoes it (traffic, the voucher's
-     * count and its claim): as before, a failed read charges nothing and the same voucher
-     * downloads once the content reads again. Larger bodies stream, with their Content-Length
-     * all the same (http/listen.ts).
-     */
-    async function sendWhole(range: ByteRange | undefined, length: number) {
-      await vouchers.peek({ payer, size }, length);
-      const traffic = await deps.meter?.wholeDownload(reader, length);
-      let reading: Promise<Uint8Array> | undefined;
-      const read = () => {
-        if (reading) return;
-        reading = wholeOf(b.read(cid, range));
-        reading.catch(() => {}); // awaited below once charged, not at all when the charge is refused
-      };
-      if (sql.dialect !== "sqlite") read();
-      const accepted = await sql.tx(
-        async (tx) => {
-          await traffic?.charge(tx);
-          const accepted = await vouchers.claim(tx, { payer, size }, length);
-          await vouchers.settle(accepted, length, tx);
-          return accepted;
-        },
-        { isolation: "read committed", committed: read },
-      ); // refused: nothing was counted
-      let bytes: Uint8Array;
-      try {
-        bytes = await (reading as Promise<Uint8Array>); // begun at the latest by `committed`
-        if (bytes.byteLength !== length) throw new Error(`read ${bytes.byteLength} of ${length} bytes`);
-      } catch (failure) {
-        await sql
-          .tx(
-            async (tx) => {
-              await traffic?.refund(tx);
-              await vouchers.refund(accepted, length, tx);
-            },
-            { isolation: "read committed" },
-          )
-          .catch((err) => log.error("giving back a failed download's charge failed", { cid, err: (err as Error).message }));
-        throw failure;
-      }
-      deps.onTransfer?.(b.kind, "out", length);
-      return bytes;
-    }
+    // The pipeline reads it: the reader's traffic pool pays, and the voucher is claimed with it
+    // (the download's authority); the content was found by `headOf` (a folder root is not).
+    const authority = downloadVoucher(reader, vouchers, signed);
+    const send = (range?: ByteRange) => pipeline.read(authority, { backend: b.kind, cid, size: file.size }, range, { found: true });
     return { ...file, send };
   }
 
