@@ -29,7 +29,9 @@ const moved = { in: 0, out: 0 };
 /** Content reads of the dfs back-end (a multipart completion of parts that line up on chunks makes none). */
 const dfsReads = { n: 0 };
 const dfs = gw.backends.dfs!;
-const backends = { ...gw.backends, dfs: { ...dfs, read: (...a: Parameters<typeof dfs.read>) => (dfsReads.n++, dfs.read(...a)) } };
+/** Set, the dfs back-end's reads answer this instead of the content (a disk that fails). */
+const readInstead: { bytes?: () => ReadableStream<Uint8Array> } = {};
+const backends = { ...gw.backends, dfs: { ...dfs, read: (...a: Parameters<typeof dfs.read>) => (dfsReads.n++, readInstead.bytes?.() ?? dfs.read(...a)) } };
 /** Bytes the dfs back-end's `put` has taken from its sources: what could reach the blob store. */
 const intoDfs = { bytes: 0 };
 backends.dfs.put = (source, opts) => dfs.put(source.pipeThrough(new TransformStream({ transform: (chunk, c) => void ((intoDfs.bytes += chunk.byteLength), c.enqueue(chunk)) })), opts);
@@ -130,6 +132,34 @@ describe("objects with Bun's S3Client", () => {
     const tampered = await fetch(url.replace("shared.txt", "shared.tx"));
     expect(tampered.status).toBe(403);
     expect(codeIn(await tampered.text())).toBe("SignatureDoesNotMatch");
+  });
+});
+
+describe("a read that fails", () => {
+  const didOf = (a: { account: { address: string } }) => `did:ethr:0x${gw.config.chainId.toString(16)}:${a.account.address}`;
+  const trafficLeft = async (a: Awaited<ReturnType<typeof account>>) => (await meter?.record(a.account.address, didOf(a), "traffic"))?.SizeByte ?? -1;
+  const failures: [string, () => ReadableStream<Uint8Array>][] = [
+    ["fails", () => new ReadableStream({ pull: (c) => c.error(new Error("EIO: i/o error, read")) })],
+    ["comes short", () => new ReadableStream({ start: (c) => (c.enqueue(new Uint8Array(10)), c.close()) })],
+  ];
+  test.each(failures)("GetObject of a body read whole whose read %s → 500 InternalError, its traffic given back; the next GET is charged once", async (_, bytes) => {
+    const a = await account();
+    const body = randomBytes(4096);
+    expect((await signed(a.key, "PUT", "/dfs/flaky.bin", { body })).status).toBe(200);
+    const before = await trafficLeft(a);
+    readInstead.bytes = bytes;
+    let res: Response;
+    try {
+      res = await signed(a.key, "GET", "/dfs/flaky.bin");
+    } finally {
+      readInstead.bytes = undefined;
+    }
+    expect(res.status).toBe(500);
+    expect(codeIn(await res.text())).toBe("InternalError");
+    expect(await trafficLeft(a)).toBe(before);
+    const again = await signed(a.key, "GET", "/dfs/flaky.bin");
+    expect(Buffer.from(await again.arrayBuffer()).equals(body)).toBe(true);
+    expect(before - (await trafficLeft(a))).toBe(4096);
   });
 });
 

@@ -6,14 +6,17 @@
 // what the SQLite layer reports right after its COMMIT (`onCommit`: whether the transaction then
 // awaits an fsync of the log); that such a transaction resolves only after that fsync is
 // test/db/wal-sync.test.ts's.
-// A download's voucher claim, whole or streamed, commits with an fsync before its bytes go out.
+// A download's voucher claim, whole or streamed, commits with an fsync before its bytes go out;
+// an access key's read of a body read whole (S3 GetObject) counts its traffic in one commit.
 // A power cut itself cannot be staged here.
 import { describe, expect, test } from "bun:test";
 import type { Param, Queryable, Sql, TxOptions } from "../../src/db/sql.ts";
 import { SqliteSql } from "../../src/db/sqlite-sql.ts";
 import { directoryAccess } from "../../src/directory/access.ts";
 import { TEST_DB } from "../support/db.ts";
-import { testGateway } from "../support/storage.ts";
+import { BASE, testGateway } from "../support/storage.ts";
+import { keysClient } from "../../src/sdk/keys.ts";
+import { s3ApiOver } from "../s3api/harness.ts";
 import { granter } from "../quota/grants.ts";
 import { chunkKey } from "../../src/storage/dfs/cid.ts";
 import { until } from "../support/until.ts";
@@ -49,6 +52,8 @@ function recordCommits(sql: Sql) {
   const commits: Commit[] = [];
   /** Statements outside any transaction that wrote nothing. */
   const reads: string[] = [];
+  /** Transactions begun and not yet resolved (a COMMIT whose fsync is still under way). */
+  const running = new Set<Promise<void>>();
   // Transactions commit one at a time on SQLite: the COMMIT right after a watched function
   // returned is that transaction's.
   let committing: { fsync: boolean } | undefined;
@@ -86,7 +91,7 @@ function recordCommits(sql: Sql) {
         const heard = events;
         return answer.then((r) => (heard.push(`← ${kind(text)}`), r));
       };
-      return tx(async (inner: Queryable) => {
+      const done = tx(async (inner: Queryable) => {
         // a retried attempt starts over
         tables = new Set();
         statements = [];
@@ -104,6 +109,12 @@ function recordCommits(sql: Sql) {
         if (tables.size) commits.push({ tables, statements, events, fsync: seen.fsync });
         return out;
       });
+      const settled = done.then(
+        () => void running.delete(settled),
+        () => void running.delete(settled),
+      );
+      running.add(settled);
+      return done;
     },
     run: (text: string, params?: readonly Param[]) => run(text, params).then((n) => (single(text), n)),
     get: (text: string, params?: readonly Param[]) => get(text, params).then((r) => (single(text), r)),
@@ -123,6 +134,10 @@ function recordCommits(sql: Sql) {
       const readFrom = reads.length;
       await work();
       return { commits: commits.slice(from).filter((c) => [...c.tables].some((t) => UPLOAD_TABLES.has(t) || t === "blob_tombstones")), reads: reads.slice(readFrom) };
+    },
+    /** Once every transaction begun so far has resolved, and so is recorded if it committed. */
+    async idle(): Promise<void> {
+      await Promise.all([...running]);
     },
     /** Reads the recorder does not see: a test's own look at the state. */
     unwatched: { all } as Pick<Queryable, "all">,
@@ -375,6 +390,44 @@ describe("a download's claim", () => {
         const claim = commits.find((c) => c.tables.has("vouchers_used"));
         expect({ quota, claimed: claim !== undefined, fsync: claim?.fsync }).toEqual({ quota, claimed: true, fsync: true });
       }
+    });
+  }
+});
+
+// An access key's account pays its traffic with no voucher: a body read whole is charged as a
+// download's is, in one commit with no hold (a hold and its settlement took two), and streams
+// hold their length, then settle.
+const s3 = await s3ApiOver(gw);
+describe("an access key's read (S3 GetObject)", () => {
+  const MiB = 1024 * 1024;
+  const meter = gw.quota?.meter;
+  for (const [what, bytes, expected] of [
+    ["a body read whole", 4096, [["traffic_usage"]]],
+    ["a streamed body", 3 * MiB + 5, [["quota_reservations"], ["quota_reservations", "traffic_usage"]]],
+  ] as const) {
+    test(`${what}: its traffic counted in ${expected.length === 1 ? "one commit, no hold" : "a hold, then its settlement"}`, async () => {
+      const { client, account } = await gw.user();
+      await grant(account.address, "space", 10_000_000);
+      await grant(account.address, "traffic", 100_000_000);
+      const key = await keysClient({ baseUrl: BASE, store: client, fetch: gw.fetch }).create({ access: "rw", bucket: "*" });
+      const body = random(bytes);
+      expect((await s3.signed(key, "PUT", "/dfs/read.bin", { body })).status).toBe(200);
+      const did = `did:ethr:0x${gw.config.chainId.toString(16)}:${account.address}`;
+      const left = async () => (await meter?.record(account.address, did, "traffic"))?.SizeByte;
+      const before = await left();
+      const commits = await recorder.during(async () => {
+        const res = await s3.signed(key, "GET", "/dfs/read.bin");
+        expect(res.status).toBe(200);
+        expect(new Uint8Array(await res.arrayBuffer())).toEqual(body);
+        // The client has every byte as soon as the last one leaves: a streamed body's settlement
+        // (which drops its hold) may commit just after, and its transaction resolves once its
+        // COMMIT is on disk.
+        const holds = async () => (await recorder.unwatched.all("SELECT id FROM quota_reservations WHERE account = $1 AND kind = 'traffic'", [account.address])).length;
+        await until("the traffic's hold settled", holds, (n) => n === 0, 10_000);
+        await recorder.idle();
+      });
+      expect(commits.map((c) => [...c.tables].filter((t) => t !== "quota_accounts").sort())).toEqual(expected.map((t) => [...t]));
+      expect((before ?? 0) - ((await left()) ?? 0)).toBe(bytes);
     });
   }
 });
