@@ -39,10 +39,12 @@ const RENEW_EVERY_MS = 10_000;
 /** How often an upload waiting on a tombstone looks again. */
 const TOMBSTONE_POLL_MS = 25;
 
+/** Pins the keys and answers, per key, whether a tombstone names it: in the pin's own statement
+ * (both databases read the tombstones in the transaction's snapshot, as a SELECT after it would). */
 const PIN = (n: number) =>
   `INSERT INTO blob_pins (key, holder, expires_at) VALUES ${Array.from({ length: n }, (_, i) => `($${3 + i}, $1, $2)`).join(", ")}
-   ON CONFLICT (key, holder) DO UPDATE SET expires_at = excluded.expires_at`;
-const TOMBSTONES_AMONG = (n: number) => `SELECT key FROM blob_tombstones WHERE key IN (${placeholders(n)})`;
+   ON CONFLICT (key, holder) DO UPDATE SET expires_at = excluded.expires_at
+   RETURNING key, EXISTS (SELECT 1 FROM blob_tombstones WHERE blob_tombstones.key = blob_pins.key) AS stoned`;
 const RENEW = "UPDATE blob_pins SET expires_at = $2 WHERE holder = $1";
 const UNPIN = "DELETE FROM blob_pins WHERE holder = $1";
 const TOMBSTONE_OF = "SELECT holder, expires_at AS \"expiresAt\" FROM blob_tombstones WHERE key = $1";
@@ -473,14 +475,13 @@ function pinKeys<T>(
       for (const [i, part] of parts.entries()) {
         const first = i === 0;
         const last = i === parts.length - 1;
-        const [, , found, extra, decided] = await together(
+        const [, found, extra, decided] = await together(
           first && carried ? dropIn(tx, carried.drops) : undefined,
-          tx.run(PIN(part.length), [holder, expiresAt, ...part]),
-          tx.all<{ key: string }>(TOMBSTONES_AMONG(part.length), part),
+          tx.all<{ key: string; stoned: boolean | number }>(PIN(part.length), [holder, expiresAt, ...part]),
           first ? alongside?.(tx) : undefined,
           last ? carried?.decideIn(tx) : undefined,
         );
-        for (const { key } of found) stoned.add(key);
+        for (const { key, stoned: s } of found) if (s) stoned.add(key); // 0/1 on SQLite
         if (first) answer = extra;
         if (last) won = decided;
       }

@@ -212,7 +212,9 @@ describe("blob guard (D15)", () => {
     expect(lease.clearOf("dfs/other")).toBe(true);
     expect(await sql.all<{ key: string }>("SELECT key FROM blob_pins WHERE holder = $1", [lease.holder])).toEqual([{ key: "dfs/other" }]);
     expect(await deleted).toBe(true);
-    expect(calls).toBe(2);
+    // Decided again after the failure: once by itself, or more when PostgreSQL retries it (its
+    // predicate locks and the pin's share the tables' one index page here).
+    expect(calls).toBeGreaterThanOrEqual(2);
     expect(await store.stat("dfs/s")).toBeUndefined();
     await lease.release();
   });
