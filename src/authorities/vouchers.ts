@@ -21,6 +21,7 @@ import { type Look, looks, type Queryable, type Sql } from "../db/sql.ts";
 import { storageError } from "../http/errors.ts";
 import { wholeBytes } from "../http/params.ts";
 import { canonicalCid } from "../cid/canonical.ts";
+import { failure } from "../failure.ts";
 import { isSignature, LEGACY_VOUCHER_TYPE_TEXT, UINT64_MAX, VOUCHER_TYPE_TEXT } from "../identity/eip712.ts";
 import { legacyVoucherSigner, voucherDigest, voucherSigner } from "../identity/voucher-signer.ts";
 
@@ -41,16 +42,17 @@ const PEEK = { used: USED_BY, claimed: "EXISTS (SELECT 1 FROM vouchers_used WHER
 const UNCLAIM = "DELETE FROM vouchers_used WHERE payer = $1 AND size = $2";
 const COUNT = "INSERT INTO voucher_counters (payer, used) VALUES ($1, $2) ON CONFLICT (payer) DO UPDATE SET used = voucher_counters.used + excluded.used";
 
-/** What a voucher of `size` still allows after `used` bytes; refused (402) when it cannot cover `needs`. */
+/** What a voucher of `size` still allows after `used` bytes; refused when it cannot cover `needs`
+ * (the domain's refusal: a claim runs inside the storage pipeline's transactions). */
 function allowanceOf(size: number, used: number, needs?: number): number {
   const allowance = size - used;
   if (allowance <= 0 || (needs !== undefined && needs > allowance)) {
-    throw storageError.quota(`the voucher covers up to ${size} bytes in all; ${used} are used${needs !== undefined ? `, this transfer needs ${needs}` : ""}: sign a new one (GET /traffichash)`);
+    throw failure("quota-exceeded", `the voucher covers up to ${size} bytes in all; ${used} are used${needs !== undefined ? `, this transfer needs ${needs}` : ""}: sign a new one (GET /traffichash)`);
   }
   return allowance;
 }
 
-const usedUp = () => storageError.quota("this voucher was already used: sign a new one (GET /traffichash)");
+const usedUp = () => failure("quota-exceeded", "this voucher was already used: sign a new one (GET /traffichash)");
 
 /** What a voucher's query (or an upload's fields) carries: the spec's `size` and `sign`, and
  * `expires` when it is not 0. */
