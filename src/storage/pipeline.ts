@@ -20,9 +20,9 @@
  *    quota's holds let go (a no-op once recorded).
  *
  * Reads (the storage API's download, whose voucher the authority claims with the traffic, and an
- * access key's) and deletes are here too. Callers pass
- * typed input (a byte stream, names, a Did): no request, header or form reaches this file, and
- * every failure is the domain's (src/failure.ts), mapped to the wire at each API's edge.
+ * access key's) and deletes are here too. Callers pass typed input (a byte stream, names, a Did):
+ * no request, header or form reaches this file, and every failure is the domain's
+ * (src/failure.ts), mapped to the wire at each API's edge.
  *
  * @example
  *   const pipeline = createPipeline({ sql, log, maxBody, backends, meter })
