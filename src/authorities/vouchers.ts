@@ -9,7 +9,8 @@
  * for another file recovers some other key, which may read nothing.
  *
  * @example
- *   const v = await vouchers.accept(await vouchers.payerOf({ size, sign, expires }, cid), length)
+ *   const signed = await vouchers.payerOf({ size, sign, expires }, cid)
+ *   const v = await sql.tx((tx) => vouchers.claim(tx, signed, length))
  *   … stream …
  *   await vouchers.settle(v, sentBytes)
  *
@@ -104,7 +105,7 @@ export function voucherCounters(q: Queryable): Promise<{ payer: string; used: nu
 }
 
 export function createVouchers({ sql, domain, seller, now = Date.now }: { sql: Sql; domain: TypedDataDomain; seller: Address; now?: () => number }) {
-  /** The payer's all-time count, read with `q` (accept()'s transaction, or the pool). */
+  /** The payer's all-time count, read with `q` (a claim's transaction, or the pool). */
   const usedIn = async (q: Queryable, payer: string) => (await q.get<{ used: number }>(USED, [payer]))?.used ?? 0;
   const usedBy = (payer: string) => usedIn(sql, payer);
   // viem's recoverTypedDataAddress at ≈ 55% of its CPU (it was ≈ 1 ms of a ranged GET).
@@ -188,12 +189,6 @@ export function createVouchers({ sql, domain, seller, now = Date.now }: { sql: S
     return { payer: v.payer, size: v.size, allowance: allowanceOf(v.size, fresh.base, needs) };
   }
 
-  /** Accepts a voucher once, in a transaction of its own. */
-  function accept(v: { payer: Address; size: number }, needs?: number): Promise<AcceptedVoucher> {
-    // Every read-modify-write here is the conditional insert: READ COMMITTED suffices (D16).
-    return sql.tx((tx) => claim(tx, v, needs), { isolation: "read committed" });
-  }
-
   /**
    * What `claim` would answer now, as a look (db/sql.ts) read without a transaction and refused
    * as `claim` refuses (a voucher both used and short for being short): a download read whole is
@@ -242,7 +237,7 @@ export function createVouchers({ sql, domain, seller, now = Date.now }: { sql: S
     await q.run(UNCLAIM, [v.payer, v.size]);
   }
 
-  return { hashFor, payerOf, legacyPayerOf, claim, accept, peekLook, peek, claimPeeked, settle, refund, usedBy };
+  return { hashFor, payerOf, legacyPayerOf, claim, peekLook, peek, claimPeeked, settle, refund, usedBy };
 }
 
 export type Vouchers = ReturnType<typeof createVouchers>;

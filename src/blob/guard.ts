@@ -573,8 +573,8 @@ const DELETE_CONCURRENCY = 8;
  * Runs `deleteOne` (a `deleteIfUnused` with the back-end's reference check) over `items`,
  * `concurrency` at a time; returns how many it deleted. A failure goes to `failed` and the rest go
  * on: the rows are gone already, so the next sweep finds the object and tries again. By default
- * a decision's worth at once: each waits for a decision (RIDE_WAIT_MS when no pin comes), and the
- * guard bounds the DELETEs in flight itself.
+ * a decision's worth at once: the calls of one tick are decided together (riding ones up to
+ * RIDE_WAIT_MS later), and the guard bounds the DELETEs in flight itself.
  */
 export async function deleteEach<T>(items: Iterable<T>, deleteOne: (item: T) => Promise<boolean>, failed: (item: T, err: unknown) => void, concurrency = DECIDE_BATCH): Promise<number> {
   const todo = [...items];

@@ -114,8 +114,8 @@ type RecordOptions = {
  * fails, the quota's holds go first (a refused upload never counts against another's check),
  * then nothing of the content is kept unless something else references it. Once it committed,
  * the blobs the replaced content alone kept are deleted (`release`'s after-work), without holding
- * up the answer. Before any of it,
- * `refuse` — the denylist's check of every write (D25) — may refuse the content by its Cid.
+ * up the answer. Before any of it, `refuse` — the denylist's check of every write (D25) — may
+ * refuse the content by its Cid.
  */
 export async function recordFiles(files: Pick<Files, "addAll">, rows: readonly FileInput[], pending: Pick<PendingPut, "commit" | "commitIn" | "abort">, opts: RecordOptions): Promise<Added[]> {
   let out: Added[];

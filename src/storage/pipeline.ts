@@ -471,9 +471,9 @@ export function createPipeline(deps: PipelineDeps) {
       ? await sql.tx(
           async (tx) => {
             await traffic?.charge(tx);
-            const claim = await reads?.claim(tx, length);
-            await claim?.settle(length, tx);
-            return claim;
+            const made = await reads?.claim(tx, length);
+            await made?.settle(length, tx);
+            return made;
           },
           { isolation: "read committed", committed: start },
         ) // refused: nothing was counted

@@ -131,26 +131,30 @@ describe("a voucher's claim (D6)", () => {
   // its answer: a refusal there must roll the claim back, or the voucher would be spent unused.
   test("a claim counts from the payer's count; a short voucher is refused and stays unspent; a used one is refused as used, or as short when it is both", async () => {
     const vouchers = gw.storage!.vouchers;
+    // A claim in a transaction of its own, as a download's or an upload's commit makes it.
+    const accept = (v: { payer: `0x${string}`; size: number }, needs?: number) => gw.database.sql.tx((tx) => vouchers.claim(tx, v, needs), { isolation: "read committed" });
     const payer = privateKeyToAccount(generatePrivateKey()).address;
     const claims = (size: number) => gw.database.sql.all<{ base: number }>("SELECT base FROM vouchers_used WHERE payer = $1 AND size = $2", [payer, size]);
     await vouchers.settle({ payer, size: 0, allowance: 0 }, 1000);
-    expect((await vouchers.accept({ payer, size: 5000 })).allowance).toBe(4000);
+    expect((await accept({ payer, size: 5000 })).allowance).toBe(4000);
     expect(await claims(5000)).toEqual([{ base: 1000 }]);
-    await expect(vouchers.accept({ payer, size: 500 })).rejects.toThrow("the voucher covers up to 500 bytes in all; 1000 are used");
+    await expect(accept({ payer, size: 500 })).rejects.toThrow("the voucher covers up to 500 bytes in all; 1000 are used");
     expect(await claims(500)).toEqual([]);
-    await expect(vouchers.accept({ payer, size: 5000 })).rejects.toThrow("this voucher was already used");
+    await expect(accept({ payer, size: 5000 })).rejects.toThrow("this voucher was already used");
     await vouchers.settle({ payer, size: 0, allowance: 0 }, 5000);
-    await expect(vouchers.accept({ payer, size: 5000 })).rejects.toThrow("the voucher covers up to 5000 bytes in all; 6000 are used");
+    await expect(accept({ payer, size: 5000 })).rejects.toThrow("the voucher covers up to 5000 bytes in all; 6000 are used");
     // Short by 1000 bytes for a transfer that needs them, though not spent: refused, unspent.
-    await expect(vouchers.accept({ payer, size: 7000 }, 2000)).rejects.toThrow("this transfer needs 2000");
+    await expect(accept({ payer, size: 7000 }, 2000)).rejects.toThrow("this transfer needs 2000");
     expect(await claims(7000)).toEqual([]);
-    expect((await vouchers.accept({ payer, size: 7000 }, 1000)).allowance).toBe(1000);
+    expect((await accept({ payer, size: 7000 }, 1000)).allowance).toBe(1000);
   });
 
   // An upload peeks at its voucher before its body and claims it where it records the file
   // (storage/service.ts): the allowance it streamed with must be the one it is accepted with.
   test("a peek claims nothing and refuses as a claim would; a peeked voucher is claimed with the count the peek read, once", async () => {
     const vouchers = gw.storage!.vouchers;
+    // A claim in a transaction of its own, as a download's or an upload's commit makes it.
+    const accept = (v: { payer: `0x${string}`; size: number }, needs?: number) => gw.database.sql.tx((tx) => vouchers.claim(tx, v, needs), { isolation: "read committed" });
     const payer = privateKeyToAccount(generatePrivateKey()).address;
     const claims = (size: number) => gw.database.sql.all<{ base: number }>("SELECT base FROM vouchers_used WHERE payer = $1 AND size = $2", [payer, size]);
     await vouchers.settle({ payer, size: 0, allowance: 0 }, 1000);
