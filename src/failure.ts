@@ -31,6 +31,11 @@ const FAILURE_CODES = [
   "interrupted",
   /** The content is on this gateway's denylist: gone for every reader, refused to every writer. */
   "blocked",
+  /** A signed call does not prove who makes it: no session for its token, a requestID used or too
+   * old, a token or login that cannot be one. */
+  "unauthenticated",
+  /** A voucher (a payer's signed allowance) is missing, malformed or cannot be recovered. */
+  "bad-voucher",
 ] as const;
 
 export type FailureCode = (typeof FAILURE_CODES)[number];

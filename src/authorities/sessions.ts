@@ -15,7 +15,7 @@
  */
 import type { Address, Hex, TypedDataDomain } from "viem";
 import { type Look, looks, type Queryable, type Sql, together } from "../db/sql.ts";
-import { storageError } from "../http/errors.ts";
+import { failure } from "../failure.ts";
 import { parseDid, type Did } from "../identity/did.ts";
 import { isSignature, type RequestAction } from "../identity/eip712.ts";
 import { requestSigner } from "../identity/request-signer.ts";
@@ -71,7 +71,7 @@ const PRUNE_EVERY = 16;
 
 type SessionRow = { timestamp: number; highestRequest: number };
 
-const refuse = (why: string) => storageError.unauthorized(why);
+const refuse = (why: string) => failure("unauthenticated", why);
 
 /** The user's token: 16–64 bytes of hex, with or without 0x, stored lower-case with 0x. */
 export function normalizeToken(token: string): Hex {
@@ -161,15 +161,15 @@ export function createSessions(deps: { sql: Sql; resolver: DidResolver; domain: 
 
   /** Login info (spec 2.2) of the DID's latest session. */
   async function info(didParam: string | undefined) {
-    if (!didParam) throw storageError.badRequest("did is required");
+    if (!didParam) throw failure("bad-input", "did is required");
     let who: Did;
     try {
       who = parseDid(didParam, chainId);
     } catch (err) {
-      throw storageError.badRequest((err as Error).message);
+      throw failure("bad-input", (err as Error).message);
     }
     const s = await sql.get<{ token: string; timestamp: number; highestRequest: number }>(LATEST, [who.canonical]);
-    if (!s) throw storageError.notFound("no login for this DID");
+    if (!s) throw failure("not-found", "no login for this DID");
     return { token: s.token, timestamp: s.timestamp, requestID: String(s.highestRequest) };
   }
 

@@ -19,8 +19,7 @@
  */
 import { bytesToHex, getAddress, type Address, type TypedDataDomain } from "viem";
 import { type Look, looks, type Queryable, type Sql } from "../db/sql.ts";
-import { storageError } from "../http/errors.ts";
-import { wholeBytes } from "../http/params.ts";
+import { wholeBytes } from "../byte-count.ts";
 import { canonicalCid } from "../cid/canonical.ts";
 import { failure } from "../failure.ts";
 import { isSignature, LEGACY_VOUCHER_TYPE_TEXT, UINT64_MAX, VOUCHER_TYPE_TEXT } from "../identity/eip712.ts";
@@ -74,7 +73,8 @@ function expiryOf(raw: unknown): bigint | undefined {
 
 /** The refusal of a voucher of the old type, which names no file: what to sign instead. */
 export const oldVoucher = () =>
-  storageError.address(
+  failure(
+    "bad-voucher",
     `Address parameter missing or invalid: this voucher is of the old type ${LEGACY_VOUCHER_TYPE_TEXT}, which is no longer accepted because it names no file. Sign ${VOUCHER_TYPE_TEXT} instead: cid is the file's Cid (CIDv1, base32), expires unix seconds or 0, and the query adds expires when it is not 0 (GET /traffichash?size=…&cid=… answers the digest); update the client`,
   );
 
@@ -120,15 +120,15 @@ export function createVouchers({ sql, domain, seller, now = Date.now }: { sql: S
    */
   async function hashFor(payer: Address, query: { size?: unknown; cid?: unknown; expires?: unknown }) {
     const size = wholeBytes(query.size);
-    if (size === undefined) throw storageError.badRequest("size must be a whole number of bytes");
+    if (size === undefined) throw failure("bad-input", "size must be a whole number of bytes");
     const expires = expiryOf(query.expires);
-    if (expires === undefined) throw storageError.badRequest("expires must be unix seconds (a uint64), or 0 for none");
+    if (expires === undefined) throw failure("bad-input", "expires must be unix seconds (a uint64), or 0 for none");
     let cid: string | undefined;
     if (query.cid !== undefined && query.cid !== "") {
       try {
         cid = canonicalCid(String(query.cid));
       } catch {
-        throw storageError.badRequest("cid must be the Cid of the file the voucher reads or uploads");
+        throw failure("bad-input", "cid must be the Cid of the file the voucher reads or uploads");
       }
     }
     const used = await usedBy(getAddress(payer));
@@ -150,16 +150,16 @@ export function createVouchers({ sql, domain, seller, now = Date.now }: { sql: S
    */
   async function payerOf(input: VoucherInput, cid: string): Promise<SignedVoucher> {
     const size = wholeBytes(input.size);
-    if (size === undefined || !isSignature(input.sign)) throw storageError.address("Address parameter missing or invalid: size and sign (a voucher) are required");
+    if (size === undefined || !isSignature(input.sign)) throw failure("bad-voucher", "Address parameter missing or invalid: size and sign (a voucher) are required");
     const expires = expiryOf(input.expires);
-    if (expires === undefined) throw storageError.address("Address parameter missing or invalid: expires must be unix seconds, as the voucher signs it");
+    if (expires === undefined) throw failure("bad-voucher", "Address parameter missing or invalid: expires must be unix seconds, as the voucher signs it");
     if (expires !== 0n && BigInt(Math.floor(now() / 1000)) >= expires) {
-      throw storageError.forbidden(`Permission denied: this voucher expired at ${new Date(Number(expires) * 1000).toISOString()}: ask its payer for a new one`);
+      throw failure("forbidden", `Permission denied: this voucher expired at ${new Date(Number(expires) * 1000).toISOString()}: ask its payer for a new one`);
     }
     try {
       return { payer: signerOf({ size: BigInt(size), cid, expires }, input.sign), size, expires };
     } catch {
-      throw storageError.address("Address parameter missing or invalid: the voucher signature cannot be recovered");
+      throw failure("bad-voucher", "Address parameter missing or invalid: the voucher signature cannot be recovered");
     }
   }
 

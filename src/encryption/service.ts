@@ -6,7 +6,7 @@
  */
 import type { Address } from "viem";
 import type { Sql } from "../db/sql.ts";
-import { StorageError } from "../http/errors.ts";
+import { Failure } from "../failure.ts";
 import type { Did } from "../identity/did.ts";
 import type { RestrictedInput, Sessions } from "../authorities/sessions.ts";
 import { FILE_KEY_CHECK_BYTES, fileKeyOpens, headerFor, identityToRecipient, readFileKey } from "../sdk/age.ts";
@@ -178,7 +178,7 @@ export function createEncryption({ sql, now = Date.now, escrow, sessions }: { sq
       try {
         await sessions.restricted(input, "age", caller);
       } catch (err) {
-        if (err instanceof StorageError && err.status === 401) throw new ReplaceRefused(`replacing a stored age identity needs a signed restricted request (action "age", payload = SHA-256 of wrapped): ${err.description}`);
+        if (err instanceof Failure && err.code === "unauthenticated") throw new ReplaceRefused(`replacing a stored age identity needs a signed restricted request (action "age", payload = SHA-256 of wrapped): ${err.message}`);
         throw err;
       }
       return (await putIdentity(caller.address, wrapped, salt, true)).stored;

@@ -95,6 +95,8 @@ const FAILURE_JSON: Record<FailureCode, { status: StorageStatus; description?: s
   "bad-range": { status: 416 },
   interrupted: { status: 400 },
   blocked: { status: 410 },
+  unauthenticated: { status: 401 },
+  "bad-voucher": { status: 517 },
 };
 
 /** A failure of the domain as the storage API answers it; a StorageError as it is. */
@@ -115,6 +117,8 @@ const FAILURE_ACCOUNT: Record<FailureCode, AccountErrorName> = {
   "bad-range": "PARAM_ERROR",
   interrupted: "PARAM_ERROR",
   blocked: "FORBIDDEN",
+  unauthenticated: "UNAUTHORIZED",
+  "bad-voucher": "PARAM_ERROR",
 };
 
 export const accountErrorOf = (err: Failure) => new AccountError(FAILURE_ACCOUNT[err.code], err.message);

@@ -17,7 +17,7 @@ import { timingSafeEqual } from "node:crypto";
 import type { TypedDataDomain } from "viem";
 import type { Sql } from "../db/sql.ts";
 import type { Logger } from "../log.ts";
-import { StorageError } from "../http/errors.ts";
+import { Failure } from "../failure.ts";
 import type { Limit } from "../http/rate-limit.ts";
 import { createSharedRateLimiter } from "../http/shared-rate-limit.ts";
 import type { Did } from "../identity/did.ts";
@@ -182,7 +182,7 @@ export function createKeys(deps: KeysDeps) {
       ({ signer } = await sessions.restricted(input, "keys", caller));
     } catch (err) {
       // The same refusals as uploads and deletes, in the account API's error model.
-      if (err instanceof StorageError && err.status === 401) throw fail("KEY_REQUEST_REFUSED", err.description);
+      if (err instanceof Failure && err.code === "unauthenticated") throw fail("KEY_REQUEST_REFUSED", err.message);
       throw err;
     }
     const id = crypto.randomUUID();

@@ -70,10 +70,12 @@ export function pinsErrorOf(f: Failure): PinsError {
       return pinsError("NOT_FOUND", f.message);
     case "bad-input":
     case "bad-range":
+    case "bad-voucher":
       return pinsError("BAD_REQUEST", f.message);
     case "unsupported":
       return pinsError("UNSUPPORTED_CONTENT", f.message);
     case "forbidden":
+    case "unauthenticated":
       return pinsError("UNAUTHORIZED", f.message);
     case "interrupted":
       return pinsError("FETCH_FAILED", f.message);

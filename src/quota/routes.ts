@@ -5,7 +5,7 @@
 import { Elysia, t } from "elysia";
 import { storageError } from "../http/errors.ts";
 import { purchaseResult, quotaRecord } from "../http/model.ts";
-import { wholeBytes } from "../http/params.ts";
+import { wholeBytes } from "../byte-count.ts";
 import { access, storageErrors, storageTypeParam } from "../http/openapi.ts";
 import { rememberedDids, requireCaller, requireKind, type AccessTokens } from "../http/storage-guard.ts";
 import { parseDid } from "../identity/did.ts";

@@ -79,6 +79,8 @@ const FAILURE_S3: Record<FailureCode, S3Code> = {
   "bad-range": "InvalidRange",
   interrupted: "IncompleteBody",
   blocked: "Blocked",
+  unauthenticated: "AccessDenied",
+  "bad-voucher": "InvalidRequest",
 };
 
 /** An S3 error as it is, a domain failure by its code; anything else is undefined (an InternalError, logged by the caller). */
