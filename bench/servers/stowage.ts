@@ -7,7 +7,7 @@
  * Stops on SIGTERM/SIGINT and on EOF of stdin (servers/lifetime.ts): the harness holds stdin
  * open, so the server goes away even when the harness is killed without a chance to clean up.
  *
- * Run: bun bench/servers/stowage.ts [--log-level error|warn|info|debug]
+ * Run: bun bench/servers/stowage.ts [--log-level error|warn|info|debug] [--rpc-rate N]
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -18,7 +18,7 @@ import { createLogger, type Level } from "../../src/log.ts";
 import { startServer } from "../../src/server.ts";
 import { runUntilStopped } from "./lifetime.ts";
 
-const { values } = parseArgs({ options: { "log-level": { type: "string", default: "error" } }, strict: true });
+const { values } = parseArgs({ options: { "log-level": { type: "string", default: "error" }, "rpc-rate": { type: "string" } }, strict: true });
 const dataDir = mkdtempSync(join(tmpdir(), "stowage-bench-"));
 const config = parseConfig([], {
   STOWAGE_DATA_DIR: dataDir,
@@ -30,6 +30,9 @@ const config = parseConfig([], {
   // Once the embedded IPFS node exists it must not listen on every interface (or on 4001, which
   // a second run would find taken): loopback and a free port.
   STOWAGE_IPFS_LISTEN: "/ip4/127.0.0.1/tcp/0",
+  // The public /rpc's calls a minute per client (bench/chain.ts: one client on loopback makes
+  // thousands, and measures the filter's cost, not its limit).
+  ...(values["rpc-rate"] !== undefined && { STOWAGE_RPC_RATE: values["rpc-rate"] }),
 });
 
 let server: Awaited<ReturnType<typeof startServer>> | undefined;
