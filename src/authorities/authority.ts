@@ -41,9 +41,10 @@ export interface Authority {
 
 /** What a read of `length` bytes spends of its authority (a download voucher, accepted once). */
 export interface ReadSpending {
-  /** Refuses, claiming nothing, a read it could not pay for now: a body read whole is refused
-   * before its content is read (the claim decides all the same). */
-  peek(length: number): Promise<void>;
+  /** Refuses, claiming nothing, a read it could not pay for now, as a look (db/sql.ts) read with
+   * the traffic pool's: a body read whole is refused before its content is read (the claim
+   * decides all the same). */
+  look(length: number): Look<unknown>;
   /** Claims the read in `tx` (the traffic's charge or hold): refused, the transaction rolls back. */
   claim(tx: Queryable, length: number): Promise<ReadClaim>;
 }

@@ -14,14 +14,13 @@ import type { Did } from "../identity/did.ts";
 import type { Authority } from "./authority.ts";
 import type { SignedVoucher, Vouchers } from "./vouchers.ts";
 
-export function downloadVoucher(who: Did, vouchers: Pick<Vouchers, "peek" | "claim" | "settle" | "refund">, voucher: Pick<SignedVoucher, "payer" | "size">): Authority {
-  const terms = { payer: voucher.payer, size: voucher.size };
+export function downloadVoucher(who: Did, vouchers: Pick<Vouchers, "peekLook" | "claim" | "settle" | "refund">, voucher: Pick<SignedVoucher, "payer" | "size">): Authority {
   return {
     who,
     reads: {
-      peek: async (length) => void (await vouchers.peek(terms, length)),
+      look: (length) => vouchers.peekLook(voucher, length),
       async claim(tx, length) {
-        const accepted = await vouchers.claim(tx, terms, length);
+        const accepted = await vouchers.claim(tx, voucher, length);
         return {
           settle: (sent, q) => vouchers.settle(accepted, sent, q),
           refund: (counted, q) => vouchers.refund(accepted, counted, q),

@@ -114,7 +114,9 @@ export interface Look<T> {
   read(row: Readonly<Record<string, unknown>>): T;
 }
 
-type Answers<L extends readonly unknown[]> = { [K in keyof L]: L[K] extends Look<infer T> ? T : undefined };
+/** A look's answer; an optional look's, or undefined (distributes over `Look<T> | undefined`). */
+type AnswerOf<X> = X extends Look<infer T> ? T : undefined;
+type Answers<L extends readonly unknown[]> = { [K in keyof L]: AnswerOf<L[K]> };
 
 /** Several looks as one (an absent one answers undefined): their columns side by side, their
  * reads in the order given, so the first refusal in that order is the one thrown. */

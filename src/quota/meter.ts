@@ -377,14 +377,13 @@ export function createMeter({ sql, records, storedBytes, now = Date.now, gateway
    * A download read whole before any byte of it goes out (a range of up to a chunk): no hold.
    * `charge` checks the traffic pool and counts `bytes` at once in the caller's transaction (which
    * also claims and counts the voucher: one durable commit where a hold, a claim and two
-   * settlements took four). The pool is read, and checked without a lock, here: a request that
-   * cannot fit is refused before the content is read.
+   * settlements took four). As a look (db/sql.ts), read with the download's other first looks in
+   * one statement: the pool checked without a lock, so a request that cannot fit is refused before
+   * the content is read.
    */
-  async function wholeDownload(account: Address, bytes: number) {
+  async function wholeDownloadLook(account: Address, bytes: number) {
     const traffic = await pool(account, "traffic");
-    const inUse = (await used(sql, account, { periodStart: traffic.periodStart })).traffic;
-    if (inUse + bytes > traffic.limit) throw refuse("traffic", traffic.limit, inUse, bytes);
-    return {
+    const charge = {
       async charge(tx: Queryable) {
         await lockAccount(tx, account);
         const current = (await used(tx, account, { periodStart: traffic.periodStart })).traffic;
@@ -397,6 +396,16 @@ export function createMeter({ sql, records, storedBytes, now = Date.now, gateway
         await tx.run(ADD_TRAFFIC, [account, traffic.periodStart, -bytes]);
       },
     };
+    const inUse = usage(account, { periodStart: traffic.periodStart });
+    const look: Look<typeof charge> = {
+      ...inUse,
+      read(row) {
+        const moved = inUse.read(row).traffic;
+        if (moved + bytes > traffic.limit) throw refuse("traffic", traffic.limit, moved, bytes);
+        return charge;
+      },
+    };
+    return look;
   }
 
   /**
@@ -470,7 +479,7 @@ export function createMeter({ sql, records, storedBytes, now = Date.now, gateway
     return sql.all(LIVE, [now()]);
   }
 
-  return { uploadLook, beginUpload, beginDownload, wholeDownload, spaceHold, dropHold, record, clearStale, clearOwn, live, gateway };
+  return { uploadLook, beginUpload, beginDownload, wholeDownloadLook, spaceHold, dropHold, record, clearStale, clearOwn, live, gateway };
 }
 
 export type Meter = ReturnType<typeof createMeter>;

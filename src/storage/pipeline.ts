@@ -456,8 +456,9 @@ export function createPipeline(deps: PipelineDeps) {
    */
   async function readWhole(authority: Authority, b: Backend, cid: string, range: ByteRange | undefined, length: number): Promise<Uint8Array> {
     const reads = authority.reads;
-    await reads?.peek(length);
-    const traffic = await deps.meter?.wholeDownload(authority.who.address, length);
+    // The authority's look and the pool's in one statement (each outside a transaction is a
+    // commit on PostgreSQL); the authority's refusal first.
+    const [, traffic] = await looks(sql, reads?.look(length), await deps.meter?.wholeDownloadLook(authority.who.address, length));
     let reading: Promise<Uint8Array> | undefined;
     const start = () => {
       if (reading) return;

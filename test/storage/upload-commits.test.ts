@@ -392,6 +392,20 @@ describe("a download's claim", () => {
       }
     });
   }
+
+  // Each statement outside a transaction is a round trip (and a commit) of its own on PostgreSQL.
+  test("a body read whole: the voucher's peek and the traffic pool's check are one statement before its transaction", async () => {
+    const { client, account } = await gw.user();
+    await grant(account.address, "space", 10_000_000);
+    await grant(account.address, "traffic", 100_000_000);
+    const entry = await client.upload("dfs", random(4096), { name: "looked.bin" });
+    const reads = await recorder.readsDuring(async () => {
+      const res = await client.download("dfs", entry.Cid, { size: entry.Size });
+      expect((await res.arrayBuffer()).byteLength).toBe(4096);
+    });
+    const looks = reads.filter((r) => r.includes("FROM vouchers_used") || r.includes("FROM quota_reservations"));
+    expect(looks.map((r) => ["FROM vouchers_used", "FROM quota_reservations", "FROM traffic_usage"].filter((t) => r.includes(t)))).toEqual([["FROM vouchers_used", "FROM quota_reservations", "FROM traffic_usage"]]);
+  });
 });
 
 // An access key's account pays its traffic with no voucher: a body read whole is charged as a
