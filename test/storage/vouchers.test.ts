@@ -127,12 +127,12 @@ describe("GET /traffichash", () => {
 });
 
 describe("a voucher's claim (D6)", () => {
+  // A claim in a transaction of its own, as a download's or an upload's commit makes it.
+  const accept = (v: { payer: `0x${string}`; size: number }, needs?: number) => gw.database.sql.tx((tx) => gw.storage!.vouchers.claim(tx, v, needs), { isolation: "read committed" });
   // The claim reads the payer's count in its own statement and checks the allowance on
   // its answer: a refusal there must roll the claim back, or the voucher would be spent unused.
   test("a claim counts from the payer's count; a short voucher is refused and stays unspent; a used one is refused as used, or as short when it is both", async () => {
     const vouchers = gw.storage!.vouchers;
-    // A claim in a transaction of its own, as a download's or an upload's commit makes it.
-    const accept = (v: { payer: `0x${string}`; size: number }, needs?: number) => gw.database.sql.tx((tx) => vouchers.claim(tx, v, needs), { isolation: "read committed" });
     const payer = privateKeyToAccount(generatePrivateKey()).address;
     const claims = (size: number) => gw.database.sql.all<{ base: number }>("SELECT base FROM vouchers_used WHERE payer = $1 AND size = $2", [payer, size]);
     await vouchers.settle({ payer, size: 0, allowance: 0 }, 1000);
@@ -153,8 +153,6 @@ describe("a voucher's claim (D6)", () => {
   // (storage/service.ts): the allowance it streamed with must be the one it is accepted with.
   test("a peek claims nothing and refuses as a claim would; a peeked voucher is claimed with the count the peek read, once", async () => {
     const vouchers = gw.storage!.vouchers;
-    // A claim in a transaction of its own, as a download's or an upload's commit makes it.
-    const accept = (v: { payer: `0x${string}`; size: number }, needs?: number) => gw.database.sql.tx((tx) => vouchers.claim(tx, v, needs), { isolation: "read committed" });
     const payer = privateKeyToAccount(generatePrivateKey()).address;
     const claims = (size: number) => gw.database.sql.all<{ base: number }>("SELECT base FROM vouchers_used WHERE payer = $1 AND size = $2", [payer, size]);
     await vouchers.settle({ payer, size: 0, allowance: 0 }, 1000);
