@@ -10,7 +10,7 @@
 import { createHash } from "node:crypto";
 import type { AccessKey } from "../keys/index.ts";
 import { parseDid, type Did } from "../identity/did.ts";
-import { algorithmOf, CHECKSUM_HEADERS, running, upperName, wellFormed, type Algorithm } from "./checksums.ts";
+import { algorithmOf, CHECKSUM_HEADERS, checkedAtEnd, running, upperName, wellFormed, type Algorithm } from "./checksums.ts";
 import { decodeChunked } from "./chunked.ts";
 import { s3Error } from "./errors.ts";
 import { checkTime, payloadMode, readCredentials, verifySignature, type Credentials, type SignedRequest } from "./sigv4.ts";
@@ -38,30 +38,6 @@ export async function authenticate(req: SignedRequest, deps: { findAccessKey: Fi
 export function authorize(key: AccessKey, bucket: string, write: boolean): void {
   if (key.bucket !== "*" && key.bucket !== bucket) throw s3Error("AccessDenied", `This access key is limited to the bucket ${key.bucket}`);
   if (write && key.access !== "rw") throw s3Error("AccessDenied", "This access key is read-only");
-}
-
-/** Passes bytes through to a running digest, and errors at the end when `check` throws for it. */
-function checkedAtEnd(source: ReadableStream<Uint8Array>, sum: { update(data: Uint8Array): void; digest(): string }, check: (digest: string) => void): ReadableStream<Uint8Array> {
-  const reader = source.getReader();
-  return new ReadableStream<Uint8Array>(
-    {
-      async pull(controller) {
-        try {
-          const { value, done } = await reader.read();
-          if (!done) {
-            sum.update(value);
-            return controller.enqueue(value);
-          }
-          check(sum.digest());
-          controller.close();
-        } catch (err) {
-          controller.error(err);
-        }
-      },
-      cancel: (reason) => reader.cancel(reason),
-    },
-    { highWaterMark: 0 },
-  );
 }
 
 /** Errors at the end when the bytes' SHA-256 is not the signed one. */

@@ -122,6 +122,30 @@ export function running(algorithm: Algorithm): Running {
   }
 }
 
+/** Passes bytes through to a running digest, and errors at the end when `check` throws for it. */
+export function checkedAtEnd(source: ReadableStream<Uint8Array>, sum: Running, check: (digest: string) => void): ReadableStream<Uint8Array> {
+  const reader = source.getReader();
+  return new ReadableStream<Uint8Array>(
+    {
+      async pull(controller) {
+        try {
+          const { value, done } = await reader.read();
+          if (!done) {
+            sum.update(value);
+            return controller.enqueue(value);
+          }
+          check(sum.digest());
+          controller.close();
+        } catch (err) {
+          controller.error(err);
+        }
+      },
+      cancel: (reason) => reader.cancel(reason),
+    },
+    { highWaterMark: 0 },
+  );
+}
+
 /** A running checksum for a header or trailer name (`x-amz-checksum-crc32`); undefined for another name. */
 export function runningChecksum(name: string | undefined): Running | undefined {
   const a = name?.startsWith("x-amz-checksum-") ? name.slice("x-amz-checksum-".length) : undefined;

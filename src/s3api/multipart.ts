@@ -24,7 +24,7 @@ import { copyRange } from "./copy.ts";
 import { metadataOf, storedMetadata } from "./metadata.ts";
 import { checkKey, etagOf } from "./objects.ts";
 import type { BodyChecksum, Payload } from "./auth.ts";
-import { algorithmOf, composite, fullObject, storedChecksum, upperName, type Algorithm } from "./checksums.ts";
+import { algorithmOf, checkedAtEnd, composite, fullObject, running, storedChecksum, upperName, type Algorithm } from "./checksums.ts";
 import { encodePartSizes } from "./part-sizes.ts";
 import { errorXml, parseComplete, xmlDocument, xmlResponse, type NamedPart, type Node } from "./xml.ts";
 
@@ -203,15 +203,27 @@ export function createMultipart(deps: { sql: Sql; direct: DirectStorage; log: Lo
   /**
    * UploadPartCopy: the part's bytes are the source's (or `x-amz-copy-source-range` of them),
    * stored as a part sent would be — the same quota meter and hold — but counting no traffic when
-   * the upload completes, as a copy crossed no wire.
+   * the upload completes, as a copy crossed no wire. In an upload with a checksum algorithm the
+   * part's checksum is computed as its bytes are copied, as for a part sent without one, and
+   * CopyPartResult gives it back: so the object gets its checksum whether its parts were sent or
+   * copied.
    */
   async function uploadPartCopy(did: Did, kind: BackendKind, key: string, id: string, partRaw: string | null, source: FileRow, rangeHeader: string | null): Promise<Response> {
     const n = partNumberOf(partRaw);
     const upload = await find(did, kind, key, id);
     const range = copyRange(rangeHeader, source.size);
     const declared = range ? range.end - range.start + 1 : source.size;
-    const part = await storePart(did, kind, upload, n, () => ({ stream: direct.readContent(source.backend, source.cid, range), declared }), true);
-    return xmlResponse("CopyPartResult", [["LastModified", new Date(part.at).toISOString()], ["ETag", `"${part.md5}"`]]);
+    const algorithm = upload.checksumAlgorithm;
+    const body = () => {
+      const stream = direct.readContent(source.backend, source.cid, range);
+      if (!algorithm) return { stream, declared };
+      let sum: BodyChecksum | undefined;
+      const summed = checkedAtEnd(stream, running(algorithm), (value) => void (sum = { algorithm, value }));
+      return { stream: summed, declared, checksum: () => sum };
+    };
+    const part = await storePart(did, kind, upload, n, body, true);
+    const sum = part.checksum;
+    return xmlResponse("CopyPartResult", [["LastModified", new Date(part.at).toISOString()], ["ETag", `"${part.md5}"`], ...(sum ? [[`Checksum${upperName(sum.algorithm)}`, sum.value] as [string, string]] : [])]);
   }
 
   /** Stores part `n` of `upload` from `body` (opened once the part's hold is in place); its MD5 and when it was recorded. */
@@ -222,7 +234,7 @@ export function createMultipart(deps: { sql: Sql; direct: DirectStorage; log: Lo
     const part = await direct.stash(did, kind, stream, { declared });
     const at = now();
     const sum = sumOf?.();
-    // Kept in the upload's algorithm (a copied part has none: the object then has no checksum).
+    // Kept in the upload's algorithm only: the object's checksum is made of those.
     const checksum = upload.checksumAlgorithm && sum?.algorithm === upload.checksumAlgorithm ? sum.value : null;
     // A part sent again replaces the earlier one; the replaced content's reference goes. The
     // upload's space hold grows to its parts' total in the same transaction, after the account's

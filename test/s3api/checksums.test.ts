@@ -2,7 +2,8 @@
  * S3's flexible checksums through the S3 API in process: each algorithm sent as a header is
  * checked (a wrong one stores nothing), kept, and given back by HEAD/GET with x-amz-checksum-mode,
  * GetObjectAttributes and listings; multipart uploads keep their algorithm, each part's checksum
- * and the object's (COMPOSITE, or FULL_OBJECT combined from the parts); GET/HEAD ?partNumber=.
+ * (sent or copied) and the object's (COMPOSITE, or FULL_OBJECT combined from the parts);
+ * GET/HEAD ?partNumber=.
  * Runs on both databases and on the S3 blob pass.
  */
 import { beforeAll, describe, expect, test } from "bun:test";
@@ -124,6 +125,30 @@ describe("multipart", () => {
     const done = await h.signed(alice.key, "POST", key, { query: { uploadId: id }, body: xml, headers: { "x-amz-checksum-crc64nvme": whole } });
     expect(await done.text()).toContain(`<ChecksumCRC64NVME>${whole}</ChecksumCRC64NVME><ChecksumType>FULL_OBJECT</ChecksumType>`);
     expect((await h.signed(alice.key, "HEAD", key, { headers: mode })).headers.get("x-amz-checksum-crc64nvme")).toBe(whole);
+  }, 30_000);
+
+  test("UploadPartCopy in a CRC32C upload: CopyPartResult gives each copied part's checksum; the object's is made of them", async () => {
+    const source = randomBytes(6 * MiB + 3);
+    expect((await h.signed(alice.key, "PUT", "/dfs/sum/copy-source.bin", { body: source })).status).toBe(200);
+    const key = "/dfs/sum/mp-copied.bin";
+    const created = await h.signed(alice.key, "POST", key, { query: { uploads: "" }, headers: { "x-amz-checksum-algorithm": "CRC32C" } });
+    const id = /<UploadId>([^<]+)<\/UploadId>/.exec(await created.text())?.[1] as string;
+    const pieces = [source.subarray(0, 5 * MiB), source.subarray(5 * MiB)];
+    const etags: string[] = [];
+    for (const [i, range] of [`bytes=0-${5 * MiB - 1}`, `bytes=${5 * MiB}-${source.byteLength - 1}`].entries()) {
+      const res = await h.signed(alice.key, "PUT", key, { query: { partNumber: String(i + 1), uploadId: id }, headers: { "x-amz-copy-source": "dfs/sum/copy-source.bin", "x-amz-copy-source-range": range } });
+      const doc = await res.text();
+      expect(res.status).toBe(200);
+      expect(/<ChecksumCRC32C>([^<]+)<\/ChecksumCRC32C>/.exec(doc)?.[1]).toBe(sumOf("crc32c", pieces[i] as Buffer));
+      etags.push(/<ETag>([^<]+)<\/ETag>/.exec(doc)?.[1] as string);
+    }
+    const sums = pieces.map((p) => sumOf("crc32c", p));
+    const xml = `<CompleteMultipartUpload>${etags.map((e, i) => `<Part><PartNumber>${i + 1}</PartNumber><ETag>${e}</ETag><ChecksumCRC32C>${sums[i]}</ChecksumCRC32C></Part>`).join("")}</CompleteMultipartUpload>`;
+    const done = await h.signed(alice.key, "POST", key, { query: { uploadId: id }, body: xml });
+    const expected = `${sumOf("crc32c", Buffer.concat(sums.map((s) => Buffer.from(s, "base64"))))}-2`;
+    expect([done.status, await done.text()]).toEqual([200, expect.stringContaining(`<ChecksumCRC32C>${expected}</ChecksumCRC32C><ChecksumType>COMPOSITE</ChecksumType>`)]);
+    const head = await h.signed(alice.key, "HEAD", key, { headers: mode });
+    expect([head.headers.get("x-amz-checksum-crc32c"), head.headers.get("content-length")]).toEqual([expected, String(source.byteLength)]);
   }, 30_000);
 
   test("GET/HEAD ?partNumber= reads each part of a multipart object, with its count; past the last is InvalidPartNumber", async () => {
