@@ -22,12 +22,12 @@ import { gatewayIdentity } from "./encryption/index.ts";
 import { indexerLag } from "./chain/indexer.ts";
 import { compose } from "./compose.ts";
 import { startStorage } from "./storage/start.ts";
-import { createMetrics, routeLabels, serveMetrics } from "./metrics/index.ts";
+import { createMetrics, readAtMostEvery, routeLabels, serveMetrics } from "./metrics/index.ts";
 import { aborted, singleton } from "./db/leases.ts";
 import { checkPorts } from "./ports.ts";
 import { ConfigError } from "./config.ts";
 import { createDenylist, DenylistFileError, type Denylist } from "./denylist/index.ts";
-import { usageTotalsEvery } from "./ops/usage.ts";
+import { usageTotals } from "./ops/usage.ts";
 
 export interface RunningServer {
   /** The address it listens on, with the real port when 0 was asked for. */
@@ -166,7 +166,8 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
       reservations: quota.meter.live,
       indexerLag: () => indexerLag(database.sql, chain.context.publicClient),
       peers: async () => Number((await stored.backends.ipfs?.health())?.connections ?? 0),
-      usage: usageTotalsEvery(database.sql),
+      usage: readAtMostEvery(() => usageTotals(database.sql)),
+      pins: readAtMostEvery(() => gw.pins.counts()),
       denylist: () => denylist.size,
     });
     if (config.metricsListen !== "") {

@@ -8,3 +8,4 @@
 export { createMetrics, type Metrics, type GaugeSources, type UsageTotals } from "./registry.ts";
 export { routeLabels, type RouteLabels } from "./routes.ts";
 export { serveMetrics, type MetricsListener } from "./listener.ts";
+export { readAtMostEvery } from "./every.ts";

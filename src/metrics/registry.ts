@@ -24,6 +24,8 @@ export interface GaugeSources {
   peers?: () => Promise<number>;
   /** The deployment's usage totals (the usage report's, without any account named). */
   usage?: () => Promise<UsageTotals>;
+  /** Pin requests of every account, by status (queued, pinning, pinned, failed). */
+  pins?: () => Promise<Record<string, number>>;
   /** Denylist rules in force, by source ("files", "operator"). */
   denylist?: () => { files: number; operator: number };
 }
@@ -97,6 +99,17 @@ export function createMetrics() {
       this.reset();
       const n = await sources.peers?.().catch(() => undefined);
       if (n !== undefined) this.set(n);
+    },
+  });
+  new Gauge({
+    name: "stowage_pin_requests",
+    help: "Pin requests of the Pinning Service API (cluster-wide), by status: queued, pinning, pinned, failed",
+    labelNames: ["status"],
+    registers,
+    async collect() {
+      this.reset();
+      const counts = await sources.pins?.().catch(() => undefined);
+      if (counts) for (const [status, n] of Object.entries(counts)) this.set({ status }, n);
     },
   });
   new Gauge({

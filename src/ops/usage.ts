@@ -247,21 +247,3 @@ export async function usageTotals(q: Queryable, now = Date.now()): Promise<Usage
     s3Keys,
   };
 }
-
-/**
- * `usageTotals` for the metrics, read at most once per `maxAgeMs`: they are aggregates over every
- * file, and a scrape every few seconds would read them that often; usage moves slowly.
- */
-export function usageTotalsEvery(q: Queryable, maxAgeMs = 30_000): () => Promise<UsageTotals> {
-  let last: { at: number; totals: Promise<UsageTotals> } | undefined;
-  return () => {
-    if (!last || performance.now() - last.at > maxAgeMs) {
-      const totals = usageTotals(q);
-      last = { at: performance.now(), totals };
-      totals.catch(() => {
-        if (last?.totals === totals) last = undefined; // a failed read is not kept
-      });
-    }
-    return last.totals;
-  };
-}

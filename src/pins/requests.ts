@@ -46,6 +46,7 @@ const GET = `SELECT ${COLUMNS} FROM pin_requests WHERE id = $1 AND did = $2`;
 const REMOVE = `DELETE FROM pin_requests WHERE id = $1 AND did = $2 RETURNING ${COLUMNS}`;
 const OPEN = "SELECT COUNT(*) AS n FROM pin_requests WHERE did = $1 AND status IN ('queued', 'pinning')";
 const ALL = "SELECT COUNT(*) AS n FROM pin_requests WHERE did = $1";
+const BY_STATUS = "SELECT status, COUNT(*) AS n FROM pin_requests GROUP BY status";
 // The oldest claimable row, taken only if it still is when the UPDATE reaches it.
 const CLAIM = `UPDATE pin_requests SET status = 'pinning', lease_holder = $1, lease_until = $3, updated_at = $2
   WHERE id = (SELECT id FROM pin_requests WHERE (status = 'queued' OR (status = 'pinning' AND lease_until < $2)) ORDER BY created_at LIMIT 1)
@@ -64,6 +65,12 @@ export const getPin = (q: Queryable, did: string, id: string) => q.get<PinRow>(G
 export const removePin = (q: Queryable, did: string, id: string) => q.get<PinRow>(REMOVE, [id, did]);
 export const openPins = async (q: Queryable, did: string) => Number((await q.get<{ n: number }>(OPEN, [did]))?.n ?? 0);
 export const allPins = async (q: Queryable, did: string) => Number((await q.get<{ n: number }>(ALL, [did]))?.n ?? 0);
+/** Every account's pin requests, by status (the metrics; no account is named). */
+export async function pinsByStatus(q: Queryable): Promise<Record<PinStatusName, number>> {
+  const out: Record<PinStatusName, number> = { queued: 0, pinning: 0, pinned: 0, failed: 0 };
+  for (const r of await q.all<{ status: PinStatusName; n: number | string }>(BY_STATUS)) out[r.status] = Number(r.n);
+  return out;
+}
 export const latestPin = async (q: Queryable, did: string) => Number((await q.get<{ t: number | null }>("SELECT MAX(created_at) AS t FROM pin_requests WHERE did = $1", [did]))?.t ?? 0);
 
 /** The rows of `did` the filter matches, newest first, at most `limit`, and how many match in all. */

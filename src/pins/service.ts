@@ -32,7 +32,7 @@ import type { FileRow } from "../storage/files.ts";
 import { walkDag } from "./dag.ts";
 import { pinsError, pinsErrorOf, PinsError, type PinReason } from "./errors.ts";
 import { publicOrigin } from "./origins.ts";
-import { allPins, claimPin, latestPin, letGoOwn, finishPin, getPin, insertPin, letGo, listPins, openPins, removePin, renewPin, type PinFilter, type PinRow, type PinStatusName } from "./requests.ts";
+import { allPins, claimPin, latestPin, letGoOwn, finishPin, getPin, insertPin, letGo, listPins, openPins, pinsByStatus, removePin, renewPin, type PinFilter, type PinRow, type PinStatusName } from "./requests.ts";
 
 /** What a pin needs of the ipfs back-end. */
 export type PinBackend = Pick<IpfsBackend, "putDag" | "fetchBlock" | "dial" | "multiaddrs">;
@@ -384,7 +384,10 @@ export function createPins(deps: PinsDeps) {
     },
   };
 
-  return { caller, add, get, list, remove, replace: (who: Did, id: string, pin: PinInput) => add(who, pin, id), worker };
+  /** Every account's pin requests by status (the metrics). */
+  const counts = () => pinsByStatus(sql);
+
+  return { caller, add, get, list, remove, replace: (who: Did, id: string, pin: PinInput) => add(who, pin, id), counts, worker };
 }
 
 export type Pins = ReturnType<typeof createPins>;

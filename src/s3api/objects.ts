@@ -353,9 +353,9 @@ export function createObjects(direct: DirectStorage) {
   }
 
   /**
-   * GetObjectAttributes: the attributes `x-amz-object-attributes` names. No checksum is kept for
-   * an object here, so Checksum is left out (as S3 leaves out what an object lacks); a multipart
-   * object reports its part count, not each part.
+   * GetObjectAttributes: the attributes `x-amz-object-attributes` names. Checksum is the object's
+   * stored one, left out when it has none (as S3 leaves out what an object lacks); a multipart
+   * object reports its part count, not each part (their checksums are not kept once completed).
    */
   async function attributes(did: Did, kind: BackendKind, key: string, wanted: string | null): Promise<Response> {
     const names = (wanted ?? "").split(",").map((n) => n.trim()).filter(Boolean);

@@ -2,13 +2,15 @@
  * GET /metrics (D19) against the compiled binary: served on its own listener and not on the public
  * port, parsed by a Prometheus text-format parser, and moving with traffic — requests by route and
  * status, file bytes in and out per back-end, purchases, chain calls — while the gauges (indexer
- * lag, IPFS peers, live reservations) are there. A bad STOWAGE_METRICS_LISTEN stops the start by name.
+ * lag, IPFS peers, live reservations, pin requests by status) are there. A bad
+ * STOWAGE_METRICS_LISTEN stops the start by name.
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { join } from "node:path";
 import { parseEther } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { connectGateway } from "../../src/sdk/chain.ts";
+import { keysClient } from "../../src/sdk/keys.ts";
 import { connectStorage } from "../../src/sdk/storage.ts";
 import { runBinary, startBinary, type RunningBinary } from "../support/binary.ts";
 import { parsePrometheus, type PromFamily, type PromSample } from "../support/prometheus.ts";
@@ -23,6 +25,17 @@ beforeAll(async () => {
   const logged = /"msg":"metrics listening","url":"(http:\/\/[^"]+)"/.exec(server.output());
   if (!logged) throw new Error(`no "metrics listening" line:\n${server.output()}`);
   metricsUrl = logged[1] as string;
+  // One pin request, before the first scrape (the gauge is read at most every 30 s): a Cid no
+  // origin has, so it is queued, pinning or failed, but counted.
+  const pinner = privateKeyToAccount(generatePrivateKey());
+  expect((await runBinary(["admin", "fund", pinner.address, "1", "--data-dir", dataDir])).code).toBe(0);
+  await (await connectGateway(server.url, { account: pinner })).deposit(parseEther("0.001"));
+  const store = await connectStorage({ baseUrl: server.url, account: pinner });
+  await store.login();
+  await store.buySpace({ size: 100_000 });
+  const { token } = await keysClient({ baseUrl: server.url, store }).create({ scope: "pins" });
+  const pinned = await fetch(`${server.url}/psa/pins`, { method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": "application/json" }, body: JSON.stringify({ cid: "bafkreigh2akiscaildcqabsyg3dfr6chu3fgpregiymsck7e7aqa4s52zy" }) });
+  expect(pinned.status).toBe(202);
 }, 90_000);
 
 afterAll(async () => {
@@ -61,6 +74,7 @@ test("the metrics are on their own listener, not on the public port", async () =
     ["stowage_indexer_lag_blocks", "gauge"],
     ["stowage_ipfs_peers", "gauge"],
     ["stowage_quota_reservations", "gauge"],
+    ["stowage_pin_requests", "gauge"],
     ["process_resident_memory_bytes", "gauge"],
     ["process_cpu_seconds", "counter"],
   ] as const) {
@@ -71,6 +85,10 @@ test("the metrics are on their own listener, not on the public port", async () =
   expect(first.families.get("stowage_indexer_lag_blocks")?.samples.length).toBe(1);
   expect(value(first, "stowage_indexer_lag_blocks")).toBeGreaterThanOrEqual(0);
   expect(first.families.get("stowage_ipfs_peers")?.samples.length).toBe(1);
+  // Every status has its series; the one request made is in one of them, and none is pinned.
+  expect(first.families.get("stowage_pin_requests")?.samples.map((s) => s.labels.status).sort()).toEqual(["failed", "pinned", "pinning", "queued"]);
+  expect(value(first, "stowage_pin_requests")).toBe(1);
+  expect(value(first, "stowage_pin_requests", { status: "pinned" })).toBe(0);
   expect(value(first, "process_resident_memory_bytes")).toBeGreaterThan(10 * 1024 * 1024);
 }, 30_000);
 
