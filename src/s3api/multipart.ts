@@ -25,7 +25,7 @@ import { metadataOf, storedMetadata } from "./metadata.ts";
 import { checkKey, etagOf } from "./objects.ts";
 import type { BodyChecksum, Payload } from "./auth.ts";
 import { algorithmOf, checkedAtEnd, composite, fullObject, running, storedChecksum, upperName, type Algorithm } from "./checksums.ts";
-import { encodePartSizes } from "./part-sizes.ts";
+import { encodeParts } from "./part-sizes.ts";
 import { errorXml, parseComplete, xmlDocument, xmlResponse, type NamedPart, type Node } from "./xml.ts";
 
 export const UPLOAD_TTL_MS = 24 * 3600_000;
@@ -392,8 +392,10 @@ export function createMultipart(deps: { sql: Sql; direct: DirectStorage; log: Lo
     const moved = parts.reduce((n, p) => n + (p.copied ? 0 : p.size), 0);
     const stored = { metadata: upload.metadata, moved };
     // Parts that line up on chunks become the file without a byte read back; others stream.
-    const sizes = parts.length > 1 ? encodePartSizes(parts.map((p) => p.size)) : undefined;
-    const fields = { ...stored, expect, checksum: () => checksum, parts: sizes };
+    // The parts' sizes, and their checksums when the object has one (each part is read by number).
+    const sums = checksum ? parts.map((p) => p.checksum as string) : undefined;
+    const layout = parts.length > 1 || sums ? encodeParts(parts.map((p) => p.size), sums) : undefined;
+    const fields = { ...stored, expect, checksum: () => checksum, parts: layout };
     const work = (async () => (await direct.compose(did, kind, key, parts.map((p) => p.cid), { etag: tag, ...fields })) ?? (await direct.put(did, kind, key, concatenated(kind, parts), { declared: total, etag: () => tag, ...fields })))();
     const enc = new TextEncoder();
     let timer: Timer | undefined;

@@ -11,9 +11,9 @@ import { parseRange } from "../http/range.ts";
 import { userContentHeaders } from "../http/user-content.ts";
 import type { Did } from "../identity/did.ts";
 import type { Payload } from "./auth.ts";
-import { storedChecksum, upperName } from "./checksums.ts";
+import { storedChecksum, upperName, type Algorithm } from "./checksums.ts";
 import { copySourceCondition, readCondition, writeCondition } from "./conditions.ts";
-import { partRange } from "./part-sizes.ts";
+import { partList, partRange } from "./part-sizes.ts";
 import { s3Error, S3Error, toS3Error } from "./errors.ts";
 import { metadataDirective } from "./copy.ts";
 import { headerValue, metadataHeaders, metadataOf, readMetadata, responseOverrides, storedMetadata, type Metadata } from "./metadata.ts";
@@ -63,21 +63,50 @@ function objectHeaders(row: FileRow, overrides: Metadata = {}): Record<string, s
 /** How many parts a file was uploaded in: N of a multipart ETag `<md5>-N`, else 1. */
 const partsOf = (row: FileRow) => Number(/-(\d+)$/.exec(row.etag ?? "")?.[1] ?? 1);
 
+/** A header of GetObjectAttributes' paging: a whole number up to `max`, or `fallback` when absent. */
+function pagingNumber(raw: string | null, name: string, fallback: number, max: number): number {
+  if (raw === null) return fallback;
+  const n = Number(raw.trim());
+  if (!/^\d{1,6}$/.test(raw.trim()) || n > max) throw s3Error("InvalidArgument", `${name} must be a whole number from 0 to ${max}`, { ArgumentName: name, ArgumentValue: raw });
+  return n;
+}
+
+/** GetObjectAttributes' ObjectParts of a multipart object: its count, then a page of its parts when they were recorded. */
+function objectParts(row: FileRow, algorithm: Algorithm | undefined, paging: { maxParts: string | null; marker: string | null }): [string, Node][] {
+  const count = row.parts ? partRange(row.parts, 0).count : partsOf(row);
+  if (!row.parts) return [["PartsCount", count]];
+  const maxParts = pagingNumber(paging.maxParts, "x-amz-max-parts", 1000, 1000);
+  const marker = pagingNumber(paging.marker, "x-amz-part-number-marker", 0, 10000);
+  const page = maxParts === 0 ? [] : partList(row.parts, marker + 1, marker + maxParts);
+  const truncated = marker + page.length < count;
+  const next = page.at(-1)?.partNumber ?? marker;
+  return [
+    ["PartNumberMarker", marker],
+    ["NextPartNumberMarker", next],
+    ["MaxParts", maxParts],
+    ["IsTruncated", truncated],
+    ...page.map((p): [string, Node] => ["Part", [["PartNumber", p.partNumber], ["Size", p.size], ...(algorithm && p.checksum ? [[`Checksum${upperName(algorithm)}`, p.checksum] as [string, Node]] : [])]]),
+    ["PartsCount", count],
+  ];
+}
+
 /**
- * GET/HEAD ?partNumber=: part `n`'s byte range (inclusive) and the object's part count. An object
- * of one part is its own part 1; a multipart object's parts are as its row records them (one
- * stored without that record answers NotImplemented rather than a wrong range).
+ * GET/HEAD ?partNumber=: part `n`'s byte range (inclusive), its checksum when the object has one,
+ * and the object's part count. An object of one part is its own part 1 (an object put whole: its
+ * checksum is the part's); a multipart object's parts are as its row records them (one stored
+ * without that record answers NotImplemented rather than a wrong range).
  */
-function partOf(row: FileRow, n: number): { start: number; end: number; count: number } {
+function partOf(row: FileRow, n: number): { start: number; end: number; count: number; checksum?: string } {
   const count = partsOf(row);
   if (count === 1) {
     if (n !== 1) throw s3Error("InvalidPartNumber", "The requested partnumber is not satisfiable", { PartNumberRequested: String(n), ActualPartCount: "1" });
-    return { start: 0, end: row.size - 1, count };
+    const whole = row.parts ? undefined : storedChecksum(row.checksum);
+    return { start: 0, end: row.size - 1, count, checksum: row.parts ? partRange(row.parts, 1).checksum : whole?.type === "FULL_OBJECT" ? whole.value : undefined };
   }
   if (!row.parts) throw s3Error("NotImplemented", "This object's part sizes were not recorded when it was uploaded: ask for its byte Range instead");
-  const { range } = partRange(row.parts, n);
+  const { range, checksum } = partRange(row.parts, n);
   if (!range) throw s3Error("InvalidPartNumber", "The requested partnumber is not satisfiable", { PartNumberRequested: String(n), ActualPartCount: String(count) });
-  return { ...range, count };
+  return { ...range, count, checksum };
 }
 
 /** The headers that give back a stored checksum (PutObject's answer). */
@@ -128,12 +157,12 @@ export function createObjects(direct: DirectStorage) {
   /**
    * GetObject and HeadObject: conditions, then Range (or `partNumber`), then the bytes (GET only,
    * the account's traffic paying). A single-part object is its own part 1, as on S3; a multipart
-   * object's part boundaries are not kept, so its parts are not served one by one.
+   * object's parts are served one by one, each with its own checksum when asked for.
    */
   async function get(did: Did, kind: BackendKind, key: string, request: Request, partNumber: string | null = null): Promise<Response> {
     const row = await mustFind(did, kind, key);
     direct.readable(row);
-    let part: { start: number; end: number; count: number } | undefined;
+    let part: ReturnType<typeof partOf> | undefined;
     if (partNumber !== null) {
       if (!/^\d{1,5}$/.test(partNumber) || Number(partNumber) < 1 || Number(partNumber) > 10000) throw s3Error("InvalidArgument", "Part number must be an integer between 1 and 10000, inclusive", { ArgumentName: "partNumber", ArgumentValue: partNumber });
       if (request.headers.has("range")) throw s3Error("InvalidRequest", "Cannot specify both Range header and partNumber query parameter");
@@ -147,11 +176,15 @@ export function createObjects(direct: DirectStorage) {
     headers["content-length"] = String(length);
     if (range) headers["content-range"] = `bytes ${range.start}-${range.end}/${row.size}`;
     if (part && part.count > 1) headers["x-amz-mp-parts-count"] = String(part.count);
-    // The whole object's checksum, when asked for and the answer is the whole object (S3 gives none for a range).
+    // When asked for: the whole object's checksum for the whole object, a part's for a part (S3
+    // gives none for a byte range).
     const sum = storedChecksum(row.checksum);
-    if (sum && !range && request.headers.get("x-amz-checksum-mode")?.toUpperCase() === "ENABLED") {
-      headers[`x-amz-checksum-${sum.algorithm}`] = sum.value;
-      headers["x-amz-checksum-type"] = sum.type;
+    if (sum && request.headers.get("x-amz-checksum-mode")?.toUpperCase() === "ENABLED") {
+      if (part?.checksum) headers[`x-amz-checksum-${sum.algorithm}`] = part.checksum;
+      else if (!part && !range) {
+        headers[`x-amz-checksum-${sum.algorithm}`] = sum.value;
+        headers["x-amz-checksum-type"] = sum.type;
+      }
     }
     const status = range && !(part && part.count === 1) ? 206 : 200;
     if (request.method === "HEAD") return new Response(null, { status, headers });
@@ -354,10 +387,11 @@ export function createObjects(direct: DirectStorage) {
 
   /**
    * GetObjectAttributes: the attributes `x-amz-object-attributes` names. Checksum is the object's
-   * stored one, left out when it has none (as S3 leaves out what an object lacks); a multipart
-   * object reports its part count, not each part (their checksums are not kept once completed).
+   * stored one, left out when it has none (as S3 leaves out what an object lacks); ObjectParts, of
+   * a multipart object, its part count and its parts (number, size, checksum) a page at a time
+   * (`x-amz-max-parts`, default and at most 1000, after `x-amz-part-number-marker`).
    */
-  async function attributes(did: Did, kind: BackendKind, key: string, wanted: string | null): Promise<Response> {
+  async function attributes(did: Did, kind: BackendKind, key: string, wanted: string | null, paging: { maxParts: string | null; marker: string | null }): Promise<Response> {
     const names = (wanted ?? "").split(",").map((n) => n.trim()).filter(Boolean);
     if (names.length === 0) throw s3Error("InvalidArgument", "x-amz-object-attributes must name at least one of ETag, Checksum, ObjectParts, StorageClass, ObjectSize", { ArgumentName: "x-amz-object-attributes" });
     const unknown = names.find((n) => !OBJECT_ATTRIBUTES.has(n));
@@ -367,7 +401,7 @@ export function createObjects(direct: DirectStorage) {
     if (names.includes("ETag")) out.push(["ETag", etagOf(row).replace(/"/g, "")]);
     const sum = storedChecksum(row.checksum);
     if (names.includes("Checksum") && sum) out.push(["Checksum", [[`Checksum${upperName(sum.algorithm)}`, sum.value], ["ChecksumType", sum.type]]]);
-    if (names.includes("ObjectParts") && partsOf(row) > 1) out.push(["ObjectParts", [["PartsCount", partsOf(row)]]]);
+    if (names.includes("ObjectParts") && (partsOf(row) > 1 || row.parts)) out.push(["ObjectParts", objectParts(row, sum?.algorithm, paging)]);
     if (names.includes("StorageClass")) out.push(["StorageClass", "STANDARD"]);
     if (names.includes("ObjectSize")) out.push(["ObjectSize", row.size]);
     return xmlResponse("GetObjectAttributesResponse", out, { headers: { "last-modified": httpDate(row.modTime) } });

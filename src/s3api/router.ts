@@ -125,7 +125,7 @@ export function createS3Api(deps: S3ApiDeps) {
         return objects.tagging(did, bucketOf(auth, bucket, false), key);
       case "attributes":
         if (method !== "GET") throw notAllowed();
-        return objects.attributes(did, bucketOf(auth, bucket, false), key, request.headers.get("x-amz-object-attributes"));
+        return objects.attributes(did, bucketOf(auth, bucket, false), key, request.headers.get("x-amz-object-attributes"), { maxParts: request.headers.get("x-amz-max-parts"), marker: request.headers.get("x-amz-part-number-marker") });
       case "uploads":
         if (method !== "POST") throw notAllowed();
         // A multipart upload stores its bytes as they are: a CAR to import must come whole.

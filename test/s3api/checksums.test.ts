@@ -59,8 +59,9 @@ describe("PutObject", () => {
       const get = await h.signed(alice.key, "GET", key, { headers: mode });
       expect(get.headers.get(`x-amz-checksum-${algorithm}`)).toBe(value);
       expect(md5Hex(Buffer.from(await get.arrayBuffer()))).toBe(md5Hex(body));
-      // A range is not the object: no checksum.
+      // A range is not the object: no checksum. Part 1 of an object put whole is the object.
       expect((await h.signed(alice.key, "GET", key, { headers: { ...mode, range: "bytes=0-9" } })).headers.get(`x-amz-checksum-${algorithm}`)).toBeNull();
+      expect((await h.signed(alice.key, "HEAD", key, { query: { partNumber: "1" }, headers: mode })).headers.get(`x-amz-checksum-${algorithm}`)).toBe(value);
       const attrs = await (await h.signed(alice.key, "GET", key, { query: { attributes: "" }, headers: { "x-amz-object-attributes": "Checksum,ObjectSize" } })).text();
       expect(attrs).toContain(`<Checksum><Checksum${algorithm.toUpperCase()}>${value}</Checksum${algorithm.toUpperCase()}><ChecksumType>FULL_OBJECT</ChecksumType></Checksum>`);
       const listed = await (await h.signed(alice.key, "GET", "/dfs", { query: { "list-type": "2", prefix: `sum/${algorithm}.bin` } })).text();
@@ -151,20 +152,39 @@ describe("multipart", () => {
     expect([head.headers.get("x-amz-checksum-crc32c"), head.headers.get("content-length")]).toEqual([expected, String(source.byteLength)]);
   }, 30_000);
 
-  test("GET/HEAD ?partNumber= reads each part of a multipart object, with its count; past the last is InvalidPartNumber", async () => {
+  test("GET/HEAD ?partNumber= reads each part of a multipart object, with its count and its checksum; past the last is InvalidPartNumber", async () => {
     const key = "/dfs/sum/mp-composite.bin";
     let offset = 0;
     for (const [i, p] of parts.entries()) {
-      const res = await h.signed(alice.key, "GET", key, { query: { partNumber: String(i + 1) } });
+      const res = await h.signed(alice.key, "GET", key, { query: { partNumber: String(i + 1) }, headers: mode });
       expect([res.status, res.headers.get("x-amz-mp-parts-count"), res.headers.get("content-range")]).toEqual([206, "3", `bytes ${offset}-${offset + p.byteLength - 1}/${11 * MiB + 7}`]);
+      // The part's own CRC32 (a client checks the bytes it got against it), not the object's -3.
+      expect(res.headers.get("x-amz-checksum-crc32")).toBe(crc32Of(p));
       expect(md5Hex(Buffer.from(await res.arrayBuffer()))).toBe(md5Hex(p));
       offset += p.byteLength;
     }
+    expect((await h.signed(alice.key, "GET", key, { query: { partNumber: "2" } })).headers.get("x-amz-checksum-crc32")).toBeNull();
     const head = await h.signed(alice.key, "HEAD", key, { query: { partNumber: "3" } });
     expect([head.status, head.headers.get("content-length")]).toEqual([206, String(MiB + 7)]);
     const past = await h.signed(alice.key, "GET", key, { query: { partNumber: "4" } });
     const doc = await past.text();
     expect([past.status, codeIn(doc)]).toEqual([416, "InvalidPartNumber"]);
     expect(doc).toContain("<ActualPartCount>3</ActualPartCount>");
+  });
+
+  test("GetObjectAttributes ObjectParts lists a multipart object's parts with their checksums, a page at a time", async () => {
+    const key = "/dfs/sum/mp-composite.bin";
+    const attrs = async (headers: Record<string, string>) => {
+      const res = await h.signed(alice.key, "GET", key, { query: { attributes: "" }, headers: { "x-amz-object-attributes": "ObjectParts", ...headers } });
+      return [res.status, await res.text()] as const;
+    };
+    const part = (i: number) => `<Part><PartNumber>${i + 1}</PartNumber><Size>${parts[i]?.byteLength}</Size><ChecksumCRC32>${crc32Of(parts[i] as Buffer)}</ChecksumCRC32></Part>`;
+    const [status, first] = await attrs({ "x-amz-max-parts": "2" });
+    expect(status).toBe(200);
+    expect(first).toContain(`<ObjectParts><PartNumberMarker>0</PartNumberMarker><NextPartNumberMarker>2</NextPartNumberMarker><MaxParts>2</MaxParts><IsTruncated>true</IsTruncated>${part(0)}${part(1)}<PartsCount>3</PartsCount></ObjectParts>`);
+    const [, rest] = await attrs({ "x-amz-max-parts": "2", "x-amz-part-number-marker": "2" });
+    expect(rest).toContain(`<PartNumberMarker>2</PartNumberMarker><NextPartNumberMarker>3</NextPartNumberMarker><MaxParts>2</MaxParts><IsTruncated>false</IsTruncated>${part(2)}<PartsCount>3</PartsCount>`);
+    const [bad, doc] = await attrs({ "x-amz-max-parts": "-1" });
+    expect([bad, codeIn(doc)]).toEqual([400, "InvalidArgument"]);
   });
 });
