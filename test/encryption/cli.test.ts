@@ -155,9 +155,13 @@ test("STOWAGE_ENCRYPT=on encrypts without the flag, and --plain overrides it", a
 });
 
 test("grant lets a reader decrypt; a stranger gets a clear error; revoke removes both", async () => {
-  // Publish the entry; the reader publishes its recipient once (as any encrypted upload would).
-  expect((await stowage(ownerKey, ["publish", cid])).error).toBe("");
+  // The reader publishes its recipient once (as any encrypted upload would). A grant on a file
+  // not yet published is refused before its key is shared with anyone.
   expect((await stowage(readerKey, ["age-key", "--publish", "--recipient"])).error).toBe("");
+  const early = await stowage(ownerKey, ["grant", cid, reader]);
+  expect([early.code, early.error, early.log]).toEqual([1, expect.stringContaining(`${cid} is not published`), expect.not.stringContaining("shared the file key")]);
+  expect(early.error).toContain(`stowage publish ${cid}`);
+  expect((await stowage(ownerKey, ["publish", cid])).error).toBe("");
   const granted = await stowage(ownerKey, ["grant", cid, reader, "--json"]);
   expect(granted.error).toBe("");
   expect(granted.log).toContain("shared the file key");

@@ -98,13 +98,16 @@ export async function grant(inv: Invocation, io: Io): Promise<number> {
   const account = userAccount(inv);
   const store = await loggedIn(inv, account);
   const { file, kind } = await ownFile(inv, store, cid);
+  // A grant is on a directory entry: without one the contract refuses, so ask before sharing
+  // anything.
+  const dir = await reach(inv.gateway, () => connectDirectory(inv.gateway, { account }));
+  if (!(await dir.entry(account.address, cid))) throw new CliError(`${cid} is not published: a grant lets a reader read one of your directory entries, so publish it first (stowage publish ${cid})`);
   // The share first: without the reader's published key the grant would open ciphertext only.
   let sharedTo: string | null = null;
   if (file.UserDefined.encryption === AGE) {
     sharedTo = (await (await encryptionWith(inv, store, account)).share(cid, reader, kind)).recipient;
     io.log(`shared the file key of ${cid} with ${reader} (${sharedTo})`);
   }
-  const dir = await reach(inv.gateway, () => connectDirectory(inv.gateway, { account }));
   io.log(`granting ${reader} read on ${cid} …`);
   const tx = await dir.grantRead(cid, reader);
   io.out(inv.flags.has("--json") ? json({ mid: cid, reader, tx, sharedTo }) : tx);
