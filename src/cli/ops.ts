@@ -87,9 +87,10 @@ export const opsHelp = {
 
   Per account: files and bytes stored on each back-end, traffic moved (the current period, and
   all time under vouchers), purchases and free grants (from the chain's events), S3 access keys
-  and multipart uploads, ipfs pins and public bytes served. --since DATE (2025-01-31, or a full
-  ISO time) limits what has a time: purchases and grants, files stored, keys made, traffic
-  periods begun, public bytes served.
+  (s3 keys) and multipart uploads, ipfs pins, Pinning Service API tokens (pin tokens, counted
+  apart from S3 keys) and public bytes served. --since DATE (2025-01-31, or a full ISO time)
+  limits what has a time: purchases and grants, files stored, S3 keys made, traffic periods
+  begun, public bytes served.
 
   --data-dir DIR   the gateway's data dir (default ./data, or STOWAGE_DATA_DIR)
   --since DATE     only activity since DATE
@@ -294,9 +295,10 @@ async function usage(config: Config, o: { since?: number; format: "table" | "jso
           `${formatBytes(BigInt(a.purchases.space.bytes))}+${formatBytes(BigInt(a.purchases.traffic.bytes))}`.padStart(22),
           `${formatBytes(BigInt(a.grants.space.bytes))}+${formatBytes(BigInt(a.grants.traffic.bytes))}`.padStart(22),
           String(a.s3.keys).padStart(7),
+          String(a.ipfs.pinTokens).padStart(10),
         ].join(" ");
       io.out(`usage${report.since ? ` since ${report.since}` : ""} (purchases and grants: space+traffic)`);
-      io.out(["account".padEnd(42), "dfs".padStart(16), "ipfs".padStart(16), "traffic".padStart(11), "bought".padStart(22), "granted".padStart(22), "s3 keys".padStart(7)].join(" "));
+      io.out(["account".padEnd(42), "dfs".padStart(16), "ipfs".padStart(16), "traffic".padStart(11), "bought".padStart(22), "granted".padStart(22), "s3 keys".padStart(7), "pin tokens".padStart(10)].join(" "));
       for (const a of report.accounts) io.out(row(a, a.account));
       io.out(row(report.totals, `total (${report.accounts.length} accounts)`));
     }

@@ -40,8 +40,10 @@ export interface UsageTotals {
   trafficPeriodBytes: number;
   /** Purchases and free grants indexed from the chain, by kind and pool: how many, and bytes. */
   quota: { kind: string; pool: string; events: number; bytes: number }[];
-  /** S3 access keys that work now. */
+  /** S3 access keys that work now (not the Pinning Service API's tokens). */
   s3Keys: number;
+  /** Pinning Service API tokens that work now. */
+  pinTokens: number;
 }
 
 /** Request durations: from a cached health check (≈ 0.1 ms) to a large transfer (minutes). */
@@ -186,6 +188,7 @@ function usageGauges(registers: Registry[], source: () => GaugeSources["usage"])
   gauge("stowage_quota_events", "Purchases and free grants indexed from the chain, by kind (purchase, grant) and pool", ["kind", "pool"], (g, t) => t.quota.forEach((q) => g.set({ kind: q.kind, pool: q.pool }, q.events)));
   gauge("stowage_quota_event_bytes", "Bytes bought or granted, indexed from the chain, by kind and pool", ["kind", "pool"], (g, t) => t.quota.forEach((q) => g.set({ kind: q.kind, pool: q.pool }, q.bytes)));
   gauge("stowage_s3_access_keys", "S3 access keys that work now (all accounts)", [], (g, t) => g.set(t.s3Keys));
+  gauge("stowage_pin_tokens", "Pinning Service API tokens that work now (all accounts)", [], (g, t) => g.set(t.pinTokens));
 }
 
 /** The standard process metrics. prom-client's default collectors report event-loop figures that

@@ -5,7 +5,8 @@
  *
  * - every file's content row exists and has the file's size; a dfs object's manifest has the rows,
  *   bytes and Cid its row says (the Cid rebuilt from the chunk hashes, D9); an ipfs root's DAG, walked
- *   from the blob store, is the block index its row has, and has the file's size;
+ *   from the blob store, is the block index its row has, and has the file's size (a folder's, as a
+ *   CAR import sizes it: the bytes of its DAG's blocks, each counted once);
  * - every chunk and block a row keeps exists in the blob store with its size, and hashes to its key;
  * - counts agree with the rows they count: a chunk's or block's references (repairable at any time:
  *   they change with their rows, under a row lock), an object's manifest rows (likewise), an
@@ -33,8 +34,8 @@ import type { BackendKind } from "../storage/backend.ts";
 import { MAX_CHILDREN_PER_NODE } from "../storage/cid-options.ts";
 import { contentHolders, filesUsing, filesWithoutContent, recountStoredTotal, storedTotalsDrift } from "../storage/audit.ts";
 import { chunkRefDrift, chunkTotals, keptChunks, manifestOf, objectShapes, recountChunk, recountObjectChunks } from "../storage/dfs/audit.ts";
-import { blockRefDrift, blockTotals, indexGaps, indexOf, keptBlocks, pinShapes, recountBlock } from "../storage/ipfs/audit.ts";
-import { blockKey } from "../storage/ipfs/blocks.ts";
+import { blockRefDrift, blockSizes, blockTotals, indexGaps, indexOf, keptBlocks, pinShapes, recountBlock } from "../storage/ipfs/audit.ts";
+import { blockKey, inlineBlock } from "../storage/ipfs/blocks.ts";
 import { contentProblem } from "./blob-content.ts";
 import { contentDrift, driftOf, setToHolders } from "./references.ts";
 
@@ -161,9 +162,12 @@ export async function runCheck(o: CheckOptions): Promise<CheckReport> {
       add({ area: "manifests", subject, message: `${dag.problem}${await affected({ backend: "ipfs", cid: pin.cid })}` });
       continue;
     }
-    if (dag.fileSize !== pin.size) add({ area: "manifests", subject, message: `its row says ${pin.size} bytes, its DAG holds ${dag.fileSize}` });
+    if (dag.directory) {
+      const held = await dagBytes(sql, store, dag.keys);
+      if (held !== undefined && held !== pin.size) add({ area: "manifests", subject, message: `its row says ${pin.size} bytes, its folder's blocks hold ${held}` });
+    } else if (dag.fileSize !== pin.size) add({ area: "manifests", subject, message: `its row says ${pin.size} bytes, its DAG holds ${dag.fileSize}` });
     const index = await indexOf(sql, pin.cid);
-    const unindexed = [...dag.keys].filter((k) => !index.has(k));
+    const unindexed = [...dag.keys.keys()].filter((k) => !index.has(k));
     const extra = [...index].filter((k) => !dag.keys.has(k));
     if (unindexed.length) add({ area: "manifests", subject, message: `${unindexed.length} blocks of its DAG are not in its index (${unindexed[0]}…): a sweep could delete them` });
     if (extra.length) add({ area: "manifests", subject, message: `${extra.length} blocks in its index are not in its DAG (${extra[0]}…)` });
@@ -218,34 +222,78 @@ async function countKept(sql: Sql): Promise<number> {
   return (await chunkTotals(sql)).chunks + (await blockTotals(sql)).blocks;
 }
 
-/** What an ipfs root's DAG holds, walked through the blob store: its blocks' keys and file size. */
-async function walkDag(store: BlobStore, root: string): Promise<{ keys: Set<string>; fileSize: number; problem?: string }> {
-  const keys = new Set<string>();
+/** What an ipfs root's DAG holds, walked through the blob store. */
+interface Dag {
+  /** Its blocks' keys (identity Cids carry their bytes and are no block), each with its size when
+   * the walk read it (its dag-pb nodes, a raw root): a raw leaf's is its row's. */
+  keys: Map<string, number | undefined>;
+  /** A UnixFS directory (plain or HAMT-sharded) at its root: its size is its blocks' bytes. */
+  directory: boolean;
+  /** A file root's UnixFS file size (0 for a directory). */
+  fileSize: number;
+  problem?: string;
+}
+
+async function walkDag(store: BlobStore, root: string): Promise<Dag> {
+  const keys = new Map<string, number | undefined>();
   let cid: CID;
   try {
     cid = CID.parse(root);
   } catch {
-    return { keys, fileSize: 0, problem: "its Cid does not parse" };
+    return { keys, directory: false, fileSize: 0, problem: "its Cid does not parse" };
   }
-  const visit = async (c: CID): Promise<number> => {
+  let directory = false;
+  let fileSize = 0;
+  const visit = async (c: CID, top: boolean): Promise<void> => {
+    const inline = inlineBlock(c);
     const key = blockKey(c);
-    keys.add(key);
+    // Each block once: a file of zeros links one node many times, folders share files.
+    if (!inline && keys.has(key)) return;
     if (c.code === raw.code) {
       // A leaf's size is its row's (the blob pass checks the bytes); only a raw root is read here.
-      return c.equals(cid) ? (await store.bytes(key)).length : -1;
+      const size = top ? (inline ?? (await store.bytes(key))).length : undefined;
+      if (!inline) keys.set(key, size);
+      if (top) fileSize = size as number;
+      return;
     }
     if (c.code !== dagPb.code) throw new Error(`block ${c} is neither raw nor dag-pb`);
-    const node = dagPb.decode(await store.bytes(key));
-    const size = node.Data ? Number(UnixFS.unmarshal(node.Data).fileSize()) : 0;
-    for (const link of node.Links) await visit(link.Hash);
-    return size;
+    const bytes = inline ?? (await store.bytes(key));
+    if (!inline) keys.set(key, bytes.length);
+    const node = dagPb.decode(bytes);
+    const unixfs = node.Data ? UnixFS.unmarshal(node.Data) : undefined;
+    if (top) {
+      directory = unixfs?.type === "directory" || unixfs?.type === "hamt-sharded-directory";
+      fileSize = unixfs && !directory ? Number(unixfs.fileSize()) : 0;
+    }
+    for (const link of node.Links) await visit(link.Hash, false);
   };
   try {
-    const fileSize = await visit(cid);
-    return { keys, fileSize };
+    await visit(cid, true);
+    return { keys, directory, fileSize };
   } catch (err) {
-    return { keys, fileSize: 0, problem: `its DAG cannot be walked: ${(err as Error).message}` };
+    return { keys, directory: false, fileSize: 0, problem: `its DAG cannot be walked: ${(err as Error).message}` };
   }
+}
+
+/**
+ * A directory's size as its import counts it: the bytes of its DAG's blocks, each once. A size
+ * the walk did not read is its row's, else its blob's; undefined when a block has neither (the
+ * index and blob passes report that block).
+ */
+async function dagBytes(sql: Sql, store: BlobStore, keys: Dag["keys"]): Promise<number | undefined> {
+  let total = 0;
+  const unread: string[] = [];
+  for (const [key, size] of keys) {
+    if (size === undefined) unread.push(key);
+    else total += size;
+  }
+  const rows = await blockSizes(sql, unread);
+  for (const key of unread) {
+    const size = rows.get(key) ?? (await store.stat(key));
+    if (size === undefined) return undefined;
+    total += size;
+  }
+  return total;
 }
 
 /** Runs `fn` over an async stream of items, at most `n` at a time. */

@@ -2,7 +2,8 @@
  * `stowage admin usage`: per account, what it stores on each back-end, the traffic it moved, what
  * it bought and was granted (the Proxy contract's events, as the indexer recorded them), and its
  * S3 and IPFS activity as far as the gateway keeps any: S3 access keys and multipart uploads in
- * progress, files pinned on ipfs, bytes of its public content served by the trustless gateway. The
+ * progress, files pinned on ipfs, Pinning Service API tokens, bytes of its public content served
+ * by the trustless gateway. The
  * same totals, without any account's name, are the Prometheus gauges of `usageTotals`.
  *
  * Accounts are keyed by address: the catalog names them by DID (`did:ethr:0x3d9:<address>`), the
@@ -55,8 +56,10 @@ export interface AccountUsage {
   };
   purchases: { space: Amount; traffic: Amount; spentWei: string };
   grants: { space: Amount; traffic: Amount };
+  /** `keys`: S3 access keys that work now (scope s3; not the Pinning Service's tokens). */
   s3: { keys: number; keysMade: number; uploads: number; parts: number; partBytes: number };
-  ipfs: { pins: number; publicBytes: number };
+  /** `pinTokens`: Pinning Service API tokens that work now. */
+  ipfs: { pins: number; pinTokens: number; publicBytes: number };
 }
 
 export interface UsageReport {
@@ -79,7 +82,7 @@ function blank(account: string): AccountUsage {
     purchases: { space: noAmount(), traffic: noAmount(), spentWei: "0" },
     grants: { space: noAmount(), traffic: noAmount() },
     s3: { keys: 0, keysMade: 0, uploads: 0, parts: 0, partBytes: 0 },
-    ipfs: { pins: 0, publicBytes: 0 },
+    ipfs: { pins: 0, pinTokens: 0, publicBytes: 0 },
   };
 }
 
@@ -126,6 +129,7 @@ export async function usageReport(q: Queryable, opts: { since?: number; now?: nu
     const a = withDid(r.did);
     a.s3.keys = r.live;
     a.s3.keysMade = r.made;
+    a.ipfs.pinTokens = r.pinTokens;
   }
   for (const r of await openUploads(q, now)) {
     const a = withDid(r.did);
@@ -154,6 +158,7 @@ export async function usageReport(q: Queryable, opts: { since?: number; now?: nu
     spent += BigInt(a.purchases.spentWei);
     for (const k of ["keys", "keysMade", "uploads", "parts", "partBytes"] as const) totals.s3[k] += a.s3[k];
     totals.ipfs.pins += a.ipfs.pins;
+    totals.ipfs.pinTokens += a.ipfs.pinTokens;
     totals.ipfs.publicBytes += a.ipfs.publicBytes;
   }
   totals.purchases.spentWei = spent.toString();
@@ -204,6 +209,7 @@ export const CSV_COLUMNS = [
   "s3_part_bytes",
   "ipfs_pins",
   "ipfs_public_bytes",
+  "ipfs_pin_tokens",
 ] as const;
 
 export function csvRow(a: AccountUsage): string[] {
@@ -217,7 +223,7 @@ export function csvRow(a: AccountUsage): string[] {
     ...[a.purchases.space.count, a.purchases.space.bytes, a.purchases.traffic.count, a.purchases.traffic.bytes],
     a.purchases.spentWei,
     ...[a.grants.space.count, a.grants.space.bytes, a.grants.traffic.count, a.grants.traffic.bytes],
-    ...[a.s3.keys, a.s3.keysMade, a.s3.uploads, a.s3.parts, a.s3.partBytes, a.ipfs.pins, a.ipfs.publicBytes],
+    ...[a.s3.keys, a.s3.keysMade, a.s3.uploads, a.s3.parts, a.s3.partBytes, a.ipfs.pins, a.ipfs.publicBytes, a.ipfs.pinTokens],
   ].map(String);
 }
 
@@ -231,6 +237,7 @@ export interface UsageTotals {
   trafficPeriodBytes: number;
   quota: { kind: string; pool: string; events: number; bytes: number }[];
   s3Keys: number;
+  pinTokens: number;
 }
 
 /** What the Prometheus gauges show, read in a few aggregate queries. */
@@ -238,12 +245,15 @@ export async function usageTotals(q: Queryable, now = Date.now()): Promise<Usage
   const files = await fileCounts(q);
   const accounts = await accountsStoring(q);
   const traffic = (await trafficByAccount(q, 0)).reduce((n, r) => n + r.bytes, 0);
-  const s3Keys = (await keysByAccount(q, now, now)).reduce((n, r) => n + r.live, 0);
+  const keys = await keysByAccount(q, now, now);
+  const s3Keys = keys.reduce((n, r) => n + r.live, 0);
+  const pinTokens = keys.reduce((n, r) => n + r.pinTokens, 0);
   return {
     stored: (["dfs", "ipfs"] as const).map((b) => ({ backend: b, files: files[b].files, bytes: files[b].bytes })),
     accounts,
     trafficPeriodBytes: traffic,
     quota: await quotaEventTotals(q),
     s3Keys,
+    pinTokens,
   };
 }

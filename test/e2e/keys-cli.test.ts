@@ -46,16 +46,21 @@ test("keys create, list and revoke from a shell, and the errors a user meets", a
   const lines = plain.stdout.trim().split("\n");
   expect(lines[0]).toMatch(/^access key id {6}STW[A-Z2-7]{17}$/);
   expect(lines[1]).toMatch(/^secret access key {2}[A-Za-z0-9_-]{40}$/);
-  expect(lines[2]).toBe("scope              rw on dfs and ipfs, expires never");
+  expect(lines[2]).toBe("scope              s3, rw on dfs and ipfs, expires never");
   expect(plain.stderr).toContain("shown this once");
   const second = lines[0]?.split(/\s+/).pop() as string;
+  const pins = (await ok("create", "--scope", "pins")).stdout.trim().split("\n");
+  expect(pins[1]).toBe("scope    pins on ipfs, expires never");
+  const tokenId = pins[0]?.split(/\s+/).pop()?.split(".")[0] as string;
 
+  // SCOPE and ACCESS as --scope and --access say them: s3 or pins; rw or ro (none for a token).
   const listed = (await ok("list")).stdout.trim().split("\n");
-  expect(listed[0]).toMatch(/^ACCESS KEY ID +SCOPE +BUCKET +EXPIRES +CREATED +SIGNER$/);
-  expect(listed).toHaveLength(3);
+  expect(listed[0]).toMatch(/^ACCESS KEY ID +SCOPE +ACCESS +BUCKET +EXPIRES +CREATED +SIGNER$/);
+  expect(listed).toHaveLength(4);
   expect(listed.join("\n")).not.toContain(minted.secretAccessKey);
-  expect(listed[1]).toMatch(new RegExp(`^${minted.accessKeyId} +ro +dfs +\\d{4}-\\d\\d-\\d\\dT[\\d:]{8}Z +\\d{4}-\\d\\d-\\d\\dT[\\d:]{8}Z +${address.toLowerCase()}$`));
-  expect(listed[2]).toMatch(new RegExp(`^${second} +rw +\\* +never `));
+  expect(listed[1]).toMatch(new RegExp(`^${minted.accessKeyId} +s3 +ro +dfs +\\d{4}-\\d\\d-\\d\\dT[\\d:]{8}Z +\\d{4}-\\d\\d-\\d\\dT[\\d:]{8}Z +${address.toLowerCase()}$`));
+  expect(listed[2]).toMatch(new RegExp(`^${second} +s3 +rw +\\* +never `));
+  expect(listed[3]).toMatch(new RegExp(`^${tokenId} +pins +- +ipfs +never `));
 
   // The secrets key the server made, private; the secret in the database sealed.
   expect(statSync(join(dataDir, "secrets", "secrets.key")).mode & 0o777).toBe(0o600);
@@ -67,7 +72,7 @@ test("keys create, list and revoke from a shell, and the errors a user meets", a
 
   expect((await ok("revoke", minted.accessKeyId)).stdout.trim()).toBe(`revoked ${minted.accessKeyId}`);
   const after = JSON.parse((await ok("list", "--json")).stdout) as { accessKeyId: string }[];
-  expect(after.map((k) => k.accessKeyId)).toEqual([second]);
+  expect(after.map((k) => k.accessKeyId)).toEqual([second, tokenId]);
 
   // Revoked twice, or never ours: the gateway's 404 in one line, exit 1.
   const again = await user("revoke", minted.accessKeyId);
@@ -79,5 +84,5 @@ test("keys create, list and revoke from a shell, and the errors a user meets", a
     const r = await user(...args);
     expect({ args, code: r.code }).toEqual({ args, code: 2 });
   }
-  expect(JSON.parse((await ok("list", "--json")).stdout)).toHaveLength(1);
-}, 60_000); // a server start and 14 runs of the binary: over bun's default 5 s when the cores are busy
+  expect(JSON.parse((await ok("list", "--json")).stdout)).toHaveLength(2);
+}, 60_000); // a server start and 15 runs of the binary: over bun's default 5 s when the cores are busy

@@ -2,7 +2,8 @@
  * GET /metrics (D19) against the compiled binary: served on its own listener and not on the public
  * port, parsed by a Prometheus text-format parser, and moving with traffic — requests by route and
  * status, file bytes in and out per back-end, purchases, chain calls — while the gauges (indexer
- * lag, IPFS peers, live reservations, pin requests by status) are there. A bad
+ * lag, IPFS peers, live reservations, pin requests by status, a Pinning Service token counted as
+ * one and not as an S3 key) are there. A bad
  * STOWAGE_METRICS_LISTEN stops the start by name.
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
@@ -89,6 +90,9 @@ test("the metrics are on their own listener, not on the public port", async () =
   expect(first.families.get("stowage_pin_requests")?.samples.map((s) => s.labels.status).sort()).toEqual(["failed", "pinned", "pinning", "queued"]);
   expect(value(first, "stowage_pin_requests")).toBe(1);
   expect(value(first, "stowage_pin_requests", { status: "pinned" })).toBe(0);
+  // The pin request's token is a Pinning Service token, not an S3 access key.
+  expect(value(first, "stowage_pin_tokens")).toBe(1);
+  expect(first.families.get("stowage_s3_access_keys")?.samples.map((s) => s.value)).toEqual([0]);
   expect(value(first, "process_resident_memory_bytes")).toBeGreaterThan(10 * 1024 * 1024);
 }, 30_000);
 

@@ -2,14 +2,24 @@
  * `stowage admin check` on this pass's configuration (SQLite or PostgreSQL, local files or Ceph
  * RGW: `STOWAGE_TEST_DB`, `STOWAGE_TEST_BLOBS`), run as an operator runs it, through the command
  * line's own code with the settings a gateway over this data dir has: a gateway whose rows and
- * blobs agree passes; a deleted chunk, a corrupt block and counts off by one are each found and
- * named (with the files they break), and `--repair` sets the counts right.
+ * blobs agree passes, folders imported from a CAR too; a deleted chunk, a corrupt block, counts off
+ * by one and a root's size its DAG does not hold are each found and named (with the files they
+ * break), and `--repair` sets the counts right.
  */
 import { afterEach, describe, expect, test } from "bun:test";
+import * as dagPb from "@ipld/dag-pb";
+import { UnixFS } from "ipfs-unixfs";
+import { importer } from "ipfs-unixfs-importer";
 import { CID } from "multiformats/cid";
+import * as raw from "multiformats/codecs/raw";
+import { identity } from "multiformats/hashes/identity";
+import { sha256 } from "multiformats/hashes/sha2";
 import { runAdmin } from "../../src/cli/admin.ts";
 import { chunkKey } from "../../src/storage/dfs/cid.ts";
+import { d9ImporterOptions } from "../../src/storage/cid-options.ts";
+import { createFiles } from "../../src/storage/files.ts";
 import { blockKey } from "../../src/storage/ipfs/blocks.ts";
+import { type Block, writeCar } from "../support/car.ts";
 import { blobEnv } from "../support/blobs.ts";
 import { TEST_DB, testDatabaseUrlOf } from "../support/db.ts";
 import { testGateway } from "../support/storage.ts";
@@ -17,6 +27,7 @@ import { testGateway } from "../support/storage.ts";
 const gw = await testGateway();
 const sql = gw.database.sql;
 const store = gw.blobs.store;
+const ipfs = gw.backends.ipfs as NonNullable<typeof gw.backends.ipfs>;
 const { client } = await gw.user();
 
 const env: Record<string, string> = { STOWAGE_DATA_DIR: gw.dataDir, ...blobEnv(gw.dataDir), ...(TEST_DB === "postgres" ? { STOWAGE_DATABASE_URL: await testDatabaseUrlOf(gw.dataDir) } : {}) };
@@ -52,6 +63,57 @@ const chunksOf = async (cid: string) => (await sql.all<{ hash: string }>("SELECT
 /** The leaves of an ipfs root: every block of its index but the root itself. */
 const leavesOf = async (cid: string) => (await sql.all<{ key: string }>("SELECT key FROM ipfs_object_blocks WHERE cid = $1 ORDER BY key", [cid])).map((r) => r.key).filter((k) => k !== blockKey(CID.parse(cid)));
 
+/**
+ * A folder's CAR as a user packs one: `files` under one directory (HAMT-sharded past `shardAbove`
+ * bytes of links); with `note`, wrapped in a directory that also holds a small file inlined in its
+ * Cid (an identity hash: no block of its own). Its size as an import counts it: its blocks' bytes,
+ * each once.
+ */
+async function folderCar(files: { path: string; content: Uint8Array }[], o: { shardAbove?: number; note?: boolean } = {}): Promise<{ root: CID; car: Uint8Array; blocks: Block[]; bytes: number }> {
+  const blocks = new Map<string, Block>();
+  const blockstore = {
+    async put(cid: CID, bytes: Uint8Array) {
+      blocks.set(cid.toString(), { cid, bytes });
+      return cid;
+    },
+  };
+  let inner: CID | undefined;
+  const options = { ...d9ImporterOptions(), wrapWithDirectory: true, ...(o.shardAbove !== undefined && { shardSplitThresholdBytes: o.shardAbove }) };
+  for await (const entry of importer(files, blockstore, options)) inner = entry.cid;
+  if (!inner) throw new Error("nothing imported");
+  if (!o.note) return carOf(inner, [...blocks.values()]);
+  const note = new TextEncoder().encode("inlined");
+  const outer = dagPb.encode(
+    dagPb.prepare({
+      Data: new UnixFS({ type: "directory" }).marshal(),
+      Links: [
+        { Name: "folder", Hash: inner },
+        { Name: "note.txt", Hash: CID.createV1(raw.code, identity.digest(note)), Tsize: note.byteLength },
+      ],
+    }),
+  );
+  const root = CID.createV1(dagPb.code, await sha256.digest(outer));
+  blocks.set(root.toString(), { cid: root, bytes: outer });
+  return carOf(root, [...blocks.values()]);
+}
+
+async function carOf(root: CID, blocks: Block[]) {
+  return { root, car: await writeCar([root], blocks), blocks, bytes: blocks.reduce((n, b) => n + b.bytes.byteLength, 0) };
+}
+
+/** Imports a folder's CAR; the test's undo deletes its file again (as an S3 delete does: the
+ * storage API deletes dfs files only). */
+async function importFolder(folder: Awaited<ReturnType<typeof folderCar>>, name: string) {
+  const list = await client.importCar(new Blob([folder.car]), { name });
+  const [entry] = list.Object;
+  if (!entry) throw new Error("no file imported");
+  undo.push(async () => {
+    await createFiles(sql).remove(client.did, "ipfs", entry.ID);
+    await ipfs.release(entry.Cid);
+  });
+  return entry;
+}
+
 /** Each test leaves the gateway as it found it (a check must pass between tests). */
 const undo: (() => Promise<unknown>)[] = [];
 afterEach(async () => {
@@ -69,6 +131,48 @@ describe("stowage admin check", () => {
     expect(report.counts).toMatchObject({ files: 5, dfsObjects: 2, ipfsRoots: 2 });
     // 3 + 1 chunks, and 3 leaves + a root + 1 block.
     expect(report.counts.blobsChecked).toBe(9);
+  });
+
+  test("passes on folders imported from a CAR, plain and HAMT-sharded: a folder's size is its blocks' bytes", async () => {
+    const shared = random(3000);
+    const plain = await folderCar([
+      { path: "index.html", content: random(700) },
+      { path: "img/a.bin", content: random(1.5 * 1024 * 1024) },
+      // The same bytes twice: one block, counted once.
+      { path: "img/b.bin", content: shared },
+      { path: "img/copy-of-b.bin", content: shared },
+    ], { note: true });
+    const sharded = await folderCar(
+      Array.from({ length: 40 }, (_, i) => ({ path: `photo-${i}.jpg`, content: random(200 + i) })),
+      { shardAbove: 100 },
+    );
+    const top = sharded.blocks.find((b) => b.cid.equals(sharded.root));
+    expect(UnixFS.unmarshal(dagPb.decode(top?.bytes as Uint8Array).Data as Uint8Array).type).toBe("hamt-sharded-directory");
+    for (const [folder, name] of [[plain, "site.car"], [sharded, "photos.car"]] as const) {
+      const entry = await importFolder(folder, name);
+      expect([entry.Cid, entry.Size]).toEqual([folder.root.toString(), folder.bytes]);
+    }
+    const { code, report } = await check();
+    expect(report.findings).toEqual([]);
+    expect(code).toBe(0);
+    expect(report.counts).toMatchObject({ files: 7, ipfsRoots: 4 });
+  });
+
+  test("finds a root whose row says a size its DAG does not hold: a file's and a folder's", async () => {
+    const folder = await folderCar([{ path: "a.bin", content: random(5000) }, { path: "b/c.bin", content: random(70_000) }], { note: true });
+    const entry = await importFolder(folder, "folder.car");
+    for (const [cid, by] of [[entry.Cid, 7], [ipfsFile.Cid, -1]] as const) {
+      await sql.run("UPDATE ipfs_pins SET size = size + $2 WHERE cid = $1", [cid, by]);
+      undo.push(() => sql.run("UPDATE ipfs_pins SET size = size - $2 WHERE cid = $1", [cid, by]));
+    }
+    const { code, report } = await check();
+    expect(code).toBe(1);
+    expect(report.findings.filter((f) => f.area === "manifests")).toEqual([
+      { area: "manifests", subject: `ipfs content ${entry.Cid}`, message: `its row says ${folder.bytes + 7} bytes, its folder's blocks hold ${folder.bytes}` },
+      { area: "manifests", subject: `ipfs content ${ipfsFile.Cid}`, message: `its row says ${big.byteLength - 1} bytes, its DAG holds ${big.byteLength}` },
+    ].sort((a, b) => (a.subject < b.subject ? -1 : 1)));
+    // Each file row now differs from its content's row too.
+    expect(report.findings.filter((f) => f.area === "files").map((f) => f.subject)).toHaveLength(2);
   });
 
   test("finds a deleted chunk, and names the files that need it", async () => {

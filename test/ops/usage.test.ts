@@ -1,6 +1,7 @@
 /**
  * `stowage admin usage` on this pass's database (SQLite or PostgreSQL): two accounts buy, are
- * granted, upload, download and make S3 keys through the gateway and the chain; the report's
+ * granted, upload, download and make S3 keys and Pinning Service tokens through the gateway and
+ * the chain (the two counted apart, though one table holds them); the report's
  * numbers are what the quota records and the chain say (read from the Proxy contract, not from
  * the report's own tables), its totals are the sums of its rows, `--since` bounds what has a time,
  * and the Prometheus gauges show the same totals without naming any account.
@@ -43,10 +44,13 @@ await alice.client.upload("ipfs", random(700_000), { name: "a2.bin" });
 await alice.client.upload("dfs", random(200_000), { name: "a3.bin" });
 await alice.client.download("dfs", a1.Cid, { range: [0, 99_999] });
 await bob.client.upload("dfs", random(1_000_000), { name: "b1.bin" });
-await keysClient({ baseUrl: BASE, store: alice.client, fetch: gw.fetch }).create();
+const aliceKeys = keysClient({ baseUrl: BASE, store: alice.client, fetch: gw.fetch });
+await aliceKeys.create();
+await aliceKeys.create({ scope: "pins" });
 const bobKeys = keysClient({ baseUrl: BASE, store: bob.client, fetch: gw.fetch });
 await bobKeys.create();
 await bobKeys.revoke((await bobKeys.create()).accessKeyId);
+await bobKeys.revoke((await bobKeys.create({ scope: "pins" })).accessKeyId);
 
 // The server's indexer does this at every poll: the Proxy's events into quota_events.
 const indexer = createIndexer({ sql, publicClient: context.publicClient, confirmations: 0, log: silentLogger });
@@ -92,8 +96,9 @@ describe("stowage admin usage", () => {
       }
       expect(row.did).toBe(client.did);
     }
-    expect(find(report, alice)).toMatchObject({ purchases: { space: { count: 1 }, traffic: { count: 2, bytes: "9000000" } }, s3: { keys: 1, keysMade: 1 }, ipfs: { pins: 1 } });
-    expect(find(report, bob)).toMatchObject({ grants: { space: { count: 1, bytes: "3000000" } }, purchases: { spentWei: "0" }, s3: { keys: 1, keysMade: 2 } });
+    expect(find(report, alice)).toMatchObject({ purchases: { space: { count: 1 }, traffic: { count: 2, bytes: "9000000" } }, s3: { keys: 1, keysMade: 1 }, ipfs: { pins: 1, pinTokens: 1 } });
+    // A revoked token, as a revoked key, works no more.
+    expect(find(report, bob)).toMatchObject({ grants: { space: { count: 1, bytes: "3000000" } }, purchases: { spentWei: "0" }, s3: { keys: 1, keysMade: 2 }, ipfs: { pinTokens: 0 } });
     // Uploads and the download, under the vouchers' counters.
     expect(find(report, alice).traffic.voucherBytes).toBe(1_500_000 + 700_000 + 200_000 + 100_000);
   });
@@ -108,6 +113,7 @@ describe("stowage admin usage", () => {
     expect(report.totals.grants.space.bytes).toBe(exact((a) => a.grants.space.bytes));
     expect(report.totals.traffic.periodBytes).toBe(sum((a) => a.traffic.periodBytes));
     expect(report.totals.s3.keys).toBe(2);
+    expect(report.totals.ipfs.pinTokens).toBe(1);
   });
 
   test("--since bounds what has a time; what is stored now stays", async () => {
@@ -136,6 +142,16 @@ describe("stowage admin usage", () => {
     expect(Number(a.stored_bytes)).toBe(find(json, alice).stored.bytes);
     expect(Number(a.traffic_purchased_bytes)).toBe(9_000_000);
     expect(a.spent_wei).toBe(find(json, alice).purchases.spentWei);
+    expect([a.s3_keys, a.ipfs_pin_tokens]).toEqual(["1", "1"]);
+  });
+
+  test("the table: S3 keys and pin tokens in columns of their own", async () => {
+    const [, header, ...rows] = (await cli()).split("\n");
+    expect(header).toEndWith(" s3 keys pin tokens");
+    const last2 = (who: string) => (rows.find((r) => r.startsWith(who)) as string).trim().split(/ +/).slice(-2);
+    expect(last2(alice.account.address)).toEqual(["1", "1"]);
+    expect(last2(bob.account.address)).toEqual(["1", "0"]);
+    expect(last2("total")).toEqual(["2", "1"]);
   });
 
   test("Prometheus gauges show the totals, and no label names an account", async () => {
@@ -151,6 +167,7 @@ describe("stowage admin usage", () => {
     expect(value(`stowage_quota_event_bytes{kind="purchase",pool="traffic"}`)).toBe(9_000_000);
     expect(value(`stowage_quota_events{kind="grant",pool="space"}`)).toBe(1);
     expect(value("stowage_s3_access_keys")).toBe(2);
+    expect(value("stowage_pin_tokens")).toBe(1);
     for (const who of [alice, bob]) {
       expect(text.toLowerCase()).not.toContain(who.account.address.toLowerCase().slice(2));
     }

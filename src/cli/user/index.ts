@@ -311,7 +311,9 @@ key may sign for your DID (revoking a delegate key ends the access keys it made)
     --access rw|ro       read and write (default), or read only
     --bucket dfs|ipfs|*  the bucket it may use (default *: both)
     --expires WHEN       0 for never (default), unix seconds, or a duration from now: 12h, 90d, 2w
-  list             your keys (never their secrets): id, scope, bucket, expiry, creation, signer
+  list             your keys (never their secrets): id, scope (s3 or pins), access (rw, ro; -
+                   for a pins token), bucket, expiry, creation, signer. --json prints the
+                   gateway's list, whose scope is rw, ro or pins
   revoke ID        end a key at once (ID: its access key id, or its id from --json)
   --json           print the answer as JSON`,
     spec: { flags: ["--scope", "--access", "--bucket", "--expires"], switches: ["--json"] },

@@ -18,6 +18,9 @@ function choice<T extends string>(inv: Invocation, flag: string, choices: readon
   return v as T;
 }
 
+/** The gateway's one `scope` (rw, ro, pins) as the command's two flags say it: --scope, --access. */
+const scopeAndAccess = (scope: ListedKey["scope"]): [string, string] => (scope === "pins" ? ["pins", "-"] : ["s3", scope]);
+
 const expiryText = (at: number | null) => (at === null ? "never" : formatTime(new Date(at * 1000)));
 
 async function client(inv: Invocation) {
@@ -52,7 +55,7 @@ export async function keys(inv: Invocation, io: Io): Promise<number> {
       }
       io.out(`access key id      ${key.accessKeyId}`);
       io.out(`secret access key  ${key.secretAccessKey}`);
-      io.out(`scope              ${key.scope} on ${key.bucket === "*" ? "dfs and ipfs" : key.bucket}, expires ${expiryText(key.expiresAt)}`);
+      io.out(`scope              s3, ${key.scope} on ${key.bucket === "*" ? "dfs and ipfs" : key.bucket}, expires ${expiryText(key.expiresAt)}`);
       io.log("the secret is shown this once: keep it now (`stowage keys revoke ID` ends the key)");
       return 0;
     }
@@ -67,8 +70,9 @@ export async function keys(inv: Invocation, io: Io): Promise<number> {
         io.log("no access keys");
         return 0;
       }
-      const rows = listed.map((k) => [k.accessKeyId, k.scope, k.bucket, expiryText(k.expiresAt), formatTime(new Date(k.createdAt * 1000)), k.signer]);
-      for (const line of table(["ACCESS KEY ID", "SCOPE", "BUCKET", "EXPIRES", "CREATED", "SIGNER"], rows)) io.out(line);
+      // Headed as `create`'s flags are: SCOPE as --scope (s3, pins), ACCESS as --access (rw, ro).
+      const rows = listed.map((k) => [k.accessKeyId, ...scopeAndAccess(k.scope), k.bucket, expiryText(k.expiresAt), formatTime(new Date(k.createdAt * 1000)), k.signer]);
+      for (const line of table(["ACCESS KEY ID", "SCOPE", "ACCESS", "BUCKET", "EXPIRES", "CREATED", "SIGNER"], rows)) io.out(line);
       return 0;
     }
     case "revoke": {

@@ -8,7 +8,7 @@
  * block's row lock. `ipfs_pins.refs` counts holders outside this back-end (file rows, S3 parts),
  * which change in other transactions: src/ops sets it only with no gateway running.
  */
-import type { Queryable, Sql } from "../../db/sql.ts";
+import { allInBatches, placeholders, type Queryable, type Sql } from "../../db/sql.ts";
 
 /** A block a row keeps: its blob key (`ipfs/<multihash, base32>`) and size. */
 export interface KeptBlock {
@@ -33,6 +33,7 @@ const BLOCK_COUNTS = `SELECT b.key, b.refs, (SELECT COUNT(*) FROM ipfs_object_bl
 const UNKEPT = `SELECT o.cid, o.key FROM ipfs_object_blocks o WHERE NOT EXISTS (SELECT 1 FROM ipfs_blocks b WHERE b.key = o.key) ORDER BY o.cid, o.key LIMIT $1`;
 const ORPHAN_INDEX = `SELECT COUNT(*) AS n FROM ipfs_object_blocks o WHERE NOT EXISTS (SELECT 1 FROM ipfs_pins p WHERE p.cid = o.cid)`;
 const INDEX_OF = "SELECT key FROM ipfs_object_blocks WHERE cid = $1";
+const SIZES_AMONG = (n: number) => `SELECT key, size FROM ipfs_blocks WHERE key IN (${placeholders(n)})`;
 const LOCK_BLOCK = "SELECT refs FROM ipfs_blocks WHERE key = $1 FOR UPDATE";
 const COUNT_HOLDING = "SELECT COUNT(*) AS n FROM ipfs_object_blocks WHERE key = $1";
 const SET_BLOCK_REFS = "UPDATE ipfs_blocks SET refs = $2 WHERE key = $1";
@@ -64,6 +65,11 @@ export async function* pinShapes(q: Queryable): AsyncGenerator<PinShape> {
 /** The block keys a pinned root's index lists. */
 export async function indexOf(q: Queryable, cid: string): Promise<Set<string>> {
   return new Set((await q.all<{ key: string }>(INDEX_OF, [cid])).map((r) => r.key));
+}
+
+/** The sizes the rows of `keys` say (a key without a row is left out). */
+export async function blockSizes(q: Queryable, keys: readonly string[]): Promise<Map<string, number>> {
+  return new Map((await allInBatches<KeptBlock>(q, SIZES_AMONG, keys)).map((r) => [r.key, r.size]));
 }
 
 /** Blocks whose reference count is not the number of pinned roots whose index lists them. */
