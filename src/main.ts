@@ -110,7 +110,7 @@ export async function main(argv: string[]): Promise<number> {
   }
   const command = commands[name];
   if (!command) {
-    console.error(`stowage: unknown command "${name}"\n\n${mainHelp()}`);
+    console.error(`stowage: unknown command "${name}"\nSee: stowage --help`);
     return EXIT_USAGE;
   }
   if (rest.includes("--help") || rest.includes("-h")) {

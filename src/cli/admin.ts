@@ -18,7 +18,7 @@ import { parseDidOrAddress } from "../identity/did.ts";
 import { parseArgs } from "./args.ts";
 import { CliError, adminAccess } from "./chain-access.ts";
 import { isOpsCommand, opsHelp, runOps } from "./ops.ts";
-import { blockHelp, isBlockCommand, runBlock } from "./block.ts";
+import { blockCommandHelp, blockHelp, isBlockCommand, runBlock } from "./block.ts";
 
 type Access = Awaited<ReturnType<typeof adminAccess>>;
 type Out = (line: string) => void;
@@ -29,7 +29,8 @@ export const adminHelp = `Usage: stowage admin <grant | prices | fund | backup |
 
   grant --did DID (--space BYTES | --traffic BYTES) [--days N]
         Grant free storage space or traffic to a DID (or address). BYTES takes units (5GiB).
-        --days sets how long it is valid (default: the contract's validity, 3 years).
+        --days sets how long it is valid (default: the contract's validity, 3 years); it can
+        only lengthen the record: one that already lasts longer keeps its later expiry.
   prices [--space WEI] [--traffic WEI]
         Show the unit prices (wei per byte); with an option, set them.
   fund ADDRESS AMOUNT_ETH
@@ -50,16 +51,59 @@ Common options:
                    the contract addresses and, for the embedded chain, where it runs.
 The chain is STOWAGE_CHAIN_RPC when set, else the embedded chain of the running server.`;
 
+/** What grant, prices and fund share: where the admin key and the chain come from. */
+const chainOptions = `  --data-dir DIR    the server's data dir (default ./data, or STOWAGE_DATA_DIR): holds the admin
+                    key, the contract addresses and, for the embedded chain, where it runs.
+
+  The chain is STOWAGE_CHAIN_RPC when set, else the embedded chain of the running server.`;
+
+const chainHelp = {
+  grant: `Usage: stowage admin grant --did DID (--space BYTES | --traffic BYTES) [--days N] [--data-dir DIR]
+
+  Grants free storage space or traffic to a DID (or a 0x address), with a contract call signed by
+  the admin key. Prints the transaction hash once it is mined, then the account's record. The
+  bytes add to what the account has; the record's expiry becomes N days from now unless it already
+  lasts longer: a grant never shortens a record, so --days can only lengthen it (the output says
+  when the earlier expiry stays).
+
+  --did DID         who gets it: did:ethr:<chain>:0x…, or a 0x address
+  --space BYTES     bytes of storage space; takes units (5GiB, 512MiB)
+  --traffic BYTES   bytes of traffic; takes units
+  --days N          how long the record lasts from now at least (default: the contract's
+                    validity, 3 years unless the contract was set otherwise)
+${chainOptions}`,
+  prices: `Usage: stowage admin prices [--space WEI] [--traffic WEI] [--data-dir DIR]
+
+  Without an option, prints the contract's unit prices, in wei per byte. With one or both, sets
+  them (a contract call signed by the admin key) and prints the transaction hash once it is mined;
+  a price not given keeps its value. Purchases made from then on pay the new prices.
+
+  --space WEI       the price of a byte of storage space, a whole number of wei below 2^64
+  --traffic WEI     the price of a byte of traffic, a whole number of wei below 2^64
+${chainOptions}`,
+  fund: `Usage: stowage admin fund ADDRESS AMOUNT_ETH [--data-dir DIR]
+
+  Embedded chain only: sends AMOUNT_ETH (such as 10, or 0.5) of the chain's currency from the
+  admin account to ADDRESS, for its deposits and gas. Prints the transaction hash once it is mined,
+  then ADDRESS's balance. On a real chain, send currency with a wallet instead.
+
+  ADDRESS           a 0x address (\`stowage whoami\` prints a user's)
+  AMOUNT_ETH        a positive number of ETH, at most 18 decimals
+${chainOptions}`,
+} as const;
+
 /** `stowage admin COMMAND --help`: that command's, or the list. */
 export function adminHelpFor(sub: string | undefined): string {
-  return isOpsCommand(sub) ? opsHelp[sub] : adminHelp;
+  if (isOpsCommand(sub)) return opsHelp[sub];
+  if (isBlockCommand(sub)) return blockCommandHelp[sub];
+  return sub !== undefined && sub in chainHelp ? chainHelp[sub as keyof typeof chainHelp] : adminHelp;
 }
 
-async function confirm(access: Access, hash: Hash, out: Out): Promise<Hash> {
+async function confirm(access: Access, hash: Hash, out: Out) {
   const receipt = await access.publicClient.waitForTransactionReceipt({ hash });
   if (receipt.status !== "success") throw new CliError(`transaction ${hash} reverted`);
   out(hash);
-  return hash;
+  return receipt;
 }
 
 async function grant(access: Access, flags: Map<string, string>, out: Out, log: Out) {
@@ -80,9 +124,17 @@ async function grant(access: Access, flags: Map<string, string>, out: Out, log: 
     functionName: "grantFree",
     args: [user.address, KIND[kind], bytes, BigInt(days * 86400)],
   });
-  await confirm(access, await access.wallet.writeContract(request), out);
-  const record = await access.publicClient.readContract({ address: access.deployment.contracts.proxy, abi: proxyAbi, functionName: kind === "space" ? "spaceRecord" : "trafficRecord", args: [user.address] });
-  log(`${kind} of ${user.canonical}: free ${record[3]} bytes, purchased ${record[2]} bytes, expires ${new Date(Number(record[4]) * 1000).toISOString()}`);
+  const receipt = await confirm(access, await access.wallet.writeContract(request), out);
+  const { proxy } = access.deployment.contracts;
+  const [record, block, validity] = await Promise.all([
+    access.publicClient.readContract({ address: proxy, abi: proxyAbi, functionName: kind === "space" ? "spaceRecord" : "trafficRecord", args: [user.address], blockNumber: receipt.blockNumber }),
+    access.publicClient.getBlock({ blockNumber: receipt.blockNumber }),
+    days ? undefined : access.publicClient.readContract({ address: proxy, abi: proxyAbi, functionName: "validity", blockNumber: receipt.blockNumber }),
+  ]);
+  // The contract keeps a record's later expiry: a grant asked for less leaves it where it was.
+  const asked = block.timestamp + (validity ?? BigInt(days * 86400));
+  const kept = record[4] > asked ? ` (the account's earlier record lasts longer than ${days ? `${days} days` : `the contract's validity, ${Number(validity) / 86400} days`})` : "";
+  log(`${kind} of ${user.canonical}: free ${record[3]} bytes, purchased ${record[2]} bytes, expires ${new Date(Number(record[4]) * 1000).toISOString()}${kept}`);
 }
 
 async function prices(access: Access, flags: Map<string, string>, out: Out, log: Out) {

@@ -35,6 +35,40 @@ export const blockHelp = `  block CID[/PATH] --reason TEXT
   blocked [--all] [--json]
         List the blocks in force (--all: lifted ones too, with when).`;
 
+const dataDirOption = `  --data-dir DIR    the gateway's data dir (default ./data, or STOWAGE_DATA_DIR); with PostgreSQL,
+                    STOWAGE_DATABASE_URL names the database instead`;
+
+/** Each command's own \`--help\`. */
+export const blockCommandHelp: Record<BlockCommand, string> = {
+  block: `Usage: stowage admin block CID[/PATH] --reason TEXT [--data-dir DIR]
+
+  Blocks content on every gateway of this deployment, running or not (a running one reads the
+  change within a second): its downloads, S3 reads, the path and trustless gateways and bitswap
+  answer 410, and uploads of it are refused. Nothing is deleted: the owner keeps the file, and it
+  is served again once unblocked. Prints the rule as stored; blocking it again replaces its reason.
+
+  CID               a CID, in any version or base
+  CID/PATH          one path below a directory ('CID/PATH/*': PATH and every path below it)
+  //HASH            a double-hashed rule, as shared denylists publish them
+  --reason TEXT     why, kept with the rule (a court order, a notice number); required
+${dataDirOption}`,
+  unblock: `Usage: stowage admin unblock CID[/PATH] [--data-dir DIR]
+
+  Lifts a block made with \`stowage admin block\` (however the CID is written); the content is
+  served again within a second. The record stays, with when it was lifted (\`blocked --all\`).
+  Exit code 1 when no such block is in force; a STOWAGE_DENYLIST file may block it (edit the file).
+
+${dataDirOption}`,
+  blocked: `Usage: stowage admin blocked [--all] [--json] [--data-dir DIR]
+
+  Lists the blocks in force, one a line: the rule, when it was blocked, and its reason. Blocks of
+  STOWAGE_DENYLIST files are not listed (they are the files').
+
+  --all             lifted blocks too, with when they were lifted
+  --json            print the rows as JSON
+${dataDirOption}`,
+};
+
 /** The database of the data dir (or STOWAGE_DATABASE_URL): never a new empty one made by a typo. */
 async function openDatabase(dataDir: string | undefined, env: Env): Promise<Store> {
   const config = parseConfig(dataDir !== undefined ? ["--data-dir", dataDir] : [], env);

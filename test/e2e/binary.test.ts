@@ -106,8 +106,29 @@ describe("stowage binary", () => {
     }
   }, timeout);
 
-  test("an unknown command exits 2", async () => {
-    expect((await runBinary(["frobnicate"])).code).toBe(2);
+  test("an unknown command exits 2 with one line and where to look, not the whole help", async () => {
+    const r = await runBinary(["frobnicate"]);
+    expect(r.code).toBe(2);
+    expect(r.stderr.trim().split("\n")).toEqual(['stowage: unknown command "frobnicate"', "See: stowage --help"]);
+    expect(r.stdout).toBe("");
+  }, timeout);
+
+  test("each admin command has its own --help: usage, what it does, its options", async () => {
+    const options: Record<string, string[]> = {
+      grant: ["--did DID", "--space BYTES", "--traffic BYTES", "--days N", "--data-dir DIR", "can only lengthen"],
+      prices: ["--space WEI", "--traffic WEI", "--data-dir DIR"],
+      fund: ["ADDRESS", "AMOUNT_ETH", "Embedded chain only", "--data-dir DIR"],
+      block: ["--reason TEXT", "410", "--data-dir DIR"],
+      unblock: ["CID[/PATH]", "--data-dir DIR"],
+      blocked: ["--all", "--json", "--data-dir DIR"],
+    };
+    for (const [sub, words] of Object.entries(options)) {
+      const r = await runBinary(["admin", sub, "--help"]);
+      expect(r.code).toBe(0);
+      expect(r.stdout).toStartWith(`Usage: stowage admin ${sub} `);
+      expect(r.stdout).not.toContain("stowage admin <command> --help tells more");
+      for (const word of words) expect(r.stdout, `admin ${sub} --help`).toContain(word);
+    }
   }, timeout);
 
   test("starts on an empty data dir, serves, stops on SIGTERM with 0, keeps its data across restarts", async () => {

@@ -45,6 +45,16 @@ test("embedded chain: deploy once, admin fund and grant, survive kill -9 with on
   expect(grant.stdout.trim()).toMatch(/^0x[0-9a-f]{64}$/);
   const granted = await client.readContract({ address: info.contracts.proxy, abi: proxyAbi, functionName: "spaceRecord", args: [user] });
   expect(granted[3]).toBe(2n ** 30n);
+  // --days only lengthens a record: one that lasts longer keeps its later expiry, and says so.
+  expect(grant.stderr).not.toContain("lasts longer");
+  const traffic = (...days: string[]) => runBinary(["admin", "grant", "--did", user, "--traffic", "1KiB", ...days, "--data-dir", dataDir]);
+  expect((await traffic()).code).toBe(0);
+  const years = await client.readContract({ address: info.contracts.proxy, abi: proxyAbi, functionName: "trafficRecord", args: [user] });
+  const month = await traffic("--days", "30");
+  expect(month.code, month.stderr).toBe(0);
+  expect(month.stderr).toContain(`expires ${new Date(Number(years[4]) * 1000).toISOString()} (the account's earlier record lasts longer than 30 days)`);
+  const after = await client.readContract({ address: info.contracts.proxy, abi: proxyAbi, functionName: "trafficRecord", args: [user] });
+  expect([after[3], after[4]]).toEqual([2048n, years[4]]);
 
   // anvil saves its state every 2 s: wait for a save that includes the grant, then kill -9.
   const state = join(dataDir, "chain", "state.json");

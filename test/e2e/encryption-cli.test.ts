@@ -97,7 +97,10 @@ test("put --encrypt to ipfs; get decrypts; get --raw opens with age -d -i and ag
 
   // A grantee: publishes its recipient once, is granted (on chain + the share), then decrypts.
   await ok(owner, "publish", entry.Cid);
-  await ok(reader, "age-key", "--publish", "--recipient");
+  // Publishing prints the public recipient, never the secret key.
+  const published = await ok(reader, "age-key", "--publish");
+  expect(published.stdout.trim()).toMatch(/^age1[0-9a-z]+$/);
+  expect(published.stdout + published.stderr).not.toContain("AGE-SECRET-KEY");
   const granted = await ok(owner, "grant", entry.Cid, address(reader));
   expect(granted.stderr).toContain("shared the file key");
   const readerOut = join(dir, "reader.out");
@@ -114,4 +117,13 @@ test("put --encrypt to ipfs; get decrypts; get --raw opens with age -d -i and ag
   expect(refused.stderr).toContain("may not read this file");
   expect(refused.stderr.trim().split("\n").length).toBeLessThanOrEqual(2);
   expect(!existsSync(strangerOut) || statSync(strangerOut).size === 0).toBe(true);
+  // Publishing takes gas, which the stranger has no currency for: said so, with how to get some.
+  const unfunded = await run(stranger, "age-key", "--publish");
+  expect(unfunded.code).toBe(1);
+  expect(unfunded.stderr).toContain("stowage age-key: your account has no currency to pay for gas");
+  expect(unfunded.stderr).toContain("`stowage admin fund ADDRESS AMOUNT_ETH`");
+
+  // A revoke's JSON has every field its help lists; rekeyedTo is null without --rekey.
+  const revoked = JSON.parse((await ok(owner, "revoke", entry.Cid, address(reader), "--json")).stdout) as Record<string, unknown>;
+  expect(revoked).toEqual({ mid: entry.Cid, reader: address(reader), tx: expect.stringMatching(/^0x[0-9a-f]{64}$/), unshared: true, rekeyedTo: null });
 });

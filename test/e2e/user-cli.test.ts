@@ -118,7 +118,10 @@ test("login, put, ls, get, quota, deposit, buy, rm from a shell, and the errors 
   expect(tooMuch.code).toBe(1);
   expect(tooMuch.stderr).toMatch(/stowage buy: the gateway answered 402 PaymentRequired: .*deposit/);
 
-  // rm gives the dfs file up; the ipfs copy stays.
+  // rm gives the dfs file up; the ipfs copy stays, and its ID is refused for what it is.
+  const ipfsId = await user("rm", String(ipfsList[0]?.ID));
+  expect(ipfsId.code).toBe(1);
+  expect(ipfsId.stderr.trim()).toBe(`stowage rm: ${ipfsList[0]?.ID} is not the ID of one of your dfs files (see \`stowage ls\`); files on ipfs cannot be deleted`);
   expect((await ok("rm", String(entry.ID))).stdout.trim()).toBe(`removed ${entry.ID}`);
   expect(JSON.parse((await ok("ls", "--json")).stdout)).toEqual([]);
 
@@ -139,14 +142,19 @@ test("login, put, ls, get, quota, deposit, buy, rm from a shell, and the errors 
   expect(byFile.code, byFile.stderr).toBe(0);
   expect(byFile.stdout).toContain(privateKeyToAccount(other).address);
   // An unknown Cid: the server refuses a Cid the payer stores no copy of (403 before any lookup,
-  // so an unknown Cid reveals nothing), and get, told no back-end, names both it tried; an unknown
-  // ID is the delete's 404. Both in the gateway's own words.
+  // so an unknown Cid reveals nothing), and get, told no back-end, names both it tried, in the
+  // gateway's own words; an unknown ID is the delete's 404, said as what it means.
   const unknownCid = await runBinary(["get", "bafkreifjjcie6lypi6ny7amxnfftagclbuxndqonfipmb64f2km2devei4", "--key-file", keyFile, "--gateway", gateway]);
   expect(unknownCid.code).toBe(1);
   expect(unknownCid.stderr).toContain("neither dfs nor ipfs lets you read it (tried both: the gateway answered 403 AccessDenied: Permission denied");
   const unknownId = await runBinary(["rm", "999999", "--key-file", keyFile, "--gateway", gateway]);
   expect(unknownId.code).toBe(1);
-  expect(unknownId.stderr).toContain("the gateway answered 404 NotFound: File not found");
+  expect(unknownId.stderr).toContain("999999 is not the ID of one of your dfs files");
+  // No space: the gateway's hint names the command that buys it, not the API call.
+  const noSpace = await runBinary(["put", path, "--key-file", keyFile, "--gateway", gateway]);
+  expect(noSpace.code).toBe(1);
+  expect(noSpace.stderr).toContain("402 PaymentRequired: no storage space: buy some (`stowage buy --space BYTES`) or ask for a grant");
+  expect(noSpace.stderr).not.toContain("GET /");
   // No gateway there; and bad usage.
   const down = await runBinary(["quota", "--gateway", "http://127.0.0.1:9"], env);
   expect(down.code).toBe(1);
@@ -157,6 +165,9 @@ test("login, put, ls, get, quota, deposit, buy, rm from a shell, and the errors 
   const help = await runBinary(["get", "--help"]);
   expect(help.code).toBe(0);
   expect(help.stdout).toContain("Usage: stowage get CID [--from dfs|ipfs] [--out PATH] [--range A-B]");
+  const rmHelp = await runBinary(["rm", "--help"]);
+  expect(rmHelp.stdout).toContain("Files on ipfs\ncannot be deleted: an ID that `stowage ls --from ipfs` shows is refused.");
+  expect(rmHelp.stdout).not.toContain("518");
   for (const [command, usage] of [
     ["withdraw", "Usage: stowage withdraw AMOUNT_ETH [--json]"],
     ["unpublish", "Usage: stowage unpublish MID [--json]"],

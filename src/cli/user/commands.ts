@@ -5,7 +5,7 @@
 import { formatEther, formatGwei, getAddress, isAddress, parseEther, type Address } from "viem";
 import { ConfigError, parseBytes } from "../../config.ts";
 import { connectDirectory } from "../../sdk/directory.ts";
-import type { FileEntry, QuotaRecord } from "../../sdk/storage.ts";
+import { StorageApiError, type FileEntry, type QuotaRecord } from "../../sdk/storage.ts";
 import { CliError } from "../chain-access.ts";
 import { encryptionWith, ownFile } from "./encryption.ts";
 import { BACKENDS, backendOf, expectPositionals, formatBytes, formatTime, gatewayWith, json, loggedIn, reach, table, userAccount, type Invocation, type Io } from "./common.ts";
@@ -58,7 +58,13 @@ export async function rm(inv: Invocation, io: Io): Promise<number> {
   const [id] = expectPositionals(inv, ["ID"]) as [string];
   if (!/^\d{1,15}$/.test(id)) throw new ConfigError(`ID must be a file's number, as \`stowage ls\` shows it (got ${JSON.stringify(id)})`);
   const store = await loggedIn(inv, userAccount(inv));
-  await store.delete(Number(id), "dfs");
+  try {
+    await store.delete(Number(id), "dfs");
+  } catch (err) {
+    // The gateway deletes dfs files only, so an ID of `ls --from ipfs` is one it does not find.
+    if (err instanceof StorageApiError && err.status === 404) throw new CliError(`${id} is not the ID of one of your dfs files (see \`stowage ls\`); files on ipfs cannot be deleted`);
+    throw err;
+  }
   io.out(inv.flags.has("--json") ? json({ removed: Number(id) }) : `removed ${id}`);
   return 0;
 }

@@ -5,7 +5,7 @@
  */
 import { statSync, readFileSync } from "node:fs";
 import { parseOptions } from "../args.ts";
-import { BaseError } from "viem";
+import { BaseError, InsufficientFundsError } from "viem";
 import { privateKeyToAccount, type PrivateKeyAccount } from "viem/accounts";
 import { ConfigError, parseConfig, type Env } from "../../config.ts";
 import { explainChainError } from "../../chain/explain.ts";
@@ -167,6 +167,24 @@ const HINTS: Record<number, string> = {
   429: " (every command logs in, and the gateway limits logins a minute: try again shortly)",
 };
 
+/**
+ * The gateway's words name the API call that helps (every client reads them); here, the command
+ * that makes it. A voucher is signed afresh by each run of a command.
+ */
+const COMMANDS: readonly [string, string][] = [
+  ["(GET /dfs/buyspace)", "(`stowage buy --space BYTES`)"],
+  ["(GET /dfs/buytraffic)", "(`stowage buy --traffic BYTES`)"],
+  ["sign a new one (GET /traffichash)", "run the command again (it signs a new one)"],
+];
+const inCommands = (text: string) => COMMANDS.reduce((t, [api, cli]) => t.replaceAll(api, cli), text);
+
+/** How an account with no currency gets some: its address, and whoever can send to it. */
+const GET_CURRENCY = "have some sent to your address (`stowage whoami` prints it) from a wallet, or, on a gateway's embedded chain, by its operator (`stowage admin fund ADDRESS AMOUNT_ETH`); `stowage login` shows your balance";
+
+/** A call estimated for an account without currency: the chain allows it no gas at all (anvil:
+ * "gas required exceeds allowance: 0", geth: "… allowance (0)"). */
+const NO_GAS = /gas required exceeds allowance(?::\s*|\s*\()0\b/;
+
 /** One line for any failure: the gateway's own words for an HTTP error, the revert reason of a
  * transaction, or why the gateway was not reached. */
 export function explain(err: unknown, gateway: string): Error {
@@ -174,9 +192,11 @@ export function explain(err: unknown, gateway: string): Error {
   if (err instanceof StorageApiError) {
     const { Code, Description } = err.body;
     const what = [Code, Description ?? STATUS_TEXT[err.status]].filter(Boolean).join(": ");
-    return new CliError(`the gateway answered ${err.status}${what ? ` ${what}` : ""}${HINTS[err.status] ?? ""}`);
+    return new CliError(`the gateway answered ${err.status}${what ? ` ${inCommands(what)}` : ""}${HINTS[err.status] ?? ""}`);
   }
-  if (err instanceof AccountApiError) return new CliError(`the gateway answered ${err.status} ${err.error}: ${err.message}${HINTS[err.status] ?? ""}`);
+  if (err instanceof AccountApiError) return new CliError(`the gateway answered ${err.status} ${err.error}: ${inCommands(err.message)}${HINTS[err.status] ?? ""}`);
+  if (err instanceof BaseError && NO_GAS.test(err.message)) return new CliError(`your account has no currency to pay for gas: ${GET_CURRENCY}`);
+  if (err instanceof BaseError && err.walk((e) => e instanceof InsufficientFundsError)) return new CliError(`${explainChainError(err)}: ${GET_CURRENCY}`);
   if (err instanceof BaseError) return new CliError(explainChainError(err));
   if (isNetworkError(err)) return new CliError(`lost the gateway at ${gateway}: ${(err as Error).message}`);
   return new CliError(err instanceof Error ? err.message : String(err));

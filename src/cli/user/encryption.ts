@@ -67,10 +67,12 @@ export async function ageKey(inv: Invocation, io: Io): Promise<number> {
     const { recipient, tx } = published;
     io.log(tx ? `published ${recipient} on ${enc.did} (${tx})` : `${recipient} is already published on ${enc.did}`);
   }
+  // Publishing shows the public half only: the secret is printed when asked for, not on the way.
+  const secret = !inv.flags.has("--recipient") && !published;
   if (inv.flags.has("--json")) {
-    const identity = inv.flags.has("--recipient") ? undefined : await enc.identity();
+    const identity = secret ? await enc.identity() : undefined;
     io.out(json({ did: enc.did, recipient: await enc.recipient(), ...(identity ? { identity } : {}), ...(published ? { publishedTx: published.tx ?? null } : {}) }));
-  } else if (inv.flags.has("--recipient")) io.out(await enc.recipient());
+  } else if (!secret) io.out(await enc.recipient());
   else {
     io.log("# the secret key of your encrypted files: keep it as safe as your wallet key");
     io.out(await enc.identity());
@@ -163,6 +165,6 @@ export async function revoke(inv: Invocation, io: Io): Promise<number> {
     if (!asJson) io.out(rekeyed);
     io.log("re-encrypted: the key they may have kept opens nothing stored now");
   } else io.log("future access only: what they already downloaded and decrypted, they keep (--rekey re-encrypts)");
-  if (asJson) io.out(json({ mid: cid, reader, tx, unshared, ...(rekeyed ? { rekeyedTo: rekeyed } : {}) }));
+  if (asJson) io.out(json({ mid: cid, reader, tx, unshared, rekeyedTo: rekeyed ?? null }));
   return 0;
 }

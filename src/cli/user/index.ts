@@ -126,7 +126,7 @@ as you would a password. Making it spends nothing (a HEAD checks that you may re
     summary: "Delete one of your dfs files by its ID",
     usage: "stowage rm ID [--json]",
     text: `Deletes your dfs file with this ID (see \`stowage ls\`); its space is given back. Files on ipfs
-cannot be deleted through the gateway (the gateway answers 518).
+cannot be deleted: an ID that \`stowage ls --from ipfs\` shows is refused.
 
   --json   print {removed: ID}`,
     spec: { switches: ["--json"] },
@@ -229,8 +229,10 @@ even without Stowage. Keep it as secret as your wallet key.
 
   --recipient   print the public recipient (age1…) instead
   --publish     publish the recipient on your DID (needed once before others can share with you;
-                an encrypted upload does it too)
-  --json        print { did, recipient, identity (unless --recipient), publishedTx } as JSON`,
+                an encrypted upload does it too), and print the recipient, not the secret key
+                (a contract call: your account pays its gas)
+  --json        print { did, recipient, identity (unless --recipient or --publish), publishedTx }
+                as JSON`,
     spec: { switches: ["--recipient", "--publish", "--json"] },
     run: ageKey,
   },
@@ -255,7 +257,8 @@ what they already downloaded and decrypted, they keep. Prints the transaction ha
   --rekey   also re-encrypt the file under a new key (a new Cid, same name: the old copy is
             replaced) and move its directory entry there, so a file key they kept opens nothing
             stored now. Prints the new Cid; other readers must be granted again.
-  --json    print { mid, reader, tx, unshared, rekeyedTo } as JSON`,
+  --json    print { mid, reader, tx, unshared, rekeyedTo } as JSON (rekeyedTo: the new Cid, or
+            null without --rekey)`,
     spec: { switches: ["--rekey", "--json"] },
     run: revoke,
   },
