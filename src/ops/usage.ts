@@ -3,8 +3,8 @@
  * it bought and was granted (the Proxy contract's events, as the indexer recorded them), and its
  * S3 and IPFS activity as far as the gateway keeps any: S3 access keys and multipart uploads in
  * progress, files pinned on ipfs, Pinning Service API tokens, bytes of its public content served
- * by the trustless gateway. The
- * same totals, without any account's name, are the Prometheus gauges of `usageTotals`.
+ * by the trustless gateway. The same totals, without any account's name, are the Prometheus
+ * gauges of `usageTotals`.
  *
  * Accounts are keyed by address: the catalog names them by DID (`did:ethr:0x3d9:<address>`), the
  * quota and the chain by address, and `didAddressKey` joins the two. Each capability's rows are
@@ -16,6 +16,7 @@
  */
 import { getAddress, isAddress } from "viem";
 import type { Queryable } from "../db/sql.ts";
+import type { UsageTotals } from "../metrics/index.ts";
 import { didAddressKey } from "../identity/did.ts";
 import { voucherCounters } from "../authorities/vouchers.ts";
 import { accountsStoring, fileCounts, storedByAccount, storedSince } from "../storage/audit.ts";
@@ -230,17 +231,8 @@ export function csvRow(a: AccountUsage): string[] {
 /** RFC 4180: a field with a comma, quote or line break is quoted, quotes doubled. */
 export const csvLine = (fields: readonly string[]) => fields.map((f) => (/[",\r\n]/.test(f) ? `"${f.replace(/"/g, '""')}"` : f)).join(",");
 
-/** The gauges' totals (src/metrics): no account named. */
-export interface UsageTotals {
-  stored: { backend: string; files: number; bytes: number }[];
-  accounts: number;
-  trafficPeriodBytes: number;
-  quota: { kind: string; pool: string; events: number; bytes: number }[];
-  s3Keys: number;
-  pinTokens: number;
-}
 
-/** What the Prometheus gauges show, read in a few aggregate queries. */
+/** What the Prometheus gauges show (their shape is the metrics'), read in a few aggregate queries. */
 export async function usageTotals(q: Queryable, now = Date.now()): Promise<UsageTotals> {
   const files = await fileCounts(q);
   const accounts = await accountsStoring(q);
