@@ -137,6 +137,10 @@ test("login, put, ls, get, quota, deposit, buy, rm from a shell, and the errors 
   const loose = await runBinary(["login", "--key-file", keyFile, "--gateway", gateway]);
   expect(loose.code).toBe(2);
   expect(loose.stderr).toContain("is readable by others (mode 644)");
+  // A folder in a file's --name would be dropped by the gateway: refused, nothing stored.
+  const folded = await runBinary(["put", path, "--name", "docs/x.bin", "--gateway", gateway], env);
+  expect([folded.code, folded.stderr]).toEqual([2, expect.stringContaining('give a name without "/"')]);
+  expect(JSON.parse((await ok("ls", "--json")).stdout)).toEqual([]);
   chmodSync(keyFile, 0o600);
   const byFile = await runBinary(["login", "--key-file", keyFile, "--gateway", gateway]);
   expect(byFile.code, byFile.stderr).toBe(0);

@@ -55,6 +55,11 @@ function clashes(items: Item[]) {
   }
 }
 
+/** A file's --name: the gateway's upload keeps a name's last part, so a folder in it would be dropped unsaid. */
+function flatName(given: string | undefined) {
+  if (given?.includes("/")) throw new ConfigError(`--name ${JSON.stringify(given)}: the gateway stores a file under the last part of a name (${JSON.stringify(given.split("/").pop())}); give a name without "/" (the S3 API keeps keys with folders)`);
+}
+
 /** stdin into a private temporary file: an upload reads its source twice (hash, then send). */
 async function spoolStdin(io: Io): Promise<{ path: string; cleanup: () => Promise<void> }> {
   const tmp = await privateTempDir("stowage-put-");
@@ -81,6 +86,7 @@ export async function put(inv: Invocation, io: Io): Promise<number> {
   if (given !== undefined && !given.trim()) throw new ConfigError("--name must not be empty");
   if (inv.flags.has("--json") && inv.flags.has("--quiet")) throw new ConfigError("--json and --quiet do not go together");
   if (file === "-" && given === undefined) throw new ConfigError("put - reads stdin, which has no name: add --name NAME");
+  if (file === "-") flatName(given);
   let spooled: Awaited<ReturnType<typeof spoolStdin>> | undefined;
   let items: Item[];
   let tree = false;
@@ -101,7 +107,10 @@ export async function put(inv: Invocation, io: Io): Promise<number> {
       items = walk(file, top, io);
       if (!items.length) throw new CliError(`${file} holds no files to put`);
       clashes(items);
-    } else if (st.isFile()) items = [{ path: file, name: given ?? basename(file), size: st.size }];
+    } else if (st.isFile()) {
+      flatName(given);
+      items = [{ path: file, name: given ?? basename(file), size: st.size }];
+    }
     else throw new CliError(`${file} is not a file or folder`);
   }
   try {
