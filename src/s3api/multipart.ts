@@ -78,7 +78,11 @@ const DROP_UPLOAD = "DELETE FROM s3_uploads WHERE id = $1 RETURNING reservation"
 const EXPIRED = "SELECT id, backend FROM s3_uploads WHERE expires_at <= $1 LIMIT 100";
 const OPEN_UPLOADS = "SELECT COUNT(*) AS n FROM s3_uploads WHERE did = $1 AND expires_at > $2";
 const OPEN_PARTS = "SELECT COUNT(*) AS n FROM s3_parts p JOIN s3_uploads u ON u.id = p.upload_id WHERE u.did = $1 AND u.expires_at > $2";
-const LIVE = `SELECT id, name, created_at AS "createdAt" FROM s3_uploads WHERE did = $1 AND backend = $2 AND expires_at > $3 AND substr(name, 1, length($4)) = $4 ORDER BY name, id LIMIT 1000`;
+// Byte order of names (PostgreSQL's name column is COLLATE "C", SQLite compares bytes), then ids:
+// after a key (key-marker alone), or after one upload of a key (with upload-id-marker).
+const LIVE_COLUMNS = `SELECT id, name, created_at AS "createdAt" FROM s3_uploads WHERE did = $1 AND backend = $2 AND expires_at > $3 AND substr(name, 1, length($4)) = $4`;
+const LIVE_AFTER_KEY = `${LIVE_COLUMNS} AND name > $5 ORDER BY name, id LIMIT $6`;
+const LIVE_AFTER_UPLOAD = `${LIVE_COLUMNS} AND (name > $5 OR (name = $5 AND id > $7)) ORDER BY name, id LIMIT $6`;
 /** The most entries one page of ListParts or ListMultipartUploads holds (S3's own). */
 const PAGE_MAX = 1000;
 
@@ -449,11 +453,68 @@ export function createMultipart(deps: { sql: Sql; direct: DirectStorage; log: Lo
     return new Response(body, { status: 200, headers: { "content-type": "application/xml" } });
   }
 
-  /** ListMultipartUploads: the account's live uploads in this bucket (up to 1000), by key. */
-  async function listUploads(did: Did, kind: BackendKind, bucket: string, prefix: string): Promise<Response> {
-    const rows = await sql.all<{ id: string; name: string; createdAt: number }>(LIVE, [did.canonical, kind, now(), prefix]);
-    const entries: [string, Node][] = [["Bucket", bucket], ["Prefix", prefix], ["MaxUploads", 1000], ["IsTruncated", false]];
-    for (const r of rows) entries.push(["Upload", [["Key", r.name], ["UploadId", r.id], ["Initiated", new Date(r.createdAt).toISOString()], ["StorageClass", "STANDARD"]]]);
+  /**
+   * ListMultipartUploads as S3 pages it: the account's live uploads in this bucket by key (byte
+   * order) then upload id, after `key-marker` (and, for that key, after `upload-id-marker`), under
+   * `prefix`, keys with `delimiter` past the prefix folded into CommonPrefixes, at most
+   * `max-uploads` entries (default and at most 1000) counting uploads and prefixes alike.
+   */
+  async function listUploads(did: Did, kind: BackendKind, bucket: string, q: URLSearchParams): Promise<Response> {
+    const prefix = q.get("prefix") ?? "";
+    const delimiter = q.get("delimiter") ?? "";
+    const max = pageSize(q.get("max-uploads"), "max-uploads");
+    const keyMarker = q.get("key-marker") ?? "";
+    // S3 ignores an upload-id-marker without a key-marker.
+    const idMarker = keyMarker ? (q.get("upload-id-marker") ?? "") : "";
+    const urlEncoded = q.get("encoding-type") === "url";
+    const foldOf = (name: string) => {
+      if (!delimiter || !name.startsWith(prefix)) return undefined;
+      const at = name.indexOf(delimiter, prefix.length);
+      return at < 0 ? undefined : name.slice(0, at + delimiter.length);
+    };
+    // Names after a folded prefix P sort after P + U+10FFFF only if they no longer start with P.
+    const pastPrefix = (p: string) => `${p}\u{10FFFF}`;
+    // A key-marker that is a folded prefix was answered already: resume past all of its keys.
+    let after = keyMarker !== "" && foldOf(keyMarker) === keyMarker ? { key: pastPrefix(keyMarker), id: "" } : { key: keyMarker, id: idMarker };
+    const uploads: { id: string; name: string; createdAt: number }[] = [];
+    const prefixes: string[] = [];
+    let last = { key: "", id: "" };
+    let truncated = false;
+    outer: while (max > 0) {
+      const limit = Math.min(PAGE_MAX, max + 1);
+      const base = [did.canonical, kind, now(), prefix, after.key, limit];
+      const batch = await sql.all<{ id: string; name: string; createdAt: number }>(after.id ? LIVE_AFTER_UPLOAD : LIVE_AFTER_KEY, after.id ? [...base, after.id] : base);
+      for (const row of batch) {
+        if (uploads.length + prefixes.length >= max) {
+          truncated = true;
+          break outer;
+        }
+        const common = foldOf(row.name);
+        if (common !== undefined) {
+          prefixes.push(common);
+          last = { key: common, id: "" };
+          after = { key: pastPrefix(common), id: "" };
+          continue outer; // the keys under `common` are skipped by the next query
+        }
+        uploads.push(row);
+        last = after = { key: row.name, id: row.id };
+      }
+      if (batch.length < limit) break;
+    }
+    const enc = (s: string) => (urlEncoded ? encodeURIComponent(s).replace(/%2F/g, "/") : s);
+    const entries: [string, Node][] = [
+      ["Bucket", bucket],
+      ["KeyMarker", enc(keyMarker)],
+      ["UploadIdMarker", idMarker],
+      ["NextKeyMarker", enc(last.key)],
+      ["NextUploadIdMarker", last.id],
+      ["Prefix", enc(prefix)],
+    ];
+    if (delimiter) entries.push(["Delimiter", enc(delimiter)]);
+    entries.push(["MaxUploads", max], ["IsTruncated", truncated]);
+    if (urlEncoded) entries.push(["EncodingType", "url"]);
+    for (const r of uploads) entries.push(["Upload", [["Key", enc(r.name)], ["UploadId", r.id], ["Initiated", new Date(r.createdAt).toISOString()], ["StorageClass", "STANDARD"]]]);
+    for (const p of prefixes) entries.push(["CommonPrefixes", [["Prefix", enc(p)]]]);
     return xmlResponse("ListMultipartUploadsResult", entries);
   }
 

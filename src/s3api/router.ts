@@ -214,7 +214,7 @@ export function createS3Api(deps: S3ApiDeps) {
         throw s3Error("NotImplemented", "Versioning cannot be enabled on this gateway's buckets");
       case "uploads":
         if (method !== "GET") throw notAllowed();
-        return multipart.listUploads(did, bucketOf(auth, bucket, false), bucket, q.get("prefix") ?? "");
+        return multipart.listUploads(did, bucketOf(auth, bucket, false), bucket, q);
     }
     const kind = bucketOf(auth, bucket, false);
     if (method === "HEAD") return new Response(null, { status: 200, headers: { "x-amz-bucket-region": auth.creds.region } });

@@ -65,3 +65,58 @@ describe("ListParts", () => {
     }
   });
 });
+
+describe("ListMultipartUploads", () => {
+  // Two uploads of one key, so upload-id-marker has something to page within.
+  const keys = ["up/a.bin", "up/b.bin", "up/b.bin", "up/c/1.bin", "up/c/2.bin", "up/d.bin", "other.bin"];
+  const ids = new Map<string, string[]>();
+  beforeAll(async () => {
+    for (const k of keys) ids.set(k, [...(ids.get(k) ?? []), await create(k)]);
+  });
+  const uploads = (query: Record<string, string>) => get("/dfs", { uploads: "", ...query });
+
+  test("max-uploads pages by key, then upload id: key-marker and upload-id-marker resume where the last page ended", async () => {
+    const seen: [string, string][] = [];
+    const markers: Record<string, string> = {};
+    for (let page = 0; page < 10; page++) {
+      const { status, xml } = await uploads({ prefix: "up/", "max-uploads": "2", ...markers });
+      expect(status).toBe(200);
+      expect(one(xml, "MaxUploads")).toBe("2");
+      const got = all(xml, "Key").map((k, i): [string, string] => [k, all(xml, "UploadId")[i] as string]);
+      expect(got.length).toBeLessThanOrEqual(2);
+      seen.push(...got);
+      if (one(xml, "IsTruncated") !== "true") break;
+      markers["key-marker"] = one(xml, "NextKeyMarker") as string;
+      markers["upload-id-marker"] = one(xml, "NextUploadIdMarker") as string;
+    }
+    const b = [...(ids.get("up/b.bin") as string[])].sort();
+    const expected = ["up/a.bin", "up/b.bin", "up/b.bin", "up/c/1.bin", "up/c/2.bin", "up/d.bin"];
+    expect(seen.map(([k]) => k)).toEqual(expected);
+    expect(seen.filter(([k]) => k === "up/b.bin").map(([, i]) => i).sort()).toEqual(b);
+  });
+
+  test("key-marker alone starts after every upload of that key; prefix limits the keys", async () => {
+    const { xml } = await uploads({ prefix: "up/", "key-marker": "up/b.bin" });
+    expect(all(xml, "Key")).toEqual(["up/c/1.bin", "up/c/2.bin", "up/d.bin"]);
+    expect(one(xml, "KeyMarker")).toBe("up/b.bin");
+  });
+
+  test("a delimiter folds keys into CommonPrefixes, each counted once across pages", async () => {
+    const whole = await uploads({ prefix: "up/", delimiter: "/" });
+    expect(all(whole.xml, "Key")).toEqual(["up/a.bin", "up/b.bin", "up/b.bin", "up/d.bin"]);
+    expect(all(whole.xml, "Prefix").filter((p) => p !== "up/")).toEqual(["up/c/"]);
+    // A page that ends on the folded prefix: the next starts past all of its keys.
+    const first = await uploads({ prefix: "up/", delimiter: "/", "max-uploads": "4" });
+    expect([all(first.xml, "Key").length, all(first.xml, "Prefix").filter((p) => p !== "up/")]).toEqual([3, ["up/c/"]]);
+    expect([one(first.xml, "IsTruncated"), one(first.xml, "NextKeyMarker")]).toEqual(["true", "up/c/"]);
+    const next = await uploads({ prefix: "up/", delimiter: "/", "max-uploads": "4", "key-marker": "up/c/", "upload-id-marker": one(first.xml, "NextUploadIdMarker") ?? "" });
+    expect([all(next.xml, "Key"), one(next.xml, "IsTruncated")]).toEqual([["up/d.bin"], "false"]);
+  });
+
+  test("a max-uploads that is not a whole number is InvalidArgument; a larger one is capped at 1000", async () => {
+    const bad = await uploads({ "max-uploads": "x" });
+    expect([bad.status, codeIn(bad.xml)]).toEqual([400, "InvalidArgument"]);
+    const big = await uploads({ "max-uploads": "5000", prefix: "up/" });
+    expect([one(big.xml, "MaxUploads"), all(big.xml, "Key").length]).toEqual(["1000", 6]);
+  });
+});
