@@ -17,6 +17,7 @@ import { partList, partRange } from "./part-sizes.ts";
 import { s3Error, S3Error, toS3Error } from "./errors.ts";
 import { metadataDirective } from "./copy.ts";
 import { headerValue, metadataHeaders, metadataOf, readMetadata, responseOverrides, storedMetadata, type Metadata } from "./metadata.ts";
+import { issueToken, readToken } from "./tokens.ts";
 import { parseDelete, xmlResponse, type Node } from "./xml.ts";
 
 /** Object keys are file names: `/` allowed, no empty, `.` or `..` segment, no control characters, ≤ 1024 bytes. */
@@ -285,7 +286,8 @@ export function createObjects(direct: DirectStorage) {
 
   /**
    * ListObjectsV2 (and V1): byte order, `prefix`, `delimiter` folding names into CommonPrefixes,
-   * `max-keys` ≤ 1000, and the last key (or folded prefix) as continuation, so `aws s3 sync` merges.
+   * `max-keys` ≤ 1000, and the last key (or folded prefix) as continuation (V2: in a token of
+   * ours, tokens.ts), so `aws s3 sync` merges.
    */
   async function list(did: Did, kind: BackendKind, bucket: string, q: URLSearchParams): Promise<Response> {
     const v2 = q.get("list-type") === "2";
@@ -298,7 +300,8 @@ export function createObjects(direct: DirectStorage) {
     const max = Math.min(maxKeys, 1000);
     const token = q.get("continuation-token");
     const startAfter = (v2 ? q.get("start-after") : q.get("marker")) ?? "";
-    let after = v2 && token !== null ? token : startAfter;
+    // Only a token this gateway issued resumes a listing (tokens.ts); an empty one is none.
+    let after = v2 && token ? readToken("objects", token) : startAfter;
 
     const contents: FileRow[] = [];
     const prefixes: string[] = [];
@@ -355,7 +358,7 @@ export function createObjects(direct: DirectStorage) {
     if (urlEncoded) entries.push(["EncodingType", "url"]);
     entries.push(["IsTruncated", truncated]);
     // The last key or folded prefix listed: a marker given back resumes after it (and after its names, for a prefix).
-    if (truncated) entries.push(v2 ? ["NextContinuationToken", last] : ["NextMarker", enc(last)]);
+    if (truncated) entries.push(v2 ? ["NextContinuationToken", issueToken("objects", last)] : ["NextMarker", enc(last)]);
     // V1 lists each object's owner; V2 when asked (fetch-owner).
     const owner: [string, Node][] | undefined = !v2 || q.get("fetch-owner") === "true" ? [["ID", did.canonical], ["DisplayName", did.canonical]] : undefined;
     for (const row of contents) {

@@ -120,3 +120,27 @@ describe("ListMultipartUploads", () => {
     expect([one(big.xml, "MaxUploads"), all(big.xml, "Key").length]).toEqual(["1000", 6]);
   });
 });
+
+describe("ListObjectsV2 continuation tokens", () => {
+  beforeAll(async () => {
+    for (const k of ["tok/a.txt", "tok/b.txt", "tok/c.txt"]) expect((await h.signed(alice.key, "PUT", `/dfs/${k}`, { body: k })).status).toBe(200);
+  });
+  const list = (query: Record<string, string>) => get("/dfs", { "list-type": "2", prefix: "tok/", ...query });
+
+  test("a token the gateway issued resumes the listing; it is not the key itself", async () => {
+    const first = await list({ "max-keys": "2" });
+    const token = one(first.xml, "NextContinuationToken") as string;
+    expect(all(first.xml, "Key")).toEqual(["tok/a.txt", "tok/b.txt"]);
+    expect(token).not.toContain("tok/");
+    const next = await list({ "max-keys": "2", "continuation-token": token });
+    expect([next.status, all(next.xml, "Key"), one(next.xml, "ContinuationToken")]).toEqual([200, ["tok/c.txt"], token]);
+  });
+
+  test("a token it did not issue is 400 InvalidArgument, a key name included", async () => {
+    for (const token of ["tok/a.txt", "garbage", "c3Rvd2FnZTpidWNrZXRzOmRmcw", "%%%"]) {
+      const res = await list({ "continuation-token": token });
+      expect([token, res.status, codeIn(res.xml)]).toEqual([token, 400, "InvalidArgument"]);
+      expect(res.xml).toContain("The continuation token provided is incorrect");
+    }
+  });
+});
