@@ -410,12 +410,27 @@ export function createObjects(direct: DirectStorage) {
     return xmlResponse("GetObjectAttributesResponse", out, { headers: { "last-modified": httpDate(row.modTime) } });
   }
 
-  /** ListBuckets: the back-ends this key may see. */
-  function buckets(did: Did, visible: string[]): Response {
-    return xmlResponse("ListAllMyBucketsResult", [
+  /**
+   * ListBuckets: the back-ends this key may see, those starting with `prefix`, after a
+   * `continuation-token` of ours, at most `max-buckets` (1 to 10,000, as on S3) with a token for
+   * the rest.
+   */
+  function buckets(did: Did, visible: string[], q: URLSearchParams): Response {
+    const prefix = q.get("prefix") ?? "";
+    const token = q.get("continuation-token");
+    const after = token ? readToken("buckets", token) : "";
+    const maxRaw = q.get("max-buckets");
+    const max = maxRaw === null ? 10_000 : Number(maxRaw.trim());
+    if (maxRaw !== null && (!/^\d{1,5}$/.test(maxRaw.trim()) || max < 1 || max > 10_000)) throw s3Error("InvalidArgument", "max-buckets must be a whole number from 1 to 10000", { ArgumentName: "max-buckets", ArgumentValue: maxRaw });
+    const names = visible.filter((name) => name.startsWith(prefix) && name > after).sort();
+    const page = names.slice(0, max);
+    const entries: [string, Node][] = [
       ["Owner", [["ID", did.canonical], ["DisplayName", did.canonical]]],
-      ["Buckets", visible.map((name): [string, Node] => ["Bucket", [["Name", name], ["CreationDate", "2024-01-01T00:00:00.000Z"]]])],
-    ]);
+      ["Buckets", page.map((name): [string, Node] => ["Bucket", [["Name", name], ["CreationDate", "2024-01-01T00:00:00.000Z"]]])],
+    ];
+    if (names.length > page.length) entries.push(["ContinuationToken", issueToken("buckets", page.at(-1) as string)]);
+    if (q.has("prefix")) entries.push(["Prefix", prefix]);
+    return xmlResponse("ListAllMyBucketsResult", entries);
   }
 
   return {

@@ -103,7 +103,7 @@ export function createS3Api(deps: S3ApiDeps) {
           return false;
         }
       })());
-      return objects.buckets(did, visible);
+      return objects.buckets(did, visible, q);
     }
 
     if (!key) return bucketRoute(request, q, bucket, auth);

@@ -144,3 +144,30 @@ describe("ListObjectsV2 continuation tokens", () => {
     }
   });
 });
+
+describe("ListBuckets", () => {
+  const buckets = (query: Record<string, string>) => get("/", query);
+
+  test("prefix lists only the buckets that start with it, and is given back", async () => {
+    const { status, xml } = await buckets({ prefix: "ip" });
+    expect([status, all(xml, "Name"), one(xml, "Prefix")]).toEqual([200, ["ipfs"], "ip"]);
+    expect(all((await buckets({ prefix: "nothing" })).xml, "Name")).toEqual([]);
+  });
+
+  test("max-buckets pages them with a continuation token", async () => {
+    const first = await buckets({ "max-buckets": "1" });
+    expect(all(first.xml, "Name")).toEqual(["dfs"]);
+    const token = one(first.xml, "ContinuationToken") as string;
+    expect(token).toBeDefined();
+    const next = await buckets({ "max-buckets": "1", "continuation-token": token });
+    expect([all(next.xml, "Name"), one(next.xml, "ContinuationToken")]).toEqual([["ipfs"], undefined]);
+    expect(one((await buckets({ "max-buckets": "2" })).xml, "ContinuationToken")).toBeUndefined();
+  });
+
+  test("a max-buckets out of 1 to 10000, or a token not issued here, is InvalidArgument", async () => {
+    for (const query of [{ "max-buckets": "0" }, { "max-buckets": "10001" }, { "max-buckets": "x" }, { "continuation-token": "dfs" }] as Record<string, string>[]) {
+      const res = await buckets(query);
+      expect([query, res.status, codeIn(res.xml)]).toEqual([query, 400, "InvalidArgument"]);
+    }
+  });
+});
