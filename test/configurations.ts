@@ -55,6 +55,7 @@ export const TEST_CONFIGURATIONS: Record<string, readonly Pass[]> = {
   "test/s3api/conditions.test.ts": EVERY,
   "test/s3api/paging.test.ts": EVERY,
   "test/s3api/protocol.test.ts": EVERY,
+  "test/s3api/requests.test.ts": EVERY,
   "test/sdk": PLAIN,
   "test/storage": EVERY,
   "test/unit": PLAIN,

