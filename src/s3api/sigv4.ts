@@ -133,7 +133,7 @@ export function readCredentials(req: SignedRequest): Credentials | undefined {
   }
   const q = req.query;
   // Taken for anonymous, it would be refused as unsigned: say what the client must change instead.
-  if (q.has("AWSAccessKeyId") && q.has("Signature")) throw s3Error("InvalidArgument", "Only AWS Signature Version 4 (AWS4-HMAC-SHA256) is supported, and this URL is signed with Version 2 (aws-cli 1.x presigns so unless its config sets s3 signature_version = s3v4)");
+  if (q.has("AWSAccessKeyId") && q.has("Signature")) throw s3Error("InvalidArgument", "Only AWS Signature Version 4 (AWS4-HMAC-SHA256) is supported, and this URL is signed with Version 2: aws-cli 1.x presigns so unless its config sets s3 signature_version = s3v4, and boto3 unless its client is made with Config(signature_version='s3v4')");
   if (!q.has("X-Amz-Signature") && !q.has("X-Amz-Credential")) return undefined;
   if (q.get("X-Amz-Algorithm") !== "AWS4-HMAC-SHA256") throw s3Error("AuthorizationQueryParametersError", "X-Amz-Algorithm only supports \"AWS4-HMAC-SHA256\"");
   const longDate = q.get("X-Amz-Date") ?? "";

@@ -101,9 +101,20 @@ describe("presigned query", () => {
     expect(await codeOf(verifySignature(tampered, readCredentials(tampered)!, AWS_EXAMPLE.secret))).toBe("SignatureDoesNotMatch");
   });
 
-  test("a Signature Version 2 URL (aws-cli 1.x's presign without s3v4) is refused as one, not taken as anonymous", async () => {
+  test("a Signature Version 2 URL (aws-cli 1.x's or boto3's presign without s3v4) is refused as one, not taken as anonymous", async () => {
     const v2 = received("GET", "/dfs/a.txt?AWSAccessKeyId=STWWSQ34YIREEMDPUWXG&Signature=PMOhfW5yRFO3TPhFCNOrPUofZaM%3D&Expires=1795439238", { host: "localhost:9000" });
     expect(await codeOf(() => readCredentials(v2))).toBe("InvalidArgument");
+    // The message says how to fix it in both clients that presign so by default.
+    const message = (() => {
+      try {
+        readCredentials(v2);
+      } catch (err) {
+        return (err as Error).message;
+      }
+    })();
+    expect(message).toContain("signature_version = s3v4");
+    expect(message).toContain("boto3");
+    expect(message).toContain("Config(signature_version='s3v4')");
   });
 
   test("valid from its date (15 min of skew) until its expiry", async () => {
