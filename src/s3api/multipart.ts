@@ -102,9 +102,24 @@ function objectChecksum(upload: UploadRow, parts: readonly PartRow[], headers: H
   return `${algorithm}:${value}`;
 }
 
+/** A key as a URL path, each segment URI-encoded as S3 encodes it (`/` kept). */
+const keyPath = (key: string) => key.split("/").map((s) => encodeURIComponent(s).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`)).join("/");
+
+/**
+ * The object's URL, as S3's Location gives it: absolute, on the host the request was sent to
+ * (the signed Host header), https when a proxy in front says the client used it.
+ */
+function locationOf(bucket: string, key: string, headers: Headers): string {
+  const path = `/${bucket}/${keyPath(key)}`;
+  const host = headers.get("host");
+  if (!host) return path;
+  const scheme = headers.get("x-forwarded-proto")?.split(",")[0]?.trim().toLowerCase() === "https" ? "https" : "http";
+  return `${scheme}://${host}${path}`;
+}
+
 /** CompleteMultipartUploadResult's elements for the object made (with its checksum, if it has one). */
-function completed(bucket: string, key: string, row: FileRow): [string, Node][] {
-  const out: [string, Node][] = [["Location", `/${bucket}/${key}`], ["Bucket", bucket], ["Key", key], ["ETag", etagOf(row)]];
+function completed(bucket: string, key: string, row: FileRow, headers: Headers): [string, Node][] {
+  const out: [string, Node][] = [["Location", locationOf(bucket, key, headers)], ["Bucket", bucket], ["Key", key], ["ETag", etagOf(row)]];
   const sum = storedChecksum(row.checksum);
   if (sum) out.push([`Checksum${upperName(sum.algorithm)}`, sum.value], ["ChecksumType", sum.type]);
   return out;
@@ -406,7 +421,7 @@ export function createMultipart(deps: { sql: Sql; direct: DirectStorage; log: Lo
     } catch (err) {
       const done = await completedAlready(did, kind, key, xml);
       if (!done) throw err;
-      return xmlResponse("CompleteMultipartUploadResult", completed(bucket, key, done));
+      return xmlResponse("CompleteMultipartUploadResult", completed(bucket, key, done, headers));
     }
     const parts = await chosenParts(id, xml, upload);
     const checksum = objectChecksum(upload, parts, headers);
@@ -436,7 +451,7 @@ export function createMultipart(deps: { sql: Sql; direct: DirectStorage; log: Lo
         try {
           const row = await work;
           await drop(id, kind);
-          const doc = xmlDocument("CompleteMultipartUploadResult", completed(bucket, key, row));
+          const doc = xmlDocument("CompleteMultipartUploadResult", completed(bucket, key, row, headers));
           controller.enqueue(enc.encode(doc.slice(doc.indexOf("\n") + 1)));
         } catch (err) {
           const e = toS3Error(err);

@@ -43,3 +43,24 @@ describe("what a browser sends", () => {
     expect([bare.status, codeIn(await bare.text())]).toEqual([403, "AccessDenied"]);
   });
 });
+
+describe("CompleteMultipartUpload", () => {
+  test("Location is the object's absolute URL on the request's host, its key URL-encoded", async () => {
+    const key = "mp loc/a+b (1).bin";
+    const path = `/dfs/${encodeURIComponent(key).replaceAll("%2F", "/").replace(/[()]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`)}`;
+    const created = await h.signed(alice.key, "POST", path, { query: { uploads: "" } });
+    const id = one(await created.text(), "UploadId") as string;
+    const part = await h.signed(alice.key, "PUT", path, { query: { uploadId: id, partNumber: "1" }, body: "located" });
+    const xml = `<CompleteMultipartUpload><Part><PartNumber>1</PartNumber><ETag>${part.headers.get("etag")}</ETag></Part></CompleteMultipartUpload>`;
+    const done = await (await h.signed(alice.key, "POST", path, { query: { uploadId: id }, body: xml })).text();
+    const expected = `${h.s3.url}/dfs/mp%20loc/a%2Bb%20%281%29.bin`;
+    expect([one(done, "Location"), one(done, "Key")]).toEqual([expected, key]);
+    // The Location names the object: a GET of it (signed) reads it back.
+    const url = new URL(expected);
+    expect(url.host).toBe(new URL(h.s3.url).host);
+    expect(await (await h.signed(alice.key, "GET", url.pathname)).text()).toBe("located");
+    // A Complete sent again answers the same Location.
+    const again = await (await h.signed(alice.key, "POST", path, { query: { uploadId: id }, body: xml })).text();
+    expect(one(again, "Location")).toBe(expected);
+  });
+});
