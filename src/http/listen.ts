@@ -27,6 +27,9 @@ export interface Listener {
   readonly pendingRequests: number;
   /** The client's address of a request this listener received. */
   requestIP(request: Request): { address: string } | null;
+  /** The request target exactly as the client sent it (before the URL parser resolved its dot
+   * segments), of a request this listener received. */
+  requestTarget(request: Request): string | undefined;
   /** Stops accepting; resolves once in-flight requests are done, or at once after cutting them (`force`). */
   stop(force?: boolean): Promise<void>;
 }
@@ -61,6 +64,7 @@ const NO_BODY = new Set([101, 204, 205, 304]);
 
 export async function listen(opts: ListenOptions): Promise<Listener> {
   const ips = new WeakMap<Request, string>();
+  const targets = new WeakMap<Request, string>();
   let pending = 0;
   let drained: (() => void) | undefined;
   const server = createServer({ requestTimeout: 0, keepAliveTimeout: 5_000 }, (req, res) => {
@@ -86,6 +90,7 @@ export async function listen(opts: ListenOptions): Promise<Listener> {
     get pendingRequests() {
       return pending;
     },
+    requestTarget: (request) => targets.get(request),
     requestIP: (request) => {
       const address = ips.get(request);
       return address === undefined ? null : { address };
@@ -123,6 +128,7 @@ export async function listen(opts: ListenOptions): Promise<Listener> {
       return;
     }
     if (req.socket.remoteAddress) ips.set(request, req.socket.remoteAddress);
+    if (req.url !== undefined) targets.set(request, req.url);
     // While the app decides its answer, the client is not silent, it waits: the idle timer stops
     // (`bodyOf` runs it while the app waits for body bytes) and starts again with the answer. A
     // purchase waits for its receipt, a block or more on a real chain: far past the idle timeout.

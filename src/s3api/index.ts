@@ -23,7 +23,8 @@ export async function startS3Api(opts: { hostname: string; port: number; maxBody
     // aws-chunked framing adds ~90 bytes per 64 KiB chunk on top of the object.
     maxRequestBodySize: Math.ceil(opts.maxBody * 1.01) + 1024 * 1024,
     minBodyRate: opts.minBodyRate,
-    fetch: (request) => api.handle(request),
+    // The target as sent: S3 signs the path without resolving dot segments, as the URL parser does.
+    fetch: (request, listener) => api.handle(request, listener.requestTarget(request)),
     error(err) {
       opts.log.error("S3 listener error", { err: err.message });
       return errorResponse(new S3Error("InternalError", "We encountered an internal error. Please try again."), "/", "0");

@@ -76,6 +76,21 @@ function browserOnly(request: Request, path: string): S3Error | undefined {
   return undefined;
 }
 
+/**
+ * Whether the path of a request target as sent has a `.` or `..` segment (`%2E` spelt or not,
+ * `\` taken as `/` as the URL parser takes it). The parser resolves those before the request is
+ * seen, so the path the signature covers is no longer the one checked: such a request would fail
+ * as a bad signature, when its cause is the key, which may not have such segments (checkKey).
+ */
+function hasDotSegment(target: string): boolean {
+  if (!target.startsWith("/")) return false;
+  const path = target.split("?", 1)[0] as string;
+  return path.split(/[\/\\]/).some((segment) => {
+    const s = segment.replace(/%2e/gi, ".");
+    return s === "." || s === "..";
+  });
+}
+
 export function createS3Api(deps: S3ApiDeps) {
   const { direct, log } = deps;
   const now = deps.now ?? Date.now;
@@ -237,8 +252,8 @@ export function createS3Api(deps: S3ApiDeps) {
     return objects.list(did, kind, bucket, q);
   }
 
-  /** Answers one request; never throws. */
-  async function handle(request: Request): Promise<Response> {
+  /** Answers one request (`target`: its request target as sent, when the listener knows it); never throws. */
+  async function handle(request: Request, target?: string): Promise<Response> {
     const requestId = Buffer.from(crypto.getRandomValues(new Uint8Array(8))).toString("hex").toUpperCase();
     let url: URL;
     let response: Response;
@@ -248,6 +263,7 @@ export function createS3Api(deps: S3ApiDeps) {
       return errorResponse(s3Error("InvalidArgument", "The request URL is not valid"), "/", requestId);
     }
     try {
+      if (target !== undefined && hasDotSegment(target)) throw s3Error("InvalidArgument", "Object keys are file names: no '.' or '..' segments (the request path has one)");
       const refused = browserOnly(request, url.pathname);
       if (refused) throw refused;
       const auth = await authenticate({ method: request.method, path: url.pathname, query: url.searchParams, headers: request.headers }, { findAccessKey: deps.findAccessKey, chainId: deps.chainId, now });
