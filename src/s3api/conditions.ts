@@ -6,7 +6,9 @@
  * CompleteMultipartUpload) take `If-None-Match: *` (create only) and `If-Match: <etag>` (replace
  * only that version): checked once before any byte is taken, which spares a doomed upload, and
  * again under the account's lock as the file row is written (storage/files.ts Expectation), which
- * is what makes two conditional writes of one name at once end with exactly one winner.
+ * is what makes two conditional writes of one name at once end with exactly one winner. Deletes
+ * (DeleteObject, and each key of DeleteObjects) take If-Match (`*`: the object exists) and the
+ * object's size and last-modified time, tested in the transaction that removes the row.
  */
 import type { FileRow } from "../storage/files.ts";
 import { S3Error, s3Error } from "./errors.ts";
@@ -80,5 +82,38 @@ export function writeCondition(headers: Headers, key: string, etagOf: (row: File
     }
     if (!current) throw s3Error("NoSuchKey", "The specified key does not exist.", { Key: key });
     if (!etagListMatches(ifMatch as string, etagOf(current))) throw failed("If-Match");
+  };
+}
+
+/** What a conditional delete states of the object it would remove: its ETag (If-Match, `*` for
+ * any), size in bytes, last-modified time; each absent when not stated. */
+export interface DeleteConditions {
+  ifMatch?: string;
+  size?: string;
+  lastModified?: string;
+}
+
+/**
+ * A delete's precondition on the object it would remove, tested with what is stored (undefined:
+ * none), as S3 does: If-Match on a name with no object is 404 NoSuchKey, an ETag that differs 412;
+ * a size or last-modified time (whole seconds) that differs is 412, and with no object holds (the
+ * delete of nothing is the usual 204). Undefined when none is stated; a size or time that is not
+ * one is refused before anything is read.
+ */
+export function deleteCondition(c: DeleteConditions, key: string, etagOf: (row: FileRow) => string): ((current: FileRow | undefined) => void) | undefined {
+  const { ifMatch } = c;
+  if (ifMatch === undefined && c.size === undefined && c.lastModified === undefined) return undefined;
+  const size = c.size === undefined ? undefined : c.size.trim();
+  if (size !== undefined && !/^\d{1,16}$/.test(size)) throw s3Error("InvalidArgument", "x-amz-if-match-size must be a whole number of bytes", { ArgumentName: "x-amz-if-match-size", ArgumentValue: c.size as string });
+  const at = c.lastModified === undefined ? undefined : Date.parse(c.lastModified);
+  if (at !== undefined && Number.isNaN(at)) throw s3Error("InvalidArgument", "x-amz-if-match-last-modified-time must be a date", { ArgumentName: "x-amz-if-match-last-modified-time", ArgumentValue: c.lastModified as string });
+  return (current) => {
+    if (ifMatch !== undefined) {
+      if (!current) throw s3Error("NoSuchKey", "The specified key does not exist.", { Key: key });
+      if (!etagListMatches(ifMatch, etagOf(current))) throw failed("If-Match");
+    }
+    if (!current) return;
+    if (size !== undefined && Number(size) !== Number(current.size)) throw failed("x-amz-if-match-size");
+    if (at !== undefined && Math.floor(at / 1000) !== Math.floor(Number(current.modTime) / 1000)) throw failed("x-amz-if-match-last-modified-time");
   };
 }

@@ -12,7 +12,7 @@ import { userContentHeaders } from "../http/user-content.ts";
 import type { Did } from "../identity/did.ts";
 import type { Payload } from "./auth.ts";
 import { storedChecksum, upperName, type Algorithm } from "./checksums.ts";
-import { copySourceCondition, readCondition, writeCondition } from "./conditions.ts";
+import { copySourceCondition, deleteCondition, readCondition, writeCondition, type DeleteConditions } from "./conditions.ts";
 import { partList, partRange } from "./part-sizes.ts";
 import { s3Error, S3Error, toS3Error } from "./errors.ts";
 import { metadataDirective } from "./copy.ts";
@@ -262,23 +262,39 @@ export function createObjects(direct: DirectStorage) {
     return xmlResponse("CopyObjectResult", [["LastModified", isoDate(row.modTime)], ["ETag", etagOf(row)]], { headers: { [CID_HEADER]: row.cid } });
   }
 
-  /** DeleteObject, where the bucket's back-end deletes (the storage refuses it on ipfs); a missing key is no error, as on S3. */
-  async function remove(did: Did, kind: BackendKind, key: string): Promise<Response> {
-    await direct.remove(did, kind, key);
+  /**
+   * DeleteObject, where the bucket's back-end deletes (the storage refuses it on ipfs); a missing
+   * key is no error, as on S3. Its conditions (conditions.ts `deleteCondition`) are tested in the
+   * transaction that removes the row, so a write of the name in between is never deleted unseen.
+   */
+  async function removeIf(did: Did, kind: BackendKind, key: string, conditions: DeleteConditions): Promise<void> {
+    await direct.remove(did, kind, key, deleteCondition(conditions, key, etagOf));
+  }
+
+  /** DeleteObject: If-Match, x-amz-if-match-size and x-amz-if-match-last-modified-time hold, or nothing is deleted. */
+  async function remove(did: Did, kind: BackendKind, key: string, headers: Headers): Promise<Response> {
+    const header = (name: string) => headers.get(name) ?? undefined;
+    await removeIf(did, kind, key, { ifMatch: header("if-match"), size: header("x-amz-if-match-size"), lastModified: header("x-amz-if-match-last-modified-time") });
     return new Response(null, { status: 204 });
   }
 
-  /** DeleteObjects: each key as DeleteObject, each failure reported per key. */
+  /**
+   * DeleteObjects: each key as DeleteObject, with the conditions its entry states (`<ETag>`,
+   * `<Size>`, `<LastModifiedTime>`), each failure reported per key. A `<VersionId>` other than
+   * `null` names a version that never exists here (versioning is never on): NoSuchVersion.
+   */
   async function removeMany(did: Did, kind: BackendKind, xml: string): Promise<Response> {
-    const { keys, quiet } = parseDelete(xml);
+    const { objects, quiet } = parseDelete(xml);
     const out: [string, Node][] = [];
-    for (const key of keys) {
+    for (const o of objects) {
+      const version: [string, Node][] = o.versionId === undefined ? [] : [["VersionId", o.versionId]];
       try {
-        await remove(did, kind, key);
-        if (!quiet) out.push(["Deleted", [["Key", key]]]);
+        if (o.versionId !== undefined && o.versionId !== "null") throw s3Error("NoSuchVersion", "The specified version does not exist: versioning is never enabled here (the only version is null)");
+        await removeIf(did, kind, o.key, { ifMatch: o.etag, size: o.size, lastModified: o.lastModified });
+        if (!quiet) out.push(["Deleted", [["Key", o.key], ...version]]);
       } catch (err) {
         const e = toS3Error(err) ?? s3Error("InternalError", "We encountered an internal error. Please try again.");
-        out.push(["Error", [["Key", key], ["Code", e.code], ["Message", e.message]]]);
+        out.push(["Error", [["Key", o.key], ...version, ["Code", e.code], ["Message", e.message]]]);
       }
     }
     return xmlResponse("DeleteResult", out);

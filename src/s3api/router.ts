@@ -203,7 +203,7 @@ export function createS3Api(deps: S3ApiDeps) {
         return objects.put(did, kind, key, payloadOf(request, auth), request.headers);
       }
       case "DELETE":
-        return objects.remove(did, bucketOf(auth, bucket, true), key);
+        return objects.remove(did, bucketOf(auth, bucket, true), key, request.headers);
       default:
         throw notAllowed();
     }

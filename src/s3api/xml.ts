@@ -68,17 +68,28 @@ function texts(xml: string, tag: string): string[] {
 
 const malformed = () => s3Error("MalformedXML", "The XML you provided was not well-formed or did not validate against our published schema");
 
-/** A DeleteObjects body: the keys, and whether only errors are wanted back (Quiet). */
-export function parseDelete(xml: string): { keys: string[]; quiet: boolean } {
+/** A key a DeleteObjects body names, with the conditions and version it states for it (absent
+ * when not stated): `<ETag>` (If-Match), `<Size>`, `<LastModifiedTime>`, `<VersionId>`. */
+export interface DeleteEntry {
+  key: string;
+  versionId?: string;
+  etag?: string;
+  size?: string;
+  lastModified?: string;
+}
+
+/** A DeleteObjects body: the keys (with what each states), and whether only errors are wanted back (Quiet). */
+export function parseDelete(xml: string): { objects: DeleteEntry[]; quiet: boolean } {
   if (!/<Delete[\s>]/.test(xml)) throw malformed();
-  const objects = [...xml.matchAll(/<Object(?:\s[^>]*)?>([\s\S]*?)<\/Object>/g)].map((m) => m[1] as string);
-  const keys = objects.map((o) => {
+  const bodies = [...xml.matchAll(/<Object(?:\s[^>]*)?>([\s\S]*?)<\/Object>/g)].map((m) => m[1] as string);
+  const objects = bodies.map((o): DeleteEntry => {
     const key = texts(o, "Key")[0];
     if (key === undefined) throw malformed();
-    return key;
+    const [versionId, etag, size, lastModified] = ["VersionId", "ETag", "Size", "LastModifiedTime"].map((t) => texts(o, t)[0]?.trim());
+    return { key, versionId, etag, size, lastModified };
   });
-  if (keys.length === 0 || keys.length > 1000) throw malformed();
-  return { keys, quiet: texts(xml, "Quiet")[0]?.trim() === "true" };
+  if (objects.length === 0 || objects.length > 1000) throw malformed();
+  return { objects, quiet: texts(xml, "Quiet")[0]?.trim() === "true" };
 }
 
 /** A part a CompleteMultipartUpload names: its number, the ETag the client holds for it, and the

@@ -13,7 +13,7 @@
 import { accountPays } from "../authorities/authority.ts";
 import type { Did } from "../identity/did.ts";
 import type { BackendKind, ByteRange, PendingPut } from "./backend.ts";
-import type { FileRow } from "./files.ts";
+import type { Expectation, FileRow } from "./files.ts";
 import { createPipeline, type Pipeline, type PipelineDeps, type PutOptions, type Stored } from "./pipeline.ts";
 
 export type { Stashed, Stored } from "./pipeline.ts";
@@ -73,8 +73,9 @@ export function createDirectStorage(deps: DirectDeps) {
   /** Files of `who` on `kind` whose names start with `prefix`, after `after`, in byte order. */
   const list = (who: Did, kind: BackendKind, page: { prefix: string; after: string; limit: number }) => pipeline.files.listNames(who.canonical, pipeline.kind(kind), page);
 
-  /** Deletes the file `name` (where the back-end deletes: spec rule 4); whether there was one. */
-  const remove = async (who: Did, kind: BackendKind, name: string) => (await pipeline.remove(accountPays(who), kind, { name })) !== undefined;
+  /** Deletes the file `name` (where the back-end deletes: spec rule 4) if `expect` (a conditional
+   * delete's test of it, run as it is removed) holds; whether there was one. */
+  const remove = async (who: Did, kind: BackendKind, name: string, expect?: Expectation) => (await pipeline.remove(accountPays(who), kind, { name, expect })) !== undefined;
 
   /** A multipart part, held outside the catalog (pipeline `stash`). */
   const stash = (who: Did, kind: BackendKind, source: AsyncIterable<Uint8Array>, opts: { declared?: number } = {}) => pipeline.stash(accountPays(who), kind, source, opts);

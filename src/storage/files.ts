@@ -62,6 +62,8 @@ const INSERT_FILE = `INSERT INTO files (did, backend, name, cid, size, encryptio
 const NAMED = `SELECT ${COLUMNS} FROM files WHERE did = $1 AND backend = $2 AND name = $3`;
 const LIST_NAMES = `SELECT ${COLUMNS} FROM files WHERE did = $1 AND backend = $2 AND name > $3 AND substr(name, 1, length($4)) = $4 ORDER BY name LIMIT $5`;
 const REMOVE_NAMED = `DELETE FROM files WHERE did = $1 AND backend = $2 AND name = $3 RETURNING ${COLUMNS}`;
+const NAMED_LOCKED = `${NAMED} FOR UPDATE`;
+const REMOVE_ID = `DELETE FROM files WHERE id = $1 RETURNING ${COLUMNS}`;
 // A page in id order (index files_listing: no sort) with listobjects' `Public` in the same read:
 // whether the owner publishes the Cid as public (the directory's condition, PublicSql; without a
 // directory nothing is). Only the columns an entry shows: did and backend are the query's own,
@@ -178,9 +180,11 @@ export function createFiles(sql: Sql, now: () => number = Date.now, publicSql?: 
         // A conditional write reads the entry it would replace under the account's lock, which
         // every write of the account's names takes: two such writes of one name see each other
         // in turn, and only one finds the name as it expected (a round trip more, for them alone).
+        // The entry's own lock orders it with a conditional delete (`removeNamed`), which takes
+        // no account lock: the write then finds the name gone, or the delete finds it replaced.
         if (expect) {
           const f = fs[0] as NewFile;
-          const [, , current] = await together(prepared, lock(), tx.get<FileRow>(NAMED, [f.did, f.backend, f.name]));
+          const [, , current] = await together(prepared, lock(), tx.get<FileRow>(NAMED_LOCKED, [f.did, f.backend, f.name]));
           expect(current);
         }
         const [, , added] = await together(
@@ -262,9 +266,22 @@ export function createFiles(sql: Sql, now: () => number = Date.now, publicSql?: 
       return sql.all<FileRow>(LIST_NAMES, [did, backend, page.after, page.prefix, page.limit]);
     },
 
-    /** Deletes the file of `did` named `name` (one statement: two deletes remove it once); its row, if there was one. */
-    removeNamed(did: string, backend: BackendKind, name: string): Promise<FileRow | undefined> {
-      return sql.get<FileRow>(REMOVE_NAMED, [did, backend, name]);
+    /**
+     * Deletes the file of `did` named `name` (one statement: two deletes remove it once); its row,
+     * if there was one. With `expect` (a conditional delete), the entry is read locked in the
+     * transaction that removes it, and removed only as `expect` saw it: a write that replaces it
+     * meanwhile waits for the delete, or the delete sees it gone; throwing removes nothing.
+     */
+    removeNamed(did: string, backend: BackendKind, name: string, expect?: Expectation): Promise<FileRow | undefined> {
+      if (!expect) return sql.get<FileRow>(REMOVE_NAMED, [did, backend, name]);
+      return sql.tx(
+        async (tx) => {
+          const current = await tx.get<FileRow>(NAMED_LOCKED, [did, backend, name]);
+          expect(current);
+          return current && tx.get<FileRow>(REMOVE_ID, [current.id]);
+        },
+        { isolation: "read committed" },
+      );
     },
 
     /** Whether `did` stores a file with this Cid on this back-end. */

@@ -532,11 +532,12 @@ export function createPipeline(deps: PipelineDeps) {
   }
 
   /** Deletes the authority's file `which` names (by id, or by name) where the back-end deletes
-   * (spec rule 4), then releases its content; the row, or undefined when there was none. */
-  async function remove(authority: Authority, k: string, which: { id: number } | { name: string }): Promise<FileRow | undefined> {
+   * (spec rule 4), then releases its content; the row, or undefined when there was none. By name,
+   * `expect` (a conditional delete) tests the entry in the transaction that removes it. */
+  async function remove(authority: Authority, k: string, which: { id: number } | { name: string; expect?: Expectation }): Promise<FileRow | undefined> {
     const b = deletable(backend(k));
     const did = authority.who.canonical;
-    const row = "id" in which ? await files.remove(did, b.kind, which.id) : await files.removeNamed(did, b.kind, which.name);
+    const row = "id" in which ? await files.remove(did, b.kind, which.id) : await files.removeNamed(did, b.kind, which.name, which.expect);
     if (row) await release(b, row.cid);
     return row;
   }

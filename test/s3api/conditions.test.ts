@@ -150,3 +150,89 @@ describe("conditional CompleteMultipartUpload", () => {
     expect(md5Hex(await bytesOf("cond/mp-race.bin"))).toBe(md5Hex(bodies[codes.indexOf("ok")] as Buffer));
   });
 });
+
+describe("conditional DELETE", () => {
+  const del = (key: string, headers: Record<string, string>) => h.signed(alice.key, "DELETE", `/dfs/${key}`, { headers });
+  const exists = async (key: string) => (await h.signed(alice.key, "HEAD", `/dfs/${key}`)).status === 200;
+  const stat = async (key: string) => {
+    const head = await h.signed(alice.key, "HEAD", `/dfs/${key}`);
+    return { etag: head.headers.get("etag") as string, modified: Date.parse(head.headers.get("last-modified") as string) };
+  };
+
+  test("If-Match: a stale tag is 412 and the object stays; its own tag or * deletes it; a missing key is 404 NoSuchKey", async () => {
+    await put("cond/d1", "delete me");
+    const { etag } = await stat("cond/d1");
+    const stale = await del("cond/d1", { "if-match": '"00000000000000000000000000000000"' });
+    expect([stale.status, codeIn(await stale.text())]).toEqual([412, "PreconditionFailed"]);
+    expect(await exists("cond/d1")).toBe(true);
+    expect((await del("cond/d1", { "if-match": etag })).status).toBe(204);
+    expect(await exists("cond/d1")).toBe(false);
+    await put("cond/d1", "again");
+    expect((await del("cond/d1", { "if-match": "*" })).status).toBe(204);
+    expect(await exists("cond/d1")).toBe(false);
+    const missing = await del("cond/d1", { "if-match": "*" });
+    expect([missing.status, codeIn(await missing.text())]).toEqual([404, "NoSuchKey"]);
+  });
+
+  test("x-amz-if-match-size and x-amz-if-match-last-modified-time: a mismatch is 412 and deletes nothing; a match deletes", async () => {
+    await put("cond/d2", "twelve bytes");
+    const { modified } = await stat("cond/d2");
+    const mismatches: Record<string, string>[] = [{ "x-amz-if-match-size": "13" }, { "x-amz-if-match-last-modified-time": httpDate(modified - 60_000) }, { "x-amz-if-match-size": "12", "x-amz-if-match-last-modified-time": httpDate(modified + 60_000) }];
+    for (const headers of mismatches) {
+      const res = await del("cond/d2", headers);
+      expect({ headers, status: res.status, code: codeIn(await res.text()) }).toEqual({ headers, status: 412, code: "PreconditionFailed" });
+      expect(await exists("cond/d2")).toBe(true);
+    }
+    const bad = await del("cond/d2", { "x-amz-if-match-size": "twelve" });
+    expect([bad.status, codeIn(await bad.text())]).toEqual([400, "InvalidArgument"]);
+    expect(await exists("cond/d2")).toBe(true);
+    expect((await del("cond/d2", { "x-amz-if-match-size": "12", "x-amz-if-match-last-modified-time": httpDate(modified) })).status).toBe(204);
+    expect(await exists("cond/d2")).toBe(false);
+    // Nothing to delete: the size and time conditions hold, as on S3.
+    expect((await del("cond/d2", { "x-amz-if-match-size": "12" })).status).toBe(204);
+  });
+
+  test("DeleteObjects: each key's ETag, Size and LastModifiedTime are its conditions; a VersionId other than null is NoSuchVersion", async () => {
+    for (const k of ["b1", "b2", "b3", "b4", "b5", "b6"]) await put(`cond/batch/${k}`, k);
+    const s1 = await stat("cond/batch/b1");
+    const s4 = await stat("cond/batch/b4");
+    const iso = (ms: number) => new Date(ms).toISOString();
+    const doc =
+      "<Delete>" +
+      `<Object><Key>cond/batch/b1</Key><ETag>${s1.etag.replace(/"/g, "&quot;")}</ETag></Object>` +
+      '<Object><Key>cond/batch/b2</Key><ETag>"0000"</ETag></Object>' +
+      "<Object><Key>cond/batch/b3</Key><Size>99</Size></Object>" +
+      `<Object><Key>cond/batch/b4</Key><Size>2</Size><LastModifiedTime>${iso(s4.modified)}</LastModifiedTime></Object>` +
+      `<Object><Key>cond/batch/b5</Key><LastModifiedTime>${iso(s4.modified - 60_000)}</LastModifiedTime></Object>` +
+      "<Object><Key>cond/batch/b6</Key><VersionId>abc</VersionId></Object>" +
+      "<Object><Key>cond/batch/none</Key><ETag>*</ETag></Object>" +
+      "</Delete>";
+    const res = await h.signed(alice.key, "POST", "/dfs", { query: { delete: "" }, body: doc });
+    expect(res.status).toBe(200);
+    const xml = await res.text();
+    const deleted = [...xml.matchAll(/<Deleted><Key>([^<]*)<\/Key>/g)].map((m) => m[1]);
+    const errors = [...xml.matchAll(/<Error><Key>([^<]*)<\/Key>(?:<VersionId>[^<]*<\/VersionId>)?<Code>([^<]*)<\/Code>/g)].map((m) => [m[1], m[2]]);
+    expect(deleted).toEqual(["cond/batch/b1", "cond/batch/b4"]);
+    expect(errors).toEqual([
+      ["cond/batch/b2", "PreconditionFailed"],
+      ["cond/batch/b3", "PreconditionFailed"],
+      ["cond/batch/b5", "PreconditionFailed"],
+      ["cond/batch/b6", "NoSuchVersion"],
+      ["cond/batch/none", "NoSuchKey"],
+    ]);
+    for (const [k, kept] of [["b1", false], ["b2", true], ["b3", true], ["b4", false], ["b5", true], ["b6", true]] as const) expect({ k, kept: await exists(`cond/batch/${k}`) }).toEqual({ k, kept });
+  });
+
+  test("an If-Match PUT and an If-Match DELETE of one version at once, sixteen times: exactly one of them acts", async () => {
+    for (let i = 0; i < 16; i++) {
+      const key = `cond/race-del/${i}`;
+      const tag = (await put(key, "base")).headers.get("etag") as string;
+      const body = randomBytes(1024);
+      const [w, d] = await Promise.all([put(key, body, { "if-match": tag }), del(key, { "if-match": tag })]);
+      const won = [w.status === 200, d.status === 204];
+      expect({ i, won: won.filter(Boolean).length }).toEqual({ i, won: 1 });
+      if (won[0]) expect(md5Hex(await bytesOf(key))).toBe(md5Hex(body));
+      else expect(await exists(key)).toBe(false);
+    }
+  });
+});
