@@ -246,14 +246,19 @@ export function createObjects(direct: DirectStorage) {
    * request's (REPLACE); a copy onto itself must change it, as on S3. Within one bucket whose
    * back-end composes (dfs) the new name gets one more reference to the same content, with the
    * source's ETag, and no byte is read or written; otherwise the source's bytes are stored again.
+   * If-Match / If-None-Match: * hold for the destination as on PutObject.
    */
   async function copy(did: Did, kind: BackendKind, key: string, source: { kind: BackendKind; key: string }, headers: Headers): Promise<Response> {
     checkKey(key);
     const directive = metadataDirective(headers);
     const replaced = directive === "REPLACE" ? storedMetadata(metadataOf(headers)) : undefined;
+    // If-Match / If-None-Match are the destination's (the source's are x-amz-copy-source-if-*):
+    // checked before the copy starts, and again as its row is written, as PutObject's are.
+    const expect = writeCondition(headers, key, etagOf);
     const from = await copySource(did, source, headers);
     if (source.kind === kind && source.key === key && directive === "COPY") throw s3Error("InvalidRequest", "This copy request is illegal because it is trying to copy an object to itself without changing the object's metadata, storage class, website redirect location or encryption attributes.");
-    const stored: Stored = { encryption: from.encryption, metadata: replaced === undefined ? from.metadata : replaced };
+    if (expect) expect(await direct.named(did, kind, key));
+    const stored: Stored = { encryption: from.encryption, metadata: replaced === undefined ? from.metadata : replaced, expect };
     // The same bytes: the same checksum. A composite one (and the part sizes) only where the
     // copy keeps the source's multipart ETag too.
     const same = source.kind === kind ? await direct.compose(did, kind, key, [from.cid], { etag: from.etag ?? undefined, moved: 0, ...stored, checksum: () => from.checksum ?? undefined, parts: from.parts ?? undefined }) : undefined;

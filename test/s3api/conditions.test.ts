@@ -236,3 +236,43 @@ describe("conditional DELETE", () => {
     }
   });
 });
+
+describe("conditional CopyObject", () => {
+  const copy = (bucket: string, key: string, source: string, headers: Record<string, string> = {}) => h.signed(alice.key, "PUT", `/${bucket}/${key}`, { headers: { "x-amz-copy-source": source, ...headers } });
+  const read = async (bucket: string, key: string) => Buffer.from(await (await h.signed(alice.key, "GET", `/${bucket}/${key}`)).arrayBuffer()).toString();
+
+  // dfs → dfs composes (no byte copied); dfs → ipfs stores the bytes again: both write paths.
+  for (const bucket of ["dfs", "ipfs"]) {
+    test(`${bucket}: If-None-Match: * onto an existing key is 412 and the destination stays; onto a new key it copies`, async () => {
+      await put("cond/copy-src.txt", "source bytes");
+      expect((await h.signed(alice.key, "PUT", `/${bucket}/cond/copy-dst-${bucket}.txt`, { body: "already here" })).status).toBe(200);
+      const res = await copy(bucket, `cond/copy-dst-${bucket}.txt`, "dfs/cond/copy-src.txt", { "if-none-match": "*" });
+      expect([res.status, codeIn(await res.text())]).toEqual([412, "PreconditionFailed"]);
+      expect(await read(bucket, `cond/copy-dst-${bucket}.txt`)).toBe("already here");
+      const fresh = await copy(bucket, `cond/copy-new-${bucket}.txt`, "dfs/cond/copy-src.txt", { "if-none-match": "*" });
+      expect(fresh.status).toBe(200);
+      expect(await read(bucket, `cond/copy-new-${bucket}.txt`)).toBe("source bytes");
+    });
+
+    test(`${bucket}: If-Match on the destination: a stale tag is 412, its own tag copies, a missing key is 404 NoSuchKey`, async () => {
+      const dst = `cond/copy-cas-${bucket}.txt`;
+      const tag = (await h.signed(alice.key, "PUT", `/${bucket}/${dst}`, { body: "v1" })).headers.get("etag") as string;
+      const stale = await copy(bucket, dst, "dfs/cond/copy-src.txt", { "if-match": '"00000000000000000000000000000000"' });
+      expect([stale.status, codeIn(await stale.text())]).toEqual([412, "PreconditionFailed"]);
+      expect(await read(bucket, dst)).toBe("v1");
+      expect((await copy(bucket, dst, "dfs/cond/copy-src.txt", { "if-match": tag })).status).toBe(200);
+      expect(await read(bucket, dst)).toBe("source bytes");
+      const missing = await copy(bucket, `cond/copy-absent-${bucket}.txt`, "dfs/cond/copy-src.txt", { "if-match": tag });
+      expect([missing.status, codeIn(await missing.text())]).toEqual([404, "NoSuchKey"]);
+    });
+  }
+
+  test("eight If-None-Match: * copies of different sources onto one new key at once: exactly one wins", async () => {
+    for (let i = 0; i < 8; i++) await put(`cond/copy-race-src/${i}`, `source ${i}`);
+    const answers = await Promise.all(Array.from({ length: 8 }, (_, i) => copy("dfs", "cond/copy-race.txt", `dfs/cond/copy-race-src/${i}`, { "if-none-match": "*" })));
+    const statuses = answers.map((a) => a.status);
+    expect(statuses.filter((s) => s === 200)).toHaveLength(1);
+    expect(statuses.filter((s) => s === 412)).toHaveLength(7);
+    expect(await read("dfs", "cond/copy-race.txt")).toBe(`source ${statuses.indexOf(200)}`);
+  });
+});
