@@ -118,7 +118,7 @@ const OWNER_ONLY_ACLS = new Set(["private", "bucket-owner-full-control", "bucket
 /**
  * Request headers that ask for a behaviour this gateway does not have. Writes that ask for
  * server-side encryption (SSE-S3, SSE-KMS, SSE-C), object lock, tags at creation, a website
- * redirect, ACL grants or a canned ACL that opens the object, or a storage class other than
+ * redirect, an append (`x-amz-write-offset-bytes`), ACL grants or a canned ACL that opens the object, or a storage class other than
  * STANDARD, are refused rather than stored without it; a read with SSE-C keys is refused too
  * (nothing here was stored under a customer key, and S3 answers such a read the same way).
  */
@@ -139,6 +139,9 @@ export function refuseUnsupportedHeaders(headers: Headers, use: "write" | "read"
     if (name === "x-amz-acl" && !OWNER_ONLY_ACLS.has(value.trim())) {
       throw s3Error("NotImplemented", `The canned ACL ${value} is not supported: every object is its owner's alone (private); nothing was stored`);
     }
+    // An append: S3 Express only. Taken as a PutObject it would replace the object with the
+    // bytes meant to go after it.
+    if (name === "x-amz-write-offset-bytes") throw s3Error("NotImplemented", "Appending to an object (x-amz-write-offset-bytes) is not supported: upload the whole object; nothing was stored");
     if (name === "x-amz-storage-class" && value.trim() !== "STANDARD") throw s3Error("InvalidStorageClass", "The storage class you specified is not valid: this gateway has STANDARD only");
   }
 }

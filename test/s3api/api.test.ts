@@ -614,6 +614,16 @@ describe("sub-resources never touch the object's bytes", () => {
     expect([read.status, codeIn(await read.text())]).toEqual([400, "InvalidRequest"]);
   });
 
+  test("an append (x-amz-write-offset-bytes) is NotImplemented and the object stays whole", async () => {
+    const o = await object("sub/append.bin");
+    const res = await signed(alice.key, "PUT", "/dfs/sub/append.bin", { body: "more", headers: { "x-amz-write-offset-bytes": "40000" } });
+    expect([res.status, codeIn(await res.text())]).toEqual([501, "NotImplemented"]);
+    await o.intact();
+    const fresh = await signed(alice.key, "PUT", "/dfs/sub/append-new.bin", { body: "more", headers: { "x-amz-write-offset-bytes": "0" } });
+    expect([fresh.status, codeIn(await fresh.text())]).toEqual([501, "NotImplemented"]);
+    expect(await bucketClient(alice.key).exists("sub/append-new.bin")).toBe(false);
+  });
+
   test("versionId other than null is NoSuchVersion; partNumber=1 of a single-part object is the object, 2 is InvalidPartNumber", async () => {
     const o = await object("sub/parts.bin");
     const version = await signed(alice.key, "GET", "/dfs/sub/parts.bin", { query: { versionId: "3HL4kqtJlcpXroDTDmjVBH40Nrjfkd" } });
