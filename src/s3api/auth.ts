@@ -10,7 +10,7 @@
 import { createHash } from "node:crypto";
 import type { AccessKey } from "../keys/index.ts";
 import { parseDid, type Did } from "../identity/did.ts";
-import { algorithmOf, CHECKSUM_HEADERS, checkedAtEnd, running, upperName, wellFormed, type Algorithm } from "./checksums.ts";
+import { algorithmOf, CHECKSUM_HEADERS, checkedAtEnd, contentMd5, running, upperName, wellFormed, type Algorithm } from "./checksums.ts";
 import { decodeChunked } from "./chunked.ts";
 import { s3Error } from "./errors.ts";
 import { checkTime, payloadMode, readCredentials, verifySignature, type Credentials, type SignedRequest } from "./sigv4.ts";
@@ -126,8 +126,10 @@ export function payloadOf(request: Request, auth: Authenticated, want?: Algorith
   return { stream, declared, checksum: () => result };
 }
 
-/** A small request document (DeleteObjects, CompleteMultipartUpload), read whole up to `max` bytes. */
+/** A small request document (DeleteObjects, CompleteMultipartUpload), read whole up to `max` bytes;
+ * a Content-MD5 sent with it must be its MD5 (BadDigest: nothing is acted on). */
 export async function smallBody(request: Request, auth: Authenticated, opts: { objectChecksum?: boolean } = {}, max = 2 * 1024 * 1024): Promise<string> {
+  const verify = contentMd5(request.headers.get("content-md5"));
   const { stream } = payloadOf(request, auth, undefined, opts);
   const chunks: Uint8Array[] = [];
   let size = 0;
@@ -136,5 +138,7 @@ export async function smallBody(request: Request, auth: Authenticated, opts: { o
     if (size > max) throw s3Error("InvalidRequest", `The request document is larger than ${max} bytes`);
     chunks.push(chunk);
   }
-  return Buffer.concat(chunks).toString("utf8");
+  const body = Buffer.concat(chunks);
+  verify(createHash("md5").update(body).digest("hex"));
+  return body.toString("utf8");
 }

@@ -219,3 +219,18 @@ export function storedChecksum(stored: string | null | undefined): { algorithm: 
   const value = stored.slice(at + 1);
   return { algorithm, value, type: /-\d+$/.test(value) ? "COMPOSITE" : "FULL_OBJECT" };
 }
+
+/**
+ * The test of a body's MD5 (hex, as the pipeline digests it) against the request's Content-MD5
+ * (base64): BadDigest when they differ, nothing when none was sent. A header that is not an MD5 is
+ * InvalidDigest here, before any byte is read.
+ */
+export function contentMd5(header: string | null): (md5: string) => void {
+  if (header === null) return () => {};
+  const bytes = Buffer.from(header, "base64");
+  if (bytes.byteLength !== 16) throw s3Error("InvalidDigest", "The Content-MD5 you specified is not valid.");
+  const wanted = bytes.toString("hex");
+  return (md5) => {
+    if (md5 !== wanted) throw s3Error("BadDigest", "The Content-MD5 you specified did not match what was received.");
+  };
+}

@@ -24,7 +24,7 @@ import { copyRange } from "./copy.ts";
 import { metadataOf, storedMetadata } from "./metadata.ts";
 import { checkKey, etagOf } from "./objects.ts";
 import type { BodyChecksum, Payload } from "./auth.ts";
-import { algorithmOf, checkedAtEnd, composite, fullObject, running, storedChecksum, upperName, type Algorithm } from "./checksums.ts";
+import { algorithmOf, checkedAtEnd, composite, contentMd5, fullObject, running, storedChecksum, upperName, type Algorithm } from "./checksums.ts";
 import { encodeParts } from "./part-sizes.ts";
 import { errorXml, parseComplete, xmlDocument, xmlResponse, type NamedPart, type Node } from "./xml.ts";
 
@@ -227,12 +227,13 @@ export function createMultipart(deps: { sql: Sql; direct: DirectStorage; log: Lo
    * stops there, so no more than the free space (and the chunk in flight) ever reaches the
    * back-end. Its holds then become part of the upload's lasting hold (see `record`).
    */
-  async function uploadPart(did: Did, kind: BackendKind, key: string, id: string, partRaw: string | null, payload: (want?: Algorithm) => Payload): Promise<Response> {
+  async function uploadPart(did: Did, kind: BackendKind, key: string, id: string, partRaw: string | null, payload: (want?: Algorithm) => Payload, md5Header: string | null = null): Promise<Response> {
     const n = partNumberOf(partRaw);
+    const verify = contentMd5(md5Header);
     const upload = await find(did, kind, key, id);
     // The upload's algorithm is every part's: computed when the part came without it.
     const body = payload(upload.checksumAlgorithm ?? undefined);
-    const part = await storePart(did, kind, upload, n, () => body, false);
+    const part = await storePart(did, kind, upload, n, () => body, false, verify);
     const sum = part.checksum;
     return new Response(null, { status: 200, headers: { etag: `"${part.md5}"`, ...(sum ? { [`x-amz-checksum-${sum.algorithm}`]: sum.value } : {}) } });
   }
@@ -263,8 +264,10 @@ export function createMultipart(deps: { sql: Sql; direct: DirectStorage; log: Lo
     return xmlResponse("CopyPartResult", [["LastModified", new Date(part.at).toISOString()], ["ETag", `"${part.md5}"`], ...(sum ? [[`Checksum${upperName(sum.algorithm)}`, sum.value] as [string, string]] : [])]);
   }
 
-  /** Stores part `n` of `upload` from `body` (opened once the part's hold is in place); its MD5 and when it was recorded. */
-  async function storePart(did: Did, kind: BackendKind, upload: UploadRow, n: number, body: () => { stream: ReadableStream<Uint8Array>; declared?: number; checksum?: () => BodyChecksum | undefined }, copied: boolean): Promise<{ md5: string; at: number; checksum?: BodyChecksum }> {
+  /** Stores part `n` of `upload` from `body` (opened once the part's hold is in place); its MD5 and
+   * when it was recorded. `verify` sees the part's MD5 before it is recorded (a Content-MD5 that
+   * differs): throwing keeps nothing. */
+  async function storePart(did: Did, kind: BackendKind, upload: UploadRow, n: number, body: () => { stream: ReadableStream<Uint8Array>; declared?: number; checksum?: () => BodyChecksum | undefined }, copied: boolean, verify?: (md5: string) => void): Promise<{ md5: string; at: number; checksum?: BodyChecksum }> {
     const id = upload.id;
     const hold = await direct.spaceHold(did);
     const { stream, declared, checksum: sumOf } = body();
@@ -280,6 +283,7 @@ export function createMultipart(deps: { sql: Sql; direct: DirectStorage; log: Lo
     // same lock (serializable without a quota, which has no lock to take).
     let replaced: string | undefined;
     try {
+      verify?.(part.md5);
       replaced = await sql.tx(
         async (tx: Queryable) => {
           await hold?.lock(tx);

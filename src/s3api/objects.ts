@@ -11,7 +11,7 @@ import { parseRange } from "../http/range.ts";
 import { userContentHeaders } from "../http/user-content.ts";
 import type { Did } from "../identity/did.ts";
 import type { Payload } from "./auth.ts";
-import { storedChecksum, upperName, type Algorithm } from "./checksums.ts";
+import { contentMd5, storedChecksum, upperName, type Algorithm } from "./checksums.ts";
 import { copySourceCondition, deleteCondition, readCondition, writeCondition, type DeleteConditions } from "./conditions.ts";
 import { partList, partRange } from "./part-sizes.ts";
 import { s3Error, S3Error, toS3Error } from "./errors.ts";
@@ -137,14 +137,6 @@ function acceptOwnerOnlyAcl(body: string): Response {
 
 const OBJECT_ATTRIBUTES = new Set(["ETag", "Checksum", "ObjectParts", "StorageClass", "ObjectSize"]);
 
-/** A Content-MD5 header as hex, or undefined when none was sent. */
-function md5Of(contentMd5: string | null): string | undefined {
-  if (contentMd5 === null) return undefined;
-  const bytes = Buffer.from(contentMd5, "base64");
-  if (bytes.byteLength !== 16) throw s3Error("InvalidDigest", "The Content-MD5 you specified is not valid.");
-  return bytes.toString("hex");
-}
-
 /** Whether a PutObject asks for its body to be imported as a CAR (`x-amz-meta-import: car`). */
 export const importsCar = (headers: Headers) => headers.get("x-amz-meta-import")?.trim().toLowerCase() === "car";
 
@@ -197,18 +189,9 @@ export function createObjects(direct: DirectStorage) {
   async function put(did: Did, kind: BackendKind, key: string, body: Payload, headers: Headers): Promise<Response> {
     checkKey(key);
     const metadata = storedMetadata(metadataOf(headers));
-    const contentMd5 = headers.get("content-md5");
     const expect = writeCondition(headers, key, etagOf);
     if (expect) expect(await direct.named(did, kind, key));
-    let wanted: string | undefined;
-    if (contentMd5 !== null) {
-      const bytes = Buffer.from(contentMd5, "base64");
-      if (bytes.byteLength !== 16) throw s3Error("InvalidDigest", "The Content-MD5 you specified is not valid.");
-      wanted = bytes.toString("hex");
-    }
-    const verify = (md5: string) => {
-      if (wanted !== undefined && md5 !== wanted) throw s3Error("BadDigest", "The Content-MD5 you specified did not match what was received.");
-    };
+    const verify = contentMd5(headers.get("content-md5"));
     const checksum = () => {
       const c = body.checksum();
       return c && `${c.algorithm}:${c.value}`;
@@ -229,12 +212,9 @@ export function createObjects(direct: DirectStorage) {
    * is a CAR, imported (every block checked, all or nothing) as the file `key` when it has one
    * root, else as `key/<cid>` for each. Content-MD5 is the CAR's. Answers the roots' Cids.
    */
-  async function importCar(did: Did, kind: BackendKind, key: string, body: { stream: ReadableStream<Uint8Array>; declared?: number }, contentMd5: string | null): Promise<Response> {
+  async function importCar(did: Did, kind: BackendKind, key: string, body: { stream: ReadableStream<Uint8Array>; declared?: number }, md5Header: string | null): Promise<Response> {
     checkKey(key);
-    const wanted = md5Of(contentMd5);
-    const verify = (md5: string) => {
-      if (wanted !== undefined && md5 !== wanted) throw s3Error("BadDigest", "The Content-MD5 you specified did not match what was received.");
-    };
+    const verify = contentMd5(md5Header);
     const rows = await direct.importCar(did, kind, key, body.stream, { declared: body.declared, verify });
     const first = rows[0] as FileRow;
     return new Response(null, { status: 200, headers: { etag: etagOf(first), [CID_HEADER]: rows.map((r) => r.cid).join(",") } });

@@ -174,7 +174,7 @@ export function createS3Api(deps: S3ApiDeps) {
               const row = await objects.copySource(did, { kind: bucketOf(auth, from.bucket, false), key: from.key }, request.headers);
               return multipart.uploadPartCopy(did, kind, key, uploadId, q.get("partNumber"), row, request.headers.get("x-amz-copy-source-range"));
             }
-            return multipart.uploadPart(did, bucketOf(auth, bucket, true), key, uploadId, q.get("partNumber"), (want) => payloadOf(request, auth, want));
+            return multipart.uploadPart(did, bucketOf(auth, bucket, true), key, uploadId, q.get("partNumber"), (want) => payloadOf(request, auth, want), request.headers.get("content-md5"));
           }
           case "POST":
             return multipart.complete(did, bucketOf(auth, bucket, true), bucket, key, uploadId, await smallBody(request, auth, { objectChecksum: true }), request.headers);

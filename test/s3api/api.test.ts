@@ -334,6 +334,25 @@ describe("multipart quota and streamed bodies", () => {
     expect(await (await signed(poor.key, "GET", "/dfs", { query: { uploads: "" } })).text()).not.toContain("<Upload>");
   });
 
+  test("UploadPart checks Content-MD5: a part that differs is BadDigest, not kept and holding no space; a malformed one InvalidDigest", async () => {
+    const poor = await account({ space: 6 * MiB });
+    const id = await createUpload(poor.key, "/dfs/md5-part.bin");
+    const bytes = randomBytes(5 * MiB);
+    const part = (body: Uint8Array | string, md5: string) => signed(poor.key, "PUT", "/dfs/md5-part.bin", { query: { partNumber: "1", uploadId: id }, body, headers: { "content-md5": md5 } });
+    const b64 = (b: Uint8Array | string) => createHash("md5").update(b).digest("base64");
+    const wrong = await part(bytes, b64("y"));
+    expect([wrong.status, codeIn(await wrong.text())]).toEqual([400, "BadDigest"]);
+    const malformed = await part("x".repeat(10), "not-an-md5");
+    expect([malformed.status, codeIn(await malformed.text())]).toEqual([400, "InvalidDigest"]);
+    expect(await (await signed(poor.key, "GET", "/dfs/md5-part.bin", { query: { uploadId: id } })).text()).not.toContain("<Part>");
+    // The refused part holds nothing: the same 5 MiB of a 6 MiB account fit at once.
+    const ok = await part(bytes, b64(bytes));
+    expect(ok.status).toBe(200);
+    expect(ok.headers.get("etag")).toBe(`"${createHash("md5").update(bytes).digest("hex")}"`);
+    expect((await (await signed(poor.key, "GET", "/dfs/md5-part.bin", { query: { uploadId: id } })).text()).match(/<Part>/g)?.length).toBe(1);
+    expect((await signed(poor.key, "DELETE", "/dfs/md5-part.bin", { query: { uploadId: id } })).status).toBe(204);
+  });
+
   test("STREAMING-AWS4-HMAC-SHA256-PAYLOAD: chunk signatures checked on the way in", async () => {
     const key = alice.key;
     const url = new URL("/dfs/streamed.txt", s3.url);
@@ -416,6 +435,17 @@ describe("copy and batch delete", () => {
     expect((await c.list({ prefix: "batch/" })).contents?.map((o) => o.key)).toEqual(["batch/3"]);
     const bad = await signed(alice.key, "POST", "/dfs", { query: { delete: "" }, body: "<nope/>" });
     expect(codeIn(await bad.text())).toBe("MalformedXML");
+  });
+
+  test("DeleteObjects checks the document's Content-MD5: one that differs is BadDigest and deletes nothing", async () => {
+    const c = bucketClient(alice.key);
+    await c.write("batch-md5/1", "1");
+    const doc = "<Delete><Object><Key>batch-md5/1</Key></Object></Delete>";
+    const wrong = await signed(alice.key, "POST", "/dfs", { query: { delete: "" }, body: doc, headers: { "content-md5": createHash("md5").update(doc.replace("1", "2")).digest("base64") } });
+    expect([wrong.status, codeIn(await wrong.text())]).toEqual([400, "BadDigest"]);
+    const malformed = await signed(alice.key, "POST", "/dfs", { query: { delete: "" }, body: doc, headers: { "content-md5": "nope" } });
+    expect([malformed.status, codeIn(await malformed.text())]).toEqual([400, "InvalidDigest"]);
+    expect(await c.exists("batch-md5/1")).toBe(true);
   });
 
   test("a character reference to no XML character (&#x110000;, &#0;, a surrogate, U+FFFE, a huge number) is MalformedXML (400), and deletes nothing", async () => {
