@@ -53,11 +53,15 @@ function target(path: string): { bucket: string; key: string } {
   return { bucket: decode(rest.slice(0, slash)), key: decode(rest.slice(slash + 1)) };
 }
 
-/** x-amz-copy-source: `[/]bucket/key[?versionId=…]`, URL-encoded. */
+/** x-amz-copy-source: `[/]bucket/key[?versionId=…]`, URL-encoded. The version is as GET's
+ * `versionId`: `null` is the object (versioning is never on), any other NoSuchVersion. */
 function copySource(header: string): { bucket: string; key: string } {
-  const [path] = header.split("?") as [string];
+  const at = header.indexOf("?");
+  const path = at < 0 ? header : header.slice(0, at);
   const t = target(path.startsWith("/") ? path : `/${path}`);
   if (!t.bucket || !t.key) throw s3Error("InvalidArgument", "x-amz-copy-source must be bucket/key");
+  const versionId = at < 0 ? null : new URLSearchParams(header.slice(at + 1)).get("versionId");
+  if (versionId !== null && versionId !== "null") throw s3Error("NoSuchVersion", "The specified version does not exist: versioning is never enabled here (the only version is null)", { Key: t.key, VersionId: versionId });
   return t;
 }
 

@@ -793,6 +793,26 @@ describe("copies", () => {
     return { type: h.get("content-type"), origin: h.get("x-amz-meta-origin"), stage: h.get("x-amz-meta-stage"), cache: h.get("cache-control") };
   };
 
+  test("a copy source's versionId: null is the object; any other is NoSuchVersion, for CopyObject and UploadPartCopy, and nothing is written", async () => {
+    await source("versioned.csv");
+    await source("dest.csv", { "content-type": "text/plain" });
+    const stale = await signed(alice.key, "PUT", path("dest.csv"), { headers: { "x-amz-copy-source": `${path("versioned.csv")}?versionId=abc` } });
+    expect([stale.status, codeIn(await stale.text())]).toEqual([404, "NoSuchVersion"]);
+    expect(await (await signed(alice.key, "GET", path("dest.csv"))).text()).toBe("rows of dest.csv");
+    const current = await signed(alice.key, "PUT", path("dest.csv"), { headers: { "x-amz-copy-source": `dfs/copies/versioned.csv?versionId=null` } });
+    expect(current.status).toBe(200);
+    expect(await (await signed(alice.key, "GET", path("dest.csv"))).text()).toBe("rows of versioned.csv");
+
+    const created = await signed(alice.key, "POST", path("parts.csv"), { query: { uploads: "" } });
+    const id = /<UploadId>([^<]+)<\/UploadId>/.exec(await created.text())?.[1] as string;
+    const part = (version: string) => signed(alice.key, "PUT", path("parts.csv"), { query: { partNumber: "1", uploadId: id }, headers: { "x-amz-copy-source": `dfs/copies/versioned.csv?versionId=${version}` } });
+    const refused = await part("3HL4kqtJlcpXroDTDmjVBH40Nrjfkd");
+    expect([refused.status, codeIn(await refused.text())]).toEqual([404, "NoSuchVersion"]);
+    expect(await (await signed(alice.key, "GET", path("parts.csv"), { query: { uploadId: id } })).text()).not.toContain("<Part>");
+    expect((await part("null")).status).toBe(200);
+    expect((await signed(alice.key, "DELETE", path("parts.csv"), { query: { uploadId: id } })).status).toBe(204);
+  });
+
   test("MetadataDirective COPY (the default) keeps the source's metadata; REPLACE takes the request's", async () => {
     await source("a.csv");
     expect((await copy("kept.csv", "a.csv", { "content-type": "image/png", "x-amz-meta-stage": "ignored" })).status).toBe(200);
