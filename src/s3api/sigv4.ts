@@ -139,7 +139,7 @@ export function readCredentials(req: SignedRequest): Credentials | undefined {
   const longDate = q.get("X-Amz-Date") ?? "";
   if (Number.isNaN(amzDateMs(longDate))) throw s3Error("AccessDenied", "X-Amz-Date must be in the ISO8601 Long Format \"yyyyMMdd'T'HHmmss'Z'\"");
   const expires = Number(q.get("X-Amz-Expires") ?? "");
-  if (!Number.isInteger(expires) || expires < 1 || expires > MAX_PRESIGNED_SECONDS) throw s3Error("AccessDenied", "X-Amz-Expires must be a whole number of seconds from 1 to 604800");
+  if (!Number.isInteger(expires) || expires < 1 || expires > MAX_PRESIGNED_SECONDS) throw s3Error("AuthorizationQueryParametersError", "X-Amz-Expires must be a whole number of seconds from 1 to 604800 (a presigned URL lasts at most 7 days)");
   const signature = q.get("X-Amz-Signature") ?? "";
   const signed = q.get("X-Amz-SignedHeaders") ?? "";
   if (!signature || !signed) throw s3Error("AccessDenied", "Query-string authentication requires X-Amz-Signature and X-Amz-SignedHeaders");

@@ -117,6 +117,13 @@ describe("presigned query", () => {
     expect(message).toContain("Config(signature_version='s3v4')");
   });
 
+  test("an expiry past 7 days, or not a whole number of seconds, is a malformed presigned URL (400), as on S3", async () => {
+    for (const expires of ["604801", "0", "1.5", ""]) {
+      const req = received("GET", `/test.txt?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=AKIAIOSFODNN7EXAMPLE%2F20130524%2Fus-east-1%2Fs3%2Faws4_request&X-Amz-Date=20130524T000000Z&X-Amz-Expires=${expires}&X-Amz-SignedHeaders=host&X-Amz-Signature=00`, { host: "examplebucket.s3.amazonaws.com" });
+      expect(await codeOf(() => readCredentials(req)), expires).toBe("AuthorizationQueryParametersError");
+    }
+  });
+
   test("valid from its date (15 min of skew) until its expiry", async () => {
     const creds = readCredentials(presigned())!;
     const at = Date.UTC(2013, 4, 24);
