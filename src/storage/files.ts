@@ -276,7 +276,10 @@ export function createFiles(sql: Sql, now: () => number = Date.now, publicSql?: 
       if (!expect) return sql.get<FileRow>(REMOVE_NAMED, [did, backend, name]);
       return sql.tx(
         async (tx) => {
-          const current = await tx.get<FileRow>(NAMED_LOCKED, [did, backend, name]);
+          // A write that replaced the entry while this read waited for its lock leaves it empty
+          // (on PostgreSQL the new row is newer than the statement): read once more, so the
+          // delete is tested against the entry as it is now, not refused as if there were none.
+          const current = (await tx.get<FileRow>(NAMED_LOCKED, [did, backend, name])) ?? (await tx.get<FileRow>(NAMED_LOCKED, [did, backend, name]));
           expect(current);
           return current && tx.get<FileRow>(REMOVE_ID, [current.id]);
         },
