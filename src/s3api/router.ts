@@ -11,10 +11,10 @@ import { isStorageKind } from "../http/model.ts";
 import type { BackendKind } from "../storage/backend.ts";
 import type { DirectStorage } from "../storage/direct.ts";
 import { authenticate, authorize, payloadOf, smallBody, type Authenticated, type FindAccessKey } from "./auth.ts";
-import { S3Error, s3Error, toS3Error } from "./errors.ts";
+import { S3Error, s3Error, toS3Error, type S3Code } from "./errors.ts";
 import { createMultipart, type MultipartLimits } from "./multipart.ts";
 import { createObjects, importsCar } from "./objects.ts";
-import { refuseUnsupportedHeaders, subresourceOf } from "./subresources.ts";
+import { notImplemented, refuseUnsupportedHeaders, subresourceOf, UNCONFIGURED } from "./subresources.ts";
 import { errorResponse, xmlResponse } from "./xml.ts";
 
 export interface S3ApiDeps {
@@ -227,6 +227,11 @@ export function createS3Api(deps: S3ApiDeps) {
     if (method === "DELETE" && sub === undefined) {
       bucketOf(auth, bucket, false);
       throw notAllowed();
+    }
+    if (sub !== undefined && Object.hasOwn(UNCONFIGURED, sub)) {
+      bucketOf(auth, bucket, method !== "GET");
+      if (method === "GET") throw s3Error(UNCONFIGURED[sub] as S3Code, `The bucket ${bucket} has no ${sub} configuration (this gateway keeps none)`, { BucketName: bucket });
+      throw notImplemented(sub);
     }
     switch (sub) {
       case "delete":

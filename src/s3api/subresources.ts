@@ -5,7 +5,8 @@
  * for `delete-object-tagging`. So every request is classified here first, before any route: its
  * sub-resource (the one query name that selects the operation), and any request header that asks
  * for something this gateway cannot honour (server-side encryption, object lock, tags, ACL grants).
- * What is not served is refused with `501 NotImplemented`, never guessed at.
+ * What is not served is refused with `501 NotImplemented`, never guessed at; a bucket
+ * configuration this gateway never keeps (CORS, lifecycle, policy, …) reads back as none set.
  *
  * Query names that are parameters (listing's `prefix`, multipart's `partNumber`, a presigned
  * URL's `X-Amz-*`) pass. S3 itself ignores unknown parameters that carry a value; an unknown name
@@ -15,12 +16,30 @@
  *   const sub = subresourceOf(url.searchParams, "object") // "acl" | "attributes" | undefined …
  *   refuseUnsupportedHeaders(request.headers, "write")
  */
-import { s3Error } from "./errors.ts";
+import { s3Error, type S3Code } from "./errors.ts";
+
+/**
+ * Bucket configurations this gateway never keeps, and the code S3 answers a read of one that was
+ * never set: a GET of one says so (404: tools that read them, as many do before anything else,
+ * take that for "none"); setting or deleting one is NotImplemented.
+ */
+export const UNCONFIGURED: Readonly<Record<string, S3Code>> = {
+  cors: "NoSuchCORSConfiguration",
+  encryption: "ServerSideEncryptionConfigurationNotFoundError",
+  lifecycle: "NoSuchLifecycleConfiguration",
+  "object-lock": "ObjectLockConfigurationNotFoundError",
+  ownershipControls: "OwnershipControlsNotFoundError",
+  policy: "NoSuchBucketPolicy",
+  publicAccessBlock: "NoSuchPublicAccessBlockConfiguration",
+  replication: "ReplicationConfigurationNotFoundError",
+  tagging: "NoSuchTagSet",
+  website: "NoSuchWebsiteConfiguration",
+};
 
 /** Sub-resources this gateway serves, by where they apply. */
 const SERVED = {
   service: new Set<string>(),
-  bucket: new Set(["acl", "delete", "location", "uploads", "versioning"]),
+  bucket: new Set(["acl", "delete", "location", "uploads", "versioning", ...Object.keys(UNCONFIGURED)]),
   object: new Set(["acl", "attributes", "tagging", "uploadId", "uploads"]),
 } as const;
 
@@ -110,7 +129,7 @@ export function subresourceOf(query: URLSearchParams, level: Level): string | un
   return found;
 }
 
-const notImplemented = (what: string) => s3Error("NotImplemented", `This gateway does not implement the ${what} sub-resource; nothing was changed`);
+export const notImplemented = (what: string) => s3Error("NotImplemented", `This gateway does not implement the ${what} sub-resource; nothing was changed`);
 
 /** Canned ACLs that say what every object here already is: its owner's alone. */
 const OWNER_ONLY_ACLS = new Set(["private", "bucket-owner-full-control", "bucket-owner-read"]);

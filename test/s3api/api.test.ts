@@ -608,14 +608,36 @@ describe("sub-resources never touch the object's bytes", () => {
     expect([missing.status, codeIn(await missing.text())]).toEqual([404, "NoSuchKey"]);
   });
 
-  test("bucket sub-resources: ?acl and ?location answer; ?policy, ?cors, ?lifecycle, ?tagging are NotImplemented, never a listing or BucketAlreadyOwnedByYou", async () => {
+  test("bucket sub-resources: ?acl and ?location answer; ?policy, ?cors, … read as none set and cannot be set; never a listing or BucketAlreadyOwnedByYou", async () => {
     const acl = await signed(alice.key, "GET", "/dfs", { query: { acl: "" } });
     expect([acl.status, (await acl.text()).includes("FULL_CONTROL")]).toEqual([200, true]);
-    for (const sub of ["policy", "cors", "lifecycle", "tagging", "website", "versions"]) {
+    // A configuration never kept here reads back as S3 answers one never set (tools read them first).
+    const none: [string, string][] = [
+      ["policy", "NoSuchBucketPolicy"],
+      ["cors", "NoSuchCORSConfiguration"],
+      ["lifecycle", "NoSuchLifecycleConfiguration"],
+      ["tagging", "NoSuchTagSet"],
+      ["website", "NoSuchWebsiteConfiguration"],
+      ["encryption", "ServerSideEncryptionConfigurationNotFoundError"],
+      ["replication", "ReplicationConfigurationNotFoundError"],
+      ["object-lock", "ObjectLockConfigurationNotFoundError"],
+      ["ownershipControls", "OwnershipControlsNotFoundError"],
+      ["publicAccessBlock", "NoSuchPublicAccessBlockConfiguration"],
+    ];
+    for (const [sub, code] of none) {
+      const get = await signed(alice.key, "GET", "/dfs", { query: { [sub]: "" } });
+      expect([sub, get.status, codeIn(await get.text())]).toEqual([sub, 404, code]);
+      for (const method of ["PUT", "DELETE"]) {
+        const set = await signed(alice.key, method, "/dfs", { query: { [sub]: "" }, body: method === "PUT" ? "<x/>" : undefined });
+        expect([sub, method, set.status, codeIn(await set.text())]).toEqual([sub, method, 501, "NotImplemented"]);
+      }
+    }
+    // Of a bucket that does not exist: NoSuchBucket, as for any request to it.
+    const other = await signed(alice.key, "GET", "/nosuchbucket", { query: { cors: "" } });
+    expect([other.status, codeIn(await other.text())]).toEqual([404, "NoSuchBucket"]);
+    for (const sub of ["versions", "logging", "notification"]) {
       const get = await signed(alice.key, "GET", "/dfs", { query: { [sub]: "" } });
       expect([sub, get.status, codeIn(await get.text())]).toEqual([sub, 501, "NotImplemented"]);
-      const put = await signed(alice.key, "PUT", "/dfs", { query: { [sub]: "" }, body: "<x/>" });
-      expect([sub, put.status, codeIn(await put.text())]).toEqual([sub, 501, "NotImplemented"]);
     }
     const versioning = await signed(alice.key, "PUT", "/dfs", { query: { versioning: "" }, body: "<VersioningConfiguration><Status>Enabled</Status></VersioningConfiguration>" });
     expect([versioning.status, codeIn(await versioning.text())]).toEqual([501, "NotImplemented"]);
