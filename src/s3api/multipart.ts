@@ -26,6 +26,7 @@ import { checkKey, etagOf } from "./objects.ts";
 import type { BodyChecksum, Payload } from "./auth.ts";
 import { algorithmOf, checkedAtEnd, composite, contentMd5, fullObject, running, storedChecksum, upperName, type Algorithm } from "./checksums.ts";
 import { encodeParts } from "./part-sizes.ts";
+import { folding, nameEncoder, PAGE_MAX, pageMarker, pageSize, pastPrefix } from "./listing.ts";
 import { errorXml, parseComplete, xmlDocument, xmlResponse, type NamedPart, type Node } from "./xml.ts";
 
 export const UPLOAD_TTL_MS = 24 * 3600_000;
@@ -83,8 +84,6 @@ const OPEN_PARTS = "SELECT COUNT(*) AS n FROM s3_parts p JOIN s3_uploads u ON u.
 const LIVE_COLUMNS = `SELECT id, name, created_at AS "createdAt" FROM s3_uploads WHERE did = $1 AND backend = $2 AND expires_at > $3 AND substr(name, 1, length($4)) = $4`;
 const LIVE_AFTER_KEY = `${LIVE_COLUMNS} AND name > $5 ORDER BY name, id LIMIT $6`;
 const LIVE_AFTER_UPLOAD = `${LIVE_COLUMNS} AND (name > $5 OR (name = $5 AND id > $7)) ORDER BY name, id LIMIT $6`;
-/** The most entries one page of ListParts or ListMultipartUploads holds (S3's own). */
-const PAGE_MAX = 1000;
 
 /**
  * The object's checksum from its parts' (the upload's algorithm and type), as files.ts stores it;
@@ -148,21 +147,6 @@ const noSuchUpload = (id: string) => s3Error("NoSuchUpload", "The specified uplo
 
 const tooManyUploads = (max: number) => s3Error("InvalidRequest", `This account has ${max} multipart uploads open, the most it may: complete or abort some (ListMultipartUploads names them) before starting another`);
 const tooManyParts = (max: number) => s3Error("InvalidRequest", `This account's open multipart uploads hold ${max} parts, the most they may: complete or abort an upload before sending more parts`);
-
-/** A page's size (max-parts, max-uploads): a whole number, a larger one capped at PAGE_MAX as S3
- * caps it; PAGE_MAX when absent. */
-function pageSize(raw: string | null, name: string): number {
-  if (raw === null) return PAGE_MAX;
-  if (!/^\d{1,9}$/.test(raw.trim())) throw s3Error("InvalidArgument", `${name} must be a whole number (at most ${PAGE_MAX} are listed at once)`, { ArgumentName: name, ArgumentValue: raw });
-  return Math.min(Number(raw.trim()), PAGE_MAX);
-}
-
-/** A part-number marker: a whole number (0, the start, when absent or empty). */
-function pageMarker(raw: string | null, name: string): number {
-  if (raw === null || raw.trim() === "") return 0;
-  if (!/^\d{1,9}$/.test(raw.trim())) throw s3Error("InvalidArgument", `${name} must be a whole number`, { ArgumentName: name, ArgumentValue: raw });
-  return Number(raw.trim());
-}
 
 /** How many uploads and parts one account may have open (tests lower them). */
 export interface MultipartLimits {
@@ -486,13 +470,7 @@ export function createMultipart(deps: { sql: Sql; direct: DirectStorage; log: Lo
     // S3 ignores an upload-id-marker without a key-marker.
     const idMarker = keyMarker ? (q.get("upload-id-marker") ?? "") : "";
     const urlEncoded = q.get("encoding-type") === "url";
-    const foldOf = (name: string) => {
-      if (!delimiter || !name.startsWith(prefix)) return undefined;
-      const at = name.indexOf(delimiter, prefix.length);
-      return at < 0 ? undefined : name.slice(0, at + delimiter.length);
-    };
-    // Names after a folded prefix P sort after P + U+10FFFF only if they no longer start with P.
-    const pastPrefix = (p: string) => `${p}\u{10FFFF}`;
+    const foldOf = folding(prefix, delimiter);
     // A key-marker that is a folded prefix was answered already: resume past all of its keys.
     let after = keyMarker !== "" && foldOf(keyMarker) === keyMarker ? { key: pastPrefix(keyMarker), id: "" } : { key: keyMarker, id: idMarker };
     const uploads: { id: string; name: string; createdAt: number }[] = [];
@@ -520,7 +498,7 @@ export function createMultipart(deps: { sql: Sql; direct: DirectStorage; log: Lo
       }
       if (batch.length < limit) break;
     }
-    const enc = (s: string) => (urlEncoded ? encodeURIComponent(s).replace(/%2F/g, "/") : s);
+    const enc = nameEncoder(urlEncoded);
     const entries: [string, Node][] = [
       ["Bucket", bucket],
       ["KeyMarker", enc(keyMarker)],

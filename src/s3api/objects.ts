@@ -14,6 +14,7 @@ import type { Payload } from "./auth.ts";
 import { contentMd5, storedChecksum, upperName, type Algorithm } from "./checksums.ts";
 import { copySourceCondition, deleteCondition, readCondition, writeCondition, type DeleteConditions } from "./conditions.ts";
 import { partList, partRange } from "./part-sizes.ts";
+import { folding, nameEncoder, PAGE_MAX, pageMarker, pageSize, pastPrefix } from "./listing.ts";
 import { s3Error, S3Error, toS3Error } from "./errors.ts";
 import { metadataDirective } from "./copy.ts";
 import { headerValue, metadataHeaders, metadataOf, readMetadata, responseOverrides, storedMetadata, type Metadata } from "./metadata.ts";
@@ -64,20 +65,12 @@ function objectHeaders(row: FileRow, overrides: Metadata = {}): Record<string, s
 /** How many parts a file was uploaded in: N of a multipart ETag `<md5>-N`, else 1. */
 const partsOf = (row: FileRow) => Number(/-(\d+)$/.exec(row.etag ?? "")?.[1] ?? 1);
 
-/** A header of GetObjectAttributes' paging: a whole number up to `max`, or `fallback` when absent. */
-function pagingNumber(raw: string | null, name: string, fallback: number, max: number): number {
-  if (raw === null) return fallback;
-  const n = Number(raw.trim());
-  if (!/^\d{1,6}$/.test(raw.trim()) || n > max) throw s3Error("InvalidArgument", `${name} must be a whole number from 0 to ${max}`, { ArgumentName: name, ArgumentValue: raw });
-  return n;
-}
-
 /** GetObjectAttributes' ObjectParts of a multipart object: its count, then a page of its parts when they were recorded. */
 function objectParts(row: FileRow, algorithm: Algorithm | undefined, paging: { maxParts: string | null; marker: string | null }): [string, Node][] {
   const count = row.parts ? partRange(row.parts, 0).count : partsOf(row);
   if (!row.parts) return [["PartsCount", count]];
-  const maxParts = pagingNumber(paging.maxParts, "x-amz-max-parts", 1000, 1000);
-  const marker = pagingNumber(paging.marker, "x-amz-part-number-marker", 0, 10000);
+  const maxParts = pageSize(paging.maxParts, "x-amz-max-parts");
+  const marker = pageMarker(paging.marker, "x-amz-part-number-marker");
   const page = maxParts === 0 ? [] : partList(row.parts, marker + 1, marker + maxParts);
   const truncated = marker + page.length < count;
   const next = page.at(-1)?.partNumber ?? marker;
@@ -296,9 +289,9 @@ export function createObjects(direct: DirectStorage) {
     const delimiter = q.get("delimiter") ?? "";
     const urlEncoded = q.get("encoding-type") === "url";
     const maxRaw = q.get("max-keys");
-    const maxKeys = maxRaw === null ? 1000 : Number(maxRaw);
+    const maxKeys = maxRaw === null ? PAGE_MAX : Number(maxRaw);
     if (!Number.isInteger(maxKeys) || maxKeys < 0) throw s3Error("InvalidArgument", "max-keys must be a whole number");
-    const max = Math.min(maxKeys, 1000);
+    const max = Math.min(maxKeys, PAGE_MAX);
     const token = q.get("continuation-token");
     const startAfter = (v2 ? q.get("start-after") : q.get("marker")) ?? "";
     // Only a token this gateway issued resumes a listing (tokens.ts); an empty one is none.
@@ -308,19 +301,12 @@ export function createObjects(direct: DirectStorage) {
     const prefixes: string[] = [];
     let truncated = false;
     let last = "";
-    // Names after a folded prefix P sort after P + U+10FFFF only if they no longer start with P.
-    const pastPrefix = (p: string) => `${p}\u{10FFFF}`;
-    /** The prefix `name` folds into under the delimiter, if it does. */
-    const foldOf = (name: string) => {
-      if (!delimiter || !name.startsWith(prefix)) return undefined;
-      const at = name.indexOf(delimiter, prefix.length);
-      return at < 0 ? undefined : name.slice(0, at + delimiter.length);
-    };
+    const foldOf = folding(prefix, delimiter);
     // A marker (or token) that is itself a folded prefix was answered already: resume past all of
     // its names, so a prefix ending one page does not begin the next.
     if (after !== "" && foldOf(after) === after) after = pastPrefix(after);
     outer: while (max > 0) {
-      const batch = await direct.list(did, kind, { prefix, after, limit: Math.min(1000, max + 1) });
+      const batch = await direct.list(did, kind, { prefix, after, limit: Math.min(PAGE_MAX, max + 1) });
       if (batch.length === 0) break;
       for (const row of batch) {
         if (contents.length + prefixes.length >= max) {
@@ -338,10 +324,10 @@ export function createObjects(direct: DirectStorage) {
         last = row.name;
         after = row.name;
       }
-      if (batch.length < Math.min(1000, max + 1)) break;
+      if (batch.length < Math.min(PAGE_MAX, max + 1)) break;
     }
 
-    const enc = (s: string) => (urlEncoded ? encodeURIComponent(s).replace(/%2F/g, "/") : s);
+    const enc = nameEncoder(urlEncoded);
     // The request's own Prefix comes back as it was sent, encoding-type or not (as S3 does).
     const entries: [string, Node][] = [
       ["Name", bucket],
@@ -393,7 +379,7 @@ export function createObjects(direct: DirectStorage) {
    * GetObjectAttributes: the attributes `x-amz-object-attributes` names. Checksum is the object's
    * stored one, left out when it has none (as S3 leaves out what an object lacks); ObjectParts, of
    * a multipart object, its part count and its parts (number, size, checksum) a page at a time
-   * (`x-amz-max-parts`, default and at most 1000, after `x-amz-part-number-marker`).
+   * (`x-amz-max-parts`, default 1000, a larger one capped, after `x-amz-part-number-marker`).
    */
   async function attributes(did: Did, kind: BackendKind, key: string, wanted: string | null, paging: { maxParts: string | null; marker: string | null }): Promise<Response> {
     const names = (wanted ?? "").split(",").map((n) => n.trim()).filter(Boolean);
