@@ -18,13 +18,12 @@ import { connectStorage } from "../../src/sdk/storage.ts";
 import { appFetch } from "../support/app.ts";
 import { BASE, testGateway } from "../support/storage.ts";
 import { granter } from "../quota/grants.ts";
-import { importer } from "ipfs-unixfs-importer";
 import { CID } from "multiformats/cid";
+import { importTree } from "../support/car.ts";
 import type { Denylist } from "../../src/denylist/index.ts";
 import type { Sql } from "../../src/db/sql.ts";
 import { servableBlocks } from "../../src/storage/start.ts";
 import type { SiteOrigin } from "../../src/gateway/site.ts";
-import { d9ImporterOptions } from "../../src/storage/cid-options.ts";
 import { blockKey } from "../../src/storage/ipfs/blocks.ts";
 import { addRef } from "../../src/storage/ipfs/pins.ts";
 import { createFiles } from "../../src/storage/files.ts";
@@ -103,18 +102,8 @@ export async function trustlessGateway() {
    * past that many bytes of links. Returns the root's Cid.
    */
   async function publishTree(owner: Awaited<ReturnType<typeof user>>, files: { path: string; content: Uint8Array }[], o: { name?: string; isPublic?: boolean; price?: number; shardAbove?: number } = {}) {
-    const blocks = new Map<string, { cid: CID; bytes: Uint8Array }>();
-    const blockstore = {
-      async put(cid: CID, bytes: Uint8Array) {
-        blocks.set(cid.toString(), { cid, bytes });
-        return cid;
-      },
-    };
-    let root: CID | undefined;
-    const options = { ...d9ImporterOptions(), wrapWithDirectory: true, ...(o.shardAbove !== undefined && { shardSplitThresholdBytes: o.shardAbove }) };
-    for await (const entry of importer(files, blockstore, options)) root = entry.cid;
-    if (!root) throw new Error("nothing imported");
-    return publishBlocks(owner, root, [...blocks.values()], files.reduce((n, f) => n + f.content.byteLength, 0), o);
+    const { root, blocks } = await importTree(files, o);
+    return publishBlocks(owner, root, blocks, files.reduce((n, f) => n + f.content.byteLength, 0), o);
   }
 
   /** Stores `blocks` (any DAG, crafted ones too) as `owner`'s file of the root `root`, published

@@ -9,17 +9,15 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import * as dagPb from "@ipld/dag-pb";
 import { UnixFS } from "ipfs-unixfs";
-import { importer } from "ipfs-unixfs-importer";
 import { CID } from "multiformats/cid";
 import * as raw from "multiformats/codecs/raw";
 import { identity } from "multiformats/hashes/identity";
 import { sha256 } from "multiformats/hashes/sha2";
 import { runAdmin } from "../../src/cli/admin.ts";
 import { chunkKey } from "../../src/storage/dfs/cid.ts";
-import { d9ImporterOptions } from "../../src/storage/cid-options.ts";
 import { createFiles } from "../../src/storage/files.ts";
 import { blockKey } from "../../src/storage/ipfs/blocks.ts";
-import { type Block, writeCar } from "../support/car.ts";
+import { type Block, importTree, writeCar } from "../support/car.ts";
 import { blobEnv } from "../support/blobs.ts";
 import { TEST_DB, testDatabaseUrlOf } from "../support/db.ts";
 import { testGateway } from "../support/storage.ts";
@@ -70,18 +68,8 @@ const leavesOf = async (cid: string) => (await sql.all<{ key: string }>("SELECT 
  * each once.
  */
 async function folderCar(files: { path: string; content: Uint8Array }[], o: { shardAbove?: number; note?: boolean } = {}): Promise<{ root: CID; car: Uint8Array; blocks: Block[]; bytes: number }> {
-  const blocks = new Map<string, Block>();
-  const blockstore = {
-    async put(cid: CID, bytes: Uint8Array) {
-      blocks.set(cid.toString(), { cid, bytes });
-      return cid;
-    },
-  };
-  let inner: CID | undefined;
-  const options = { ...d9ImporterOptions(), wrapWithDirectory: true, ...(o.shardAbove !== undefined && { shardSplitThresholdBytes: o.shardAbove }) };
-  for await (const entry of importer(files, blockstore, options)) inner = entry.cid;
-  if (!inner) throw new Error("nothing imported");
-  if (!o.note) return carOf(inner, [...blocks.values()]);
+  const { root: inner, blocks } = await importTree(files, o);
+  if (!o.note) return carOf(inner, blocks);
   const note = new TextEncoder().encode("inlined");
   const outer = dagPb.encode(
     dagPb.prepare({
@@ -93,8 +81,7 @@ async function folderCar(files: { path: string; content: Uint8Array }[], o: { sh
     }),
   );
   const root = CID.createV1(dagPb.code, await sha256.digest(outer));
-  blocks.set(root.toString(), { cid: root, bytes: outer });
-  return carOf(root, [...blocks.values()]);
+  return carOf(root, [...blocks, { cid: root, bytes: outer }]);
 }
 
 async function carOf(root: CID, blocks: Block[]) {

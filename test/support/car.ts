@@ -1,11 +1,14 @@
 /**
  * CARs for the import tests, made as a user makes them: the npm `ipfs-car` command (`pack`, which
  * prints the root's Cid), and @ipld/car to take one apart and put it together again with a block
- * left out, a byte flipped or other roots.
+ * left out, a byte flipped or other roots; and a folder's DAG built in memory as the gateway's
+ * own importer settings build it.
  */
 import { CarBlockIterator, CarIndexer, CarWriter } from "@ipld/car";
+import { importer } from "ipfs-unixfs-importer";
 import { CID } from "multiformats/cid";
 import { join } from "node:path";
+import { d9ImporterOptions } from "../../src/storage/cid-options.ts";
 
 const IPFS_CAR = join(import.meta.dir, "..", "..", "node_modules", "ipfs-car", "bin.js");
 
@@ -66,4 +69,21 @@ export async function withoutBlock(car: Uint8Array, cid: CID | string): Promise<
   const kept = blocks.filter((b) => !b.cid.equals(gone));
   if (kept.length === blocks.length) throw new Error(`the CAR has no block ${gone}`);
   return writeCar(roots, kept);
+}
+
+/** `files` under one directory, as the gateway imports a tree (HAMT-sharded past `shardAbove`
+ * bytes of links): the directory's Cid and every block, in memory. */
+export async function importTree(files: { path: string; content: Uint8Array }[], o: { shardAbove?: number } = {}): Promise<{ root: CID; blocks: Block[] }> {
+  const blocks = new Map<string, Block>();
+  const blockstore = {
+    async put(cid: CID, bytes: Uint8Array) {
+      blocks.set(cid.toString(), { cid, bytes });
+      return cid;
+    },
+  };
+  let root: CID | undefined;
+  const options = { ...d9ImporterOptions(), wrapWithDirectory: true, ...(o.shardAbove !== undefined && { shardSplitThresholdBytes: o.shardAbove }) };
+  for await (const entry of importer(files, blockstore, options)) root = entry.cid;
+  if (!root) throw new Error("nothing imported");
+  return { root, blocks: [...blocks.values()] };
 }
