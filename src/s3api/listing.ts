@@ -43,3 +43,43 @@ export const pastPrefix = (p: string) => `${p}\u{10FFFF}`;
 
 /** How a listing spells names back: as they are, or URI-encoded (`encoding-type=url`, `/` kept). */
 export const nameEncoder = (urlEncoded: boolean) => (s: string) => (urlEncoded ? encodeURIComponent(s).replace(/%2F/g, "/") : s);
+
+/**
+ * One page of a listing in name order, at most `max` entries counting rows and folded prefixes
+ * alike. `fetch` reads up to `limit` rows after a cursor (`start`, then the last row's
+ * `cursorOf`, or `pastFold` of a prefix just folded, so the next read skips every name under it).
+ * Answers the rows and prefixes, whether more follow, and the page's last entry: a folded
+ * prefix's name, or a row's.
+ */
+export async function foldedPage<R extends { name: string }, C>(o: {
+  max: number;
+  fold: (name: string) => string | undefined;
+  start: C;
+  fetch: (after: C, limit: number) => Promise<R[]>;
+  cursorOf: (row: R) => C;
+  pastFold: (prefix: string) => C;
+}): Promise<{ rows: R[]; prefixes: string[]; truncated: boolean; last?: { name: string; row?: R } }> {
+  const rows: R[] = [];
+  const prefixes: string[] = [];
+  let last: { name: string; row?: R } | undefined;
+  let after = o.start;
+  outer: while (o.max > 0) {
+    const limit = Math.min(PAGE_MAX, o.max + 1);
+    const batch = await o.fetch(after, limit);
+    for (const row of batch) {
+      if (rows.length + prefixes.length >= o.max) return { rows, prefixes, truncated: true, last };
+      const common = o.fold(row.name);
+      if (common !== undefined) {
+        prefixes.push(common);
+        last = { name: common };
+        after = o.pastFold(common);
+        continue outer; // the names under `common` are skipped by the next read
+      }
+      rows.push(row);
+      last = { name: row.name, row };
+      after = o.cursorOf(row);
+    }
+    if (batch.length < limit) break;
+  }
+  return { rows, prefixes, truncated: false, last };
+}

@@ -26,7 +26,7 @@ import { checkKey, etagOf } from "./objects.ts";
 import type { BodyChecksum, Payload } from "./auth.ts";
 import { algorithmOf, checkedAtEnd, composite, contentMd5, fullObject, running, storedChecksum, upperName, type Algorithm } from "./checksums.ts";
 import { encodeParts } from "./part-sizes.ts";
-import { folding, nameEncoder, PAGE_MAX, pageMarker, pageSize, pastPrefix } from "./listing.ts";
+import { folding, foldedPage, nameEncoder, pageMarker, pageSize, pastPrefix } from "./listing.ts";
 import { errorXml, parseComplete, xmlDocument, xmlResponse, type NamedPart, type Node } from "./xml.ts";
 
 export const UPLOAD_TTL_MS = 24 * 3600_000;
@@ -472,32 +472,20 @@ export function createMultipart(deps: { sql: Sql; direct: DirectStorage; log: Lo
     const urlEncoded = q.get("encoding-type") === "url";
     const foldOf = folding(prefix, delimiter);
     // A key-marker that is a folded prefix was answered already: resume past all of its keys.
-    let after = keyMarker !== "" && foldOf(keyMarker) === keyMarker ? { key: pastPrefix(keyMarker), id: "" } : { key: keyMarker, id: idMarker };
-    const uploads: { id: string; name: string; createdAt: number }[] = [];
-    const prefixes: string[] = [];
-    let last = { key: "", id: "" };
-    let truncated = false;
-    outer: while (max > 0) {
-      const limit = Math.min(PAGE_MAX, max + 1);
-      const base = [did.canonical, kind, now(), prefix, after.key, limit];
-      const batch = await sql.all<{ id: string; name: string; createdAt: number }>(after.id ? LIVE_AFTER_UPLOAD : LIVE_AFTER_KEY, after.id ? [...base, after.id] : base);
-      for (const row of batch) {
-        if (uploads.length + prefixes.length >= max) {
-          truncated = true;
-          break outer;
-        }
-        const common = foldOf(row.name);
-        if (common !== undefined) {
-          prefixes.push(common);
-          last = { key: common, id: "" };
-          after = { key: pastPrefix(common), id: "" };
-          continue outer; // the keys under `common` are skipped by the next query
-        }
-        uploads.push(row);
-        last = after = { key: row.name, id: row.id };
-      }
-      if (batch.length < limit) break;
-    }
+    const start = keyMarker !== "" && foldOf(keyMarker) === keyMarker ? { key: pastPrefix(keyMarker), id: "" } : { key: keyMarker, id: idMarker };
+    const page = await foldedPage({
+      max,
+      fold: foldOf,
+      start,
+      fetch: (after, limit) => {
+        const base = [did.canonical, kind, now(), prefix, after.key, limit];
+        return sql.all<{ id: string; name: string; createdAt: number }>(after.id ? LIVE_AFTER_UPLOAD : LIVE_AFTER_KEY, after.id ? [...base, after.id] : base);
+      },
+      cursorOf: (row) => ({ key: row.name, id: row.id }),
+      pastFold: (p) => ({ key: pastPrefix(p), id: "" }),
+    });
+    const { rows: uploads, prefixes, truncated } = page;
+    const last = { key: page.last?.name ?? "", id: page.last?.row?.id ?? "" };
     const enc = nameEncoder(urlEncoded);
     const entries: [string, Node][] = [
       ["Bucket", bucket],

@@ -14,7 +14,7 @@ import type { Payload } from "./auth.ts";
 import { contentMd5, storedChecksum, upperName, type Algorithm } from "./checksums.ts";
 import { copySourceCondition, deleteCondition, readCondition, writeCondition, type DeleteConditions } from "./conditions.ts";
 import { partList, partRange } from "./part-sizes.ts";
-import { folding, nameEncoder, PAGE_MAX, pageMarker, pageSize, pastPrefix } from "./listing.ts";
+import { folding, foldedPage, nameEncoder, PAGE_MAX, pageMarker, pageSize, pastPrefix } from "./listing.ts";
 import { s3Error, S3Error, toS3Error } from "./errors.ts";
 import { metadataDirective } from "./copy.ts";
 import { headerValue, metadataHeaders, metadataOf, readMetadata, responseOverrides, storedMetadata, type Metadata } from "./metadata.ts";
@@ -295,37 +295,21 @@ export function createObjects(direct: DirectStorage) {
     const token = q.get("continuation-token");
     const startAfter = (v2 ? q.get("start-after") : q.get("marker")) ?? "";
     // Only a token this gateway issued resumes a listing (tokens.ts); an empty one is none.
-    let after = v2 && token ? readToken("objects", token) : startAfter;
+    const after = v2 && token ? readToken("objects", token) : startAfter;
 
-    const contents: FileRow[] = [];
-    const prefixes: string[] = [];
-    let truncated = false;
-    let last = "";
     const foldOf = folding(prefix, delimiter);
     // A marker (or token) that is itself a folded prefix was answered already: resume past all of
     // its names, so a prefix ending one page does not begin the next.
-    if (after !== "" && foldOf(after) === after) after = pastPrefix(after);
-    outer: while (max > 0) {
-      const batch = await direct.list(did, kind, { prefix, after, limit: Math.min(PAGE_MAX, max + 1) });
-      if (batch.length === 0) break;
-      for (const row of batch) {
-        if (contents.length + prefixes.length >= max) {
-          truncated = true;
-          break outer;
-        }
-        const common = foldOf(row.name);
-        if (common !== undefined) {
-          prefixes.push(common);
-          last = common;
-          after = pastPrefix(common);
-          continue outer; // the names under `common` are skipped by the next query
-        }
-        contents.push(row);
-        last = row.name;
-        after = row.name;
-      }
-      if (batch.length < Math.min(PAGE_MAX, max + 1)) break;
-    }
+    const page = await foldedPage({
+      max,
+      fold: foldOf,
+      start: after !== "" && foldOf(after) === after ? pastPrefix(after) : after,
+      fetch: (from, limit) => direct.list(did, kind, { prefix, after: from, limit }),
+      cursorOf: (row) => row.name,
+      pastFold: pastPrefix,
+    });
+    const { rows: contents, prefixes, truncated } = page;
+    const last = page.last?.name ?? "";
 
     const enc = nameEncoder(urlEncoded);
     // The request's own Prefix comes back as it was sent, encoding-type or not (as S3 does).
