@@ -171,11 +171,9 @@ export function createMeter({ sql, records, storedBytes, now = Date.now, gateway
    * the request's Content-Length (file plus framing), if any; `backend` and `name` name the entry
    * the file would replace, whose bytes it need not find room for; without them (a multipart
    * upload's part, which replaces no file) nothing is left out. A pool of 0 is refused here,
-   * before any read, and so is an upload whose `atLeast` (the fewest bytes its file can have: the
-   * declared length less its framing) does not fit: it would be refused anyway, once that much of
-   * its body had been read and stored.
+   * before any read.
    */
-  async function uploadLook(account: Address, did: string, opts: { declared?: number; atLeast?: number; backend?: string; name?: string }) {
+  async function uploadLook(account: Address, did: string, opts: { declared?: number; backend?: string; name?: string }) {
     const [space, traffic] = await Promise.all([pool(account, "space"), pool(account, "traffic")]);
     if (space.limit === 0) throw failure("quota-exceeded", space.expired ? "your storage space has expired: buy more or ask for a grant" : "no storage space: buy some (GET /dfs/buyspace) or ask for a grant");
     const replaced = opts.backend !== undefined && opts.name !== undefined ? { backend: opts.backend, name: opts.name } : undefined;
@@ -316,13 +314,7 @@ export function createMeter({ sql, records, storedBytes, now = Date.now, gateway
       columns: { ...first.columns, accountMade: ACCOUNT_MADE },
       read(row) {
         made = Boolean(row.accountMade); // 0/1 on SQLite
-        const inUse = first.read(row);
-        const whole = opts.atLeast !== undefined && opts.atLeast > 0 ? fits(inUse, opts.atLeast) : 0;
-        if (typeof whole !== "number") {
-          closed = true;
-          throw whole;
-        }
-        checked(fits(inUse, 0), 0);
+        checked(fits(first.read(row), 0), 0);
         return upload;
       },
     };
@@ -330,7 +322,7 @@ export function createMeter({ sql, records, storedBytes, now = Date.now, gateway
   }
 
   /** An upload's meter, its first look read by itself (uploadLook). */
-  async function beginUpload(account: Address, did: string, opts: { declared?: number; atLeast?: number; backend?: string; name?: string }) {
+  async function beginUpload(account: Address, did: string, opts: { declared?: number; backend?: string; name?: string }) {
     const [upload] = await looks(sql, await uploadLook(account, did, opts));
     return upload;
   }

@@ -220,10 +220,7 @@ export function createPipeline(deps: PipelineDeps) {
     const { who } = authority;
     // The authority's look, the quota's first and whether the account's bucket exists, in one
     // statement (on PostgreSQL each outside a transaction is a commit).
-    const known = declared !== undefined && declared > 0 && Number.isFinite(declared) ? declared : undefined;
-    // A form's file is its body less the framing around it (bounded as the body limit bounds it).
-    const atLeast = known !== undefined ? Math.max(0, known - (opts.framed ? FORM_FRAMING : 0)) : undefined;
-    const first = await deps.meter?.uploadLook(who.address, who.canonical, { declared: known, atLeast, ...replaces });
+    const first = await deps.meter?.uploadLook(who.address, who.canonical, { declared: declared !== undefined && declared > 0 && Number.isFinite(declared) ? declared : undefined, ...replaces });
     const [, quota, bucketMade] = await looks(sql, authority.look, first, files.bucketLook(who.canonical));
     return { quota, bucketMade };
   }
